@@ -1,0 +1,3 @@
+#[derive(clap::Args)]
+pub struct BenchArgs {}
+pub fn run(_: &BenchArgs) -> anyhow::Result<()> { todo!() }

@@ -1,0 +1,7 @@
+//! cutune: find, templatize and tune CUDA kernels from the editor.
+//!
+//! One module per stage of the data flow (see `DESIGN.md`); only [`lsp`] knows the protocol.
+
+pub mod cli;
+pub mod lsp;
+pub mod syntax;

@@ -1,0 +1,39 @@
+//! The only module that knows the Language Server Protocol.
+//!
+//! - [`ordered`] applies document mutations in arrival order and catches handler panics;
+//! - [`server`] answers requests from document snapshots;
+//! - [`convert`] turns the plain analysis types into protocol types and back.
+
+mod convert;
+mod ordered;
+mod server;
+mod state;
+
+use std::sync::Arc;
+
+use tower_lsp_server::{LspService, Server};
+
+pub use ordered::OrderedService;
+pub use state::ServerState;
+
+/// Runs the server on stdin/stdout until the client exits. Returns the process exit code: 0
+/// after `shutdown` then `exit`, 1 when the client went away without `shutdown` (LSP spec).
+pub fn run_stdio() -> i32 {
+    crate::syntax::compile_queries();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime starts");
+    runtime.block_on(async {
+        let state = Arc::new(ServerState::default());
+        let (service, socket) = LspService::new({
+            let state = state.clone();
+            move |client| server::Backend::new(client, state)
+        });
+        let client = service.inner().client().clone();
+        let service = OrderedService::new(service, state.clone(), client);
+        Server::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
+        if state.shutdown_requested() { 0 } else { 1 }
+    })
+}

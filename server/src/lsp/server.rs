@@ -1,0 +1,150 @@
+//! The request and notification handlers. Each reads a snapshot of one document; none mutates
+//! documents (see [`super::ordered`]).
+
+use std::sync::Arc;
+
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::ls_types::*;
+use tower_lsp_server::{Client, LanguageServer};
+
+use super::convert;
+use super::state::{OpenDocument, ServerState};
+use crate::syntax::{self, Analysis, Encoding, MAX_ANALYZED_BYTES};
+
+pub struct Backend {
+    client: Client,
+    state: Arc<ServerState>,
+}
+
+impl Backend {
+    pub fn new(client: Client, state: Arc<ServerState>) -> Self {
+        Backend { client, state }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn open_document(&self, uri: &Uri) -> Result<OpenDocument> {
+        self.state
+            .snapshot(uri)
+            .ok_or_else(|| Error::invalid_params(format!("document not open: {}", uri.as_str())))
+    }
+
+    fn offset(&self, open: &OpenDocument, position: Position) -> Result<usize> {
+        open.document
+            .offset(self.state.encoding(), convert::text_position(position))
+            .map_err(|e| Error::invalid_params(e.to_string()))
+    }
+
+    /// Publishes the findings of the current version, unless a newer version has arrived since.
+    async fn publish_diagnostics(&self, uri: Uri) {
+        let Some(open) = self.state.snapshot(&uri) else { return };
+        if !open.is_cuda(&uri) {
+            return;
+        }
+        let encoding = self.state.encoding();
+        let diagnostics = match open.document.analysis() {
+            Analysis::Complete => syntax::check(open.document.model())
+                .iter()
+                .map(|f| convert::diagnostic(&open.document, encoding, f))
+                .collect(),
+            Analysis::SkippedTooLarge { bytes } => vec![too_large_diagnostic(bytes)],
+        };
+        let still_current = self.state.snapshot(&uri).is_some_and(|now| now.version == open.version);
+        if still_current {
+            self.client.publish_diagnostics(uri, diagnostics, Some(open.version)).await;
+        }
+    }
+}
+
+fn too_large_diagnostic(bytes: usize) -> Diagnostic {
+    Diagnostic {
+        range: Range::default(),
+        severity: Some(DiagnosticSeverity::INFORMATION),
+        code: Some(NumberOrString::String("file-too-large".into())),
+        source: Some("cutune".into()),
+        message: format!(
+            "cutune does not analyse this file: {:.1} MiB is over its {} MiB limit",
+            bytes as f64 / (1024.0 * 1024.0),
+            MAX_ANALYZED_BYTES / (1024 * 1024)
+        ),
+        ..Diagnostic::default()
+    }
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let offered = params.capabilities.general.as_ref().and_then(|g| g.position_encodings.as_deref());
+        let encoding = convert::negotiate_encoding(offered);
+        self.state.set_encoding(encoding);
+        Ok(InitializeResult {
+            capabilities: ServerCapabilities {
+                position_encoding: Some(convert::encoding_kind(encoding)),
+                text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
+                    open_close: Some(true),
+                    change: Some(TextDocumentSyncKind::INCREMENTAL),
+                    ..TextDocumentSyncOptions::default()
+                })),
+                hover_provider: Some(HoverProviderCapability::Simple(true)),
+                document_symbol_provider: Some(OneOf::Left(true)),
+                ..ServerCapabilities::default()
+            },
+            server_info: Some(ServerInfo { name: "cutune".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
+            offset_encoding: None,
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        let encoding = match self.state.encoding() {
+            Encoding::Utf8 => "UTF-8",
+            Encoding::Utf16 => "UTF-16",
+        };
+        self.client
+            .log_message(MessageType::INFO, format!("cutune {} ready; positions in {encoding}", env!("CARGO_PKG_VERSION")))
+            .await;
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        self.state.request_shutdown();
+        Ok(())
+    }
+
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        let uri = params.text_document.uri;
+        if let Some(open) = self.state.snapshot(&uri) {
+            if let Analysis::SkippedTooLarge { bytes } = open.document.analysis() {
+                self.client
+                    .log_message(MessageType::WARNING, format!("cutune: {} is {bytes} bytes; not analysed", uri.as_str()))
+                    .await;
+            }
+        }
+        self.publish_diagnostics(uri).await;
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        self.publish_diagnostics(params.text_document.uri).await;
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        // Clear what was shown: diagnostics of closed files would go stale.
+        self.client.publish_diagnostics(params.text_document.uri, Vec::new(), None).await;
+    }
+
+    async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
+        let position = params.text_document_position_params;
+        let open = self.open_document(&position.text_document.uri)?;
+        let offset = self.offset(&open, position.position)?;
+        let Some(info) = syntax::hover(open.document.model(), offset) else { return Ok(None) };
+        Ok(Some(Hover {
+            contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: info.markdown }),
+            range: Some(convert::range(&open.document, self.state.encoding(), info.span)),
+        }))
+    }
+
+    async fn document_symbol(&self, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
+        let open = self.open_document(&params.text_document.uri)?;
+        let symbols = convert::document_symbols(&open.document, self.state.encoding(), open.document.model());
+        Ok(Some(DocumentSymbolResponse::Nested(symbols)))
+    }
+}

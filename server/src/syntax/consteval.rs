@@ -1,0 +1,255 @@
+//! Integer constant evaluation of C expressions given as text.
+//!
+//! Launch configurations, `#define` bodies, array sizes and `__launch_bounds__` arguments are
+//! usually small integer expressions over literals and named constants. `#define` bodies are
+//! raw text to tree-sitter, so one text evaluator serves all of them. Anything it does not
+//! understand (casts, calls, floats, `sizeof`) yields `None`: unknown, never a guess.
+
+/// Evaluates `text`, resolving identifiers through `resolve`.
+pub fn eval(text: &str, resolve: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
+    let tokens = tokenize(text)?;
+    let mut parser = Parser { tokens: &tokens, pos: 0, resolve };
+    let value = parser.expr(0)?;
+    (parser.pos == tokens.len()).then_some(value)
+}
+
+/// Parses a C integer literal: decimal, hex, octal or binary, with `u`/`l` suffixes and `'`
+/// digit separators.
+pub fn parse_int_literal(text: &str) -> Option<i64> {
+    let cleaned: String = text.chars().filter(|&c| c != '\'').collect();
+    let digits = cleaned.trim_end_matches(['u', 'U', 'l', 'L']);
+    let (radix, body) = if let Some(rest) = digits.strip_prefix("0x").or(digits.strip_prefix("0X")) {
+        (16, rest)
+    } else if let Some(rest) = digits.strip_prefix("0b").or(digits.strip_prefix("0B")) {
+        (2, rest)
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        (8, &digits[1..])
+    } else {
+        (10, digits)
+    };
+    if body.is_empty() {
+        return None;
+    }
+    u64::from_str_radix(body, radix).ok().and_then(|v| i64::try_from(v).ok())
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Int(i64),
+    Ident(String),
+    Op(&'static str),
+}
+
+const OPERATORS: [&str; 25] = [
+    "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "%", "(", ")", "<", ">",
+    "&", "|", "^", "~", "!", "?", ":", ",",
+];
+
+fn tokenize(text: &str) -> Option<Vec<Token>> {
+    let bytes = text.as_bytes();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c.is_ascii_whitespace() || c == b'\\' {
+            i += 1;
+        } else if c.is_ascii_digit() {
+            let start = i;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'\'') {
+                i += 1;
+            }
+            tokens.push(Token::Int(parse_int_literal(&text[start..i])?));
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            tokens.push(Token::Ident(text[start..i].to_string()));
+        } else if text[i..].starts_with("//") {
+            break;
+        } else if text[i..].starts_with("/*") {
+            i += text[i..].find("*/").map(|e| e + 2)?;
+        } else {
+            let op = OPERATORS.iter().find(|op| text[i..].starts_with(**op))?;
+            tokens.push(Token::Op(op));
+            i += op.len();
+        }
+    }
+    Some(tokens)
+}
+
+struct Parser<'a> {
+    tokens: &'a [Token],
+    pos: usize,
+    resolve: &'a dyn Fn(&str) -> Option<i64>,
+}
+
+/// Binding power of binary operators, C precedence (higher binds tighter).
+fn binary_power(op: &str) -> Option<u8> {
+    Some(match op {
+        "||" => 1,
+        "&&" => 2,
+        "|" => 3,
+        "^" => 4,
+        "&" => 5,
+        "==" | "!=" => 6,
+        "<" | ">" | "<=" | ">=" => 7,
+        "<<" | ">>" => 8,
+        "+" | "-" => 9,
+        "*" | "/" | "%" => 10,
+        _ => return None,
+    })
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<&Token> {
+        self.tokens.get(self.pos)
+    }
+
+    fn eat(&mut self, op: &str) -> bool {
+        if matches!(self.peek(), Some(Token::Op(o)) if *o == op) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expr(&mut self, min_power: u8) -> Option<i64> {
+        let mut lhs = self.unary()?;
+        loop {
+            match self.peek() {
+                Some(Token::Op("?")) if min_power == 0 => {
+                    self.pos += 1;
+                    let then = self.expr(0)?;
+                    if !self.eat(":") {
+                        return None;
+                    }
+                    let otherwise = self.expr(0)?;
+                    lhs = if lhs != 0 { then } else { otherwise };
+                }
+                Some(Token::Op(op)) => {
+                    let Some(power) = binary_power(op) else { break };
+                    if power <= min_power {
+                        break;
+                    }
+                    let op = *op;
+                    self.pos += 1;
+                    let rhs = self.expr(power)?;
+                    lhs = apply(op, lhs, rhs)?;
+                }
+                _ => break,
+            }
+        }
+        Some(lhs)
+    }
+
+    fn unary(&mut self) -> Option<i64> {
+        match self.tokens.get(self.pos)?.clone() {
+            Token::Int(v) => {
+                self.pos += 1;
+                Some(v)
+            }
+            Token::Ident(name) => {
+                self.pos += 1;
+                (self.resolve)(&name)
+            }
+            Token::Op("(") => {
+                self.pos += 1;
+                let v = self.expr(0)?;
+                self.eat(")").then_some(v)
+            }
+            Token::Op("-") => {
+                self.pos += 1;
+                self.unary()?.checked_neg()
+            }
+            Token::Op("+") => {
+                self.pos += 1;
+                self.unary()
+            }
+            Token::Op("~") => {
+                self.pos += 1;
+                Some(!self.unary()?)
+            }
+            Token::Op("!") => {
+                self.pos += 1;
+                Some((self.unary()? == 0) as i64)
+            }
+            Token::Op(_) => None,
+        }
+    }
+}
+
+fn apply(op: &str, a: i64, b: i64) -> Option<i64> {
+    Some(match op {
+        "+" => a.checked_add(b)?,
+        "-" => a.checked_sub(b)?,
+        "*" => a.checked_mul(b)?,
+        "/" => a.checked_div(b)?,
+        "%" => a.checked_rem(b)?,
+        "<<" => a.checked_shl(u32::try_from(b).ok()?)?,
+        ">>" => a.checked_shr(u32::try_from(b).ok()?)?,
+        "&" => a & b,
+        "|" => a | b,
+        "^" => a ^ b,
+        "<" => (a < b) as i64,
+        ">" => (a > b) as i64,
+        "<=" => (a <= b) as i64,
+        ">=" => (a >= b) as i64,
+        "==" => (a == b) as i64,
+        "!=" => (a != b) as i64,
+        "&&" => (a != 0 && b != 0) as i64,
+        "||" => (a != 0 || b != 0) as i64,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_names(_: &str) -> Option<i64> {
+        None
+    }
+
+    #[test]
+    fn literals_in_every_base_and_suffix() {
+        assert_eq!(parse_int_literal("256"), Some(256));
+        assert_eq!(parse_int_literal("0x100"), Some(256));
+        assert_eq!(parse_int_literal("0400"), Some(256));
+        assert_eq!(parse_int_literal("0b100000000"), Some(256));
+        assert_eq!(parse_int_literal("256u"), Some(256));
+        assert_eq!(parse_int_literal("256ULL"), Some(256));
+        assert_eq!(parse_int_literal("1'024"), Some(1024));
+        assert_eq!(parse_int_literal("0"), Some(0));
+        assert_eq!(parse_int_literal("1.5f"), None);
+    }
+
+    #[test]
+    fn c_precedence_and_integer_division() {
+        assert_eq!(eval("(1000 + 255) / 256", &no_names), Some(4));
+        assert_eq!(eval("2 + 3 * 4", &no_names), Some(14));
+        assert_eq!(eval("1 << 8 | 1", &no_names), Some(257));
+        assert_eq!(eval("-7 / 2", &no_names), Some(-3));
+        assert_eq!(eval("32 * 33 * 4", &no_names), Some(4224));
+        assert_eq!(eval("1 ? 64 : 128", &no_names), Some(64));
+        assert_eq!(eval("(16) /* rows */", &no_names), Some(16));
+    }
+
+    #[test]
+    fn names_resolve_through_the_callback() {
+        let resolve = |n: &str| match n {
+            "BLOCK" => Some(128),
+            _ => None,
+        };
+        assert_eq!(eval("BLOCK * 2", &resolve), Some(256));
+        assert_eq!(eval("BLOCK * N", &resolve), None);
+    }
+
+    #[test]
+    fn unknown_forms_are_none_not_guesses() {
+        for text in ["1.5", "sizeof(float)", "(int)3", "f(2)", "4 / 0", "", "1 +", "9223372036854775807 + 1"] {
+            assert_eq!(eval(text, &no_names), None, "{text}");
+        }
+    }
+}

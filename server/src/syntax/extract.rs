@@ -1,0 +1,956 @@
+//! Builds a [`KernelModel`] from a tree-sitter tree with the queries in `queries/cuda/`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+use streaming_iterator::StreamingIterator;
+use tree_sitter::{Node, Query, QueryCursor, Tree};
+
+use super::consteval::{self, parse_int_literal};
+use super::model::*;
+
+/// A compiled query and the capture indices the extraction reads.
+struct CompiledQuery {
+    query: Query,
+    captures: HashMap<&'static str, u32>,
+}
+
+impl CompiledQuery {
+    fn new(source: &str, names: &[&'static str]) -> CompiledQuery {
+        let query = Query::new(&super::language(), source)
+            .unwrap_or_else(|e| panic!("embedded query does not compile: {e}"));
+        let captures = names
+            .iter()
+            .map(|n| {
+                let index = query
+                    .capture_index_for_name(n)
+                    .unwrap_or_else(|| panic!("embedded query lacks capture @{n}"));
+                (*n, index)
+            })
+            .collect();
+        CompiledQuery { query, captures }
+    }
+
+    fn index(&self, name: &str) -> u32 {
+        self.captures[name]
+    }
+}
+
+fn items_query() -> &'static CompiledQuery {
+    static QUERY: OnceLock<CompiledQuery> = OnceLock::new();
+    QUERY.get_or_init(|| {
+        CompiledQuery::new(
+            include_str!("../../../queries/cuda/items.scm"),
+            &[
+                "kernel", "kernel.name", "device", "device.name", "launch", "launch.callee",
+                "launch.config", "launch.args", "define", "define.name", "define.value",
+                "constant", "constant.qualifier", "constant.name", "constant.value",
+            ],
+        )
+    })
+}
+
+fn kernel_body_query() -> &'static CompiledQuery {
+    static QUERY: OnceLock<CompiledQuery> = OnceLock::new();
+    QUERY.get_or_init(|| {
+        CompiledQuery::new(
+            include_str!("../../../queries/cuda/kernel_body.scm"),
+            &["pragma", "pragma.argument", "block_dim", "stride", "shared", "name"],
+        )
+    })
+}
+
+/// Compiles both embedded queries now, so that a broken query fails at start-up, not mid-edit.
+pub fn compile_queries() {
+    items_query();
+    kernel_body_query();
+}
+
+pub fn analyze(text: &str, tree: &Tree) -> KernelModel {
+    let mut extractor = Extractor::new(text);
+    extractor.collect_items(tree.root_node());
+    extractor.build_kernels();
+    extractor.build_device_functions();
+    extractor.build_launches();
+    extractor.model.syntax_errors = syntax_errors(tree.root_node(), text);
+    extractor.finish()
+}
+
+#[derive(Default)]
+struct ItemNodes<'t> {
+    kernels: Vec<(Node<'t>, Node<'t>)>,
+    devices: Vec<(Node<'t>, Node<'t>)>,
+    launches: Vec<Launch<'t>>,
+}
+
+struct Launch<'t> {
+    call: Node<'t>,
+    callee: Node<'t>,
+    config: Node<'t>,
+    args: Node<'t>,
+}
+
+struct Extractor<'t> {
+    text: &'t str,
+    nodes: ItemNodes<'t>,
+    /// Integer values of `#define`s and file-scope constants, by name.
+    constants: HashMap<String, ConstantSource>,
+    model: KernelModel,
+    /// (kernel, define) pairs already recorded as tunable sites.
+    define_sites: HashSet<(String, String)>,
+}
+
+enum ConstantSource {
+    Define(usize),
+    Value(Option<i64>),
+}
+
+impl<'t> Extractor<'t> {
+    fn new(text: &'t str) -> Self {
+        Extractor {
+            text,
+            nodes: ItemNodes::default(),
+            constants: HashMap::new(),
+            model: KernelModel::default(),
+            define_sites: HashSet::new(),
+        }
+    }
+
+    fn text_of(&self, node: Node) -> &'t str {
+        &self.text[node.byte_range()]
+    }
+
+    fn collect_items(&mut self, root: Node<'t>) {
+        let q = items_query();
+        let mut cursor = QueryCursor::new();
+        let mut matches = cursor.matches(&q.query, root, self.text.as_bytes());
+        let mut constants = Vec::new();
+        while let Some(m) = matches.next() {
+            let get = |name: &str| m.nodes_for_capture_index(q.index(name)).next();
+            if let (Some(item), Some(name)) = (get("kernel"), get("kernel.name")) {
+                self.nodes.kernels.push((item, name));
+            } else if let (Some(item), Some(name)) = (get("device"), get("device.name")) {
+                self.nodes.devices.push((item, name));
+            } else if let Some(call) = get("launch") {
+                self.nodes.launches.push(Launch {
+                    call,
+                    callee: get("launch.callee").expect("pattern captures callee"),
+                    config: get("launch.config").expect("pattern captures config"),
+                    args: get("launch.args").expect("pattern captures args"),
+                });
+            } else if let (Some(define), Some(name)) = (get("define"), get("define.name")) {
+                let value = get("define.value");
+                let value_text = value.map(|v| self.text_of(v).trim().to_string()).unwrap_or_default();
+                let value_span = value.map(|v| trimmed_span(v, self.text));
+                self.model.defines.push(Define {
+                    name: self.text_of(name).to_string(),
+                    value_text,
+                    value: None,
+                    span: Span::of(define),
+                    value_span,
+                });
+            } else if let (Some(qualifier), Some(name), Some(value)) =
+                (get("constant.qualifier"), get("constant.name"), get("constant.value"))
+            {
+                if matches!(self.text_of(qualifier), "const" | "constexpr") {
+                    constants.push((self.text_of(name).to_string(), self.text_of(value).to_string()));
+                }
+            }
+        }
+        // A later #define of the same name wins, as it would after the preprocessor.
+        for (i, d) in self.model.defines.iter().enumerate() {
+            self.constants.insert(d.name.clone(), ConstantSource::Define(i));
+        }
+        for (name, value) in constants {
+            let v = self.eval(&value, &Locals::default());
+            self.constants.entry(name).or_insert(ConstantSource::Value(v));
+        }
+        for i in 0..self.model.defines.len() {
+            let value = self.eval_define(i, 0);
+            self.model.defines[i].value = value;
+        }
+    }
+
+    fn eval_define(&self, index: usize, depth: u32) -> Option<i64> {
+        // Depth bounds self-referential macros (#define A B / #define B A).
+        if depth > 16 {
+            return None;
+        }
+        let text = &self.model.defines[index].value_text;
+        consteval::eval(text, &|name| self.constant_value(name, depth + 1))
+    }
+
+    fn constant_value(&self, name: &str, depth: u32) -> Option<i64> {
+        match self.constants.get(name)? {
+            ConstantSource::Define(i) => self.eval_define(*i, depth),
+            ConstantSource::Value(v) => *v,
+        }
+    }
+
+    /// Evaluates `text` with `locals` shadowing file-scope constants and defines.
+    fn eval(&self, text: &str, locals: &Locals) -> Option<i64> {
+        consteval::eval(text, &|name| match locals.get(name) {
+            Some(v) => v,
+            None => self.constant_value(name, 0),
+        })
+    }
+
+    fn build_kernels(&mut self) {
+        let kernels = std::mem::take(&mut self.nodes.kernels);
+        for (item, name_node) in kernels {
+            let kernel = self.kernel(item, name_node);
+            self.model.kernels.push(kernel);
+        }
+    }
+
+    fn kernel(&mut self, item: Node<'t>, name_node: Node<'t>) -> Kernel {
+        let name = self.text_of(name_node).to_string();
+        let template = item.parent().filter(|p| p.kind() == "template_declaration");
+        let linkage = item.parent().filter(|p| p.kind() == "linkage_specification");
+        let outer = template.or(linkage).unwrap_or(item);
+        let body = item.child_by_field_name("body");
+        let template_params = template
+            .and_then(|t| t.child_by_field_name("parameters"))
+            .map(|list| self.template_params(list))
+            .unwrap_or_default();
+        let declarator = item.child_by_field_name("declarator");
+        let params = declarator
+            .and_then(|d| d.child_by_field_name("parameters"))
+            .map(|list| self.params(list))
+            .unwrap_or_default();
+        let launch_bounds = named_children(item)
+            .find(|c| c.kind() == "launch_bounds")
+            .map(|lb| self.launch_bounds(lb));
+
+        for p in &template_params {
+            if let TemplateParamKind::Value { integer: true, .. } = p.kind {
+                let value = p.default.as_deref().and_then(|d| self.eval(d, &Locals::default()));
+                self.push_tunable(TunableKind::TemplateParam, Some(&name), p.span, p.name.clone(), value);
+            }
+        }
+        if let Some(lb) = &launch_bounds {
+            self.push_expr_tunable(TunableKind::LaunchBoundsMaxThreads, &name, &lb.max_threads);
+            if let Some(min) = &lb.min_blocks {
+                self.push_expr_tunable(TunableKind::LaunchBoundsMinBlocks, &name, min);
+            }
+        }
+        // Template parameters hide defines of the same name inside the kernel.
+        let mut locals = Locals::default();
+        for p in &template_params {
+            locals.scalars.insert(p.name.clone(), None);
+        }
+        let shared = match body {
+            Some(body) => self.scan_body(&name, body, &locals),
+            None => Vec::new(),
+        };
+        if let Some(lb) = &launch_bounds {
+            self.note_defines_in(&name, lb.span, &locals);
+        }
+
+        let signature_end = body.map(|b| b.start_byte()).unwrap_or(item.end_byte());
+        Kernel {
+            signature: fold_whitespace(self.text[outer.start_byte()..signature_end].trim_end_matches(';')),
+            name,
+            span: Span::of(outer),
+            name_span: Span::of(name_node),
+            is_definition: body.is_some(),
+            extern_c: linkage.is_some(),
+            template_params,
+            params,
+            launch_bounds,
+            shared,
+        }
+    }
+
+    fn template_params(&self, list: Node) -> Vec<TemplateParam> {
+        named_children(list)
+            .filter_map(|p| {
+                let span = Span::of(p);
+                match p.kind() {
+                    "type_parameter_declaration" | "optional_type_parameter_declaration" => {
+                        let name = named_children(p).find(|c| c.kind() == "type_identifier")?;
+                        Some(TemplateParam {
+                            name: self.text_of(name).to_string(),
+                            kind: TemplateParamKind::Type,
+                            default: p.child_by_field_name("default_type").map(|d| self.text_of(d).to_string()),
+                            span,
+                        })
+                    }
+                    "parameter_declaration" | "optional_parameter_declaration" => {
+                        let ty = self.text_of(p.child_by_field_name("type")?).to_string();
+                        let name = p.child_by_field_name("declarator")?;
+                        Some(TemplateParam {
+                            name: self.text_of(name).to_string(),
+                            kind: TemplateParamKind::Value { integer: is_integer_type(&ty), ty },
+                            default: p.child_by_field_name("default_value").map(|d| self.text_of(d).to_string()),
+                            span,
+                        })
+                    }
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
+    fn params(&self, list: Node) -> Vec<Param> {
+        named_children(list)
+            .filter(|p| p.kind() == "parameter_declaration")
+            .map(|p| {
+                let mut declarator = p.child_by_field_name("declarator");
+                let mut pointer_depth = 0u8;
+                let mut is_restrict = false;
+                let mut name_node = None;
+                while let Some(d) = declarator {
+                    match d.kind() {
+                        "pointer_declarator" | "reference_declarator" => {
+                            pointer_depth += u8::from(d.kind() == "pointer_declarator");
+                            is_restrict |= named_children(d)
+                                .any(|c| c.kind() == "type_qualifier" && is_restrict_qualifier(self.text_of(c)));
+                            declarator = d.child_by_field_name("declarator").or_else(|| d.named_child((d.named_child_count() as u32).saturating_sub(1)));
+                        }
+                        "array_declarator" => {
+                            pointer_depth += 1;
+                            declarator = d.child_by_field_name("declarator");
+                        }
+                        "identifier" => {
+                            name_node = Some(d);
+                            declarator = None;
+                        }
+                        _ => declarator = None,
+                    }
+                }
+                let is_const = named_children(p).any(|c| c.kind() == "type_qualifier" && self.text_of(c) == "const");
+                is_restrict |= named_children(p).any(|c| c.kind() == "type_qualifier" && is_restrict_qualifier(self.text_of(c)));
+                let full = self.text_of(p);
+                let ty = match name_node {
+                    Some(n) => {
+                        let (s, e) = (n.start_byte() - p.start_byte(), n.end_byte() - p.start_byte());
+                        format!("{}{}", &full[..s], &full[e..])
+                    }
+                    None => full.to_string(),
+                };
+                Param {
+                    name: name_node.map(|n| self.text_of(n).to_string()).unwrap_or_default(),
+                    ty: fold_whitespace(&ty),
+                    base_type: p.child_by_field_name("type").map(|t| fold_whitespace(self.text_of(t))).unwrap_or_default(),
+                    pointer_depth,
+                    is_const,
+                    is_restrict,
+                    span: Span::of(p),
+                }
+            })
+            .collect()
+    }
+
+    fn launch_bounds(&self, node: Node) -> LaunchBounds {
+        let mut args = named_children(node).filter(|c| c.kind() != "comment");
+        let locals = Locals::default();
+        let max_threads = args.next().map(|a| self.expr(a, &locals)).unwrap_or_else(|| Expr {
+            text: String::new(),
+            span: Span::of(node),
+            value: None,
+        });
+        let min_blocks = args.next().map(|a| self.expr(a, &locals));
+        LaunchBounds { max_threads, min_blocks, span: Span::of(node) }
+    }
+
+    fn expr(&self, node: Node, locals: &Locals) -> Expr {
+        let text = self.text_of(node);
+        Expr { text: text.to_string(), span: Span::of(node), value: self.eval(text, locals) }
+    }
+
+    /// Records the tunable sites of one kernel body and returns its `__shared__` declarations.
+    fn scan_body(&mut self, kernel: &str, body: Node<'t>, locals: &Locals) -> Vec<SharedDecl> {
+        let q = kernel_body_query();
+        let mut cursor = QueryCursor::new();
+        cursor.set_byte_range(body.byte_range());
+        let mut matches = cursor.matches(&q.query, body, self.text.as_bytes());
+        let mut shared = Vec::new();
+        let mut names = Vec::new();
+        while let Some(m) = matches.next() {
+            let get = |name: &str| m.nodes_for_capture_index(q.index(name)).next();
+            if let Some(pragma) = get("pragma") {
+                let argument = self.text_of(get("pragma.argument").expect("pattern captures argument"));
+                let factor = argument.trim().strip_prefix("unroll").map(str::trim).unwrap_or("");
+                let value = if factor.is_empty() { None } else { self.eval(factor, locals) };
+                let span = trimmed_span(pragma, self.text);
+                self.push_tunable(TunableKind::PragmaUnroll, Some(kernel), span, fold_whitespace(&self.text[span.start_byte..span.end_byte]), value);
+            } else if let Some(node) = get("block_dim") {
+                self.push_tunable(TunableKind::BlockDim, Some(kernel), Span::of(node), self.text_of(node).to_string(), None);
+            } else if let Some(node) = get("stride") {
+                if !self.is_runtime_name(node, locals) {
+                    let value = self.eval(self.text_of(node), locals);
+                    self.push_tunable(TunableKind::LoopStride, Some(kernel), Span::of(node), self.text_of(node).to_string(), value);
+                }
+            } else if let Some(node) = get("shared") {
+                shared.extend(self.shared_decls(kernel, node, locals));
+            } else if let Some(node) = get("name") {
+                names.push(node);
+            }
+        }
+        for name in names {
+            self.note_define(kernel, self.text_of(name), locals);
+        }
+        shared
+    }
+
+    /// A name the evaluator cannot see through: a loop stride `i += n` with `n` a kernel argument.
+    fn is_runtime_name(&self, node: Node, locals: &Locals) -> bool {
+        node.kind() == "identifier" && {
+            let name = self.text_of(node);
+            locals.contains_key(name) && !self.constants.contains_key(name)
+                || !locals.contains_key(name) && !self.constants.contains_key(name)
+        }
+    }
+
+    fn shared_decls(&mut self, kernel: &str, decl: Node<'t>, locals: &Locals) -> Vec<SharedDecl> {
+        let is_extern = named_children(decl)
+            .any(|c| c.kind() == "storage_class_specifier" && self.text_of(c) == "extern");
+        let element_type = decl
+            .child_by_field_name("type")
+            .map(|t| fold_whitespace(self.text_of(t)))
+            .unwrap_or_default();
+        let mut cursor = decl.walk();
+        let declarators: Vec<Node> = decl.children_by_field_name("declarator", &mut cursor).collect();
+        declarators
+            .into_iter()
+            .map(|declarator| {
+                let mut dims = Vec::new();
+                let mut node = declarator;
+                let mut name = String::new();
+                loop {
+                    match node.kind() {
+                        "array_declarator" => {
+                            if let Some(size) = node.child_by_field_name("size") {
+                                dims.push(self.expr(size, locals));
+                            }
+                            node = match node.child_by_field_name("declarator") {
+                                Some(inner) => inner,
+                                None => break,
+                            };
+                        }
+                        "init_declarator" => match node.child_by_field_name("declarator") {
+                            Some(inner) => node = inner,
+                            None => break,
+                        },
+                        _ => {
+                            name = self.text_of(node).to_string();
+                            break;
+                        }
+                    }
+                }
+                // The walk went from the outer declarator inwards: the last dimension first.
+                dims.reverse();
+                for d in &dims {
+                    if !self.is_runtime_name_expr(&d.text, locals) {
+                        self.push_tunable(TunableKind::SharedArrayDim, Some(kernel), d.span, d.text.clone(), d.value);
+                    }
+                }
+                let bytes = if is_extern {
+                    None
+                } else {
+                    element_size(&element_type).and_then(|size| {
+                        dims.iter().try_fold(size, |acc, d| acc.checked_mul(u64::try_from(d.value?).ok()?))
+                    })
+                };
+                SharedDecl { name, element_type: element_type.clone(), dims, is_extern, bytes, span: Span::of(decl) }
+            })
+            .collect()
+    }
+
+    fn is_runtime_name_expr(&self, text: &str, locals: &Locals) -> bool {
+        let is_name = text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && text.chars().next().is_some_and(|c| !c.is_ascii_digit());
+        is_name && !locals.contains_key(text) && !self.constants.contains_key(text)
+    }
+
+    fn note_defines_in(&mut self, kernel: &str, span: Span, locals: &Locals) {
+        let text = self.text[span.start_byte..span.end_byte].to_string();
+        for word in identifiers_in(&text) {
+            self.note_define(kernel, word, locals);
+        }
+    }
+
+    /// Records a `#define` with an integer value as a tunable site of `kernel`, once.
+    fn note_define(&mut self, kernel: &str, name: &str, locals: &Locals) {
+        if locals.contains_key(name) {
+            return;
+        }
+        let Some(ConstantSource::Define(index)) = self.constants.get(name) else { return };
+        let define = &self.model.defines[*index];
+        let (Some(value), Some(value_span)) = (define.value, define.value_span) else { return };
+        if !self.define_sites.insert((kernel.to_string(), name.to_string())) {
+            return;
+        }
+        let text = define.name.clone();
+        self.push_tunable(TunableKind::Define, Some(kernel), value_span, text, Some(value));
+    }
+
+    fn push_tunable(&mut self, kind: TunableKind, kernel: Option<&str>, span: Span, text: String, value: Option<i64>) {
+        self.model.tunables.push(TunableSite { kind, kernel: kernel.map(str::to_string), span, text, value });
+    }
+
+    fn push_expr_tunable(&mut self, kind: TunableKind, kernel: &str, expr: &Expr) {
+        self.push_tunable(kind, Some(kernel), expr.span, expr.text.clone(), expr.value);
+    }
+
+    fn build_device_functions(&mut self) {
+        let devices = std::mem::take(&mut self.nodes.devices);
+        for (item, name_node) in devices {
+            let outer = item.parent().filter(|p| p.kind() == "template_declaration").unwrap_or(item);
+            let body = item.child_by_field_name("body");
+            let signature_end = body.map(|b| b.start_byte()).unwrap_or(item.end_byte());
+            self.model.device_functions.push(DeviceFunction {
+                name: self.text_of(name_node).to_string(),
+                span: Span::of(outer),
+                name_span: Span::of(name_node),
+                signature: fold_whitespace(self.text[outer.start_byte()..signature_end].trim_end_matches(';')),
+                is_definition: body.is_some(),
+            });
+        }
+    }
+
+    fn build_launches(&mut self) {
+        let launches = std::mem::take(&mut self.nodes.launches);
+        let mut scopes: HashMap<usize, HostScope> = HashMap::new();
+        for launch in launches {
+            let enclosing = enclosing_function(launch.call);
+            let locals = match enclosing {
+                Some(f) => {
+                    let scope = scopes.entry(f.id()).or_insert_with(|| self.host_scope(f));
+                    scope.visible_at(launch.call.start_byte())
+                }
+                None => Locals::default(),
+            };
+            let site = self.launch_site(&launch, enclosing, &locals);
+            self.model.launches.push(site);
+        }
+    }
+
+    fn launch_site(&mut self, launch: &Launch<'t>, enclosing: Option<Node<'t>>, locals: &Locals) -> LaunchSite {
+        let (name_node, template_args) = match launch.callee.kind() {
+            "template_function" => {
+                let args = launch
+                    .callee
+                    .child_by_field_name("arguments")
+                    .map(|a| named_children(a).filter(|c| c.kind() != "comment").map(|c| self.expr(c, locals)).collect())
+                    .unwrap_or_default();
+                (launch.callee.child_by_field_name("name").unwrap_or(launch.callee), args)
+            }
+            _ => (launch.callee, Vec::new()),
+        };
+        let kernel = last_path_segment(self.text_of(name_node)).to_string();
+        let resolved = self.model.kernels.iter().any(|k| k.name == kernel);
+        let owner = resolved.then_some(kernel.as_str());
+
+        let config: Vec<Node> = named_children(launch.config).filter(|c| c.kind() != "comment").collect();
+        let dim = |node: Option<&Node<'t>>| -> LaunchDim {
+            match node {
+                Some(n) => LaunchDim { text: self.text_of(*n).to_string(), span: Span::of(*n), extent: self.dim3(*n, locals) },
+                None => LaunchDim { text: String::new(), span: Span::of(launch.config), extent: None },
+            }
+        };
+        let grid = dim(config.first());
+        let block = dim(config.get(1));
+        let shared_bytes = config.get(2).map(|n| self.expr(*n, locals));
+        let stream = config.get(3).map(|n| self.expr(*n, locals));
+
+        if let Some(block_node) = config.get(1) {
+            self.launch_block_tunables(owner, *block_node, locals);
+            if let Some(grid_node) = config.first() {
+                self.grid_tunables(owner, *grid_node, *block_node, block.extent);
+            }
+        }
+        for arg in &template_args {
+            if arg.value.is_some() {
+                self.push_tunable(TunableKind::LaunchTemplateArg, owner, arg.span, arg.text.clone(), arg.value);
+            }
+        }
+        if let Some(kernel_name) = owner {
+            for node in config.iter().take(2) {
+                let text = self.text_of(*node).to_string();
+                for word in identifiers_in(&text) {
+                    self.note_define(kernel_name, word, locals);
+                }
+            }
+            let args_text: Vec<String> = template_args.iter().map(|a| a.text.clone()).collect();
+            for text in args_text {
+                for word in identifiers_in(&text) {
+                    self.note_define(kernel_name, word, locals);
+                }
+            }
+        }
+
+        LaunchSite {
+            kernel,
+            resolved,
+            span: Span::of(launch.call),
+            callee_span: Span::of(launch.callee),
+            template_args,
+            grid,
+            block,
+            shared_bytes,
+            stream,
+            args: named_children(launch.args).filter(|c| c.kind() != "comment").map(|c| self.text_of(c).to_string()).collect(),
+            enclosing_function: enclosing.and_then(function_name).map(|n| self.text_of(n).to_string()),
+        }
+    }
+
+    /// The extent of a grid or block argument: an integer, `dim3(x, y, z)`, or a name bound to one.
+    fn dim3(&self, node: Node, locals: &Locals) -> Option<Dim3> {
+        if node.kind() == "call_expression" && node.child_by_field_name("function").is_some_and(|f| self.text_of(f) == "dim3") {
+            let args = node.child_by_field_name("arguments")?;
+            return self.dim3_from_args(args, locals);
+        }
+        if node.kind() == "identifier" {
+            if let Some(dims) = locals.dims.get(self.text_of(node)) {
+                return *dims;
+            }
+        }
+        let v = u64::try_from(self.eval(self.text_of(node), locals)?).ok()?;
+        Some(Dim3 { x: v, y: 1, z: 1 })
+    }
+
+    fn dim3_from_args(&self, args: Node, locals: &Locals) -> Option<Dim3> {
+        let values: Vec<u64> = named_children(args)
+            .filter(|c| c.kind() != "comment")
+            .map(|c| u64::try_from(self.eval(self.text_of(c), locals)?).ok())
+            .collect::<Option<_>>()?;
+        match values.as_slice() {
+            [x] => Some(Dim3 { x: *x, y: 1, z: 1 }),
+            [x, y] => Some(Dim3 { x: *x, y: *y, z: 1 }),
+            [x, y, z] => Some(Dim3 { x: *x, y: *y, z: *z }),
+            _ => None,
+        }
+    }
+
+    fn launch_block_tunables(&mut self, owner: Option<&str>, block: Node<'t>, locals: &Locals) {
+        let mut sites = Vec::new();
+        visit(block, &mut |n| match n.kind() {
+            "number_literal" => {
+                sites.push((Span::of(n), self.text_of(n).to_string(), parse_int_literal(self.text_of(n))));
+                false
+            }
+            "identifier" => {
+                let name = self.text_of(n);
+                let is_callee = n.parent().is_some_and(|p| p.kind() == "call_expression" && p.child_by_field_name("function") == Some(n));
+                let value = match locals.dims.get(name) {
+                    Some(dims) => dims.map(|d| d.total() as i64),
+                    None => self.eval(name, locals),
+                };
+                // A runtime value (an argument, a computed local) is not a choice made in the source.
+                if !is_callee && value.is_some() {
+                    sites.push((Span::of(n), name.to_string(), value));
+                }
+                false
+            }
+            _ => true,
+        });
+        for (span, text, value) in sites {
+            self.push_tunable(TunableKind::LaunchBlock, owner, span, text, value);
+        }
+    }
+
+    /// Grid literals and names that follow the block size: `(n + 255) / 256`, `(n + B - 1) / B`.
+    fn grid_tunables(&mut self, owner: Option<&str>, grid: Node<'t>, block: Node<'t>, block_extent: Option<Dim3>) {
+        let block_text = self.text_of(block).trim();
+        let block_is_name = block_text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && block.kind() == "identifier";
+        let block_x = block_extent.filter(|d| d.y == 1 && d.z == 1).map(|d| d.x as i64);
+        let mut sites = Vec::new();
+        visit(grid, &mut |n| {
+            match n.kind() {
+                "number_literal" => {
+                    let v = parse_int_literal(self.text_of(n));
+                    if let (Some(v), Some(b)) = (v, block_x) {
+                        if b > 1 && (v == b || v == b - 1) {
+                            sites.push((Span::of(n), self.text_of(n).to_string(), Some(v)));
+                        }
+                    }
+                }
+                "identifier" if block_is_name && self.text_of(n) == block_text => {
+                    sites.push((Span::of(n), block_text.to_string(), block_x));
+                }
+                _ => {}
+            }
+            true
+        });
+        for (span, text, value) in sites {
+            self.push_tunable(TunableKind::GridFromBlock, owner, span, text, value);
+        }
+    }
+
+    /// Local constants of a host function, to evaluate the launches inside it.
+    fn host_scope(&self, function: Node<'t>) -> HostScope {
+        let mut scope = HostScope::default();
+        let Some(body) = function.child_by_field_name("body") else { return scope };
+        let mut assigned = HashSet::new();
+        let mut declarations = Vec::new();
+        visit(body, &mut |n| {
+            match n.kind() {
+                "declaration" => declarations.push(n),
+                "assignment_expression" => {
+                    if let Some(l) = n.child_by_field_name("left") {
+                        assigned.insert(self.text_of(l).to_string());
+                    }
+                }
+                "update_expression" => {
+                    if let Some(a) = n.child_by_field_name("argument") {
+                        assigned.insert(self.text_of(a).to_string());
+                    }
+                }
+                _ => {}
+            }
+            true
+        });
+        for decl in declarations {
+            let ty = decl.child_by_field_name("type").map(|t| self.text_of(t)).unwrap_or("");
+            let mut cursor = decl.walk();
+            for declarator in decl.children_by_field_name("declarator", &mut cursor) {
+                let (name, value) = match declarator.kind() {
+                    "init_declarator" => match (declarator.child_by_field_name("declarator"), declarator.child_by_field_name("value")) {
+                        (Some(n), Some(v)) => (n, Some(v)),
+                        _ => continue,
+                    },
+                    "identifier" => (declarator, None),
+                    _ => continue,
+                };
+                if name.kind() != "identifier" {
+                    continue;
+                }
+                let name_text = self.text_of(name).to_string();
+                // A name assigned after its declaration is not a constant.
+                if assigned.contains(&name_text) {
+                    scope.push(decl.start_byte(), name_text, LocalValue::Scalar(None));
+                    continue;
+                }
+                let locals_so_far = scope.visible_at(decl.start_byte());
+                if ty == "dim3" {
+                    let dims = match value {
+                        Some(v) if v.kind() == "argument_list" || v.kind() == "initializer_list" => self.dim3_from_args(v, &locals_so_far),
+                        Some(v) => self.dim3(v, &locals_so_far),
+                        None => Some(Dim3 { x: 1, y: 1, z: 1 }),
+                    };
+                    scope.push(decl.start_byte(), name_text, LocalValue::Dim3(dims));
+                } else if is_integer_type(ty) {
+                    let v = value.and_then(|v| match v.kind() {
+                        "argument_list" | "initializer_list" => {
+                            let inner: Vec<Node> = named_children(v).collect();
+                            (inner.len() == 1).then(|| self.eval(self.text_of(inner[0]), &locals_so_far)).flatten()
+                        }
+                        _ => self.eval(self.text_of(v), &locals_so_far),
+                    });
+                    scope.push(decl.start_byte(), name_text, LocalValue::Scalar(v));
+                } else {
+                    scope.push(decl.start_byte(), name_text, LocalValue::Scalar(None));
+                }
+            }
+        }
+        scope
+    }
+
+    fn finish(mut self) -> KernelModel {
+        let order = |s: &TunableSite| (s.span.start_byte, s.kind);
+        self.model.tunables.sort_by_key(order);
+        self.model.tunables.dedup_by(|a, b| a.span == b.span && a.kind == b.kind && a.kernel == b.kernel);
+        self.model
+    }
+}
+
+/// Names visible to the evaluator besides defines and file-scope constants: template
+/// parameters (unknown values) and a host function's locals.
+#[derive(Default)]
+struct Locals {
+    scalars: HashMap<String, Option<i64>>,
+    dims: HashMap<String, Option<Dim3>>,
+}
+
+impl Locals {
+    /// The scalar value of `name` if it is a local; a `dim3` local has none.
+    fn get(&self, name: &str) -> Option<Option<i64>> {
+        match self.scalars.get(name) {
+            Some(v) => Some(*v),
+            None => self.dims.contains_key(name).then_some(None),
+        }
+    }
+
+    fn contains_key(&self, name: &str) -> bool {
+        self.scalars.contains_key(name) || self.dims.contains_key(name)
+    }
+}
+
+enum LocalValue {
+    Scalar(Option<i64>),
+    Dim3(Option<Dim3>),
+}
+
+/// Declarations of a host function in source order, so a launch sees only those before it.
+#[derive(Default)]
+struct HostScope {
+    entries: Vec<(usize, String, LocalValue)>,
+}
+
+impl HostScope {
+    fn push(&mut self, at: usize, name: String, value: LocalValue) {
+        self.entries.push((at, name, value));
+    }
+
+    fn visible_at(&self, offset: usize) -> Locals {
+        let mut locals = Locals::default();
+        for (_, name, value) in self.entries.iter().filter(|(at, ..)| *at < offset) {
+            match value {
+                LocalValue::Scalar(v) => {
+                    locals.dims.remove(name);
+                    locals.scalars.insert(name.clone(), *v);
+                }
+                LocalValue::Dim3(d) => {
+                    locals.scalars.remove(name);
+                    locals.dims.insert(name.clone(), *d);
+                }
+            }
+        }
+        locals
+    }
+}
+
+fn syntax_errors(root: Node, text: &str) -> Vec<SyntaxError> {
+    let mut errors = Vec::new();
+    if !root.has_error() {
+        return errors;
+    }
+    visit(root, &mut |n| {
+        if n.is_missing() {
+            errors.push(SyntaxError { span: Span::of(n), message: format!("missing `{}`", n.kind()) });
+            false
+        } else if n.is_error() {
+            let snippet: String = text[n.byte_range()].chars().take(40).collect();
+            let snippet = fold_whitespace(&snippet);
+            errors.push(SyntaxError { span: Span::of(n), message: format!("unexpected `{snippet}`") });
+            false
+        } else {
+            n.has_error()
+        }
+    });
+    errors
+}
+
+/// Pre-order walk; `f` returns whether to descend into the node's children.
+fn visit<'t>(root: Node<'t>, f: &mut dyn FnMut(Node<'t>) -> bool) {
+    let mut cursor = root.walk();
+    let mut descend = f(root);
+    loop {
+        if descend && cursor.goto_first_child() {
+            descend = f(cursor.node());
+            continue;
+        }
+        loop {
+            if cursor.node() == root {
+                return;
+            }
+            if cursor.goto_next_sibling() {
+                descend = f(cursor.node());
+                break;
+            }
+            if !cursor.goto_parent() {
+                return;
+            }
+        }
+    }
+}
+
+fn named_children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
+    (0..node.named_child_count() as u32).filter_map(move |i| node.named_child(i))
+}
+
+fn enclosing_function(node: Node) -> Option<Node> {
+    let mut current = node.parent();
+    while let Some(n) = current {
+        if n.kind() == "function_definition" {
+            return Some(n);
+        }
+        current = n.parent();
+    }
+    None
+}
+
+fn function_name(function: Node) -> Option<Node> {
+    let mut declarator = function.child_by_field_name("declarator");
+    while let Some(d) = declarator {
+        if d.kind() == "function_declarator" {
+            return d.child_by_field_name("declarator");
+        }
+        declarator = d.child_by_field_name("declarator");
+    }
+    None
+}
+
+/// A node's span without the trailing newline that preprocessor nodes include.
+fn trimmed_span(node: Node, text: &str) -> Span {
+    let mut span = Span::of(node);
+    let raw = &text[span.start_byte..span.end_byte];
+    let trimmed = raw.trim_end();
+    let removed = &raw[trimmed.len()..];
+    if !removed.is_empty() {
+        span.end_byte -= removed.len();
+        let kept_newlines = removed.matches('\n').count() as u32;
+        if kept_newlines > 0 {
+            let line_start = text[..span.end_byte].rfind('\n').map(|i| i + 1).unwrap_or(0);
+            span.end = Point { line: span.end.line - kept_newlines, column: (span.end_byte - line_start) as u32 };
+        } else {
+            span.end.column -= removed.len() as u32;
+        }
+    }
+    let leading = raw.len() - raw.trim_start().len();
+    if leading > 0 && !raw[..leading].contains('\n') {
+        span.start_byte += leading;
+        span.start.column += leading as u32;
+    }
+    span
+}
+
+fn fold_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn identifiers_in(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_'))
+}
+
+fn last_path_segment(name: &str) -> &str {
+    name.rsplit("::").next().unwrap_or(name).trim()
+}
+
+fn is_restrict_qualifier(text: &str) -> bool {
+    matches!(text, "__restrict__" | "__restrict" | "restrict")
+}
+
+fn is_integer_type(ty: &str) -> bool {
+    let ty = ty.trim_start_matches("const ").trim();
+    matches!(
+        ty,
+        "int" | "unsigned" | "unsigned int" | "signed" | "long" | "unsigned long" | "long long"
+            | "unsigned long long" | "short" | "unsigned short" | "size_t" | "int32_t" | "uint32_t"
+            | "int64_t" | "uint64_t" | "int16_t" | "uint16_t" | "int8_t" | "uint8_t" | "char"
+            | "bool" | "auto"
+    ) || ty.starts_with("std::size_t")
+}
+
+/// Size in bytes of the element types kernels put in shared memory.
+fn element_size(ty: &str) -> Option<u64> {
+    let ty = ty.trim_start_matches("const ").trim_start_matches("volatile ").trim();
+    Some(match ty {
+        "char" | "signed char" | "unsigned char" | "int8_t" | "uint8_t" | "bool" | "__nv_fp8_e4m3"
+        | "__nv_fp8_e5m2" => 1,
+        "short" | "unsigned short" | "int16_t" | "uint16_t" | "half" | "__half" | "__nv_bfloat16"
+        | "nv_bfloat16" | "char2" | "uchar2" => 2,
+        "int" | "unsigned" | "unsigned int" | "float" | "int32_t" | "uint32_t" | "half2" | "__half2"
+        | "__nv_bfloat162" | "nv_bfloat162" | "char4" | "uchar4" | "short2" | "ushort2" => 4,
+        "double" | "long" | "unsigned long" | "long long" | "unsigned long long" | "int64_t"
+        | "uint64_t" | "size_t" | "float2" | "int2" | "uint2" | "short4" | "ushort4" => 8,
+        "float3" | "int3" | "uint3" => 12,
+        "float4" | "int4" | "uint4" | "double2" | "longlong2" => 16,
+        "double4" => 32,
+        _ => return None,
+    })
+}

@@ -1,0 +1,25 @@
+//! Stage 1 of the data flow: parse a CUDA file with tree-sitter and build its [`KernelModel`].
+//!
+//! Parsing never fails: a broken file still yields a model, plus its syntax errors.
+
+mod checks;
+mod consteval;
+mod document;
+mod extract;
+mod hover;
+mod model;
+
+pub use checks::{check, format_bytes, Finding, Severity};
+pub use document::{Analysis, Change, Document, EditError, Encoding, TextPosition, MAX_ANALYZED_BYTES};
+pub use extract::compile_queries;
+pub use hover::{hover, HoverInfo};
+pub use model::*;
+
+pub fn language() -> tree_sitter::Language {
+    tree_sitter_cuda::LANGUAGE.into()
+}
+
+/// Parses and analyses `text` in one go: what `cutune kernels` and the tests use.
+pub fn analyze(text: &str) -> KernelModel {
+    Document::new(text.to_string()).model().as_ref().clone()
+}
