@@ -2,9 +2,11 @@
 //!
 //! - [`ordered`] applies document mutations in arrival order and catches handler panics;
 //! - [`server`] answers requests from document snapshots;
-//! - [`convert`] turns the plain analysis types into protocol types and back.
+//! - [`convert`] turns the plain analysis types into protocol types and back;
+//! - [`input`] reads the client's messages, so that a malformed one cannot end the session.
 
 mod convert;
+mod input;
 mod ordered;
 mod server;
 mod state;
@@ -32,8 +34,9 @@ pub fn run_stdio() -> i32 {
             move |client| server::Backend::new(client, state)
         });
         let client = service.inner().client().clone();
+        let input = input::ClientInput::from_stdin(client.clone());
         let service = OrderedService::new(service, state.clone(), client);
-        Server::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
+        Server::new(input, tokio::io::stdout(), socket).serve(service).await;
         if state.shutdown_requested() { 0 } else { 1 }
     })
 }

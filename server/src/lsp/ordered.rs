@@ -162,7 +162,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::future::Ready;
     use tower_lsp_server::LspService;
 
     /// A service whose `hover` handler panics, standing in for a bug in a real handler.

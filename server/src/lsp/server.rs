@@ -9,7 +9,7 @@ use tower_lsp_server::{Client, LanguageServer};
 
 use super::convert;
 use super::state::{OpenDocument, ServerState};
-use crate::syntax::{self, Analysis, Encoding, MAX_ANALYZED_BYTES};
+use crate::syntax::{self, Analysis, Document, Encoding, MAX_ANALYZED_BYTES};
 
 pub struct Backend {
     client: Client,
@@ -73,6 +73,15 @@ fn too_large_diagnostic(bytes: usize) -> Diagnostic {
     }
 }
 
+/// What the client's log should say about a just-opened document that is not ordinary source.
+fn unusual_content(document: &Document) -> Option<String> {
+    if let Analysis::SkippedTooLarge { bytes } = document.analysis() {
+        return Some(format!("is {bytes} bytes; not analysed"));
+    }
+    // Source text never holds NUL; a file that does is most likely binary, opened by mistake.
+    document.text().contains('\0').then(|| "contains NUL characters: it looks like a binary file, not CUDA source".to_string())
+}
+
 impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
         let offered = params.capabilities.general.as_ref().and_then(|g| g.position_encodings.as_deref());
@@ -112,12 +121,8 @@ impl LanguageServer for Backend {
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
         let uri = params.text_document.uri;
-        if let Some(open) = self.state.snapshot(&uri) {
-            if let Analysis::SkippedTooLarge { bytes } = open.document.analysis() {
-                self.client
-                    .log_message(MessageType::WARNING, format!("cutune: {} is {bytes} bytes; not analysed", uri.as_str()))
-                    .await;
-            }
+        if let Some(note) = self.state.snapshot(&uri).and_then(|open| unusual_content(&open.document)) {
+            self.client.log_message(MessageType::WARNING, format!("cutune: {} {note}", uri.as_str())).await;
         }
         self.publish_diagnostics(uri).await;
     }

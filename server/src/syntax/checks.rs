@@ -1,6 +1,6 @@
 //! Findings a CUDA author would want before compiling: limits every CUDA GPU enforces.
 
-use super::model::{KernelModel, Span};
+use super::model::{Dim3, KernelModel, Span};
 
 /// Threads per block on every CUDA GPU since compute capability 2.0.
 pub const MAX_THREADS_PER_BLOCK: u64 = 1024;
@@ -37,8 +37,9 @@ pub fn check(model: &KernelModel) -> Vec<Finding> {
                 severity: Severity::Error,
                 code: "block-too-large",
                 message: format!(
-                    "launch of `{}` asks for {threads} threads per block ({block}); CUDA allows at most {MAX_THREADS_PER_BLOCK}, so the launch fails",
-                    launch.kernel
+                    "launch of `{}` asks for {threads} threads per block{}; CUDA allows at most {MAX_THREADS_PER_BLOCK}, so the launch fails",
+                    launch.kernel,
+                    shape_note(block)
                 ),
             });
         } else if threads % WARP_SIZE != 0 {
@@ -48,23 +49,22 @@ pub fn check(model: &KernelModel) -> Vec<Finding> {
                 severity: Severity::Warning,
                 code: "block-not-warp-multiple",
                 message: format!(
-                    "block of {threads} threads ({block}) is not a multiple of the warp size ({WARP_SIZE}); {idle} lanes of the last warp idle in every block"
+                    "block of {threads} threads{} is not a multiple of the warp size ({WARP_SIZE}); {idle} lanes of the last warp idle in every block",
+                    shape_note(block)
                 ),
             });
         }
-        let bound = model
-            .kernel(&launch.kernel)
-            .and_then(|k| k.launch_bounds.as_ref())
-            .and_then(|lb| lb.max_threads.value.map(|v| (v, lb)));
-        if let Some((max, bounds)) = bound {
-            if threads > max as u64 {
+        if let Some(max) = launch.max_threads.and_then(|m| u64::try_from(m).ok()) {
+            if threads > max {
+                let bounds = model.kernel(&launch.kernel).and_then(|k| k.launch_bounds.as_ref());
+                let written = bounds.map(|lb| lb.max_threads.text.as_str()).unwrap_or_default();
                 findings.push(Finding {
                     span: launch.block.span,
                     severity: Severity::Error,
                     code: "exceeds-launch-bounds",
                     message: format!(
-                        "launch of `{}` uses {threads} threads per block but the kernel's `__launch_bounds__({})` allows at most {max}; the launch fails with 'too many resources requested'",
-                        launch.kernel, bounds.max_threads.text
+                        "launch of `{}` uses {threads} threads per block but the kernel's `__launch_bounds__({written})` allows at most {max}; the launch fails with 'too many resources requested'",
+                        launch.kernel
                     ),
                 });
             }
@@ -95,6 +95,15 @@ pub fn check(model: &KernelModel) -> Vec<Finding> {
     }
     findings.sort_by_key(|f| (f.span.start_byte, f.severity));
     findings
+}
+
+/// ` (32×64)` for a block of more than one dimension; nothing for one whose size says it all.
+fn shape_note(block: Dim3) -> String {
+    if block.y == 1 && block.z == 1 {
+        String::new()
+    } else {
+        format!(" ({block})")
+    }
 }
 
 /// `4224 B`, `48.0 KiB`: bytes as a person reads them.

@@ -3,7 +3,8 @@
 //! Launch configurations, `#define` bodies, array sizes and `__launch_bounds__` arguments are
 //! usually small integer expressions over literals and named constants. `#define` bodies are
 //! raw text to tree-sitter, so one text evaluator serves all of them. Anything it does not
-//! understand (casts, calls, floats, `sizeof`) yields `None`: unknown, never a guess.
+//! understand (casts, calls, floats, `sizeof` of a type it does not know) yields `None`:
+//! unknown, never a guess.
 
 /// Evaluates `text`, resolving identifiers through `resolve`.
 pub fn eval(text: &str, resolve: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
@@ -33,6 +34,25 @@ pub fn parse_int_literal(text: &str) -> Option<i64> {
     u64::from_str_radix(body, radix).ok().and_then(|v| i64::try_from(v).ok())
 }
 
+/// Size in bytes of the scalar and vector types kernels use, the same on every CUDA target.
+pub fn size_of_type(ty: &str) -> Option<u64> {
+    let ty = ty.trim_start_matches("const ").trim_start_matches("volatile ").trim();
+    Some(match ty {
+        "char" | "signed char" | "unsigned char" | "int8_t" | "uint8_t" | "bool" | "__nv_fp8_e4m3"
+        | "__nv_fp8_e5m2" => 1,
+        "short" | "unsigned short" | "int16_t" | "uint16_t" | "half" | "__half" | "__nv_bfloat16"
+        | "nv_bfloat16" | "char2" | "uchar2" => 2,
+        "int" | "unsigned" | "unsigned int" | "float" | "int32_t" | "uint32_t" | "half2" | "__half2"
+        | "__nv_bfloat162" | "nv_bfloat162" | "char4" | "uchar4" | "short2" | "ushort2" => 4,
+        "double" | "long" | "unsigned long" | "long long" | "unsigned long long" | "int64_t"
+        | "uint64_t" | "size_t" | "float2" | "int2" | "uint2" | "short4" | "ushort4" => 8,
+        "float3" | "int3" | "uint3" => 12,
+        "float4" | "int4" | "uint4" | "double2" | "longlong2" => 16,
+        "double4" => 32,
+        _ => return None,
+    })
+}
+
 #[derive(Debug, Clone, PartialEq)]
 enum Token {
     Int(i64),
@@ -59,10 +79,19 @@ fn tokenize(text: &str) -> Option<Vec<Token>> {
                 i += 1;
             }
             tokens.push(Token::Int(parse_int_literal(&text[start..i])?));
-        } else if c.is_ascii_alphabetic() || c == b'_' {
+        } else if c.is_ascii_alphabetic() || c == b'_' || starts_qualified_name(&text[i..]) {
+            // A name, qualified or not: `kBlock`, `detail::kBlock`, `::kBlock`.
             let start = i;
-            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
-                i += 1;
+            loop {
+                if starts_qualified_name(&text[i..]) {
+                    i += 2;
+                }
+                while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+                if !starts_qualified_name(&text[i..]) {
+                    break;
+                }
             }
             tokens.push(Token::Ident(text[start..i].to_string()));
         } else if text[i..].starts_with("//") {
@@ -76,6 +105,11 @@ fn tokenize(text: &str) -> Option<Vec<Token>> {
         }
     }
     Some(tokens)
+}
+
+/// `::` followed by a name.
+fn starts_qualified_name(text: &str) -> bool {
+    text.strip_prefix("::").is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
 }
 
 struct Parser<'a> {
@@ -150,6 +184,10 @@ impl Parser<'_> {
                 self.pos += 1;
                 Some(v)
             }
+            Token::Ident(name) if name == "sizeof" => {
+                self.pos += 1;
+                self.size_of()
+            }
             Token::Ident(name) => {
                 self.pos += 1;
                 (self.resolve)(&name)
@@ -177,6 +215,22 @@ impl Parser<'_> {
             }
             Token::Op(_) => None,
         }
+    }
+
+    /// `sizeof(T)` after the `sizeof`, for a type made of names only (`unsigned int`, `float4`).
+    fn size_of(&mut self) -> Option<i64> {
+        if !self.eat("(") {
+            return None;
+        }
+        let mut words = Vec::new();
+        while let Some(Token::Ident(word)) = self.peek() {
+            words.push(word.clone());
+            self.pos += 1;
+        }
+        if !self.eat(")") {
+            return None;
+        }
+        size_of_type(&words.join(" ")).and_then(|size| i64::try_from(size).ok())
     }
 }
 
@@ -237,6 +291,13 @@ mod tests {
     }
 
     #[test]
+    fn sizeof_of_known_types() {
+        assert_eq!(eval("256 * sizeof(float)", &no_names), Some(1024));
+        assert_eq!(eval("sizeof(unsigned int) * 2", &no_names), Some(8));
+        assert_eq!(eval("sizeof(float4)", &no_names), Some(16));
+    }
+
+    #[test]
     fn names_resolve_through_the_callback() {
         let resolve = |n: &str| match n {
             "BLOCK" => Some(128),
@@ -244,11 +305,14 @@ mod tests {
         };
         assert_eq!(eval("BLOCK * 2", &resolve), Some(256));
         assert_eq!(eval("BLOCK * N", &resolve), None);
+        let qualified = |n: &str| (n == "cfg::BLOCK" || n == "::BLOCK").then_some(64);
+        assert_eq!(eval("(n + cfg::BLOCK - 1) / cfg::BLOCK", &|n| if n == "n" { Some(1000) } else { qualified(n) }), Some(16));
+        assert_eq!(eval("::BLOCK", &qualified), Some(64));
     }
 
     #[test]
     fn unknown_forms_are_none_not_guesses() {
-        for text in ["1.5", "sizeof(float)", "(int)3", "f(2)", "4 / 0", "", "1 +", "9223372036854775807 + 1"] {
+        for text in ["1.5", "sizeof(float*)", "sizeof(T)", "sizeof x", "(int)3", "f(2)", "4 / 0", "", "1 +", "9223372036854775807 + 1"] {
             assert_eq!(eval(text, &no_names), None, "{text}");
         }
     }

@@ -71,7 +71,7 @@ pub enum Analysis {
     SkippedTooLarge { bytes: usize },
 }
 
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Document {
     text: String,
     line_index: Arc<LineIndex>,
@@ -109,7 +109,13 @@ impl Document {
                 model: Arc::default(),
             };
         }
-        let tree = parse(&text, edited_tree.as_ref());
+        let mut tree = parse(&text, edited_tree.as_ref());
+        // Error recovery in an edited tree can differ from a fresh parse's (and lose kernels a
+        // fresh parse finds). A broken file is parsed afresh, so that the editor and
+        // `cutune kernels` always see the same model.
+        if edited_tree.is_some() && tree.as_ref().is_some_and(|t| t.root_node().has_error()) {
+            tree = parse(&text, None);
+        }
         let model = tree.as_ref().map(|t| analyze(&text, t)).unwrap_or_default();
         Document { text, line_index, tree, model: Arc::new(model), analysis: Analysis::Complete }
     }
@@ -251,7 +257,7 @@ mod tests {
     #[test]
     fn incremental_edit_matches_a_fresh_parse() {
         let doc = Document::new("__global__ void k(float* x) {}\nvoid h() { k<<<1, 256>>>(p); }\n".into());
-        let edited = doc.apply(Encoding::Utf8, &[range(pos(1, 19), pos(1, 22), "128")]).unwrap();
+        let edited = doc.apply(Encoding::Utf8, &[range(pos(1, 18), pos(1, 21), "128")]).unwrap();
         let fresh = Document::new(edited.text().to_string());
         assert_eq!(edited.text(), "__global__ void k(float* x) {}\nvoid h() { k<<<1, 128>>>(p); }\n");
         assert_eq!(

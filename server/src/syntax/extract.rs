@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use streaming_iterator::StreamingIterator;
 use tree_sitter::{Node, Query, QueryCursor, Tree};
 
-use super::consteval::{self, parse_int_literal};
+use super::consteval::{self, parse_int_literal, size_of_type};
 use super::model::*;
 
 /// A compiled query and the capture indices the extraction reads.
@@ -139,14 +139,13 @@ impl<'t> Extractor<'t> {
                     args: get("launch.args").expect("pattern captures args"),
                 });
             } else if let (Some(define), Some(name)) = (get("define"), get("define.name")) {
-                let value = get("define.value");
-                let value_text = value.map(|v| self.text_of(v).trim().to_string()).unwrap_or_default();
-                let value_span = value.map(|v| trimmed_span(v, self.text));
+                let value_span = get("define.value").map(|v| define_value_span(v, self.text));
+                let value_text = value_span.map(|v| self.text[v.start_byte..v.end_byte].to_string()).unwrap_or_default();
                 self.model.defines.push(Define {
                     name: self.text_of(name).to_string(),
                     value_text,
                     value: None,
-                    span: Span::of(define),
+                    span: trimmed_span(define, self.text),
                     value_span,
                 });
             } else if let (Some(qualifier), Some(name), Some(value)) =
@@ -181,7 +180,7 @@ impl<'t> Extractor<'t> {
     }
 
     fn constant_value(&self, name: &str, depth: u32) -> Option<i64> {
-        match self.constants.get(name)? {
+        match self.constants.get(unqualified(name))? {
             ConstantSource::Define(i) => self.eval_define(*i, depth),
             ConstantSource::Value(v) => *v,
         }
@@ -204,10 +203,22 @@ impl<'t> Extractor<'t> {
     }
 
     fn kernel(&mut self, item: Node<'t>, name_node: Node<'t>) -> Kernel {
+        // An out-of-line definition (`ns::k`) or an explicit specialisation (`k<float>`) is `k`.
+        let (name_node, _) = unqualified_name(name_node);
         let name = self.text_of(name_node).to_string();
         let template = item.parent().filter(|p| p.kind() == "template_declaration");
         let linkage = item.parent().filter(|p| p.kind() == "linkage_specification");
         let outer = template.or(linkage).unwrap_or(item);
+        // `extern "C" __global__ void k()`, or a kernel inside an `extern "C" { ... }` block.
+        let block_linkage = item
+            .parent()
+            .filter(|p| p.kind() == "declaration_list")
+            .and_then(|list| list.parent())
+            .filter(|p| p.kind() == "linkage_specification");
+        let extern_c = linkage
+            .or(block_linkage)
+            .and_then(|l| l.child_by_field_name("value"))
+            .is_some_and(|v| self.text_of(v) == "\"C\"");
         let body = item.child_by_field_name("body");
         let template_params = template
             .and_then(|t| t.child_by_field_name("parameters"))
@@ -254,7 +265,7 @@ impl<'t> Extractor<'t> {
             span: Span::of(outer),
             name_span: Span::of(name_node),
             is_definition: body.is_some(),
-            extern_c: linkage.is_some(),
+            extern_c,
             template_params,
             params,
             launch_bounds,
@@ -375,10 +386,12 @@ impl<'t> Extractor<'t> {
                 let value = if factor.is_empty() { None } else { self.eval(factor, locals) };
                 let span = trimmed_span(pragma, self.text);
                 self.push_tunable(TunableKind::PragmaUnroll, Some(kernel), span, fold_whitespace(&self.text[span.start_byte..span.end_byte]), value);
+                // The factor is preprocessor text, not identifier nodes: find its defines here.
+                self.note_defines_in(kernel, span, locals);
             } else if let Some(node) = get("block_dim") {
                 self.push_tunable(TunableKind::BlockDim, Some(kernel), Span::of(node), self.text_of(node).to_string(), None);
             } else if let Some(node) = get("stride") {
-                if !self.is_runtime_name(node, locals) {
+                if self.is_compile_time(node, locals) {
                     let value = self.eval(self.text_of(node), locals);
                     self.push_tunable(TunableKind::LoopStride, Some(kernel), Span::of(node), self.text_of(node).to_string(), value);
                 }
@@ -394,12 +407,21 @@ impl<'t> Extractor<'t> {
         shared
     }
 
-    /// A name the evaluator cannot see through: a loop stride `i += n` with `n` a kernel argument.
-    fn is_runtime_name(&self, node: Node, locals: &Locals) -> bool {
-        node.kind() == "identifier" && {
-            let name = self.text_of(node);
-            locals.contains_key(name) && !self.constants.contains_key(name)
-                || !locals.contains_key(name) && !self.constants.contains_key(name)
+    /// Whether an expression in a kernel is fixed when the kernel is compiled: literals, template
+    /// parameters, `#define`s, file-scope constants and operators over them. `blockDim.x`, an
+    /// argument or a local computed at run time make it a run-time value.
+    fn is_compile_time(&self, node: Node, locals: &Locals) -> bool {
+        match node.kind() {
+            "number_literal" | "sizeof_expression" | "comment" => true,
+            "identifier" | "qualified_identifier" => {
+                let name = self.text_of(node);
+                locals.contains_key(name) || self.constants.contains_key(unqualified(name))
+            }
+            "binary_expression" | "unary_expression" | "parenthesized_expression" | "conditional_expression" => {
+                named_children(node).all(|c| self.is_compile_time(c, locals))
+            }
+            "cast_expression" => node.child_by_field_name("value").is_some_and(|v| self.is_compile_time(v, locals)),
+            _ => false,
         }
     }
 
@@ -422,7 +444,11 @@ impl<'t> Extractor<'t> {
                     match node.kind() {
                         "array_declarator" => {
                             if let Some(size) = node.child_by_field_name("size") {
-                                dims.push(self.expr(size, locals));
+                                let dim = self.expr(size, locals);
+                                if self.is_compile_time(size, locals) {
+                                    self.push_expr_tunable(TunableKind::SharedArrayDim, kernel, &dim);
+                                }
+                                dims.push(dim);
                             }
                             node = match node.child_by_field_name("declarator") {
                                 Some(inner) => inner,
@@ -441,27 +467,16 @@ impl<'t> Extractor<'t> {
                 }
                 // The walk went from the outer declarator inwards: the last dimension first.
                 dims.reverse();
-                for d in &dims {
-                    if !self.is_runtime_name_expr(&d.text, locals) {
-                        self.push_tunable(TunableKind::SharedArrayDim, Some(kernel), d.span, d.text.clone(), d.value);
-                    }
-                }
                 let bytes = if is_extern {
                     None
                 } else {
-                    element_size(&element_type).and_then(|size| {
+                    size_of_type(&element_type).and_then(|size| {
                         dims.iter().try_fold(size, |acc, d| acc.checked_mul(u64::try_from(d.value?).ok()?))
                     })
                 };
                 SharedDecl { name, element_type: element_type.clone(), dims, is_extern, bytes, span: Span::of(decl) }
             })
             .collect()
-    }
-
-    fn is_runtime_name_expr(&self, text: &str, locals: &Locals) -> bool {
-        let is_name = text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && text.chars().next().is_some_and(|c| !c.is_ascii_digit());
-        is_name && !locals.contains_key(text) && !self.constants.contains_key(text)
     }
 
     fn note_defines_in(&mut self, kernel: &str, span: Span, locals: &Locals) {
@@ -471,7 +486,9 @@ impl<'t> Extractor<'t> {
         }
     }
 
-    /// Records a `#define` with an integer value as a tunable site of `kernel`, once.
+    /// Records a `#define` with an integer value as a tunable site of `kernel`, once. A define
+    /// computed from other constants (`#define TILE (BLOCK * ITEMS)`) is not a free choice: the
+    /// defines it is computed from are recorded instead.
     fn note_define(&mut self, kernel: &str, name: &str, locals: &Locals) {
         if locals.contains_key(name) {
             return;
@@ -479,11 +496,21 @@ impl<'t> Extractor<'t> {
         let Some(ConstantSource::Define(index)) = self.constants.get(name) else { return };
         let define = &self.model.defines[*index];
         let (Some(value), Some(value_span)) = (define.value, define.value_span) else { return };
+        // Marked before recursing, so that defines naming each other end the recursion.
         if !self.define_sites.insert((kernel.to_string(), name.to_string())) {
             return;
         }
-        let text = define.name.clone();
-        self.push_tunable(TunableKind::Define, Some(kernel), value_span, text, Some(value));
+        let inputs: Vec<String> = identifiers_in(&define.value_text)
+            .filter(|word| self.constants.contains_key(*word))
+            .map(str::to_string)
+            .collect();
+        if inputs.is_empty() {
+            let text = define.name.clone();
+            self.push_tunable(TunableKind::Define, Some(kernel), value_span, text, Some(value));
+        }
+        for input in inputs {
+            self.note_define(kernel, &input, locals);
+        }
     }
 
     fn push_tunable(&mut self, kind: TunableKind, kernel: Option<&str>, span: Span, text: String, value: Option<i64>) {
@@ -497,6 +524,7 @@ impl<'t> Extractor<'t> {
     fn build_device_functions(&mut self) {
         let devices = std::mem::take(&mut self.nodes.devices);
         for (item, name_node) in devices {
+            let (name_node, _) = unqualified_name(name_node);
             let outer = item.parent().filter(|p| p.kind() == "template_declaration").unwrap_or(item);
             let body = item.child_by_field_name("body");
             let signature_end = body.map(|b| b.start_byte()).unwrap_or(item.end_byte());
@@ -528,18 +556,12 @@ impl<'t> Extractor<'t> {
     }
 
     fn launch_site(&mut self, launch: &Launch<'t>, enclosing: Option<Node<'t>>, locals: &Locals) -> LaunchSite {
-        let (name_node, template_args) = match launch.callee.kind() {
-            "template_function" => {
-                let args = launch
-                    .callee
-                    .child_by_field_name("arguments")
-                    .map(|a| named_children(a).filter(|c| c.kind() != "comment").map(|c| self.expr(c, locals)).collect())
-                    .unwrap_or_default();
-                (launch.callee.child_by_field_name("name").unwrap_or(launch.callee), args)
-            }
-            _ => (launch.callee, Vec::new()),
-        };
-        let kernel = last_path_segment(self.text_of(name_node)).to_string();
+        let callee = launch_callee(launch.callee);
+        let template_args: Vec<Expr> = callee
+            .template_args
+            .map(|a| named_children(a).filter(|c| c.kind() != "comment").map(|c| self.expr(c, locals)).collect())
+            .unwrap_or_default();
+        let kernel = self.text_of(callee.name).to_string();
         let resolved = self.model.kernels.iter().any(|k| k.name == kernel);
         let owner = resolved.then_some(kernel.as_str());
 
@@ -554,6 +576,7 @@ impl<'t> Extractor<'t> {
         let block = dim(config.get(1));
         let shared_bytes = config.get(2).map(|n| self.expr(*n, locals));
         let stream = config.get(3).map(|n| self.expr(*n, locals));
+        let max_threads = self.max_threads_at(&kernel, &template_args);
 
         if let Some(block_node) = config.get(1) {
             self.launch_block_tunables(owner, *block_node, locals);
@@ -584,8 +607,8 @@ impl<'t> Extractor<'t> {
         LaunchSite {
             kernel,
             resolved,
-            span: Span::of(launch.call),
-            callee_span: Span::of(launch.callee),
+            span: Span::covering(callee.start, launch.call),
+            callee_span: Span::covering(callee.start, launch.callee),
             template_args,
             grid,
             block,
@@ -593,7 +616,27 @@ impl<'t> Extractor<'t> {
             stream,
             args: named_children(launch.args).filter(|c| c.kind() != "comment").map(|c| self.text_of(c).to_string()).collect(),
             enclosing_function: enclosing.and_then(function_name).map(|n| self.text_of(n).to_string()),
+            max_threads,
         }
+    }
+
+    /// The `__launch_bounds__` thread limit of `kernel` at a launch with `template_args`: they
+    /// (or the parameters' defaults) stand for the kernel's template parameters.
+    fn max_threads_at(&self, kernel: &str, template_args: &[Expr]) -> Option<i64> {
+        let kernel = self.model.kernel(kernel)?;
+        let max_threads = &kernel.launch_bounds.as_ref()?.max_threads;
+        if max_threads.value.is_some() {
+            return max_threads.value;
+        }
+        let mut bound = Locals::default();
+        for (i, param) in kernel.template_params.iter().enumerate() {
+            let value = match template_args.get(i) {
+                Some(arg) => arg.value,
+                None => param.default.as_deref().and_then(|d| self.eval(d, &bound)),
+            };
+            bound.scalars.insert(param.name.clone(), value);
+        }
+        self.eval(&max_threads.text, &bound)
     }
 
     /// The extent of a grid or block argument: an integer, `dim3(x, y, z)`, or a name bound to one.
@@ -631,7 +674,7 @@ impl<'t> Extractor<'t> {
                 sites.push((Span::of(n), self.text_of(n).to_string(), parse_int_literal(self.text_of(n))));
                 false
             }
-            "identifier" => {
+            "identifier" | "qualified_identifier" => {
                 let name = self.text_of(n);
                 let is_callee = n.parent().is_some_and(|p| p.kind() == "call_expression" && p.child_by_field_name("function") == Some(n));
                 let value = match locals.dims.get(name) {
@@ -653,9 +696,8 @@ impl<'t> Extractor<'t> {
 
     /// Grid literals and names that follow the block size: `(n + 255) / 256`, `(n + B - 1) / B`.
     fn grid_tunables(&mut self, owner: Option<&str>, grid: Node<'t>, block: Node<'t>, block_extent: Option<Dim3>) {
-        let block_text = self.text_of(block).trim();
-        let block_is_name = block_text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && block.kind() == "identifier";
+        let block_text = self.text_of(block);
+        let block_is_name = matches!(block.kind(), "identifier" | "qualified_identifier");
         let block_x = block_extent.filter(|d| d.y == 1 && d.z == 1).map(|d| d.x as i64);
         let mut sites = Vec::new();
         visit(grid, &mut |n| {
@@ -668,8 +710,9 @@ impl<'t> Extractor<'t> {
                         }
                     }
                 }
-                "identifier" if block_is_name && self.text_of(n) == block_text => {
+                "identifier" | "qualified_identifier" if block_is_name && self.text_of(n) == block_text => {
                     sites.push((Span::of(n), block_text.to_string(), block_x));
+                    return false;
                 }
                 _ => {}
             }
@@ -712,6 +755,12 @@ impl<'t> Extractor<'t> {
                         (Some(n), Some(v)) => (n, Some(v)),
                         _ => continue,
                     },
+                    // `dim3 block(TILE_DIM, BLOCK_ROWS);` parses as a function prototype whose
+                    // parameter types are the names; in a function body it is a constructor call.
+                    "function_declarator" => match (declarator.child_by_field_name("declarator"), declarator.child_by_field_name("parameters")) {
+                        (Some(n), Some(p)) => (n, Some(p)),
+                        _ => continue,
+                    },
                     "identifier" => (declarator, None),
                     _ => continue,
                 };
@@ -727,18 +776,19 @@ impl<'t> Extractor<'t> {
                 let locals_so_far = scope.visible_at(decl.start_byte());
                 if ty == "dim3" {
                     let dims = match value {
-                        Some(v) if v.kind() == "argument_list" || v.kind() == "initializer_list" => self.dim3_from_args(v, &locals_so_far),
+                        Some(v) if is_constructor_args(v) => self.dim3_from_args(v, &locals_so_far),
                         Some(v) => self.dim3(v, &locals_so_far),
                         None => Some(Dim3 { x: 1, y: 1, z: 1 }),
                     };
                     scope.push(decl.start_byte(), name_text, LocalValue::Dim3(dims));
                 } else if is_integer_type(ty) {
-                    let v = value.and_then(|v| match v.kind() {
-                        "argument_list" | "initializer_list" => {
+                    let v = value.and_then(|v| {
+                        if is_constructor_args(v) {
                             let inner: Vec<Node> = named_children(v).collect();
                             (inner.len() == 1).then(|| self.eval(self.text_of(inner[0]), &locals_so_far)).flatten()
+                        } else {
+                            self.eval(self.text_of(v), &locals_so_far)
                         }
-                        _ => self.eval(self.text_of(v), &locals_so_far),
                     });
                     scope.push(decl.start_byte(), name_text, LocalValue::Scalar(v));
                 } else {
@@ -823,9 +873,15 @@ fn syntax_errors(root: Node, text: &str) -> Vec<SyntaxError> {
             errors.push(SyntaxError { span: Span::of(n), message: format!("missing `{}`", n.kind()) });
             false
         } else if n.is_error() {
-            let snippet: String = text[n.byte_range()].chars().take(40).collect();
-            let snippet = fold_whitespace(&snippet);
-            errors.push(SyntaxError { span: Span::of(n), message: format!("unexpected `{snippet}`") });
+            // Error recovery can wrap lines of valid code; the error is where the node starts.
+            let whole = Span::of(n);
+            let first_line = text[n.byte_range()].lines().next().unwrap_or("").trim_end();
+            let span = sub_span(whole, text, whole.start_byte, whole.start_byte + first_line.len());
+            let mut snippet: String = first_line.chars().take(40).collect();
+            if snippet.len() < first_line.len() {
+                snippet.push('…');
+            }
+            errors.push(SyntaxError { span, message: format!("unexpected `{}`", fold_whitespace(&snippet)) });
             false
         } else {
             n.has_error()
@@ -858,8 +914,55 @@ fn visit<'t>(root: Node<'t>, f: &mut dyn FnMut(Node<'t>) -> bool) {
     }
 }
 
+/// The arguments of a direct initialisation: `(x, y)`, `{x, y}`, or the parameter list of a
+/// declaration that tree-sitter read as a prototype.
+fn is_constructor_args(node: Node) -> bool {
+    matches!(node.kind(), "argument_list" | "initializer_list" | "parameter_list")
+}
+
 fn named_children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
     (0..node.named_child_count() as u32).filter_map(move |i| node.named_child(i))
+}
+
+/// What a launch calls, taken apart.
+struct Callee<'t> {
+    /// Where the callee's text starts.
+    start: Node<'t>,
+    /// The kernel's unqualified name.
+    name: Node<'t>,
+    template_args: Option<Node<'t>>,
+}
+
+/// Takes apart `k`, `ns::k`, `k<256>` and `ns::k<256, float>`. When error recovery merged broken
+/// text before a launch into its callee (a launch above it that lacks a `>`), the callee ends in
+/// the name.
+fn launch_callee(callee: Node) -> Callee {
+    let is_name = |n: Node| matches!(n.kind(), "identifier" | "qualified_identifier" | "template_function");
+    let mut start = callee;
+    if !is_name(callee) && callee.has_error() {
+        let mut node = callee;
+        while let Some(last) = node.named_child((node.named_child_count() as u32).saturating_sub(1)) {
+            if last.end_byte() != callee.end_byte() {
+                break;
+            }
+            node = last;
+            if is_name(node) {
+                start = node;
+                break;
+            }
+        }
+    }
+    let (name, template_args) = unqualified_name(start);
+    Callee { start, name, template_args }
+}
+
+/// The unqualified name in `k`, `ns::k`, `k<float>` or `ns::k<256>`, and the template arguments.
+fn unqualified_name(node: Node) -> (Node, Option<Node>) {
+    match (node.kind(), node.child_by_field_name("name")) {
+        ("qualified_identifier", Some(inner)) => unqualified_name(inner),
+        ("template_function", Some(inner)) => (unqualified_name(inner).0, node.child_by_field_name("arguments")),
+        _ => (node, None),
+    }
 }
 
 fn enclosing_function(node: Node) -> Option<Node> {
@@ -884,28 +987,38 @@ fn function_name(function: Node) -> Option<Node> {
     None
 }
 
-/// A node's span without the trailing newline that preprocessor nodes include.
+/// A node's span without surrounding whitespace, such as the newline preprocessor nodes end with.
 fn trimmed_span(node: Node, text: &str) -> Span {
-    let mut span = Span::of(node);
+    let span = Span::of(node);
     let raw = &text[span.start_byte..span.end_byte];
-    let trimmed = raw.trim_end();
-    let removed = &raw[trimmed.len()..];
-    if !removed.is_empty() {
-        span.end_byte -= removed.len();
-        let kept_newlines = removed.matches('\n').count() as u32;
-        if kept_newlines > 0 {
-            let line_start = text[..span.end_byte].rfind('\n').map(|i| i + 1).unwrap_or(0);
-            span.end = Point { line: span.end.line - kept_newlines, column: (span.end_byte - line_start) as u32 };
-        } else {
-            span.end.column -= removed.len() as u32;
+    let start = span.start_byte + (raw.len() - raw.trim_start().len());
+    let end = span.start_byte + raw.trim_end().len();
+    sub_span(span, text, start, end.max(start))
+}
+
+/// A `#define`'s value without a trailing `//` comment, which tree-sitter keeps in the value.
+fn define_value_span(value: Node, text: &str) -> Span {
+    let span = trimmed_span(value, text);
+    let raw = &text[span.start_byte..span.end_byte];
+    match raw.find("//").filter(|&at| !raw[..at].contains(['"', '\''])) {
+        Some(at) => sub_span(span, text, span.start_byte, span.start_byte + raw[..at].trim_end().len()),
+        None => span,
+    }
+}
+
+/// The bytes `start..end` of `outer`, with their points counted from `outer`'s start.
+fn sub_span(outer: Span, text: &str, start: usize, end: usize) -> Span {
+    let point_at = |offset: usize| {
+        let before = &text[outer.start_byte..offset];
+        match before.rfind('\n') {
+            Some(newline) => Point {
+                line: outer.start.line + before.matches('\n').count() as u32,
+                column: (before.len() - newline - 1) as u32,
+            },
+            None => Point { line: outer.start.line, column: outer.start.column + before.len() as u32 },
         }
-    }
-    let leading = raw.len() - raw.trim_start().len();
-    if leading > 0 && !raw[..leading].contains('\n') {
-        span.start_byte += leading;
-        span.start.column += leading as u32;
-    }
-    span
+    };
+    Span { start_byte: start, end_byte: end, start: point_at(start), end: point_at(end) }
 }
 
 fn fold_whitespace(text: &str) -> String {
@@ -917,8 +1030,9 @@ fn identifiers_in(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_'))
 }
 
-fn last_path_segment(name: &str) -> &str {
-    name.rsplit("::").next().unwrap_or(name).trim()
+/// `kBlock` for `detail::kBlock`: constants are known by their unqualified names.
+fn unqualified(name: &str) -> &str {
+    name.rsplit("::").next().unwrap_or(name)
 }
 
 fn is_restrict_qualifier(text: &str) -> bool {
@@ -934,23 +1048,4 @@ fn is_integer_type(ty: &str) -> bool {
             | "int64_t" | "uint64_t" | "int16_t" | "uint16_t" | "int8_t" | "uint8_t" | "char"
             | "bool" | "auto"
     ) || ty.starts_with("std::size_t")
-}
-
-/// Size in bytes of the element types kernels put in shared memory.
-fn element_size(ty: &str) -> Option<u64> {
-    let ty = ty.trim_start_matches("const ").trim_start_matches("volatile ").trim();
-    Some(match ty {
-        "char" | "signed char" | "unsigned char" | "int8_t" | "uint8_t" | "bool" | "__nv_fp8_e4m3"
-        | "__nv_fp8_e5m2" => 1,
-        "short" | "unsigned short" | "int16_t" | "uint16_t" | "half" | "__half" | "__nv_bfloat16"
-        | "nv_bfloat16" | "char2" | "uchar2" => 2,
-        "int" | "unsigned" | "unsigned int" | "float" | "int32_t" | "uint32_t" | "half2" | "__half2"
-        | "__nv_bfloat162" | "nv_bfloat162" | "char4" | "uchar4" | "short2" | "ushort2" => 4,
-        "double" | "long" | "unsigned long" | "long long" | "unsigned long long" | "int64_t"
-        | "uint64_t" | "size_t" | "float2" | "int2" | "uint2" | "short4" | "ushort4" => 8,
-        "float3" | "int3" | "uint3" => 12,
-        "float4" | "int4" | "uint4" | "double2" | "longlong2" => 16,
-        "double4" => 32,
-        _ => return None,
-    })
 }

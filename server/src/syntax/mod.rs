@@ -6,6 +6,8 @@ mod checks;
 mod consteval;
 mod document;
 mod extract;
+#[cfg(test)]
+mod fixture_tests;
 mod hover;
 mod model;
 

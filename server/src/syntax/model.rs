@@ -39,6 +39,16 @@ impl Span {
         }
     }
 
+    /// From the start of `first` to the end of `last`.
+    pub fn covering(first: tree_sitter::Node, last: tree_sitter::Node) -> Span {
+        Span {
+            start_byte: first.start_byte(),
+            end_byte: last.end_byte(),
+            start: first.start_position().into(),
+            end: last.end_position().into(),
+        }
+    }
+
     pub fn contains_offset(&self, offset: usize) -> bool {
         self.start_byte <= offset && offset <= self.end_byte
     }
@@ -205,6 +215,9 @@ pub struct LaunchSite {
     pub args: Vec<String>,
     /// The host function the launch sits in.
     pub enclosing_function: Option<String>,
+    /// The kernel's `__launch_bounds__` thread limit for this launch, with the launch's template
+    /// arguments in place of the kernel's template parameters; `None` when unknown or unbounded.
+    pub max_threads: Option<i64>,
 }
 
 /// A grid or block argument, with its extent when it is constant.
