@@ -211,10 +211,12 @@ fn render(r: &Report) -> String {
 /// changes names so that many files differ.
 pub fn generate_cuda(lines: usize, variant: usize) -> String {
     let mut out = String::from("#include <cuda_fp16.h>\n#include <cstdint>\n\n#define WARP 32\n");
+    let mut line_count = out.lines().count();
     let mut i = 0;
-    while out.lines().count() < lines {
+    while line_count < lines {
+        let mut chunk = String::new();
         let _ = write!(
-            out,
+            chunk,
             r#"
 #define BLOCK_{i} {block}
 #define TILE_{i} 32
@@ -274,6 +276,8 @@ void launch_{v}_{i}(half* out, const half* in, const half* w, float* o, const fl
             v = variant,
             block = [128, 256, 512, 1024][i % 4],
         );
+        line_count += chunk.matches('\n').count();
+        out.push_str(&chunk);
         i += 1;
     }
     out

@@ -120,8 +120,7 @@ fn render_text(file: &str, model: &KernelModel, findings: &[Finding]) -> String 
     if !findings.is_empty() {
         let _ = writeln!(out);
         for f in findings {
-            let severity = serde_json::to_value(f.severity).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-            let _ = writeln!(out, "{file}:{}:{}: {severity}[{}]: {}", f.span.start.line + 1, f.span.start.column + 1, f.code, f.message);
+            let _ = writeln!(out, "{file}:{}:{}: {}[{}]: {}", f.span.start.line + 1, f.span.start.column + 1, f.severity.as_str(), f.code, f.message);
         }
     }
     out

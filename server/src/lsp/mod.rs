@@ -21,6 +21,10 @@ pub use state::ServerState;
 /// Runs the server on stdin/stdout until the client exits. Returns the process exit code: 0
 /// after `shutdown` then `exit`, 1 when the client went away without `shutdown` (LSP spec).
 pub fn run_stdio() -> i32 {
+    // stderr is the server's own log (editors show it in an output panel); stdout is the protocol.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("CUTUNE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(false).with_env_filter(filter).try_init();
     crate::syntax::compile_queries();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

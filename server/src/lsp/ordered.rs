@@ -59,8 +59,8 @@ fn panic_message(panic: &(dyn Any + Send)) -> String {
 
 impl<S> OrderedService<S> {
     fn params<P: DeserializeOwned>(&self, req: &Request) -> Option<P> {
-        let params = req.params().cloned().unwrap_or(serde_json::Value::Null);
-        match serde_json::from_value(params) {
+        // Deserialised from the borrowed value: a clone would copy the whole document text.
+        match P::deserialize(req.params().unwrap_or(&serde_json::Value::Null)) {
             Ok(p) => Some(p),
             Err(e) => {
                 report(&self.client, MessageType::ERROR, format!("cutune: ignoring {} with invalid params: {e}", req.method()));

@@ -153,7 +153,9 @@ impl Document {
     pub fn apply(&self, encoding: Encoding, changes: &[Change]) -> Result<Document, EditError> {
         let mut text = self.text.clone();
         let mut tree = self.tree.clone();
-        let mut index = self.line_index.clone();
+        // The index of the text as it stands, rebuilt only when a later change needs it:
+        // `build` makes the final one, so a one-change keystroke indexes the file once.
+        let mut index = Some(self.line_index.clone());
         for change in changes {
             match change {
                 Change::Full(new_text) => {
@@ -161,18 +163,19 @@ impl Document {
                     tree = None;
                 }
                 Change::Range { start, end, text: inserted } => {
-                    let start_byte = offset_in(&index, &text, encoding, *start)?;
-                    let end_byte = offset_in(&index, &text, encoding, *end)?;
+                    let current = index.get_or_insert_with(|| Arc::new(LineIndex::new(&text)));
+                    let start_byte = offset_in(current, &text, encoding, *start)?;
+                    let end_byte = offset_in(current, &text, encoding, *end)?;
                     if end_byte < start_byte {
                         return Err(EditError::ReversedRange { start: *start, end: *end });
                     }
                     if let Some(tree) = tree.as_mut() {
-                        tree.edit(&input_edit(&index, start_byte, end_byte, inserted));
+                        tree.edit(&input_edit(current, start_byte, end_byte, inserted));
                     }
                     text.replace_range(start_byte..end_byte, inserted);
                 }
             }
-            index = Arc::new(LineIndex::new(&text));
+            index = None;
         }
         Ok(Document::build(text, tree))
     }
