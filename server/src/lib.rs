@@ -4,4 +4,5 @@
 
 pub mod cli;
 pub mod lsp;
+pub mod spec;
 pub mod syntax;

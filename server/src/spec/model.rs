@@ -1,0 +1,202 @@
+//! The tuning spec as plain data: what `cutune templatize` writes beside a `.cu` file and what
+//! the tuner reads. The TOML layout is these types through serde; `docs/spec.md` documents it.
+//!
+//! Expressions (grid, block, lengths, restrictions, SOL) are kept as text here. They are
+//! parsed and checked by the spec validator, which reports positions inside the TOML file.
+
+use serde::{Deserialize, Serialize};
+
+/// A value that templatize could not infer. Validation reports every place that still holds it.
+pub const UNKNOWN: &str = "?";
+
+/// One spec file: every tuned kernel of one `.cu` file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecFile {
+    /// Layout version; this is version 1.
+    pub version: u32,
+    /// The `.cu` file, relative to the spec file.
+    pub source: String,
+    pub kernels: Vec<KernelSpec>,
+}
+
+/// How to run, check and bound one kernel.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelSpec {
+    pub name: String,
+    /// C++ template arguments of the instantiation to tune; may name parameters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub template_args: Vec<String>,
+    /// Grid and block extents, 1 to 3 expressions over sizes and parameters.
+    pub grid: Vec<String>,
+    pub block: Vec<String>,
+    /// Dynamic shared memory in bytes, an expression.
+    #[serde(default = "zero")]
+    pub shared_bytes: String,
+    /// NVRTC options every configuration gets (e.g. `-std=c++17`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compiler_options: Vec<String>,
+    /// Problem sizes: each shape names every size variable.
+    pub shapes: Vec<Shape>,
+    /// The kernel's parameters, in signature order.
+    pub args: Vec<ArgSpec>,
+    /// Tuning parameters, in the order the search enumerates them.
+    pub params: Vec<ParamSpec>,
+    /// Boolean expressions over parameters and sizes; a configuration must satisfy all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restrictions: Vec<String>,
+    #[serde(default)]
+    pub verify: VerifySpec,
+    #[serde(default)]
+    pub sol: SolSpec,
+    pub baseline: Baseline,
+}
+
+fn zero() -> String {
+    "0".to_string()
+}
+
+/// Size variable name to value, e.g. `{ rows = 8192, hidden = 4096 }`.
+pub type Shape = std::collections::BTreeMap<String, i64>;
+
+/// One kernel argument: a device buffer, or a scalar passed by value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgSpec {
+    pub name: String,
+    pub dtype: Dtype,
+    /// Buffers: element count, an expression over sizes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length: Option<String>,
+    /// Buffers: whether the kernel reads, writes or does both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// Buffers: how inputs are filled. Never zeros by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init: Option<Init>,
+    /// Scalars: the value, an expression over sizes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+impl ArgSpec {
+    pub fn is_buffer(&self) -> bool {
+        self.length.is_some()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    F16,
+    Bf16,
+    F32,
+    F64,
+    Fp8e4m3,
+    Fp8e5m2,
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Input,
+    Output,
+    InOut,
+}
+
+/// Seeded random initial data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "dist", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Init {
+    Uniform { low: f64, high: f64 },
+    Normal { mean: f64, std: f64 },
+    /// Integers drawn from `[low, high)`, e.g. indices.
+    Integers { low: i64, high: i64 },
+}
+
+/// A tuning parameter and the values the search may give it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamSpec {
+    pub name: String,
+    pub kind: ParamKind,
+    /// The original value: the default instantiation is the original kernel.
+    pub default: i64,
+    pub values: Vec<i64>,
+    /// What the parameter was lifted from, for people reading the spec.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub origin: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ParamKind {
+    /// `#ifndef NAME / #define NAME default / #endif` in the source; set with `-DNAME=value`.
+    Define,
+    /// An integer template parameter of the kernel, set through `template_args`.
+    Template,
+    /// `--use_fast_math` when 1.
+    FastMath,
+    /// `--maxrregcount=N` when N > 0.
+    MaxRegisters,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifySpec {
+    /// Per-dtype overrides of the default tolerances.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerances: Vec<Tolerance>,
+    /// False for kernels whose result order varies (float atomics): runs must then agree
+    /// within tolerance instead of bitwise.
+    #[serde(default = "yes")]
+    pub deterministic: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for VerifySpec {
+    fn default() -> Self {
+        VerifySpec { tolerances: Vec::new(), deterministic: true }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerance {
+    pub dtype: Dtype,
+    pub atol: f64,
+    pub rtol: f64,
+}
+
+/// The work of one launch, for the speed-of-light bound. Missing bytes mean every input read
+/// once and every output written once.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SolSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flops: Option<String>,
+}
+
+/// The original kernel, kept as the verification baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    /// SHA-256 of `source`, hex.
+    pub sha256: String,
+    /// The original device slice: compiles on its own with NVRTC.
+    pub source: String,
+}
