@@ -6,3 +6,4 @@ pub mod cli;
 pub mod lsp;
 pub mod spec;
 pub mod syntax;
+pub mod template;

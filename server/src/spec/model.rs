@@ -105,6 +105,12 @@ pub enum Dtype {
     U64,
 }
 
+impl Dtype {
+    pub fn is_float(self) -> bool {
+        matches!(self, Dtype::F16 | Dtype::Bf16 | Dtype::F32 | Dtype::F64 | Dtype::Fp8e4m3 | Dtype::Fp8e5m2)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {

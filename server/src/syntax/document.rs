@@ -133,6 +133,11 @@ impl Document {
         self.tree.is_some()
     }
 
+    /// The syntax tree, when kept (see [`Document::has_tree`]).
+    pub fn tree(&self) -> Option<&Tree> {
+        self.tree.as_ref()
+    }
+
     /// The same document without its syntax tree. A tree takes about 37 bytes per byte of
     /// source, far more than the text and the model; a document nobody edits does not need it.
     /// The next edit parses from scratch.

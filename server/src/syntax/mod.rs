@@ -11,6 +11,7 @@ mod fixture_tests;
 mod hover;
 mod model;
 
+pub use consteval::{eval as eval_constant, parse_int_literal, size_of_type};
 pub use checks::{check, format_bytes, Finding, Severity};
 pub use document::{Analysis, Change, Document, EditError, Encoding, TextPosition, MAX_ANALYZED_BYTES};
 pub use extract::compile_queries;

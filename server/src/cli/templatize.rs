@@ -1,0 +1,93 @@
+//! `cutune templatize FILE --kernel NAME [--diff | --write]`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::read_source;
+use crate::spec::{self, SpecFile};
+use crate::template::{self, Status, Templatized};
+
+#[derive(clap::Args)]
+pub struct TemplatizeArgs {
+    /// The CUDA source file.
+    pub file: PathBuf,
+    /// The kernel to templatize.
+    #[arg(long)]
+    pub kernel: String,
+    /// Print a unified diff of the source and the spec instead of the new source.
+    #[arg(long, conflicts_with = "write")]
+    pub diff: bool,
+    /// Rewrite the source in place and write the spec beside it.
+    #[arg(long)]
+    pub write: bool,
+}
+
+pub fn run(args: &TemplatizeArgs) -> Result<()> {
+    let text = read_source(&args.file)?;
+    let result = template::templatize(&text, &args.kernel).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    eprint!("{}", report(&args.file, &result));
+    let spec_path = spec::spec_path_for(&args.file);
+    let old_spec = read_spec(&spec_path)?;
+    let source_name = args.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let base = old_spec.clone().unwrap_or_else(|| SpecFile { version: 1, source: source_name, kernels: Vec::new() });
+    let new_spec = toml::to_string(&spec::with_kernel(base, result.spec.clone()))?;
+    if args.write {
+        write_atomically(&args.file, &result.text)?;
+        write_atomically(&spec_path, &new_spec)?;
+        eprintln!("wrote {} and {}", args.file.display(), spec_path.display());
+    } else if args.diff {
+        let old_spec_text = match old_spec {
+            Some(_) => std::fs::read_to_string(&spec_path)?,
+            None => String::new(),
+        };
+        print!("{}", unified_diff(&args.file, &text, &result.text));
+        print!("{}", unified_diff(&spec_path, &old_spec_text, &new_spec));
+    } else {
+        print!("{}", result.text);
+    }
+    Ok(())
+}
+
+/// What each transform did, one line each, in `file:line:` form where there is a line.
+pub fn report(file: &Path, result: &Templatized) -> String {
+    let mut out = String::new();
+    for r in &result.reports {
+        let status = match r.status {
+            Status::Applied => "applied",
+            Status::NotApplicable => "skipped",
+            Status::Refused => "refused",
+        };
+        out.push_str(&format!("{}: {status}: {}: {}\n", file.display(), r.transform, r.message));
+        for note in r.notes.iter().filter(|n| r.status != Status::Refused || n.message != r.message) {
+            let at = note.line.map(|l| format!("{}:{l}", file.display())).unwrap_or_else(|| file.display().to_string());
+            out.push_str(&format!("{at}: note: {}\n", note.message));
+        }
+    }
+    let names: Vec<String> = result.params().iter().map(|p| format!("{}={}", p.name, p.default)).collect();
+    out.push_str(&format!("{}: parameters: {}\n", file.display(), names.join(" ")));
+    out
+}
+
+fn read_spec(path: &Path) -> Result<Option<SpecFile>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => match toml::from_str(&text) {
+            Ok(file) => Ok(Some(file)),
+            Err(e) => bail!("{}: {e}: the existing spec does not parse; fix or move it before templatizing again", path.display()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// Writes through a temporary file and a rename, so that a failure never leaves half a file.
+fn write_atomically(path: &Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension("cutune-tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))
+}
+
+fn unified_diff(path: &Path, old: &str, new: &str) -> String {
+    let name = path.display().to_string();
+    similar::TextDiff::from_lines(old, new).unified_diff().context_radius(3).header(&format!("a/{name}"), &format!("b/{name}")).to_string()
+}

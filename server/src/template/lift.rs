@@ -1,0 +1,493 @@
+//! Lifts: make what is already an execution choice a named parameter whose default is the
+//! original value. None of them changes the code the compiler sees at the defaults.
+
+use std::collections::BTreeSet;
+
+use tree_sitter::Node;
+
+use super::{Note, Outcome, Rewrite, TextEdit, Transform, Unit};
+use crate::spec::{ParamKind, ParamSpec};
+use crate::syntax::{parse_int_literal, Span, TemplateParamKind, TunableKind};
+
+/// Every transform, in the order they run.
+pub fn transforms() -> Vec<Box<dyn Transform>> {
+    vec![
+        Box::new(TemplateParams),
+        Box::new(Defines),
+        Box::new(BlockSize),
+        Box::new(MinBlocksPerSm),
+        Box::new(PragmaUnroll),
+        Box::new(SharedPadding),
+        Box::new(CompilerOptions),
+    ]
+}
+
+/// Names that are facts of the hardware or of the maths, never choices.
+const FIXED_NAMES: [&str; 6] = ["WARP_SIZE", "WARPSIZE", "FULL_MASK", "WARP_MASK", "LANE_MASK", "NUM_BANKS"];
+
+/// Name fragments that mark a `#define` as an execution choice.
+const CHOICE_WORDS: [&str; 14] = [
+    "BLOCK", "THREAD", "TILE", "UNROLL", "VEC", "ITEMS", "PER_THREAD", "WARPS", "STAGES", "BM", "BN", "BK", "TM", "TN",
+];
+
+fn param(name: &str, kind: ParamKind, default: i64, values: impl IntoIterator<Item = i64>, origin: String) -> ParamSpec {
+    let mut values: BTreeSet<i64> = values.into_iter().collect();
+    values.insert(default);
+    ParamSpec { name: name.to_string(), kind, default, values: values.into_iter().collect(), origin }
+}
+
+/// Block sizes worth trying: the warp multiples that are powers of two, up to the hardware's
+/// 1024 threads per block.
+fn block_values() -> Vec<i64> {
+    vec![32, 64, 128, 256, 512, 1024]
+}
+
+/// Powers of two from a quarter to four times the default.
+fn factor_values(default: i64) -> Vec<i64> {
+    let low = (default / 4).max(1);
+    std::iter::successors(Some(1i64), |v| v.checked_mul(2))
+        .skip_while(|&v| v < low)
+        .take_while(|&v| v <= default.saturating_mul(4))
+        .collect()
+}
+
+fn looks_like_block_size(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    (upper.contains("BLOCK") || upper.contains("THREADS")) && !upper.contains("BLOCKS_PER") && !upper.contains("NUM_BLOCKS")
+}
+
+fn is_int_literal(text: &str) -> bool {
+    text.trim().starts_with(|c: char| c.is_ascii_digit()) && parse_int_literal(text.trim()).is_some()
+}
+
+/// Integer template parameters: already parameters, given values from the launches.
+struct TemplateParams;
+
+impl Transform for TemplateParams {
+    fn name(&self) -> &'static str {
+        "template-params"
+    }
+
+    fn apply(&self, unit: &Unit) -> Outcome {
+        let mut rewrite = Rewrite::default();
+        for (index, tp) in unit.kernel.template_params.iter().enumerate() {
+            if !matches!(tp.kind, TemplateParamKind::Value { integer: true, .. }) {
+                continue;
+            }
+            let at_launches: Vec<(i64, u32)> = unit
+                .model
+                .launches_of(&unit.kernel.name)
+                .filter_map(|l| Some((l.template_args.get(index)?.value?, l.span.start.line + 1)))
+                .collect();
+            let from_default = tp.default.as_deref().and_then(|d| parse_int_literal(d.trim()));
+            let default = match (at_launches.first(), from_default) {
+                (Some(&(value, _)), _) => value,
+                (None, Some(value)) => value,
+                (None, None) => {
+                    rewrite.notes.push(Note {
+                        line: Some(tp.span.start.line + 1),
+                        message: format!("template parameter `{}` has no value in this file (no launch instantiates it): give it one in the spec", tp.name),
+                    });
+                    continue;
+                }
+            };
+            if at_launches.iter().any(|&(v, _)| v != default) {
+                let seen: Vec<String> = at_launches.iter().map(|(v, line)| format!("{v} (line {line})")).collect();
+                rewrite.notes.push(Note {
+                    line: Some(tp.span.start.line + 1),
+                    message: format!("launches instantiate `{}` differently: {}; the spec starts from {default}", tp.name, seen.join(", ")),
+                });
+            }
+            let values = if looks_like_block_size(&tp.name) { block_values() } else { factor_values(default) };
+            let origin = format!("template parameter `{}` of `{}`", tp.name, unit.kernel.name);
+            rewrite.params.push(param(&tp.name, ParamKind::Template, default, values, origin));
+        }
+        if rewrite.params.is_empty() && rewrite.notes.is_empty() {
+            return Outcome::NotApplicable("the kernel has no integer template parameters".into());
+        }
+        let names: Vec<&str> = rewrite.params.iter().map(|p| p.name.as_str()).collect();
+        rewrite.summary = format!("template parameters {} are tuning parameters", names.join(", "));
+        Outcome::Applied(rewrite)
+    }
+}
+
+/// `#define`s the kernel's execution choices use: wrapped in `#ifndef` so that `-D` sets them.
+struct Defines;
+
+impl Transform for Defines {
+    fn name(&self) -> &'static str {
+        "defines"
+    }
+
+    fn apply(&self, unit: &Unit) -> Outcome {
+        let choice_sites: Vec<&str> = unit
+            .model
+            .tunables
+            .iter()
+            .filter(|t| t.kernel.as_deref() == Some(unit.kernel.name.as_str()) && t.kind != TunableKind::Define)
+            .map(|t| t.text.as_str())
+            .chain(unit.model.launches_of(&unit.kernel.name).flat_map(|l| [l.grid.text.as_str(), l.block.text.as_str()]))
+            .collect();
+        let block_names: BTreeSet<&str> = unit.model.launches_of(&unit.kernel.name).map(|l| l.block.text.trim()).collect();
+        let mut seen = BTreeSet::new();
+        let mut rewrite = Rewrite::default();
+        let mut lifted = Vec::new();
+        for site in unit.model.tunables_of(&unit.kernel.name).filter(|t| t.kind == TunableKind::Define) {
+            let name = site.text.as_str();
+            if !seen.insert(name) {
+                continue;
+            }
+            let Some(define) = unit.model.defines.iter().find(|d| d.name == name) else { continue };
+            let line = Some(define.span.start.line + 1);
+            if FIXED_NAMES.contains(&name) {
+                continue;
+            }
+            let used_as_choice = choice_sites.iter().any(|text| super::contains_identifier(text, name));
+            let named_as_choice = CHOICE_WORDS.iter().any(|w| name.to_ascii_uppercase().contains(w));
+            if !used_as_choice && !named_as_choice {
+                rewrite.notes.push(Note { line, message: format!("`{name}` is not lifted: it looks like a problem size or a constant, not an execution choice") });
+                continue;
+            }
+            let Some(default) = define.value.filter(|_| is_int_literal(&define.value_text)) else { continue };
+            let values = if block_names.contains(name) || looks_like_block_size(name) {
+                block_values()
+            } else {
+                factor_values(default)
+            };
+            let origin = format!("`#define {name}` at line {}", define.span.start.line + 1);
+            rewrite.params.push(param(name, ParamKind::Define, default, values, origin));
+            lifted.push(name.to_string());
+            if !is_overridable(unit, name, define.span) {
+                rewrite.edits.push(wrap_in_ifndef(unit, name, define.span));
+            }
+        }
+        if lifted.is_empty() {
+            return match rewrite.notes.first() {
+                Some(_) => Outcome::Applied(Rewrite { summary: "no `#define` is an execution choice".into(), ..rewrite }),
+                None => Outcome::NotApplicable("the kernel's execution choices use no `#define`".into()),
+            };
+        }
+        rewrite.summary = format!("`#define`s {} are tuning parameters", lifted.join(", "));
+        Outcome::Applied(rewrite)
+    }
+}
+
+/// Whether the define already sits in an `#ifndef NAME` guard of its own name.
+fn is_overridable(unit: &Unit, name: &str, define: Span) -> bool {
+    let Some(tree) = unit.doc.tree() else { return false };
+    let Some(node) = tree.root_node().descendant_for_byte_range(define.start_byte, define.end_byte) else { return false };
+    let Some(def) = std::iter::successors(Some(node), |n| n.parent()).find(|n| n.kind() == "preproc_def") else {
+        return false;
+    };
+    def.parent().is_some_and(|guard| {
+        guard.kind() == "preproc_ifdef"
+            && unit.text()[guard.byte_range()].starts_with("#ifndef")
+            && guard.child_by_field_name("name").is_some_and(|n| &unit.text()[n.byte_range()] == name)
+    })
+}
+
+fn wrap_in_ifndef(unit: &Unit, name: &str, define: Span) -> TextEdit {
+    let text = unit.text();
+    let start = text[..define.start_byte].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[define.end_byte..].find('\n').map_or(text.len(), |i| define.end_byte + i + 1);
+    let line = text[start..end].trim_end_matches('\n');
+    TextEdit { range: start..end, new_text: format!("#ifndef {name}\n{line}\n#endif\n") }
+}
+
+/// A literal block size at the launches becomes a parameter, with everything in the kernel
+/// and at the launches that follows it.
+struct BlockSize;
+
+impl Transform for BlockSize {
+    fn name(&self) -> &'static str {
+        "block-size"
+    }
+
+    fn apply(&self, unit: &Unit) -> Outcome {
+        let launches: Vec<_> = unit.model.launches_of(&unit.kernel.name).collect();
+        let Some(first) = launches.first() else {
+            return Outcome::NotApplicable(format!("no launch of `{}` in this file: its block size is decided elsewhere", unit.kernel.name));
+        };
+        if launches.iter().all(|l| unit.lifted.iter().any(|p| p.name == l.block.text.trim())) {
+            return Outcome::NotApplicable(format!("the block size is already the parameter `{}`", first.block.text.trim()));
+        }
+        let mut block = None;
+        for launch in &launches {
+            let line = launch.block.span.start.line + 1;
+            let text = launch.block.text.trim();
+            if !is_int_literal(text) {
+                return Outcome::Refused(Note {
+                    line: Some(line),
+                    message: format!("the block size `{text}` at line {line} is not an integer literal or a `#define`: not lifted"),
+                });
+            }
+            let value = parse_int_literal(text).expect("checked above");
+            match block {
+                None => block = Some(value),
+                Some(b) if b != value => {
+                    return Outcome::Refused(Note {
+                        line: Some(line),
+                        message: format!("launches use different block sizes ({b} and {value} at line {line}): lift it by hand"),
+                    })
+                }
+                Some(_) => {}
+            }
+        }
+        let b = block.expect("at least one launch");
+        let name = unit.fresh_name("BLOCK_SIZE");
+        let mut rewrite = Rewrite { edits: vec![unit.define_block(&name, &b.to_string())], ..Rewrite::default() };
+        for launch in &launches {
+            rewrite.edits.push(TextEdit { range: launch.block.span.start_byte..launch.block.span.end_byte, new_text: name.clone() });
+        }
+        let grid_spans: Vec<Span> = launches.iter().map(|l| l.grid.span).collect();
+        for site in unit.model.tunables_of(&unit.kernel.name).filter(|t| t.kind == TunableKind::GridFromBlock) {
+            if !grid_spans.iter().any(|g| g.contains(&site.span)) || !is_int_literal(&site.text) {
+                continue;
+            }
+            let new_text = if site.value == Some(b) { name.clone() } else { ceil_div_term(unit, site.span, &name) };
+            rewrite.edits.push(TextEdit { range: site.span.start_byte..site.span.end_byte, new_text });
+        }
+        let mut rewritten_in_kernel = Vec::new();
+        for site in unit.model.tunables_of(&unit.kernel.name) {
+            match site.kind {
+                TunableKind::LaunchBoundsMaxThreads | TunableKind::LoopStride | TunableKind::SharedArrayDim => {}
+                _ => continue,
+            }
+            for (range, value) in int_literals(unit.slice(site.span), site.span.start_byte) {
+                if value == b {
+                    rewritten_in_kernel.push(range.start);
+                    rewrite.edits.push(TextEdit { range, new_text: name.clone() });
+                } else if site.kind == TunableKind::LaunchBoundsMaxThreads && is_int_literal(&site.text) {
+                    rewrite.restrictions.push(format!("{name} <= {value}"));
+                }
+            }
+        }
+        // Other literals equal to the block size, or to half of it, may encode it: say where.
+        if let Some(body) = unit.body() {
+            let body_span = Span::of(body);
+            for (range, value) in int_literals(unit.slice(body_span), body_span.start_byte) {
+                if (value == b || value * 2 == b) && !rewritten_in_kernel.contains(&range.start) {
+                    rewrite.notes.push(Note {
+                        line: Some(unit.line_of(range.start)),
+                        message: format!("literal {value} left as it is: if it depends on the block size, verification will fail for other values of {name}"),
+                    });
+                }
+            }
+        }
+        let lines: Vec<String> = launches.iter().map(|l| (l.span.start.line + 1).to_string()).collect();
+        let origin = format!("block size {b} of the launches at line {}", lines.join(", "));
+        rewrite.params.push(param(&name, ParamKind::Define, b, block_values(), origin));
+        rewrite.summary = format!("block size {b} is `{name}` at {} launch(es) and {} place(s) in the kernel", launches.len(), rewritten_in_kernel.len());
+        Outcome::Applied(rewrite)
+    }
+}
+
+/// `block - 1` in a ceil-division, parenthesised unless it is the right operand of a `+`.
+fn ceil_div_term(unit: &Unit, literal: Span, name: &str) -> String {
+    let after_plus = unit.text()[..literal.start_byte].trim_end().ends_with('+');
+    if after_plus { format!("{name} - 1") } else { format!("({name} - 1)") }
+}
+
+/// Decimal and hex integer literals in `text` (a slice starting at `base`), with their ranges in
+/// the file.
+fn int_literals(text: &str, base: usize) -> Vec<(std::ops::Range<usize>, i64)> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts_word = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_' || bytes[i - 1] == b'.');
+        if bytes[i].is_ascii_digit() && starts_word {
+            let start = i;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'\'' || bytes[i] == b'.') {
+                i += 1;
+            }
+            if let Some(value) = parse_int_literal(&text[start..i]) {
+                out.push((base + start..base + i, value));
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// A literal minimum of blocks per SM in `__launch_bounds__`.
+struct MinBlocksPerSm;
+
+impl Transform for MinBlocksPerSm {
+    fn name(&self) -> &'static str {
+        "min-blocks-per-sm"
+    }
+
+    fn apply(&self, unit: &Unit) -> Outcome {
+        let Some(bounds) = &unit.kernel.launch_bounds else {
+            return Outcome::NotApplicable("the kernel has no `__launch_bounds__`".into());
+        };
+        let Some(min_blocks) = &bounds.min_blocks else {
+            return Outcome::NotApplicable(
+                "`__launch_bounds__` gives no minimum of blocks per SM; adding one would change the compiled kernel".into(),
+            );
+        };
+        if !is_int_literal(&min_blocks.text) {
+            return Outcome::NotApplicable(format!("the minimum of blocks per SM is `{}`, already a name", min_blocks.text));
+        }
+        let default = min_blocks.value.expect("an integer literal has a value");
+        let name = unit.fresh_name("MIN_BLOCKS");
+        let origin = format!("`__launch_bounds__` minimum blocks per SM at line {}", min_blocks.span.start.line + 1);
+        Outcome::Applied(Rewrite {
+            edits: vec![
+                unit.define_block(&name, &default.to_string()),
+                TextEdit { range: min_blocks.span.start_byte..min_blocks.span.end_byte, new_text: name.clone() },
+            ],
+            params: vec![param(&name, ParamKind::Define, default, [1, 2, 3, 4, 6, 8], origin)],
+            summary: format!("minimum blocks per SM {default} is `{name}`"),
+            ..Rewrite::default()
+        })
+    }
+}
+
+/// `#pragma unroll N` takes a parameter; a bare `#pragma unroll` becomes a choice between the
+/// compiler's full unroll (0, the default) and a factor.
+struct PragmaUnroll;
+
+impl Transform for PragmaUnroll {
+    fn name(&self) -> &'static str {
+        "pragma-unroll"
+    }
+
+    fn apply(&self, unit: &Unit) -> Outcome {
+        let pragmas: Vec<_> = unit.model.tunables_of(&unit.kernel.name).filter(|t| t.kind == TunableKind::PragmaUnroll).collect();
+        if pragmas.is_empty() {
+            return Outcome::NotApplicable("the kernel has no `#pragma unroll`".into());
+        }
+        let mut rewrite = Rewrite::default();
+        let mut names: Vec<String> = Vec::new();
+        for pragma in pragmas {
+            let text = unit.slice(pragma.span);
+            let factor = text.trim_start_matches('#').trim_start().trim_start_matches("pragma").trim_start().trim_start_matches("unroll").trim();
+            let line = unit.line_of(pragma.span.start_byte);
+            if !factor.is_empty() && !is_int_literal(factor) {
+                rewrite.notes.push(Note { line: Some(line), message: format!("`#pragma unroll {factor}` already uses a name") });
+                continue;
+            }
+            let name = next_name(unit, "UNROLL", &names);
+            let indent = &unit.text()[super::line_start(unit.text(), pragma.span.start_byte)..pragma.span.start_byte];
+            if factor.is_empty() {
+                let new_text = format!("#if {name} == 0\n{indent}#pragma unroll\n{indent}#else\n{indent}#pragma unroll {name}\n{indent}#endif");
+                rewrite.edits.push(TextEdit { range: pragma.span.start_byte..pragma.span.end_byte, new_text });
+                rewrite.edits.push(unit.define_block(&name, "0"));
+                let origin = format!("`#pragma unroll` at line {line}; 0 lets the compiler unroll fully");
+                rewrite.params.push(param(&name, ParamKind::Define, 0, [1, 2, 4, 8], origin));
+            } else {
+                let default = parse_int_literal(factor).expect("checked above");
+                let at = pragma.span.end_byte - factor.len();
+                rewrite.edits.push(TextEdit { range: at..pragma.span.end_byte, new_text: name.clone() });
+                rewrite.edits.push(unit.define_block(&name, &default.to_string()));
+                let origin = format!("`#pragma unroll {default}` at line {line}");
+                rewrite.params.push(param(&name, ParamKind::Define, default, factor_values(default).into_iter().chain([1]), origin));
+            }
+            names.push(name);
+        }
+        if names.is_empty() {
+            return Outcome::Applied(Rewrite { summary: "every `#pragma unroll` already uses a name".into(), ..rewrite });
+        }
+        rewrite.summary = format!("unroll factors are {}", names.join(", "));
+        Outcome::Applied(rewrite)
+    }
+}
+
+/// A fresh parameter name that also avoids the names this transform has already chosen.
+fn next_name(unit: &Unit, stem: &str, chosen: &[String]) -> String {
+    let first = unit.fresh_name(stem);
+    if !chosen.contains(&first) {
+        return first;
+    }
+    (2..).map(|i| unit.fresh_name(&format!("{stem}_{i}"))).find(|n| !chosen.contains(n)).expect("unbounded")
+}
+
+/// A padding parameter on the inner dimension of 2-D shared tiles, to trade memory for fewer
+/// bank conflicts. Only where every use of the tile indexes both dimensions, so the padding
+/// cannot change which element any access reaches.
+struct SharedPadding;
+
+impl Transform for SharedPadding {
+    fn name(&self) -> &'static str {
+        "shared-padding"
+    }
+
+    fn apply(&self, unit: &Unit) -> Outcome {
+        let tiles: Vec<_> = unit.kernel.shared.iter().filter(|s| !s.is_extern && s.dims.len() == 2).collect();
+        if tiles.is_empty() {
+            return Outcome::NotApplicable("the kernel has no 2-D `__shared__` array".into());
+        }
+        let Some(body) = unit.body() else { return Outcome::NotApplicable("the kernel has no body".into()) };
+        let mut rewrite = Rewrite::default();
+        let mut names: Vec<String> = Vec::new();
+        for tile in tiles {
+            let line = tile.span.start.line + 1;
+            if let Some(bad) = non_element_use(unit, body, &tile.name) {
+                rewrite.notes.push(Note {
+                    line: Some(unit.line_of(bad)),
+                    message: format!("`{}` is used other than as `{}[i][j]` here: padding it could change what this reads", tile.name, tile.name),
+                });
+                continue;
+            }
+            let name = next_name(unit, &format!("PAD_{}", tile.name.to_ascii_uppercase()), &names);
+            let inner = &tile.dims[1];
+            let inner_text = inner.text.trim();
+            let simple = inner_text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            let new_text = if simple { format!("{inner_text} + {name}") } else { format!("({inner_text}) + {name}") };
+            rewrite.edits.push(TextEdit { range: inner.span.start_byte..inner.span.end_byte, new_text });
+            rewrite.edits.push(unit.define_block(&name, "0"));
+            let origin = format!("padding of the inner dimension of `__shared__ {}` at line {line}", tile.name);
+            rewrite.params.push(param(&name, ParamKind::Define, 0, [0, 1, 2, 4], origin));
+            names.push(name);
+        }
+        if names.is_empty() {
+            let note = rewrite.notes.remove(0);
+            return Outcome::Refused(note);
+        }
+        rewrite.summary = format!("shared tiles padded by {}", names.join(", "));
+        Outcome::Applied(rewrite)
+    }
+}
+
+/// The offset of the first use of `array` in `body` that is not a full `array[i][j]` element
+/// access (`sizeof`, a pointer taken from a row, passing the array on).
+fn non_element_use(unit: &Unit, body: Node, array: &str) -> Option<usize> {
+    let mut found = None;
+    let mut stack = vec![body];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "identifier" && &unit.text()[node.byte_range()] == array {
+            let is_declaration = node.parent().is_some_and(|p| p.kind() == "array_declarator");
+            let inner = node.parent().filter(|p| p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(node));
+            let outer = inner.and_then(|i| i.parent()).filter(|o| o.kind() == "subscript_expression" && o.child_by_field_name("argument") == inner);
+            if !is_declaration && outer.is_none() {
+                found = Some(found.map_or(node.start_byte(), |f: usize| f.min(node.start_byte())));
+            }
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    found
+}
+
+/// Compiler options as parameters of the spec: fast math and a register cap.
+struct CompilerOptions;
+
+impl Transform for CompilerOptions {
+    fn name(&self) -> &'static str {
+        "compiler-options"
+    }
+
+    fn apply(&self, _unit: &Unit) -> Outcome {
+        Outcome::Applied(Rewrite {
+            params: vec![
+                param("fast_math", ParamKind::FastMath, 0, [0, 1], "`--use_fast_math` when 1".into()),
+                param("max_registers", ParamKind::MaxRegisters, 0, [0, 32, 64, 128, 255], "`--maxrregcount` when above 0".into()),
+            ],
+            summary: "fast math and a register cap are spec parameters".into(),
+            ..Rewrite::default()
+        })
+    }
+}

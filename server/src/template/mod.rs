@@ -1,0 +1,395 @@
+//! Stage 2 of the data flow: templatize a kernel.
+//!
+//! Each transform is a separate rewrite over the tree-sitter model. Transforms run in order;
+//! each sees the file as the previous ones left it, re-parsed, so that their edits never
+//! overlap. A transform either applies in full or not at all: its edits are checked to parse
+//! before they are kept. The result is one edit of the original file, the parameters lifted, a
+//! spec scaffold and a report of what each transform did or why it did not.
+
+mod lift;
+mod scaffold;
+
+use std::ops::Range;
+
+use serde::Serialize;
+use tree_sitter::Node;
+
+use crate::spec::{KernelSpec, ParamSpec};
+use crate::syntax::{Document, Kernel, KernelModel, Span};
+
+/// Replace the bytes `range` of a text with `new_text`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TextEdit {
+    pub range: Range<usize>,
+    pub new_text: String,
+}
+
+/// A remark about one place in the file, for people: why something was not done, or what to
+/// check.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Note {
+    /// 1-based line in the file the transform saw.
+    pub line: Option<u32>,
+    pub message: String,
+}
+
+/// What an applied transform contributes.
+#[derive(Clone, Debug, Default)]
+pub struct Rewrite {
+    pub edits: Vec<TextEdit>,
+    pub params: Vec<ParamSpec>,
+    pub restrictions: Vec<String>,
+    pub summary: String,
+    pub notes: Vec<Note>,
+}
+
+pub enum Outcome {
+    Applied(Rewrite),
+    /// Nothing of this kind in the kernel.
+    NotApplicable(String),
+    /// The pattern is there, but cannot be rewritten with certainty.
+    Refused(Note),
+}
+
+/// One rewrite of a kernel.
+pub trait Transform {
+    fn name(&self) -> &'static str;
+    fn apply(&self, unit: &Unit) -> Outcome;
+}
+
+/// What a transform works on: the current file, its model, the kernel and what earlier
+/// transforms lifted.
+pub struct Unit<'a> {
+    pub doc: &'a Document,
+    pub model: &'a KernelModel,
+    pub kernel: &'a Kernel,
+    /// Upper-case stem for new parameter names: `rmsnorm_kernel` gives `RMSNORM`.
+    pub prefix: &'a str,
+    pub lifted: &'a [ParamSpec],
+}
+
+impl<'a> Unit<'a> {
+    pub fn text(&self) -> &'a str {
+        self.doc.text()
+    }
+
+    pub fn slice(&self, span: Span) -> &'a str {
+        &self.doc.text()[span.start_byte..span.end_byte]
+    }
+
+    /// The kernel's definition node (`function_definition`, possibly inside a template).
+    pub fn kernel_node(&self) -> Option<Node<'a>> {
+        let tree = self.doc.tree()?;
+        let node = tree
+            .root_node()
+            .descendant_for_byte_range(self.kernel.name_span.start_byte, self.kernel.name_span.end_byte)?;
+        std::iter::successors(Some(node), |n| n.parent()).find(|n| n.kind() == "function_definition")
+    }
+
+    pub fn body(&self) -> Option<Node<'a>> {
+        self.kernel_node()?.child_by_field_name("body")
+    }
+
+    /// 1-based line of a byte offset.
+    pub fn line_of(&self, offset: usize) -> u32 {
+        self.text()[..offset].bytes().filter(|&b| b == b'\n').count() as u32 + 1
+    }
+
+    /// A name for a new parameter that no identifier in the file uses yet.
+    pub fn fresh_name(&self, stem: &str) -> String {
+        let base = format!("{}_{stem}", self.prefix);
+        let taken = |name: &str| {
+            self.lifted.iter().any(|p| p.name == name) || contains_identifier(self.text(), name)
+        };
+        std::iter::once(base.clone())
+            .chain((2..).map(|i| format!("{base}_{i}")))
+            .find(|n| !taken(n))
+            .expect("an unbounded sequence of names has a free one")
+    }
+
+    /// Inserts `#ifndef NAME / #define NAME value / #endif` above the kernel and the comment
+    /// lines that belong to it: the parameter's default, overridable with `-DNAME=...`.
+    pub fn define_block(&self, name: &str, value: &str) -> TextEdit {
+        let at = self.kernel_anchor();
+        TextEdit { range: at..at, new_text: format!("#ifndef {name}\n#define {name} {value}\n#endif\n") }
+    }
+
+    /// Start of the line where the kernel's leading comments (or the kernel) begin.
+    fn kernel_anchor(&self) -> usize {
+        let mut start = self.kernel.span.start_byte;
+        if let Some(item) = self.kernel_item() {
+            let mut node = item;
+            while let Some(prev) = node.prev_sibling() {
+                let adjacent = self.text()[prev.end_byte()..node.start_byte()].matches('\n').count() <= 1;
+                if prev.kind() != "comment" || !adjacent {
+                    break;
+                }
+                node = prev;
+            }
+            start = start.min(node.start_byte());
+        }
+        line_start(self.text(), start)
+    }
+
+    /// The outermost node of the kernel's item: its `template_declaration` or `linkage_specification`
+    /// when it has one.
+    fn kernel_item(&self) -> Option<Node<'a>> {
+        let mut node = self.kernel_node()?;
+        while let Some(parent) = node.parent() {
+            if !matches!(parent.kind(), "template_declaration" | "linkage_specification") {
+                break;
+            }
+            node = parent;
+        }
+        Some(node)
+    }
+}
+
+/// What one transform did, for the report.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TransformReport {
+    pub transform: &'static str,
+    pub status: Status,
+    pub message: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Note>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Applied,
+    NotApplicable,
+    Refused,
+}
+
+/// A templatized kernel: the new file text, the edits that make it from the original, the spec
+/// scaffold and the report.
+#[derive(Clone, Debug)]
+pub struct Templatized {
+    pub kernel: String,
+    pub text: String,
+    pub edits: Vec<TextEdit>,
+    pub spec: KernelSpec,
+    pub reports: Vec<TransformReport>,
+}
+
+impl Templatized {
+    pub fn params(&self) -> &[ParamSpec] {
+        &self.spec.params
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TemplatizeError {
+    KernelNotFound { name: String, known: Vec<String> },
+    /// Only a prototype of the kernel is in the file.
+    NoDefinition { name: String, line: u32 },
+    /// tree-sitter cannot parse the kernel, so no rewrite of it can be certain.
+    SyntaxErrors { name: String, lines: Vec<u32> },
+    /// The file is too large to analyse.
+    NotAnalyzed,
+}
+
+impl std::fmt::Display for TemplatizeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TemplatizeError::KernelNotFound { name, known } if known.is_empty() => {
+                write!(f, "no kernel `{name}`: the file has no `__global__` function")
+            }
+            TemplatizeError::KernelNotFound { name, known } => {
+                write!(f, "no kernel `{name}`; the file has: {}", known.join(", "))
+            }
+            TemplatizeError::NoDefinition { name, line } => {
+                write!(f, "kernel `{name}` is only declared here (line {line}); templatize the file that defines it")
+            }
+            TemplatizeError::SyntaxErrors { name, lines } => {
+                let lines: Vec<String> = lines.iter().map(u32::to_string).collect();
+                write!(f, "kernel `{name}` does not parse (line {}): fix it before templatizing", lines.join(", "))
+            }
+            TemplatizeError::NotAnalyzed => write!(f, "the file is too large to analyse"),
+        }
+    }
+}
+
+impl std::error::Error for TemplatizeError {}
+
+/// Templatizes `kernel` of the file `text`. `source_name` is the file name the spec refers to.
+pub fn templatize(text: &str, kernel: &str) -> Result<Templatized, TemplatizeError> {
+    let original = Document::new(text.to_string());
+    if original.analysis() != crate::syntax::Analysis::Complete {
+        return Err(TemplatizeError::NotAnalyzed);
+    }
+    check_kernel(&original, kernel)?;
+    let prefix = param_prefix(kernel);
+    let mut current = original.clone();
+    let mut params: Vec<ParamSpec> = Vec::new();
+    let mut restrictions: Vec<String> = Vec::new();
+    let mut reports = Vec::new();
+    for transform in lift::transforms() {
+        let model = current.model().clone();
+        let k = model.kernel(kernel).expect("every kept rewrite keeps the kernel");
+        let unit = Unit { doc: &current, model: &model, kernel: k, prefix: &prefix, lifted: &params };
+        let report = match transform.apply(&unit) {
+            Outcome::Applied(rewrite) => match rewritten(&current, kernel, &rewrite.edits) {
+                Ok(next) => {
+                    params.extend(rewrite.params);
+                    restrictions.extend(rewrite.restrictions);
+                    current = next;
+                    report(transform.name(), Status::Applied, rewrite.summary, rewrite.notes)
+                }
+                Err(why) => report(transform.name(), Status::Refused, why, rewrite.notes),
+            },
+            Outcome::NotApplicable(why) => report(transform.name(), Status::NotApplicable, why, Vec::new()),
+            Outcome::Refused(note) => report(transform.name(), Status::Refused, note.message.clone(), vec![note]),
+        };
+        reports.push(report);
+    }
+    let spec = scaffold::infer(&original, &current, kernel, params, restrictions);
+    let edits = line_edits(text, current.text());
+    Ok(Templatized { kernel: kernel.to_string(), text: current.text().to_string(), edits, spec, reports })
+}
+
+fn report(transform: &'static str, status: Status, message: String, notes: Vec<Note>) -> TransformReport {
+    TransformReport { transform, status, message, notes }
+}
+
+fn check_kernel(doc: &Document, name: &str) -> Result<(), TemplatizeError> {
+    let model = doc.model();
+    let Some(kernel) = model.kernel(name) else {
+        let mut known: Vec<String> = model.kernels.iter().map(|k| k.name.clone()).collect();
+        known.dedup();
+        return Err(TemplatizeError::KernelNotFound { name: name.to_string(), known });
+    };
+    if !kernel.is_definition {
+        return Err(TemplatizeError::NoDefinition { name: name.to_string(), line: kernel.span.start.line + 1 });
+    }
+    let lines: Vec<u32> = model
+        .syntax_errors
+        .iter()
+        .filter(|e| kernel.span.contains(&e.span))
+        .map(|e| e.span.start.line + 1)
+        .collect();
+    if !lines.is_empty() {
+        return Err(TemplatizeError::SyntaxErrors { name: name.to_string(), lines });
+    }
+    Ok(())
+}
+
+/// Applies a transform's edits and re-parses. Refuses a rewrite that loses the kernel or adds
+/// syntax errors: a bug in a transform must never reach the user's file.
+fn rewritten(doc: &Document, kernel: &str, edits: &[TextEdit]) -> Result<Document, String> {
+    let text = apply_edits(doc.text(), edits).map_err(|e| format!("internal error: {e}"))?;
+    let next = Document::new(text);
+    let still_defined = next.model().kernel(kernel).is_some_and(|k| k.is_definition);
+    if !still_defined || next.model().syntax_errors.len() > doc.model().syntax_errors.len() {
+        return Err("internal error: the rewrite would not parse; the file was left as it was".to_string());
+    }
+    Ok(next)
+}
+
+/// Applies non-overlapping edits; insertions at the same offset keep their order.
+pub fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, String> {
+    let mut sorted: Vec<&TextEdit> = edits.iter().collect();
+    sorted.sort_by_key(|e| (e.range.start, e.range.end));
+    let mut out = String::with_capacity(text.len() + 256);
+    let mut at = 0;
+    for edit in sorted {
+        if edit.range.start < at || edit.range.end > text.len() || edit.range.start > edit.range.end {
+            return Err(format!("edit {:?} overlaps another or lies outside the text", edit.range));
+        }
+        out.push_str(&text[at..edit.range.start]);
+        out.push_str(&edit.new_text);
+        at = edit.range.end;
+    }
+    out.push_str(&text[at..]);
+    Ok(out)
+}
+
+/// The smallest whole-line edits that turn `old` into `new`: what an editor previews.
+pub fn line_edits(old: &str, new: &str) -> Vec<TextEdit> {
+    let diff = similar::TextDiff::from_lines(old, new);
+    let old_starts: Vec<usize> = line_offsets(old);
+    let new_starts: Vec<usize> = line_offsets(new);
+    diff.grouped_ops(0)
+        .into_iter()
+        .flatten()
+        .filter(|op| op.tag() != similar::DiffTag::Equal)
+        .map(|op| {
+            let (o, n) = (op.old_range(), op.new_range());
+            TextEdit { range: old_starts[o.start]..old_starts[o.end], new_text: new[new_starts[n.start]..new_starts[n.end]].to_string() }
+        })
+        .collect()
+}
+
+/// Byte offset of the start of every line, plus the end of the text.
+fn line_offsets(text: &str) -> Vec<usize> {
+    let mut starts = vec![0];
+    starts.extend(text.match_indices('\n').map(|(i, _)| i + 1).filter(|&i| i < text.len()));
+    starts.push(text.len());
+    starts
+}
+
+fn line_start(text: &str, offset: usize) -> usize {
+    text[..offset].rfind('\n').map_or(0, |i| i + 1)
+}
+
+/// Whether `name` occurs in `text` as a whole identifier.
+pub(crate) fn contains_identifier(text: &str, name: &str) -> bool {
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    text.match_indices(name).any(|(i, _)| {
+        let before = i.checked_sub(1).map(|j| text.as_bytes()[j]);
+        let after = text.as_bytes().get(i + name.len()).copied();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
+/// `rmsnorm_kernel` → `RMSNORM`, `sgemmTiled` → `SGEMM_TILED`.
+pub fn param_prefix(kernel: &str) -> String {
+    let mut out = String::new();
+    let mut prev_lower = false;
+    for c in kernel.chars() {
+        if c.is_ascii_uppercase() && prev_lower {
+            out.push('_');
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        out.push(c.to_ascii_uppercase());
+    }
+    let stem = out.trim_end_matches("_KERNEL").trim_end_matches("KERNEL").trim_matches('_');
+    if stem.is_empty() { "KERNEL".to_string() } else { stem.to_string() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_are_upper_snake_without_kernel_suffix() {
+        assert_eq!(param_prefix("rmsnorm_kernel"), "RMSNORM");
+        assert_eq!(param_prefix("sgemmTiled"), "SGEMM_TILED");
+        assert_eq!(param_prefix("transposeKernel"), "TRANSPOSE");
+        assert_eq!(param_prefix("kernel"), "KERNEL");
+    }
+
+    #[test]
+    fn line_edits_reproduce_the_new_text() {
+        let old = "a\nb\nc\nd\n";
+        let new = "a\nx\ny\nc\nd\ne";
+        let edits = line_edits(old, new);
+        assert_eq!(apply_edits(old, &edits).unwrap(), new);
+        assert_eq!(edits.len(), 2, "{edits:?}");
+    }
+
+    #[test]
+    fn overlapping_edits_are_rejected() {
+        let edits = [TextEdit { range: 0..3, new_text: "x".into() }, TextEdit { range: 2..4, new_text: "y".into() }];
+        assert!(apply_edits("abcdef", &edits).is_err());
+    }
+
+    #[test]
+    fn identifiers_match_whole_words_only() {
+        assert!(contains_identifier("int BLOCK = 1;", "BLOCK"));
+        assert!(!contains_identifier("int BLOCK_SIZE = 1;", "BLOCK"));
+        assert!(!contains_identifier("MY_BLOCK", "BLOCK"));
+    }
+}

@@ -1,0 +1,601 @@
+//! The spec scaffold: what can be read off the kernel's signature, its launch and the host code
+//! around it. What cannot be inferred is left as [`UNKNOWN`] (or a size missing from the
+//! shape), which the spec validator reports as a diagnostic to fill in.
+
+use std::collections::{BTreeSet, HashMap};
+
+use sha2::{Digest, Sha256};
+use tree_sitter::Node;
+
+use crate::spec::{ArgSpec, Baseline, Dtype, Init, KernelSpec, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
+use crate::syntax::{eval_constant, Document, Kernel, LaunchSite, Param, TemplateParamKind};
+
+/// Builds the spec of `kernel` from the templatized document; `original` gives the baseline.
+pub fn infer(original: &Document, templated: &Document, kernel: &str, params: Vec<ParamSpec>, restrictions: Vec<String>) -> KernelSpec {
+    let model = templated.model();
+    let k = model.kernel(kernel).expect("templatize keeps the kernel");
+    let launch = model.launches_of(kernel).next();
+    let host = launch.and_then(|l| HostContext::new(templated, l));
+    let param_names: BTreeSet<&str> = params.iter().map(|p| p.name.as_str()).collect();
+
+    let (grid, block) = match (launch, &host) {
+        (Some(l), Some(h)) => (h.dims(&l.grid.text), h.dims(&l.block.text)),
+        (Some(l), None) => (vec![l.grid.text.trim().to_string()], vec![l.block.text.trim().to_string()]),
+        (None, _) => (vec![UNKNOWN.to_string()], vec![UNKNOWN.to_string()]),
+    };
+    let shared_bytes = launch.and_then(|l| l.shared_bytes.as_ref()).map_or("0".to_string(), |e| e.text.trim().to_string());
+    let body = kernel_body(templated, k);
+    let args: Vec<ArgSpec> = k
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let at_launch = launch.and_then(|l| l.args.get(i)).map(|a| a.trim().to_string());
+            arg_spec(templated, body, p, at_launch.as_deref(), host.as_ref())
+        })
+        .collect();
+
+    let mut sizes = BTreeSet::new();
+    let expressions = grid.iter().chain(&block).chain(std::iter::once(&shared_bytes));
+    let arg_exprs = args.iter().filter_map(|a| if a.dtype.is_float() { a.length.as_ref() } else { a.length.as_ref().or(a.value.as_ref()) });
+    for text in expressions.chain(arg_exprs) {
+        for name in identifiers(text) {
+            if !param_names.contains(name) && !is_keyword(name) {
+                sizes.insert(name.to_string());
+            }
+        }
+    }
+    let mut shape = Shape::new();
+    for size in &sizes {
+        if let Some(value) = host.as_ref().and_then(|h| h.size_value(size)) {
+            shape.insert(size.clone(), value);
+        }
+    }
+    let mut shapes = vec![shape.clone()];
+    // A second, non-power-of-two shape along the grid's leading size, where tails hide bugs.
+    if let Some(lead) = grid.first().filter(|g| sizes.contains(g.as_str())) {
+        if let Some(&value) = shape.get(lead.as_str()).filter(|v| **v > 1 && (**v as u64).is_power_of_two()) {
+            let mut tail = shape.clone();
+            tail.insert(lead.clone(), value - 1);
+            shapes.push(tail);
+        }
+    }
+
+    let template_args = template_args(k, launch, &params);
+    let deterministic = !(body.is_some_and(|b| contains_call(templated.text(), b, "atomicAdd")) && args.iter().any(|a| a.is_buffer() && a.dtype.is_float()));
+    let source = original.text().to_string();
+    KernelSpec {
+        name: kernel.to_string(),
+        template_args,
+        grid,
+        block,
+        shared_bytes,
+        compiler_options: Vec::new(),
+        shapes,
+        args,
+        params,
+        restrictions,
+        verify: VerifySpec { tolerances: Vec::new(), deterministic },
+        sol: SolSpec::default(),
+        baseline: Baseline { sha256: sha256_hex(&source), source },
+    }
+}
+
+pub fn sha256_hex(text: &str) -> String {
+    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn template_args(k: &Kernel, launch: Option<&LaunchSite>, params: &[ParamSpec]) -> Vec<String> {
+    k.template_params
+        .iter()
+        .enumerate()
+        .map(|(i, tp)| match &tp.kind {
+            TemplateParamKind::Value { .. } if params.iter().any(|p| p.name == tp.name) => tp.name.clone(),
+            _ => launch
+                .and_then(|l| l.template_args.get(i))
+                .map(|a| a.text.trim().to_string())
+                .or_else(|| tp.default.clone())
+                .unwrap_or_else(|| UNKNOWN.to_string()),
+        })
+        .collect()
+}
+
+fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, at_launch: Option<&str>, host: Option<&HostContext>) -> ArgSpec {
+    let (dtype, lanes) = dtype_of(&p.base_type).unwrap_or((Dtype::U8, 0));
+    if p.pointer_depth == 0 {
+        let value = at_launch.map_or(UNKNOWN.to_string(), |text| match dtype.is_float() {
+            true => host.and_then(|h| h.float_value(text)).unwrap_or_else(|| UNKNOWN.to_string()),
+            false => text.to_string(),
+        });
+        return ArgSpec { name: p.name.clone(), dtype, length: None, role: None, init: None, value: Some(value) };
+    }
+    let length = match (lanes, at_launch.and_then(|a| host.and_then(|h| h.buffer_length(a, &p.base_type)))) {
+        (0, _) | (_, None) => UNKNOWN.to_string(),
+        (1, Some(len)) => len,
+        (lanes, Some(len)) => format!("({len}) * {lanes}"),
+    };
+    let role = if p.is_const { Role::Input } else { body.map_or(Role::InOut, |b| role_of(doc.text(), b, &p.name)) };
+    let init = match role {
+        Role::Output => None,
+        _ if dtype.is_float() => Some(Init::Uniform { low: -1.0, high: 1.0 }),
+        _ => Some(Init::Integers { low: 0, high: 128 }),
+    };
+    ArgSpec { name: p.name.clone(), dtype, length: Some(length), role: Some(role), init, value: None }
+}
+
+/// The spec dtype of a C type and how many of it one element holds (`half2` is 2 halves);
+/// `None` for types that are not numbers.
+fn dtype_of(ty: &str) -> Option<(Dtype, u32)> {
+    Some(match ty {
+        "half" | "__half" => (Dtype::F16, 1),
+        "half2" | "__half2" => (Dtype::F16, 2),
+        "__nv_bfloat16" | "nv_bfloat16" => (Dtype::Bf16, 1),
+        "__nv_bfloat162" | "nv_bfloat162" => (Dtype::Bf16, 2),
+        "float" => (Dtype::F32, 1),
+        "float2" => (Dtype::F32, 2),
+        "float4" => (Dtype::F32, 4),
+        "double" => (Dtype::F64, 1),
+        "__nv_fp8_e4m3" => (Dtype::Fp8e4m3, 1),
+        "__nv_fp8_e5m2" => (Dtype::Fp8e5m2, 1),
+        "char" | "signed char" | "int8_t" => (Dtype::I8, 1),
+        "unsigned char" | "uint8_t" | "bool" => (Dtype::U8, 1),
+        "short" | "int16_t" => (Dtype::I16, 1),
+        "unsigned short" | "uint16_t" => (Dtype::U16, 1),
+        "int" | "int32_t" => (Dtype::I32, 1),
+        "int4" => (Dtype::I32, 4),
+        "unsigned" | "unsigned int" | "uint32_t" => (Dtype::U32, 1),
+        "uint4" => (Dtype::U32, 4),
+        "long long" | "int64_t" | "long" => (Dtype::I64, 1),
+        "unsigned long long" | "uint64_t" | "size_t" | "unsigned long" => (Dtype::U64, 1),
+        _ => return None,
+    })
+}
+
+/// Whether the kernel writes the buffer `name` points to, reads it, or both, following pointers
+/// derived from it (`half* row = out + offset`).
+fn role_of(text: &str, body: Node, name: &str) -> Role {
+    let mut names: BTreeSet<String> = BTreeSet::from([name.to_string()]);
+    // Aliases first: declarations whose initial value mentions a tracked pointer.
+    visit(body, &mut |node| {
+        if node.kind() == "init_declarator" {
+            let value = node.child_by_field_name("value").map(|v| &text[v.byte_range()]).unwrap_or("");
+            let declarator = node.child_by_field_name("declarator");
+            if declarator.is_some_and(|d| d.kind() == "pointer_declarator") && identifiers(value).any(|w| names.contains(w)) {
+                if let Some(alias) = declarator.and_then(declared_name) {
+                    names.insert(text[alias.byte_range()].to_string());
+                }
+            }
+        }
+    });
+    let (mut reads, mut writes) = (false, false);
+    visit(body, &mut |node| {
+        if node.kind() != "identifier" || !names.contains(&text[node.byte_range()]) {
+            return;
+        }
+        let Some(parent) = node.parent() else { return };
+        let access = match parent.kind() {
+            "subscript_expression" if parent.child_by_field_name("argument") == Some(node) => parent,
+            "pointer_expression" if text[parent.byte_range()].starts_with('*') => parent,
+            // Declarations, aliases and arithmetic: the accesses through the alias count.
+            "init_declarator" | "pointer_declarator" | "binary_expression" | "parameter_declaration" => return,
+            // Passed on (`atomicAdd(out, v)`, a device function): assume both.
+            _ => {
+                reads = true;
+                writes = true;
+                return;
+            }
+        };
+        match access.parent() {
+            Some(a) if a.kind() == "assignment_expression" && a.child_by_field_name("left") == Some(access) => {
+                writes = true;
+                if a.child_by_field_name("operator").is_some_and(|op| &text[op.byte_range()] != "=") {
+                    reads = true;
+                }
+            }
+            Some(u) if u.kind() == "update_expression" || (u.kind() == "pointer_expression" && text[u.byte_range()].starts_with('&')) => {
+                reads = true;
+                writes = true;
+            }
+            _ => reads = true,
+        }
+    });
+    match (reads, writes) {
+        (true, true) => Role::InOut,
+        (false, true) => Role::Output,
+        _ => Role::Input,
+    }
+}
+
+fn declared_name(declarator: Node) -> Option<Node> {
+    let mut node = declarator;
+    while let Some(inner) = node.child_by_field_name("declarator") {
+        node = inner;
+    }
+    (node.kind() == "identifier").then_some(node)
+}
+
+fn kernel_body<'d>(doc: &'d Document, k: &Kernel) -> Option<Node<'d>> {
+    let node = doc.tree()?.root_node().descendant_for_byte_range(k.name_span.start_byte, k.name_span.end_byte)?;
+    std::iter::successors(Some(node), |n| n.parent()).find(|n| n.kind() == "function_definition")?.child_by_field_name("body")
+}
+
+fn contains_call(text: &str, body: Node, function: &str) -> bool {
+    let mut found = false;
+    visit(body, &mut |node| {
+        if node.kind() == "call_expression" && node.child_by_field_name("function").is_some_and(|f| &text[f.byte_range()] == function) {
+            found = true;
+        }
+    });
+    found
+}
+
+fn visit<'t>(root: Node<'t>, f: &mut dyn FnMut(Node<'t>)) {
+    let mut cursor = root.walk();
+    loop {
+        f(cursor.node());
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() || cursor.node() == root {
+                return;
+            }
+        }
+    }
+}
+
+fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+}
+
+fn is_keyword(word: &str) -> bool {
+    matches!(word, "sizeof" | "dim3" | "int" | "unsigned" | "size_t" | "long" | "static_cast" | "min" | "max")
+}
+
+/// The host code around a launch: the function it sits in, the first call of that function,
+/// and the constants of both, to put numbers on the sizes.
+struct HostContext<'d> {
+    text: &'d str,
+    launcher: Scope<'d>,
+    /// The first call of the launcher, with its caller's scope.
+    caller: Option<(Vec<String>, Scope<'d>)>,
+    launcher_params: Vec<String>,
+    defines: HashMap<String, i64>,
+}
+
+/// A function's local declarations, name to initial value text, in order.
+struct Scope<'d> {
+    body: Option<Node<'d>>,
+    values: Vec<(String, String)>,
+}
+
+impl<'d> Scope<'d> {
+    fn of(text: &'d str, function: Node<'d>) -> Scope<'d> {
+        let body = function.child_by_field_name("body");
+        let mut values = Vec::new();
+        if let Some(body) = body {
+            visit(body, &mut |node| {
+                if node.kind() == "init_declarator" {
+                    if let (Some(d), Some(v)) = (node.child_by_field_name("declarator").and_then(declared_name), node.child_by_field_name("value")) {
+                        values.push((text[d.byte_range()].to_string(), text[v.byte_range()].to_string()));
+                    }
+                }
+            });
+        }
+        Scope { body, values }
+    }
+
+    fn value_text(&self, name: &str) -> Option<&str> {
+        self.values.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+impl<'d> HostContext<'d> {
+    fn new(doc: &'d Document, launch: &LaunchSite) -> Option<HostContext<'d>> {
+        let text = doc.text();
+        let root = doc.tree()?.root_node();
+        let launcher_name = launch.enclosing_function.as_deref()?;
+        let functions = functions(text, root);
+        let launcher = *functions.get(launcher_name)?;
+        let launcher_params = parameter_names(text, launcher);
+        let mut caller = None;
+        visit(root, &mut |node| {
+            if caller.is_some() || node.kind() != "call_expression" {
+                return;
+            }
+            if node.child_by_field_name("function").is_some_and(|f| &text[f.byte_range()] == launcher_name) {
+                let args = node.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
+                if let Some(f) = std::iter::successors(node.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition") {
+                    caller = Some((args, Scope::of(text, f)));
+                }
+            }
+        });
+        let defines = doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))).collect();
+        Some(HostContext { text, launcher: Scope::of(text, launcher), caller, launcher_params, defines })
+    }
+
+    /// Grid or block components: `dim3(a, b)`, a `dim3` local, or a plain expression.
+    fn dims(&self, text: &str) -> Vec<String> {
+        let text = text.trim();
+        let inner = text.strip_prefix("dim3").map(str::trim).and_then(|t| t.strip_prefix('(').and_then(|t| t.strip_suffix(')')));
+        if let Some(inner) = inner {
+            return split_args(inner);
+        }
+        if let Some(body) = self.launcher.body {
+            if let Some(args) = dim3_local(self.text, body, text) {
+                return args;
+            }
+        }
+        vec![text.to_string()]
+    }
+
+    /// The integer value of a size named at the launch: a constant of the launcher, an argument
+    /// the launcher was called with, a constant of the caller, or a `#define`.
+    fn size_value(&self, name: &str) -> Option<i64> {
+        if let Some(v) = self.defines.get(name) {
+            return Some(*v);
+        }
+        if let Some(text) = self.launcher.value_text(name) {
+            return self.eval_in(text, Some(&self.launcher));
+        }
+        let (args, scope) = self.caller.as_ref()?;
+        if let Some(i) = self.launcher_params.iter().position(|p| p == name) {
+            return self.eval_in(args.get(i)?, Some(scope));
+        }
+        self.eval_in(scope.value_text(name)?, Some(scope))
+    }
+
+    fn eval_in(&self, text: &str, scope: Option<&Scope>) -> Option<i64> {
+        let resolve = |name: &str| -> Option<i64> {
+            if let Some(v) = self.defines.get(name) {
+                return Some(*v);
+            }
+            let value = scope?.value_text(name)?;
+            // One level of indirection keeps this cheap and free of cycles.
+            eval_constant(value, &|n| self.defines.get(n).copied())
+        };
+        eval_constant(text, &resolve)
+    }
+
+    /// A floating-point scalar: a literal at the launch, or one the launcher was called with.
+    fn float_value(&self, text: &str) -> Option<String> {
+        let literal = |t: &str| {
+            let t = t.trim().trim_end_matches(['f', 'F']);
+            t.parse::<f64>().ok().map(|_| t.to_string())
+        };
+        if let Some(v) = literal(text) {
+            return Some(v);
+        }
+        if let Some(v) = self.launcher.value_text(text).and_then(literal) {
+            return Some(v);
+        }
+        let (args, scope) = self.caller.as_ref()?;
+        let i = self.launcher_params.iter().position(|p| p == text.trim())?;
+        let arg = args.get(i)?;
+        literal(arg).or_else(|| scope.value_text(arg.trim()).and_then(literal))
+    }
+
+    /// The element count of the buffer passed as `arg`, from the `cudaMalloc` that allocates
+    /// it, in the launcher's names.
+    fn buffer_length(&self, arg: &str, element: &str) -> Option<String> {
+        let arg = arg.trim();
+        if let Some(bytes) = self.launcher.body.and_then(|b| malloc_bytes(self.text, b, arg)) {
+            return strip_element_size(&bytes, element, &self.launcher);
+        }
+        let (args, scope) = self.caller.as_ref()?;
+        let i = self.launcher_params.iter().position(|p| p == arg)?;
+        let bytes = malloc_bytes(self.text, scope.body?, args.get(i)?.trim())?;
+        let length = strip_element_size(&bytes, element, scope)?;
+        // Caller names passed straight to the launcher become the launcher's names.
+        let renamed = rename_identifiers(&length, |word| {
+            args.iter().position(|a| a.trim() == word).and_then(|j| self.launcher_params.get(j)).cloned()
+        });
+        Some(renamed)
+    }
+}
+
+fn functions<'d>(text: &'d str, root: Node<'d>) -> HashMap<&'d str, Node<'d>> {
+    let mut out = HashMap::new();
+    visit(root, &mut |node| {
+        if node.kind() == "function_definition" {
+            let mut d = node.child_by_field_name("declarator");
+            while let Some(n) = d {
+                if n.kind() == "function_declarator" {
+                    if let Some(name) = n.child_by_field_name("declarator") {
+                        out.entry(&text[name.byte_range()]).or_insert(node);
+                    }
+                    break;
+                }
+                d = n.child_by_field_name("declarator");
+            }
+        }
+    });
+    out
+}
+
+fn parameter_names(text: &str, function: Node) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut d = function.child_by_field_name("declarator");
+    while let Some(n) = d {
+        if n.kind() == "function_declarator" {
+            if let Some(list) = n.child_by_field_name("parameters") {
+                let mut cursor = list.walk();
+                for p in list.named_children(&mut cursor).filter(|p| p.kind() == "parameter_declaration") {
+                    let name = p.child_by_field_name("declarator").and_then(declared_name);
+                    names.push(name.map_or(String::new(), |n| text[n.byte_range()].to_string()));
+                }
+            }
+            break;
+        }
+        d = n.child_by_field_name("declarator");
+    }
+    names
+}
+
+fn call_args(text: &str, list: Node) -> Vec<String> {
+    let mut cursor = list.walk();
+    list.named_children(&mut cursor).filter(|n| n.kind() != "comment").map(|n| text[n.byte_range()].to_string()).collect()
+}
+
+/// Splits `a, f(b, c), d` at its top-level commas.
+fn split_args(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(text[start..i].trim().to_string());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(text[start..].trim().to_string());
+    out
+}
+
+/// The constructor arguments of `dim3 name(...)` or `dim3 name = dim3(...)`/`{...}` in `body`.
+fn dim3_local(text: &str, body: Node, name: &str) -> Option<Vec<String>> {
+    let mut found = None;
+    visit(body, &mut |node| {
+        if found.is_some() || node.kind() != "declaration" {
+            return;
+        }
+        let is_dim3 = node.child_by_field_name("type").is_some_and(|t| &text[t.byte_range()] == "dim3");
+        if !is_dim3 {
+            return;
+        }
+        let decl = &text[node.byte_range()];
+        let Some(rest) = decl.trim_start_matches("dim3").trim_start().strip_prefix(name) else { return };
+        let rest = rest.trim_start().trim_start_matches('=').trim().trim_start_matches("dim3").trim().trim_end_matches(';').trim();
+        let inner = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')).or_else(|| rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')));
+        found = inner.map(split_args);
+    });
+    found
+}
+
+/// The byte count given to `cudaMalloc(&name, bytes)` (with or without a `(void**)` cast).
+fn malloc_bytes(text: &str, body: Node, name: &str) -> Option<String> {
+    let mut found = None;
+    visit(body, &mut |node| {
+        if found.is_some() || node.kind() != "call_expression" {
+            return;
+        }
+        let Some(f) = node.child_by_field_name("function") else { return };
+        if !matches!(&text[f.byte_range()], "cudaMalloc" | "cudaMallocManaged" | "cudaMallocAsync") {
+            return;
+        }
+        let args = node.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
+        let target = args.first().map(|a| a.replace("(void**)", "").replace("(void **)", "").replace(' ', ""));
+        if target.as_deref() == Some(&format!("&{name}")) {
+            found = args.get(1).cloned();
+        }
+    });
+    found
+}
+
+/// `rows * hidden * sizeof(half)` → `rows * hidden`; a variable holding the byte count is
+/// followed once through `scope`.
+fn strip_element_size(bytes: &str, element: &str, scope: &Scope) -> Option<String> {
+    let bytes = bytes.trim();
+    let bytes = match scope.value_text(bytes) {
+        Some(init) if identifiers(bytes).count() == 1 && !bytes.contains('(') => init.trim(),
+        _ => bytes,
+    };
+    let factors = split_top_level(bytes, '*');
+    let is_size_of = |f: &str| {
+        let f = f.replace(' ', "");
+        f.starts_with("sizeof(") && (f == format!("sizeof({})", element.replace(' ', "")) || f.contains('*'))
+    };
+    let position = factors.iter().position(|f| is_size_of(f))?;
+    let rest: Vec<&str> = factors.iter().enumerate().filter(|(i, _)| *i != position).map(|(_, f)| f.trim()).collect();
+    let rest: Vec<String> = rest.iter().map(|f| strip_casts(f)).collect();
+    (!rest.is_empty()).then(|| rest.join(" * "))
+}
+
+/// `(size_t)rows` → `rows`: casts the spec's expressions do not need.
+fn strip_casts(factor: &str) -> String {
+    let mut f = factor.trim();
+    for cast in ["(size_t)", "(int)", "(long)", "(long long)", "(unsigned)", "static_cast<size_t>"] {
+        f = f.strip_prefix(cast).unwrap_or(f).trim();
+    }
+    f.to_string()
+}
+
+fn split_top_level(text: &str, separator: char) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            c if c == separator && depth == 0 => {
+                out.push(&text[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    out.push(&text[start..]);
+    out
+}
+
+fn rename_identifiers(text: &str, rename: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if !word.is_empty() {
+            let starts_ident = word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+            out.push_str(&starts_ident.then(|| rename(word)).flatten().unwrap_or_else(|| word.clone()));
+            word.clear();
+        }
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn element_size_is_stripped_from_byte_counts() {
+        let scope = Scope { body: None, values: vec![("bytes".into(), "n * sizeof(float)".into())] };
+        assert_eq!(strip_element_size("rows * hidden * sizeof(half)", "half", &scope).as_deref(), Some("rows * hidden"));
+        assert_eq!(strip_element_size("sizeof(float) * (size_t)n", "float", &scope).as_deref(), Some("n"));
+        assert_eq!(strip_element_size("bytes", "float", &scope).as_deref(), Some("n"));
+        assert_eq!(strip_element_size("n * 4", "float", &scope), None);
+    }
+
+    #[test]
+    fn caller_names_are_renamed_to_launcher_names() {
+        let renamed = rename_identifiers("tokens * d_hidden", |w| (w == "d_hidden").then(|| "hidden".to_string()));
+        assert_eq!(renamed, "tokens * hidden");
+    }
+
+    #[test]
+    fn top_level_commas_split_dim3_arguments() {
+        assert_eq!(split_args("(n + 31) / 32, min(a, b), 1"), vec!["(n + 31) / 32", "min(a, b)", "1"]);
+    }
+
+    #[test]
+    fn vector_types_count_their_lanes() {
+        assert_eq!(dtype_of("float4"), Some((Dtype::F32, 4)));
+        assert_eq!(dtype_of("__half"), Some((Dtype::F16, 1)));
+        assert_eq!(dtype_of("MyStruct"), None);
+    }
+}
