@@ -26,8 +26,8 @@ pub fn transforms() -> Vec<Box<dyn Transform>> {
 const FIXED_NAMES: [&str; 6] = ["WARP_SIZE", "WARPSIZE", "FULL_MASK", "WARP_MASK", "LANE_MASK", "NUM_BANKS"];
 
 /// Name fragments that mark a `#define` as an execution choice.
-const CHOICE_WORDS: [&str; 14] = [
-    "BLOCK", "THREAD", "TILE", "UNROLL", "VEC", "ITEMS", "PER_THREAD", "WARPS", "STAGES", "BM", "BN", "BK", "TM", "TN",
+const CHOICE_WORDS: [&str; 15] = [
+    "BLOCK", "THREAD", "TILE", "UNROLL", "VEC", "ITEMS", "PER_THREAD", "WARPS", "STAGES", "PAD", "BM", "BN", "BK", "TM", "TN",
 ];
 
 fn param(name: &str, kind: ParamKind, default: i64, values: impl IntoIterator<Item = i64>, origin: String) -> ParamSpec {
@@ -51,9 +51,13 @@ fn factor_values(default: i64) -> Vec<i64> {
         .collect()
 }
 
+/// `BLOCK`, `BLOCK_SIZE`, `NUM_THREADS`...: a name for the whole block's thread count (not
+/// `BLOCK_ROWS` or `BLOCKS_PER_SM`).
 fn looks_like_block_size(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    (upper.contains("BLOCK") || upper.contains("THREADS")) && !upper.contains("BLOCKS_PER") && !upper.contains("NUM_BLOCKS")
+    ["BLOCK", "BLOCK_SIZE", "BLOCKSIZE", "BLOCK_THREADS", "THREADS", "NUM_THREADS", "THREADS_PER_BLOCK"]
+        .iter()
+        .any(|suffix| upper == *suffix || upper.ends_with(&format!("_{suffix}")) || upper.ends_with(suffix) && suffix.len() > 5)
 }
 
 fn is_int_literal(text: &str) -> bool {
@@ -161,6 +165,7 @@ impl Transform for Defines {
                 rewrite.edits.push(wrap_in_ifndef(unit, name, define.span));
             }
         }
+        tie_tiles_to_defines(unit, &mut rewrite);
         if lifted.is_empty() {
             return match rewrite.notes.first() {
                 Some(_) => Outcome::Applied(Rewrite { summary: "no `#define` is an execution choice".into(), ..rewrite }),
@@ -169,6 +174,26 @@ impl Transform for Defines {
         }
         rewrite.summary = format!("`#define`s {} are tuning parameters", lifted.join(", "));
         Outcome::Applied(rewrite)
+    }
+}
+
+/// A literal shared-array dimension equal to a lifted tile or block `#define` (and to no other)
+/// is that define written out: `tile[32][32]` beside `#define TILE_DIM 32`. It is tied to the
+/// define, so that changing the define cannot overflow the array.
+fn tie_tiles_to_defines(unit: &Unit, rewrite: &mut Rewrite) {
+    let tile_like = |p: &&ParamSpec| {
+        let upper = p.name.to_ascii_uppercase();
+        upper.contains("TILE") || upper.contains("BLOCK")
+    };
+    for site in unit.model.tunables_of(&unit.kernel.name).filter(|t| t.kind == TunableKind::SharedArrayDim) {
+        let Some(value) = site.value.filter(|_| is_int_literal(&site.text)) else { continue };
+        let matching: Vec<&ParamSpec> = rewrite.params.iter().filter(tile_like).filter(|p| p.default == value).collect();
+        let [define] = matching.as_slice() else { continue };
+        rewrite.edits.push(TextEdit { range: site.span.start_byte..site.span.end_byte, new_text: define.name.clone() });
+        rewrite.notes.push(Note {
+            line: Some(site.span.start.line + 1),
+            message: format!("shared array dimension {value} is now `{}`, which has that value, so the array follows it", define.name),
+        });
     }
 }
 
@@ -211,17 +236,22 @@ impl Transform for BlockSize {
         if launches.iter().all(|l| unit.lifted.iter().any(|p| p.name == l.block.text.trim())) {
             return Outcome::NotApplicable(format!("the block size is already the parameter `{}`", first.block.text.trim()));
         }
+        if let Some(param) = block_template_param(unit) {
+            return Outcome::NotApplicable(format!("the block size is the template parameter `{param}` at every launch"));
+        }
         let mut block = None;
         for launch in &launches {
             let line = launch.block.span.start.line + 1;
             let text = launch.block.text.trim();
-            if !is_int_literal(text) {
-                return Outcome::Refused(Note {
-                    line: Some(line),
-                    message: format!("the block size `{text}` at line {line} is not an integer literal or a `#define`: not lifted"),
-                });
-            }
-            let value = parse_int_literal(text).expect("checked above");
+            let value = match block_source(unit, launch, text) {
+                BlockSource::Literal(value) => value,
+                BlockSource::Lifted(parts) => {
+                    return Outcome::NotApplicable(format!("the block size `{text}` is made of parameters already ({parts})"))
+                }
+                BlockSource::Constant { value, literal } => return lift_constant(unit, text, value, literal),
+                BlockSource::ConstantOfDefine(define) => return lift_define_behind_constant(unit, text, &define),
+                BlockSource::Other(why) => return Outcome::Refused(Note { line: Some(line), message: why }),
+            };
             match block {
                 None => block = Some(value),
                 Some(b) if b != value => {
@@ -239,25 +269,41 @@ impl Transform for BlockSize {
         for launch in &launches {
             rewrite.edits.push(TextEdit { range: launch.block.span.start_byte..launch.block.span.end_byte, new_text: name.clone() });
         }
-        let grid_spans: Vec<Span> = launches.iter().map(|l| l.grid.span).collect();
-        for site in unit.model.tunables_of(&unit.kernel.name).filter(|t| t.kind == TunableKind::GridFromBlock) {
-            if !grid_spans.iter().any(|g| g.contains(&site.span)) || !is_int_literal(&site.text) {
-                continue;
+        let mut grid_spans: Vec<Span> = launches.iter().map(|l| l.grid.span).collect();
+        grid_spans.extend(launches.iter().filter_map(|l| grid_local_init(unit, l)));
+        // Literals of the block size, and of one less (the ceil-division), in the grid.
+        for grid in &grid_spans {
+            for (range, value) in int_literals(unit.slice(*grid), grid.start_byte) {
+                let new_text = match value {
+                    v if v == b => name.clone(),
+                    v if v == b - 1 && b > 1 => ceil_div_term(unit, range.start, &name),
+                    _ => continue,
+                };
+                rewrite.edits.push(TextEdit { range, new_text });
             }
-            let new_text = if site.value == Some(b) { name.clone() } else { ceil_div_term(unit, site.span, &name) };
-            rewrite.edits.push(TextEdit { range: site.span.start_byte..site.span.end_byte, new_text });
         }
         let mut rewritten_in_kernel = Vec::new();
+        let mut sites: Vec<Span> = Vec::new();
         for site in unit.model.tunables_of(&unit.kernel.name) {
             match site.kind {
                 TunableKind::LaunchBoundsMaxThreads | TunableKind::LoopStride | TunableKind::SharedArrayDim => {}
                 _ => continue,
             }
-            for (range, value) in int_literals(unit.slice(site.span), site.span.start_byte) {
+            sites.push(site.span);
+            if site.kind == TunableKind::SharedArrayDim && !is_int_literal(unit.slice(site.span)) {
+                // The same expression elsewhere in the kernel counts the array's elements
+                // (`for (w = 0; w < 256 / 32; ++w)`): it follows the array. A bare literal
+                // could mean anything, so it only gets a note below.
+                sites.extend(occurrences_in_body(unit, unit.slice(site.span)).into_iter().filter(|o| o.start_byte != site.span.start_byte));
+            }
+        }
+        for site in sites {
+            let is_bound = unit.kernel.launch_bounds.as_ref().is_some_and(|lb| lb.max_threads.span == site);
+            for (range, value) in int_literals(unit.slice(site), site.start_byte) {
                 if value == b {
                     rewritten_in_kernel.push(range.start);
                     rewrite.edits.push(TextEdit { range, new_text: name.clone() });
-                } else if site.kind == TunableKind::LaunchBoundsMaxThreads && is_int_literal(&site.text) {
+                } else if is_bound && is_int_literal(unit.slice(site)) {
                     rewrite.restrictions.push(format!("{name} <= {value}"));
                 }
             }
@@ -274,6 +320,9 @@ impl Transform for BlockSize {
                 }
             }
         }
+        rewrite.edits.sort_by_key(|e| e.range.start);
+        rewrite.edits.dedup();
+        rewrite.notes.dedup();
         let lines: Vec<String> = launches.iter().map(|l| (l.span.start.line + 1).to_string()).collect();
         let origin = format!("block size {b} of the launches at line {}", lines.join(", "));
         rewrite.params.push(param(&name, ParamKind::Define, b, block_values(), origin));
@@ -282,9 +331,192 @@ impl Transform for BlockSize {
     }
 }
 
+/// The lifted template parameter whose value every launch also uses as its literal block size
+/// (`k<half, 256><<<rows, 256>>>`).
+fn block_template_param(unit: &Unit) -> Option<String> {
+    let lifted_templates: Vec<(usize, &str)> = unit
+        .kernel
+        .template_params
+        .iter()
+        .enumerate()
+        .filter(|(_, tp)| unit.lifted.iter().any(|p| p.name == tp.name && p.kind == ParamKind::Template))
+        .map(|(i, tp)| (i, tp.name.as_str()))
+        .collect();
+    lifted_templates.into_iter().find_map(|(index, name)| {
+        let mut launches = unit.model.launches_of(&unit.kernel.name).peekable();
+        launches.peek()?;
+        launches
+            .all(|l| {
+                let block = parse_int_literal(l.block.text.trim()).filter(|_| is_int_literal(&l.block.text));
+                block.is_some() && l.template_args.get(index).and_then(|a| a.value) == block
+            })
+            .then(|| name.to_string())
+    })
+}
+
+enum BlockSource {
+    Literal(i64),
+    /// A `dim3` or name whose parts are all lifted parameters (or 1).
+    Lifted(String),
+    /// A file-scope `constexpr`/`const` integer, with the span of its literal initial value.
+    Constant { value: i64, literal: Span },
+    /// A file-scope constant whose value is a `#define` (what an earlier templatize leaves).
+    ConstantOfDefine(String),
+    Other(String),
+}
+
+/// Where the block size of a launch comes from.
+fn block_source(unit: &Unit, launch: &crate::syntax::LaunchSite, text: &str) -> BlockSource {
+    if is_int_literal(text) {
+        return BlockSource::Literal(parse_int_literal(text).expect("checked"));
+    }
+    let is_param = |part: &str| part == "1" || unit.lifted.iter().any(|p| p.name == part);
+    let parts = dim3_parts(unit, launch, text);
+    if let Some(parts) = &parts {
+        if parts.iter().all(|p| is_param(p)) {
+            return BlockSource::Lifted(parts.join(", "));
+        }
+        return BlockSource::Other(format!("the block `{text}` is a `dim3` of ({}): only parts that are `#define`s are lifted", parts.join(", ")));
+    }
+    match file_constant(unit, text) {
+        Some(ConstantValue::Literal(value, literal)) => return BlockSource::Constant { value, literal },
+        Some(ConstantValue::Name(name)) if is_param(&name) => return BlockSource::Lifted(name),
+        Some(ConstantValue::Name(name)) => return BlockSource::ConstantOfDefine(name),
+        None => {}
+    }
+    let line = launch.block.span.start.line + 1;
+    BlockSource::Other(format!("the block size `{text}` at line {line} is not an integer literal, a `#define` or a file-scope constant: not lifted"))
+}
+
+/// The parts of a `dim3(...)` block, inline or a local of the launching function.
+fn dim3_parts(unit: &Unit, launch: &crate::syntax::LaunchSite, text: &str) -> Option<Vec<String>> {
+    if let Some(inner) = text.strip_prefix("dim3").map(str::trim).and_then(|t| t.strip_prefix('(')?.strip_suffix(')')) {
+        return Some(inner.split(',').map(|p| p.trim().to_string()).collect());
+    }
+    let tree = unit.doc.tree()?;
+    let at = tree.root_node().descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte)?;
+    let function = std::iter::successors(Some(at), |n| n.parent()).find(|n| n.kind() == "function_definition")?;
+    let body = &unit.text()[function.byte_range()];
+    let start = body.find(&format!("dim3 {text}("))? + "dim3 ".len() + text.len() + 1;
+    let end = start + body[start..].find(')')?;
+    Some(body[start..end].split(',').map(|p| p.trim().to_string()).collect())
+}
+
+enum ConstantValue {
+    Literal(i64, Span),
+    Name(String),
+}
+
+/// The initial value of a file-scope (or namespace-scope) `constexpr`/`const` integer: a
+/// literal, or a name.
+fn file_constant(unit: &Unit, name: &str) -> Option<ConstantValue> {
+    let tree = unit.doc.tree()?;
+    let mut stack = vec![tree.root_node()];
+    while let Some(node) = stack.pop() {
+        match node.kind() {
+            "translation_unit" | "namespace_definition" | "declaration_list" => {
+                let mut cursor = node.walk();
+                stack.extend(node.named_children(&mut cursor));
+            }
+            "declaration" => {
+                let text = &unit.text()[node.byte_range()];
+                if !(text.starts_with("constexpr") || text.starts_with("const ") || text.starts_with("static constexpr")) {
+                    continue;
+                }
+                let mut cursor = node.walk();
+                for init in node.children_by_field_name("declarator", &mut cursor).filter(|d| d.kind() == "init_declarator") {
+                    let declared = init.child_by_field_name("declarator").map(|d| &unit.text()[d.byte_range()]);
+                    let (Some(declared), Some(value)) = (declared, init.child_by_field_name("value")) else { continue };
+                    if declared != name {
+                        continue;
+                    }
+                    let value_text = &unit.text()[value.byte_range()];
+                    return match value.kind() {
+                        "number_literal" => Some(ConstantValue::Literal(parse_int_literal(value_text)?, Span::of(value))),
+                        "identifier" => Some(ConstantValue::Name(value_text.to_string())),
+                        _ => None,
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A file-scope constant used as the block size takes its value from a parameter; its uses
+/// follow.
+fn lift_constant(unit: &Unit, constant: &str, value: i64, literal: Span) -> Outcome {
+    let name = unit.fresh_name("BLOCK_SIZE");
+    let line = literal.start.line + 1;
+    Outcome::Applied(Rewrite {
+        edits: vec![
+            unit.define_block(&name, &value.to_string()),
+            TextEdit { range: literal.start_byte..literal.end_byte, new_text: name.clone() },
+        ],
+        params: vec![param(&name, ParamKind::Define, value, block_values(), format!("block size `{constant}` = {value} at line {line}"))],
+        summary: format!("block size `{constant}` = {value} takes its value from `{name}`"),
+        ..Rewrite::default()
+    })
+}
+
+/// A file constant set from a `#define` (`constexpr int kBlock = BLOCK_SIZE;`): the define is
+/// the block size parameter.
+fn lift_define_behind_constant(unit: &Unit, constant: &str, define: &str) -> Outcome {
+    let Some(d) = unit.model.defines.iter().find(|d| d.name == define) else {
+        return Outcome::Refused(Note { line: None, message: format!("the block size `{constant}` is `{define}`, which this file does not define") });
+    };
+    let Some(value) = d.value.filter(|_| is_int_literal(&d.value_text)) else {
+        return Outcome::Refused(Note { line: Some(d.span.start.line + 1), message: format!("`{define}` is not an integer literal: not lifted") });
+    };
+    let edits = if is_overridable(unit, define, d.span) { Vec::new() } else { vec![wrap_in_ifndef(unit, define, d.span)] };
+    let origin = format!("block size `{constant}` = `{define}` = {value} at line {}", d.span.start.line + 1);
+    Outcome::Applied(Rewrite {
+        edits,
+        params: vec![param(define, ParamKind::Define, value, block_values(), origin)],
+        summary: format!("block size `{constant}` takes its value from `{define}`"),
+        ..Rewrite::default()
+    })
+}
+
+/// Spans of the exact text `needle` in the kernel body, at token boundaries.
+fn occurrences_in_body(unit: &Unit, needle: &str) -> Vec<Span> {
+    let Some(body) = unit.body() else { return Vec::new() };
+    let base = body.start_byte();
+    let hay = &unit.text()[body.byte_range()];
+    let is_ident = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
+    hay.match_indices(needle)
+        .filter(|(i, _)| !is_ident(i.checked_sub(1).and_then(|j| hay.as_bytes().get(j))) && !is_ident(hay.as_bytes().get(i + needle.len())))
+        .map(|(i, _)| Span { start_byte: base + i, end_byte: base + i + needle.len(), ..Span::default() })
+        .collect()
+}
+
+/// The initial value of a local the launch takes its grid from: `int blocks = (n + 255) / 256;`.
+fn grid_local_init(unit: &Unit, launch: &crate::syntax::LaunchSite) -> Option<Span> {
+    let name = launch.grid.text.trim();
+    if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return None;
+    }
+    let tree = unit.doc.tree()?;
+    let at = tree.root_node().descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte)?;
+    let function = std::iter::successors(Some(at), |n| n.parent()).find(|n| n.kind() == "function_definition")?;
+    let mut stack = vec![function];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "init_declarator" && node.start_byte() < launch.span.start_byte {
+            let declared = node.child_by_field_name("declarator").map(|d| &unit.text()[d.byte_range()]);
+            if declared == Some(name) {
+                return node.child_by_field_name("value").map(Span::of);
+            }
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.named_children(&mut cursor));
+    }
+    None
+}
+
 /// `block - 1` in a ceil-division, parenthesised unless it is the right operand of a `+`.
-fn ceil_div_term(unit: &Unit, literal: Span, name: &str) -> String {
-    let after_plus = unit.text()[..literal.start_byte].trim_end().ends_with('+');
+fn ceil_div_term(unit: &Unit, literal_start: usize, name: &str) -> String {
+    let after_plus = unit.text()[..literal_start].trim_end().ends_with('+');
     if after_plus { format!("{name} - 1") } else { format!("({name} - 1)") }
 }
 
@@ -370,6 +602,9 @@ impl Transform for PragmaUnroll {
                 rewrite.notes.push(Note { line: Some(line), message: format!("`#pragma unroll {factor}` already uses a name") });
                 continue;
             }
+            if factor.is_empty() && guarded_by_unroll_param(unit, pragma.span.start_byte) {
+                continue;
+            }
             let name = next_name(unit, "UNROLL", &names);
             let indent = &unit.text()[super::line_start(unit.text(), pragma.span.start_byte)..pragma.span.start_byte];
             if factor.is_empty() {
@@ -389,11 +624,22 @@ impl Transform for PragmaUnroll {
             names.push(name);
         }
         if names.is_empty() {
-            return Outcome::Applied(Rewrite { summary: "every `#pragma unroll` already uses a name".into(), ..rewrite });
+            return Outcome::NotApplicable("every `#pragma unroll` already uses a parameter".into());
         }
         rewrite.summary = format!("unroll factors are {}", names.join(", "));
         Outcome::Applied(rewrite)
     }
+}
+
+/// Whether a bare `#pragma unroll` is the full-unroll branch of an earlier templatize:
+/// `#if NAME == 0` on the line above it.
+fn guarded_by_unroll_param(unit: &Unit, pragma_start: usize) -> bool {
+    let before = &unit.text()[..super::line_start(unit.text(), pragma_start)];
+    let previous = before.trim_end().rsplit('\n').next().unwrap_or("").trim();
+    previous.strip_prefix("#if ").and_then(|c| c.strip_suffix("== 0")).is_some_and(|name| {
+        let name = name.trim();
+        unit.lifted.iter().any(|p| p.name == name) || unit.model.defines.iter().any(|d| d.name == name)
+    })
 }
 
 /// A fresh parameter name that also avoids the names this transform has already chosen.
@@ -425,6 +671,11 @@ impl Transform for SharedPadding {
         let mut names: Vec<String> = Vec::new();
         for tile in tiles {
             let line = tile.span.start.line + 1;
+            let padded_by = unit.model.defines.iter().find(|d| d.name.contains("PAD") && super::contains_identifier(&tile.dims[1].text, &d.name));
+            if let Some(pad) = padded_by {
+                rewrite.notes.push(Note { line: Some(line), message: format!("`{}` is already padded by `{}`", tile.name, pad.name) });
+                continue;
+            }
             if let Some(bad) = non_element_use(unit, body, &tile.name) {
                 rewrite.notes.push(Note {
                     line: Some(unit.line_of(bad)),
@@ -445,6 +696,9 @@ impl Transform for SharedPadding {
         }
         if names.is_empty() {
             let note = rewrite.notes.remove(0);
+            if note.message.contains("already padded") {
+                return Outcome::NotApplicable(note.message);
+            }
             return Outcome::Refused(note);
         }
         rewrite.summary = format!("shared tiles padded by {}", names.join(", "));
@@ -462,7 +716,9 @@ fn non_element_use(unit: &Unit, body: Node, array: &str) -> Option<usize> {
             let is_declaration = node.parent().is_some_and(|p| p.kind() == "array_declarator");
             let inner = node.parent().filter(|p| p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(node));
             let outer = inner.and_then(|i| i.parent()).filter(|o| o.kind() == "subscript_expression" && o.child_by_field_name("argument") == inner);
-            if !is_declaration && outer.is_none() {
+            // `&tile[0][0]` is a pointer into the layout that padding changes.
+            let address_taken = outer.and_then(|o| o.parent()).is_some_and(|p| p.kind() == "pointer_expression" && unit.text()[p.byte_range()].starts_with('&'));
+            if !is_declaration && (outer.is_none() || address_taken) {
                 found = Some(found.map_or(node.start_byte(), |f: usize| f.min(node.start_byte())));
             }
         }

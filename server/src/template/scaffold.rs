@@ -18,11 +18,20 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, params: Ve
     let host = launch.and_then(|l| HostContext::new(templated, l));
     let param_names: BTreeSet<&str> = params.iter().map(|p| p.name.as_str()).collect();
 
-    let (grid, block) = match (launch, &host) {
+    let (grid, mut block) = match (launch, &host) {
         (Some(l), Some(h)) => (h.dims(&l.grid.text), h.dims(&l.block.text)),
         (Some(l), None) => (vec![l.grid.text.trim().to_string()], vec![l.block.text.trim().to_string()]),
         (None, _) => (vec![UNKNOWN.to_string()], vec![UNKNOWN.to_string()]),
     };
+    // `k<half, 256><<<rows, 256>>>`: the block is the template parameter's value.
+    if let Some(l) = launch {
+        for (i, tp) in k.template_params.iter().enumerate() {
+            let value = l.template_args.get(i).and_then(|a| a.value);
+            if params.iter().any(|p| p.name == tp.name) && value.is_some() && block.len() == 1 && block[0].parse::<i64>().ok() == value {
+                block[0] = tp.name.clone();
+            }
+        }
+    }
     let shared_bytes = launch.and_then(|l| l.shared_bytes.as_ref()).map_or("0".to_string(), |e| e.text.trim().to_string());
     let body = kernel_body(templated, k);
     let args: Vec<ArgSpec> = k
@@ -45,17 +54,25 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, params: Ve
             }
         }
     }
-    let mut shape = Shape::new();
-    for size in &sizes {
-        if let Some(value) = host.as_ref().and_then(|h| h.size_value(size)) {
-            shape.insert(size.clone(), value);
+    let mut shapes: Vec<Shape> = Vec::new();
+    if let Some(h) = &host {
+        let values: Vec<(String, Vec<Option<i64>>)> = sizes.iter().map(|s| (s.clone(), h.size_values(s))).collect();
+        for path in 0..h.paths.len() {
+            let shape: Shape = values.iter().filter_map(|(s, v)| Some((s.clone(), v[path]?))).collect();
+            if !shapes.contains(&shape) {
+                shapes.push(shape);
+            }
         }
     }
-    let mut shapes = vec![shape.clone()];
-    // A second, non-power-of-two shape along the grid's leading size, where tails hide bugs.
-    if let Some(lead) = grid.first().filter(|g| sizes.contains(g.as_str())) {
-        if let Some(&value) = shape.get(lead.as_str()).filter(|v| **v > 1 && (**v as u64).is_power_of_two()) {
-            let mut tail = shape.clone();
+    if shapes.is_empty() {
+        shapes.push(Shape::new());
+    }
+    // A non-power-of-two shape along the grid's leading size, where tails hide bugs, unless
+    // the file already has one.
+    let has_odd = shapes.iter().any(|s| s.values().any(|v| *v > 1 && !(*v as u64).is_power_of_two()));
+    if let Some(lead) = grid.first().filter(|g| sizes.contains(g.as_str()) && !has_odd) {
+        if let Some(&value) = shapes[0].get(lead.as_str()).filter(|v| **v > 1) {
+            let mut tail = shapes[0].clone();
             tail.insert(lead.clone(), value - 1);
             shapes.push(tail);
         }
@@ -256,18 +273,32 @@ fn is_keyword(word: &str) -> bool {
     matches!(word, "sizeof" | "dim3" | "int" | "unsigned" | "size_t" | "long" | "static_cast" | "min" | "max")
 }
 
-/// The host code around a launch: the function it sits in, the first call of that function,
-/// and the constants of both, to put numbers on the sizes.
+/// How many call paths (and so shapes) are followed at most, and how deep.
+const MAX_PATHS: usize = 8;
+const MAX_DEPTH: usize = 4;
+
+/// The host code around a launch: every path of calls that reaches the launching function,
+/// with the constants of each function on it, to put numbers on the sizes. Each path gives one
+/// shape (`run_case(8192, 8192)` and `run_case(4095, 1000)` give two).
 struct HostContext<'d> {
     text: &'d str,
-    launcher: Scope<'d>,
-    /// The first call of the launcher, with its caller's scope.
-    caller: Option<(Vec<String>, Scope<'d>)>,
-    launcher_params: Vec<String>,
+    /// Each path starts at the launcher; frame `i + 1` calls frame `i`.
+    paths: Vec<Vec<Frame<'d>>>,
     defines: HashMap<String, i64>,
+    /// File-scope constants defined as another name: `constexpr int kBlock = BLOCK_SIZE;`.
+    file_constants: HashMap<String, String>,
+}
+
+#[derive(Clone)]
+struct Frame<'d> {
+    scope: Scope<'d>,
+    params: Vec<String>,
+    /// The arguments this function was called with, in the next frame's names.
+    called_with: Option<Vec<String>>,
 }
 
 /// A function's local declarations, name to initial value text, in order.
+#[derive(Clone)]
 struct Scope<'d> {
     body: Option<Node<'d>>,
     values: Vec<(String, String)>,
@@ -298,119 +329,221 @@ impl<'d> HostContext<'d> {
     fn new(doc: &'d Document, launch: &LaunchSite) -> Option<HostContext<'d>> {
         let text = doc.text();
         let root = doc.tree()?.root_node();
-        let launcher_name = launch.enclosing_function.as_deref()?;
         let functions = functions(text, root);
-        let launcher = *functions.get(launcher_name)?;
-        let launcher_params = parameter_names(text, launcher);
-        let mut caller = None;
-        visit(root, &mut |node| {
-            if caller.is_some() || node.kind() != "call_expression" {
-                return;
-            }
-            if node.child_by_field_name("function").is_some_and(|f| &text[f.byte_range()] == launcher_name) {
-                let args = node.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
-                if let Some(f) = std::iter::successors(node.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition") {
-                    caller = Some((args, Scope::of(text, f)));
-                }
-            }
-        });
+        let launcher = *functions.get(launch.enclosing_function.as_deref()?)?;
+        let calls = calls_by_callee(text, root);
+        let mut paths = Vec::new();
+        let start = Frame { scope: Scope::of(text, launcher), params: parameter_names(text, launcher), called_with: None };
+        extend_paths(text, &calls, launcher, vec![start], &mut paths);
         let defines = doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))).collect();
-        Some(HostContext { text, launcher: Scope::of(text, launcher), caller, launcher_params, defines })
+        Some(HostContext { text, paths, defines, file_constants: file_constants(text, root) })
+    }
+
+    fn launcher(&self) -> &Frame<'d> {
+        &self.paths[0][0]
     }
 
     /// Grid or block components: `dim3(a, b)`, a `dim3` local, or a plain expression.
     fn dims(&self, text: &str) -> Vec<String> {
         let text = text.trim();
         let inner = text.strip_prefix("dim3").map(str::trim).and_then(|t| t.strip_prefix('(').and_then(|t| t.strip_suffix(')')));
-        if let Some(inner) = inner {
-            return split_args(inner);
-        }
-        if let Some(body) = self.launcher.body {
-            if let Some(args) = dim3_local(self.text, body, text) {
-                return args;
-            }
-        }
-        vec![text.to_string()]
+        let parts = match (inner, self.launcher().scope.body.and_then(|b| dim3_local(self.text, b, text))) {
+            (Some(inner), _) => split_args(inner),
+            (None, Some(args)) => args,
+            (None, None) => vec![text.to_string()],
+        };
+        parts.iter().map(|p| self.in_spec_names(p)).collect()
     }
 
-    /// The integer value of a size named at the launch: a constant of the launcher, an argument
-    /// the launcher was called with, a constant of the caller, or a `#define`.
-    fn size_value(&self, name: &str) -> Option<i64> {
+    /// A launch expression with the launcher's computed locals (`blocks = (n + 255) / 256`)
+    /// and file constants (`kBlock = BLOCK_SIZE`) replaced by what they stand for.
+    fn in_spec_names(&self, text: &str) -> String {
+        let launcher = &self.launcher().scope;
+        let expanded = rename_identifiers(text, |word| {
+            let init = launcher.value_text(word).map(strip_casts_everywhere)?;
+            Some(if init.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') { init } else { format!("({init})") })
+        });
+        let expanded = rename_identifiers(&expanded, |word| self.file_constants.get(word).cloned());
+        strip_outer_parens(&expanded).to_string()
+    }
+
+    /// The value of a size named at the launch, along each call path that gives one.
+    fn size_values(&self, name: &str) -> Vec<Option<i64>> {
+        self.paths.iter().map(|path| self.eval_name(path, 0, name, 0)).collect()
+    }
+
+    fn eval_name(&self, path: &[Frame], at: usize, name: &str, depth: usize) -> Option<i64> {
         if let Some(v) = self.defines.get(name) {
             return Some(*v);
         }
-        if let Some(text) = self.launcher.value_text(name) {
-            return self.eval_in(text, Some(&self.launcher));
+        if depth > 16 {
+            return None;
         }
-        let (args, scope) = self.caller.as_ref()?;
-        if let Some(i) = self.launcher_params.iter().position(|p| p == name) {
-            return self.eval_in(args.get(i)?, Some(scope));
+        let frame = path.get(at)?;
+        if let Some(text) = frame.scope.value_text(name) {
+            return self.eval_text(path, at, text, depth + 1);
         }
-        self.eval_in(scope.value_text(name)?, Some(scope))
+        let index = frame.params.iter().position(|p| p == name)?;
+        let arg = frame.called_with.as_ref()?.get(index)?;
+        self.eval_text(path, at + 1, arg, depth + 1)
     }
 
-    fn eval_in(&self, text: &str, scope: Option<&Scope>) -> Option<i64> {
-        let resolve = |name: &str| -> Option<i64> {
-            if let Some(v) = self.defines.get(name) {
-                return Some(*v);
-            }
-            let value = scope?.value_text(name)?;
-            // One level of indirection keeps this cheap and free of cycles.
-            eval_constant(value, &|n| self.defines.get(n).copied())
-        };
-        eval_constant(text, &resolve)
+    fn eval_text(&self, path: &[Frame], at: usize, text: &str, depth: usize) -> Option<i64> {
+        eval_constant(&strip_casts_everywhere(text), &|name| self.eval_name(path, at, name, depth))
     }
 
-    /// A floating-point scalar: a literal at the launch, or one the launcher was called with.
+    /// A floating-point scalar: a literal at the launch, or one passed down a call path.
     fn float_value(&self, text: &str) -> Option<String> {
         let literal = |t: &str| {
             let t = t.trim().trim_end_matches(['f', 'F']);
             t.parse::<f64>().ok().map(|_| t.to_string())
         };
-        if let Some(v) = literal(text) {
-            return Some(v);
+        let mut current = text.trim().to_string();
+        for frame in self.paths.first()? {
+            if let Some(v) = literal(&current) {
+                return Some(v);
+            }
+            if let Some(v) = frame.scope.value_text(&current) {
+                current = v.trim().to_string();
+                continue;
+            }
+            let index = frame.params.iter().position(|p| *p == current)?;
+            current = frame.called_with.as_ref()?.get(index)?.trim().to_string();
         }
-        if let Some(v) = self.launcher.value_text(text).and_then(literal) {
-            return Some(v);
-        }
-        let (args, scope) = self.caller.as_ref()?;
-        let i = self.launcher_params.iter().position(|p| p == text.trim())?;
-        let arg = args.get(i)?;
-        literal(arg).or_else(|| scope.value_text(arg.trim()).and_then(literal))
+        literal(&current)
     }
 
     /// The element count of the buffer passed as `arg`, from the `cudaMalloc` that allocates
     /// it, in the launcher's names.
     fn buffer_length(&self, arg: &str, element: &str) -> Option<String> {
-        let arg = arg.trim();
-        if let Some(bytes) = self.launcher.body.and_then(|b| malloc_bytes(self.text, b, arg)) {
-            return strip_element_size(&bytes, element, &self.launcher);
+        let path = self.paths.first()?;
+        let mut name = arg.trim().to_string();
+        for (at, frame) in path.iter().enumerate() {
+            if let Some(bytes) = frame.scope.body.and_then(|b| malloc_bytes(self.text, b, &name)) {
+                let length = strip_element_size(&bytes, element, &frame.scope)?;
+                return Some(self.to_launcher_names(path, at, &length));
+            }
+            let index = frame.params.iter().position(|p| *p == name)?;
+            name = frame.called_with.as_ref()?.get(index)?.trim().to_string();
         }
-        let (args, scope) = self.caller.as_ref()?;
-        let i = self.launcher_params.iter().position(|p| p == arg)?;
-        let bytes = malloc_bytes(self.text, scope.body?, args.get(i)?.trim())?;
-        let length = strip_element_size(&bytes, element, scope)?;
-        // Caller names passed straight to the launcher become the launcher's names.
-        let renamed = rename_identifiers(&length, |word| {
-            args.iter().position(|a| a.trim() == word).and_then(|j| self.launcher_params.get(j)).cloned()
-        });
-        Some(renamed)
+        None
     }
+
+    /// Rewrites an expression in frame `at`'s names into the launcher's: locals are replaced by
+    /// their initial values, names passed down as arguments by the parameters they become.
+    fn to_launcher_names(&self, path: &[Frame], at: usize, text: &str) -> String {
+        let mut text = text.to_string();
+        for level in (1..=at).rev() {
+            let frame = &path[level];
+            let below = &path[level - 1];
+            let args = below.called_with.as_deref().unwrap_or_default();
+            text = rename_identifiers(&text, |word| {
+                if let Some(j) = args.iter().position(|a| a.trim() == word) {
+                    return below.params.get(j).cloned();
+                }
+                let init = frame.scope.value_text(word)?;
+                let init = strip_casts_everywhere(init);
+                let renamed = rename_identifiers(&init, |w| args.iter().position(|a| a.trim() == w).and_then(|j| below.params.get(j).cloned()));
+                Some(format!("({renamed})"))
+            });
+        }
+        text
+    }
+}
+
+fn file_constants(text: &str, root: Node) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let mut cursor = root.walk();
+    for decl in root.named_children(&mut cursor).filter(|n| n.kind() == "declaration") {
+        let mut inner = decl.walk();
+        for init in decl.children_by_field_name("declarator", &mut inner).filter(|d| d.kind() == "init_declarator") {
+            if let (Some(name), Some(value)) = (init.child_by_field_name("declarator"), init.child_by_field_name("value")) {
+                if value.kind() == "identifier" {
+                    out.insert(text[name.byte_range()].to_string(), text[value.byte_range()].to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn strip_outer_parens(text: &str) -> &str {
+    let t = text.trim();
+    match t.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
+        Some(inner) if balanced(inner) => inner.trim(),
+        _ => t,
+    }
+}
+
+fn balanced(text: &str) -> bool {
+    let mut depth = 0i32;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    depth == 0
+}
+
+/// Follows the calls of `function` upwards, collecting every path that ends at a function
+/// nobody in the file calls (or at the depth limit).
+fn extend_paths<'d>(text: &'d str, calls: &HashMap<&'d str, Vec<(Node<'d>, Vec<String>)>>, function: Node<'d>, path: Vec<Frame<'d>>, out: &mut Vec<Vec<Frame<'d>>>) {
+    if out.len() >= MAX_PATHS {
+        return;
+    }
+    let name = function_name(text, function);
+    let callers = name.and_then(|n| calls.get(n)).filter(|_| path.len() < MAX_DEPTH);
+    let Some(callers) = callers.filter(|c| !c.is_empty()) else {
+        out.push(path);
+        return;
+    };
+    for (caller, args) in callers {
+        if path.iter().any(|f| f.scope.body == caller.child_by_field_name("body")) {
+            continue;
+        }
+        let mut next = path.clone();
+        next.last_mut().expect("paths start with the launcher").called_with = Some(args.clone());
+        next.push(Frame { scope: Scope::of(text, *caller), params: parameter_names(text, *caller), called_with: None });
+        extend_paths(text, calls, *caller, next, out);
+    }
+}
+
+/// Every call in the file, by callee name, with the function it sits in and its arguments.
+fn calls_by_callee<'d>(text: &'d str, root: Node<'d>) -> HashMap<&'d str, Vec<(Node<'d>, Vec<String>)>> {
+    let mut out: HashMap<&str, Vec<(Node, Vec<String>)>> = HashMap::new();
+    visit(root, &mut |node| {
+        if node.kind() != "call_expression" {
+            return;
+        }
+        let (Some(f), Some(args)) = (node.child_by_field_name("function"), node.child_by_field_name("arguments")) else { return };
+        let Some(caller) = std::iter::successors(node.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition") else { return };
+        out.entry(&text[f.byte_range()]).or_default().push((caller, call_args(text, args)));
+    });
+    out
+}
+
+fn function_name<'d>(text: &'d str, function: Node<'d>) -> Option<&'d str> {
+    let mut d = function.child_by_field_name("declarator");
+    while let Some(n) = d {
+        if n.kind() == "function_declarator" {
+            return n.child_by_field_name("declarator").map(|name| &text[name.byte_range()]);
+        }
+        d = n.child_by_field_name("declarator");
+    }
+    None
 }
 
 fn functions<'d>(text: &'d str, root: Node<'d>) -> HashMap<&'d str, Node<'d>> {
     let mut out = HashMap::new();
     visit(root, &mut |node| {
         if node.kind() == "function_definition" {
-            let mut d = node.child_by_field_name("declarator");
-            while let Some(n) = d {
-                if n.kind() == "function_declarator" {
-                    if let Some(name) = n.child_by_field_name("declarator") {
-                        out.entry(&text[name.byte_range()]).or_insert(node);
-                    }
-                    break;
-                }
-                d = n.child_by_field_name("declarator");
+            if let Some(name) = function_name(text, node) {
+                out.entry(name).or_insert(node);
             }
         }
     });
@@ -508,24 +641,39 @@ fn strip_element_size(bytes: &str, element: &str, scope: &Scope) -> Option<Strin
         Some(init) if identifiers(bytes).count() == 1 && !bytes.contains('(') => init.trim(),
         _ => bytes,
     };
-    let factors = split_top_level(bytes, '*');
+    let bytes = expand_vector_sizes(bytes, scope);
+    let factors = split_top_level(&bytes, '*');
     let is_size_of = |f: &str| {
         let f = f.replace(' ', "");
         f.starts_with("sizeof(") && (f == format!("sizeof({})", element.replace(' ', "")) || f.contains('*'))
     };
     let position = factors.iter().position(|f| is_size_of(f))?;
     let rest: Vec<&str> = factors.iter().enumerate().filter(|(i, _)| *i != position).map(|(_, f)| f.trim()).collect();
-    let rest: Vec<String> = rest.iter().map(|f| strip_casts(f)).collect();
-    (!rest.is_empty()).then(|| rest.join(" * "))
+    let rest: Vec<String> = rest.iter().map(|f| strip_casts_everywhere(f)).collect();
+    Some(if rest.is_empty() { "1".to_string() } else { rest.join(" * ") })
 }
 
-/// `(size_t)rows` → `rows`: casts the spec's expressions do not need.
-fn strip_casts(factor: &str) -> String {
-    let mut f = factor.trim();
-    for cast in ["(size_t)", "(int)", "(long)", "(long long)", "(unsigned)", "static_cast<size_t>"] {
-        f = f.strip_prefix(cast).unwrap_or(f).trim();
+/// `h_a.size()` of a `std::vector<float> h_a(n)` → `(n)`.
+fn expand_vector_sizes(bytes: &str, scope: &Scope) -> String {
+    let mut out = bytes.to_string();
+    for (name, init) in &scope.values {
+        let call = format!("{name}.size()");
+        let args = init.trim().strip_prefix('(').and_then(|i| i.strip_suffix(')'));
+        if let Some(args) = args.filter(|_| out.contains(&call)) {
+            let count = split_args(args).into_iter().next().unwrap_or_default();
+            out = out.replace(&call, &format!("({count})"));
+        }
     }
-    f.to_string()
+    out
+}
+
+/// `(size_t)rows * hidden` → `rows * hidden`: integer casts the spec's expressions do not need.
+fn strip_casts_everywhere(text: &str) -> String {
+    let mut out = text.to_string();
+    for cast in ["(size_t)", "(int)", "(long)", "(long long)", "(unsigned)", "(int64_t)", "(uint64_t)"] {
+        out = out.replace(cast, "");
+    }
+    out.trim().to_string()
 }
 
 fn split_top_level(text: &str, separator: char) -> Vec<&str> {
