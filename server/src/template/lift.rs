@@ -18,6 +18,8 @@ pub fn transforms() -> Vec<Box<dyn Transform>> {
         Box::new(MinBlocksPerSm),
         Box::new(PragmaUnroll),
         Box::new(SharedPadding),
+        Box::new(super::strategy::GridStrideItems),
+        Box::new(super::strategy::VectorizeRowLoops),
         Box::new(CompilerOptions),
     ]
 }
@@ -451,7 +453,7 @@ fn lift_constant(unit: &Unit, constant: &str, value: i64, literal: Span) -> Outc
     let line = literal.start.line + 1;
     Outcome::Applied(Rewrite {
         edits: vec![
-            unit.define_block(&name, &value.to_string()),
+            unit.define_block_at(literal.start_byte.min(unit.kernel.span.start_byte), &name, &value.to_string()),
             TextEdit { range: literal.start_byte..literal.end_byte, new_text: name.clone() },
         ],
         params: vec![param(&name, ParamKind::Define, value, block_values(), format!("block size `{constant}` = {value} at line {line}"))],

@@ -8,6 +8,7 @@
 
 mod lift;
 mod scaffold;
+mod strategy;
 
 use std::ops::Range;
 
@@ -110,7 +111,13 @@ impl<'a> Unit<'a> {
     /// Inserts `#ifndef NAME / #define NAME value / #endif` above the kernel and the comment
     /// lines that belong to it: the parameter's default, overridable with `-DNAME=...`.
     pub fn define_block(&self, name: &str, value: &str) -> TextEdit {
-        let at = self.kernel_anchor();
+        self.define_block_at(self.kernel_anchor(), name, value)
+    }
+
+    /// The same guard at the start of the line holding `offset`, for a parameter used above
+    /// the kernel.
+    pub fn define_block_at(&self, offset: usize, name: &str, value: &str) -> TextEdit {
+        let at = line_start(self.text(), offset);
         TextEdit { range: at..at, new_text: format!("#ifndef {name}\n#define {name} {value}\n#endif\n") }
     }
 
@@ -283,7 +290,8 @@ fn rewritten(doc: &Document, kernel: &str, edits: &[TextEdit]) -> Result<Documen
     let next = Document::new(text);
     let still_defined = next.model().kernel(kernel).is_some_and(|k| k.is_definition);
     if !still_defined || next.model().syntax_errors.len() > doc.model().syntax_errors.len() {
-        return Err("internal error: the rewrite would not parse; the file was left as it was".to_string());
+        let at = next.model().syntax_errors.first().map(|e| format!(" (line {} of the rewrite)", e.span.start.line + 1)).unwrap_or_default();
+        return Err(format!("internal error: the rewrite would not parse{at}; the file was left as it was"));
     }
     Ok(next)
 }

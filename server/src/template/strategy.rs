@@ -1,0 +1,439 @@
+//! Strategy rewrites: new code that computes the same result, faster for some parameter values.
+//!
+//! Each applies only to a pattern it recognises with certainty and says why otherwise. The
+//! rewritten code sits behind `#if PARAM == 1 / original / #else / rewrite / #endif` (or changes
+//! only host code), so that the default instantiation is the original kernel, token for token.
+
+use tree_sitter::Node;
+
+use super::{contains_identifier, line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
+use crate::spec::{ParamKind, ParamSpec};
+use crate::syntax::size_of_type;
+
+/// Several items per thread in a grid-stride loop: a smaller grid, the same loop. Only the
+/// host's grid changes, so the kernel's code does not.
+pub struct GridStrideItems;
+
+/// Vectorised global loads and stores of width V in row loops
+/// (`for (i = threadIdx.x; i < n; i += blockDim.x)`), with an alignment guard and a scalar tail.
+pub struct VectorizeRowLoops;
+
+/// The helper type that moves V elements as one 2-, 4-, 8- or 16-byte access.
+const VEC_BITS_GUARD: &str = "CUTUNE_VEC_BITS";
+
+fn normalized(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect::<String>().replace("(size_t)", "").replace("(int)", "").replace("(unsigned)", "")
+}
+
+fn is_grid_stride_start(text: &str) -> bool {
+    matches!(
+        normalized(text).as_str(),
+        "blockIdx.x*blockDim.x+threadIdx.x" | "threadIdx.x+blockIdx.x*blockDim.x" | "blockDim.x*blockIdx.x+threadIdx.x" | "threadIdx.x+blockDim.x*blockIdx.x"
+    )
+}
+
+fn is_grid_stride_step(text: &str) -> bool {
+    matches!(normalized(text).as_str(), "blockDim.x*gridDim.x" | "gridDim.x*blockDim.x")
+}
+
+/// `for (T i = start; i < end; i += step) body`, taken apart.
+struct SimpleLoop<'t> {
+    node: Node<'t>,
+    var_type: String,
+    var: String,
+    start: String,
+    end: String,
+    step: String,
+    body: Node<'t>,
+}
+
+fn simple_loop<'t>(text: &'t str, node: Node<'t>) -> Option<SimpleLoop<'t>> {
+    let init = node.child_by_field_name("initializer")?;
+    if init.kind() != "declaration" {
+        return None;
+    }
+    let var_type = text[init.child_by_field_name("type")?.byte_range()].to_string();
+    let declarator = init.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+    let var = text[declarator.child_by_field_name("declarator")?.byte_range()].to_string();
+    let start = text[declarator.child_by_field_name("value")?.byte_range()].to_string();
+    let condition = node.child_by_field_name("condition")?;
+    let (left, op, right) = binary(text, condition)?;
+    if left != var || op != "<" {
+        return None;
+    }
+    let update = node.child_by_field_name("update").filter(|u| u.kind() == "assignment_expression")?;
+    let target = &text[update.child_by_field_name("left")?.byte_range()];
+    let operator = &text[update.child_by_field_name("operator")?.byte_range()];
+    if target != var || operator != "+=" {
+        return None;
+    }
+    let step = text[update.child_by_field_name("right")?.byte_range()].to_string();
+    Some(SimpleLoop { node, var_type, var, start, end: right.to_string(), step, body: node.child_by_field_name("body")? })
+}
+
+fn binary<'t>(text: &'t str, node: Node) -> Option<(&'t str, &'t str, &'t str)> {
+    if node.kind() != "binary_expression" {
+        return None;
+    }
+    let part = |f: &str| node.child_by_field_name(f).map(|n| &text[n.byte_range()]);
+    Some((part("left")?, part("operator")?, part("right")?))
+}
+
+fn for_loops<'t>(root: Node<'t>) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "for_statement" {
+            out.push(node);
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    out.sort_by_key(|n| n.start_byte());
+    out
+}
+
+/// Whether `node` sits in the `#if NAME == 1` branch of an earlier rewrite.
+fn inside_earlier_rewrite(unit: &Unit, node: Node) -> bool {
+    std::iter::successors(node.parent(), |n| n.parent()).any(|n| {
+        n.kind() == "preproc_if"
+            && n.child_by_field_name("condition").is_some_and(|c| {
+                let text = &unit.text()[c.byte_range()];
+                text.split_once("==").is_some_and(|(name, one)| one.trim() == "1" && unit.model.defines.iter().any(|d| d.name == name.trim()))
+            })
+    })
+}
+
+fn names_in<'t>(text: &'t str, root: Node<'t>, name: &str) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "identifier" && &text[node.byte_range()] == name {
+            out.push(node);
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    out
+}
+
+impl Transform for GridStrideItems {
+    fn name(&self) -> &'static str {
+        "grid-stride-items"
+    }
+
+    fn apply(&self, unit: &Unit) -> Outcome {
+        let Some(body) = unit.body() else { return Outcome::NotApplicable("the kernel has no body".into()) };
+        let text = unit.text();
+        let loops: Vec<SimpleLoop> = for_loops(body)
+            .into_iter()
+            .filter_map(|n| simple_loop(text, n))
+            .filter(|l| is_grid_stride_start(&l.start) && is_grid_stride_step(&l.step))
+            .collect();
+        let Some(first) = loops.first() else {
+            return Outcome::NotApplicable("no grid-stride loop `for (i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)`".into());
+        };
+        let launches: Vec<_> = unit.model.launches_of(&unit.kernel.name).collect();
+        if launches.is_empty() {
+            return Outcome::NotApplicable("no launch in this file to give a smaller grid".into());
+        }
+        if launches.iter().any(|l| unit.lifted.iter().any(|p| p.kind == ParamKind::Define && p.name.contains("ITEMS") && contains_identifier(&l.grid.text, &p.name))) {
+            return Outcome::NotApplicable("the grid already divides by an items-per-thread parameter".into());
+        }
+        // The grid's size must not matter anywhere else: every `blockIdx`/`gridDim` of the
+        // kernel is in the loops' headers.
+        let headers: Vec<std::ops::Range<usize>> = loops.iter().map(|l| l.node.start_byte()..l.body.start_byte()).collect();
+        for grid_name in ["blockIdx", "gridDim"] {
+            if let Some(stray) = names_in(text, body, grid_name).into_iter().find(|n| !headers.iter().any(|h| h.contains(&n.start_byte()))) {
+                return Outcome::Refused(Note {
+                    line: Some(unit.line_of(stray.start_byte())),
+                    message: format!("`{grid_name}` is used outside the grid-stride loop here, so a smaller grid could change the result"),
+                });
+            }
+        }
+        let mut rewrite = Rewrite::default();
+        for launch in &launches {
+            let grid = launch.grid.text.trim();
+            if grid.starts_with("dim3") || grid.contains(',') {
+                return Outcome::Refused(Note { line: Some(launch.span.start.line + 1), message: format!("the grid `{grid}` is not one-dimensional") });
+            }
+        }
+        let name = unit.fresh_name("ITEMS_PER_THREAD");
+        for launch in &launches {
+            let grid = launch.grid.text.trim();
+            let new_text = format!("(({grid}) + {name} - 1) / {name}");
+            rewrite.edits.push(TextEdit { range: launch.grid.span.start_byte..launch.grid.span.end_byte, new_text });
+        }
+        rewrite.edits.push(unit.define_block(&name, "1"));
+        let line = unit.line_of(first.node.start_byte());
+        let origin = format!("items per thread of the grid-stride loop at line {line}: the grid is divided by it");
+        rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 1, values: vec![1, 2, 4, 8, 16], origin });
+        rewrite.summary = format!("grid-stride loop at line {line}: the grid is divided by `{name}` items per thread");
+        Outcome::Applied(rewrite)
+    }
+}
+
+/// A pointer the loop accesses as `p[i]`, with its element type.
+struct Access {
+    pointer: String,
+    element: String,
+    element_bytes: u64,
+    read: bool,
+    written: bool,
+}
+
+impl Transform for VectorizeRowLoops {
+    fn name(&self) -> &'static str {
+        "vectorize"
+    }
+
+    fn apply(&self, unit: &Unit) -> Outcome {
+        let Some(body) = unit.body() else { return Outcome::NotApplicable("the kernel has no body".into()) };
+        let text = unit.text();
+        let row_loops: Vec<SimpleLoop> = for_loops(body)
+            .into_iter()
+            .filter(|n| !inside_earlier_rewrite(unit, *n))
+            .filter_map(|n| simple_loop(text, n))
+            .filter(|l| normalized(&l.start) == "threadIdx.x" && normalized(&l.step) == "blockDim.x")
+            .collect();
+        if row_loops.is_empty() {
+            return Outcome::NotApplicable("no row loop `for (i = threadIdx.x; i < n; i += blockDim.x)` left to vectorise".into());
+        }
+        let mut accepted = Vec::new();
+        let mut notes = Vec::new();
+        for l in &row_loops {
+            match loop_accesses(unit, l) {
+                Ok(accesses) => accepted.push((l, accesses)),
+                Err(why) => notes.push(Note { line: Some(unit.line_of(l.node.start_byte())), message: why }),
+            }
+        }
+        if accepted.is_empty() {
+            return Outcome::Refused(notes.remove(0));
+        }
+        let widest = accepted.iter().flat_map(|(_, a)| a.iter().map(|a| a.element_bytes)).max().unwrap_or(4);
+        let values: Vec<i64> = [1i64, 2, 4, 8, 16].into_iter().filter(|v| *v as u64 * widest <= 16).collect();
+        let name = unit.fresh_name("VEC");
+        let mut rewrite = Rewrite { notes, ..Rewrite::default() };
+        if !contains_identifier(text, VEC_BITS_GUARD) {
+            rewrite.edits.push(vec_bits_edit(unit));
+        }
+        rewrite.edits.push(unit.define_block(&name, "1"));
+        let mut lines = Vec::new();
+        for (l, accesses) in &accepted {
+            let start = loop_start_with_pragmas(text, l.node.start_byte());
+            rewrite.edits.push(TextEdit { range: start..l.node.end_byte(), new_text: vectorized_loop(unit, l, accesses, &name) });
+            lines.push(unit.line_of(l.node.start_byte()).to_string());
+        }
+        let origin = format!("vector width of the row loops at line {}; 1 is the original scalar loop", lines.join(", "));
+        rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 1, values, origin });
+        rewrite.summary = format!("row loop(s) at line {} load and store `{name}` elements at a time when aligned", lines.join(", "));
+        Outcome::Applied(rewrite)
+    }
+}
+
+/// The pointers a row loop reads and writes at `[i]`, or why it cannot be vectorised.
+fn loop_accesses(unit: &Unit, l: &SimpleLoop) -> Result<Vec<Access>, String> {
+    let text = unit.text();
+    for word in ["break", "continue", "return", "goto", "__syncthreads", "__syncwarp", "atomic"] {
+        if subtree_contains_token(text, l.body, word) {
+            return Err(format!("the loop body contains `{word}`: not vectorised"));
+        }
+    }
+    if !names_in(text, l.body, &l.var).is_empty() && names_in(text, l.body, &l.var).iter().any(|n| is_assigned(text, *n)) {
+        return Err(format!("the loop assigns `{}`: not vectorised", l.var));
+    }
+    let mut accesses: Vec<Access> = Vec::new();
+    for use_ in names_in(text, l.body, &l.var) {
+        let Some(subscript) = subscript_of(use_) else {
+            return Err(format!("`{}` is used other than as `p[{}]` (line {}): not vectorised", l.var, l.var, unit.line_of(use_.start_byte())));
+        };
+        let pointer_node = subscript.child_by_field_name("argument").filter(|a| a.kind() == "identifier");
+        let Some(pointer_node) = pointer_node else { return Err("a subscript of something other than a named pointer: not vectorised".into()) };
+        let pointer = text[pointer_node.byte_range()].to_string();
+        let Some(element) = pointer_element_type(unit, &pointer) else {
+            return Err(format!("`{pointer}` is not a pointer parameter or a pointer derived from one: not vectorised"));
+        };
+        let Some(element_bytes) = size_of_type(&element).filter(|b| [1, 2, 4, 8].contains(b)) else {
+            return Err(format!("the size of `{element}` is not known: not vectorised"));
+        };
+        let written = subscript.parent().is_some_and(|a| a.kind() == "assignment_expression" && a.child_by_field_name("left") == Some(subscript));
+        let compound = written && subscript.parent().and_then(|a| a.child_by_field_name("operator")).is_some_and(|op| &text[op.byte_range()] != "=");
+        match accesses.iter_mut().find(|a| a.pointer == pointer) {
+            Some(a) => {
+                a.read |= !written || compound;
+                a.written |= written;
+            }
+            None => accesses.push(Access { pointer, element, element_bytes, read: !written || compound, written }),
+        }
+    }
+    if accesses.is_empty() {
+        return Err("the loop accesses no global memory at `[i]`".into());
+    }
+    for a in accesses.iter().filter(|a| a.written) {
+        let uses = names_in(text, l.body, &a.pointer);
+        let indexed_by_var = |n: &Node| {
+            let subscript = n.parent().filter(|p| p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(*n));
+            subscript.and_then(subscript_index).is_some_and(|i| text[i.byte_range()] == *l.var)
+        };
+        if uses.iter().any(|n| !indexed_by_var(n)) {
+            return Err(format!("`{}` is written and also used another way in the loop: not vectorised", a.pointer));
+        }
+    }
+    Ok(accesses)
+}
+
+/// The `p[i]` whose index is exactly the node `index`.
+fn subscript_of(index: Node) -> Option<Node> {
+    let mut holder = index.parent()?;
+    if holder.kind() == "subscript_argument_list" {
+        holder = holder.parent()?;
+    }
+    (holder.kind() == "subscript_expression" && subscript_index(holder) == Some(index)).then_some(holder)
+}
+
+fn subscript_index(subscript: Node) -> Option<Node> {
+    subscript.child_by_field_name("index").or_else(|| {
+        let list = subscript.child_by_field_name("indices")?;
+        let mut cursor = list.walk();
+        let first = list.named_children(&mut cursor).next();
+        first
+    })
+}
+
+fn is_assigned(text: &str, name: Node) -> bool {
+    name.parent().is_some_and(|p| match p.kind() {
+        "assignment_expression" => p.child_by_field_name("left") == Some(name),
+        "update_expression" => true,
+        "pointer_expression" => text[p.byte_range()].starts_with('&'),
+        _ => false,
+    })
+}
+
+fn subtree_contains_token(text: &str, root: Node, word: &str) -> bool {
+    let body = &text[root.byte_range()];
+    body.match_indices(word).any(|(i, _)| {
+        let before = body[..i].chars().next_back();
+        let after = body[i + word.len()..].chars().next();
+        let boundary = |c: Option<char>| !c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        boundary(before) && (boundary(after) || word == "atomic")
+    })
+}
+
+/// The element type of a kernel pointer parameter, or of a pointer the kernel derives from one
+/// (`const half* row = in + offset;`).
+fn pointer_element_type(unit: &Unit, name: &str) -> Option<String> {
+    if let Some(p) = unit.kernel.params.iter().find(|p| p.name == name && p.pointer_depth == 1) {
+        return Some(p.base_type.clone());
+    }
+    let body = unit.body()?;
+    let text = unit.text();
+    let mut stack = vec![body];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "declaration" {
+            let mut cursor = node.walk();
+            for d in node.children_by_field_name("declarator", &mut cursor) {
+                let pointer = d.child_by_field_name("declarator").filter(|p| d.kind() == "init_declarator" && p.kind() == "pointer_declarator");
+                let declared = pointer.and_then(|p| p.child_by_field_name("declarator")).map(|n| &text[n.byte_range()]);
+                let value = d.child_by_field_name("value").map(|v| &text[v.byte_range()]).unwrap_or("");
+                let from_param = unit.kernel.params.iter().any(|p| p.pointer_depth == 1 && contains_identifier(value, &p.name));
+                if declared == Some(name) && from_param && !pointer.is_some_and(|p| text[p.byte_range()].matches('*').count() > 1) {
+                    let ty = node.child_by_field_name("type")?;
+                    return Some(text[ty.byte_range()].to_string());
+                }
+            }
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    None
+}
+
+fn vec_bits_edit(unit: &Unit) -> TextEdit {
+    let mut edit = unit.define_block(VEC_BITS_GUARD, "");
+    edit.new_text = format!(
+        "#ifndef {VEC_BITS_GUARD}\n#define {VEC_BITS_GUARD}\n\
+         // One access of BYTES bytes, for vectorised loads and stores.\n\
+         template <int BYTES> struct cutune_bits;\n\
+         template <> struct cutune_bits<2> {{ typedef unsigned short type; }};\n\
+         template <> struct cutune_bits<4> {{ typedef unsigned int type; }};\n\
+         template <> struct cutune_bits<8> {{ typedef uint2 type; }};\n\
+         template <> struct cutune_bits<16> {{ typedef uint4 type; }};\n\
+         #endif\n"
+    );
+    edit
+}
+
+/// The start of the loop's line, or of the `#pragma` lines right above it, which belong to the
+/// original loop.
+fn loop_start_with_pragmas(text: &str, loop_start: usize) -> usize {
+    let mut start = line_start(text, loop_start);
+    while start > 0 {
+        let previous = line_start(text, start - 1);
+        if !text[previous..start].trim_start().starts_with("#pragma") {
+            break;
+        }
+        start = previous;
+    }
+    start
+}
+
+/// A local name for the rewrite that the kernel does not use yet.
+fn local_name(unit: &Unit, wanted: &str) -> String {
+    let body = unit.body().map(|b| &unit.text()[b.byte_range()]).unwrap_or("");
+    std::iter::once(wanted.to_string()).chain((2..).map(|i| format!("{wanted}{i}"))).find(|n| !contains_identifier(body, n)).expect("unbounded")
+}
+
+fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) -> String {
+    let text = unit.text();
+    let start = loop_start_with_pragmas(text, l.node.start_byte());
+    let original = &text[start..l.node.end_byte()];
+    let loop_line = &text[line_start(text, l.node.start_byte())..l.node.end_byte()];
+    let indent: String = loop_line.chars().take_while(|c| c.is_whitespace()).collect();
+    let (i, ty, end) = (&l.var, &l.var_type, l.end.trim());
+    let vec_i = local_name(unit, &format!("{i}_vec"));
+    let lane = local_name(unit, &format!("{i}_lane"));
+    let limit = local_name(unit, &format!("{i}_vec_end"));
+    let aligned = local_name(unit, &format!("{i}_aligned"));
+    let locals: Vec<(String, &Access)> = accesses.iter().map(|a| (local_name(unit, &format!("{}_v", a.pointer)), a)).collect();
+    let bits = |a: &Access| format!("typename cutune_bits<{vec} * sizeof({})>::type", a.element);
+
+    // The body with every `p[i]` read from and written to the lane of a local vector.
+    let mut lane_body = String::new();
+    let mut at = l.body.start_byte();
+    let mut subscripts: Vec<Node> = names_in(text, l.body, i).into_iter().filter_map(subscript_of).collect();
+    subscripts.sort_by_key(|n| n.start_byte());
+    for s in subscripts {
+        let pointer = &text[s.child_by_field_name("argument").expect("checked").byte_range()];
+        let local = &locals.iter().find(|(_, a)| a.pointer == pointer).expect("every access has a local").0;
+        lane_body.push_str(&text[at..s.start_byte()]);
+        lane_body.push_str(&format!("{local}[{lane}]"));
+        at = s.end_byte();
+    }
+    lane_body.push_str(&text[at..l.body.end_byte()]);
+
+    let guard: Vec<String> = accesses.iter().map(|a| format!("(unsigned long long)({}) % ({vec} * sizeof({})) == 0", a.pointer, a.element)).collect();
+    let mut out = String::new();
+    out.push_str(&format!("#if {vec} == 1\n{original}\n#else\n"));
+    out.push_str(&format!("{indent}{{\n"));
+    out.push_str(&format!("{indent}  const bool {aligned} = {};\n", guard.join(" && ")));
+    out.push_str(&format!("{indent}  const {ty} {limit} = {aligned} ? ({end}) - ({end}) % {vec} : 0;\n"));
+    out.push_str(&format!("{indent}  for ({ty} {vec_i} = threadIdx.x * {vec}; {vec_i} < {limit}; {vec_i} += blockDim.x * {vec}) {{\n"));
+    // Each vector lives in a register of the access's size, viewed as elements by the lanes.
+    for (local, a) in &locals {
+        let element = a.element.replace("const ", "").replace("__restrict__", "").trim().to_string();
+        let read = if a.read { format!(" = *reinterpret_cast<const {}*>({} + {vec_i})", bits(a), a.pointer) } else { String::new() };
+        out.push_str(&format!("{indent}    {} {local}_bits{read};\n", bits(a)));
+        out.push_str(&format!("{indent}    {element}* {local} = reinterpret_cast<{element}*>(&{local}_bits);\n"));
+    }
+    out.push_str(&format!("#pragma unroll {vec}\n{indent}    for (int {lane} = 0; {lane} < {vec}; ++{lane}) {lane_body}\n"));
+    for (local, a) in locals.iter().filter(|(_, a)| a.written) {
+        out.push_str(&format!("{indent}    *reinterpret_cast<{b}*>({p} + {vec_i}) = {local}_bits;\n", b = bits(a), p = a.pointer));
+    }
+    out.push_str(&format!("{indent}  }}\n"));
+    out.push_str(&format!(
+        "{indent}  for ({ty} {i} = {limit} + threadIdx.x; {i} < {end}; {i} += blockDim.x) {}\n",
+        &text[l.body.byte_range()]
+    ));
+    out.push_str(&format!("{indent}}}\n#endif"));
+    out
+}
