@@ -8,8 +8,7 @@
 
 use std::path::Path;
 
-use cutune::cli::templatize::report;
-use cutune::template::{self, templatize};
+use cutune::template::{self, report, templatize};
 
 fn kernel_of(text: &str, path: &Path) -> String {
     let first = text.lines().next().unwrap_or_default();

@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 
 use super::read_source;
 use crate::spec::{self, SpecFile};
-use crate::template::{self, Status, Templatized};
+use crate::template;
 
 #[derive(clap::Args)]
 pub struct TemplatizeArgs {
@@ -26,12 +26,12 @@ pub struct TemplatizeArgs {
 pub fn run(args: &TemplatizeArgs) -> Result<()> {
     let text = read_source(&args.file)?;
     let result = template::templatize(&text, &args.kernel).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
-    eprint!("{}", report(&args.file, &result));
+    eprint!("{}", template::report(&args.file, &result));
     let spec_path = spec::spec_path_for(&args.file);
     let old_spec = read_spec(&spec_path)?;
     let source_name = args.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let base = old_spec.clone().unwrap_or_else(|| SpecFile { version: 1, source: source_name, kernels: Vec::new() });
-    let new_spec = toml::to_string(&spec::with_kernel(base, result.spec.clone()))?;
+    let new_spec = spec::render_spec(&spec::with_kernel(base, result.spec.clone()));
     if args.write {
         write_atomically(&args.file, &result.text)?;
         write_atomically(&spec_path, &new_spec)?;
@@ -47,26 +47,6 @@ pub fn run(args: &TemplatizeArgs) -> Result<()> {
         print!("{}", result.text);
     }
     Ok(())
-}
-
-/// What each transform did, one line each, in `file:line:` form where there is a line.
-pub fn report(file: &Path, result: &Templatized) -> String {
-    let mut out = String::new();
-    for r in &result.reports {
-        let status = match r.status {
-            Status::Applied => "applied",
-            Status::NotApplicable => "skipped",
-            Status::Refused => "refused",
-        };
-        out.push_str(&format!("{}: {status}: {}: {}\n", file.display(), r.transform, r.message));
-        for note in r.notes.iter().filter(|n| r.status != Status::Refused || n.message != r.message) {
-            let at = note.line.map(|l| format!("{}:{l}", file.display())).unwrap_or_else(|| file.display().to_string());
-            out.push_str(&format!("{at}: note: {}\n", note.message));
-        }
-    }
-    let names: Vec<String> = result.params().iter().map(|p| format!("{}={}", p.name, p.default)).collect();
-    out.push_str(&format!("{}: parameters: {}\n", file.display(), names.join(" ")));
-    out
 }
 
 fn read_spec(path: &Path) -> Result<Option<SpecFile>> {

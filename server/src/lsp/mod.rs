@@ -3,8 +3,10 @@
 //! - [`ordered`] applies document mutations in arrival order and catches handler panics;
 //! - [`server`] answers requests from document snapshots;
 //! - [`convert`] turns the plain analysis types into protocol types and back;
-//! - [`input`] reads the client's messages, so that a malformed one cannot end the session.
+//! - [`input`] reads the client's messages, so that a malformed one cannot end the session;
+//! - [`actions`] offers and resolves the code actions (templatize).
 
+mod actions;
 mod convert;
 mod input;
 mod ordered;

@@ -1,12 +1,14 @@
 //! The request and notification handlers. Each reads a snapshot of one document; none mutates
 //! documents (see [`super::ordered`]).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
+use super::actions::{self, TemplatizeData};
 use super::convert;
 use super::state::{OpenDocument, ServerState};
 use crate::syntax::{self, Analysis, Document, Encoding, MAX_ANALYZED_BYTES};
@@ -14,11 +16,13 @@ use crate::syntax::{self, Analysis, Document, Encoding, MAX_ANALYZED_BYTES};
 pub struct Backend {
     client: Client,
     state: Arc<ServerState>,
+    /// Whether the client fills in a code action's edit through `codeAction/resolve`.
+    client_resolves_edits: AtomicBool,
 }
 
 impl Backend {
     pub fn new(client: Client, state: Arc<ServerState>) -> Self {
-        Backend { client, state }
+        Backend { client, state, client_resolves_edits: AtomicBool::new(false) }
     }
 
     pub fn client(&self) -> &Client {
@@ -58,6 +62,36 @@ impl Backend {
     }
 }
 
+impl Backend {
+    /// Templatizes on a blocking thread (it re-parses the file once per transform) and logs
+    /// what each transform did.
+    async fn templatize_action(&self, uri: Uri, kernel: String) -> Result<CodeAction> {
+        let open = self.open_document(&uri)?;
+        let encoding = self.state.encoding();
+        let state = self.state.clone();
+        let (task_uri, task_kernel) = (uri.clone(), kernel.clone());
+        let outcome = tokio::task::spawn_blocking(move || {
+            let open_text = |u: &Uri| state.snapshot(u).map(|o| o.document.text().to_string());
+            actions::templatize_edit(&task_uri, &open.document, open.version, &task_kernel, encoding, &open_text)
+        })
+        .await
+        .map_err(|e| Error { code: tower_lsp_server::jsonrpc::ErrorCode::InternalError, message: format!("templatize stopped: {e}").into(), data: None })?;
+        match outcome {
+            Ok((edit, result)) => {
+                let report = crate::template::report(&actions::path_of(&uri), &result);
+                self.client.log_message(MessageType::INFO, format!("cutune: templatize {kernel}\n{report}")).await;
+                let mut action = actions::unresolved_action(&uri, &kernel);
+                action.edit = Some(edit);
+                Ok(action)
+            }
+            Err(message) => {
+                self.client.show_message(MessageType::ERROR, format!("cutune: cannot templatize `{kernel}`: {message}")).await;
+                Err(Error::invalid_params(message))
+            }
+        }
+    }
+}
+
 fn too_large_diagnostic(bytes: usize) -> Diagnostic {
     Diagnostic {
         range: Range::default(),
@@ -87,6 +121,7 @@ impl LanguageServer for Backend {
         let offered = params.capabilities.general.as_ref().and_then(|g| g.position_encodings.as_deref());
         let encoding = convert::negotiate_encoding(offered);
         self.state.set_encoding(encoding);
+        self.client_resolves_edits.store(actions::client_resolves_edits(&params.capabilities), Ordering::SeqCst);
         Ok(InitializeResult {
             capabilities: ServerCapabilities {
                 position_encoding: Some(convert::encoding_kind(encoding)),
@@ -97,6 +132,11 @@ impl LanguageServer for Backend {
                 })),
                 hover_provider: Some(HoverProviderCapability::Simple(true)),
                 document_symbol_provider: Some(OneOf::Left(true)),
+                code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
+                    code_action_kinds: Some(vec![CodeActionKind::REFACTOR_REWRITE]),
+                    resolve_provider: Some(true),
+                    ..CodeActionOptions::default()
+                })),
                 ..ServerCapabilities::default()
             },
             server_info: Some(ServerInfo { name: "cutune".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
@@ -157,5 +197,46 @@ impl LanguageServer for Backend {
         }
         let symbols = convert::document_symbols(&open.document, self.state.encoding(), open.document.model());
         Ok(Some(DocumentSymbolResponse::Nested(symbols)))
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        let uri = params.text_document.uri;
+        let open = self.open_document(&uri)?;
+        if !open.is_cuda(&uri) {
+            return Ok(None);
+        }
+        let wanted = params.context.only.as_ref();
+        if wanted.is_some_and(|kinds| !kinds.iter().any(|k| CodeActionKind::REFACTOR_REWRITE.as_str().starts_with(k.as_str()))) {
+            return Ok(None);
+        }
+        let start = self.offset(&open, params.range.start)?;
+        let end = self.offset(&open, params.range.end)?;
+        let mut response = Vec::new();
+        for kernel in actions::kernels_at(&open.document, start, end) {
+            if let Err(why) = crate::template::check_templatizable(&open.document, &kernel) {
+                let mut action = actions::unresolved_action(&uri, &kernel);
+                action.data = None;
+                action.disabled = Some(CodeActionDisabled { reason: why.to_string() });
+                response.push(CodeActionOrCommand::CodeAction(action));
+                continue;
+            }
+            let action = if self.client_resolves_edits.load(Ordering::SeqCst) {
+                actions::unresolved_action(&uri, &kernel)
+            } else {
+                match self.templatize_action(uri.clone(), kernel).await {
+                    Ok(action) => action,
+                    Err(_) => continue,
+                }
+            };
+            response.push(CodeActionOrCommand::CodeAction(action));
+        }
+        Ok(Some(response))
+    }
+
+    async fn code_action_resolve(&self, action: CodeAction) -> Result<CodeAction> {
+        let Some(data) = action.data.clone().and_then(|d| serde_json::from_value::<TemplatizeData>(d).ok()) else {
+            return Ok(action);
+        };
+        self.templatize_action(data.uri, data.kernel).await
     }
 }

@@ -20,3 +20,8 @@ pub fn with_kernel(mut file: SpecFile, kernel: KernelSpec) -> SpecFile {
     }
     file
 }
+
+/// The TOML text of a spec file.
+pub fn render_spec(file: &SpecFile) -> String {
+    toml::to_string(file).expect("a spec always serialises to TOML")
+}

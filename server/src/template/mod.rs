@@ -11,6 +11,7 @@ mod scaffold;
 mod strategy;
 
 use std::ops::Range;
+use std::path::Path;
 
 use serde::Serialize;
 use tree_sitter::Node;
@@ -227,7 +228,7 @@ pub fn templatize(text: &str, kernel: &str) -> Result<Templatized, TemplatizeErr
     if original.analysis() != crate::syntax::Analysis::Complete {
         return Err(TemplatizeError::NotAnalyzed);
     }
-    check_kernel(&original, kernel)?;
+    check_templatizable(&original, kernel)?;
     let prefix = param_prefix(kernel);
     let mut current = original.clone();
     let mut params: Vec<ParamSpec> = Vec::new();
@@ -243,12 +244,12 @@ pub fn templatize(text: &str, kernel: &str) -> Result<Templatized, TemplatizeErr
                     params.extend(rewrite.params);
                     restrictions.extend(rewrite.restrictions);
                     current = next;
-                    report(transform.name(), Status::Applied, rewrite.summary, rewrite.notes)
+                    transform_report(transform.name(), Status::Applied, rewrite.summary, rewrite.notes)
                 }
-                Err(why) => report(transform.name(), Status::Refused, why, rewrite.notes),
+                Err(why) => transform_report(transform.name(), Status::Refused, why, rewrite.notes),
             },
-            Outcome::NotApplicable(why) => report(transform.name(), Status::NotApplicable, why, Vec::new()),
-            Outcome::Refused(note) => report(transform.name(), Status::Refused, note.message.clone(), vec![note]),
+            Outcome::NotApplicable(why) => transform_report(transform.name(), Status::NotApplicable, why, Vec::new()),
+            Outcome::Refused(note) => transform_report(transform.name(), Status::Refused, note.message.clone(), vec![note]),
         };
         reports.push(report);
     }
@@ -257,11 +258,12 @@ pub fn templatize(text: &str, kernel: &str) -> Result<Templatized, TemplatizeErr
     Ok(Templatized { kernel: kernel.to_string(), text: current.text().to_string(), edits, spec, reports })
 }
 
-fn report(transform: &'static str, status: Status, message: String, notes: Vec<Note>) -> TransformReport {
+fn transform_report(transform: &'static str, status: Status, message: String, notes: Vec<Note>) -> TransformReport {
     TransformReport { transform, status, message, notes }
 }
 
-fn check_kernel(doc: &Document, name: &str) -> Result<(), TemplatizeError> {
+/// Whether `name` can be templatized in `doc`: a kernel defined here, that parses.
+pub fn check_templatizable(doc: &Document, name: &str) -> Result<(), TemplatizeError> {
     let model = doc.model();
     let Some(kernel) = model.kernel(name) else {
         let mut known: Vec<String> = model.kernels.iter().map(|k| k.name.clone()).collect();
@@ -294,6 +296,26 @@ fn rewritten(doc: &Document, kernel: &str, edits: &[TextEdit]) -> Result<Documen
         return Err(format!("internal error: the rewrite would not parse{at}; the file was left as it was"));
     }
     Ok(next)
+}
+
+/// What each transform did, one line each, in `file:line:` form where there is a line.
+pub fn report(file: &Path, result: &Templatized) -> String {
+    let mut out = String::new();
+    for r in &result.reports {
+        let status = match r.status {
+            Status::Applied => "applied",
+            Status::NotApplicable => "skipped",
+            Status::Refused => "refused",
+        };
+        out.push_str(&format!("{}: {status}: {}: {}\n", file.display(), r.transform, r.message));
+        for note in r.notes.iter().filter(|n| r.status != Status::Refused || n.message != r.message) {
+            let at = note.line.map(|l| format!("{}:{l}", file.display())).unwrap_or_else(|| file.display().to_string());
+            out.push_str(&format!("{at}: note: {}\n", note.message));
+        }
+    }
+    let names: Vec<String> = result.params().iter().map(|p| format!("{}={}", p.name, p.default)).collect();
+    out.push_str(&format!("{}: parameters: {}\n", file.display(), names.join(" ")));
+    out
 }
 
 /// Applies non-overlapping edits; insertions at the same offset keep their order.

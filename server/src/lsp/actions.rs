@@ -1,0 +1,114 @@
+//! Code actions: `Templatize kernel NAME`.
+//!
+//! The action is offered cheaply (a lookup in the model) and its edit computed on
+//! `codeAction/resolve`, because templatize re-parses the file once per transform and editors
+//! ask for code actions on every cursor move. Clients that cannot resolve get the edit at once.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use tower_lsp_server::ls_types::*;
+
+use super::convert;
+use crate::spec::{self, SpecFile};
+use crate::syntax::{Document, Encoding};
+use crate::template::{self, Templatized};
+
+pub const TEMPLATIZE_TITLE: &str = "Templatize kernel";
+
+/// What `codeAction/resolve` needs to compute the edit.
+#[derive(Serialize, Deserialize)]
+pub struct TemplatizeData {
+    pub uri: Uri,
+    pub kernel: String,
+}
+
+/// The kernels whose definition holds the range: the ones to offer templatize for.
+pub fn kernels_at(doc: &Document, start: usize, end: usize) -> Vec<String> {
+    let mut names: Vec<String> = doc
+        .model()
+        .kernels
+        .iter()
+        .filter(|k| k.is_definition && k.span.start_byte <= start && end <= k.span.end_byte)
+        .map(|k| k.name.clone())
+        .collect();
+    names.dedup();
+    names
+}
+
+pub fn unresolved_action(uri: &Uri, kernel: &str) -> CodeAction {
+    CodeAction {
+        title: format!("{TEMPLATIZE_TITLE} {kernel}"),
+        kind: Some(CodeActionKind::REFACTOR_REWRITE),
+        data: Some(serde_json::to_value(TemplatizeData { uri: uri.clone(), kernel: kernel.to_string() }).expect("plain data serialises")),
+        ..CodeAction::default()
+    }
+}
+
+/// The spec file's current text: the editor's copy when open, else the file on disk.
+pub type OpenText<'a> = &'a dyn Fn(&Uri) -> Option<String>;
+
+/// Templatizes `kernel` and builds the edit of the `.cu` file and of its spec. Errors are
+/// messages for the user.
+pub fn templatize_edit(uri: &Uri, doc: &Document, version: i32, kernel: &str, encoding: Encoding, open_text: OpenText) -> Result<(WorkspaceEdit, Templatized), String> {
+    let result = template::templatize(doc.text(), kernel).map_err(|e| e.to_string())?;
+    let source_path = uri.to_file_path().map(|p| p.into_owned()).ok_or_else(|| format!("{} is not a file; templatize writes a spec beside the file", uri.as_str()))?;
+    let spec_path = spec::spec_path_for(&source_path);
+    let spec_uri = Uri::from_file_path(&spec_path).ok_or_else(|| format!("cannot name the spec file {}", spec_path.display()))?;
+    let old_spec_text = open_text(&spec_uri).or_else(|| std::fs::read_to_string(&spec_path).ok());
+    let new_spec_text = merged_spec(&source_path, old_spec_text.as_deref(), &result)?;
+
+    let source_edits: Vec<OneOf<TextEdit, AnnotatedTextEdit>> = result
+        .edits
+        .iter()
+        .map(|e| {
+            let span = crate::syntax::Span { start_byte: e.range.start, end_byte: e.range.end, ..Default::default() };
+            OneOf::Left(TextEdit { range: convert::range(doc, encoding, span), new_text: e.new_text.clone() })
+        })
+        .collect();
+    let old_spec_doc = Document::new(old_spec_text.clone().unwrap_or_default());
+    let whole = crate::syntax::Span { start_byte: 0, end_byte: old_spec_doc.text().len(), ..Default::default() };
+    let spec_edit = TextEdit { range: convert::range(&old_spec_doc, encoding, whole), new_text: new_spec_text };
+    let mut operations = vec![DocumentChangeOperation::Edit(TextDocumentEdit {
+        text_document: OptionalVersionedTextDocumentIdentifier { uri: uri.clone(), version: Some(version) },
+        edits: source_edits,
+    })];
+    if old_spec_text.is_none() {
+        operations.push(DocumentChangeOperation::Op(ResourceOp::Create(CreateFile {
+            uri: spec_uri.clone(),
+            options: Some(CreateFileOptions { overwrite: Some(false), ignore_if_exists: Some(true) }),
+            annotation_id: None,
+        })));
+    }
+    operations.push(DocumentChangeOperation::Edit(TextDocumentEdit {
+        text_document: OptionalVersionedTextDocumentIdentifier { uri: spec_uri, version: None },
+        edits: vec![OneOf::Left(spec_edit)],
+    }));
+    let edit = WorkspaceEdit { changes: None, document_changes: Some(DocumentChanges::Operations(operations)), change_annotations: None };
+    Ok((edit, result))
+}
+
+/// The spec file with this kernel's new spec, keeping the other kernels of an existing spec.
+fn merged_spec(source: &Path, old: Option<&str>, result: &Templatized) -> Result<String, String> {
+    let source_name = source.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let base = match old {
+        Some(text) if !text.trim().is_empty() => toml::from_str::<SpecFile>(text)
+            .map_err(|e| format!("the existing spec beside the file does not parse ({e}); fix or move it before templatizing again"))?,
+        _ => SpecFile { version: 1, source: source_name, kernels: Vec::new() },
+    };
+    Ok(spec::render_spec(&spec::with_kernel(base, result.spec.clone())))
+}
+
+/// Whether the client can resolve the `edit` property of a code action later.
+pub fn client_resolves_edits(capabilities: &ClientCapabilities) -> bool {
+    capabilities
+        .text_document
+        .as_ref()
+        .and_then(|t| t.code_action.as_ref())
+        .and_then(|c| c.resolve_support.as_ref())
+        .is_some_and(|r| r.properties.iter().any(|p| p == "edit"))
+}
+
+pub fn path_of(uri: &Uri) -> PathBuf {
+    uri.to_file_path().map(|p| p.into_owned()).unwrap_or_else(|| PathBuf::from(uri.as_str()))
+}

@@ -1,0 +1,108 @@
+"""The `Templatize kernel NAME` code action: offered inside a kernel, resolved into one
+workspace edit of the `.cu` file (the same text as `cutune templatize`) and of its spec."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import tomllib
+from pathlib import Path
+
+from lsprotocol import types
+
+from editor import CUTUNE_BIN, REPO, TIMEOUT_S, character, open_document
+
+RMSNORM = REPO / "examples" / "rmsnorm.cu"
+
+
+async def code_actions(client, uri: str, line: int, col: int) -> list[types.CodeAction]:
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri),
+        range=types.Range(types.Position(line, col), types.Position(line, col)),
+        context=types.CodeActionContext(diagnostics=[]),
+    )
+    result = await asyncio.wait_for(client.text_document_code_action_async(params), TIMEOUT_S)
+    return [a for a in result or [] if isinstance(a, types.CodeAction)]
+
+
+async def resolved(client, action: types.CodeAction) -> types.CodeAction:
+    if action.edit is not None:
+        return action
+    return await asyncio.wait_for(client.code_action_resolve_async(action), TIMEOUT_S)
+
+
+def offset(text: str, position: types.Position, encoding: types.PositionEncodingKind) -> int:
+    lines = text.split("\n")
+    before = sum(len(l) + 1 for l in lines[: position.line])
+    line = lines[position.line] if position.line < len(lines) else ""
+    index = next((i for i in range(len(line) + 1) if character(line, i, encoding) >= position.character), len(line))
+    return before + index
+
+
+def apply(text: str, edits: list[types.TextEdit], encoding: types.PositionEncodingKind) -> str:
+    spans = sorted(((offset(text, e.range.start, encoding), offset(text, e.range.end, encoding), e.new_text) for e in edits), reverse=True)
+    for start, end, new in spans:
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, l in enumerate(text.split("\n")) if needle in l)
+
+
+async def test_templatize_is_offered_inside_a_kernel_and_nowhere_else(client, tmp_path: Path):
+    uri = (tmp_path / "rmsnorm.cu").as_uri()
+    text = RMSNORM.read_text()
+    await open_document(client, uri, text)
+
+    inside = await code_actions(client, uri, line_of(text, "float sum = 0.f;"), 4)
+    in_main = await code_actions(client, uri, line_of(text, "int main()"), 2)
+
+    assert [(a.title, a.kind) for a in inside] == [("Templatize kernel rmsnorm_kernel", types.CodeActionKind.RefactorRewrite)]
+    assert in_main == []
+
+
+async def test_the_edit_rewrites_the_file_as_the_cli_does_and_creates_the_spec(client, tmp_path: Path):
+    source = tmp_path / "rmsnorm.cu"
+    source.write_text(RMSNORM.read_text())
+    uri = source.as_uri()
+    text = source.read_text()
+    await open_document(client, uri, text)
+
+    [action] = await code_actions(client, uri, line_of(text, "float sum = 0.f;"), 4)
+    edit = (await resolved(client, action)).edit
+
+    changes = edit.document_changes
+    [source_edit] = [c for c in changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri == uri]
+    [create] = [c for c in changes if isinstance(c, types.CreateFile)]
+    spec_uri = (tmp_path / "rmsnorm.cutune.toml").as_uri()
+    assert create.uri == spec_uri
+    [spec_edit] = [c for c in changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri == spec_uri]
+    assert source_edit.text_document.version == 1
+
+    encoding = client.profile.encoding
+    new_text = apply(text, source_edit.edits, encoding)
+    cli = subprocess.run([str(CUTUNE_BIN), "templatize", str(source), "--kernel", "rmsnorm_kernel"], capture_output=True, text=True, check=True)
+    assert new_text == cli.stdout
+    assert "#ifndef RMSNORM_VEC" in new_text
+
+    spec = tomllib.loads(apply("", spec_edit.edits, encoding))
+    [kernel] = spec["kernels"]
+    assert spec["source"] == "rmsnorm.cu"
+    assert kernel["name"] == "rmsnorm_kernel"
+    assert {p["name"] for p in kernel["params"]} >= {"BLOCK_SIZE", "RMSNORM_UNROLL", "RMSNORM_VEC"}
+    assert kernel["shapes"] == [{"hidden": 4096, "rows": 4095}]
+    # The source file itself is untouched until the editor applies the edit.
+    assert source.read_text() == text
+
+
+async def test_a_kernel_that_does_not_parse_is_offered_disabled_with_the_reason(client, tmp_path: Path):
+    uri = (tmp_path / "broken.cu").as_uri()
+    text = "__global__ void broken(float* x) {\n  x[0] = (1 + ;\n}\n"
+    await open_document(client, uri, text)
+
+    [action] = await code_actions(client, uri, 1, 2)
+
+    assert action.title == "Templatize kernel broken"
+    assert action.edit is None and action.data is None
+    assert action.disabled.reason == "kernel `broken` does not parse (line 2): fix it before templatizing"

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# GPU suite: templatize every example with the cutune binary, build the result with nvcc for
+# each value of its parameters (one parameter at a time, plus the strategy parameters together
+# with other block sizes), and run it against the example's own CPU reference on several
+# shapes, non-power-of-two ones included. One line per build:
+#   EXAMPLE  NAME=VALUE ...  PASS|FAIL  then the example's result lines.
+# Exits non-zero if any build or check fails. Needs a GPU and nvcc; run it on the lent machine:
+#   CUTUNE=target/release/cutune bash tests/gpu/check_rewrites.sh
+set -u
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cutune="${CUTUNE:-$repo/target/release/cutune}"
+nvcc="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+arch="${ARCH:-sm_90}"
+work="${WORK_DIR:-$(mktemp -d -t cutune-rewrites.XXXXXX)}"
+mkdir -p "$work"
+
+# example kernel "NAME=VALUE ..." builds; an empty set is the templatized file at its defaults.
+cases=(
+  "rmsnorm rmsnorm_kernel|;RMSNORM_VEC=2;RMSNORM_VEC=4;RMSNORM_VEC=8;RMSNORM_VEC=8 BLOCK_SIZE=128;RMSNORM_VEC=4 BLOCK_SIZE=1024"
+  "fused_add_rmsnorm fused_add_rmsnorm_kernel|;FUSED_ADD_RMSNORM_VEC=2;FUSED_ADD_RMSNORM_VEC=4;FUSED_ADD_RMSNORM_VEC=8;FUSED_ADD_RMSNORM_VEC=8 FUSED_ADD_RMSNORM_BLOCK_SIZE=256"
+  "layernorm layernorm_kernel|;LAYERNORM_VEC=2;LAYERNORM_VEC=4;LAYERNORM_VEC=8;LAYERNORM_VEC=8 LAYERNORM_BLOCK_SIZE=128"
+  "softmax softmax_kernel|;SOFTMAX_VEC=2;SOFTMAX_VEC=4;SOFTMAX_VEC=8;SOFTMAX_VEC=4 SOFTMAX_BLOCK_SIZE=256"
+  "silu_and_mul silu_and_mul_kernel|;SILU_AND_MUL_ITEMS_PER_THREAD=2;SILU_AND_MUL_ITEMS_PER_THREAD=4;SILU_AND_MUL_ITEMS_PER_THREAD=16;SILU_AND_MUL_ITEMS_PER_THREAD=8 SILU_AND_MUL_BLOCK_SIZE=1024"
+  "block_reduce block_reduce_sum_kernel|;BLOCK_REDUCE_SUM_ITEMS_PER_THREAD=2;BLOCK_REDUCE_SUM_ITEMS_PER_THREAD=8;BLOCK_REDUCE_SUM_ITEMS_PER_THREAD=16 BLOCK=512"
+  "transpose transpose_kernel|;TRANSPOSE_PAD_TILE=1;TILE_DIM=16 BLOCK_ROWS=4;TILE_DIM=64 BLOCK_ROWS=16 TRANSPOSE_PAD_TILE=1"
+  "sgemm sgemm_kernel|;SGEMM_PAD_AS=1 SGEMM_PAD_BS=1;TILE=32;SGEMM_UNROLL=4"
+  "merge_attn_states merge_attn_states_kernel|;MERGE_ATTN_STATES_BLOCK_SIZE=256"
+)
+
+failed=0
+for case in "${cases[@]}"; do
+  head="${case%%|*}"; builds="${case#*|}"
+  example="${head% *}"; kernel="${head#* }"
+  src="$work/$example.cu"
+  if ! "$cutune" templatize "$repo/examples/$example.cu" --kernel "$kernel" >"$src" 2>"$work/$example.templatize.log"; then
+    echo "$example  templatize FAIL"; sed 's/^/    /' "$work/$example.templatize.log"; failed=1; continue
+  fi
+  IFS=';' read -r -a sets <<<"$builds"
+  for set in "${sets[@]}"; do
+    defines=(); label="defaults"
+    for kv in $set; do defines+=("-D$kv"); done
+    [ -n "$set" ] && label="$set"
+    exe="$work/$example-$(echo "$label" | tr ' =' '__')"
+    if ! "$nvcc" -O3 -arch="$arch" "${defines[@]}" -o "$exe" "$src" >"$exe.log" 2>&1; then
+      printf '%-18s %-48s FAIL (compile)\n' "$example" "$label"; sed 's/^/    /' "$exe.log" | head -15; failed=1; continue
+    fi
+    if timeout 120 "$exe" >>"$exe.log" 2>&1; then status=PASS; else status=FAIL; failed=1; fi
+    printf '%-18s %-48s %s\n' "$example" "$label" "$status"
+    grep -E 'max_abs_err|FAIL|error' "$exe.log" | sed 's/^/    /'
+  done
+done
+exit $failed
