@@ -29,25 +29,36 @@ cases=(
 )
 
 failed=0
+jobs_max="${JOBS:-$(nproc)}"
+builds=()  # "example|label|exe|src" in order
 for case in "${cases[@]}"; do
-  head="${case%%|*}"; builds="${case#*|}"
+  head="${case%%|*}"; sets_text="${case#*|}"
   example="${head% *}"; kernel="${head#* }"
   src="$work/$example.cu"
   if ! "$cutune" templatize "$repo/examples/$example.cu" --kernel "$kernel" >"$src" 2>"$work/$example.templatize.log"; then
     echo "$example  templatize FAIL"; sed 's/^/    /' "$work/$example.templatize.log"; failed=1; continue
   fi
-  IFS=';' read -r -a sets <<<"$builds"
+  IFS=';' read -r -a sets <<<"$sets_text"
   for set in "${sets[@]}"; do
-    defines=(); label="defaults"
-    for kv in $set; do defines+=("-D$kv"); done
-    [ -n "$set" ] && label="$set"
+    label="${set:-defaults}"
     exe="$work/$example-$(echo "$label" | tr ' =' '__')"
-    if ! "$nvcc" -O3 -arch="$arch" "${defines[@]}" -o "$exe" "$src" >"$exe.log" 2>&1; then
-      printf '%-18s %-48s FAIL (compile)\n' "$example" "$label"; sed 's/^/    /' "$exe.log" | head -15; failed=1; continue
-    fi
-    if timeout 120 "$exe" >>"$exe.log" 2>&1; then status=PASS; else status=FAIL; failed=1; fi
-    printf '%-18s %-48s %s\n' "$example" "$label" "$status"
-    grep -E 'max_abs_err|FAIL|error' "$exe.log" | sed 's/^/    /'
+    builds+=("$example|$label|$exe|$src")
+    defines=()
+    for kv in $set; do defines+=("-D$kv"); done
+    # Builds run in parallel; the runs below go one at a time, so timings are not disturbed.
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n; done
+    ( "$nvcc" -O3 -arch="$arch" "${defines[@]}" -o "$exe" "$src" >"$exe.log" 2>&1 || touch "$exe.failed" ) &
   done
+done
+wait
+
+for build in "${builds[@]}"; do
+  IFS='|' read -r example label exe src <<<"$build"
+  if [ -e "$exe.failed" ]; then
+    printf '%-18s %-48s FAIL (compile)\n' "$example" "$label"; sed 's/^/    /' "$exe.log" | head -15; failed=1; continue
+  fi
+  if timeout 120 "$exe" >>"$exe.log" 2>&1; then status=PASS; else status=FAIL; failed=1; fi
+  printf '%-18s %-48s %s\n' "$example" "$label" "$status"
+  grep -E 'max_abs_err|FAIL|error' "$exe.log" | sed 's/^/    /'
 done
 exit $failed

@@ -199,6 +199,14 @@ fn tie_tiles_to_defines(unit: &Unit, rewrite: &mut Rewrite) {
     }
 }
 
+/// The parameter of an integer `#define` already guarded by an earlier templatize.
+fn define_param(unit: &Unit, name: &str, used_at: &str) -> Option<ParamSpec> {
+    let d = unit.model.defines.iter().find(|d| d.name == name)?;
+    let default = d.value.filter(|_| is_int_literal(&d.value_text))?;
+    let values = if default == 0 { vec![1, 2, 4, 8] } else { factor_values(default) };
+    Some(param(name, ParamKind::Define, default, values, format!("`#define {name}` at line {}, used by {used_at}", d.span.start.line + 1)))
+}
+
 /// Whether the define already sits in an `#ifndef NAME` guard of its own name.
 fn is_overridable(unit: &Unit, name: &str, define: Span) -> bool {
     let Some(tree) = unit.doc.tree() else { return false };
@@ -582,7 +590,22 @@ impl Transform for MinBlocksPerSm {
 
 /// `#pragma unroll N` takes a parameter; a bare `#pragma unroll` becomes a choice between the
 /// compiler's full unroll (0, the default) and a factor.
+///
+/// nvcc does not expand macros in a `#pragma unroll` argument (NVRTC does), but it accepts a
+/// C++ constant there: the pragma names a `constexpr int` set from the parameter's macro.
 struct PragmaUnroll;
+
+/// The `constexpr` a pragma reads a parameter through: the parameter's name in lower case.
+fn unroll_constant(name: &str) -> String {
+    name.to_ascii_lowercase()
+}
+
+/// The parameter's guard followed by the constant the pragma reads.
+fn unroll_parameter_block(unit: &Unit, name: &str, value: i64) -> TextEdit {
+    let mut edit = unit.define_block(name, &value.to_string());
+    edit.new_text.push_str(&format!("constexpr int {} = {name};\n", unroll_constant(name)));
+    edit
+}
 
 impl Transform for PragmaUnroll {
     fn name(&self) -> &'static str {
@@ -601,33 +624,46 @@ impl Transform for PragmaUnroll {
             let factor = text.trim_start_matches('#').trim_start().trim_start_matches("pragma").trim_start().trim_start_matches("unroll").trim();
             let line = unit.line_of(pragma.span.start_byte);
             if !factor.is_empty() && !is_int_literal(factor) {
-                rewrite.notes.push(Note { line: Some(line), message: format!("`#pragma unroll {factor}` already uses a name") });
+                // A constant set from a parameter (what an earlier templatize wrote) is that
+                // parameter; any other name is the author's and stays.
+                match file_constant(unit, factor) {
+                    Some(ConstantValue::Name(define)) if unit.model.defines.iter().any(|d| d.name == define) => {
+                        let known = unit.lifted.iter().chain(&rewrite.params).any(|p| p.name == define);
+                        if let Some(p) = define_param(unit, &define, &format!("`#pragma unroll {factor}` at line {line}")).filter(|_| !known) {
+                            rewrite.params.push(p);
+                        }
+                    }
+                    _ => rewrite.notes.push(Note { line: Some(line), message: format!("`#pragma unroll {factor}` already uses a name") }),
+                }
                 continue;
             }
             if factor.is_empty() && guarded_by_unroll_param(unit, pragma.span.start_byte) {
                 continue;
             }
             let name = next_name(unit, "UNROLL", &names);
+            let constant = unroll_constant(&name);
             let indent = &unit.text()[super::line_start(unit.text(), pragma.span.start_byte)..pragma.span.start_byte];
             if factor.is_empty() {
-                let new_text = format!("#if {name} == 0\n{indent}#pragma unroll\n{indent}#else\n{indent}#pragma unroll {name}\n{indent}#endif");
+                let new_text = format!("#if {name} == 0\n{indent}#pragma unroll\n{indent}#else\n{indent}#pragma unroll {constant}\n{indent}#endif");
                 rewrite.edits.push(TextEdit { range: pragma.span.start_byte..pragma.span.end_byte, new_text });
-                rewrite.edits.push(unit.define_block(&name, "0"));
+                rewrite.edits.push(unroll_parameter_block(unit, &name, 0));
                 let origin = format!("`#pragma unroll` at line {line}; 0 lets the compiler unroll fully");
                 rewrite.params.push(param(&name, ParamKind::Define, 0, [1, 2, 4, 8], origin));
             } else {
                 let default = parse_int_literal(factor).expect("checked above");
                 let at = pragma.span.end_byte - factor.len();
-                rewrite.edits.push(TextEdit { range: at..pragma.span.end_byte, new_text: name.clone() });
-                rewrite.edits.push(unit.define_block(&name, &default.to_string()));
+                rewrite.edits.push(TextEdit { range: at..pragma.span.end_byte, new_text: constant });
+                rewrite.edits.push(unroll_parameter_block(unit, &name, default));
                 let origin = format!("`#pragma unroll {default}` at line {line}");
                 rewrite.params.push(param(&name, ParamKind::Define, default, factor_values(default).into_iter().chain([1]), origin));
             }
             names.push(name);
         }
-        if names.is_empty() {
+        if names.is_empty() && rewrite.params.is_empty() {
             return Outcome::NotApplicable("every `#pragma unroll` already uses a parameter".into());
         }
+        let relifted: Vec<String> = rewrite.params.iter().map(|p| p.name.clone()).filter(|n| !names.contains(n)).collect();
+        names.extend(relifted);
         rewrite.summary = format!("unroll factors are {}", names.join(", "));
         Outcome::Applied(rewrite)
     }

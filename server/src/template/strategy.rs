@@ -425,7 +425,8 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) 
         out.push_str(&format!("{indent}    {} {local}_bits{read};\n", bits(a)));
         out.push_str(&format!("{indent}    {element}* {local} = reinterpret_cast<{element}*>(&{local}_bits);\n"));
     }
-    out.push_str(&format!("#pragma unroll {vec}\n{indent}    for (int {lane} = 0; {lane} < {vec}; ++{lane}) {lane_body}\n"));
+    // A loop of a constant `{vec}` trips: the compiler unrolls it without being asked.
+    out.push_str(&format!("{indent}    for (int {lane} = 0; {lane} < {vec}; ++{lane}) {lane_body}\n"));
     for (local, a) in locals.iter().filter(|(_, a)| a.written) {
         out.push_str(&format!("{indent}    *reinterpret_cast<{b}*>({p} + {vec_i}) = {local}_bits;\n", b = bits(a), p = a.pointer));
     }
