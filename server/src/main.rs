@@ -24,6 +24,8 @@ enum Command {
     },
     /// Measure analysis speed and server memory on generated CUDA files.
     Bench(cutune::cli::bench::BenchArgs),
+    /// Check tuning specs, and convert them to and from T1 files.
+    Spec(cutune::cli::spec::SpecArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +34,10 @@ fn main() -> ExitCode {
         Command::Lsp => return ExitCode::from(cutune::lsp::run_stdio() as u8),
         Command::Kernels { file, json } => cutune::cli::kernels(&file, json).map(|out| print!("{out}")),
         Command::Bench(args) => cutune::cli::bench::run(&args),
+        Command::Spec(args) => match cutune::cli::spec::run(&args) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
