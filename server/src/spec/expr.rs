@@ -281,7 +281,7 @@ fn lex(text: &str) -> Result<Vec<(Tok, Range<usize>)>, ParseError> {
             }
             let word = &text[start..i];
             let tok = match KEYWORDS.iter().find(|k| **k == word) {
-                Some(k) => Tok::Sym(*k),
+                Some(k) => Tok::Sym(k),
                 None => Tok::Name(word.to_string()),
             };
             tokens.push((tok, start..i));
@@ -294,7 +294,7 @@ fn lex(text: &str) -> Result<Vec<(Tok, Range<usize>)>, ParseError> {
             if *sym == "=" {
                 return Err(ParseError { span: i..i + 1, message: "`=` is not an operator here; did you mean `==`?".into() });
             }
-            tokens.push((Tok::Sym(*sym), i..i + sym.len()));
+            tokens.push((Tok::Sym(sym), i..i + sym.len()));
             i += sym.len();
         } else if let Some(op) = REFUSED_BITWISE.iter().find(|op| text[i..].starts_with(**op)) {
             // A lone `&`, `|` or `^` (`&&` and `||` were matched above).

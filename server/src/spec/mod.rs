@@ -1,8 +1,9 @@
 //! The tuning spec: a TOML file beside the `.cu` file (see `docs/spec.md`).
 //!
-//! - [`model`]: the data, through serde.
+//! - `model`: the data, through serde.
 //! - [`expr`]: the expression language of grid, block, lengths, restrictions and SOL.
-//! - [`parse_spec`] / [`render_spec`]: text to model with positioned diagnostics, and back.
+//! - [`parse_spec`] (in `validate`) / [`render_spec`] (in `render`): text to model with
+//!   positioned diagnostics, and back.
 //! - [`t1`]: import from and export to the T1 tuning-problem format (Kernel Tuner, KTT).
 
 pub mod expr;

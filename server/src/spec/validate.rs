@@ -416,8 +416,8 @@ impl<'t> Checker<'t> {
                 }
             }
             let bad_init = match &arg.init {
-                Some(Init::Uniform { low, high }) if !(low <= high) => Some(format!("uniform init of `{name}` needs low <= high")),
-                Some(Init::Normal { std, .. }) if !(*std >= 0.0) => Some(format!("normal init of `{name}` needs std >= 0")),
+                Some(Init::Uniform { low, high }) if low.is_nan() || high.is_nan() || low > high => Some(format!("uniform init of `{name}` needs low <= high")),
+                Some(Init::Normal { std, .. }) if std.is_nan() || *std < 0.0 => Some(format!("normal init of `{name}` needs std >= 0")),
                 Some(Init::Integers { low, high }) if low >= high => Some(format!("integers init of `{name}` draws from [low, high) and needs low < high")),
                 _ => None,
             };
@@ -457,7 +457,7 @@ impl<'t> Checker<'t> {
         for (t, tolerance) in kernel.verify.tolerances.iter().enumerate() {
             let path = |key: &'static str| [K("kernels"), I(k), K("verify"), K("tolerances"), I(t), K(key)];
             for (key, value) in [("atol", tolerance.atol), ("rtol", tolerance.rtol)] {
-                if !(value >= 0.0) || !value.is_finite() {
+                if !value.is_finite() || value < 0.0 {
                     self.at(Severity::Error, &path(key), format!("{key} must be a finite number >= 0, not {value}"));
                 }
             }
