@@ -206,6 +206,17 @@ fn unknown_markers_say_what_to_fill_in() {
 }
 
 #[test]
+fn argument_and_parameter_problems() {
+    let text = valid_toml()
+        .replace("name = \"in\"", "name = \"out\"")
+        .replace("name = \"eps\"\ndtype = \"f32\"\nvalue = \"1e-6\"", "name = \"eps\"\ndtype = \"f32\"\nrole = \"input\"\nvalue = \"1e-6\"\nlength = \"rows\"")
+        .replace("value = \"hidden\"", "value = \"hidden * 2\"")
+        .replace("low = -1.0, high = 1.0", "low = 1.0, high = -1.0")
+        .replace("kind = \"define\"\ndefault = 1\nvalues = [1, 2, 4, 8]", "kind = \"fast_math\"\ndefault = 1\nvalues = [1, 2, 2]");
+    insta::assert_snapshot!("argument_and_parameter_problems", describe(&text, &diagnostics_of(&text)));
+}
+
+#[test]
 fn expression_errors_point_inside_the_string() {
     let text = valid_toml().replace("flops = \"3 * rows * hidden\"", "flops = \"3 * rows * hiden\"");
     let diagnostics = diagnostics_of(&text);
