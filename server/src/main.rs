@@ -26,6 +26,8 @@ enum Command {
     Bench(cutune::cli::bench::BenchArgs),
     /// Turn a kernel's execution choices into parameters and write its tuning spec.
     Templatize(cutune::cli::templatize::TemplatizeArgs),
+    /// Check tuning specs, and convert them to and from T1 files.
+    Spec(cutune::cli::spec::SpecArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +37,10 @@ fn main() -> ExitCode {
         Command::Kernels { file, json } => cutune::cli::kernels(&file, json).map(|out| print!("{out}")),
         Command::Bench(args) => cutune::cli::bench::run(&args),
         Command::Templatize(args) => cutune::cli::templatize::run(&args),
+        Command::Spec(args) => match cutune::cli::spec::run(&args) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

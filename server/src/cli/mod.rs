@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod templatize;
+pub mod spec;
 
 use std::fmt::Write;
 use std::path::Path;

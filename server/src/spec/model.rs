@@ -186,6 +186,30 @@ pub struct Tolerance {
     pub rtol: f64,
 }
 
+impl Dtype {
+    /// The tolerance used when `verify.tolerances` does not name this dtype: an element passes
+    /// when |got - want| <= atol + rtol * |want|. Looser for narrower formats (AutoKernel's
+    /// per-dtype tolerances); integers must match exactly.
+    pub fn default_tolerance(self) -> Tolerance {
+        let (atol, rtol) = match self {
+            Dtype::F16 => (1e-2, 1e-2),
+            Dtype::Bf16 => (2e-2, 2e-2),
+            Dtype::Fp8e4m3 | Dtype::Fp8e5m2 => (1e-1, 1e-1),
+            Dtype::F32 => (1e-4, 1e-5),
+            Dtype::F64 => (1e-8, 1e-8),
+            Dtype::I8 | Dtype::I16 | Dtype::I32 | Dtype::I64 | Dtype::U8 | Dtype::U16 | Dtype::U32 | Dtype::U64 => (0.0, 0.0),
+        };
+        Tolerance { dtype: self, atol, rtol }
+    }
+}
+
+impl VerifySpec {
+    /// The tolerance for `dtype`: the last override naming it, else the default.
+    pub fn tolerance(&self, dtype: Dtype) -> Tolerance {
+        self.tolerances.iter().rev().find(|t| t.dtype == dtype).cloned().unwrap_or_else(|| dtype.default_tolerance())
+    }
+}
+
 /// The work of one launch, for the speed-of-light bound. Missing bytes mean every input read
 /// once and every output written once.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

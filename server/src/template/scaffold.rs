@@ -4,10 +4,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use sha2::{Digest, Sha256};
 use tree_sitter::Node;
 
-use crate::spec::{ArgSpec, Baseline, Dtype, Init, KernelSpec, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
+use crate::spec::{sha256_hex, ArgSpec, Baseline, Dtype, Init, KernelSpec, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
 use crate::syntax::{eval_constant, Document, Kernel, LaunchSite, Param, TemplateParamKind};
 
 /// Builds the spec of `kernel` from the templatized document; `original` gives the baseline.
@@ -96,10 +95,6 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, params: Ve
         sol: SolSpec::default(),
         baseline: Baseline { sha256: sha256_hex(&source), source },
     }
-}
-
-pub fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn template_args(k: &Kernel, launch: Option<&LaunchSite>, params: &[ParamSpec]) -> Vec<String> {

@@ -1,0 +1,209 @@
+//! Writes a spec as readable TOML: fields in the model's order, one table per argument and
+//! parameter, the baseline as a `'''` block. The output is deterministic, and reading it back
+//! with `parse_spec` gives the same `SpecFile`.
+
+use std::fmt::Write;
+
+use super::model::*;
+
+/// The spec as TOML text, with a header comment naming the reference documentation.
+pub fn render_spec(spec: &SpecFile) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# cutune tuning spec: how to run, check and bound the kernels of {}.", spec.source);
+    let _ = writeln!(out, "# Expressions and fields: docs/spec.md. `{UNKNOWN}` marks a value still to be filled in.");
+    let _ = writeln!(out, "version = {}", spec.version);
+    let _ = writeln!(out, "source = {}", string(&spec.source));
+    if spec.kernels.is_empty() {
+        out.push_str("kernels = []\n");
+    }
+    for kernel in &spec.kernels {
+        render_kernel(&mut out, kernel);
+    }
+    out
+}
+
+fn render_kernel(out: &mut String, kernel: &KernelSpec) {
+    let _ = writeln!(out, "\n[[kernels]]");
+    let _ = writeln!(out, "name = {}", string(&kernel.name));
+    if !kernel.template_args.is_empty() {
+        let _ = writeln!(out, "template_args = {}", string_array(&kernel.template_args));
+    }
+    let _ = writeln!(out, "grid = {}", string_array(&kernel.grid));
+    let _ = writeln!(out, "block = {}", string_array(&kernel.block));
+    let _ = writeln!(out, "shared_bytes = {}", string(&kernel.shared_bytes));
+    if !kernel.compiler_options.is_empty() {
+        let _ = writeln!(out, "compiler_options = {}", string_array(&kernel.compiler_options));
+    }
+    if !kernel.restrictions.is_empty() {
+        out.push_str("restrictions = [\n");
+        for r in &kernel.restrictions {
+            let _ = writeln!(out, "  {},", string(r));
+        }
+        out.push_str("]\n");
+    }
+    // Arrays of tables cannot be empty, so empty lists stay inline in the kernel's table.
+    for (key, empty) in [("shapes", kernel.shapes.is_empty()), ("args", kernel.args.is_empty()), ("params", kernel.params.is_empty())] {
+        if empty {
+            let _ = writeln!(out, "{key} = []");
+        }
+    }
+    for shape in &kernel.shapes {
+        out.push_str("\n[[kernels.shapes]]\n");
+        for (name, value) in shape {
+            let _ = writeln!(out, "{} = {value}", key(name));
+        }
+    }
+    for arg in &kernel.args {
+        render_arg(out, arg);
+    }
+    for param in &kernel.params {
+        out.push_str("\n[[kernels.params]]\n");
+        let _ = writeln!(out, "name = {}", string(&param.name));
+        let _ = writeln!(out, "kind = {}", string(param_kind(param.kind)));
+        let _ = writeln!(out, "default = {}", param.default);
+        let values: Vec<String> = param.values.iter().map(i64::to_string).collect();
+        let _ = writeln!(out, "values = [{}]", values.join(", "));
+        if !param.origin.is_empty() {
+            let _ = writeln!(out, "origin = {}", string(&param.origin));
+        }
+    }
+    out.push_str("\n[kernels.verify]\n");
+    let _ = writeln!(out, "deterministic = {}", kernel.verify.deterministic);
+    for tolerance in &kernel.verify.tolerances {
+        out.push_str("\n[[kernels.verify.tolerances]]\n");
+        let _ = writeln!(out, "dtype = {}", string(dtype(tolerance.dtype)));
+        let _ = writeln!(out, "atol = {}", float(tolerance.atol));
+        let _ = writeln!(out, "rtol = {}", float(tolerance.rtol));
+    }
+    if kernel.sol != SolSpec::default() {
+        out.push_str("\n[kernels.sol]\n");
+        if let Some(bytes) = &kernel.sol.bytes {
+            let _ = writeln!(out, "bytes = {}", string(bytes));
+        }
+        if let Some(flops) = &kernel.sol.flops {
+            let _ = writeln!(out, "flops = {}", string(flops));
+        }
+    }
+    out.push_str("\n[kernels.baseline]\n");
+    let _ = writeln!(out, "sha256 = {}", string(&kernel.baseline.sha256));
+    let _ = writeln!(out, "source = {}", block_string(&kernel.baseline.source));
+}
+
+fn render_arg(out: &mut String, arg: &ArgSpec) {
+    out.push_str("\n[[kernels.args]]\n");
+    let _ = writeln!(out, "name = {}", string(&arg.name));
+    let _ = writeln!(out, "dtype = {}", string(dtype(arg.dtype)));
+    if let Some(length) = &arg.length {
+        let _ = writeln!(out, "length = {}", string(length));
+    }
+    if let Some(role) = arg.role {
+        let role = match role {
+            Role::Input => "input",
+            Role::Output => "output",
+            Role::InOut => "inout",
+        };
+        let _ = writeln!(out, "role = {}", string(role));
+    }
+    if let Some(init) = &arg.init {
+        let init = match init {
+            Init::Uniform { low, high } => format!("{{ dist = \"uniform\", low = {}, high = {} }}", float(*low), float(*high)),
+            Init::Normal { mean, std } => format!("{{ dist = \"normal\", mean = {}, std = {} }}", float(*mean), float(*std)),
+            Init::Integers { low, high } => format!("{{ dist = \"integers\", low = {low}, high = {high} }}"),
+        };
+        let _ = writeln!(out, "init = {init}");
+    }
+    if let Some(value) = &arg.value {
+        let _ = writeln!(out, "value = {}", string(value));
+    }
+}
+
+fn dtype(d: Dtype) -> &'static str {
+    match d {
+        Dtype::F16 => "f16",
+        Dtype::Bf16 => "bf16",
+        Dtype::F32 => "f32",
+        Dtype::F64 => "f64",
+        Dtype::Fp8e4m3 => "fp8e4m3",
+        Dtype::Fp8e5m2 => "fp8e5m2",
+        Dtype::I8 => "i8",
+        Dtype::I16 => "i16",
+        Dtype::I32 => "i32",
+        Dtype::I64 => "i64",
+        Dtype::U8 => "u8",
+        Dtype::U16 => "u16",
+        Dtype::U32 => "u32",
+        Dtype::U64 => "u64",
+    }
+}
+
+fn param_kind(kind: ParamKind) -> &'static str {
+    match kind {
+        ParamKind::Define => "define",
+        ParamKind::Template => "template",
+        ParamKind::FastMath => "fast_math",
+        ParamKind::MaxRegisters => "max_registers",
+    }
+}
+
+/// A TOML string literal: a literal `'…'` string when the text allows, else a basic string.
+fn string(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
+}
+
+fn string_array(items: &[String]) -> String {
+    let items: Vec<String> = items.iter().map(|s| string(s)).collect();
+    format!("[{}]", items.join(", "))
+}
+
+fn float(x: f64) -> String {
+    toml::Value::Float(x).to_string()
+}
+
+fn key(name: &str) -> String {
+    let bare = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if bare { name.to_string() } else { string(name) }
+}
+
+/// Source code as a multi-line literal string, which needs no escapes, when it can be one: no
+/// `'''` inside, no control characters other than tab and newline, and not ending in `'`
+/// (which would merge with the closing delimiter). Otherwise an escaped basic string.
+fn block_string(text: &str) -> String {
+    let literal_ok = !text.contains("'''")
+        && !text.ends_with('\'')
+        && text.chars().all(|c| c == '\n' || c == '\t' || !c.is_control());
+    if literal_ok {
+        // The newline after the opening delimiter is not part of the value.
+        format!("'''\n{text}'''")
+    } else {
+        string(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The serde name of a unit enum variant.
+    fn serde_name<T: serde::Serialize>(value: &T) -> String {
+        match toml::Value::try_from(value) {
+            Ok(toml::Value::String(s)) => s,
+            other => panic!("not a unit variant: {other:?}"),
+        }
+    }
+
+    /// The hand-written names are the ones deserialisation reads.
+    #[test]
+    fn names_match_serde() {
+        for d in [Dtype::F16, Dtype::Bf16, Dtype::F32, Dtype::F64, Dtype::Fp8e4m3, Dtype::Fp8e5m2, Dtype::I8, Dtype::I16, Dtype::I32, Dtype::I64, Dtype::U8, Dtype::U16, Dtype::U32, Dtype::U64] {
+            assert_eq!(dtype(d), serde_name(&d));
+        }
+        for k in [ParamKind::Define, ParamKind::Template, ParamKind::FastMath, ParamKind::MaxRegisters] {
+            assert_eq!(param_kind(k), serde_name(&k));
+        }
+        for r in [Role::Input, Role::Output, Role::InOut] {
+            let mut out = String::new();
+            render_arg(&mut out, &ArgSpec { name: "x".into(), dtype: Dtype::F32, length: None, role: Some(r), init: None, value: None });
+            assert!(out.contains(&format!("role = \"{}\"", serde_name(&r))), "{out}");
+        }
+    }
+}

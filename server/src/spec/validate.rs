@@ -1,0 +1,593 @@
+//! Reads a spec file and checks it, reporting every problem at its exact place in the TOML text.
+//!
+//! Two parsers run over the text: `toml` deserialises it into the model (its errors carry spans,
+//! and `deny_unknown_fields` catches misspelt keys), and `toml_edit` keeps the document tree
+//! with the span of every value, so the semantic checks can point inside the file, down to the
+//! offending name inside an expression string.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+use std::ops::Range;
+
+use sha2::{Digest, Sha256};
+use toml_edit::{Document, Item};
+
+use super::expr::{self, Expr, Value};
+use super::model::*;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Information,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Information => "information",
+        }
+    }
+}
+
+/// One problem in a spec file. `range` is in bytes of the TOML text; `line` and `column` are the
+/// 0-based position of its start (column in UTF-8 bytes).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SpecDiagnostic {
+    pub severity: Severity,
+    pub range: Range<usize>,
+    pub line: u32,
+    pub column: u32,
+    pub message: String,
+}
+
+/// Parses and checks a spec. The model comes back whenever the TOML deserialises, even when
+/// semantic checks found errors; the diagnostics are sorted by position.
+pub fn parse_spec(text: &str) -> (Option<SpecFile>, Vec<SpecDiagnostic>) {
+    let mut checker = Checker { text, doc: None, diagnostics: Vec::new() };
+    let doc = match Document::parse(text) {
+        Ok(doc) => doc,
+        Err(e) => {
+            checker.push(Severity::Error, e.span().unwrap_or(0..0), first_line(e.message()));
+            return (None, checker.diagnostics);
+        }
+    };
+    let spec = match toml::from_str::<SpecFile>(text) {
+        Ok(spec) => spec,
+        Err(e) => {
+            let message = first_line(e.message());
+            // The scaffold writes `?` where it could not infer an enumerated value (a dtype, a role).
+            let message = if message.starts_with("unknown variant `?`") {
+                format!("this value is unknown (`?`) and must be filled in: {message}")
+            } else {
+                message
+            };
+            checker.push(Severity::Error, e.span().unwrap_or(0..0), message);
+            return (None, checker.diagnostics);
+        }
+    };
+    checker.doc = Some(doc);
+    checker.check_file(&spec);
+    let mut diagnostics = checker.diagnostics;
+    diagnostics.sort_by_key(|d| (d.range.start, d.severity));
+    (Some(spec), diagnostics)
+}
+
+fn first_line(message: &str) -> String {
+    message.trim().lines().next().unwrap_or("").to_string()
+}
+
+/// The 0-based line and UTF-8 byte column of `offset` in `text`.
+pub fn line_column(text: &str, offset: usize) -> (u32, u32) {
+    let before = &text.as_bytes()[..offset.min(text.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count();
+    let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    (line as u32, (before.len() - line_start) as u32)
+}
+
+/// One step of a path into the TOML document.
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+use Seg::{Index as I, Key as K};
+
+struct Checker<'t> {
+    text: &'t str,
+    doc: Option<Document<&'t str>>,
+    diagnostics: Vec<SpecDiagnostic>,
+}
+
+/// The names an expression of one kernel may use, by what they are.
+struct Scope<'k> {
+    sizes: BTreeSet<&'k str>,
+    params: BTreeSet<&'k str>,
+    scalars: BTreeSet<&'k str>,
+}
+
+impl Scope<'_> {
+    fn contains(&self, name: &str) -> bool {
+        self.sizes.contains(name) || self.params.contains(name) || self.scalars.contains(name)
+    }
+}
+
+/// An expression field of a kernel: where it is and what to call it in messages.
+struct Field<'p> {
+    path: Vec<Seg<'p>>,
+    kind: FieldKind,
+    what: String,
+    example: String,
+}
+
+/// What an expression field must evaluate to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FieldKind {
+    /// A grid or block extent: an integer >= 1.
+    Extent,
+    /// A buffer length: an integer >= 1.
+    Length,
+    /// A scalar argument: any number.
+    Scalar,
+    /// True for every configuration the search may try.
+    Restriction,
+    /// Shared memory bytes, SOL bytes and flops: a number >= 0.
+    Amount,
+}
+
+impl<'t> Checker<'t> {
+    fn push(&mut self, severity: Severity, range: Range<usize>, message: impl Into<String>) {
+        let (line, column) = line_column(self.text, range.start);
+        self.diagnostics.push(SpecDiagnostic { severity, range, line, column, message: message.into() });
+    }
+
+    /// The span of the value at `path`, or of the deepest table on the way when the key is absent.
+    fn span(&self, path: &[Seg]) -> Range<usize> {
+        let Some(doc) = &self.doc else { return 0..0 };
+        let mut item: &Item = doc.as_item();
+        let mut best = 0..0;
+        for seg in path {
+            let next = match seg {
+                Seg::Key(k) => item.get(*k),
+                Seg::Index(i) => item.get(*i),
+            };
+            match next {
+                Some(next) => {
+                    item = next;
+                    if let Some(span) = item.span() {
+                        best = span;
+                    }
+                }
+                None => break,
+            }
+        }
+        best
+    }
+
+    fn at(&mut self, severity: Severity, path: &[Seg], message: impl Into<String>) {
+        let span = self.span(path);
+        self.push(severity, span, message);
+    }
+
+    /// Maps a byte range inside the string value at `value_span` to a range in the file, when the
+    /// string is written without escapes (so its text is its value); otherwise the whole value.
+    fn inner_span(&self, value_span: Range<usize>, value: &str, inner: Range<usize>) -> Range<usize> {
+        let raw = &self.text[value_span.clone()];
+        let quote = if raw.starts_with("\"\"\"") || raw.starts_with("'''") { 3 } else { 1 };
+        if raw.len() < 2 * quote {
+            return value_span;
+        }
+        let mut body_start = value_span.start + quote;
+        let mut body = &raw[quote..raw.len() - quote];
+        if quote == 3 && body.starts_with('\n') {
+            body = &body[1..];
+            body_start += 1;
+        }
+        let escaped = raw.starts_with('"') && body.contains('\\');
+        if body != value || escaped {
+            return value_span;
+        }
+        body_start + inner.start..body_start + inner.end
+    }
+
+    fn check_file(&mut self, spec: &SpecFile) {
+        if spec.version != 1 {
+            let message = format!("version {} is not supported: this cutune reads version 1", spec.version);
+            self.at(Severity::Error, &[K("version")], message);
+        }
+        if is_unknown(&spec.source) {
+            self.at(Severity::Error, &[K("source")], "source is unknown: name the `.cu` file, relative to this spec");
+        }
+        if spec.kernels.is_empty() {
+            self.at(Severity::Warning, &[K("kernels")], "no kernels: add a [[kernels]] table for each kernel to tune");
+        }
+        let mut seen = BTreeSet::new();
+        for (k, kernel) in spec.kernels.iter().enumerate() {
+            if !seen.insert(kernel.name.as_str()) {
+                let message = format!("kernel `{}` is described twice", kernel.name);
+                self.at(Severity::Error, &[K("kernels"), I(k), K("name")], message);
+            }
+            self.check_kernel(k, kernel);
+        }
+    }
+
+    fn check_kernel(&mut self, k: usize, kernel: &KernelSpec) {
+        let base = |rest: &[Seg<'static>]| -> Vec<Seg<'static>> { [K("kernels"), I(k)].iter().chain(rest).copied().collect() };
+        if is_unknown(&kernel.name) {
+            self.at(Severity::Error, &base(&[K("name")]), "kernel name is unknown: write the `__global__` function's name");
+        }
+        let scope = self.check_names(k, kernel);
+        let sizes_example = kernel.shapes.first().map(|s| s.keys().cloned().collect::<Vec<_>>().join(" * ")).filter(|s| !s.is_empty()).unwrap_or_else(|| "n".into());
+        let first_size = kernel.shapes.first().and_then(|s| s.keys().next().cloned()).unwrap_or_else(|| "n".into());
+        let first_param = kernel.params.first().map(|p| p.name.clone()).unwrap_or_else(|| "BLOCK_SIZE".into());
+
+        let mut fields: Vec<(Field, &str)> = Vec::new();
+        for (key, extents) in [("grid", &kernel.grid), ("block", &kernel.block)] {
+            if extents.is_empty() || extents.len() > 3 {
+                let message = format!("{key} has {} extents: give 1 to 3 (x, y, z)", extents.len());
+                self.at(Severity::Error, &base(&[K(key)]), message);
+            }
+            for (i, text) in extents.iter().enumerate() {
+                let axis = ["x", "y", "z"].get(i).copied().unwrap_or("?");
+                let example = if key == "grid" { format!("ceil_div({first_size}, {first_param})") } else { first_param.clone() };
+                fields.push((Field { path: base(&[K(key), I(i)]), kind: FieldKind::Extent, what: format!("{key} extent {axis}"), example }, text));
+            }
+        }
+        fields.push((Field { path: base(&[K("shared_bytes")]), kind: FieldKind::Amount, what: "shared_bytes".into(), example: "0".into() }, &kernel.shared_bytes));
+        for (a, arg) in kernel.args.iter().enumerate() {
+            if let Some(length) = &arg.length {
+                let what = format!("length of argument `{}`", arg.name);
+                fields.push((Field { path: base(&[K("args"), I(a), K("length")]), kind: FieldKind::Length, what, example: sizes_example.clone() }, length));
+            }
+            if let Some(value) = &arg.value {
+                let what = format!("value of scalar argument `{}`", arg.name);
+                fields.push((Field { path: base(&[K("args"), I(a), K("value")]), kind: FieldKind::Scalar, what, example: first_size.clone() }, value));
+            }
+        }
+        for (r, text) in kernel.restrictions.iter().enumerate() {
+            let example = format!("{first_param} <= 1024");
+            fields.push((Field { path: base(&[K("restrictions"), I(r)]), kind: FieldKind::Restriction, what: format!("restriction {}", r + 1), example }, text));
+        }
+        if let Some(bytes) = &kernel.sol.bytes {
+            let example = format!("2 * {sizes_example} * 2");
+            fields.push((Field { path: base(&[K("sol"), K("bytes")]), kind: FieldKind::Amount, what: "SOL bytes".into(), example }, bytes));
+        }
+        if let Some(flops) = &kernel.sol.flops {
+            fields.push((Field { path: base(&[K("sol"), K("flops")]), kind: FieldKind::Amount, what: "SOL flops".into(), example: sizes_example.clone() }, flops));
+        }
+
+        let mut parsed = Vec::new();
+        for (field, text) in &fields {
+            if let Some(expr) = self.check_expression(field, text, &scope) {
+                parsed.push((field, expr));
+            }
+        }
+        self.check_unknown_strings(k, kernel);
+        self.check_args(k, kernel);
+        self.check_params(k, kernel);
+        self.check_verify(k, kernel);
+        self.check_baseline(k, kernel);
+        self.check_default_configuration(k, kernel, &parsed);
+    }
+
+    /// Sizes, parameters and arguments: shapes agree, no name is used twice. Returns the scope.
+    fn check_names<'k>(&mut self, k: usize, kernel: &'k KernelSpec) -> Scope<'k> {
+        let shapes_path = [K("kernels"), I(k), K("shapes")];
+        match kernel.shapes.first() {
+            None => self.at(
+                Severity::Error,
+                &shapes_path,
+                "no shapes: add a [[kernels.shapes]] table giving every size, e.g. `rows = 8192`",
+            ),
+            Some(first) => {
+                for (s, shape) in kernel.shapes.iter().enumerate().skip(1) {
+                    let missing: Vec<_> = first.keys().filter(|key| !shape.contains_key(*key)).map(|key| format!("`{key}`")).collect();
+                    let extra: Vec<_> = shape.keys().filter(|key| !first.contains_key(*key)).map(|key| format!("`{key}`")).collect();
+                    if missing.is_empty() && extra.is_empty() {
+                        continue;
+                    }
+                    let mut message = format!("shape {} does not name the same sizes as shape 1", s + 1);
+                    if !missing.is_empty() {
+                        let _ = write!(message, "; missing {}", missing.join(", "));
+                    }
+                    if !extra.is_empty() {
+                        let _ = write!(message, "; extra {}", extra.join(", "));
+                    }
+                    self.at(Severity::Error, &[K("kernels"), I(k), K("shapes"), I(s)], message);
+                }
+            }
+        }
+        let mut scope = Scope { sizes: BTreeSet::new(), params: BTreeSet::new(), scalars: BTreeSet::new() };
+        for shape in &kernel.shapes {
+            scope.sizes.extend(shape.keys().map(String::as_str));
+        }
+        for (p, param) in kernel.params.iter().enumerate() {
+            let path = [K("kernels"), I(k), K("params"), I(p), K("name")];
+            if !scope.params.insert(&param.name) {
+                self.at(Severity::Error, &path, format!("parameter `{}` is declared twice", param.name));
+            } else if scope.sizes.contains(param.name.as_str()) {
+                self.at(Severity::Error, &path, format!("`{}` is both a size and a parameter: rename one", param.name));
+            }
+        }
+        let mut arg_names = BTreeSet::new();
+        for (a, arg) in kernel.args.iter().enumerate() {
+            let path = [K("kernels"), I(k), K("args"), I(a), K("name")];
+            if is_unknown(&arg.name) {
+                self.at(Severity::Error, &path, format!("name of argument {} is unknown: write the kernel parameter's name", a + 1));
+                continue;
+            }
+            if !arg_names.insert(arg.name.as_str()) {
+                self.at(Severity::Error, &path, format!("argument `{}` is declared twice", arg.name));
+                continue;
+            }
+            let Some(value) = arg.value.as_deref().filter(|_| !arg.is_buffer()) else { continue };
+            let shadows = scope.sizes.contains(arg.name.as_str()) || scope.params.contains(arg.name.as_str());
+            // `hidden = hidden` (a size passed to the kernel) is the common case and harmless.
+            if shadows && value.trim() != arg.name {
+                let message = format!(
+                    "scalar argument `{}` has the name of a size or parameter but the value `{value}`: expressions could not tell them apart",
+                    arg.name
+                );
+                self.at(Severity::Error, &path, message);
+            } else if !shadows {
+                scope.scalars.insert(&arg.name);
+            }
+        }
+        scope
+    }
+
+    /// Parses one expression field and checks its names; `None` when it is unknown or broken.
+    fn check_expression(&mut self, field: &Field, text: &str, scope: &Scope) -> Option<Expr> {
+        let value_span = self.span(&field.path);
+        if is_unknown(text) {
+            let wanted = match field.kind {
+                FieldKind::Extent | FieldKind::Length | FieldKind::Amount => "an expression over the sizes and parameters",
+                FieldKind::Scalar => "a number or an expression over the sizes",
+                FieldKind::Restriction => "a condition over the parameters and sizes",
+            };
+            let message = format!("{} is unknown: write {wanted}, e.g. `{}`", field.what, field.example);
+            self.push(Severity::Error, value_span, message);
+            return None;
+        }
+        let expr = match expr::parse(text) {
+            Ok(expr) => expr,
+            Err(e) => {
+                let range = self.inner_span(value_span, text, e.span.clone());
+                self.push(Severity::Error, range, format!("{}: {}", field.what, e.message));
+                return None;
+            }
+        };
+        let mut all_known = true;
+        for (name, span) in expr.names() {
+            if !scope.contains(name) {
+                all_known = false;
+                let range = self.inner_span(value_span.clone(), text, span);
+                let known: Vec<&str> = scope.sizes.iter().chain(&scope.params).chain(&scope.scalars).copied().collect();
+                let known = if known.is_empty() { "none are declared".to_string() } else { format!("known: {}", known.join(", ")) };
+                self.push(
+                    Severity::Error,
+                    range,
+                    format!("`{name}` in {} is not a size, a parameter or a scalar argument ({known})", field.what),
+                );
+            }
+        }
+        all_known.then_some(expr)
+    }
+
+    /// `?` left in fields that are not expressions.
+    fn check_unknown_strings(&mut self, k: usize, kernel: &KernelSpec) {
+        for (i, arg) in kernel.template_args.iter().enumerate() {
+            if is_unknown(arg) {
+                let message = format!("template argument {} is unknown: write a type or a parameter, e.g. `{}`", i + 1, kernel.params.first().map_or("float", |p| p.name.as_str()));
+                self.at(Severity::Error, &[K("kernels"), I(k), K("template_args"), I(i)], message);
+            }
+        }
+        for (i, option) in kernel.compiler_options.iter().enumerate() {
+            if is_unknown(option) {
+                self.at(Severity::Error, &[K("kernels"), I(k), K("compiler_options"), I(i)], "compiler option is unknown: write the NVRTC option, e.g. `-std=c++17`, or remove it");
+            }
+        }
+    }
+
+    fn check_args(&mut self, k: usize, kernel: &KernelSpec) {
+        for (a, arg) in kernel.args.iter().enumerate() {
+            let path = |key: &'static str| [K("kernels"), I(k), K("args"), I(a), K(key)];
+            let name = &arg.name;
+            match (&arg.length, &arg.value) {
+                (Some(_), Some(_)) => self.at(Severity::Error, &path("value"), format!("argument `{name}` has both a length (a buffer) and a value (a scalar): keep one")),
+                (None, None) => self.at(Severity::Error, &path("name"), format!("argument `{name}` has neither a length (a buffer) nor a value (a scalar)")),
+                (Some(_), None) => {
+                    if arg.role.is_none() {
+                        let message = format!("buffer `{name}` has no role: add role = \"input\", \"output\" or \"inout\"");
+                        self.at(Severity::Error, &path("name"), message);
+                    }
+                }
+                (None, Some(_)) => {
+                    if arg.role.is_some() {
+                        self.at(Severity::Warning, &path("role"), format!("scalar `{name}` has a role; only buffers have one, so it is ignored"));
+                    }
+                    if arg.init.is_some() {
+                        self.at(Severity::Warning, &path("init"), format!("scalar `{name}` has an init; scalars take their value, so it is ignored"));
+                    }
+                }
+            }
+            let bad_init = match &arg.init {
+                Some(Init::Uniform { low, high }) if low.is_nan() || high.is_nan() || low > high => Some(format!("uniform init of `{name}` needs low <= high")),
+                Some(Init::Normal { std, .. }) if std.is_nan() || *std < 0.0 => Some(format!("normal init of `{name}` needs std >= 0")),
+                Some(Init::Integers { low, high }) if low >= high => Some(format!("integers init of `{name}` draws from [low, high) and needs low < high")),
+                _ => None,
+            };
+            if let Some(message) = bad_init {
+                self.at(Severity::Error, &path("init"), message);
+            }
+        }
+    }
+
+    fn check_params(&mut self, k: usize, kernel: &KernelSpec) {
+        for (p, param) in kernel.params.iter().enumerate() {
+            let path = |key: &'static str| [K("kernels"), I(k), K("params"), I(p), K(key)];
+            if is_unknown(&param.name) {
+                self.at(Severity::Error, &path("name"), format!("name of parameter {} is unknown", p + 1));
+            }
+            if param.values.is_empty() {
+                self.at(Severity::Error, &path("values"), format!("parameter `{}` has no values: list at least its default", param.name));
+            } else if !param.values.contains(&param.default) {
+                let message = format!(
+                    "default {} of `{}` is not one of its values {:?}: the default configuration must be in the search space",
+                    param.default, param.name, param.values
+                );
+                self.at(Severity::Error, &path("default"), message);
+            }
+            let distinct: BTreeSet<_> = param.values.iter().collect();
+            if distinct.len() != param.values.len() {
+                self.at(Severity::Warning, &path("values"), format!("parameter `{}` lists a value more than once", param.name));
+            }
+            if param.kind == ParamKind::FastMath && param.values.iter().any(|v| *v != 0 && *v != 1) {
+                self.at(Severity::Warning, &path("values"), format!("`{}` is a fast_math switch: its values should be 0 and 1", param.name));
+            }
+        }
+    }
+
+    fn check_verify(&mut self, k: usize, kernel: &KernelSpec) {
+        let mut seen = BTreeSet::new();
+        for (t, tolerance) in kernel.verify.tolerances.iter().enumerate() {
+            let path = |key: &'static str| [K("kernels"), I(k), K("verify"), K("tolerances"), I(t), K(key)];
+            for (key, value) in [("atol", tolerance.atol), ("rtol", tolerance.rtol)] {
+                if !value.is_finite() || value < 0.0 {
+                    self.at(Severity::Error, &path(key), format!("{key} must be a finite number >= 0, not {value}"));
+                }
+            }
+            if !seen.insert(tolerance.dtype) {
+                self.at(Severity::Warning, &path("dtype"), format!("a second tolerance for {:?}: the last one wins", tolerance.dtype));
+            }
+        }
+    }
+
+    fn check_baseline(&mut self, k: usize, kernel: &KernelSpec) {
+        let path = |key: &'static str| [K("kernels"), I(k), K("baseline"), K(key)];
+        let baseline = &kernel.baseline;
+        if is_unknown(&baseline.source) {
+            self.at(Severity::Error, &path("source"), "baseline source is unknown: paste the original kernel here (`cutune templatize` does this)");
+            return;
+        }
+        if is_unknown(&baseline.sha256) {
+            self.at(Severity::Error, &path("sha256"), format!("baseline sha256 is unknown: it is {}", sha256_hex(&baseline.source)));
+            return;
+        }
+        let actual = sha256_hex(&baseline.source);
+        if !baseline.sha256.eq_ignore_ascii_case(&actual) {
+            let message = format!(
+                "the baseline source does not match its sha256 (it hashes to {actual}): the baseline was edited; \
+                 verification compares against the source as it is now"
+            );
+            self.at(Severity::Warning, &path("sha256"), message);
+        }
+    }
+
+    /// Evaluates the expressions under each shape with every parameter at its default, and warns
+    /// where the default configuration (the original kernel) would be infeasible. Each field is
+    /// reported once, for the first shape where it fails.
+    fn check_default_configuration(&mut self, k: usize, kernel: &KernelSpec, parsed: &[(&Field, Expr)]) {
+        let mut reported: BTreeSet<String> = BTreeSet::new();
+        for (s, shape) in kernel.shapes.iter().enumerate() {
+            let Some(env) = default_environment(kernel, shape) else { continue };
+            let lookup = |n: &str| env.get(n).copied();
+            let with_values = |expr: &Expr| -> String {
+                let used: Vec<String> =
+                    expr.free_variables().iter().filter_map(|n| env.get(n.as_str()).map(|v| format!("{n} = {v}"))).collect();
+                let shape = if kernel.shapes.len() > 1 { format!("shape {}", s + 1) } else { String::new() };
+                match (shape.is_empty(), used.is_empty()) {
+                    (true, true) => String::new(),
+                    (false, true) => format!(" ({shape})"),
+                    (true, false) => format!(" (with {})", used.join(", ")),
+                    (false, false) => format!(" ({shape}, with {})", used.join(", ")),
+                }
+            };
+            let mut threads_per_block: Option<i64> = Some(1);
+            for (field, expr) in parsed {
+                if reported.contains(&field.what) {
+                    continue;
+                }
+                let what = &field.what;
+                let problem = match field.kind {
+                    FieldKind::Restriction => match expr.eval(&lookup) {
+                        Ok(v) if v.is_true() => None,
+                        Ok(_) => Some(format!("the default configuration violates {what}{}", with_values(expr))),
+                        Err(e) => Some(format!("{what} cannot be evaluated for the default configuration: {e}{}", with_values(expr))),
+                    },
+                    FieldKind::Extent | FieldKind::Length => match expr.eval_integer(&lookup) {
+                        Ok(v) if v < 1 => Some(format!("{what} is {v} for the default configuration{}", with_values(expr))),
+                        Ok(v) => {
+                            if field.path.iter().any(|seg| matches!(seg, Seg::Key("block"))) {
+                                threads_per_block = threads_per_block.and_then(|t| t.checked_mul(v));
+                            }
+                            None
+                        }
+                        Err(e) => Some(format!("{what}: {e}{}", with_values(expr))),
+                    },
+                    FieldKind::Amount => match expr.eval(&lookup) {
+                        Ok(v) if v.as_f64() < 0.0 => Some(format!("{what} is {v} for the default configuration{}", with_values(expr))),
+                        Ok(_) => None,
+                        Err(e) => Some(format!("{what}: {e}{}", with_values(expr))),
+                    },
+                    // Scalars that fail to evaluate make `default_environment` give up (reported below).
+                    FieldKind::Scalar => None,
+                };
+                if let Some(message) = problem {
+                    reported.insert(field.what.clone());
+                    let span = self.span(&field.path);
+                    self.push(Severity::Warning, span, message);
+                }
+            }
+            if let Some(threads) = threads_per_block.filter(|t| *t > 1024) {
+                if reported.insert("threads per block".into()) {
+                    let message = format!("the default configuration launches {threads} threads per block; CUDA allows at most 1024");
+                    self.at(Severity::Warning, &[K("kernels"), I(k), K("block")], message);
+                }
+            }
+        }
+        for (field, expr) in parsed.iter().filter(|(f, _)| f.kind == FieldKind::Scalar) {
+            let Some(shape) = kernel.shapes.first() else { break };
+            let env: BTreeMap<String, Value> = shape
+                .iter()
+                .map(|(n, v)| (n.clone(), Value::Int(*v)))
+                .chain(kernel.params.iter().map(|p| (p.name.clone(), Value::Int(p.default))))
+                .collect();
+            if let Err(e) = expr.eval(&|n| env.get(n).copied()) {
+                let span = self.span(&field.path);
+                self.push(Severity::Warning, span, format!("{}: {e} (scalars may use sizes and parameters, not other scalars)", field.what));
+            }
+        }
+    }
+}
+
+/// Sizes of `shape`, parameters at their defaults, and scalar arguments evaluated over those.
+/// `None` when a scalar cannot be evaluated (that is reported on the scalar itself).
+pub fn default_environment(kernel: &KernelSpec, shape: &Shape) -> Option<BTreeMap<String, Value>> {
+    let mut env: BTreeMap<String, Value> = shape.iter().map(|(k, v)| (k.clone(), Value::Int(*v))).collect();
+    for param in &kernel.params {
+        env.insert(param.name.clone(), Value::Int(param.default));
+    }
+    for arg in kernel.args.iter().filter(|a| !a.is_buffer()) {
+        let Some(text) = &arg.value else { continue };
+        let value = expr::parse(text).ok()?.eval(&|n| env.get(n).copied()).ok()?;
+        env.insert(arg.name.clone(), value);
+    }
+    Some(env)
+}
+
+fn is_unknown(text: &str) -> bool {
+    text.trim() == UNKNOWN
+}
+
+/// Lower-case hex SHA-256, the form `baseline.sha256` holds.
+pub fn sha256_hex(text: &str) -> String {
+    Sha256::digest(text.as_bytes()).iter().fold(String::with_capacity(64), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
