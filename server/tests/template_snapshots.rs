@@ -29,7 +29,7 @@ fn transforms_of_every_fixture() {
         let mut spec = result.spec.clone();
         spec.baseline.source = format!("<{} bytes>", spec.baseline.source.len());
         let diff = similar::TextDiff::from_lines(&text, &result.text).unified_diff().context_radius(1).to_string();
-        let spec_text = toml::to_string(&spec).expect("spec serialises");
+        let spec_text = cutune::spec::render_spec(&cutune::spec::SpecFile { version: 1, source: name.display().to_string(), kernels: vec![spec] });
         insta::assert_snapshot!(format!("{}\n--- diff\n{diff}\n--- spec\n{spec_text}", report(name, &result)));
     });
 }

@@ -51,9 +51,12 @@ pub fn run(args: &TemplatizeArgs) -> Result<()> {
 
 fn read_spec(path: &Path) -> Result<Option<SpecFile>> {
     match std::fs::read_to_string(path) {
-        Ok(text) => match toml::from_str(&text) {
-            Ok(file) => Ok(Some(file)),
-            Err(e) => bail!("{}: {e}: the existing spec does not parse; fix or move it before templatizing again", path.display()),
+        Ok(text) => match spec::parse_spec(&text) {
+            (Some(file), _) => Ok(Some(file)),
+            (None, diagnostics) => {
+                let first = diagnostics.first().map(|d| format!("{}:{}: {}", d.line + 1, d.column + 1, d.message)).unwrap_or_default();
+                bail!("{}:{first}: the existing spec does not parse; fix or move it before templatizing again", path.display())
+            }
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),

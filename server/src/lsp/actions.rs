@@ -92,8 +92,13 @@ pub fn templatize_edit(uri: &Uri, doc: &Document, version: i32, kernel: &str, en
 fn merged_spec(source: &Path, old: Option<&str>, result: &Templatized) -> Result<String, String> {
     let source_name = source.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let base = match old {
-        Some(text) if !text.trim().is_empty() => toml::from_str::<SpecFile>(text)
-            .map_err(|e| format!("the existing spec beside the file does not parse ({e}); fix or move it before templatizing again"))?,
+        Some(text) if !text.trim().is_empty() => match spec::parse_spec(text) {
+            (Some(file), _) => file,
+            (None, diagnostics) => {
+                let first = diagnostics.first().map(|d| format!(" (line {}: {})", d.line + 1, d.message)).unwrap_or_default();
+                return Err(format!("the spec beside the file does not parse{first}; fix or move it before templatizing again"));
+            }
+        },
         _ => SpecFile { version: 1, source: source_name, kernels: Vec::new() },
     };
     Ok(spec::render_spec(&spec::with_kernel(base, result.spec.clone())))

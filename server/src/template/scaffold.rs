@@ -43,6 +43,18 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, params: Ve
         })
         .collect();
 
+    // Host expressions are C, where `/` on integers truncates; in the spec `/` is true division.
+    let (grid, block, shared_bytes) = (grid.iter().map(|g| c_division(g)).collect::<Vec<_>>(), block.iter().map(|b| c_division(b)).collect::<Vec<_>>(), c_division(&shared_bytes));
+    let args: Vec<ArgSpec> = args
+        .into_iter()
+        .map(|mut a| {
+            a.length = a.length.map(|l| c_division(&l));
+            if !a.dtype.is_float() {
+                a.value = a.value.map(|v| c_division(&v));
+            }
+            a
+        })
+        .collect();
     let mut sizes = BTreeSet::new();
     let expressions = grid.iter().chain(&block).chain(std::iter::once(&shared_bytes));
     let arg_exprs = args.iter().filter_map(|a| if a.dtype.is_float() { a.length.as_ref() } else { a.length.as_ref().or(a.value.as_ref()) });
@@ -95,6 +107,24 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, params: Ve
         sol: SolSpec::default(),
         baseline: Baseline { sha256: sha256_hex(&source), source },
     }
+}
+
+/// A C integer expression in the spec's language: `/` becomes `//`. Sizes and block counts are
+/// non-negative, where flooring and C's truncation agree.
+fn c_division(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 4);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '/' && chars.peek() != Some(&'/') {
+            out.push_str("//");
+        } else {
+            out.push(c);
+            if c == '/' {
+                out.push(chars.next().expect("peeked"));
+            }
+        }
+    }
+    out
 }
 
 fn template_args(k: &Kernel, launch: Option<&LaunchSite>, params: &[ParamSpec]) -> Vec<String> {
@@ -728,6 +758,12 @@ mod tests {
     fn caller_names_are_renamed_to_launcher_names() {
         let renamed = rename_identifiers("tokens * d_hidden", |w| (w == "d_hidden").then(|| "hidden".to_string()));
         assert_eq!(renamed, "tokens * hidden");
+    }
+
+    #[test]
+    fn c_division_truncates_in_the_spec_too() {
+        assert_eq!(c_division("(n + B - 1) / B"), "(n + B - 1) // B");
+        assert_eq!(c_division("a // b / c"), "a // b // c");
     }
 
     #[test]
