@@ -4,5 +4,6 @@
 
 pub mod cli;
 pub mod lsp;
+pub mod slice;
 pub mod spec;
 pub mod syntax;

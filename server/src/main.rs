@@ -24,6 +24,8 @@ enum Command {
     },
     /// Measure analysis speed and server memory on generated CUDA files.
     Bench(cutune::cli::bench::BenchArgs),
+    /// Print the device-side code NVRTC needs to compile one kernel, without the host code.
+    Slice(cutune::cli::slice::SliceArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +34,7 @@ fn main() -> ExitCode {
         Command::Lsp => return ExitCode::from(cutune::lsp::run_stdio() as u8),
         Command::Kernels { file, json } => cutune::cli::kernels(&file, json).map(|out| print!("{out}")),
         Command::Bench(args) => cutune::cli::bench::run(&args),
+        Command::Slice(args) => cutune::cli::slice::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
