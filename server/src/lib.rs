@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod lsp;
+pub mod slice;
 pub mod spec;
 pub mod syntax;
 pub mod template;

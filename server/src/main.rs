@@ -28,6 +28,8 @@ enum Command {
     Templatize(cutune::cli::templatize::TemplatizeArgs),
     /// Check tuning specs, and convert them to and from T1 files.
     Spec(cutune::cli::spec::SpecArgs),
+    /// Print the device-side code NVRTC needs to compile one kernel, without the host code.
+    Slice(cutune::cli::slice::SliceArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
             Ok(code) => return code,
             Err(e) => Err(e),
         },
+        Command::Slice(args) => cutune::cli::slice::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod templatize;
 pub mod spec;
+pub mod slice;
 
 use std::fmt::Write;
 use std::path::Path;

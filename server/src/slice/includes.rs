@@ -1,0 +1,118 @@
+//! Which `#include`s NVRTC can resolve, and which namespaces a header is known to declare.
+//!
+//! Checked against NVRTC 12.9 (pip `nvidia-cuda-nvrtc-cu12`): it declares the runtime's device
+//! built-ins itself (vector types, `make_float4`, atomics, math functions, `printf`), so
+//! `cuda_runtime.h` adds nothing; the C++ standard library headers (`<cstdint>`,
+//! `<type_traits>`, `<cmath>`, ...) cannot be opened; the device headers of the toolkit
+//! (`cuda_fp16.h`, ...) compile with `-I<cuda>/include`, which cutune's NVRTC step passes.
+
+use std::path::{Path, PathBuf};
+
+/// What to do with one `#include`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Verdict {
+    /// A device header of the CUDA toolkit: found through `-I<cuda>/include`.
+    ToolkitDevice,
+    /// Found as a file, relative to the source file or in an include directory.
+    Local(PathBuf),
+    Dropped(String),
+}
+
+/// Device headers shipped in the CUDA toolkit's `include/` folder.
+const TOOLKIT_DEVICE_HEADERS: &[&str] = &[
+    "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cuda_fp6.h", "cuda_fp4.h", "mma.h",
+    "cooperative_groups.h", "cuda_pipeline.h", "cuda_pipeline_primitives.h", "cuda_awbarrier.h",
+    "cuda_awbarrier_primitives.h", "math_constants.h", "device_functions.h", "sm_20_intrinsics.h",
+    "sm_30_intrinsics.h", "sm_32_intrinsics.h", "sm_35_intrinsics.h", "sm_61_intrinsics.h",
+    "sm_60_atomic_functions.h",
+];
+
+/// Host-side CUDA headers: the runtime and driver APIs, and the libraries called from the host.
+const CUDA_HOST_HEADERS: &[&str] = &[
+    "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "device_launch_parameters.h", "driver_types.h",
+    "cuda_profiler_api.h", "nvrtc.h", "nvToolsExt.h", "cuda_occupancy.h",
+];
+
+/// Prefixes of host-library headers, with the namespaces those libraries declare.
+const HOST_LIBRARIES: &[(&str, &str, &[&str])] = &[
+    ("torch/", "PyTorch host header", &["torch", "at", "c10", "pybind11"]),
+    ("ATen/", "PyTorch host header", &["at", "c10"]),
+    ("c10/", "PyTorch host header", &["c10"]),
+    ("pybind11/", "pybind11 host header", &["pybind11"]),
+    ("Python.h", "Python C API host header", &[]),
+    ("cublas", "cuBLAS host API header", &[]),
+    ("cudnn", "cuDNN host API header", &[]),
+    ("nccl", "NCCL host API header", &[]),
+    ("thrust/", "Thrust header (host algorithms; NVRTC cannot compile it)", &["thrust"]),
+];
+
+/// CUDA C++ Core Libraries: device code NVRTC can compile, found only through a CCCL include dir.
+const CCCL_PREFIXES: &[(&str, &str)] = &[("cuda/", "cuda"), ("cub/", "cub"), ("nv/", "nv")];
+
+/// Decides for `written`, the include as written (`<cuda_fp16.h>` or `"common.cuh"`).
+pub(super) fn classify(written: &str, file_dir: Option<&Path>, include_dirs: &[PathBuf]) -> Verdict {
+    let quoted = written.starts_with('"');
+    let name = written.trim_matches(|c| matches!(c, '"' | '<' | '>'));
+    if let Some((_, what, _)) = HOST_LIBRARIES.iter().find(|(prefix, _, _)| name.starts_with(prefix)) {
+        return Verdict::Dropped(format!("{what}; NVRTC compiles device code only"));
+    }
+    if is_standard_library(name) {
+        return Verdict::Dropped("C++ standard library header; NVRTC has no host standard library".into());
+    }
+    if CUDA_HOST_HEADERS.contains(&name) {
+        return Verdict::Dropped("CUDA host API header; NVRTC declares the device built-ins itself".into());
+    }
+    // A quoted include is looked up next to the including file first, as the compiler does.
+    let search = quoted.then_some(file_dir).flatten().into_iter().chain(include_dirs.iter().map(PathBuf::as_path));
+    let found = search.map(|dir| dir.join(name)).find(|candidate| candidate.is_file());
+    if TOOLKIT_DEVICE_HEADERS.contains(&name) || name.starts_with("cooperative_groups/") {
+        return Verdict::ToolkitDevice;
+    }
+    if let Some(path) = found {
+        return Verdict::Local(path);
+    }
+    if CCCL_PREFIXES.iter().any(|(prefix, _)| name.starts_with(prefix)) {
+        return Verdict::Dropped("CUDA C++ Core Libraries header not found in the include dirs; pass the CCCL include dir with -I".into());
+    }
+    let places = if quoted { "next to the file or in the include dirs" } else { "in the include dirs" };
+    Verdict::Dropped(format!("not found {places}"))
+}
+
+/// The namespaces a header is known to declare, for explaining names that come from it.
+pub(super) fn known_namespaces(written: &str) -> &'static [&'static str] {
+    let name = written.trim_matches(|c| matches!(c, '"' | '<' | '>'));
+    if is_standard_library(name) {
+        return &["std"];
+    }
+    if name == "mma.h" || name.starts_with("cuda_pipeline") {
+        return &["nvcuda"];
+    }
+    if name.starts_with("cooperative_groups") {
+        return &["cooperative_groups"];
+    }
+    if let Some((_, namespace)) = CCCL_PREFIXES.iter().find(|(prefix, _)| name.starts_with(prefix)) {
+        return std::slice::from_ref(namespace);
+    }
+    HOST_LIBRARIES.iter().find(|(prefix, _, _)| name.starts_with(prefix)).map_or(&[], |(_, _, namespaces)| namespaces)
+}
+
+/// `<vector>`, `<cstdio>`, `<stdio.h>`: the C and C++ standard headers, which no CUDA header
+/// shares a name with.
+fn is_standard_library(name: &str) -> bool {
+    const CXX: &[&str] = &[
+        "algorithm", "array", "atomic", "bitset", "chrono", "complex", "condition_variable", "deque",
+        "exception", "filesystem", "fstream", "functional", "future", "initializer_list", "iomanip",
+        "ios", "iosfwd", "iostream", "istream", "iterator", "limits", "list", "map", "memory", "mutex",
+        "new", "numeric", "optional", "ostream", "queue", "random", "ratio", "regex", "set", "span",
+        "sstream", "stack", "stdexcept", "string", "string_view", "thread", "tuple", "type_traits",
+        "typeinfo", "unordered_map", "unordered_set", "utility", "valarray", "variant", "vector",
+        "bit", "concepts", "numbers", "format", "execution",
+    ];
+    const C: &[&str] = &[
+        "assert", "ctype", "errno", "float", "inttypes", "limits", "math", "signal", "stdarg",
+        "stddef", "stdint", "stdio", "stdlib", "string", "time", "wchar", "stdbool", "fenv",
+    ];
+    CXX.contains(&name)
+        || name.strip_suffix(".h").is_some_and(|stem| C.contains(&stem))
+        || name.strip_prefix('c').is_some_and(|stem| C.contains(&stem))
+}

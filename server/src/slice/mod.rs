@@ -1,0 +1,519 @@
+//! The device slice of a file for one kernel: the code NVRTC needs to compile that kernel, and
+//! nothing of the host code around it.
+//!
+//! Starting from the kernel, every name it uses is looked up among the file's top-level items
+//! (functions, types, constants, macros, namespace aliases) and the items found are kept, then
+//! the names those use, until nothing new is found. Macros are followed through their bodies,
+//! and whatever sits inside a namespace, `extern "C"` block or `#if` group is emitted inside it,
+//! so `#ifndef NAME / #define NAME value / #endif` tuning parameters keep their whole group and
+//! a conditional keeps the macros its condition reads. Includes that NVRTC can resolve are kept;
+//! the others are listed with the reason. The slice keeps source order and original text, so it
+//! depends only on what the kernel uses, and a templatized file slices to the same code except
+//! where templatize changed it.
+
+mod compile_commands;
+mod includes;
+mod outline;
+#[cfg(test)]
+mod tests;
+
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use tree_sitter::{Parser, Tree};
+
+pub use compile_commands::{compile_flags_for, CompileFlags};
+
+use crate::syntax::{Analysis, Document};
+use includes::Verdict;
+use outline::{Entry, GroupKind, Item, Outline, Reference, Role};
+
+/// Where the slice's includes are looked for, and the macros the build defines.
+#[derive(Clone, Debug, Default)]
+pub struct SliceOptions {
+    /// The source file, for includes relative to its folder.
+    pub file: Option<PathBuf>,
+    pub include_dirs: Vec<PathBuf>,
+    /// `-D NAME[=VALUE]`; those the slice reads are written at its top, so that it compiles as
+    /// the original did. `None` defines the macro as `1`, as `-DNAME` does.
+    pub defines: Vec<(String, Option<String>)>,
+}
+
+impl SliceOptions {
+    /// Adds the include dirs and defines of the file's `compile_commands.json` entry, if any,
+    /// before those already given.
+    pub fn with_compile_flags(mut self, flags: CompileFlags) -> SliceOptions {
+        self.include_dirs.splice(0..0, flags.include_dirs);
+        self.defines.splice(0..0, flags.defines);
+        self
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DeviceSlice {
+    pub source: String,
+    /// What the slice holds, in source order.
+    pub kept: Vec<SliceItem>,
+    pub dropped_includes: Vec<DroppedInclude>,
+    pub unresolved: Vec<Unresolved>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SliceItemKind {
+    Kernel,
+    DeviceFunction,
+    /// A `constexpr` function without `__device__`: nvcc lets device code's constant expressions
+    /// use it; NVRTC needs `-default-device` (reported in [`DeviceSlice::unresolved`]).
+    ConstexprFunction,
+    Type,
+    Constant,
+    DeviceVariable,
+    Macro,
+    Include,
+    NamespaceAlias,
+    UsingDirective,
+    /// A `-D` define from the options, written at the top.
+    CommandLineDefine,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SliceItem {
+    pub kind: SliceItemKind,
+    /// The declared name; the include as written; the namespace of a using directive. Items
+    /// that declare several names (an enum and its enumerators) list them with `, `.
+    pub name: String,
+    /// 1-based line in the original file; 0 for a command-line define.
+    pub line: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DroppedInclude {
+    /// As written: `<vector>`, `"host_utils.h"`.
+    pub path: String,
+    /// 1-based.
+    pub line: u32,
+    pub reason: String,
+}
+
+/// A name the kernel's code uses that the slice cannot provide.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Unresolved {
+    pub symbol: String,
+    /// 1-based line and column (bytes) of its first use in the slice's code.
+    pub line: u32,
+    pub column: u32,
+    pub why: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SliceError {
+    KernelNotFound { name: String, known: Vec<String> },
+    /// The file declares the kernel but never defines it.
+    KernelNotDefined { name: String, line: u32 },
+    /// The file is over [`crate::syntax::MAX_ANALYZED_BYTES`] and is not parsed.
+    FileTooLarge { bytes: usize },
+}
+
+impl std::fmt::Display for SliceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SliceError::KernelNotFound { name, known } if known.is_empty() => {
+                write!(f, "no kernel `{name}`: the file has no `__global__` functions")
+            }
+            SliceError::KernelNotFound { name, known } => {
+                write!(f, "no kernel `{name}`; the file's kernels are {}", known.join(", "))
+            }
+            SliceError::KernelNotDefined { name, line } => {
+                write!(f, "kernel `{name}` is only declared (line {line}), never defined in this file")
+            }
+            SliceError::FileTooLarge { bytes } => write!(f, "the file ({bytes} bytes) is too large to analyse"),
+        }
+    }
+}
+
+impl std::error::Error for SliceError {}
+
+thread_local! {
+    static PARSER: RefCell<Parser> = RefCell::new({
+        let mut parser = Parser::new();
+        parser.set_language(&crate::syntax::language()).expect("tree-sitter-cuda matches the tree-sitter ABI");
+        parser
+    });
+}
+
+/// `Document` keeps its tree private (and drops it for idle documents), so the slice parses
+/// the text itself; that costs milliseconds and a slice is taken on request, not per keystroke.
+fn parse(text: &str) -> Tree {
+    PARSER
+        .with(|p| p.borrow_mut().parse(text, None))
+        .expect("parsing without a timeout or cancellation always yields a tree")
+}
+
+/// The device slice of `doc` for the kernel `kernel` (its name, optionally qualified).
+pub fn device_slice(doc: &Document, kernel: &str, opts: &SliceOptions) -> Result<DeviceSlice, SliceError> {
+    if let Analysis::SkippedTooLarge { bytes } = doc.analysis() {
+        return Err(SliceError::FileTooLarge { bytes });
+    }
+    let text = doc.text();
+    let tree = parse(text);
+    let outline = Outline::of(tree.root_node(), text);
+    let kernel = kernel.rsplit("::").next().unwrap_or(kernel);
+
+    let kernels: Vec<usize> = (0..outline.items.len())
+        .filter(|&i| matches!(outline.items[i].role, Role::Kernel { .. }) && outline.items[i].declares.iter().any(|n| n == kernel))
+        .collect();
+    if kernels.is_empty() {
+        let mut known: Vec<String> = Vec::new();
+        for item in outline.items.iter().filter(|i| matches!(i.role, Role::Kernel { .. })) {
+            for name in &item.declares {
+                if !known.contains(name) {
+                    known.push(name.clone());
+                }
+            }
+        }
+        return Err(SliceError::KernelNotFound { name: kernel.to_string(), known });
+    }
+    if !kernels.iter().any(|&i| outline.items[i].role == Role::Kernel { is_definition: true }) {
+        let line = outline.items[kernels[0]].start.line + 1;
+        return Err(SliceError::KernelNotDefined { name: kernel.to_string(), line });
+    }
+
+    let mut slicer = Slicer::new(&outline, opts);
+    for &i in &kernels {
+        slicer.keep(i);
+    }
+    slicer.keep_includes();
+    slicer.close();
+    slicer.keep_using_directives();
+    slicer.close();
+    Ok(slicer.finish(text))
+}
+
+struct Slicer<'a> {
+    outline: &'a Outline,
+    opts: &'a SliceOptions,
+    /// Items by each name they declare.
+    declarations: HashMap<&'a str, Vec<usize>>,
+    kept: Vec<bool>,
+    worklist: Vec<usize>,
+    /// Conditions already followed.
+    conditions_seen: Vec<bool>,
+    dropped_includes: Vec<DroppedInclude>,
+    /// Namespaces that the kept includes declare.
+    included_namespaces: BTreeSet<&'static str>,
+    keeps_local_header: bool,
+    /// Names read by kept code, for choosing which command-line defines to write.
+    used_names: BTreeSet<&'a str>,
+    /// By symbol: the first use, and why it is unresolved.
+    unresolved: HashMap<String, Unresolved>,
+}
+
+impl<'a> Slicer<'a> {
+    fn new(outline: &'a Outline, opts: &'a SliceOptions) -> Slicer<'a> {
+        let mut declarations: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, item) in outline.items.iter().enumerate() {
+            for name in &item.declares {
+                declarations.entry(name.as_str()).or_default().push(i);
+            }
+        }
+        Slicer {
+            outline,
+            opts,
+            declarations,
+            kept: vec![false; outline.items.len()],
+            worklist: Vec::new(),
+            conditions_seen: vec![false; outline.groups.len()],
+            dropped_includes: Vec::new(),
+            included_namespaces: BTreeSet::new(),
+            keeps_local_header: false,
+            used_names: BTreeSet::new(),
+            unresolved: HashMap::new(),
+        }
+    }
+
+    fn keep(&mut self, item: usize) {
+        if !self.kept[item] {
+            self.kept[item] = true;
+            self.worklist.push(item);
+        }
+    }
+
+    /// Follows the names used by kept items (and by the conditions around them) until every
+    /// item they need is kept.
+    fn close(&mut self) {
+        while let Some(i) = self.worklist.pop() {
+            let item = &self.outline.items[i];
+            for &group in &item.groups {
+                if !std::mem::replace(&mut self.conditions_seen[group], true) {
+                    for reference in &self.outline.groups[group].references {
+                        self.resolve(reference, None);
+                    }
+                }
+            }
+            for reference in &item.references {
+                self.resolve(reference, Some(i));
+            }
+        }
+    }
+
+    /// Keeps what `reference`, used in the item `user` (or in a group's condition), names.
+    fn resolve(&mut self, reference: &'a Reference, user: Option<usize>) {
+        self.used_names.insert(&reference.name);
+        let Some(candidates) = self.declarations.get(reference.name.as_str()).cloned() else {
+            return;
+        };
+        let mut host_only = None;
+        let mut resolved = false;
+        // An item naming itself (its declarator, a recursive call) needs nothing more.
+        for candidate in candidates.into_iter().filter(|&c| Some(c) != user) {
+            let role = &self.outline.items[candidate].role;
+            // A macro applies whatever C++ scope the name is in.
+            let usable = match role {
+                Role::Macro => true,
+                _ if reference.is_local => false,
+                Role::HostFunction | Role::HostVariable => {
+                    host_only.get_or_insert(candidate);
+                    false
+                }
+                Role::Other | Role::Include { .. } | Role::UsingDirective { .. } => false,
+                _ => true,
+            };
+            if usable {
+                resolved = true;
+                self.keep(candidate);
+            }
+            if *role == Role::ConstexprFunction {
+                let line = self.outline.items[candidate].start.line + 1;
+                let why = format!(
+                    "`{}` (line {line}) is a `constexpr` function without `__device__`; kept, but NVRTC compiles it only with `-default-device` (or mark it `__host__ __device__`)",
+                    reference.name
+                );
+                self.report(reference, why);
+            }
+        }
+        if let (false, Some(host)) = (resolved, host_only) {
+            let declaration = &self.outline.items[host];
+            let line = declaration.start.line + 1;
+            let name = &reference.name;
+            let why = if declaration.role == Role::HostFunction {
+                format!("`{name}` (line {line}) is a host function; device code cannot call it (declare it `__host__ __device__`)")
+            } else {
+                format!("`{name}` (line {line}) is a host variable; device code cannot read it (make it `constexpr` or `__constant__`, or pass it as a kernel argument)")
+            };
+            self.report(reference, why);
+        }
+    }
+
+    fn report(&mut self, reference: &Reference, why: String) {
+        let use_at = Unresolved {
+            symbol: reference.name.clone(),
+            line: reference.at.line + 1,
+            column: reference.at.column + 1,
+            why,
+        };
+        let first = self.unresolved.entry(reference.name.clone()).or_insert_with(|| use_at.clone());
+        if (use_at.line, use_at.column) < (first.line, first.column) {
+            *first = use_at;
+        }
+    }
+
+    /// Keeps every include NVRTC can resolve, whatever the kernel uses: what a header declares
+    /// is not known here, and keeping it costs NVRTC little.
+    fn keep_includes(&mut self) {
+        let file_dir = self.opts.file.as_deref().and_then(|f| f.parent());
+        for (i, item) in self.outline.items.iter().enumerate() {
+            let Role::Include { path } = &item.role else { continue };
+            match includes::classify(path, file_dir, &self.opts.include_dirs) {
+                Verdict::ToolkitDevice => {
+                    self.included_namespaces.extend(includes::known_namespaces(path));
+                    self.keep(i);
+                }
+                Verdict::Local(_) => {
+                    self.included_namespaces.extend(includes::known_namespaces(path));
+                    self.keeps_local_header = true;
+                    self.keep(i);
+                }
+                Verdict::Dropped(reason) => {
+                    self.dropped_includes.push(DroppedInclude { path: path.clone(), line: item.start.line + 1, reason });
+                }
+            }
+        }
+    }
+
+    /// `using namespace N;` is kept when `N` is in the slice: a namespace of the file with kept
+    /// code in it, one a kept toolkit header declares, or possibly one from a kept local header.
+    fn keep_using_directives(&mut self) {
+        let kept_namespaces: BTreeSet<&str> = self
+            .outline
+            .items
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.kept[*i])
+            .flat_map(|(_, item)| item.groups.iter())
+            .filter_map(|&g| match &self.outline.groups[g].kind {
+                GroupKind::Namespace { name } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        let file_namespaces: BTreeSet<&str> = self
+            .outline
+            .groups
+            .iter()
+            .filter_map(|g| match &g.kind {
+                GroupKind::Namespace { name } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        let dropped_namespaces: BTreeSet<&str> =
+            self.dropped_includes.iter().flat_map(|d| includes::known_namespaces(&d.path)).copied().collect();
+        for (i, item) in self.outline.items.iter().enumerate() {
+            let Role::UsingDirective { namespace } = &item.role else { continue };
+            let leading = namespace.trim_start_matches("::").split("::").next().unwrap_or_default();
+            let in_slice = if file_namespaces.contains(leading) {
+                kept_namespaces.contains(leading)
+            } else {
+                self.included_namespaces.contains(leading)
+                    || (self.keeps_local_header && !dropped_namespaces.contains(leading))
+            };
+            if in_slice {
+                self.keep(i);
+            }
+        }
+    }
+
+    /// Names like `std::vector` whose leading namespace only a dropped include declares.
+    fn report_names_from_dropped_includes(&mut self) {
+        let file_declares = |name: &str| {
+            self.declarations.contains_key(name)
+                || self.outline.groups.iter().any(|g| matches!(&g.kind, GroupKind::Namespace { name: n } if n == name))
+        };
+        let mut found = Vec::new();
+        for (i, item) in self.outline.items.iter().enumerate() {
+            if !self.kept[i] {
+                continue;
+            }
+            for reference in item.references.iter().filter(|r| r.is_leading_scope && !r.is_local) {
+                let scope = reference.name.as_str();
+                if file_declares(scope) || self.included_namespaces.contains(scope) {
+                    continue;
+                }
+                let source = self.dropped_includes.iter().find(|d| includes::known_namespaces(&d.path).contains(&scope));
+                if let Some(dropped) = source {
+                    let why = format!("namespace `{scope}` comes from {} (line {}), which the slice drops", dropped.path, dropped.line);
+                    found.push((reference, why));
+                }
+            }
+        }
+        for (reference, why) in found {
+            self.report(reference, why);
+        }
+    }
+
+    fn finish(mut self, text: &str) -> DeviceSlice {
+        self.report_names_from_dropped_includes();
+        let mut source = String::new();
+        let mut kept = Vec::new();
+        let defines: Vec<&(String, Option<String>)> = self
+            .opts
+            .defines
+            .iter()
+            // `__CUDA_NO_HALF_OPERATORS__` and friends configure the CUDA headers, which read them
+            // where the slice cannot see.
+            .filter(|(name, _)| self.used_names.contains(name.as_str()) || name.starts_with("__CUDA"))
+            .collect();
+        for (name, value) in &defines {
+            let _ = writeln!(source, "#define {name} {}", value.as_deref().unwrap_or("1"));
+            kept.push(SliceItem { kind: SliceItemKind::CommandLineDefine, name: name.clone(), line: 0 });
+        }
+        let mut emitter = Emitter { text, slicer: &self, out: source, kept, last_end: None };
+        emitter.entries(&self.outline.top);
+        let Emitter { out: source, kept, .. } = emitter;
+        let mut unresolved: Vec<Unresolved> = self.unresolved.into_values().collect();
+        unresolved.sort_by(|a, b| (a.line, a.column, &a.symbol).cmp(&(b.line, b.column, &b.symbol)));
+        DeviceSlice { source, kept, dropped_includes: self.dropped_includes, unresolved }
+    }
+}
+
+/// Writes the kept items and the groups around them in source order.
+struct Emitter<'a, 's> {
+    text: &'a str,
+    slicer: &'s Slicer<'a>,
+    out: String,
+    kept: Vec<SliceItem>,
+    /// Where the last emitted text ended in the original.
+    last_end: Option<usize>,
+}
+
+impl Emitter<'_, '_> {
+    fn entries(&mut self, entries: &[Entry]) {
+        for entry in entries {
+            match *entry {
+                Entry::Item(i) if self.slicer.kept[i] => self.item(&self.slicer.outline.items[i]),
+                Entry::Item(_) => {}
+                Entry::Group(g) if self.holds_kept(g) => {
+                    let group = &self.slicer.outline.groups[g];
+                    self.separate(group.start_byte);
+                    if !group.open.is_empty() {
+                        let _ = writeln!(self.out, "{}", group.open);
+                    }
+                    self.last_end = Some(group.start_byte + group.open.len());
+                    self.entries(&group.entries);
+                    if !group.close.is_empty() {
+                        let _ = writeln!(self.out, "{}", group.close);
+                    }
+                    self.last_end = Some(group.end_byte);
+                }
+                Entry::Group(_) => {}
+            }
+        }
+    }
+
+    fn holds_kept(&self, group: usize) -> bool {
+        self.slicer.outline.groups[group].entries.iter().any(|e| match *e {
+            Entry::Item(i) => self.slicer.kept[i],
+            Entry::Group(g) => self.holds_kept(g),
+        })
+    }
+
+    fn item(&mut self, item: &Item) {
+        // From the start of the line, to keep the indentation, when only blanks precede it.
+        let line_start = self.text[..item.emit_start].rfind('\n').map_or(0, |at| at + 1);
+        let start = if self.text[line_start..item.emit_start].trim().is_empty() { line_start } else { item.emit_start };
+        self.separate(start);
+        let _ = writeln!(self.out, "{}", self.text[start..item.emit_end].trim_end());
+        self.last_end = Some(item.emit_end);
+        let kind = match &item.role {
+            Role::Kernel { .. } => SliceItemKind::Kernel,
+            Role::DeviceFunction => SliceItemKind::DeviceFunction,
+            Role::ConstexprFunction => SliceItemKind::ConstexprFunction,
+            Role::Type => SliceItemKind::Type,
+            Role::Constant => SliceItemKind::Constant,
+            Role::DeviceVariable => SliceItemKind::DeviceVariable,
+            Role::Macro => SliceItemKind::Macro,
+            Role::NamespaceAlias => SliceItemKind::NamespaceAlias,
+            Role::Include { .. } => SliceItemKind::Include,
+            Role::UsingDirective { .. } => SliceItemKind::UsingDirective,
+            Role::HostFunction | Role::HostVariable | Role::Other => unreachable!("never kept"),
+        };
+        let name = match &item.role {
+            Role::Include { path } => path.clone(),
+            Role::UsingDirective { namespace } => namespace.clone(),
+            _ => item.declares.join(", "),
+        };
+        self.kept.push(SliceItem { kind, name, line: item.start.line + 1 });
+    }
+
+    /// A blank line where the original had one, or where dropped code stood.
+    fn separate(&mut self, next_start: usize) {
+        let Some(last_end) = self.last_end else { return };
+        // Preprocessor lines end with their newline; count from the end of their text.
+        let last_end = self.text[..last_end].trim_end().len();
+        let between = self.text.get(last_end..next_start).unwrap_or_default();
+        if !self.out.is_empty() && (between.matches('\n').count() > 1 || !between.trim().is_empty()) {
+            self.out.push('\n');
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Properties of the slice that the fixture snapshots (`server/tests/slice_snapshots.rs`) do not
+//! show: determinism across templatize, errors, and documents without a tree.
+
+use super::*;
+
+fn slice(text: &str, kernel: &str) -> DeviceSlice {
+    device_slice(&Document::new(text.to_string()), kernel, &SliceOptions::default()).expect("the kernel slices")
+}
+
+const ORIGINAL: &str = "\
+#include <cuda_fp16.h>
+#include <vector>
+
+__global__ void __launch_bounds__(256) scale(half* x, int n) {
+  for (int i = threadIdx.x; i < n; i += 256) x[i] = __hmul(x[i], __float2half(2.f));
+}
+
+void launch(std::vector<half>& v) { scale<<<1, 256>>>(v.data(), v.size()); }
+";
+
+/// What `cutune templatize` makes of `ORIGINAL`: a parameter group, and its name for the literal.
+const TEMPLATIZED: &str = "\
+#include <cuda_fp16.h>
+#include <vector>
+
+#ifndef BLOCK_SIZE
+#define BLOCK_SIZE 256
+#endif
+
+__global__ void __launch_bounds__(BLOCK_SIZE) scale(half* x, int n) {
+  for (int i = threadIdx.x; i < n; i += BLOCK_SIZE) x[i] = __hmul(x[i], __float2half(2.f));
+}
+
+void launch(std::vector<half>& v) { scale<<<1, BLOCK_SIZE>>>(v.data(), v.size()); }
+";
+
+#[test]
+fn a_templatized_file_slices_like_the_original_but_for_its_parameters() {
+    let original = slice(ORIGINAL, "scale").source;
+    let templatized = slice(TEMPLATIZED, "scale").source;
+    assert!(templatized.contains("#ifndef BLOCK_SIZE\n#define BLOCK_SIZE 256\n#endif\n"), "{templatized}");
+    let without_group = templatized.replace("#ifndef BLOCK_SIZE\n#define BLOCK_SIZE 256\n#endif\n\n", "");
+    assert_eq!(without_group.replace("BLOCK_SIZE", "256"), original);
+    // And slicing is a function of the text: the same input gives the same bytes.
+    assert_eq!(slice(TEMPLATIZED, "scale"), slice(TEMPLATIZED, "scale"));
+}
+
+#[test]
+fn an_unknown_kernel_names_the_kernels_there_are() {
+    let err = device_slice(&Document::new(ORIGINAL.into()), "nope", &SliceOptions::default()).unwrap_err();
+    assert_eq!(err, SliceError::KernelNotFound { name: "nope".into(), known: vec!["scale".into()] });
+    assert_eq!(err.to_string(), "no kernel `nope`; the file's kernels are scale");
+}
+
+#[test]
+fn a_kernel_only_declared_is_an_error() {
+    let doc = Document::new("__global__ void k(float* x);\nvoid h(float* x) { k<<<1, 1>>>(x); }\n".into());
+    let err = device_slice(&doc, "k", &SliceOptions::default()).unwrap_err();
+    assert_eq!(err, SliceError::KernelNotDefined { name: "k".into(), line: 1 });
+}
+
+#[test]
+fn a_document_without_its_tree_slices_the_same() {
+    let doc = Document::new(TEMPLATIZED.into());
+    let light = doc.without_tree();
+    assert!(!light.has_tree());
+    let opts = SliceOptions::default();
+    assert_eq!(device_slice(&light, "scale", &opts), device_slice(&doc, "scale", &opts));
+}
+
+#[test]
+fn a_qualified_kernel_name_finds_the_kernel() {
+    let text = "namespace ops {\n__global__ void k(float* x) { x[0] = 1.f; }\n}\n";
+    assert_eq!(slice(text, "ops::k").source, text);
+}
+
+#[test]
+fn a_file_with_syntax_errors_still_slices_its_kernel() {
+    let text = "\
+#define N 4
+__device__ float helper(float x) { return x * N; }
+__global__ void k(float* x) { x[0] = helper(x[1]); }
+void host( { broken
+";
+    let sliced = slice(text, "k");
+    assert!(sliced.source.contains("__device__ float helper"), "{}", sliced.source);
+    assert!(sliced.source.contains("#define N 4"), "{}", sliced.source);
+    assert!(!sliced.source.contains("broken"), "{}", sliced.source);
+}
+
+#[test]
+fn command_line_defines_the_slice_reads_are_written_at_the_top() {
+    let text = "#ifndef TILE\n#define TILE 8\n#endif\n__global__ void k(float* x) { x[TILE] = 0.f; }\n";
+    let opts = SliceOptions {
+        defines: vec![
+            ("TILE".into(), Some("16".into())),
+            ("TORCH_EXTENSION_NAME".into(), Some("ext".into())),
+            ("__CUDA_NO_HALF_OPERATORS__".into(), None),
+        ],
+        ..SliceOptions::default()
+    };
+    let sliced = device_slice(&Document::new(text.into()), "k", &opts).unwrap();
+    assert!(sliced.source.starts_with("#define TILE 16\n#define __CUDA_NO_HALF_OPERATORS__ 1\n#ifndef TILE\n"), "{}", sliced.source);
+}
+
+#[test]
+fn a_local_variable_does_not_pull_in_a_host_global_of_the_same_name() {
+    let text = "int n = 3;\n__global__ void k(float* x, int n) { float scale = n; x[0] = scale; }\n";
+    let sliced = slice(text, "k");
+    assert!(sliced.unresolved.is_empty(), "{:?}", sliced.unresolved);
+    assert!(!sliced.source.contains("int n = 3"));
+}
