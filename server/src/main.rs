@@ -24,6 +24,8 @@ enum Command {
     },
     /// Measure analysis speed and server memory on generated CUDA files.
     Bench(cutune::cli::bench::BenchArgs),
+    /// Check that this machine can compile kernels (NVRTC) and measure them (CUDA driver, GPU).
+    Doctor(cutune::cli::doctor::DoctorArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +34,7 @@ fn main() -> ExitCode {
         Command::Lsp => return ExitCode::from(cutune::lsp::run_stdio() as u8),
         Command::Kernels { file, json } => cutune::cli::kernels(&file, json).map(|out| print!("{out}")),
         Command::Bench(args) => cutune::cli::bench::run(&args),
+        Command::Doctor(args) => cutune::cli::doctor::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
