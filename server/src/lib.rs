@@ -3,6 +3,7 @@
 //! One module per stage of the data flow (see `DESIGN.md`); only [`lsp`] knows the protocol.
 
 pub mod cli;
+pub mod compile;
 pub mod lsp;
 pub mod slice;
 pub mod spec;

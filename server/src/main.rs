@@ -30,6 +30,8 @@ enum Command {
     Spec(cutune::cli::spec::SpecArgs),
     /// Print the device-side code NVRTC needs to compile one kernel, without the host code.
     Slice(cutune::cli::slice::SliceArgs),
+    /// Check that this machine can compile kernels (NVRTC) and measure them (CUDA driver, GPU).
+    Doctor(cutune::cli::doctor::DoctorArgs),
 }
 
 fn main() -> ExitCode {
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
             Err(e) => Err(e),
         },
         Command::Slice(args) => cutune::cli::slice::run(&args),
+        Command::Doctor(args) => cutune::cli::doctor::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod templatize;
 pub mod spec;
 pub mod slice;
+pub mod doctor;
 
 use std::fmt::Write;
 use std::path::Path;

@@ -1,0 +1,263 @@
+//! Compiles real kernels with real NVRTC (pip's, installed by `scripts/test`), and checks the
+//! log parsers against what that NVRTC prints.
+
+use std::sync::OnceLock;
+
+use super::*;
+
+/// NVRTC for these tests. Missing NVRTC is a failure, not a skip: CI must compile for real.
+fn nvrtc() -> &'static Nvrtc {
+    static NVRTC: OnceLock<Nvrtc> = OnceLock::new();
+    NVRTC.get_or_init(|| {
+        Nvrtc::locate(None).unwrap_or_else(|not_found| {
+            panic!(
+                "the compile tests need NVRTC: run `scripts/test` (it installs pip's NVRTC into ./.venv), \
+                 or set CUTUNE_NVRTC to a libnvrtc.so.\n{not_found}"
+            )
+        })
+    })
+}
+
+fn compile(request: &CompileRequest) -> CompileOutput {
+    nvrtc().compile(request).unwrap_or_else(|failure| panic!("compile of {} failed: {failure}", request.file_name))
+}
+
+const SAXPY: &str = r#"#include <cuda_fp16.h>
+__global__ void saxpy(float a, const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + __half2float(__float2half(y[i]));
+}
+"#;
+
+const TILED: &str = r#"template <int BLOCK, int VEC>
+__global__ void reverse_tile(float* out, const float* in, int n) {
+    __shared__ float tile[BLOCK * VEC];
+    int base = blockIdx.x * BLOCK * VEC;
+    #pragma unroll
+    for (int v = 0; v < VEC; ++v) {
+        int i = base + v * BLOCK + threadIdx.x;
+        tile[v * BLOCK + threadIdx.x] = i < n ? in[i] : 0.0f;
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int v = 0; v < VEC; ++v) {
+        int i = base + v * BLOCK + threadIdx.x;
+        if (i < n) out[i] = tile[BLOCK * VEC - 1 - (v * BLOCK + threadIdx.x)];
+    }
+}
+"#;
+
+/// A per-thread array indexed at run time cannot live in registers: it goes to the stack.
+const LOCAL_ARRAY: &str = r#"__global__ void local_array(float* data, int k) {
+    float a[256];
+    for (int i = 0; i < 256; i++) a[i] = data[i * k];
+    float sum = 0.0f;
+    for (int i = 0; i < 256; i++) sum += a[(i * 7 + k) & 255];
+    data[0] = sum;
+}
+"#;
+
+#[test]
+fn architectures_are_validated() {
+    for good in ["sm_80", "sm_90", "sm_90a", "sm_100f", "sm_120"] {
+        assert_eq!(validate_arch(good, true), Ok(()), "{good}");
+    }
+    assert_eq!(validate_arch("compute_90", false), Ok(()));
+    assert!(validate_arch("compute_90", true).unwrap_err().contains("needs a real architecture (sm_90)"));
+    for bad in ["90", "sm90", "sm_9", "sm_9000", "sm_90b", "sm_", "--gpu-architecture=sm_90"] {
+        assert!(validate_arch(bad, false).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn locates_a_library_with_headers() {
+    let nvrtc = nvrtc();
+    assert!(nvrtc.library_path().is_file(), "{}", nvrtc.library_path().display());
+    assert!(nvrtc.version().0 >= 12, "{:?}", nvrtc.version());
+    let include = nvrtc.include_dir().expect("CUDA headers (pip's nvidia-cuda-runtime-cu12) next to NVRTC");
+    assert!(include.join("cuda_bf16.h").is_file());
+}
+
+#[test]
+fn a_missing_explicit_library_is_reported_with_the_install_hint() {
+    let not_found = Nvrtc::locate(Some(Path::new("/nonexistent/libnvrtc.so.12"))).unwrap_err();
+    let message = not_found.to_string();
+    assert!(message.contains("explicit path: /nonexistent/libnvrtc.so.12: no such file"), "{message}");
+    assert!(message.contains("pip install nvidia-cuda-nvrtc-cu12 nvidia-cuda-runtime-cu12"), "{message}");
+}
+
+#[test]
+fn the_located_library_can_be_given_explicitly_as_file_or_directory() {
+    let library = nvrtc().library_path();
+    assert_eq!(Nvrtc::locate(Some(library)).unwrap().library_path(), library);
+    assert_eq!(Nvrtc::locate(library.parent()).unwrap().library_path(), library);
+}
+
+#[test]
+fn compiles_to_ptx_and_cubin_for_sm_90_and_sm_80() {
+    for arch in ["sm_90", "sm_80"] {
+        let output = compile(&CompileRequest::new(SAXPY, "saxpy.cu", arch));
+        assert!(output.ptx.contains(&format!(".target {arch}")), "{arch}");
+        assert!(output.ptx.contains(".entry _Z5saxpyfPKfPfi"), "{arch}");
+        let cubin = output.cubin.expect("a cubin was asked for");
+        assert_eq!(&cubin[..4], b"\x7fELF", "{arch}: a cubin is an ELF file");
+        assert_eq!(output.kernels.len(), 1, "{arch}: {}", output.log);
+        let saxpy = &output.kernels[0];
+        assert_eq!(saxpy.name, "_Z5saxpyfPKfPfi");
+        assert!(saxpy.registers > 0, "{arch}: {saxpy:?}");
+        assert_eq!((saxpy.shared_bytes, saxpy.spill_store_bytes), (0, 0), "{arch}: {saxpy:?}");
+    }
+}
+
+#[test]
+fn ptx_only_requests_skip_ptxas() {
+    let mut request = CompileRequest::new(SAXPY, "saxpy.cu", "compute_90");
+    request.cubin = false;
+    let output = compile(&request);
+    assert!(output.cubin.is_none() && output.kernels.is_empty());
+    assert!(output.ptx.contains(".target sm_90"));
+}
+
+#[test]
+fn template_instantiations_are_named_and_report_static_shared_memory() {
+    let mut request = CompileRequest::new(TILED, "tiled.cu", "sm_90");
+    request.name_expressions = vec!["reverse_tile<256, 4>".into(), "reverse_tile<128, 2>".into()];
+    let output = compile(&request);
+    assert_eq!(
+        output.lowered_names,
+        vec![
+            ("reverse_tile<256, 4>".to_string(), "_Z12reverse_tileILi256ELi4EEvPfPKfi".to_string()),
+            ("reverse_tile<128, 2>".to_string(), "_Z12reverse_tileILi128ELi2EEvPfPKfi".to_string()),
+        ]
+    );
+    let shared: Vec<(&str, u64, u32)> = output.kernels.iter().map(|k| (k.name.as_str(), k.shared_bytes, k.barriers)).collect();
+    assert!(shared.contains(&("_Z12reverse_tileILi256ELi4EEvPfPKfi", 256 * 4 * 4, 1)), "{shared:?}\n{}", output.log);
+    assert!(shared.contains(&("_Z12reverse_tileILi128ELi2EEvPfPKfi", 128 * 2 * 4, 1)), "{shared:?}\n{}", output.log);
+}
+
+#[test]
+fn a_local_array_under_a_register_cap_uses_stack_or_spills() {
+    let mut request = CompileRequest::new(LOCAL_ARRAY, "local.cu", "sm_90");
+    request.options = vec!["--maxrregcount=16".into()];
+    let output = compile(&request);
+    let kernel = &output.kernels[0];
+    assert!(kernel.stack_bytes >= 1024 || kernel.spill_store_bytes > 0, "{kernel:?}\n{}", output.log);
+    assert!(kernel.registers <= 32, "{kernel:?}");
+}
+
+#[test]
+fn defines_reach_the_source() {
+    let source = "__global__ void fill(float* out) { __shared__ float s[TILE]; s[threadIdx.x] = 1; __syncthreads(); out[threadIdx.x] = s[TILE - 1 - threadIdx.x]; }";
+    let mut request = CompileRequest::new(source, "fill.cu", "sm_90");
+    request.defines = vec![("TILE".into(), "64".into())];
+    assert_eq!(compile(&request).kernels[0].shared_bytes, 64 * 4);
+    request.defines = vec![("TILE SIZE".into(), "64".into())];
+    let failure = nvrtc().compile(&request).unwrap_err();
+    assert!(failure.message.contains("define name `TILE SIZE` is not an identifier"), "{}", failure.message);
+}
+
+#[test]
+fn compile_errors_become_diagnostics_with_lines_and_columns() {
+    let source = "__global__ void broken(float* out) {\n  int unused;\n    out[0] = missing;\n}\n";
+    let failure = nvrtc().compile(&CompileRequest::new(source, "broken.cu", "sm_90")).unwrap_err();
+    assert!(failure.message.starts_with("broken.cu: 1 error (nvrtcCompileProgram failed"), "{}", failure.message);
+    let error = CompileDiagnostic {
+        file: "broken.cu".into(),
+        line: Some(3),
+        column: Some(14),
+        severity: Severity::Error,
+        message: "identifier \"missing\" is undefined".into(),
+    };
+    let warning = CompileDiagnostic {
+        file: "broken.cu".into(),
+        line: Some(2),
+        column: Some(7),
+        severity: Severity::Warning,
+        message: "#177-D: variable \"unused\" was declared but never referenced".into(),
+    };
+    assert_eq!(failure.diagnostics, vec![error, warning], "{}", failure.log);
+}
+
+#[test]
+fn bad_options_are_command_line_diagnostics() {
+    let mut request = CompileRequest::new(SAXPY, "saxpy.cu", "sm_90");
+    request.options = vec!["--no-such-option".into()];
+    let failure = nvrtc().compile(&request).unwrap_err();
+    assert!(failure.message.contains("NVRTC_ERROR_INVALID_OPTION"), "{}", failure.message);
+    assert_eq!(failure.diagnostics.len(), 1);
+    assert_eq!((failure.diagnostics[0].line, failure.diagnostics[0].severity), (None, Severity::Error));
+    assert!(failure.diagnostics[0].message.contains("--no-such-option"), "{:?}", failure.diagnostics);
+}
+
+#[test]
+fn ptx_is_identical_across_compiles_and_file_names() {
+    let first = compile(&CompileRequest::new(TILED.to_string() + SAXPY, "a.cu", "sm_90"));
+    let second = compile(&CompileRequest::new(TILED.to_string() + SAXPY, "a.cu", "sm_90"));
+    let renamed = compile(&CompileRequest::new(TILED.to_string() + SAXPY, "elsewhere/b.cu", "sm_90"));
+    assert_eq!(first.ptx, second.ptx);
+    assert_eq!(first.cubin, second.cubin);
+    assert_eq!(first.ptx, renamed.ptx, "the file name must not reach the PTX without -lineinfo");
+}
+
+#[test]
+fn compiles_from_several_threads_at_once() {
+    let outputs: Vec<CompileOutput> = std::thread::scope(|scope| {
+        let handles: Vec<_> = [32, 64, 128, 256]
+            .into_iter()
+            .map(|block| {
+                scope.spawn(move || {
+                    let mut request = CompileRequest::new(TILED, "tiled.cu", "sm_90");
+                    request.name_expressions = vec![format!("reverse_tile<{block}, 2>")];
+                    (block, compile(&request))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                let (block, output) = h.join().expect("compile thread");
+                assert_eq!(output.kernels[0].shared_bytes, block * 2 * 4);
+                output
+            })
+            .collect()
+    });
+    assert_eq!(outputs.len(), 4);
+}
+
+#[test]
+fn parses_the_ptxas_report_of_a_device_function_and_two_kernels() {
+    // Captured from NVRTC 12.9 (pip) with --ptxas-options=-v --maxrregcount=16.
+    let log = "\
+ptxas warning : For profile sm_90 adjusting per thread register count of 16 to lower bound of 24
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function '_Z5scaleILi256EEvPfPKfi' for 'sm_90'
+ptxas info    : Function properties for _Z5scaleILi256EEvPfPKfi
+ptxas         .     32 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 16 registers, used 1 barriers, 32 bytes cumulative stack size, 1024 bytes smem
+ptxas info    : Compile time = 13.354 ms
+ptxas info    : Function properties for _Z6helperf
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Compiling entry function '_Z3bigPfi' for 'sm_90'
+ptxas info    : Function properties for _Z3bigPfi
+ptxas         .     1024 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 24 registers, used 0 barriers, 1024 bytes cumulative stack size, 380 bytes cmem[0], 8 bytes cmem[3]
+";
+    let scale = KernelResources {
+        name: "_Z5scaleILi256EEvPfPKfi".into(),
+        registers: 16,
+        barriers: 1,
+        stack_bytes: 32,
+        shared_bytes: 1024,
+        ..Default::default()
+    };
+    let big = KernelResources {
+        name: "_Z3bigPfi".into(),
+        registers: 24,
+        stack_bytes: 1024,
+        spill_store_bytes: 8,
+        spill_load_bytes: 12,
+        const_bytes: 388,
+        ..Default::default()
+    };
+    assert_eq!(parse_resources(log), vec![scale, big]);
+}
