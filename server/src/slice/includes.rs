@@ -116,3 +116,27 @@ fn is_standard_library(name: &str) -> bool {
         || name.strip_suffix(".h").is_some_and(|stem| C.contains(&stem))
         || name.strip_prefix('c').is_some_and(|stem| C.contains(&stem))
 }
+
+/// Macros of the C headers NVRTC cannot include, with definitions that mean the same in device
+/// code. Only those the kept code uses are written.
+pub(super) const STANDARD_MACROS: [(&str, &str); 12] = [
+    ("INFINITY", "__int_as_float(0x7f800000)"),
+    ("NAN", "__int_as_float(0x7fffffff)"),
+    ("HUGE_VALF", "__int_as_float(0x7f800000)"),
+    ("FLT_MAX", "3.402823466e+38F"),
+    ("FLT_MIN", "1.175494351e-38F"),
+    ("FLT_EPSILON", "1.192092896e-07F"),
+    ("DBL_MAX", "1.7976931348623158e+308"),
+    ("INT_MAX", "2147483647"),
+    ("INT_MIN", "(-2147483647 - 1)"),
+    ("UINT_MAX", "4294967295U"),
+    ("M_PI", "3.14159265358979323846"),
+    ("M_SQRT2", "1.41421356237309504880"),
+];
+
+/// Whether a dropped header (as written: `<cmath>`) is one of those that define
+/// [`STANDARD_MACROS`].
+pub(super) fn declares_standard_macros(written: &str) -> bool {
+    let name = written.trim_matches(|c| c == '<' || c == '>' || c == '"');
+    matches!(name, "cmath" | "math.h" | "cfloat" | "float.h" | "climits" | "limits.h" | "cstdlib" | "stdlib.h")
+}

@@ -77,6 +77,9 @@ pub enum SliceItemKind {
     UsingDirective,
     /// A `-D` define from the options, written at the top.
     CommandLineDefine,
+    /// A macro of a dropped C header (`INFINITY`, `FLT_MAX`) that kept code uses, written at
+    /// the top with a definition device code can use.
+    StandardMacro,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -427,6 +430,13 @@ impl<'a> Slicer<'a> {
         for (name, value) in &defines {
             let _ = writeln!(source, "#define {name} {}", value.as_deref().unwrap_or("1"));
             kept.push(SliceItem { kind: SliceItemKind::CommandLineDefine, name: name.clone(), line: 0 });
+        }
+        let dropped_c_header = self.dropped_includes.iter().any(|d| includes::declares_standard_macros(&d.path));
+        for (name, definition) in includes::STANDARD_MACROS {
+            if dropped_c_header && self.used_names.contains(name) && !self.declarations.contains_key(name) {
+                let _ = writeln!(source, "#define {name} {definition}");
+                kept.push(SliceItem { kind: SliceItemKind::StandardMacro, name: name.to_string(), line: 0 });
+            }
         }
         let mut emitter = Emitter { text, slicer: &self, out: source, kept, last_end: None };
         emitter.entries(&self.outline.top);

@@ -110,3 +110,15 @@ fn a_local_variable_does_not_pull_in_a_host_global_of_the_same_name() {
     assert!(sliced.unresolved.is_empty(), "{:?}", sliced.unresolved);
     assert!(!sliced.source.contains("int n = 3"));
 }
+
+#[test]
+fn macros_of_dropped_c_headers_get_device_definitions_when_used() {
+    let text = "#include <cmath>\n#include <cfloat>\n__global__ void k(float* x) { x[0] = -INFINITY; x[1] = FLT_MAX; }\n";
+    let slice = device_slice(&Document::new(text.to_string()), "k", &SliceOptions::default()).unwrap();
+    assert!(slice.source.starts_with("#define INFINITY __int_as_float(0x7f800000)\n#define FLT_MAX 3.402823466e+38F\n"), "{}", slice.source);
+    assert!(!slice.source.contains("NAN"));
+    // Without the header, the name is the file's own business.
+    let own = "__global__ void k(float* x) { x[0] = INFINITY; }\n";
+    let slice = device_slice(&Document::new(own.to_string()), "k", &SliceOptions::default()).unwrap();
+    assert!(!slice.source.contains("#define INFINITY"));
+}
