@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use cutune::slice::SliceOptions;
 use cutune::template::{self, report, templatize};
 
 fn kernel_of(text: &str, path: &Path) -> String {
@@ -25,7 +26,7 @@ fn transforms_of_every_fixture() {
         let text = std::fs::read_to_string(path).expect("fixture is readable UTF-8");
         let kernel = kernel_of(&text, path);
         let name = Path::new(path.file_name().unwrap());
-        let result = templatize(&text, &kernel).expect("fixture kernels templatize");
+        let result = templatize(&text, &kernel, &SliceOptions::default()).expect("fixture kernels templatize");
         let mut spec = result.spec.clone();
         spec.baseline.source = format!("<{} bytes>", spec.baseline.source.len());
         let diff = similar::TextDiff::from_lines(&text, &result.text).unified_diff().context_radius(1).to_string();
@@ -46,8 +47,8 @@ fn templatizing_twice_changes_nothing() {
         }
         let text = std::fs::read_to_string(&path).unwrap();
         for kernel in cutune::syntax::analyze(&text).kernels.iter().filter(|k| k.is_definition) {
-            let once = templatize(&text, &kernel.name).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            let twice = templatize(&once.text, &kernel.name).unwrap();
+            let once = templatize(&text, &kernel.name, &SliceOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let twice = templatize(&once.text, &kernel.name, &SliceOptions::default()).unwrap();
             assert_eq!(twice.text, once.text, "{}: `{}` changed on a second run", path.display(), kernel.name);
             let names = |t: &template::Templatized| t.params().iter().map(|p| (p.name.clone(), p.default)).collect::<Vec<_>>();
             let mut first = names(&once);

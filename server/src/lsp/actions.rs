@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use tower_lsp_server::ls_types::*;
 
 use super::convert;
+use crate::slice::SliceOptions;
 use crate::spec::{self, SpecFile};
 use crate::syntax::{Document, Encoding};
 use crate::template::{self, Templatized};
@@ -51,8 +52,8 @@ pub type OpenText<'a> = &'a dyn Fn(&Uri) -> Option<String>;
 /// Templatizes `kernel` and builds the edit of the `.cu` file and of its spec. Errors are
 /// messages for the user.
 pub fn templatize_edit(uri: &Uri, doc: &Document, version: i32, kernel: &str, encoding: Encoding, open_text: OpenText) -> Result<(WorkspaceEdit, Templatized), String> {
-    let result = template::templatize(doc.text(), kernel).map_err(|e| e.to_string())?;
     let source_path = uri.to_file_path().map(|p| p.into_owned()).ok_or_else(|| format!("{} is not a file; templatize writes a spec beside the file", uri.as_str()))?;
+    let result = template::templatize(doc.text(), kernel, &SliceOptions::for_file(&source_path)).map_err(|e| e.to_string())?;
     let spec_path = spec::spec_path_for(&source_path);
     let spec_uri = Uri::from_file_path(&spec_path).ok_or_else(|| format!("cannot name the spec file {}", spec_path.display()))?;
     let old_spec_text = open_text(&spec_uri).or_else(|| std::fs::read_to_string(&spec_path).ok());

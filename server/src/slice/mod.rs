@@ -20,7 +20,7 @@ mod tests;
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tree_sitter::{Parser, Tree};
 
@@ -44,6 +44,15 @@ pub struct SliceOptions {
 impl SliceOptions {
     /// Adds the include dirs and defines of the file's `compile_commands.json` entry, if any,
     /// before those already given.
+    /// Options for a file on disk: its directory, plus its `compile_commands.json` entry.
+    pub fn for_file(file: &Path) -> SliceOptions {
+        let options = SliceOptions { file: Some(file.to_path_buf()), ..SliceOptions::default() };
+        match compile_flags_for(file) {
+            Some(flags) => options.with_compile_flags(flags),
+            None => options,
+        }
+    }
+
     pub fn with_compile_flags(mut self, flags: CompileFlags) -> SliceOptions {
         self.include_dirs.splice(0..0, flags.include_dirs);
         self.defines.splice(0..0, flags.defines);

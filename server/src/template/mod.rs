@@ -16,6 +16,7 @@ use std::path::Path;
 use serde::Serialize;
 use tree_sitter::Node;
 
+use crate::slice::SliceOptions;
 use crate::spec::{KernelSpec, ParamSpec};
 use crate::syntax::{Document, Kernel, KernelModel, Span};
 
@@ -222,8 +223,9 @@ impl std::fmt::Display for TemplatizeError {
 
 impl std::error::Error for TemplatizeError {}
 
-/// Templatizes `kernel` of the file `text`. `source_name` is the file name the spec refers to.
-pub fn templatize(text: &str, kernel: &str) -> Result<Templatized, TemplatizeError> {
+/// Templatizes `kernel` of the file `text`. The baseline kept in the spec is the original
+/// kernel's device slice, cut with `slice_options` (the file's place, its include dirs).
+pub fn templatize(text: &str, kernel: &str, slice_options: &SliceOptions) -> Result<Templatized, TemplatizeError> {
     let original = Document::new(text.to_string());
     if original.analysis() != crate::syntax::Analysis::Complete {
         return Err(TemplatizeError::NotAnalyzed);
@@ -253,7 +255,7 @@ pub fn templatize(text: &str, kernel: &str) -> Result<Templatized, TemplatizeErr
         };
         reports.push(report);
     }
-    let spec = scaffold::infer(&original, &current, kernel, params, restrictions);
+    let spec = scaffold::infer(&original, &current, kernel, params, restrictions, slice_options);
     let edits = line_edits(text, current.text());
     Ok(Templatized { kernel: kernel.to_string(), text: current.text().to_string(), edits, spec, reports })
 }

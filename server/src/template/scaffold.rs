@@ -7,10 +7,11 @@ use std::collections::{BTreeSet, HashMap};
 use tree_sitter::Node;
 
 use crate::spec::{sha256_hex, ArgSpec, Baseline, Dtype, Init, KernelSpec, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
+use crate::slice::{device_slice, SliceOptions};
 use crate::syntax::{eval_constant, Document, Kernel, LaunchSite, Param, TemplateParamKind};
 
 /// Builds the spec of `kernel` from the templatized document; `original` gives the baseline.
-pub fn infer(original: &Document, templated: &Document, kernel: &str, params: Vec<ParamSpec>, restrictions: Vec<String>) -> KernelSpec {
+pub fn infer(original: &Document, templated: &Document, kernel: &str, params: Vec<ParamSpec>, restrictions: Vec<String>, slice_options: &SliceOptions) -> KernelSpec {
     let model = templated.model();
     let k = model.kernel(kernel).expect("templatize keeps the kernel");
     let launch = model.launches_of(kernel).next();
@@ -91,7 +92,8 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, params: Ve
 
     let template_args = template_args(k, launch, &params);
     let deterministic = !(body.is_some_and(|b| contains_call(templated.text(), b, "atomicAdd")) && args.iter().any(|a| a.is_buffer() && a.dtype.is_float()));
-    let source = original.text().to_string();
+    // The kernel exists (templatize checked), so slicing cannot fail on it.
+    let source = device_slice(original, kernel, slice_options).map(|s| s.source).unwrap_or_else(|_| original.text().to_string());
     KernelSpec {
         name: kernel.to_string(),
         template_args,
