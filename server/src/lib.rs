@@ -6,6 +6,7 @@ pub mod cli;
 pub mod compile;
 pub mod lsp;
 pub mod slice;
+pub mod space;
 pub mod spec;
 pub mod syntax;
 pub mod template;

@@ -24,6 +24,8 @@ enum Command {
     },
     /// Measure analysis speed and server memory on generated CUDA files.
     Bench(cutune::cli::bench::BenchArgs),
+    /// Compile a kernel's configurations with NVRTC (no GPU needed) and report their resources.
+    Check(cutune::cli::check::CheckArgs),
     /// Turn a kernel's execution choices into parameters and write its tuning spec.
     Templatize(cutune::cli::templatize::TemplatizeArgs),
     /// Check tuning specs, and convert them to and from T1 files.
@@ -41,6 +43,10 @@ fn main() -> ExitCode {
         Command::Kernels { file, json } => cutune::cli::kernels(&file, json).map(|out| print!("{out}")),
         Command::Bench(args) => cutune::cli::bench::run(&args),
         Command::Templatize(args) => cutune::cli::templatize::run(&args),
+        Command::Check(args) => match cutune::cli::check::run(&args) {
+            Ok(code) => return code,
+            Err(e) => Err(e),
+        },
         Command::Spec(args) => match cutune::cli::spec::run(&args) {
             Ok(code) => return code,
             Err(e) => Err(e),

@@ -283,6 +283,11 @@ impl Builder<'_> {
                 let mut names: Vec<String> = declarators.iter().filter_map(|d| declarator_name(*d, self.text)).collect();
                 let ty = node.child_by_field_name("type");
                 names.extend(ty.map(|t| self.type_names(t)).unwrap_or_default());
+                if declarators.is_empty() {
+                    // `struct S;`, `template <int N> struct bits;`: a forward declaration, which
+                    // the specialisations and uses of `S` need.
+                    names.extend(ty.and_then(|t| self.forward_declared_name(t)));
+                }
                 let role = if ["__constant__", "__device__", "__shared__", "__managed__"].iter().any(|w| has(w)) {
                     Role::DeviceVariable
                 } else if has("const") || has("constexpr") {
@@ -294,7 +299,11 @@ impl Builder<'_> {
                 };
                 (role, names)
             }
-            "struct_specifier" | "class_specifier" | "union_specifier" | "enum_specifier" => (Role::Type, self.type_names(node)),
+            "struct_specifier" | "class_specifier" | "union_specifier" | "enum_specifier" => {
+                let mut names = self.type_names(node);
+                names.extend(self.forward_declared_name(node));
+                (Role::Type, names)
+            }
             "type_definition" => {
                 let mut names: Vec<String> = node
                     .children_by_field_name("declarator", &mut node.walk())
@@ -339,6 +348,15 @@ impl Builder<'_> {
 
     /// The names a type specifier declares: its own name if it has a body, and the enumerators
     /// of an unscoped-or-not enum (a use of either needs the declaration).
+    /// The name of a struct, class or union specifier without a body.
+    fn forward_declared_name(&self, ty: Node) -> Option<String> {
+        let is_record = matches!(ty.kind(), "struct_specifier" | "class_specifier" | "union_specifier");
+        if !is_record || ty.child_by_field_name("body").is_some() {
+            return None;
+        }
+        ty.child_by_field_name("name").map(|n| unqualified(self.text_of(n)).to_string())
+    }
+
     fn type_names(&self, ty: Node) -> Vec<String> {
         let Some(body) = ty.child_by_field_name("body") else { return Vec::new() };
         let mut names: Vec<String> = ty.child_by_field_name("name").map(|n| unqualified(self.text_of(n)).to_string()).into_iter().collect();

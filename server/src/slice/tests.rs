@@ -122,3 +122,11 @@ fn macros_of_dropped_c_headers_get_device_definitions_when_used() {
     let slice = device_slice(&Document::new(own.to_string()), "k", &SliceOptions::default()).unwrap();
     assert!(!slice.source.contains("#define INFINITY"));
 }
+
+#[test]
+fn forward_declared_templates_are_kept_with_their_specialisations() {
+    let text = "template <int B> struct bits;\ntemplate <> struct bits<4> { typedef unsigned int type; };\nstruct unused;\n__global__ void k(float* x) { typename bits<4>::type v = 0; x[0] = v; }\n";
+    let slice = device_slice(&Document::new(text.to_string()), "k", &SliceOptions::default()).unwrap();
+    assert!(slice.source.starts_with("template <int B> struct bits;\ntemplate <> struct bits<4>"), "{}", slice.source);
+    assert!(!slice.source.contains("struct unused"), "{}", slice.source);
+}

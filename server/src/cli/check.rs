@@ -1,0 +1,267 @@
+//! `cutune check FILE --kernel NAME [--arch sm_90]`: compile the default configuration and a
+//! sample of the space (or all of it) with NVRTC, without a GPU, and report each
+//! configuration's registers, spills and shared memory, or why it cannot run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use super::read_source;
+use crate::compile::{Nvrtc, NVRTC_ENV};
+use crate::slice::{device_slice, SliceOptions};
+use crate::space::{self, Configuration, Space};
+use crate::spec::{self, expr, KernelSpec};
+use crate::syntax::Document;
+use crate::template;
+
+#[derive(clap::Args)]
+pub struct CheckArgs {
+    /// The CUDA source file: templatized, with its spec beside it, or not yet (then it is
+    /// templatized in memory).
+    pub file: PathBuf,
+    #[arg(long)]
+    pub kernel: String,
+    /// The GPU architecture to compile for.
+    #[arg(long, default_value = "sm_90")]
+    pub arch: String,
+    /// How many configurations to compile, the default one included.
+    #[arg(long, default_value_t = 32, conflicts_with = "all")]
+    pub sample: u64,
+    /// Compile every configuration of the space.
+    #[arg(long)]
+    pub all: bool,
+    /// Seed of the sample: the same seed checks the same configurations.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Compiler threads (NVRTC stops scaling at about 4 per process).
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    /// The NVRTC library to use (otherwise `CUTUNE_NVRTC`, `CUDA_HOME`, the loader path, pip).
+    #[arg(long)]
+    pub nvrtc: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Spaces larger than this are not compiled whole, even with `--all`.
+const MAX_ALL: u64 = 100_000;
+
+#[derive(Serialize)]
+struct Report {
+    file: String,
+    kernel: String,
+    arch: String,
+    nvrtc: String,
+    space_size: u64,
+    checked: usize,
+    compiled: usize,
+    infeasible: usize,
+    failed: usize,
+    wall_seconds: f64,
+    results: Vec<ConfigResult>,
+}
+
+#[derive(Serialize, Clone)]
+struct ConfigResult {
+    config: Configuration,
+    is_default: bool,
+    status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resources: Option<crate::compile::KernelResources>,
+    compile_ms: f64,
+}
+
+#[derive(Serialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum Status {
+    Compiled,
+    Infeasible,
+    Failed,
+}
+
+pub fn run(args: &CheckArgs) -> Result<ExitCode> {
+    let text = read_source(&args.file)?;
+    let (kernel, source) = kernel_and_source(args, &text)?;
+    let slice_options = SliceOptions::for_file(&args.file);
+    let slice = device_slice(&Document::new(source), &args.kernel, &slice_options).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    for u in &slice.unresolved {
+        eprintln!("{}:{}: note: unresolved `{}`: {}", args.file.display(), u.line, u.symbol, u.why);
+    }
+    let nvrtc = Nvrtc::locate(args.nvrtc.as_deref()).map_err(|e| anyhow::anyhow!("{e}\n(set {NVRTC_ENV} or pass --nvrtc to choose a library)"))?;
+    let Some(shape) = kernel.shapes.first() else { bail!("{}: the spec of `{}` has no shape", args.file.display(), kernel.name) };
+
+    let space = Space::new(&kernel);
+    let limit = if args.all {
+        if space.count() > MAX_ALL {
+            bail!("the space of `{}` has {} configurations; check a sample (--sample N) instead", kernel.name, space.count());
+        }
+        space.count()
+    } else {
+        args.sample.max(1)
+    };
+    let configs = space.sample(limit, args.seed);
+    let started = Instant::now();
+    let results = check_all(&nvrtc, &kernel, shape, &slice.source, &args.arch, &configs, args.jobs);
+    let count = |s: Status| results.iter().filter(|r| r.status == s).count();
+    let (major, minor) = nvrtc.version();
+    let report = Report {
+        file: args.file.display().to_string(),
+        kernel: kernel.name.clone(),
+        arch: args.arch.clone(),
+        nvrtc: format!("{major}.{minor} ({})", nvrtc.library_path().display()),
+        space_size: space.count(),
+        checked: results.len(),
+        compiled: count(Status::Compiled),
+        infeasible: count(Status::Infeasible),
+        failed: count(Status::Failed),
+        wall_seconds: started.elapsed().as_secs_f64(),
+        results,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", table(&report));
+    }
+    Ok(if report.failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// The kernel's spec and the templatized source: from the spec beside the file when it has this
+/// kernel, else from templatizing the file in memory.
+fn kernel_and_source(args: &CheckArgs, text: &str) -> Result<(KernelSpec, String)> {
+    let spec_path = spec::spec_path_for(&args.file);
+    if let Ok(spec_text) = std::fs::read_to_string(&spec_path) {
+        let (file, diagnostics) = spec::parse_spec(&spec_text);
+        let errors: Vec<String> = diagnostics
+            .iter()
+            .filter(|d| d.severity == spec::Severity::Error)
+            .map(|d| format!("{}:{}:{}: error: {}", spec_path.display(), d.line + 1, d.column + 1, d.message))
+            .collect();
+        if !errors.is_empty() {
+            bail!("{}\nthe spec has errors; `cutune spec check {}` lists them", errors.join("\n"), spec_path.display());
+        }
+        if let Some(kernel) = file.and_then(|f| f.kernels.into_iter().find(|k| k.name == args.kernel)) {
+            return Ok((kernel, text.to_string()));
+        }
+    }
+    eprintln!("{}: no spec of `{}` beside the file; checking it templatized in memory", args.file.display(), args.kernel);
+    let result = template::templatize(text, &args.kernel, &SliceOptions::for_file(&args.file)).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    Ok((result.spec, result.text))
+}
+
+/// Checks every configuration: restrictions first, then a compile on a pool of threads.
+fn check_all(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &str, arch: &str, configs: &[Configuration], jobs: Option<usize>) -> Vec<ConfigResult> {
+    let default = Configuration::default_of(kernel);
+    let results: Mutex<Vec<Option<ConfigResult>>> = Mutex::new(vec![None; configs.len()]);
+    let next = AtomicUsize::new(0);
+    let threads = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().min(4))).max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(config) = configs.get(i) else { break };
+                let result = check_one(nvrtc, kernel, shape, source, arch, config, *config == default);
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
+            });
+        }
+    });
+    results.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect()
+}
+
+fn check_one(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &str, arch: &str, config: &Configuration, is_default: bool) -> ConfigResult {
+    let mut result = ConfigResult { config: config.clone(), is_default, status: Status::Infeasible, reason: None, resources: None, compile_ms: 0.0 };
+    if let Err(infeasible) = space::check_restrictions(kernel, shape, config) {
+        result.reason = Some(infeasible.reason);
+        return result;
+    }
+    let request = space::compile_request(kernel, source, arch, config);
+    let started = Instant::now();
+    let compiled = nvrtc.compile(&request);
+    result.compile_ms = started.elapsed().as_secs_f64() * 1e3;
+    match compiled {
+        Err(failure) => {
+            result.status = Status::Failed;
+            let first = failure.diagnostics.iter().find(|d| d.severity == crate::compile::Severity::Error);
+            result.reason = Some(match first {
+                Some(d) => format!("line {}: {}", d.line.map_or("?".into(), |l| l.to_string()), d.message),
+                None => failure.message,
+            });
+        }
+        Ok(output) => {
+            let lowered = output.lowered_names.first().map(|(_, l)| l.clone());
+            let resources = output.kernels.iter().find(|k| Some(&k.name) == lowered.as_ref()).or(output.kernels.first()).cloned();
+            result.status = Status::Compiled;
+            if let Some(r) = &resources {
+                if let Err(reason) = fits_the_device(kernel, shape, config, arch, r) {
+                    result.status = Status::Infeasible;
+                    result.reason = Some(reason);
+                }
+            }
+            result.resources = resources;
+        }
+    }
+    result
+}
+
+/// Limits that only the compiled kernel reveals: registers for the whole block, and shared
+/// memory (static plus dynamic) against what the architecture allows one block.
+fn fits_the_device(kernel: &KernelSpec, shape: &spec::Shape, config: &Configuration, arch: &str, r: &crate::compile::KernelResources) -> Result<(), String> {
+    let env = space::environment(kernel, shape, config);
+    let lookup = |n: &str| env.get(n).copied();
+    let threads: i64 = kernel.block.iter().filter_map(|b| expr::parse(b).ok()?.eval_integer(&lookup).ok()).product();
+    let registers = r.registers as i64 * threads;
+    if registers > 65_536 {
+        return Err(format!("{} registers × {threads} threads = {registers}, over the 65,536 registers of an SM", r.registers));
+    }
+    let dynamic = expr::parse(&kernel.shared_bytes).ok().and_then(|e| e.eval_integer(&lookup).ok()).unwrap_or(0);
+    let shared = r.shared_bytes as i64 + dynamic;
+    let limit = max_shared_per_block(arch);
+    if shared > limit {
+        return Err(format!("{shared} bytes of shared memory per block; {arch} allows {limit}"));
+    }
+    Ok(())
+}
+
+/// The most shared memory one block may use (with the opt-in above 48 KiB), by architecture.
+fn max_shared_per_block(arch: &str) -> i64 {
+    let digits: String = arch.chars().filter(|c| c.is_ascii_digit()).collect();
+    match digits.parse::<u32>().unwrap_or(0) {
+        90 | 100 | 103 => 227 * 1024,
+        80 | 87 => 163 * 1024,
+        86 | 89 | 120 => 99 * 1024,
+        75 => 64 * 1024,
+        _ => 48 * 1024,
+    }
+}
+
+fn table(report: &Report) -> String {
+    let mut out = format!(
+        "{} `{}` for {} with NVRTC {}: {} configurations in the space, {} checked\n",
+        report.file, report.kernel, report.arch, report.nvrtc, report.space_size, report.checked
+    );
+    out.push_str(&format!("{:<60} {:>5} {:>7} {:>8} {:>8}  status\n", "configuration", "regs", "spills", "smem", "ms"));
+    for r in &report.results {
+        let (regs, spills, smem) = match &r.resources {
+            Some(k) => (k.registers.to_string(), (k.spill_store_bytes + k.spill_load_bytes).to_string(), k.shared_bytes.to_string()),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        let status = match (r.status, &r.reason) {
+            (Status::Compiled, _) if r.is_default => "ok (default)".to_string(),
+            (Status::Compiled, _) => "ok".to_string(),
+            (Status::Infeasible, reason) => format!("infeasible: {}", reason.as_deref().unwrap_or("")),
+            (Status::Failed, reason) => format!("compile error: {}", reason.as_deref().unwrap_or("")),
+        };
+        out.push_str(&format!("{:<60} {regs:>5} {spills:>7} {smem:>8} {:>8.0}  {status}\n", r.config.to_string(), r.compile_ms));
+    }
+    out.push_str(&format!(
+        "{} compiled, {} infeasible, {} failed, in {:.1} s\n",
+        report.compiled, report.infeasible, report.failed, report.wall_seconds
+    ));
+    out
+}

@@ -1,0 +1,247 @@
+//! The parameter space of a kernel spec: configurations, the restrictions they must meet, and
+//! how one configuration becomes an NVRTC request.
+//!
+//! Spaces multiply quickly (five parameters of five values are 3,125 configurations), so they
+//! are counted and sampled by index without materialising every configuration.
+
+use std::collections::BTreeMap;
+
+use crate::compile::CompileRequest;
+use crate::spec::expr::{self, Value};
+use crate::spec::{KernelSpec, ParamKind, Shape};
+
+/// Parameter name to value, in the spec's parameter order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct Configuration(pub Vec<(String, i64)>);
+
+impl Configuration {
+    pub fn default_of(kernel: &KernelSpec) -> Configuration {
+        Configuration(kernel.params.iter().map(|p| (p.name.clone(), p.default)).collect())
+    }
+
+    pub fn get(&self, name: &str) -> Option<i64> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+}
+
+impl std::fmt::Display for Configuration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        f.write_str(&parts.join(" "))
+    }
+}
+
+/// Every configuration of the spec, in mixed-radix order over the parameters' values.
+pub struct Space<'k> {
+    kernel: &'k KernelSpec,
+}
+
+impl<'k> Space<'k> {
+    pub fn new(kernel: &'k KernelSpec) -> Space<'k> {
+        Space { kernel }
+    }
+
+    /// How many configurations, saturating at `u64::MAX`.
+    pub fn count(&self) -> u64 {
+        self.kernel.params.iter().fold(1u64, |n, p| n.saturating_mul(p.values.len() as u64))
+    }
+
+    /// The configuration at `index` (less than [`Space::count`]).
+    pub fn at(&self, mut index: u64) -> Configuration {
+        let mut values = Vec::with_capacity(self.kernel.params.len());
+        for p in self.kernel.params.iter().rev() {
+            let radix = p.values.len().max(1) as u64;
+            values.push((p.name.clone(), p.values.get((index % radix) as usize).copied().unwrap_or(p.default)));
+            index /= radix;
+        }
+        values.reverse();
+        Configuration(values)
+    }
+
+    /// The default configuration first, then every configuration when there are at most `limit`,
+    /// else `limit - 1` distinct ones drawn with a seeded generator: the same seed, the same
+    /// sample.
+    pub fn sample(&self, limit: u64, seed: u64) -> Vec<Configuration> {
+        let default = Configuration::default_of(self.kernel);
+        let count = self.count();
+        let mut out = vec![default.clone()];
+        if count <= limit {
+            out.extend((0..count).map(|i| self.at(i)).filter(|c| *c != default));
+            return out;
+        }
+        let mut rng = SplitMix64(seed);
+        let mut seen = std::collections::HashSet::new();
+        // Bounded, in case the space holds fewer distinct configurations than asked for.
+        for _ in 0..limit.saturating_mul(20) {
+            if out.len() as u64 >= limit {
+                break;
+            }
+            let index = rng.next() % count;
+            if seen.insert(index) {
+                let c = self.at(index);
+                if c != default {
+                    out.push(c);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A small, well-known generator (Steele et al.): reproducible across platforms and versions.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// Why a configuration cannot run, decided before compiling it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Infeasible {
+    pub reason: String,
+}
+
+/// The names a configuration's expressions see: the shape's sizes, the parameters, the scalar
+/// arguments.
+pub fn environment(kernel: &KernelSpec, shape: &Shape, config: &Configuration) -> BTreeMap<String, Value> {
+    let mut env: BTreeMap<String, Value> = shape.iter().map(|(k, v)| (k.clone(), Value::Int(*v))).collect();
+    for (name, value) in &config.0 {
+        env.insert(name.clone(), Value::Int(*value));
+    }
+    for arg in kernel.args.iter().filter(|a| !a.is_buffer()) {
+        let value = arg.value.as_deref().and_then(|t| expr::parse(t).ok()).and_then(|e| e.eval(&|n| env.get(n).copied()).ok());
+        if let Some(value) = value {
+            env.insert(arg.name.clone(), value);
+        }
+    }
+    env
+}
+
+/// The hardware's limits on a block, the same on every CUDA GPU since compute capability 2.0.
+const MAX_THREADS_PER_BLOCK: i64 = 1024;
+const MAX_BLOCK_DIM: [i64; 3] = [1024, 1024, 64];
+
+/// Checks the spec's restrictions and the block's shape for `config` on `shape`.
+pub fn check_restrictions(kernel: &KernelSpec, shape: &Shape, config: &Configuration) -> Result<(), Infeasible> {
+    let env = environment(kernel, shape, config);
+    let lookup = |n: &str| env.get(n).copied();
+    for restriction in &kernel.restrictions {
+        let verdict = expr::parse(restriction).map_err(|e| e.message).and_then(|e| e.eval(&lookup).map_err(|e| e.message));
+        match verdict {
+            Ok(v) if v.is_true() => {}
+            Ok(_) => return Err(Infeasible { reason: format!("restriction `{restriction}` is false") }),
+            Err(why) => return Err(Infeasible { reason: format!("restriction `{restriction}` cannot be evaluated: {why}") }),
+        }
+    }
+    let mut threads = 1i64;
+    for (axis, text) in kernel.block.iter().enumerate() {
+        let extent = expr::parse(text).map_err(|e| e.message).and_then(|e| e.eval_integer(&lookup).map_err(|e| e.message));
+        let extent = extent.map_err(|why| Infeasible { reason: format!("block extent `{text}`: {why}") })?;
+        let limit = MAX_BLOCK_DIM.get(axis).copied().unwrap_or(1);
+        if extent < 1 || extent > limit {
+            return Err(Infeasible { reason: format!("block extent {} is {extent}; it must be 1 to {limit}", ["x", "y", "z"].get(axis).unwrap_or(&"?")) });
+        }
+        threads = threads.saturating_mul(extent);
+    }
+    if threads > MAX_THREADS_PER_BLOCK {
+        return Err(Infeasible { reason: format!("{threads} threads per block; the limit is {MAX_THREADS_PER_BLOCK}") });
+    }
+    Ok(())
+}
+
+/// The NVRTC request that builds `config`: parameters as `-D` defines, compiler-option
+/// parameters as options, template parameters in the instantiation's name expression.
+pub fn compile_request(kernel: &KernelSpec, source: &str, arch: &str, config: &Configuration) -> CompileRequest {
+    let mut request = CompileRequest::new(source, format!("{}.cu", kernel.name), arch);
+    request.options = kernel.compiler_options.clone();
+    for p in &kernel.params {
+        let value = config.get(&p.name).unwrap_or(p.default);
+        match p.kind {
+            ParamKind::Define => request.defines.push((p.name.clone(), value.to_string())),
+            ParamKind::FastMath if value != 0 => request.options.push("--use_fast_math".into()),
+            ParamKind::MaxRegisters if value > 0 => request.options.push(format!("--maxrregcount={value}")),
+            ParamKind::FastMath | ParamKind::MaxRegisters | ParamKind::Template => {}
+        }
+    }
+    request.name_expressions.push(name_expression(kernel, config));
+    request
+}
+
+/// `&kernel` or `&kernel<half, 256>`, with the configuration's values for template parameters.
+pub fn name_expression(kernel: &KernelSpec, config: &Configuration) -> String {
+    if kernel.template_args.is_empty() {
+        return format!("&{}", kernel.name);
+    }
+    let args: Vec<String> = kernel
+        .template_args
+        .iter()
+        .map(|a| config.get(a.trim()).map_or_else(|| a.trim().to_string(), |v| v.to_string()))
+        .collect();
+    format!("&{}<{}>", kernel.name, args.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{ParamSpec, SpecFile};
+
+    fn spec() -> KernelSpec {
+        let text = include_str!("../../../tests/fixtures/spec/space.cutune.toml");
+        let (file, diagnostics): (Option<SpecFile>, _) = crate::spec::parse_spec(text);
+        assert!(diagnostics.iter().all(|d| d.severity != crate::spec::Severity::Error), "{diagnostics:?}");
+        file.unwrap().kernels.remove(0)
+    }
+
+    #[test]
+    fn configurations_are_indexed_in_mixed_radix_order() {
+        let k = spec();
+        let space = Space::new(&k);
+        assert_eq!(space.count(), 4 * 3 * 2);
+        assert_eq!(space.at(0).to_string(), "BLOCK=64 VEC=1 fast_math=0");
+        assert_eq!(space.at(1).to_string(), "BLOCK=64 VEC=1 fast_math=1");
+        assert_eq!(space.at(23).to_string(), "BLOCK=2048 VEC=4 fast_math=1");
+    }
+
+    #[test]
+    fn samples_start_with_the_default_and_repeat_with_the_seed() {
+        let k = spec();
+        let space = Space::new(&k);
+        let all = space.sample(100, 7);
+        assert_eq!(all.len(), 24);
+        assert_eq!(all[0], Configuration::default_of(&k));
+        let a = space.sample(5, 1);
+        assert_eq!(a.len(), 5);
+        assert_eq!(a, space.sample(5, 1));
+        assert_ne!(a, space.sample(5, 2));
+    }
+
+    #[test]
+    fn restrictions_and_block_limits_make_configurations_infeasible_with_a_reason() {
+        let k = spec();
+        let shape = k.shapes[0].clone();
+        let ok = Configuration(vec![("BLOCK".into(), 128), ("VEC".into(), 2), ("fast_math".into(), 0)]);
+        assert_eq!(check_restrictions(&k, &shape, &ok), Ok(()));
+        let odd = Configuration(vec![("BLOCK".into(), 128), ("VEC".into(), 4), ("fast_math".into(), 0)]);
+        assert_eq!(check_restrictions(&k, &shape, &odd).unwrap_err().reason, "restriction `hidden % VEC == 0` is false");
+        let big = Configuration(vec![("BLOCK".into(), 2048), ("VEC".into(), 1), ("fast_math".into(), 0)]);
+        assert_eq!(check_restrictions(&k, &shape, &big).unwrap_err().reason, "block extent x is 2048; it must be 1 to 1024");
+    }
+
+    #[test]
+    fn a_configuration_becomes_defines_options_and_a_name_expression() {
+        let mut k = spec();
+        k.template_args = vec!["half".into(), "BLOCK".into()];
+        k.params.push(ParamSpec { name: "regs".into(), kind: ParamKind::MaxRegisters, default: 0, values: vec![0, 64], origin: String::new() });
+        let config = Configuration(vec![("BLOCK".into(), 256), ("VEC".into(), 2), ("fast_math".into(), 1), ("regs".into(), 64)]);
+        let request = compile_request(&k, "src", "sm_90", &config);
+        assert_eq!(request.defines, vec![("BLOCK".to_string(), "256".to_string()), ("VEC".to_string(), "2".to_string())]);
+        assert_eq!(request.options, vec!["-std=c++17", "--use_fast_math", "--maxrregcount=64"]);
+        assert_eq!(request.name_expressions, vec!["&row_scale<half, 256>"]);
+    }
+}
