@@ -106,3 +106,39 @@ async def test_a_kernel_that_does_not_parse_is_offered_disabled_with_the_reason(
     assert action.title == "Templatize kernel broken"
     assert action.edit is None and action.data is None
     assert action.disabled.reason == "kernel `broken` does not parse (line 2): fix it before templatizing"
+
+
+async def test_the_spec_from_the_action_gets_diagnostics_where_values_are_still_unknown(client, tmp_path: Path):
+    # No launch in this file: grid, block, lengths and a scalar are left for the user.
+    source = tmp_path / "gelu.cu"
+    source.write_text((REPO / "tests" / "fixtures" / "template" / "no_launch.cu").read_text())
+    uri, text = source.as_uri(), source.read_text()
+    await open_document(client, uri, text)
+    [action] = await code_actions(client, uri, line_of(text, "float v = x[i];"), 4)
+    edit = (await resolved(client, action)).edit
+    spec_uri = (tmp_path / "gelu.cutune.toml").as_uri()
+    [spec_edit] = [c for c in edit.document_changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri == spec_uri]
+    spec_text = apply("", spec_edit.edits, client.profile.encoding)
+
+    published = await open_document(client, spec_uri, spec_text, language_id="toml")
+
+    errors = [(d.range.start.line, d.message.split(":")[0]) for d in published.diagnostics if d.severity == types.DiagnosticSeverity.Error]
+    assert errors == [
+        (line_of(spec_text, 'grid = ["?"]'), "grid extent x is unknown"),
+        (line_of(spec_text, 'block = ["?"]'), "block extent x is unknown"),
+        (line_of(spec_text, 'name = "y"') + 2, "length of argument `y` is unknown"),
+        (line_of(spec_text, 'name = "x"') + 2, "length of argument `x` is unknown"),
+        (line_of(spec_text, 'name = "n"') + 2, "value of scalar argument `n` is unknown"),
+    ]
+    for d in published.diagnostics:
+        assert d.source == "cutune"
+        line = spec_text.split("\n")[d.range.start.line]
+        assert '"?"' in line[d.range.start.character - 1 :], (line, d.range)
+
+
+async def test_a_spec_with_a_syntax_error_gets_one_diagnostic_at_it(client, tmp_path: Path):
+    spec_uri = (tmp_path / "broken.cutune.toml").as_uri()
+    published = await open_document(client, spec_uri, "version = 1\nsource = \"x.cu\"\nkernels = [\n", language_id="toml")
+    [d] = published.diagnostics
+    assert d.severity == types.DiagnosticSeverity.Error
+    assert d.range.start.line in (2, 3)

@@ -5,6 +5,7 @@ use tower_lsp_server::ls_types::{
     SymbolKind,
 };
 
+use crate::spec;
 use crate::syntax::{Change, Document, Encoding, Finding, KernelModel, Severity, Span, TextPosition};
 
 pub fn encoding_kind(encoding: Encoding) -> PositionEncodingKind {
@@ -58,6 +59,27 @@ pub fn diagnostic(doc: &Document, encoding: Encoding, finding: &Finding) -> Diag
         code: Some(NumberOrString::String(finding.code.to_string())),
         source: Some("cutune".to_string()),
         message: finding.message.clone(),
+        ..Diagnostic::default()
+    }
+}
+
+/// Whether a document is a tuning spec (`foo.cutune.toml`), whatever its language id.
+pub fn is_spec(uri: &lsp::Uri) -> bool {
+    uri.as_str().ends_with(".cutune.toml")
+}
+
+pub fn spec_diagnostic(doc: &Document, encoding: Encoding, d: &spec::SpecDiagnostic) -> Diagnostic {
+    let span = Span { start_byte: d.range.start, end_byte: d.range.end.max(d.range.start), ..Span::default() };
+    Diagnostic {
+        range: range(doc, encoding, span),
+        severity: Some(match d.severity {
+            spec::Severity::Error => DiagnosticSeverity::ERROR,
+            spec::Severity::Warning => DiagnosticSeverity::WARNING,
+            spec::Severity::Information => DiagnosticSeverity::INFORMATION,
+        }),
+        code: Some(NumberOrString::String("spec".to_string())),
+        source: Some("cutune".to_string()),
+        message: d.message.clone(),
         ..Diagnostic::default()
     }
 }

@@ -44,10 +44,16 @@ impl Backend {
     /// Publishes the findings of the current version, unless a newer version has arrived since.
     async fn publish_diagnostics(&self, uri: Uri) {
         let Some(open) = self.state.snapshot(&uri) else { return };
+        let encoding = self.state.encoding();
+        if convert::is_spec(&uri) {
+            let (_, found) = crate::spec::parse_spec(open.document.text());
+            let diagnostics = found.iter().map(|d| convert::spec_diagnostic(&open.document, encoding, d)).collect();
+            self.publish_if_current(uri, diagnostics, open.version).await;
+            return;
+        }
         if !open.is_cuda(&uri) {
             return;
         }
-        let encoding = self.state.encoding();
         let diagnostics = match open.document.analysis() {
             Analysis::Complete => syntax::check(open.document.model())
                 .iter()
@@ -55,9 +61,13 @@ impl Backend {
                 .collect(),
             Analysis::SkippedTooLarge { bytes } => vec![too_large_diagnostic(bytes)],
         };
-        let still_current = self.state.snapshot(&uri).is_some_and(|now| now.version == open.version);
+        self.publish_if_current(uri, diagnostics, open.version).await;
+    }
+
+    async fn publish_if_current(&self, uri: Uri, diagnostics: Vec<Diagnostic>, version: i32) {
+        let still_current = self.state.snapshot(&uri).is_some_and(|now| now.version == version);
         if still_current {
-            self.client.publish_diagnostics(uri, diagnostics, Some(open.version)).await;
+            self.client.publish_diagnostics(uri, diagnostics, Some(version)).await;
         }
     }
 }

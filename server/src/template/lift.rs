@@ -417,16 +417,32 @@ enum ConstantValue {
     Name(String),
 }
 
-/// The initial value of a file-scope (or namespace-scope) `constexpr`/`const` integer: a
+/// The value of a file-scope (or namespace-scope) `constexpr`/`const` integer or enumerator: a
 /// literal, or a name.
 fn file_constant(unit: &Unit, name: &str) -> Option<ConstantValue> {
     let tree = unit.doc.tree()?;
+    let value_of = |value: Node| {
+        let value_text = &unit.text()[value.byte_range()];
+        match value.kind() {
+            "number_literal" => Some(ConstantValue::Literal(parse_int_literal(value_text)?, Span::of(value))),
+            "identifier" => Some(ConstantValue::Name(value_text.to_string())),
+            _ => None,
+        }
+    };
     let mut stack = vec![tree.root_node()];
     while let Some(node) = stack.pop() {
         match node.kind() {
             "translation_unit" | "namespace_definition" | "declaration_list" => {
                 let mut cursor = node.walk();
                 stack.extend(node.named_children(&mut cursor));
+            }
+            "enum_specifier" | "declaration" if enumerators(node).next().is_some() => {
+                for enumerator in enumerators(node) {
+                    let declared = enumerator.child_by_field_name("name").map(|n| &unit.text()[n.byte_range()]);
+                    if declared == Some(name) {
+                        return enumerator.child_by_field_name("value").and_then(value_of);
+                    }
+                }
             }
             "declaration" => {
                 let text = &unit.text()[node.byte_range()];
@@ -440,18 +456,25 @@ fn file_constant(unit: &Unit, name: &str) -> Option<ConstantValue> {
                     if declared != name {
                         continue;
                     }
-                    let value_text = &unit.text()[value.byte_range()];
-                    return match value.kind() {
-                        "number_literal" => Some(ConstantValue::Literal(parse_int_literal(value_text)?, Span::of(value))),
-                        "identifier" => Some(ConstantValue::Name(value_text.to_string())),
-                        _ => None,
-                    };
+                    return value_of(value);
                 }
             }
             _ => {}
         }
     }
     None
+}
+
+/// The enumerators of an `enum { ... }` item (or of a declaration whose type is one).
+fn enumerators(node: Node) -> impl Iterator<Item = Node> {
+    let specifier = if node.kind() == "enum_specifier" { Some(node) } else { node.child_by_field_name("type").filter(|t| t.kind() == "enum_specifier") };
+    let list = specifier.and_then(|s| s.child_by_field_name("body"));
+    let mut cursor = list.map(|l| l.walk());
+    let children: Vec<Node> = match (list, cursor.as_mut()) {
+        (Some(l), Some(c)) => l.named_children(c).filter(|e| e.kind() == "enumerator").collect(),
+        _ => Vec::new(),
+    };
+    children.into_iter()
 }
 
 /// A file-scope constant used as the block size takes its value from a parameter; its uses
@@ -592,10 +615,12 @@ impl Transform for MinBlocksPerSm {
 /// compiler's full unroll (0, the default) and a factor.
 ///
 /// nvcc does not expand macros in a `#pragma unroll` argument (NVRTC does), but it accepts a
-/// C++ constant there: the pragma names a `constexpr int` set from the parameter's macro.
+/// C++ constant there: the pragma names an enumerator set from the parameter's macro. (A
+/// namespace-scope `constexpr int` would do for nvcc, but NVRTC emits it into the PTX as a
+/// global, and the default instantiation would no longer compile to the original PTX.)
 struct PragmaUnroll;
 
-/// The `constexpr` a pragma reads a parameter through: the parameter's name in lower case.
+/// The enumerator a pragma reads a parameter through: the parameter's name in lower case.
 fn unroll_constant(name: &str) -> String {
     name.to_ascii_lowercase()
 }
@@ -603,7 +628,7 @@ fn unroll_constant(name: &str) -> String {
 /// The parameter's guard followed by the constant the pragma reads.
 fn unroll_parameter_block(unit: &Unit, name: &str, value: i64) -> TextEdit {
     let mut edit = unit.define_block(name, &value.to_string());
-    edit.new_text.push_str(&format!("constexpr int {} = {name};\n", unroll_constant(name)));
+    edit.new_text.push_str(&format!("enum {{ {} = {name} }};\n", unroll_constant(name)));
     edit
 }
 

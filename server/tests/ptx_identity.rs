@@ -1,0 +1,62 @@
+//! The proof that templatize changes nothing: for every kernel in `examples/`, the default
+//! instantiation of the templatized file compiles to the same PTX as the original kernel
+//! (NVRTC, same options, compared as text), each cut to its device slice as the tuner compiles
+//! it. Needs NVRTC: `scripts/test` installs it from pip; without it this test fails, it does
+//! not skip.
+
+use std::path::Path;
+
+use cutune::compile::{CompileRequest, Nvrtc};
+use cutune::slice::{device_slice, SliceOptions};
+use cutune::syntax::{analyze, Document};
+use cutune::template::templatize;
+
+fn ptx(nvrtc: &Nvrtc, source: &str, kernel: &str) -> String {
+    let mut request = CompileRequest::new(source, format!("{kernel}.cu"), "compute_90");
+    request.cubin = false;
+    request.options = vec!["--std=c++17".into()];
+    request.name_expressions = vec![format!("&{kernel}")];
+    match nvrtc.compile(&request) {
+        Ok(output) => output.ptx,
+        Err(failure) => panic!("{kernel}: {failure}\n{}\n--- source ---\n{source}", failure.log),
+    }
+}
+
+fn first_difference(a: &str, b: &str) -> String {
+    let line = a.lines().zip(b.lines()).position(|(x, y)| x != y).unwrap_or(a.lines().count().min(b.lines().count()));
+    format!("PTX line {}: {:?} vs {:?}", line + 1, a.lines().nth(line), b.lines().nth(line))
+}
+
+#[test]
+fn the_default_instantiation_compiles_to_the_original_ptx() {
+    let nvrtc = Nvrtc::locate(None).unwrap_or_else(|e| panic!("this test needs NVRTC: run `scripts/test` (it installs it from pip) or set CUTUNE_NVRTC.\n{e}"));
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut compared = Vec::new();
+    let mut device_changes = 0;
+    for entry in std::fs::read_dir(&examples).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "cu") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let options = SliceOptions::for_file(&path);
+        for kernel in analyze(&text).kernels.iter().filter(|k| k.is_definition) {
+            let name = &kernel.name;
+            let original = device_slice(&Document::new(text.clone()), name, &options).unwrap();
+            let templatized = templatize(&text, name, &options).unwrap();
+            let rewritten = device_slice(&Document::new(templatized.text.clone()), name, &options).unwrap();
+            // Kernels whose parameters are all host-side (launch geometry) slice the same.
+            if original.source != rewritten.source {
+                device_changes += 1;
+            }
+            let (a, b) = (ptx(&nvrtc, &original.source, name), ptx(&nvrtc, &rewritten.source, name));
+            assert!(a == b, "{}: `{name}`: {}", path.display(), first_difference(&a, &b));
+            // The spec's baseline is the original slice: what verification compiles as the reference.
+            assert_eq!(templatized.spec.baseline.source, original.source, "{name}: the baseline is not the original slice");
+            compared.push(name.clone());
+        }
+    }
+    compared.sort();
+    assert_eq!(compared.len(), 9, "{compared:?}");
+    assert!(device_changes >= 7, "only {device_changes} kernels have parameters in device code");
+}
