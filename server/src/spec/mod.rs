@@ -27,10 +27,20 @@ pub fn spec_path_for(source: &Path) -> PathBuf {
     source.with_file_name(format!("{stem}.cutune.toml"))
 }
 
-/// `file` with `kernel` added, replacing an earlier spec of the same kernel.
+/// `file` with the scaffold `kernel` merged in. A kernel the spec already has keeps everything
+/// in its entry (the user's edits, and above all its baseline, the truly original kernel, which
+/// a second templatize can no longer see); only parameters new to it are added, and parameters
+/// the source no longer has are removed.
 pub fn with_kernel(mut file: SpecFile, kernel: KernelSpec) -> SpecFile {
     match file.kernels.iter_mut().find(|k| k.name == kernel.name) {
-        Some(existing) => *existing = kernel,
+        Some(existing) => {
+            existing.params.retain(|p| kernel.params.iter().any(|n| n.name == p.name));
+            for param in kernel.params {
+                if !existing.params.iter().any(|p| p.name == param.name) {
+                    existing.params.push(param);
+                }
+            }
+        }
         None => file.kernels.push(kernel),
     }
     file

@@ -502,3 +502,22 @@ fn tolerances_default_per_dtype_and_the_last_override_wins() {
     assert_eq!(verify.tolerance(Dtype::F32), Dtype::F32.default_tolerance());
     assert_eq!(Dtype::I32.default_tolerance().atol, 0.0);
 }
+
+#[test]
+fn templatizing_again_keeps_the_entry_and_its_baseline_and_updates_the_parameters() {
+    let (file, _) = parse_spec(include_str!("../../../tests/fixtures/spec/space.cutune.toml"));
+    let mut file = file.unwrap();
+    file.kernels[0].shapes[0].insert("rows".into(), 77);
+    let mut scaffold = file.kernels[0].clone();
+    scaffold.baseline = Baseline { sha256: sha256_hex("templatized"), source: "templatized".into() };
+    scaffold.shapes.clear();
+    scaffold.params.retain(|p| p.name != "VEC");
+    scaffold.params.push(ParamSpec { name: "UNROLL".into(), kind: ParamKind::Define, default: 1, values: vec![1, 2], origin: String::new() });
+
+    let merged = with_kernel(file.clone(), scaffold).kernels.remove(0);
+
+    assert_eq!(merged.baseline, file.kernels[0].baseline);
+    assert_eq!(merged.shapes[0]["rows"], 77);
+    let names: Vec<&str> = merged.params.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["BLOCK", "fast_math", "UNROLL"]);
+}

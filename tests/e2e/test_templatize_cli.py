@@ -1,0 +1,130 @@
+"""`cutune templatize` and `cutune check` through the real binary, on copies of the examples."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+from editor import CUTUNE_BIN, REPO
+
+EXAMPLES = REPO / "examples"
+FIXTURES = REPO / "tests" / "fixtures" / "template"
+
+
+def cutune(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([str(CUTUNE_BIN), *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def copy(tmp_path: Path, source: Path) -> Path:
+    target = tmp_path / source.name
+    shutil.copy(source, target)
+    return target
+
+
+def test_write_rewrites_in_place_writes_a_valid_spec_and_a_second_run_changes_nothing(tmp_path: Path):
+    source = copy(tmp_path, EXAMPLES / "layernorm.cu")
+    original = source.read_text()
+
+    first = cutune("templatize", str(source), "--kernel", "layernorm_kernel", "--write")
+
+    assert first.returncode == 0, first.stderr
+    spec_path = tmp_path / "layernorm.cutune.toml"
+    rewritten, spec_text = source.read_text(), spec_path.read_text()
+    assert rewritten != original and "#ifndef LAYERNORM_BLOCK_SIZE" in rewritten
+    assert f"wrote {source} and {spec_path}" in first.stderr
+    spec = tomllib.loads(spec_text)
+    [kernel] = spec["kernels"]
+    assert [p["name"] for p in kernel["params"]] == ["LAYERNORM_BLOCK_SIZE", "LAYERNORM_VEC", "fast_math", "max_registers"]
+    assert kernel["shapes"] == [{"hidden": 4096, "rows": 8191}]
+    checked = cutune("spec", "check", str(spec_path))
+    assert checked.returncode == 0 and "0 errors, 0 warnings" in checked.stdout, checked.stdout
+
+    second = cutune("templatize", str(source), "--kernel", "layernorm_kernel", "--write")
+
+    assert second.returncode == 0, second.stderr
+    assert source.read_text() == rewritten
+    assert spec_path.read_text() == spec_text
+
+
+def test_write_keeps_the_other_kernels_of_an_existing_spec(tmp_path: Path):
+    source = copy(tmp_path, EXAMPLES / "rmsnorm.cu")
+    assert cutune("templatize", str(source), "--kernel", "rmsnorm_kernel", "--write").returncode == 0
+    spec_path = tmp_path / "rmsnorm.cutune.toml"
+    spec = tomllib.loads(spec_path.read_text())
+    spec_text = spec_path.read_text().replace('name = "rmsnorm_kernel"', 'name = "other_kernel"', 1)
+    spec_path.write_text(spec_text)
+
+    result = cutune("templatize", str(source), "--kernel", "rmsnorm_kernel", "--write")
+
+    assert result.returncode == 0, result.stderr
+    names = [k["name"] for k in tomllib.loads(spec_path.read_text())["kernels"]]
+    assert names == ["other_kernel", "rmsnorm_kernel"]
+
+
+def test_diff_shows_both_files_and_touches_neither(tmp_path: Path):
+    source = copy(tmp_path, EXAMPLES / "softmax.cu")
+    before = source.read_text()
+
+    result = cutune("templatize", str(source), "--kernel", "softmax_kernel", "--diff")
+
+    assert result.returncode == 0, result.stderr
+    assert f"+++ b/{source}" in result.stdout
+    assert f"+++ b/{tmp_path / 'softmax.cutune.toml'}" in result.stdout
+    assert "+#ifndef SOFTMAX_VEC" in result.stdout
+    assert source.read_text() == before and not (tmp_path / "softmax.cutune.toml").exists()
+    # The report: one line per transform, with what was done or why not.
+    assert f"{source}: applied: block-size: block size 1024 is `SOFTMAX_BLOCK_SIZE`" in result.stderr
+    assert f"{source}: skipped: shared-padding:" in result.stderr
+
+
+def test_bad_input_gets_a_clear_error_and_no_changes(tmp_path: Path):
+    source = copy(tmp_path, EXAMPLES / "rmsnorm.cu")
+    unknown = cutune("templatize", str(source), "--kernel", "nope", "--write")
+    assert unknown.returncode == 1
+    assert f"{source}: no kernel `nope`; the file has: rmsnorm_kernel" in unknown.stderr
+
+    (tmp_path / "rmsnorm.cutune.toml").write_text("version = 1\nkernels = [\n")
+    broken_spec = cutune("templatize", str(source), "--kernel", "rmsnorm_kernel", "--write")
+    assert broken_spec.returncode == 1
+    assert "rmsnorm.cutune.toml:2:12: unclosed array, expected `]`: the existing spec does not parse" in broken_spec.stderr
+    assert source.read_text() == (EXAMPLES / "rmsnorm.cu").read_text()
+    assert "panicked" not in unknown.stderr + broken_spec.stderr
+
+
+def test_check_compiles_the_default_and_reports_infeasible_configurations_with_the_reason(tmp_path: Path):
+    source = copy(tmp_path, FIXTURES / "define_block.cu")
+    assert cutune("templatize", str(source), "--kernel", "row_sum", "--write").returncode == 0
+    spec_path = tmp_path / "define_block.cutune.toml"
+    # A block of 2048 threads cannot run anywhere: the check must say so without compiling it.
+    spec_path.write_text(spec_path.read_text().replace("values = [32, 64, 128, 256, 512, 1024]", "values = [128, 2048]"))
+
+    result = cutune("check", str(source), "--kernel", "row_sum", "--all", "--json")
+
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["space_size"] == 2 * 2 * 5 and report["checked"] == 20
+    default = report["results"][0]
+    assert default["is_default"] and default["status"] == "compiled"
+    assert default["config"] == [["BLOCK", 128], ["fast_math", 0], ["max_registers", 0]]
+    assert default["resources"]["registers"] > 0 and default["resources"]["shared_bytes"] == 16
+    big = [r for r in report["results"] if r["config"][0] == ["BLOCK", 2048]]
+    assert len(big) == 10
+    assert {r["status"] for r in big} == {"infeasible"}
+    assert {r["reason"] for r in big} == {"block extent x is 2048; it must be 1 to 1024"}
+    assert report["compiled"] == 10 and report["failed"] == 0
+
+
+def test_check_without_a_spec_templatizes_in_memory_and_samples_reproducibly(tmp_path: Path):
+    source = copy(tmp_path, EXAMPLES / "sgemm.cu")
+    first = cutune("check", str(source), "--kernel", "sgemm_kernel", "--sample", "6", "--seed", "3", "--json")
+    second = cutune("check", str(source), "--kernel", "sgemm_kernel", "--sample", "6", "--seed", "3", "--json")
+
+    assert first.returncode == 0, first.stderr
+    assert "no spec of `sgemm_kernel` beside the file; checking it templatized in memory" in first.stderr
+    configs = [r["config"] for r in json.loads(first.stdout)["results"]]
+    assert configs == [r["config"] for r in json.loads(second.stdout)["results"]]
+    assert len(configs) == 6 and json.loads(first.stdout)["results"][0]["is_default"]
+    assert not (tmp_path / "sgemm.cutune.toml").exists()
