@@ -5,10 +5,12 @@
 mod checks;
 mod consteval;
 mod document;
+mod environment;
 mod extract;
 #[cfg(test)]
 mod fixture_tests;
 mod hover;
+mod incremental;
 mod model;
 
 pub use checks::{check, format_bytes, Finding, Severity};
