@@ -60,6 +60,9 @@ struct Report {
     one_char_edit: Timing,
     hover_over_stdio: Timing,
     symbols_over_stdio: Timing,
+    /// The bench client's share of a symbols round trip: parsing the answer's JSON.
+    symbols_client_parse: Timing,
+    symbols_answer_bytes: usize,
     files_open: usize,
     server_peak_rss_mib: Option<f64>,
     server_rss_mib: Option<f64>,
@@ -100,6 +103,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             .map(|_| server.timed_request("textDocument/documentSymbol", json!({"textDocument": {"uri": "file:///bench/0.cu"}})))
             .collect::<Result<_>>()?,
     );
+    let symbols_answer = server.last_body.clone();
+    let symbols_client_parse =
+        Timing::of((0..args.repeats).map(|_| time(|| serde_json::from_slice::<Value>(&symbols_answer))).collect());
     for i in 1..args.files {
         server.open(&format!("file:///bench/{i}.cu"), &generate_cuda(args.lines, i))?;
     }
@@ -120,6 +126,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         one_char_edit,
         hover_over_stdio,
         symbols_over_stdio,
+        symbols_client_parse,
+        symbols_answer_bytes: symbols_answer.len(),
         files_open: args.files,
         server_peak_rss_mib,
         server_rss_mib,
@@ -198,10 +206,12 @@ fn render(r: &Report) -> String {
         ("one-character edit", &r.one_char_edit),
         ("hover (stdio round trip)", &r.hover_over_stdio),
         ("symbols (stdio round trip)", &r.symbols_over_stdio),
+        ("  of which client JSON parse", &r.symbols_client_parse),
     ] {
         let _ = writeln!(out, "{name:<28} {:>12.1} {:>12.1} {:>12.1} {:>8}", t.median_us, t.p99_us, t.max_us, t.samples);
     }
     let mib = |v: Option<f64>| v.map(|m| format!("{m:.1} MiB")).unwrap_or_else(|| "n/a (no /proc)".into());
+    let _ = writeln!(out, "symbols answer: {} bytes", r.symbols_answer_bytes);
     let _ = writeln!(out, "server with {} files open: peak RSS {}, RSS {}", r.files_open, mib(r.server_peak_rss_mib), mib(r.server_rss_mib));
     out
 }
@@ -289,6 +299,8 @@ struct Server {
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     next_id: i64,
+    /// The body of the last message received, as sent.
+    last_body: Vec<u8>,
 }
 
 impl Server {
@@ -303,7 +315,7 @@ impl Server {
             .context("cannot start `cutune lsp`")?;
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let mut server = Server { child, stdin, stdout, next_id: 0 };
+        let mut server = Server { child, stdin, stdout, next_id: 0, last_body: Vec::new() };
         server.request("initialize", json!({"capabilities": {"general": {"positionEncodings": ["utf-8"]}}}))?;
         server.notify("initialized", json!({}))?;
         Ok(server)
@@ -332,9 +344,9 @@ impl Server {
                 length = Some(v.trim().parse::<usize>()?);
             }
         }
-        let mut body = vec![0; length.ok_or_else(|| anyhow!("message without Content-Length"))?];
-        self.stdout.read_exact(&mut body)?;
-        Ok(serde_json::from_slice(&body)?)
+        self.last_body.resize(length.ok_or_else(|| anyhow!("message without Content-Length"))?, 0);
+        self.stdout.read_exact(&mut self.last_body)?;
+        Ok(serde_json::from_slice(&self.last_body)?)
     }
 
     fn notify(&mut self, method: &str, params: Value) -> Result<()> {
@@ -346,12 +358,12 @@ impl Server {
         let id = self.next_id;
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
         loop {
-            let message = self.receive()?;
+            let mut message = self.receive()?;
             if message.get("id") == Some(&json!(id)) && message.get("method").is_none() {
                 if let Some(error) = message.get("error") {
                     bail!("{method} failed: {error}");
                 }
-                return Ok(message["result"].clone());
+                return Ok(message["result"].take());
             }
         }
     }

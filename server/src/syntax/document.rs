@@ -9,7 +9,7 @@ use std::sync::Arc;
 use line_index::{LineCol, LineIndex, TextSize, WideEncoding, WideLineCol};
 use tree_sitter::{InputEdit, Parser, Tree};
 
-use super::extract::analyze;
+use super::incremental::{analyze, ItemCache};
 use super::model::KernelModel;
 
 /// Files larger than this are kept in sync but not parsed: tree-sitter would take seconds on
@@ -77,6 +77,9 @@ pub struct Document {
     line_index: Arc<LineIndex>,
     tree: Option<Tree>,
     model: Arc<KernelModel>,
+    /// The analyses of the top-level items, so that an edit re-analyses only the items it
+    /// touched. Kept, like the tree, only while the document is being edited.
+    items: Option<Arc<ItemCache>>,
     analysis: Analysis,
 }
 
@@ -95,10 +98,10 @@ fn parse(text: &str, old: Option<&Tree>) -> Option<Tree> {
 
 impl Document {
     pub fn new(text: String) -> Document {
-        Document::build(text, None)
+        Document::build(text, None, None)
     }
 
-    fn build(text: String, edited_tree: Option<Tree>) -> Document {
+    fn build(text: String, edited_tree: Option<Tree>, previous_items: Option<&ItemCache>) -> Document {
         let line_index = Arc::new(LineIndex::new(&text));
         if text.len() > MAX_ANALYZED_BYTES {
             return Document {
@@ -107,17 +110,27 @@ impl Document {
                 line_index,
                 tree: None,
                 model: Arc::default(),
+                items: None,
             };
         }
-        let mut tree = parse(&text, edited_tree.as_ref());
         // Error recovery in an edited tree can differ from a fresh parse's (and lose kernels a
         // fresh parse finds). A broken file is parsed afresh, so that the editor and
-        // `cutune kernels` always see the same model.
-        if edited_tree.is_some() && tree.as_ref().is_some_and(|t| t.root_node().has_error()) {
-            tree = parse(&text, None);
-        }
-        let model = tree.as_ref().map(|t| analyze(&text, t)).unwrap_or_default();
-        Document { text, line_index, tree, model: Arc::new(model), analysis: Analysis::Complete }
+        // `cutune kernels` always see the same model. When the file was already broken before
+        // the edit it most likely still is: parse it afresh at once rather than twice.
+        let tree = match edited_tree {
+            Some(edited) if !edited.root_node().has_error() => {
+                parse(&text, Some(&edited)).filter(|t| !t.root_node().has_error()).or_else(|| parse(&text, None))
+            }
+            _ => parse(&text, None),
+        };
+        let (model, items) = match &tree {
+            Some(tree) => {
+                let (model, items) = analyze(&text, tree, previous_items);
+                (model, Some(Arc::new(items)))
+            }
+            None => (KernelModel::default(), None),
+        };
+        Document { text, line_index, tree, model: Arc::new(model), items, analysis: Analysis::Complete }
     }
 
     pub fn text(&self) -> &str {
@@ -138,11 +151,12 @@ impl Document {
         self.tree.as_ref()
     }
 
-    /// The same document without its syntax tree. A tree takes about 37 bytes per byte of
-    /// source, far more than the text and the model; a document nobody edits does not need it.
-    /// The next edit parses from scratch.
+    /// The same document without its syntax tree and item analyses. A tree takes about 37 bytes
+    /// per byte of source, far more than the text and the model, and the item analyses about as
+    /// much as the model; a document nobody edits needs neither. The next edit parses and
+    /// analyses from scratch.
     pub fn without_tree(&self) -> Document {
-        Document { tree: None, ..self.clone() }
+        Document { tree: None, items: None, ..self.clone() }
     }
 
     pub fn analysis(&self) -> Analysis {
@@ -182,7 +196,7 @@ impl Document {
             }
             index = None;
         }
-        Ok(Document::build(text, tree))
+        Ok(Document::build(text, tree, self.items.as_deref()))
     }
 
     /// The byte offset of a position, if it lies inside the text.

@@ -1,12 +1,18 @@
-//! Builds a [`KernelModel`] from a tree-sitter tree with the queries in `queries/cuda/`.
+//! Phase 1 of the analysis: the facts of one top-level item of a file (a function, a
+//! declaration, a `#define`, a namespace...), from a tree-sitter tree and the queries in
+//! `queries/cuda/`. What an item reads from the rest of the file comes in through an
+//! [`Environment`] and the set of kernel names, so that its analysis can be cached and reused
+//! while neither changes (see `incremental.rs`, phase 2).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
 
 use streaming_iterator::StreamingIterator;
-use tree_sitter::{Node, Query, QueryCursor, Tree};
+use tree_sitter::{Node, Query, QueryCursor};
 
-use super::consteval::{self, parse_int_literal, size_of_type};
+use super::consteval::{parse_int_literal, size_of_type};
+use super::environment::{unqualified, ConstantSource, Environment, Locals};
 use super::model::*;
 
 /// A compiled query and the capture indices the extraction reads.
@@ -66,21 +72,23 @@ pub fn compile_queries() {
     kernel_body_query();
 }
 
-pub fn analyze(text: &str, tree: &Tree) -> KernelModel {
-    let mut extractor = Extractor::new(text);
-    extractor.collect_items(tree.root_node());
-    extractor.build_kernels();
-    extractor.build_device_functions();
-    extractor.build_launches();
-    extractor.model.syntax_errors = syntax_errors(tree.root_node(), text);
-    extractor.finish()
+/// What an item declares for the whole file; it depends on the item's text alone.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Declarations {
+    /// Object-like `#define`s, without values: those depend on the whole file.
+    pub defines: Vec<Define>,
+    /// File- and namespace-scope `const`/`constexpr` integers, as (name, value text).
+    pub constants: Vec<(String, String)>,
+    pub kernel_names: Vec<String>,
 }
 
+/// The nodes of one item that the items query found, and the item's declarations.
 #[derive(Default)]
-struct ItemNodes<'t> {
+pub(super) struct ItemNodes<'t> {
     kernels: Vec<(Node<'t>, Node<'t>)>,
     devices: Vec<(Node<'t>, Node<'t>)>,
     launches: Vec<Launch<'t>>,
+    pub declarations: Declarations,
 }
 
 struct Launch<'t> {
@@ -90,116 +98,135 @@ struct Launch<'t> {
     args: Node<'t>,
 }
 
-struct Extractor<'t> {
-    text: &'t str,
-    nodes: ItemNodes<'t>,
-    /// Integer values of `#define`s and file-scope constants, by name.
-    constants: HashMap<String, ConstantSource>,
-    model: KernelModel,
-    /// (kernel, define) pairs already recorded as tunable sites.
-    define_sites: HashSet<(String, String)>,
-}
-
-enum ConstantSource {
-    Define(usize),
-    Value(Option<i64>),
-}
-
-impl<'t> Extractor<'t> {
-    fn new(text: &'t str) -> Self {
-        Extractor {
-            text,
-            nodes: ItemNodes::default(),
-            constants: HashMap::new(),
-            model: KernelModel::default(),
-            define_sites: HashSet::new(),
+/// Runs the items query over the items of `root` at `wanted` (ascending indices into `items`,
+/// the children of `root`) and returns their nodes, in the order of `wanted`. One query pass
+/// per run of consecutive items: each pass starts at the root, and a pass per item would walk
+/// the root's children once for every item.
+pub(super) fn collect_items<'t>(root: Node<'t>, items: &[Node<'t>], wanted: &[usize], text: &'t str) -> Vec<ItemNodes<'t>> {
+    let q = items_query();
+    let mut collected: Vec<ItemNodes<'t>> = wanted.iter().map(|_| ItemNodes::default()).collect();
+    let mut run_start = 0;
+    while run_start < wanted.len() {
+        let mut run_end = run_start + 1;
+        while run_end < wanted.len() && wanted[run_end] == wanted[run_end - 1] + 1 {
+            run_end += 1;
         }
-    }
-
-    fn text_of(&self, node: Node) -> &'t str {
-        &self.text[node.byte_range()]
-    }
-
-    fn collect_items(&mut self, root: Node<'t>) {
-        let q = items_query();
+        let run: Range<usize> = wanted[run_start]..wanted[run_end - 1] + 1;
         let mut cursor = QueryCursor::new();
-        let mut matches = cursor.matches(&q.query, root, self.text.as_bytes());
-        let mut constants = Vec::new();
+        cursor.set_byte_range(items[run.start].start_byte()..items[run.end - 1].end_byte());
+        let mut matches = cursor.matches(&q.query, root, text.as_bytes());
         while let Some(m) = matches.next() {
             let get = |name: &str| m.nodes_for_capture_index(q.index(name)).next();
+            let Some(whole) = get("kernel").or(get("device")).or(get("launch")).or(get("define")).or(get("constant")) else {
+                continue;
+            };
+            // The byte range also lets in items that touch the run's ends.
+            let Some(index) = item_index(items, whole).filter(|i| run.contains(i)) else { continue };
+            let nodes = &mut collected[run_start + index - run.start];
             if let (Some(item), Some(name)) = (get("kernel"), get("kernel.name")) {
-                self.nodes.kernels.push((item, name));
+                nodes.declarations.kernel_names.push(text[unqualified_name(name).0.byte_range()].to_string());
+                nodes.kernels.push((item, name));
             } else if let (Some(item), Some(name)) = (get("device"), get("device.name")) {
-                self.nodes.devices.push((item, name));
+                nodes.devices.push((item, name));
             } else if let Some(call) = get("launch") {
-                self.nodes.launches.push(Launch {
+                nodes.launches.push(Launch {
                     call,
                     callee: get("launch.callee").expect("pattern captures callee"),
                     config: get("launch.config").expect("pattern captures config"),
                     args: get("launch.args").expect("pattern captures args"),
                 });
             } else if let (Some(define), Some(name)) = (get("define"), get("define.name")) {
-                let value_span = get("define.value").map(|v| define_value_span(v, self.text));
-                let value_text = value_span.map(|v| self.text[v.start_byte..v.end_byte].to_string()).unwrap_or_default();
-                self.model.defines.push(Define {
-                    name: self.text_of(name).to_string(),
+                let value_span = get("define.value").map(|v| define_value_span(v, text));
+                let value_text = value_span.map(|v| text[v.start_byte..v.end_byte].to_string()).unwrap_or_default();
+                nodes.declarations.defines.push(Define {
+                    name: text[name.byte_range()].to_string(),
                     value_text,
                     value: None,
-                    span: trimmed_span(define, self.text),
+                    span: trimmed_span(define, text),
                     value_span,
                 });
             } else if let (Some(qualifier), Some(name), Some(value)) =
                 (get("constant.qualifier"), get("constant.name"), get("constant.value"))
             {
-                if matches!(self.text_of(qualifier), "const" | "constexpr") {
-                    constants.push((self.text_of(name).to_string(), self.text_of(value).to_string()));
+                if matches!(&text[qualifier.byte_range()], "const" | "constexpr") {
+                    nodes.declarations.constants.push((text[name.byte_range()].to_string(), text[value.byte_range()].to_string()));
                 }
             }
         }
-        // A later #define of the same name wins, as it would after the preprocessor.
-        for (i, d) in self.model.defines.iter().enumerate() {
-            self.constants.insert(d.name.clone(), ConstantSource::Define(i));
-        }
-        for (name, value) in constants {
-            let v = self.eval(&value, &Locals::default());
-            self.constants.entry(name).or_insert(ConstantSource::Value(v));
-        }
-        for i in 0..self.model.defines.len() {
-            let value = self.eval_define(i, 0);
-            self.model.defines[i].value = value;
-        }
+        run_start = run_end;
+    }
+    collected
+}
+
+/// The index of the item that holds `node`: the last one starting at or before it that also
+/// reaches its end (a zero-width item can share a start with the next).
+fn item_index(items: &[Node], node: Node) -> Option<usize> {
+    let starting_before = items.partition_point(|i| i.start_byte() <= node.start_byte());
+    (0..starting_before).rev().find(|&i| items[i].end_byte() >= node.end_byte())
+}
+
+/// One item's share of the model, computed under one environment and one set of kernel names;
+/// spans are where the item stood when it was analysed.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ItemAnalysis {
+    pub kernels: Vec<Kernel>,
+    pub device_functions: Vec<DeviceFunction>,
+    /// With `max_threads` left `None`: it reads the launched kernel, which may be in another item.
+    pub launches: Vec<LaunchSite>,
+    /// Each kernel name the launches call, and whether the file declared it: whether a launch
+    /// is resolved decides which kernel its tunable sites belong to.
+    pub resolutions: Vec<(String, bool)>,
+    /// Tunable sites found while analysing the kernels, then the launches, in the order the
+    /// whole-file analysis records them (ties in the final sort keep that order).
+    pub kernel_tunables: Vec<TunableEvent>,
+    pub launch_tunables: Vec<TunableEvent>,
+    pub syntax_errors: Vec<SyntaxError>,
+}
+
+#[derive(Clone, Debug)]
+pub(super) enum TunableEvent {
+    Site(TunableSite),
+    /// A kernel's use of the `#define` `name`: the whole-file pass records each define's site
+    /// once per kernel, so it decides which use records it.
+    DefineUse { kernel: String, name: String, locals: Arc<Locals> },
+}
+
+/// Analyses the item `item`, whose nodes `collect_items` found.
+pub(super) fn analyze_item<'t>(
+    text: &'t str,
+    item: Node<'t>,
+    nodes: ItemNodes<'t>,
+    env: &Environment,
+    kernel_names: &HashSet<String>,
+) -> ItemAnalysis {
+    let mut extractor = Extractor { text, env, kernel_names, analysis: ItemAnalysis::default(), tunables: Vec::new() };
+    for (kernel, name) in nodes.kernels {
+        let kernel = extractor.kernel(kernel, name);
+        extractor.analysis.kernels.push(kernel);
+    }
+    extractor.analysis.kernel_tunables = std::mem::take(&mut extractor.tunables);
+    extractor.build_device_functions(nodes.devices);
+    extractor.build_launches(nodes.launches);
+    extractor.analysis.launch_tunables = extractor.tunables;
+    extractor.analysis.syntax_errors = syntax_errors(item, text);
+    extractor.analysis
+}
+
+struct Extractor<'t, 'e> {
+    text: &'t str,
+    env: &'e Environment,
+    kernel_names: &'e HashSet<String>,
+    analysis: ItemAnalysis,
+    tunables: Vec<TunableEvent>,
+}
+
+impl<'t> Extractor<'t, '_> {
+    fn text_of(&self, node: Node) -> &'t str {
+        &self.text[node.byte_range()]
     }
 
-    fn eval_define(&self, index: usize, depth: u32) -> Option<i64> {
-        // Depth bounds self-referential macros (#define A B / #define B A).
-        if depth > 16 {
-            return None;
-        }
-        let text = &self.model.defines[index].value_text;
-        consteval::eval(text, &|name| self.constant_value(name, depth + 1))
-    }
-
-    fn constant_value(&self, name: &str, depth: u32) -> Option<i64> {
-        match self.constants.get(unqualified(name))? {
-            ConstantSource::Define(i) => self.eval_define(*i, depth),
-            ConstantSource::Value(v) => *v,
-        }
-    }
-
-    /// Evaluates `text` with `locals` shadowing file-scope constants and defines.
     fn eval(&self, text: &str, locals: &Locals) -> Option<i64> {
-        consteval::eval(text, &|name| match locals.get(name) {
-            Some(v) => v,
-            None => self.constant_value(name, 0),
-        })
-    }
-
-    fn build_kernels(&mut self) {
-        let kernels = std::mem::take(&mut self.nodes.kernels);
-        for (item, name_node) in kernels {
-            let kernel = self.kernel(item, name_node);
-            self.model.kernels.push(kernel);
-        }
+        self.env.eval(text, locals)
     }
 
     fn kernel(&mut self, item: Node<'t>, name_node: Node<'t>) -> Kernel {
@@ -250,6 +277,7 @@ impl<'t> Extractor<'t> {
         for p in &template_params {
             locals.scalars.insert(p.name.clone(), None);
         }
+        let locals = Arc::new(locals);
         let shared = match body {
             Some(body) => self.scan_body(&name, body, &locals),
             None => Vec::new(),
@@ -371,7 +399,7 @@ impl<'t> Extractor<'t> {
     }
 
     /// Records the tunable sites of one kernel body and returns its `__shared__` declarations.
-    fn scan_body(&mut self, kernel: &str, body: Node<'t>, locals: &Locals) -> Vec<SharedDecl> {
+    fn scan_body(&mut self, kernel: &str, body: Node<'t>, locals: &Arc<Locals>) -> Vec<SharedDecl> {
         let q = kernel_body_query();
         let mut cursor = QueryCursor::new();
         cursor.set_byte_range(body.byte_range());
@@ -415,7 +443,7 @@ impl<'t> Extractor<'t> {
             "number_literal" | "sizeof_expression" | "comment" => true,
             "identifier" | "qualified_identifier" => {
                 let name = self.text_of(node);
-                locals.contains_key(name) || self.constants.contains_key(unqualified(name))
+                locals.contains_key(name) || self.env.contains(unqualified(name))
             }
             "binary_expression" | "unary_expression" | "parenthesized_expression" | "conditional_expression" => {
                 named_children(node).all(|c| self.is_compile_time(c, locals))
@@ -479,56 +507,35 @@ impl<'t> Extractor<'t> {
             .collect()
     }
 
-    fn note_defines_in(&mut self, kernel: &str, span: Span, locals: &Locals) {
-        let text = self.text[span.start_byte..span.end_byte].to_string();
-        for word in identifiers_in(&text) {
+    fn note_defines_in(&mut self, kernel: &str, span: Span, locals: &Arc<Locals>) {
+        for word in identifiers_in(&self.text[span.start_byte..span.end_byte]) {
             self.note_define(kernel, word, locals);
         }
     }
 
-    /// Records a `#define` with an integer value as a tunable site of `kernel`, once. A define
-    /// computed from other constants (`#define TILE (BLOCK * ITEMS)`) is not a free choice: the
-    /// defines it is computed from are recorded instead.
-    fn note_define(&mut self, kernel: &str, name: &str, locals: &Locals) {
-        if locals.contains_key(name) {
+    /// Notes that `kernel` uses `name`, when that is a `#define` the kernel does not shadow.
+    fn note_define(&mut self, kernel: &str, name: &str, locals: &Arc<Locals>) {
+        if locals.contains_key(name) || !matches!(self.env.get(name), Some(ConstantSource::Define(_))) {
             return;
         }
-        let Some(ConstantSource::Define(index)) = self.constants.get(name) else { return };
-        let define = &self.model.defines[*index];
-        let (Some(value), Some(value_span)) = (define.value, define.value_span) else { return };
-        // Marked before recursing, so that defines naming each other end the recursion.
-        if !self.define_sites.insert((kernel.to_string(), name.to_string())) {
-            return;
-        }
-        let inputs: Vec<String> = identifiers_in(&define.value_text)
-            .filter(|word| self.constants.contains_key(*word))
-            .map(str::to_string)
-            .collect();
-        if inputs.is_empty() {
-            let text = define.name.clone();
-            self.push_tunable(TunableKind::Define, Some(kernel), value_span, text, Some(value));
-        }
-        for input in inputs {
-            self.note_define(kernel, &input, locals);
-        }
+        self.tunables.push(TunableEvent::DefineUse { kernel: kernel.to_string(), name: name.to_string(), locals: locals.clone() });
     }
 
     fn push_tunable(&mut self, kind: TunableKind, kernel: Option<&str>, span: Span, text: String, value: Option<i64>) {
-        self.model.tunables.push(TunableSite { kind, kernel: kernel.map(str::to_string), span, text, value });
+        self.tunables.push(TunableEvent::Site(TunableSite { kind, kernel: kernel.map(str::to_string), span, text, value }));
     }
 
     fn push_expr_tunable(&mut self, kind: TunableKind, kernel: &str, expr: &Expr) {
         self.push_tunable(kind, Some(kernel), expr.span, expr.text.clone(), expr.value);
     }
 
-    fn build_device_functions(&mut self) {
-        let devices = std::mem::take(&mut self.nodes.devices);
+    fn build_device_functions(&mut self, devices: Vec<(Node<'t>, Node<'t>)>) {
         for (item, name_node) in devices {
             let (name_node, _) = unqualified_name(name_node);
             let outer = item.parent().filter(|p| p.kind() == "template_declaration").unwrap_or(item);
             let body = item.child_by_field_name("body");
             let signature_end = body.map(|b| b.start_byte()).unwrap_or(item.end_byte());
-            self.model.device_functions.push(DeviceFunction {
+            self.analysis.device_functions.push(DeviceFunction {
                 name: self.text_of(name_node).to_string(),
                 span: Span::of(outer),
                 name_span: Span::of(name_node),
@@ -538,8 +545,7 @@ impl<'t> Extractor<'t> {
         }
     }
 
-    fn build_launches(&mut self) {
-        let launches = std::mem::take(&mut self.nodes.launches);
+    fn build_launches(&mut self, launches: Vec<Launch<'t>>) {
         let mut scopes: HashMap<usize, HostScope> = HashMap::new();
         for launch in launches {
             let enclosing = enclosing_function(launch.call);
@@ -550,19 +556,20 @@ impl<'t> Extractor<'t> {
                 }
                 None => Locals::default(),
             };
-            let site = self.launch_site(&launch, enclosing, &locals);
-            self.model.launches.push(site);
+            let site = self.launch_site(&launch, enclosing, &Arc::new(locals));
+            self.analysis.launches.push(site);
         }
     }
 
-    fn launch_site(&mut self, launch: &Launch<'t>, enclosing: Option<Node<'t>>, locals: &Locals) -> LaunchSite {
+    fn launch_site(&mut self, launch: &Launch<'t>, enclosing: Option<Node<'t>>, locals: &Arc<Locals>) -> LaunchSite {
         let callee = launch_callee(launch.callee);
         let template_args: Vec<Expr> = callee
             .template_args
             .map(|a| named_children(a).filter(|c| c.kind() != "comment").map(|c| self.expr(c, locals)).collect())
             .unwrap_or_default();
         let kernel = self.text_of(callee.name).to_string();
-        let resolved = self.model.kernels.iter().any(|k| k.name == kernel);
+        let resolved = self.kernel_names.contains(&kernel);
+        self.analysis.resolutions.push((kernel.clone(), resolved));
         let owner = resolved.then_some(kernel.as_str());
 
         let config: Vec<Node> = named_children(launch.config).filter(|c| c.kind() != "comment").collect();
@@ -576,7 +583,6 @@ impl<'t> Extractor<'t> {
         let block = dim(config.get(1));
         let shared_bytes = config.get(2).map(|n| self.expr(*n, locals));
         let stream = config.get(3).map(|n| self.expr(*n, locals));
-        let max_threads = self.max_threads_at(&kernel, &template_args);
 
         if let Some(block_node) = config.get(1) {
             self.launch_block_tunables(owner, *block_node, locals);
@@ -616,27 +622,8 @@ impl<'t> Extractor<'t> {
             stream,
             args: named_children(launch.args).filter(|c| c.kind() != "comment").map(|c| self.text_of(c).to_string()).collect(),
             enclosing_function: enclosing.and_then(function_name).map(|n| self.text_of(n).to_string()),
-            max_threads,
+            max_threads: None,
         }
-    }
-
-    /// The `__launch_bounds__` thread limit of `kernel` at a launch with `template_args`: they
-    /// (or the parameters' defaults) stand for the kernel's template parameters.
-    fn max_threads_at(&self, kernel: &str, template_args: &[Expr]) -> Option<i64> {
-        let kernel = self.model.kernel(kernel)?;
-        let max_threads = &kernel.launch_bounds.as_ref()?.max_threads;
-        if max_threads.value.is_some() {
-            return max_threads.value;
-        }
-        let mut bound = Locals::default();
-        for (i, param) in kernel.template_params.iter().enumerate() {
-            let value = match template_args.get(i) {
-                Some(arg) => arg.value,
-                None => param.default.as_deref().and_then(|d| self.eval(d, &bound)),
-            };
-            bound.scalars.insert(param.name.clone(), value);
-        }
-        self.eval(&max_threads.text, &bound)
     }
 
     /// The extent of a grid or block argument: an integer, `dim3(x, y, z)`, or a name bound to one.
@@ -797,35 +784,6 @@ impl<'t> Extractor<'t> {
             }
         }
         scope
-    }
-
-    fn finish(mut self) -> KernelModel {
-        let order = |s: &TunableSite| (s.span.start_byte, s.kind);
-        self.model.tunables.sort_by_key(order);
-        self.model.tunables.dedup_by(|a, b| a.span == b.span && a.kind == b.kind && a.kernel == b.kernel);
-        self.model
-    }
-}
-
-/// Names visible to the evaluator besides defines and file-scope constants: template
-/// parameters (unknown values) and a host function's locals.
-#[derive(Default)]
-struct Locals {
-    scalars: HashMap<String, Option<i64>>,
-    dims: HashMap<String, Option<Dim3>>,
-}
-
-impl Locals {
-    /// The scalar value of `name` if it is a local; a `dim3` local has none.
-    fn get(&self, name: &str) -> Option<Option<i64>> {
-        match self.scalars.get(name) {
-            Some(v) => Some(*v),
-            None => self.dims.contains_key(name).then_some(None),
-        }
-    }
-
-    fn contains_key(&self, name: &str) -> bool {
-        self.scalars.contains_key(name) || self.dims.contains_key(name)
     }
 }
 
@@ -1025,14 +983,9 @@ fn fold_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn identifiers_in(text: &str) -> impl Iterator<Item = &str> {
+pub(super) fn identifiers_in(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_'))
-}
-
-/// `kBlock` for `detail::kBlock`: constants are known by their unqualified names.
-fn unqualified(name: &str) -> &str {
-    name.rsplit("::").next().unwrap_or(name)
 }
 
 fn is_restrict_qualifier(text: &str) -> bool {

@@ -112,6 +112,9 @@ const INSERTIONS: &[&str] = &[
     "", "1", "256", " ", "\n", "}", "{", ";", "(", "<<<", ">>>", "<<<1, 32>>>", "#pragma unroll 4\n",
     "#define BLOCK 128\n", "__shared__ float s[64];", "__global__ void k(float* x) {}\n", "blockDim.x",
     "for (int i = 0; i < n; i += 32)", "template <int B>\n", "dim3 b(B, 2);", "// comment\n", "µs",
+    // Edits whose effect crosses items: a define or constant that kernels and launches elsewhere
+    // read, a character typed into a name (a launch elsewhere stops resolving), a macro body.
+    "#define BLOCK_SIZE_X 64\n", "#define TILE_DIM 16\n", "const int kBlock = 64;\n", "_2", "x", "\\\n",
 ];
 
 /// One random edit as the editor would send it, in `encoding`'s columns.
@@ -157,6 +160,58 @@ fn edited_documents_match_a_fresh_parse_of_their_text() {
             );
         }
     }
+}
+
+/// Applies one replacement of `old` by `new` as an editor would, and checks the incremental model
+/// against a fresh analysis of the new text.
+fn edit_and_compare(doc: &Document, old: &str, new: &str) -> Document {
+    let start = doc.text().find(old).unwrap_or_else(|| panic!("`{old}` is in the text"));
+    let change = Change::Range {
+        start: doc.position(Encoding::Utf8, start),
+        end: doc.position(Encoding::Utf8, start + old.len()),
+        text: new.to_string(),
+    };
+    let edited = doc.apply(Encoding::Utf8, &[change]).expect("a valid edit applies");
+    assert_eq!(format!("{:?}", edited.model()), format!("{:?}", analyze(edited.text())), "after `{old}` → `{new}`");
+    edited
+}
+
+#[test]
+fn edits_whose_effect_crosses_items_update_the_other_items() {
+    let doc = Document::new(
+        "#define BLOCK 256\n\
+         template <int B>\n\
+         __global__ void __launch_bounds__(B) k(float* x) { __shared__ float s[BLOCK]; }\n\
+         void h(float* x) { k<BLOCK><<<1, BLOCK>>>(x); }\n\
+         void g(float* x) { k<BLOCK><<<2, BLOCK>>>(x); }\n"
+            .to_string(),
+    );
+    let block_of = |doc: &Document| doc.model().launches.iter().map(|l| l.block.extent.map(|e| e.x)).collect::<Vec<_>>();
+    assert_eq!(block_of(&doc), [Some(256), Some(256)]);
+
+    // A define read by the kernel and by launches in two other items.
+    let doc = edit_and_compare(&doc, "256", "128");
+    assert_eq!(block_of(&doc), [Some(128), Some(128)]);
+    assert_eq!(doc.model().launches[1].max_threads, Some(128));
+    assert_eq!(doc.model().kernels[0].shared[0].bytes, Some(512));
+
+    // Renaming the kernel unresolves the launches in the other items; renaming back resolves them.
+    let doc = edit_and_compare(&doc, " k(", " k2(");
+    assert!(doc.model().launches.iter().all(|l| !l.resolved && l.max_threads.is_none()));
+    let doc = edit_and_compare(&doc, " k2(", " k(");
+    assert!(doc.model().launches.iter().all(|l| l.resolved));
+
+    // Deleting a closing brace merges two functions into one broken item; putting it back splits them.
+    let doc = edit_and_compare(&doc, "(x); }\nvoid g", "(x);\nvoid g");
+    assert!(!doc.model().syntax_errors.is_empty());
+    let doc = edit_and_compare(&doc, "(x);\nvoid g", "(x); }\nvoid g");
+    assert!(doc.model().syntax_errors.is_empty());
+
+    // An edit inside a macro body, and a line that moves every later item.
+    let doc = edit_and_compare(&doc, "#define BLOCK 128", "#define BLOCK (64 * 2)");
+    assert_eq!(block_of(&doc), [Some(128), Some(128)]);
+    let doc = edit_and_compare(&doc, "void h", "\n  void h");
+    assert_eq!(doc.model().launches[0].span.start.line, 4);
 }
 
 #[test]

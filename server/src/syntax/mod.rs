@@ -5,10 +5,12 @@
 mod checks;
 mod consteval;
 mod document;
+mod environment;
 mod extract;
 #[cfg(test)]
 mod fixture_tests;
 mod hover;
+mod incremental;
 mod model;
 
 pub use consteval::{eval as eval_constant, parse_int_literal, size_of_type};
