@@ -440,9 +440,7 @@ pub(super) fn references_in(node: Node, item: Option<Node>, text: &str) -> Vec<R
                 _ => {}
             }
         }
-        if visit_children && cursor.goto_first_child() {
-            visit_children = true;
-        } else if cursor.goto_next_sibling() {
+        if (visit_children && cursor.goto_first_child()) || cursor.goto_next_sibling() {
             visit_children = true;
         } else if cursor.goto_parent() && cursor.node() != node {
             visit_children = false;

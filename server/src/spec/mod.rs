@@ -45,3 +45,23 @@ pub fn with_kernel(mut file: SpecFile, kernel: KernelSpec) -> SpecFile {
     }
     file
 }
+
+/// Splits at `sep` outside brackets and parentheses.
+pub(crate) fn split_top_level(text: &str, sep: char) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            c if c == sep && depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}

@@ -21,6 +21,7 @@ use serde_json::{json, Map, Value as Json};
 
 use super::expr::{self, Expr, ExprKind, Function, Value};
 use super::model::*;
+use super::split_top_level;
 
 /// Something of one format that the other cannot express, at a JSON path of the T1 file
 /// (`$.KernelSpecification.GridDivX`).
@@ -505,26 +506,6 @@ pub fn parse_python_values(text: &str) -> std::result::Result<Vec<i64>, String> 
 fn constant_integer(text: &str) -> std::result::Result<i64, String> {
     let e = expr::parse(text.trim()).map_err(|e| format!("`{}`: {}", text.trim(), e.message))?;
     e.eval_integer(&|_| None).map_err(|e| format!("`{}`: {e}", text.trim()))
-}
-
-/// Splits at `sep` outside brackets and parentheses.
-fn split_top_level(text: &str, sep: char) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth -= 1,
-            c if c == sep && depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + c.len_utf8();
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    parts
 }
 
 /// `EXPR for VAR in range(…)` → (EXPR, (VAR, `range(…)`)).

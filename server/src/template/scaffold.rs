@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use tree_sitter::Node;
 
-use crate::spec::{sha256_hex, ArgSpec, Baseline, Dtype, Init, KernelSpec, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
+use crate::spec::{sha256_hex, split_top_level, ArgSpec, Baseline, Dtype, Init, KernelSpec, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
 use crate::slice::{device_slice, SliceOptions};
 use crate::syntax::{eval_constant, Document, Kernel, LaunchSite, Param, TemplateParamKind};
 
@@ -603,21 +603,7 @@ fn call_args(text: &str, list: Node) -> Vec<String> {
 
 /// Splits `a, f(b, c), d` at its top-level commas.
 fn split_args(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(text[start..i].trim().to_string());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(text[start..].trim().to_string());
-    out
+    split_top_level(text, ',').into_iter().map(|a| a.trim().to_string()).collect()
 }
 
 /// The constructor arguments of `dim3 name(...)` or `dim3 name = dim3(...)`/`{...}` in `body`.
@@ -701,24 +687,6 @@ fn strip_casts_everywhere(text: &str) -> String {
         out = out.replace(cast, "");
     }
     out.trim().to_string()
-}
-
-fn split_top_level(text: &str, separator: char) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' | '[' => depth += 1,
-            ')' | ']' => depth -= 1,
-            c if c == separator && depth == 0 => {
-                out.push(&text[start..i]);
-                start = i + c.len_utf8();
-            }
-            _ => {}
-        }
-    }
-    out.push(&text[start..]);
-    out
 }
 
 fn rename_identifiers(text: &str, rename: impl Fn(&str) -> Option<String>) -> String {

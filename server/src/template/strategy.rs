@@ -336,7 +336,7 @@ fn pointer_element_type(unit: &Unit, name: &str) -> Option<String> {
                 let declared = pointer.and_then(|p| p.child_by_field_name("declarator")).map(|n| &text[n.byte_range()]);
                 let value = d.child_by_field_name("value").map(|v| &text[v.byte_range()]).unwrap_or("");
                 let from_param = unit.kernel.params.iter().any(|p| p.pointer_depth == 1 && contains_identifier(value, &p.name));
-                if declared == Some(name) && from_param && !pointer.is_some_and(|p| text[p.byte_range()].matches('*').count() > 1) {
+                if declared == Some(name) && from_param && pointer.is_none_or(|p| text[p.byte_range()].matches('*').count() <= 1) {
                     let ty = node.child_by_field_name("type")?;
                     return Some(text[ty.byte_range()].to_string());
                 }
