@@ -25,13 +25,13 @@ def test_kernels_lists_the_example_kernel_its_launch_and_tunable_sites():
     result = cutune("kernels", example("rmsnorm.cu"))
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "1 kernel, 1 device function, 1 launch site" in out.splitlines()[0]
+    assert "1 kernel, 0 device functions, 1 launch site" in out.splitlines()[0]
     assert "kernel rmsnorm_kernel at" in out
     assert "param in: const half* __restrict__" in out
-    assert "launch at 46:3-46:84: <<<tokens, BLOCK_SIZE>>> (256 threads per block)" in out
-    assert "tunable at 5:20-5:23: `#define` constant `BLOCK_SIZE` = 256" in out
-    assert "tunable at 25:46-25:56: loop stride `BLOCK_SIZE` = 256" in out
-    assert "device function warp_reduce_sum" in out
+    assert "shared: float partial[BLOCK_SIZE] (1.0 KiB)" in out
+    assert "launch at 54:3-54:80: <<<rows, BLOCK_SIZE>>> (256 threads per block)" in out
+    assert "tunable at 23:20-23:23: `#define` constant `BLOCK_SIZE` = 256" in out
+    assert "tunable at 32:1-32:17: `#pragma unroll` `#pragma unroll 4` = 4" in out
 
 
 def test_kernels_json_is_the_whole_model():
@@ -40,8 +40,8 @@ def test_kernels_json_is_the_whole_model():
     report = json.loads(result.stdout)
     assert report["analysis"] == "complete"
     (kernel,) = report["model"]["kernels"]
-    assert kernel["name"] == "transpose"
-    assert [s["bytes"] for s in kernel["shared"]] == [32 * 33 * 4]
+    assert kernel["name"] == "transpose_kernel"
+    assert [s["bytes"] for s in kernel["shared"]] == [32 * 32 * 4]
     (launch,) = report["model"]["launches"]
     assert launch["block"]["extent"] == {"x": 32, "y": 8, "z": 1}
     assert launch["grid"]["text"] == "grid"
