@@ -53,6 +53,13 @@ fn the_default_instantiation_compiles_to_the_original_ptx() {
             assert!(a == b, "{}: `{name}`: {}", path.display(), first_difference(&a, &b));
             // The spec's baseline is the original slice: what verification compiles as the reference.
             assert_eq!(templatized.spec.baseline.source, original.source, "{name}: the baseline is not the original slice");
+            // Each example keeps its spec beside it, valid, with that same baseline.
+            let spec_path = cutune::spec::spec_path_for(&path);
+            let (spec, diagnostics) = cutune::spec::parse_spec(&std::fs::read_to_string(&spec_path).unwrap());
+            assert!(diagnostics.is_empty(), "{}: {diagnostics:?}", spec_path.display());
+            let kept = spec.unwrap().kernels.into_iter().find(|k| &k.name == name).expect("the example's spec has its kernel");
+            assert_eq!(kept.baseline, templatized.spec.baseline, "{}: the baseline is stale", spec_path.display());
+            assert!(kept.params.len() >= 2, "{name}: fewer than two parameters");
             compared.push(name.clone());
         }
     }

@@ -41,6 +41,10 @@ pub struct CheckArgs {
     /// Compiler threads (NVRTC stops scaling at about 4 per process).
     #[arg(long, short = 'j')]
     pub jobs: Option<usize>,
+    /// Check only the configurations `i`, `i + n`, `i + 2n`, ... of the list, as `i/n`: to
+    /// spread a large space over several processes (NVRTC stops scaling at about 4 threads in one).
+    #[arg(long, value_parser = parse_shard)]
+    pub shard: Option<(usize, usize)>,
     /// The NVRTC library to use (otherwise `CUTUNE_NVRTC`, `CUDA_HOME`, the loader path, pip).
     #[arg(long)]
     pub nvrtc: Option<PathBuf>,
@@ -109,7 +113,10 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     } else {
         args.sample.max(1)
     };
-    let configs = space.sample(limit, args.seed);
+    let mut configs = space.sample(limit, args.seed);
+    if let Some((index, count)) = args.shard {
+        configs = configs.into_iter().enumerate().filter(|(i, _)| i % count == index).map(|(_, c)| c).collect();
+    }
     let started = Instant::now();
     let results = check_all(&nvrtc, &kernel, shape, &slice.source, &args.arch, &configs, args.jobs);
     let count = |s: Status| results.iter().filter(|r| r.status == s).count();
@@ -135,6 +142,14 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     Ok(if report.failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
+fn parse_shard(text: &str) -> std::result::Result<(usize, usize), String> {
+    let parsed = text.split_once('/').and_then(|(i, n)| Some((i.trim().parse::<usize>().ok()?, n.trim().parse::<usize>().ok()?)));
+    match parsed {
+        Some((i, n)) if n > 0 && i < n => Ok((i, n)),
+        _ => Err(format!("`{text}` is not a shard: write I/N with 0 <= I < N, e.g. 0/4")),
+    }
+}
+
 /// The kernel's spec and the templatized source: from the spec beside the file when it has this
 /// kernel, else from templatizing the file in memory.
 fn kernel_and_source(args: &CheckArgs, text: &str) -> Result<(KernelSpec, String)> {
@@ -150,7 +165,15 @@ fn kernel_and_source(args: &CheckArgs, text: &str) -> Result<(KernelSpec, String
             bail!("{}\nthe spec has errors; `cutune spec check {}` lists them", errors.join("\n"), spec_path.display());
         }
         if let Some(kernel) = file.and_then(|f| f.kernels.into_iter().find(|k| k.name == args.kernel)) {
-            return Ok((kernel, text.to_string()));
+            // A spec beside a file that was not rewritten (only its spec was kept, as in
+            // `examples/`): the parameters exist only in the templatized text.
+            let rewritten = kernel.params.iter().filter(|p| p.kind == spec::ParamKind::Define).all(|p| text.contains(&format!("#ifndef {}", p.name)));
+            if rewritten {
+                return Ok((kernel, text.to_string()));
+            }
+            let result = template::templatize(text, &args.kernel, &SliceOptions::for_file(&args.file)).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+            eprintln!("{}: the source does not define the spec's parameters; checking it templatized in memory", args.file.display());
+            return Ok((kernel, result.text));
         }
     }
     eprintln!("{}: no spec of `{}` beside the file; checking it templatized in memory", args.file.display(), args.kernel);
