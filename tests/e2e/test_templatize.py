@@ -79,6 +79,16 @@ async def test_the_edit_rewrites_the_file_as_the_cli_does_and_creates_the_spec(c
     assert create.uri == spec_uri
     [spec_edit] = [c for c in changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri == spec_uri]
     assert source_edit.text_document.version == 1
+    # VS Code shows change annotations and asks to confirm (with a preview); Neovim 0.11 does not
+    # announce support, so it gets plain edits.
+    if client.profile.name == "vscode":
+        [annotation] = edit.change_annotations.values()
+        assert annotation.label == "Templatize kernel rmsnorm_kernel" and annotation.needs_confirmation
+        assert {e.annotation_id for e in source_edit.edits + spec_edit.edits} == {"cutune-templatize"}
+        assert create.annotation_id == "cutune-templatize"
+    else:
+        assert edit.change_annotations is None
+        assert all(not hasattr(e, "annotation_id") for e in source_edit.edits)
 
     encoding = client.profile.encoding
     new_text = apply(text, source_edit.edits, encoding)

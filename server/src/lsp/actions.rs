@@ -4,6 +4,7 @@
 //! `codeAction/resolve`, because templatize re-parses the file once per transform and editors
 //! ask for code actions on every cursor move. Clients that cannot resolve get the edit at once.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -49,9 +50,14 @@ pub fn unresolved_action(uri: &Uri, kernel: &str) -> CodeAction {
 /// The spec file's current text: the editor's copy when open, else the file on disk.
 pub type OpenText<'a> = &'a dyn Fn(&Uri) -> Option<String>;
 
-/// Templatizes `kernel` and builds the edit of the `.cu` file and of its spec. Errors are
-/// messages for the user.
-pub fn templatize_edit(uri: &Uri, doc: &Document, version: i32, kernel: &str, encoding: Encoding, open_text: OpenText) -> Result<(WorkspaceEdit, Templatized), String> {
+/// The change annotation of a templatize edit: clients that support annotations ask the user to
+/// confirm, showing the preview, before applying it.
+const ANNOTATION: &str = "cutune-templatize";
+
+/// Templatizes `kernel` and builds the edit of the `.cu` file and of its spec. With `annotate`
+/// (the client supports change annotations) every change carries one that needs confirmation.
+/// Errors are messages for the user.
+pub fn templatize_edit(uri: &Uri, doc: &Document, version: i32, kernel: &str, encoding: Encoding, annotate: bool, open_text: OpenText) -> Result<(WorkspaceEdit, Templatized), String> {
     let source_path = uri.to_file_path().map(|p| p.into_owned()).ok_or_else(|| format!("{} is not a file; templatize writes a spec beside the file", uri.as_str()))?;
     let result = template::templatize(doc.text(), kernel, &SliceOptions::for_file(&source_path)).map_err(|e| e.to_string())?;
     let spec_path = spec::spec_path_for(&source_path);
@@ -59,12 +65,16 @@ pub fn templatize_edit(uri: &Uri, doc: &Document, version: i32, kernel: &str, en
     let old_spec_text = open_text(&spec_uri).or_else(|| std::fs::read_to_string(&spec_path).ok());
     let new_spec_text = merged_spec(&source_path, old_spec_text.as_deref(), &result)?;
 
+    let annotated = |edit: TextEdit| match annotate {
+        true => OneOf::Right(AnnotatedTextEdit { text_edit: edit, annotation_id: ANNOTATION.to_string() }),
+        false => OneOf::Left(edit),
+    };
     let source_edits: Vec<OneOf<TextEdit, AnnotatedTextEdit>> = result
         .edits
         .iter()
         .map(|e| {
             let span = crate::syntax::Span { start_byte: e.range.start, end_byte: e.range.end, ..Default::default() };
-            OneOf::Left(TextEdit { range: convert::range(doc, encoding, span), new_text: e.new_text.clone() })
+            annotated(TextEdit { range: convert::range(doc, encoding, span), new_text: e.new_text.clone() })
         })
         .collect();
     let old_spec_doc = Document::new(old_spec_text.clone().unwrap_or_default());
@@ -78,14 +88,21 @@ pub fn templatize_edit(uri: &Uri, doc: &Document, version: i32, kernel: &str, en
         operations.push(DocumentChangeOperation::Op(ResourceOp::Create(CreateFile {
             uri: spec_uri.clone(),
             options: Some(CreateFileOptions { overwrite: Some(false), ignore_if_exists: Some(true) }),
-            annotation_id: None,
+            annotation_id: annotate.then(|| ANNOTATION.to_string()),
         })));
     }
     operations.push(DocumentChangeOperation::Edit(TextDocumentEdit {
         text_document: OptionalVersionedTextDocumentIdentifier { uri: spec_uri, version: None },
-        edits: vec![OneOf::Left(spec_edit)],
+        edits: vec![annotated(spec_edit)],
     }));
-    let edit = WorkspaceEdit { changes: None, document_changes: Some(DocumentChanges::Operations(operations)), change_annotations: None };
+    let applied: Vec<&str> = result.reports.iter().filter(|r| r.status == template::Status::Applied).map(|r| r.transform).collect();
+    let annotation = ChangeAnnotation {
+        label: format!("Templatize kernel {kernel}"),
+        needs_confirmation: Some(true),
+        description: Some(format!("{} parameters ({}); spec {}", result.spec.params.len(), applied.join(", "), spec_path.display())),
+    };
+    let change_annotations = annotate.then(|| HashMap::from([(ANNOTATION.to_string(), annotation)]));
+    let edit = WorkspaceEdit { changes: None, document_changes: Some(DocumentChanges::Operations(operations)), change_annotations };
     Ok((edit, result))
 }
 
@@ -113,6 +130,11 @@ pub fn client_resolves_edits(capabilities: &ClientCapabilities) -> bool {
         .and_then(|t| t.code_action.as_ref())
         .and_then(|c| c.resolve_support.as_ref())
         .is_some_and(|r| r.properties.iter().any(|p| p == "edit"))
+}
+
+/// Whether the client shows change annotations (and asks to confirm those that need it).
+pub fn client_supports_annotations(capabilities: &ClientCapabilities) -> bool {
+    capabilities.workspace.as_ref().and_then(|w| w.workspace_edit.as_ref()).is_some_and(|e| e.change_annotation_support.is_some())
 }
 
 pub fn path_of(uri: &Uri) -> PathBuf {

@@ -18,11 +18,13 @@ pub struct Backend {
     state: Arc<ServerState>,
     /// Whether the client fills in a code action's edit through `codeAction/resolve`.
     client_resolves_edits: AtomicBool,
+    /// Whether the client shows change annotations (and confirms edits that need it).
+    client_annotates_edits: AtomicBool,
 }
 
 impl Backend {
     pub fn new(client: Client, state: Arc<ServerState>) -> Self {
-        Backend { client, state, client_resolves_edits: AtomicBool::new(false) }
+        Backend { client, state, client_resolves_edits: AtomicBool::new(false), client_annotates_edits: AtomicBool::new(false) }
     }
 
     pub fn client(&self) -> &Client {
@@ -79,10 +81,11 @@ impl Backend {
         let open = self.open_document(&uri)?;
         let encoding = self.state.encoding();
         let state = self.state.clone();
+        let annotate = self.client_annotates_edits.load(Ordering::SeqCst);
         let (task_uri, task_kernel) = (uri.clone(), kernel.clone());
         let outcome = tokio::task::spawn_blocking(move || {
             let open_text = |u: &Uri| state.snapshot(u).map(|o| o.document.text().to_string());
-            actions::templatize_edit(&task_uri, &open.document, open.version, &task_kernel, encoding, &open_text)
+            actions::templatize_edit(&task_uri, &open.document, open.version, &task_kernel, encoding, annotate, &open_text)
         })
         .await
         .map_err(|e| Error { code: tower_lsp_server::jsonrpc::ErrorCode::InternalError, message: format!("templatize stopped: {e}").into(), data: None })?;
@@ -132,6 +135,7 @@ impl LanguageServer for Backend {
         let encoding = convert::negotiate_encoding(offered);
         self.state.set_encoding(encoding);
         self.client_resolves_edits.store(actions::client_resolves_edits(&params.capabilities), Ordering::SeqCst);
+        self.client_annotates_edits.store(actions::client_supports_annotations(&params.capabilities), Ordering::SeqCst);
         Ok(InitializeResult {
             capabilities: ServerCapabilities {
                 position_encoding: Some(convert::encoding_kind(encoding)),
