@@ -282,7 +282,8 @@ fn table(report: &Report) -> String {
         "{} `{}` for {} with NVRTC {}: {} configurations in the space, {} checked\n",
         report.file, report.kernel, report.arch, report.nvrtc, report.space_size, report.checked
     );
-    out.push_str(&format!("{:<60} {:>5} {:>7} {:>8} {:>8}  status\n", "configuration", "regs", "spills", "smem", "ms"));
+    let width = report.results.iter().map(|r| r.config.to_string().len()).max().unwrap_or(0).max("configuration".len());
+    out.push_str(&format!("{:<width$} {:>5} {:>7} {:>8} {:>8}  status\n", "configuration", "regs", "spills", "smem", "ms"));
     for r in &report.results {
         let (regs, spills, smem) = match &r.resources {
             Some(k) => (k.registers.to_string(), (k.spill_store_bytes + k.spill_load_bytes).to_string(), k.shared_bytes.to_string()),
@@ -294,7 +295,7 @@ fn table(report: &Report) -> String {
             (Status::Infeasible, reason) => format!("infeasible: {}", reason.as_deref().unwrap_or("")),
             (Status::Failed, reason) => format!("compile error: {}", reason.as_deref().unwrap_or("")),
         };
-        out.push_str(&format!("{:<60} {regs:>5} {spills:>7} {smem:>8} {:>8.0}  {status}\n", r.config.to_string(), r.compile_ms));
+        out.push_str(&format!("{:<width$} {regs:>5} {spills:>7} {smem:>8} {:>8.0}  {status}\n", r.config.to_string(), r.compile_ms));
     }
     out.push_str(&format!(
         "{} compiled, {} infeasible, {} failed, in {:.1} s\n",
