@@ -849,6 +849,32 @@ fn syntax_errors(root: Node, text: &str) -> Vec<SyntaxError> {
 }
 
 /// Pre-order walk; `f` returns whether to descend into the node's children.
+/// Every node under `root`, `root` first, in source order.
+pub fn descendants(root: Node) -> impl Iterator<Item = Node> {
+    let mut cursor = root.walk();
+    let mut next = Some(root);
+    std::iter::from_fn(move || {
+        let current = next?;
+        // The cursor stands on `current`: step into it, else past it, never above `root`.
+        next = if cursor.goto_first_child() {
+            Some(cursor.node())
+        } else {
+            loop {
+                if cursor.node() == root {
+                    break None;
+                }
+                if cursor.goto_next_sibling() {
+                    break Some(cursor.node());
+                }
+                if !cursor.goto_parent() {
+                    break None;
+                }
+            }
+        };
+        Some(current)
+    })
+}
+
 fn visit<'t>(root: Node<'t>, f: &mut dyn FnMut(Node<'t>) -> bool) {
     let mut cursor = root.walk();
     let mut descend = f(root);
@@ -983,7 +1009,7 @@ fn fold_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-pub(super) fn identifiers_in(text: &str) -> impl Iterator<Item = &str> {
+pub fn identifiers_in(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_'))
 }

@@ -16,7 +16,7 @@ mod model;
 pub use consteval::{eval as eval_constant, parse_int_literal, size_of_type};
 pub use checks::{check, format_bytes, Finding, Severity};
 pub use document::{Analysis, Change, Document, EditError, Encoding, TextPosition, MAX_ANALYZED_BYTES};
-pub use extract::compile_queries;
+pub use extract::{compile_queries, descendants, identifiers_in};
 pub use hover::{hover, HoverInfo};
 pub use model::*;
 

@@ -7,7 +7,7 @@ use tree_sitter::Node;
 
 use super::{Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
-use crate::syntax::{parse_int_literal, Span, TemplateParamKind, TunableKind};
+use crate::syntax::{descendants, parse_int_literal, Span, TemplateParamKind, TunableKind};
 
 /// Every transform, in the order they run.
 pub fn transforms() -> Vec<Box<dyn Transform>> {
@@ -533,18 +533,13 @@ fn grid_local_init(unit: &Unit, launch: &crate::syntax::LaunchSite) -> Option<Sp
     let tree = unit.doc.tree()?;
     let at = tree.root_node().descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte)?;
     let function = std::iter::successors(Some(at), |n| n.parent()).find(|n| n.kind() == "function_definition")?;
-    let mut stack = vec![function];
-    while let Some(node) = stack.pop() {
-        if node.kind() == "init_declarator" && node.start_byte() < launch.span.start_byte {
-            let declared = node.child_by_field_name("declarator").map(|d| &unit.text()[d.byte_range()]);
-            if declared == Some(name) {
-                return node.child_by_field_name("value").map(Span::of);
-            }
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.named_children(&mut cursor));
-    }
-    None
+    // The last assignment before the launch is the one it sees.
+    descendants(function)
+        .filter(|n| n.kind() == "init_declarator" && n.start_byte() < launch.span.start_byte)
+        .filter(|n| n.child_by_field_name("declarator").is_some_and(|d| &unit.text()[d.byte_range()] == name))
+        .last()
+        .and_then(|n| n.child_by_field_name("value"))
+        .map(Span::of)
 }
 
 /// `block - 1` in a ceil-division, parenthesised unless it is the right operand of a `+`.
@@ -772,23 +767,18 @@ impl Transform for SharedPadding {
 /// The offset of the first use of `array` in `body` that is not a full `array[i][j]` element
 /// access (`sizeof`, a pointer taken from a row, passing the array on).
 fn non_element_use(unit: &Unit, body: Node, array: &str) -> Option<usize> {
-    let mut found = None;
-    let mut stack = vec![body];
-    while let Some(node) = stack.pop() {
-        if node.kind() == "identifier" && &unit.text()[node.byte_range()] == array {
+    let text = unit.text();
+    descendants(body)
+        .filter(|n| n.kind() == "identifier" && &text[n.byte_range()] == array)
+        .find(|node| {
             let is_declaration = node.parent().is_some_and(|p| p.kind() == "array_declarator");
-            let inner = node.parent().filter(|p| p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(node));
+            let inner = node.parent().filter(|p| p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(*node));
             let outer = inner.and_then(|i| i.parent()).filter(|o| o.kind() == "subscript_expression" && o.child_by_field_name("argument") == inner);
             // `&tile[0][0]` is a pointer into the layout that padding changes.
-            let address_taken = outer.and_then(|o| o.parent()).is_some_and(|p| p.kind() == "pointer_expression" && unit.text()[p.byte_range()].starts_with('&'));
-            if !is_declaration && (outer.is_none() || address_taken) {
-                found = Some(found.map_or(node.start_byte(), |f: usize| f.min(node.start_byte())));
-            }
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
-    }
-    found
+            let address_taken = outer.and_then(|o| o.parent()).is_some_and(|p| p.kind() == "pointer_expression" && text[p.byte_range()].starts_with('&'));
+            !is_declaration && (outer.is_none() || address_taken)
+        })
+        .map(|n| n.start_byte())
 }
 
 /// Compiler options as parameters of the spec: fast math and a register cap.

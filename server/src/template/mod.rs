@@ -368,12 +368,7 @@ fn line_start(text: &str, offset: usize) -> usize {
 
 /// Whether `name` occurs in `text` as a whole identifier.
 pub(crate) fn contains_identifier(text: &str, name: &str) -> bool {
-    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    text.match_indices(name).any(|(i, _)| {
-        let before = i.checked_sub(1).map(|j| text.as_bytes()[j]);
-        let after = text.as_bytes().get(i + name.len()).copied();
-        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
-    })
+    crate::syntax::identifiers_in(text).any(|w| w == name)
 }
 
 /// `rmsnorm_kernel` → `RMSNORM`, `sgemmTiled` → `SGEMM_TILED`.

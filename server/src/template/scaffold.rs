@@ -8,7 +8,7 @@ use tree_sitter::Node;
 
 use crate::spec::{sha256_hex, split_top_level, ArgSpec, Baseline, Dtype, Init, KernelSpec, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
 use crate::slice::{device_slice, SliceOptions};
-use crate::syntax::{eval_constant, Document, Kernel, LaunchSite, Param, TemplateParamKind};
+use crate::syntax::{descendants, eval_constant, identifiers_in, Document, Kernel, LaunchSite, Param, TemplateParamKind};
 
 /// Builds the spec of `kernel` from the templatized document; `original` gives the baseline.
 pub fn infer(original: &Document, templated: &Document, kernel: &str, params: Vec<ParamSpec>, restrictions: Vec<String>, slice_options: &SliceOptions) -> KernelSpec {
@@ -60,7 +60,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, params: Ve
     let expressions = grid.iter().chain(&block).chain(std::iter::once(&shared_bytes));
     let arg_exprs = args.iter().filter_map(|a| if a.dtype.is_float() { a.length.as_ref() } else { a.length.as_ref().or(a.value.as_ref()) });
     for text in expressions.chain(arg_exprs) {
-        for name in identifiers(text) {
+        for name in identifiers_in(text) {
             if !param_names.contains(name) && !is_keyword(name) {
                 sizes.insert(name.to_string());
             }
@@ -200,33 +200,33 @@ fn dtype_of(ty: &str) -> Option<(Dtype, u32)> {
 fn role_of(text: &str, body: Node, name: &str) -> Role {
     let mut names: BTreeSet<String> = BTreeSet::from([name.to_string()]);
     // Aliases first: declarations whose initial value mentions a tracked pointer.
-    visit(body, &mut |node| {
+    for node in descendants(body) {
         if node.kind() == "init_declarator" {
             let value = node.child_by_field_name("value").map(|v| &text[v.byte_range()]).unwrap_or("");
             let declarator = node.child_by_field_name("declarator");
-            if declarator.is_some_and(|d| d.kind() == "pointer_declarator") && identifiers(value).any(|w| names.contains(w)) {
+            if declarator.is_some_and(|d| d.kind() == "pointer_declarator") && identifiers_in(value).any(|w| names.contains(w)) {
                 if let Some(alias) = declarator.and_then(declared_name) {
                     names.insert(text[alias.byte_range()].to_string());
                 }
             }
         }
-    });
+    }
     let (mut reads, mut writes) = (false, false);
-    visit(body, &mut |node| {
+    for node in descendants(body) {
         if node.kind() != "identifier" || !names.contains(&text[node.byte_range()]) {
-            return;
+            continue;
         }
-        let Some(parent) = node.parent() else { return };
+        let Some(parent) = node.parent() else { continue };
         let access = match parent.kind() {
             "subscript_expression" if parent.child_by_field_name("argument") == Some(node) => parent,
             "pointer_expression" if text[parent.byte_range()].starts_with('*') => parent,
             // Declarations, aliases and arithmetic: the accesses through the alias count.
-            "init_declarator" | "pointer_declarator" | "binary_expression" | "parameter_declaration" => return,
+            "init_declarator" | "pointer_declarator" | "binary_expression" | "parameter_declaration" => continue,
             // Passed on (`atomicAdd(out, v)`, a device function): assume both.
             _ => {
                 reads = true;
                 writes = true;
-                return;
+                continue;
             }
         };
         match access.parent() {
@@ -242,7 +242,7 @@ fn role_of(text: &str, body: Node, name: &str) -> Role {
             }
             _ => reads = true,
         }
-    });
+    }
     match (reads, writes) {
         (true, true) => Role::InOut,
         (false, true) => Role::Output,
@@ -264,36 +264,7 @@ fn kernel_body<'d>(doc: &'d Document, k: &Kernel) -> Option<Node<'d>> {
 }
 
 fn contains_call(text: &str, body: Node, function: &str) -> bool {
-    let mut found = false;
-    visit(body, &mut |node| {
-        if node.kind() == "call_expression" && node.child_by_field_name("function").is_some_and(|f| &text[f.byte_range()] == function) {
-            found = true;
-        }
-    });
-    found
-}
-
-fn visit<'t>(root: Node<'t>, f: &mut dyn FnMut(Node<'t>)) {
-    let mut cursor = root.walk();
-    loop {
-        f(cursor.node());
-        if cursor.goto_first_child() {
-            continue;
-        }
-        loop {
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() || cursor.node() == root {
-                return;
-            }
-        }
-    }
-}
-
-fn identifiers(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| w.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'))
+    descendants(body).any(|node| node.kind() == "call_expression" && node.child_by_field_name("function").is_some_and(|f| &text[f.byte_range()] == function))
 }
 
 fn is_keyword(word: &str) -> bool {
@@ -336,13 +307,13 @@ impl<'d> Scope<'d> {
         let body = function.child_by_field_name("body");
         let mut values = Vec::new();
         if let Some(body) = body {
-            visit(body, &mut |node| {
+            for node in descendants(body) {
                 if node.kind() == "init_declarator" {
                     if let (Some(d), Some(v)) = (node.child_by_field_name("declarator").and_then(declared_name), node.child_by_field_name("value")) {
                         values.push((text[d.byte_range()].to_string(), text[v.byte_range()].to_string()));
                     }
                 }
-            });
+            }
         }
         Scope { body, values }
     }
@@ -386,11 +357,11 @@ impl<'d> HostContext<'d> {
     /// and file constants (`kBlock = BLOCK_SIZE`) replaced by what they stand for.
     fn in_spec_names(&self, text: &str) -> String {
         let launcher = &self.launcher().scope;
-        let expanded = rename_identifiers(text, |word| {
+        let expanded = rename_identifiers_in(text, |word| {
             let init = launcher.value_text(word).map(strip_casts_everywhere)?;
             Some(if init.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') { init } else { format!("({init})") })
         });
-        let expanded = rename_identifiers(&expanded, |word| self.file_constants.get(word).cloned());
+        let expanded = rename_identifiers_in(&expanded, |word| self.file_constants.get(word).cloned());
         strip_outer_parens(&expanded).to_string()
     }
 
@@ -464,13 +435,13 @@ impl<'d> HostContext<'d> {
             let frame = &path[level];
             let below = &path[level - 1];
             let args = below.called_with.as_deref().unwrap_or_default();
-            text = rename_identifiers(&text, |word| {
+            text = rename_identifiers_in(&text, |word| {
                 if let Some(j) = args.iter().position(|a| a.trim() == word) {
                     return below.params.get(j).cloned();
                 }
                 let init = frame.scope.value_text(word)?;
                 let init = strip_casts_everywhere(init);
-                let renamed = rename_identifiers(&init, |w| args.iter().position(|a| a.trim() == w).and_then(|j| below.params.get(j).cloned()));
+                let renamed = rename_identifiers_in(&init, |w| args.iter().position(|a| a.trim() == w).and_then(|j| below.params.get(j).cloned()));
                 Some(format!("({renamed})"))
             });
         }
@@ -543,14 +514,14 @@ fn extend_paths<'d>(text: &'d str, calls: &HashMap<&'d str, Vec<(Node<'d>, Vec<S
 /// Every call in the file, by callee name, with the function it sits in and its arguments.
 fn calls_by_callee<'d>(text: &'d str, root: Node<'d>) -> HashMap<&'d str, Vec<(Node<'d>, Vec<String>)>> {
     let mut out: HashMap<&str, Vec<(Node, Vec<String>)>> = HashMap::new();
-    visit(root, &mut |node| {
+    for node in descendants(root) {
         if node.kind() != "call_expression" {
-            return;
+            continue;
         }
-        let (Some(f), Some(args)) = (node.child_by_field_name("function"), node.child_by_field_name("arguments")) else { return };
-        let Some(caller) = std::iter::successors(node.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition") else { return };
+        let (Some(f), Some(args)) = (node.child_by_field_name("function"), node.child_by_field_name("arguments")) else { continue };
+        let Some(caller) = std::iter::successors(node.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition") else { continue };
         out.entry(&text[f.byte_range()]).or_default().push((caller, call_args(text, args)));
-    });
+    }
     out
 }
 
@@ -567,13 +538,13 @@ fn function_name<'d>(text: &'d str, function: Node<'d>) -> Option<&'d str> {
 
 fn functions<'d>(text: &'d str, root: Node<'d>) -> HashMap<&'d str, Node<'d>> {
     let mut out = HashMap::new();
-    visit(root, &mut |node| {
+    for node in descendants(root) {
         if node.kind() == "function_definition" {
             if let Some(name) = function_name(text, node) {
                 out.entry(name).or_insert(node);
             }
         }
-    });
+    }
     out
 }
 
@@ -609,40 +580,40 @@ fn split_args(text: &str) -> Vec<String> {
 /// The constructor arguments of `dim3 name(...)` or `dim3 name = dim3(...)`/`{...}` in `body`.
 fn dim3_local(text: &str, body: Node, name: &str) -> Option<Vec<String>> {
     let mut found = None;
-    visit(body, &mut |node| {
+    for node in descendants(body) {
         if found.is_some() || node.kind() != "declaration" {
-            return;
+            continue;
         }
         let is_dim3 = node.child_by_field_name("type").is_some_and(|t| &text[t.byte_range()] == "dim3");
         if !is_dim3 {
-            return;
+            continue;
         }
         let decl = &text[node.byte_range()];
-        let Some(rest) = decl.trim_start_matches("dim3").trim_start().strip_prefix(name) else { return };
+        let Some(rest) = decl.trim_start_matches("dim3").trim_start().strip_prefix(name) else { continue };
         let rest = rest.trim_start().trim_start_matches('=').trim().trim_start_matches("dim3").trim().trim_end_matches(';').trim();
         let inner = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')).or_else(|| rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')));
         found = inner.map(split_args);
-    });
+    }
     found
 }
 
 /// The byte count given to `cudaMalloc(&name, bytes)` (with or without a `(void**)` cast).
 fn malloc_bytes(text: &str, body: Node, name: &str) -> Option<String> {
     let mut found = None;
-    visit(body, &mut |node| {
+    for node in descendants(body) {
         if found.is_some() || node.kind() != "call_expression" {
-            return;
+            continue;
         }
-        let Some(f) = node.child_by_field_name("function") else { return };
+        let Some(f) = node.child_by_field_name("function") else { continue };
         if !matches!(&text[f.byte_range()], "cudaMalloc" | "cudaMallocManaged" | "cudaMallocAsync") {
-            return;
+            continue;
         }
         let args = node.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
         let target = args.first().map(|a| a.replace("(void**)", "").replace("(void **)", "").replace(' ', ""));
         if target.as_deref() == Some(&format!("&{name}")) {
             found = args.get(1).cloned();
         }
-    });
+    }
     found
 }
 
@@ -651,7 +622,7 @@ fn malloc_bytes(text: &str, body: Node, name: &str) -> Option<String> {
 fn strip_element_size(bytes: &str, element: &str, scope: &Scope) -> Option<String> {
     let bytes = bytes.trim();
     let bytes = match scope.value_text(bytes) {
-        Some(init) if identifiers(bytes).count() == 1 && !bytes.contains('(') => init.trim(),
+        Some(init) if identifiers_in(bytes).count() == 1 && !bytes.contains('(') => init.trim(),
         _ => bytes,
     };
     let bytes = expand_vector_sizes(bytes, scope);
@@ -689,7 +660,7 @@ fn strip_casts_everywhere(text: &str) -> String {
     out.trim().to_string()
 }
 
-fn rename_identifiers(text: &str, rename: impl Fn(&str) -> Option<String>) -> String {
+fn rename_identifiers_in(text: &str, rename: impl Fn(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut word = String::new();
     let flush = |word: &mut String, out: &mut String| {
@@ -726,7 +697,7 @@ mod tests {
 
     #[test]
     fn caller_names_are_renamed_to_launcher_names() {
-        let renamed = rename_identifiers("tokens * d_hidden", |w| (w == "d_hidden").then(|| "hidden".to_string()));
+        let renamed = rename_identifiers_in("tokens * d_hidden", |w| (w == "d_hidden").then(|| "hidden".to_string()));
         assert_eq!(renamed, "tokens * hidden");
     }
 

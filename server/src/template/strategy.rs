@@ -8,7 +8,7 @@ use tree_sitter::Node;
 
 use super::{contains_identifier, line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
-use crate::syntax::size_of_type;
+use crate::syntax::{descendants, identifiers_in, size_of_type};
 
 /// Several items per thread in a grid-stride loop: a smaller grid, the same loop. Only the
 /// host's grid changes, so the kernel's code does not.
@@ -79,18 +79,8 @@ fn binary<'t>(text: &'t str, node: Node) -> Option<(&'t str, &'t str, &'t str)> 
     Some((part("left")?, part("operator")?, part("right")?))
 }
 
-fn for_loops<'t>(root: Node<'t>) -> Vec<Node<'t>> {
-    let mut out = Vec::new();
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        if node.kind() == "for_statement" {
-            out.push(node);
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
-    }
-    out.sort_by_key(|n| n.start_byte());
-    out
+fn for_loops(root: Node) -> Vec<Node> {
+    descendants(root).filter(|n| n.kind() == "for_statement").collect()
 }
 
 /// Whether `node` sits in the `#if NAME == 1` branch of an earlier rewrite.
@@ -104,17 +94,8 @@ fn inside_earlier_rewrite(unit: &Unit, node: Node) -> bool {
     })
 }
 
-fn names_in<'t>(text: &'t str, root: Node<'t>, name: &str) -> Vec<Node<'t>> {
-    let mut out = Vec::new();
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        if node.kind() == "identifier" && &text[node.byte_range()] == name {
-            out.push(node);
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
-    }
-    out
+fn names_in<'t>(text: &str, root: Node<'t>, name: &str) -> Vec<Node<'t>> {
+    descendants(root).filter(|n| n.kind() == "identifier" && &text[n.byte_range()] == name).collect()
 }
 
 impl Transform for GridStrideItems {
@@ -309,14 +290,9 @@ fn is_assigned(text: &str, name: Node) -> bool {
     })
 }
 
+/// Whether `word` is an identifier in the subtree; `atomic` stands for every `atomic...` call.
 fn subtree_contains_token(text: &str, root: Node, word: &str) -> bool {
-    let body = &text[root.byte_range()];
-    body.match_indices(word).any(|(i, _)| {
-        let before = body[..i].chars().next_back();
-        let after = body[i + word.len()..].chars().next();
-        let boundary = |c: Option<char>| !c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
-        boundary(before) && (boundary(after) || word == "atomic")
-    })
+    identifiers_in(&text[root.byte_range()]).any(|w| w == word || (word == "atomic" && w.starts_with("atomic")))
 }
 
 /// The element type of a kernel pointer parameter, or of a pointer the kernel derives from one
@@ -325,25 +301,19 @@ fn pointer_element_type(unit: &Unit, name: &str) -> Option<String> {
     if let Some(p) = unit.kernel.params.iter().find(|p| p.name == name && p.pointer_depth == 1) {
         return Some(p.base_type.clone());
     }
-    let body = unit.body()?;
     let text = unit.text();
-    let mut stack = vec![body];
-    while let Some(node) = stack.pop() {
-        if node.kind() == "declaration" {
-            let mut cursor = node.walk();
-            for d in node.children_by_field_name("declarator", &mut cursor) {
-                let pointer = d.child_by_field_name("declarator").filter(|p| d.kind() == "init_declarator" && p.kind() == "pointer_declarator");
-                let declared = pointer.and_then(|p| p.child_by_field_name("declarator")).map(|n| &text[n.byte_range()]);
-                let value = d.child_by_field_name("value").map(|v| &text[v.byte_range()]).unwrap_or("");
-                let from_param = unit.kernel.params.iter().any(|p| p.pointer_depth == 1 && contains_identifier(value, &p.name));
-                if declared == Some(name) && from_param && pointer.is_none_or(|p| text[p.byte_range()].matches('*').count() <= 1) {
-                    let ty = node.child_by_field_name("type")?;
-                    return Some(text[ty.byte_range()].to_string());
-                }
+    for node in descendants(unit.body()?).filter(|n| n.kind() == "declaration") {
+        let mut cursor = node.walk();
+        for d in node.children_by_field_name("declarator", &mut cursor) {
+            let pointer = d.child_by_field_name("declarator").filter(|p| d.kind() == "init_declarator" && p.kind() == "pointer_declarator");
+            let declared = pointer.and_then(|p| p.child_by_field_name("declarator")).map(|n| &text[n.byte_range()]);
+            let value = d.child_by_field_name("value").map(|v| &text[v.byte_range()]).unwrap_or("");
+            let from_param = unit.kernel.params.iter().any(|p| p.pointer_depth == 1 && contains_identifier(value, &p.name));
+            if declared == Some(name) && from_param && pointer.is_none_or(|p| text[p.byte_range()].matches('*').count() <= 1) {
+                let ty = node.child_by_field_name("type")?;
+                return Some(text[ty.byte_range()].to_string());
             }
         }
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
     }
     None
 }
