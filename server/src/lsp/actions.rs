@@ -77,7 +77,7 @@ pub fn templatize_edit(uri: &Uri, doc: &Document, version: i32, kernel: &str, en
             annotated(TextEdit { range: convert::range(doc, encoding, span), new_text: e.new_text.clone() })
         })
         .collect();
-    let old_spec_doc = Document::new(old_spec_text.clone().unwrap_or_default());
+    let old_spec_doc = Document::text_only(old_spec_text.clone().unwrap_or_default());
     let whole = crate::syntax::Span { start_byte: 0, end_byte: old_spec_doc.text().len(), ..Default::default() };
     let spec_edit = TextEdit { range: convert::range(&old_spec_doc, encoding, whole), new_text: new_spec_text };
     let mut operations = vec![DocumentChangeOperation::Edit(TextDocumentEdit {

@@ -21,7 +21,7 @@ use tower_lsp_server::ls_types::{
 use tower_lsp_server::Client;
 
 use super::convert;
-use super::state::{OpenDocument, ServerState};
+use super::state::{self, OpenDocument, ServerState};
 use crate::syntax::Document;
 
 pub struct OrderedService<S> {
@@ -76,10 +76,12 @@ impl<S> OrderedService<S> {
             "textDocument/didOpen" => {
                 let Some(p) = self.params::<DidOpenTextDocumentParams>(req) else { return Ok(()) };
                 let doc = p.text_document;
-                self.state.insert(
-                    doc.uri,
-                    OpenDocument { version: doc.version, language_id: doc.language_id, document: Arc::new(Document::new(doc.text)) },
-                );
+                // Only CUDA source is parsed; anything else (a tuning spec) is kept as text.
+                let document = match state::is_cuda(&doc.language_id, &doc.uri) {
+                    true => Document::new(doc.text),
+                    false => Document::text_only(doc.text),
+                };
+                self.state.insert(doc.uri, OpenDocument { version: doc.version, language_id: doc.language_id, document: Arc::new(document) });
                 Ok(())
             }
             "textDocument/didChange" => {

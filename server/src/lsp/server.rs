@@ -62,6 +62,8 @@ impl Backend {
                 .map(|f| convert::diagnostic(&open.document, encoding, f))
                 .collect(),
             Analysis::SkippedTooLarge { bytes } => vec![too_large_diagnostic(bytes)],
+            // CUDA documents are never kept as text only; nothing to report either way.
+            Analysis::TextOnly => Vec::new(),
         };
         self.publish_if_current(uri, diagnostics, open.version).await;
     }

@@ -19,9 +19,12 @@ pub struct OpenDocument {
 impl OpenDocument {
     /// Whether cutune analyses this document: CUDA by language id or by file extension.
     pub fn is_cuda(&self, uri: &Uri) -> bool {
-        matches!(self.language_id.as_str(), "cuda-cpp" | "cuda")
-            || [".cu", ".cuh"].iter().any(|ext| uri.as_str().ends_with(ext))
+        is_cuda(&self.language_id, uri)
     }
+}
+
+pub fn is_cuda(language_id: &str, uri: &Uri) -> bool {
+    matches!(language_id, "cuda-cpp" | "cuda") || [".cu", ".cuh"].iter().any(|ext| uri.as_str().ends_with(ext))
 }
 
 /// Documents that keep their syntax tree for incremental re-parsing: the most recently opened or

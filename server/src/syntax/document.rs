@@ -69,6 +69,8 @@ pub enum Analysis {
     Complete,
     /// The file is over [`MAX_ANALYZED_BYTES`]; the model is empty.
     SkippedTooLarge { bytes: usize },
+    /// Not CUDA source (a tuning spec, say): kept as text only, never parsed.
+    TextOnly,
 }
 
 #[derive(Clone, Debug)]
@@ -99,6 +101,12 @@ fn parse(text: &str, old: Option<&Tree>) -> Option<Tree> {
 impl Document {
     pub fn new(text: String) -> Document {
         Document::build(text, None, None)
+    }
+
+    /// A document that is not CUDA source: the text and its line index, no parse, no model.
+    pub fn text_only(text: String) -> Document {
+        let line_index = Arc::new(LineIndex::new(&text));
+        Document { text, line_index, tree: None, model: Arc::default(), items: None, analysis: Analysis::TextOnly }
     }
 
     fn build(text: String, edited_tree: Option<Tree>, previous_items: Option<&ItemCache>) -> Document {
@@ -195,6 +203,9 @@ impl Document {
                 }
             }
             index = None;
+        }
+        if self.analysis == Analysis::TextOnly {
+            return Ok(Document::text_only(text));
         }
         Ok(Document::build(text, tree, self.items.as_deref()))
     }
@@ -355,5 +366,14 @@ mod tests {
         let shrunk = doc.apply(Encoding::Utf8, &[Change::Full("__global__ void k() {}".into())]).unwrap();
         assert_eq!(shrunk.analysis(), Analysis::Complete);
         assert_eq!(shrunk.model().kernels.len(), 1);
+    }
+
+    #[test]
+    fn text_only_documents_stay_unparsed_through_edits() {
+        let doc = Document::text_only("version = 1\n".into());
+        let edited = doc.apply(Encoding::Utf8, &[Change::Full("__global__ void k() {}".into())]).unwrap();
+        assert_eq!(edited.analysis(), Analysis::TextOnly);
+        assert!(!edited.has_tree() && edited.model().kernels.is_empty());
+        assert_eq!(edited.text(), "__global__ void k() {}");
     }
 }
