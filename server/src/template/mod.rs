@@ -95,7 +95,7 @@ impl<'a> Unit<'a> {
 
     /// 1-based line of a byte offset.
     pub fn line_of(&self, offset: usize) -> u32 {
-        self.text()[..offset].bytes().filter(|&b| b == b'\n').count() as u32 + 1
+        self.doc.position(crate::syntax::Encoding::Utf8, offset).line + 1
     }
 
     /// A name for a new parameter that no identifier in the file uses yet.
@@ -290,6 +290,10 @@ pub fn check_templatizable(doc: &Document, name: &str) -> Result<(), TemplatizeE
 /// Applies a transform's edits and re-parses. Refuses a rewrite that loses the kernel or adds
 /// syntax errors: a bug in a transform must never reach the user's file.
 fn rewritten(doc: &Document, kernel: &str, edits: &[TextEdit]) -> Result<Document, String> {
+    // Parameters that live only in the spec change no text: nothing to parse again.
+    if edits.is_empty() {
+        return Ok(doc.clone());
+    }
     let text = apply_edits(doc.text(), edits).map_err(|e| format!("internal error: {e}"))?;
     let next = Document::new(text);
     let still_defined = next.model().kernel(kernel).is_some_and(|k| k.is_definition);
