@@ -62,8 +62,14 @@ fn looks_like_block_size(name: &str) -> bool {
         .any(|suffix| upper == *suffix || upper.ends_with(&format!("_{suffix}")) || upper.ends_with(suffix) && suffix.len() > 5)
 }
 
+/// The value of `text` when it is exactly an integer literal (not a name or an expression).
+fn int_literal(text: &str) -> Option<i64> {
+    let text = text.trim();
+    text.starts_with(|c: char| c.is_ascii_digit()).then(|| parse_int_literal(text)).flatten()
+}
+
 fn is_int_literal(text: &str) -> bool {
-    text.trim().starts_with(|c: char| c.is_ascii_digit()) && parse_int_literal(text.trim()).is_some()
+    int_literal(text).is_some()
 }
 
 /// Integer template parameters: already parameters, given values from the launches.
@@ -357,7 +363,7 @@ fn block_template_param(unit: &Unit) -> Option<String> {
         launches.peek()?;
         launches
             .all(|l| {
-                let block = parse_int_literal(l.block.text.trim()).filter(|_| is_int_literal(&l.block.text));
+                let block = int_literal(&l.block.text);
                 block.is_some() && l.template_args.get(index).and_then(|a| a.value) == block
             })
             .then(|| name.to_string())
@@ -377,8 +383,8 @@ enum BlockSource {
 
 /// Where the block size of a launch comes from.
 fn block_source(unit: &Unit, launch: &crate::syntax::LaunchSite, text: &str) -> BlockSource {
-    if is_int_literal(text) {
-        return BlockSource::Literal(parse_int_literal(text).expect("checked"));
+    if let Some(value) = int_literal(text) {
+        return BlockSource::Literal(value);
     }
     let is_param = |part: &str| part == "1" || unit.lifted.iter().any(|p| p.name == part);
     let parts = dim3_parts(unit, launch, text);
@@ -643,7 +649,8 @@ impl Transform for PragmaUnroll {
             let text = unit.slice(pragma.span);
             let factor = text.trim_start_matches('#').trim_start().trim_start_matches("pragma").trim_start().trim_start_matches("unroll").trim();
             let line = unit.line_of(pragma.span.start_byte);
-            if !factor.is_empty() && !is_int_literal(factor) {
+            let literal = int_literal(factor);
+            if !factor.is_empty() && literal.is_none() {
                 // A constant set from a parameter (what an earlier templatize wrote) is that
                 // parameter; any other name is the author's and stays.
                 match file_constant(unit, factor) {
@@ -663,19 +670,18 @@ impl Transform for PragmaUnroll {
             let name = next_name(unit, "UNROLL", &names);
             let constant = unroll_constant(&name);
             let indent = &unit.text()[super::line_start(unit.text(), pragma.span.start_byte)..pragma.span.start_byte];
-            if factor.is_empty() {
-                let new_text = format!("#if {name} == 0\n{indent}#pragma unroll\n{indent}#else\n{indent}#pragma unroll {constant}\n{indent}#endif");
-                rewrite.edits.push(TextEdit { range: pragma.span.start_byte..pragma.span.end_byte, new_text });
-                rewrite.edits.push(unroll_parameter_block(unit, &name, 0));
-                let origin = format!("`#pragma unroll` at line {line}; 0 lets the compiler unroll fully");
-                rewrite.params.push(param(&name, ParamKind::Define, 0, [1, 2, 4, 8], origin));
-            } else {
-                let default = parse_int_literal(factor).expect("checked above");
+            if let Some(default) = literal {
                 let at = pragma.span.end_byte - factor.len();
                 rewrite.edits.push(TextEdit { range: at..pragma.span.end_byte, new_text: constant });
                 rewrite.edits.push(unroll_parameter_block(unit, &name, default));
                 let origin = format!("`#pragma unroll {default}` at line {line}");
                 rewrite.params.push(param(&name, ParamKind::Define, default, factor_values(default).into_iter().chain([1]), origin));
+            } else {
+                let new_text = format!("#if {name} == 0\n{indent}#pragma unroll\n{indent}#else\n{indent}#pragma unroll {constant}\n{indent}#endif");
+                rewrite.edits.push(TextEdit { range: pragma.span.start_byte..pragma.span.end_byte, new_text });
+                rewrite.edits.push(unroll_parameter_block(unit, &name, 0));
+                let origin = format!("`#pragma unroll` at line {line}; 0 lets the compiler unroll fully");
+                rewrite.params.push(param(&name, ParamKind::Define, 0, [1, 2, 4, 8], origin));
             }
             names.push(name);
         }
