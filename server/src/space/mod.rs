@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::compile::CompileRequest;
 use crate::spec::expr::{self, Value};
-use crate::spec::{KernelSpec, ParamKind, Shape};
+use crate::spec::{self, KernelSpec, ParamKind, Shape};
 
 /// Parameter name to value, in the spec's parameter order.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -110,17 +110,7 @@ pub struct Infeasible {
 /// The names a configuration's expressions see: the shape's sizes, the parameters, the scalar
 /// arguments.
 pub fn environment(kernel: &KernelSpec, shape: &Shape, config: &Configuration) -> BTreeMap<String, Value> {
-    let mut env: BTreeMap<String, Value> = shape.iter().map(|(k, v)| (k.clone(), Value::Int(*v))).collect();
-    for (name, value) in &config.0 {
-        env.insert(name.clone(), Value::Int(*value));
-    }
-    for arg in kernel.args.iter().filter(|a| !a.is_buffer()) {
-        let value = arg.value.as_deref().and_then(|t| expr::parse(t).ok()).and_then(|e| e.eval(&|n| env.get(n).copied()).ok());
-        if let Some(value) = value {
-            env.insert(arg.name.clone(), value);
-        }
-    }
-    env
+    spec::environment(kernel, shape, &|p| config.get(&p.name).unwrap_or(p.default))
 }
 
 /// The hardware's limits on a block, the same on every CUDA GPU since compute capability 2.0.

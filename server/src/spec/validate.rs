@@ -570,19 +570,28 @@ impl<'t> Checker<'t> {
     }
 }
 
-/// Sizes of `shape`, parameters at their defaults, and scalar arguments evaluated over those.
-/// `None` when a scalar cannot be evaluated (that is reported on the scalar itself).
-pub fn default_environment(kernel: &KernelSpec, shape: &Shape) -> Option<BTreeMap<String, Value>> {
+/// The names a configuration's expressions see: the sizes of `shape`, each parameter's value
+/// (`value_of`), and the scalar arguments evaluated over those. A scalar that cannot be
+/// evaluated is left out (it is reported on the scalar itself).
+pub fn environment(kernel: &KernelSpec, shape: &Shape, value_of: &dyn Fn(&ParamSpec) -> i64) -> BTreeMap<String, Value> {
     let mut env: BTreeMap<String, Value> = shape.iter().map(|(k, v)| (k.clone(), Value::Int(*v))).collect();
     for param in &kernel.params {
-        env.insert(param.name.clone(), Value::Int(param.default));
+        env.insert(param.name.clone(), Value::Int(value_of(param)));
     }
     for arg in kernel.args.iter().filter(|a| !a.is_buffer()) {
-        let Some(text) = &arg.value else { continue };
-        let value = expr::parse(text).ok()?.eval(&|n| env.get(n).copied()).ok()?;
-        env.insert(arg.name.clone(), value);
+        let value = arg.value.as_deref().and_then(|t| expr::parse(t).ok()).and_then(|e| e.eval(&|n| env.get(n).copied()).ok());
+        if let Some(value) = value {
+            env.insert(arg.name.clone(), value);
+        }
     }
-    Some(env)
+    env
+}
+
+/// [`environment`] with every parameter at its default; `None` when a scalar cannot be evaluated.
+pub fn default_environment(kernel: &KernelSpec, shape: &Shape) -> Option<BTreeMap<String, Value>> {
+    let env = environment(kernel, shape, &|p| p.default);
+    let mut scalars = kernel.args.iter().filter(|a| !a.is_buffer() && a.value.is_some());
+    scalars.all(|a| env.contains_key(&a.name)).then_some(env)
 }
 
 fn is_unknown(text: &str) -> bool {
