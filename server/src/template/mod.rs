@@ -82,11 +82,7 @@ impl<'a> Unit<'a> {
 
     /// The kernel's definition node (`function_definition`, possibly inside a template).
     pub fn kernel_node(&self) -> Option<Node<'a>> {
-        let tree = self.doc.tree()?;
-        let node = tree
-            .root_node()
-            .descendant_for_byte_range(self.kernel.name_span.start_byte, self.kernel.name_span.end_byte)?;
-        std::iter::successors(Some(node), |n| n.parent()).find(|n| n.kind() == "function_definition")
+        kernel_definition(self.doc, self.kernel)
     }
 
     pub fn body(&self) -> Option<Node<'a>> {
@@ -152,6 +148,12 @@ impl<'a> Unit<'a> {
         }
         Some(node)
     }
+}
+
+/// The `function_definition` node of `kernel` in `doc`.
+fn kernel_definition<'d>(doc: &'d Document, kernel: &Kernel) -> Option<Node<'d>> {
+    let node = doc.tree()?.root_node().descendant_for_byte_range(kernel.name_span.start_byte, kernel.name_span.end_byte)?;
+    std::iter::successors(Some(node), |n| n.parent()).find(|n| n.kind() == "function_definition")
 }
 
 /// What one transform did, for the report.

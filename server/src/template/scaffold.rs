@@ -33,7 +33,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, params: Ve
         }
     }
     let shared_bytes = launch.and_then(|l| l.shared_bytes.as_ref()).map_or("0".to_string(), |e| e.text.trim().to_string());
-    let body = kernel_body(templated, k);
+    let body = super::kernel_definition(templated, k).and_then(|d| d.child_by_field_name("body"));
     let args: Vec<ArgSpec> = k
         .params
         .iter()
@@ -256,11 +256,6 @@ fn declared_name(declarator: Node) -> Option<Node> {
         node = inner;
     }
     (node.kind() == "identifier").then_some(node)
-}
-
-fn kernel_body<'d>(doc: &'d Document, k: &Kernel) -> Option<Node<'d>> {
-    let node = doc.tree()?.root_node().descendant_for_byte_range(k.name_span.start_byte, k.name_span.end_byte)?;
-    std::iter::successors(Some(node), |n| n.parent()).find(|n| n.kind() == "function_definition")?.child_by_field_name("body")
 }
 
 fn contains_call(text: &str, body: Node, function: &str) -> bool {
