@@ -4,9 +4,12 @@
 
 pub mod cli;
 pub mod compile;
+pub mod gpu;
 pub mod lsp;
+pub mod search;
 pub mod slice;
 pub mod space;
 pub mod spec;
+pub mod store;
 pub mod syntax;
 pub mod template;

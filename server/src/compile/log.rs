@@ -1,6 +1,6 @@
 //! Reading NVRTC's program log: diagnostics from the front end, resource usage from ptxas.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -26,7 +26,7 @@ pub struct CompileDiagnostic {
 }
 
 /// What ptxas reported for one kernel (an entry function).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelResources {
     /// The mangled name, as in the cubin and as `nvrtcGetLoweredName` gives it.
     pub name: String,

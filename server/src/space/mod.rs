@@ -11,7 +11,7 @@ use crate::spec::expr::{self, Value};
 use crate::spec::{self, KernelSpec, ParamKind, Shape};
 
 /// Parameter name to value, in the spec's parameter order.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Configuration(pub Vec<(String, i64)>);
 
 impl Configuration {

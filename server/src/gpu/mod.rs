@@ -1,0 +1,186 @@
+//! Measuring configurations: the [`Runner`] trait and its implementations.
+//!
+//! - the CUDA worker: a `cutune worker` child process owns the CUDA context, so a kernel that
+//!   faults or hangs kills a process we can restart, never the tuner or the language server;
+//! - the replay runner: recorded measurements (T4 files, Kernel Tuner caches, our results
+//!   database), for CI and for studying a space offline. It always says that it is a replay.
+//!
+//! The tuning loop works out every number a launch needs (grid, block, lengths, scalars) from
+//! the spec; runners only receive concrete values.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec::{Dtype, Init, Role, Tolerance};
+
+/// The device a runner measures on, with the limits the feasible space needs. Read from the
+/// driver by the worker; recorded with every result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    pub ordinal: u32,
+    /// Compute capability, e.g. (9, 0).
+    pub compute_capability: (u32, u32),
+    pub multiprocessors: u32,
+    pub warp_size: u32,
+    pub max_threads_per_block: u32,
+    pub max_threads_per_multiprocessor: u32,
+    pub max_blocks_per_multiprocessor: u32,
+    /// Without the opt-in (48 KiB on every GPU so far).
+    pub shared_bytes_per_block: u32,
+    /// With `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` set.
+    pub shared_bytes_per_block_optin: u32,
+    pub shared_bytes_per_multiprocessor: u32,
+    pub registers_per_block: u32,
+    pub registers_per_multiprocessor: u32,
+    pub l2_bytes: u64,
+    pub memory_bytes: u64,
+    /// e.g. 13000 for CUDA 13.0.
+    pub driver_version: i32,
+}
+
+impl DeviceInfo {
+    /// The architecture to compile for, e.g. `sm_90`.
+    pub fn arch(&self) -> String {
+        format!("sm_{}{}", self.compute_capability.0, self.compute_capability.1)
+    }
+}
+
+/// Where measurements come from. Replays name their source wherever they are shown.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunnerSource {
+    /// Live measurements by the CUDA worker.
+    Device,
+    /// Recorded measurements; `from` is the file or database they were read from.
+    Replay { from: String },
+}
+
+/// A kernel argument with every size resolved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Arg {
+    Buffer {
+        name: String,
+        dtype: Dtype,
+        /// Elements, not bytes.
+        length: u64,
+        role: Role,
+        init: Init,
+        /// How outputs are compared with the baseline's.
+        tolerance: Tolerance,
+    },
+    Scalar {
+        name: String,
+        dtype: Dtype,
+        value: f64,
+    },
+}
+
+/// One problem size: the arguments, filled with seeded random data the same way for the
+/// baseline and every candidate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Problem {
+    /// Shown in messages, e.g. `rows=4095 hidden=4096`.
+    pub label: String,
+    pub args: Vec<Arg>,
+    pub seed: u64,
+}
+
+/// A launch's geometry on one problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchDims {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Dynamic shared memory; above the device's default the runner sets the opt-in.
+    pub shared_bytes: u32,
+}
+
+/// Compiled code for one configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Module {
+    /// A cubin for the device's exact architecture (in the cubin cache).
+    pub cubin: PathBuf,
+    /// The lowered (mangled) name of the kernel in the cubin.
+    pub function: String,
+}
+
+/// What to run: code plus one launch per problem, in problem order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Kernel {
+    pub module: Module,
+    pub launches: Vec<LaunchDims>,
+}
+
+/// Repeated measurements of one launch, in microseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    pub median_us: f64,
+    pub min_us: f64,
+    pub max_us: f64,
+    /// (p75 - p25) / median: the relative spread of the timed runs.
+    pub spread: f64,
+    pub runs: u32,
+}
+
+/// How a candidate's outputs compare with the baseline's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every output element within tolerance.
+    Pass { max_abs_error: f64, max_rel_error: f64 },
+    /// The first element out of tolerance, and how many were.
+    Mismatch { problem: usize, arg: String, index: u64, expected: f64, actual: f64, mismatches: u64, max_abs_error: f64, max_rel_error: f64 },
+    /// Replays carry no outputs.
+    Unchecked,
+}
+
+impl Verdict {
+    pub fn is_pass(&self) -> bool {
+        matches!(self, Verdict::Pass { .. })
+    }
+}
+
+/// Why a candidate produced no measurement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// Over a device or compiler limit, found before any launch.
+    Infeasible,
+    /// NVRTC or ptxas refused it.
+    Compile,
+    /// The launch was refused (e.g. too many resources requested).
+    Launch,
+    /// The kernel faulted (illegal address, trap…): the context was lost and the worker restarted.
+    Fault,
+    /// The kernel ran past the watchdog's limit and the worker was killed.
+    Timeout,
+    /// The worker process died or stopped answering for another reason.
+    Worker,
+}
+
+/// The result of measuring one candidate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// One timing per problem, and the comparison with the baseline.
+    Measured { timings: Vec<Timing>, verdict: Verdict },
+    Failed { kind: FailureKind, message: String },
+}
+
+/// Measures kernels. The tuning loop calls [`Runner::prepare`] once, then
+/// [`Runner::measure`] for every candidate.
+pub trait Runner {
+    fn device(&self) -> &DeviceInfo;
+    fn source(&self) -> &RunnerSource;
+    /// Whether `measure` needs compiled code (replays look configurations up instead).
+    fn needs_code(&self) -> bool;
+    /// Allocates and fills the problems, runs the baseline once per problem and keeps its
+    /// outputs for comparison; returns the baseline's timings.
+    fn prepare(&mut self, problems: &[Problem], baseline: &Kernel) -> anyhow::Result<Vec<Timing>>;
+    /// Measures one candidate. `config` names the configuration (replays look it up by this);
+    /// `kernel` is its code, `None` only when `needs_code` is false.
+    fn measure(&mut self, config: &crate::space::Configuration, kernel: Option<&Kernel>) -> Outcome;
+}
