@@ -69,14 +69,14 @@ impl<'k> Space<'k> {
             out.extend((0..count).map(|i| self.at(i)).filter(|c| *c != default));
             return out;
         }
-        let mut rng = SplitMix64(seed);
+        let mut rng = SplitMix64::new(seed);
         let mut seen = std::collections::HashSet::new();
         // Bounded, in case the space holds fewer distinct configurations than asked for.
         for _ in 0..limit.saturating_mul(20) {
             if out.len() as u64 >= limit {
                 break;
             }
-            let index = rng.next() % count;
+            let index = rng.below(count);
             if seen.insert(index) {
                 let c = self.at(index);
                 if c != default {
@@ -89,15 +89,31 @@ impl<'k> Space<'k> {
 }
 
 /// A small, well-known generator (Steele et al.): reproducible across platforms and versions.
-struct SplitMix64(u64);
+/// Every seeded choice in cutune (samples, search strategies, input data) draws from it.
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1), from the top 53 bits.
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in [0, n); `n` must be positive.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
     }
 }
 
