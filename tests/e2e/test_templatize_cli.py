@@ -123,7 +123,7 @@ def test_check_without_a_spec_templatizes_in_memory_and_samples_reproducibly(tmp
     second = cutune("check", str(source), "--kernel", "sgemm_kernel", "--sample", "6", "--seed", "3", "--json")
 
     assert first.returncode == 0, first.stderr
-    assert "no spec of `sgemm_kernel` beside the file; checking it templatized in memory" in first.stderr
+    assert "no spec of `sgemm_kernel` beside the file; using it templatized in memory" in first.stderr
     configs = [r["config"] for r in json.loads(first.stdout)["results"]]
     assert configs == [r["config"] for r in json.loads(second.stdout)["results"]]
     assert len(configs) == 6 and json.loads(first.stdout)["results"][0]["is_default"]

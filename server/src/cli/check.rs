@@ -15,9 +15,8 @@ use super::read_source;
 use crate::compile::{Nvrtc, NVRTC_ENV};
 use crate::slice::{device_slice, SliceOptions};
 use crate::space::{self, Configuration, Space};
-use crate::spec::{self, expr, KernelSpec};
+use crate::spec::{self, KernelSpec};
 use crate::syntax::Document;
-use crate::template;
 
 #[derive(clap::Args)]
 pub struct CheckArgs {
@@ -95,7 +94,7 @@ enum Status {
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let text = read_source(&args.file)?;
-    let (kernel, source) = kernel_and_source(args, &text)?;
+    let (kernel, source) = super::kernel_and_source(&args.file, &args.kernel, None, &text)?;
     let slice_options = SliceOptions::for_file(&args.file);
     let slice = device_slice(&Document::new(source), &args.kernel, &slice_options).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     for u in &slice.unresolved {
@@ -148,37 +147,6 @@ fn parse_shard(text: &str) -> std::result::Result<(usize, usize), String> {
         Some((i, n)) if n > 0 && i < n => Ok((i, n)),
         _ => Err(format!("`{text}` is not a shard: write I/N with 0 <= I < N, e.g. 0/4")),
     }
-}
-
-/// The kernel's spec and the templatized source: from the spec beside the file when it has this
-/// kernel, else from templatizing the file in memory.
-fn kernel_and_source(args: &CheckArgs, text: &str) -> Result<(KernelSpec, String)> {
-    let spec_path = spec::spec_path_for(&args.file);
-    if let Ok(spec_text) = std::fs::read_to_string(&spec_path) {
-        let (file, diagnostics) = spec::parse_spec(&spec_text);
-        let errors: Vec<String> = diagnostics
-            .iter()
-            .filter(|d| d.severity == spec::Severity::Error)
-            .map(|d| format!("{}:{}:{}: error: {}", spec_path.display(), d.line + 1, d.column + 1, d.message))
-            .collect();
-        if !errors.is_empty() {
-            bail!("{}\nthe spec has errors; `cutune spec check {}` lists them", errors.join("\n"), spec_path.display());
-        }
-        if let Some(kernel) = file.and_then(|f| f.kernels.into_iter().find(|k| k.name == args.kernel)) {
-            // A spec beside a file that was not rewritten (only its spec was kept, as in
-            // `examples/`): the parameters exist only in the templatized text.
-            let rewritten = kernel.params.iter().filter(|p| p.kind == spec::ParamKind::Define).all(|p| text.contains(&format!("#ifndef {}", p.name)));
-            if rewritten {
-                return Ok((kernel, text.to_string()));
-            }
-            let result = template::templatize(text, &args.kernel, &SliceOptions::for_file(&args.file)).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
-            eprintln!("{}: the source does not define the spec's parameters; checking it templatized in memory", args.file.display());
-            return Ok((kernel, result.text));
-        }
-    }
-    eprintln!("{}: no spec of `{}` beside the file; checking it templatized in memory", args.file.display(), args.kernel);
-    let result = template::templatize(text, &args.kernel, &SliceOptions::for_file(&args.file)).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
-    Ok((result.spec, result.text))
 }
 
 /// Checks every configuration: restrictions first, then a compile on a pool of threads.
@@ -235,7 +203,7 @@ fn check_one(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &s
             let resources = output.kernels.iter().find(|k| Some(&k.name) == lowered.as_ref()).or(output.kernels.first()).cloned();
             result.status = Status::Compiled;
             if let Some(r) = &resources {
-                if let Err(reason) = fits_the_device(kernel, shape, config, arch, r) {
+                if let Err(reason) = fits_the_architecture(kernel, shape, config, arch, r) {
                     result.status = Status::Infeasible;
                     result.reason = Some(reason);
                 }
@@ -246,35 +214,13 @@ fn check_one(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &s
     result
 }
 
-/// Limits that only the compiled kernel reveals: registers for the whole block, and shared
-/// memory (static plus dynamic) against what the architecture allows one block.
-fn fits_the_device(kernel: &KernelSpec, shape: &spec::Shape, config: &Configuration, arch: &str, r: &crate::compile::KernelResources) -> Result<(), String> {
-    let env = space::environment(kernel, shape, config);
-    let lookup = |n: &str| env.get(n).copied();
-    let threads: i64 = kernel.block.iter().filter_map(|b| expr::parse(b).ok()?.eval_integer(&lookup).ok()).product();
-    let registers = r.registers as i64 * threads;
-    if registers > 65_536 {
-        return Err(format!("{} registers × {threads} threads = {registers}, over the 65,536 registers of an SM", r.registers));
-    }
-    let dynamic = expr::parse(&kernel.shared_bytes).ok().and_then(|e| e.eval_integer(&lookup).ok()).unwrap_or(0);
-    let shared = r.shared_bytes as i64 + dynamic;
-    let limit = max_shared_per_block(arch);
-    if shared > limit {
-        return Err(format!("{shared} bytes of shared memory per block; {arch} allows {limit}"));
-    }
-    Ok(())
-}
-
-/// The most shared memory one block may use (with the opt-in above 48 KiB), by architecture.
-fn max_shared_per_block(arch: &str) -> i64 {
-    let digits: String = arch.chars().filter(|c| c.is_ascii_digit()).collect();
-    match digits.parse::<u32>().unwrap_or(0) {
-        90 | 100 | 103 => 227 * 1024,
-        80 | 87 => 163 * 1024,
-        86 | 89 | 120 => 99 * 1024,
-        75 => 64 * 1024,
-        _ => 48 * 1024,
-    }
+/// Limits that only the compiled kernel reveals (registers and shared memory per block, and
+/// whether any block fits an SM), against the architecture's documented limits.
+fn fits_the_architecture(kernel: &KernelSpec, shape: &spec::Shape, config: &Configuration, arch: &str, r: &crate::compile::KernelResources) -> Result<(), String> {
+    let Some(device) = crate::gpu::DeviceInfo::datasheet(arch) else { return Ok(()) };
+    let dims = space::launch_dims(kernel, shape, config).map_err(|i| i.reason)?;
+    let threads: u64 = dims.block.iter().map(|&e| e as u64).product();
+    space::fit(&device, threads, r, dims.shared_bytes as u64).map(|_| ()).map_err(|i| i.reason)
 }
 
 fn table(report: &Report) -> String {

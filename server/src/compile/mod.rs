@@ -10,14 +10,17 @@
 //! build (`// Cuda compilation tools, release 12.9, V12.9.86`), so PTX from different NVRTC
 //! versions differs there; the file name appears only with `-lineinfo` or `-G` (`.file`).
 
+pub mod batch;
 mod locate;
 mod log;
+pub mod pool;
 mod program;
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
 pub use locate::{Attempt, NvrtcNotFound, INSTALL_HINT, NVRTC_ENV};
+pub use pool::{Built, CompilePool, Compiled, CubinCache, Failed};
 pub use log::{parse_diagnostics, parse_resources, CompileDiagnostic, KernelResources, Severity};
 
 use program::Program;

@@ -46,6 +46,41 @@ impl DeviceInfo {
     pub fn arch(&self) -> String {
         format!("sm_{}{}", self.compute_capability.0, self.compute_capability.1)
     }
+
+    /// The per-block and per-SM limits CUDA documents for an architecture (`sm_90`), for checks
+    /// made without a GPU. Whole-device figures (SM count, L2, memory) are 0: unknown.
+    pub fn datasheet(arch: &str) -> Option<DeviceInfo> {
+        let digits: String = arch.trim_start_matches("sm_").chars().take_while(char::is_ascii_digit).collect();
+        let capability: u32 = digits.parse().ok()?;
+        // (threads per SM, blocks per SM, shared per SM, shared per block with the opt-in), KiB.
+        let (threads, blocks, shared_sm, shared_optin) = match capability {
+            75 => (1024, 16, 64, 64),
+            80 | 87 => (2048, 32, 164, 163),
+            86 => (1536, 16, 100, 99),
+            89 => (1536, 24, 100, 99),
+            90 | 100 | 103 => (2048, 32, 228, 227),
+            120 | 121 => (1536, 32, 100, 99),
+            _ => return None,
+        };
+        Some(DeviceInfo {
+            name: format!("{arch} (datasheet limits)"),
+            ordinal: 0,
+            compute_capability: (capability / 10, capability % 10),
+            multiprocessors: 0,
+            warp_size: 32,
+            max_threads_per_block: 1024,
+            max_threads_per_multiprocessor: threads,
+            max_blocks_per_multiprocessor: blocks,
+            shared_bytes_per_block: 48 * 1024,
+            shared_bytes_per_block_optin: shared_optin * 1024,
+            shared_bytes_per_multiprocessor: shared_sm * 1024,
+            registers_per_block: 65_536,
+            registers_per_multiprocessor: 65_536,
+            l2_bytes: 0,
+            memory_bytes: 0,
+            driver_version: 0,
+        })
+    }
 }
 
 /// Where measurements come from. Replays name their source wherever they are shown.

@@ -4,11 +4,16 @@
 //! Spaces multiply quickly (five parameters of five values are 3,125 configurations), so they
 //! are counted and sampled by index without materialising every configuration.
 
+mod fit;
+
 use std::collections::BTreeMap;
 
 use crate::compile::CompileRequest;
+use crate::gpu::LaunchDims;
 use crate::spec::expr::{self, Value};
 use crate::spec::{self, KernelSpec, ParamKind, Shape};
+
+pub use fit::{fit, Occupancy};
 
 /// Parameter name to value, in the spec's parameter order.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -132,6 +137,7 @@ pub fn environment(kernel: &KernelSpec, shape: &Shape, config: &Configuration) -
 /// The hardware's limits on a block, the same on every CUDA GPU since compute capability 2.0.
 const MAX_THREADS_PER_BLOCK: i64 = 1024;
 const MAX_BLOCK_DIM: [i64; 3] = [1024, 1024, 64];
+const MAX_GRID_DIM: [i64; 3] = [(1 << 31) - 1, 65_535, 65_535];
 
 /// Checks the spec's restrictions and the block's shape for `config` on `shape`.
 pub fn check_restrictions(kernel: &KernelSpec, shape: &Shape, config: &Configuration) -> Result<(), Infeasible> {
@@ -145,20 +151,41 @@ pub fn check_restrictions(kernel: &KernelSpec, shape: &Shape, config: &Configura
             Err(why) => return Err(Infeasible { reason: format!("restriction `{restriction}` cannot be evaluated: {why}") }),
         }
     }
-    let mut threads = 1i64;
-    for (axis, text) in kernel.block.iter().enumerate() {
-        let extent = expr::parse(text).map_err(|e| e.message).and_then(|e| e.eval_integer(&lookup).map_err(|e| e.message));
-        let extent = extent.map_err(|why| Infeasible { reason: format!("block extent `{text}`: {why}") })?;
-        let limit = MAX_BLOCK_DIM.get(axis).copied().unwrap_or(1);
-        if extent < 1 || extent > limit {
-            return Err(Infeasible { reason: format!("block extent {} is {extent}; it must be 1 to {limit}", ["x", "y", "z"].get(axis).unwrap_or(&"?")) });
-        }
-        threads = threads.saturating_mul(extent);
-    }
+    let dims = launch_dims(kernel, shape, config)?;
+    let threads: i64 = dims.block.iter().map(|&e| e as i64).product();
     if threads > MAX_THREADS_PER_BLOCK {
         return Err(Infeasible { reason: format!("{threads} threads per block; the limit is {MAX_THREADS_PER_BLOCK}") });
     }
     Ok(())
+}
+
+/// The grid, block and dynamic shared memory of `config` on `shape`, from the spec's expressions.
+pub fn launch_dims(kernel: &KernelSpec, shape: &Shape, config: &Configuration) -> Result<LaunchDims, Infeasible> {
+    let env = environment(kernel, shape, config);
+    let lookup = |n: &str| env.get(n).copied();
+    let evaluate = |what: &str, text: &str| {
+        expr::parse(text)
+            .map_err(|e| e.message)
+            .and_then(|e| e.eval_integer(&lookup).map_err(|e| e.message))
+            .map_err(|why| Infeasible { reason: format!("{what} `{text}`: {why}") })
+    };
+    let extents = |what: &str, texts: &[String], limits: [i64; 3]| -> Result<[u32; 3], Infeasible> {
+        let mut out = [1u32; 3];
+        for (axis, text) in texts.iter().enumerate().take(3) {
+            let value = evaluate(what, text)?;
+            if value < 1 || value > limits[axis] {
+                let name = ["x", "y", "z"][axis];
+                return Err(Infeasible { reason: format!("{what} extent {name} is {value}; it must be 1 to {}", limits[axis]) });
+            }
+            out[axis] = value as u32;
+        }
+        Ok(out)
+    };
+    let grid = extents("grid", &kernel.grid, MAX_GRID_DIM)?;
+    let block = extents("block", &kernel.block, MAX_BLOCK_DIM)?;
+    let shared = evaluate("shared_bytes", &kernel.shared_bytes)?;
+    let shared_bytes = u32::try_from(shared).map_err(|_| Infeasible { reason: format!("shared_bytes is {shared}") })?;
+    Ok(LaunchDims { grid, block, shared_bytes })
 }
 
 /// The NVRTC request that builds `config`: parameters as `-D` defines, compiler-option

@@ -1,0 +1,469 @@
+//! The tuning loop: the search proposes configurations, the compile pool builds them while the
+//! runner measures earlier ones, every evaluation goes to the results store as soon as it is
+//! made, and only configurations whose output matches the baseline can be best.
+//!
+//! A run that was interrupted resumes without re-measuring: before compiling a configuration
+//! the loop looks it up in the store under the same key (source, problems, device, NVRTC).
+
+mod problems;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+
+use crate::compile::{CompilePool, Compiled, CubinCache, Nvrtc};
+use crate::gpu::{FailureKind, Kernel, Module, Outcome, Runner, RunnerSource, Timing};
+use crate::search::{self, Point, Search, SearchSpace, StrategyName};
+use crate::space::{self, Configuration, Occupancy};
+use crate::spec::{sha256_hex, KernelSpec, Shape};
+use crate::store::{Evaluation, ResultKey, RunInfo, Store};
+
+pub use problems::{problems, DATA_SEED};
+
+/// A kernel ready to tune: its spec and the templatized device source to compile.
+pub struct Target {
+    /// The `.cu` file, for messages and the run's record.
+    pub file: String,
+    pub kernel: KernelSpec,
+    /// The templatized kernel's device slice.
+    pub source: String,
+}
+
+/// How to search and when to stop.
+#[derive(Clone, Debug)]
+pub struct TuneOptions {
+    pub strategy: StrategyName,
+    pub seed: u64,
+    /// Distinct configurations to evaluate, failed ones included.
+    pub budget: Option<u64>,
+    pub time_limit: Option<Duration>,
+    /// Stop after this many evaluations without a better configuration.
+    pub patience: Option<u64>,
+    /// Stop once the best configuration is this much faster than the baseline.
+    pub target_speedup: Option<f64>,
+    pub compile_threads: usize,
+    /// Configurations per NVRTC program.
+    pub batch_size: usize,
+}
+
+/// What the loop tells its caller as it goes (a progress bar, `$/progress`).
+pub trait Observer {
+    /// After every evaluation, resumed ones included.
+    fn evaluated(&mut self, evaluation: &Evaluation, progress: &Progress);
+    /// Checked between evaluations: a cancelled run stops within one measurement.
+    fn cancelled(&self) -> bool {
+        false
+    }
+}
+
+/// The run so far.
+#[derive(Clone, Debug, Serialize)]
+pub struct Progress {
+    pub evaluated: u64,
+    pub budget: Option<u64>,
+    pub best_us: Option<f64>,
+    pub best_speedup: Option<f64>,
+}
+
+/// One evaluated configuration in a report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub config: Configuration,
+    pub status: String,
+    pub time_us: Option<f64>,
+    pub speedup: Option<f64>,
+    pub spread: Option<f64>,
+    pub registers: Option<u32>,
+    pub occupancy: Option<f64>,
+    pub compile_ms: f64,
+    /// Found in the store, not measured in this run.
+    pub resumed: bool,
+}
+
+/// The outcome of a tuning run.
+#[derive(Clone, Debug, Serialize)]
+pub struct TuneReport {
+    pub file: String,
+    pub kernel: String,
+    pub device: String,
+    /// Live, or a replay and of what.
+    pub source: RunnerSource,
+    pub nvrtc: String,
+    pub strategy: String,
+    pub seed: u64,
+    pub baseline: Vec<Timing>,
+    pub baseline_us: Option<f64>,
+    pub best: Option<Row>,
+    /// Every evaluation of this run, in the order they were made.
+    pub rows: Vec<Row>,
+    pub stop_reason: String,
+    /// Reasons configurations could not run, with how many.
+    pub failures: BTreeMap<String, u64>,
+    pub resumed: u64,
+    /// Wall time of the search: from the first proposal to the last measurement.
+    pub search_seconds: f64,
+    /// Wall time from the start of `tune`: NVRTC, the baseline and the search.
+    pub total_seconds: f64,
+    pub compile_seconds: f64,
+    pub measure_seconds: f64,
+    pub cached_compiles: u64,
+    pub store: String,
+}
+
+/// The spec's parameter space under its restrictions, for the search strategies. A
+/// configuration is feasible when every shape satisfies the restrictions and block limits.
+struct SpecSpace {
+    kernel: KernelSpec,
+    params: Vec<(String, Vec<i64>)>,
+}
+
+impl SpecSpace {
+    fn new(kernel: &KernelSpec) -> SpecSpace {
+        SpecSpace { kernel: kernel.clone(), params: kernel.params.iter().map(|p| (p.name.clone(), p.values.clone())).collect() }
+    }
+
+    fn config(&self, point: &[usize]) -> Configuration {
+        Configuration(self.params.iter().zip(point).map(|((name, values), &i)| (name.clone(), values.get(i).copied().unwrap_or_default())).collect())
+    }
+}
+
+impl SearchSpace for SpecSpace {
+    fn params(&self) -> &[(String, Vec<i64>)] {
+        &self.params
+    }
+
+    fn is_feasible(&self, point: &[usize]) -> bool {
+        let config = self.config(point);
+        self.kernel.shapes.iter().all(|shape| space::check_restrictions(&self.kernel, shape, &config).is_ok())
+    }
+}
+
+/// Everything the loop needs besides the runner.
+pub struct Tools<'a> {
+    /// `None` only for runners that need no code (replays).
+    pub nvrtc: Option<&'a Nvrtc>,
+    pub cache: CubinCache,
+    pub store: &'a Store,
+}
+
+/// Runs one tuning session. Every evaluation is in the store when this returns, also on error.
+pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &TuneOptions, observer: &mut dyn Observer) -> Result<TuneReport> {
+    let started = Instant::now();
+    let kernel = &target.kernel;
+    let device = runner.device().clone();
+    let source = runner.source().clone();
+    let arch = device.arch();
+    let problems = problems(kernel)?;
+    let nvrtc_version = tools.nvrtc.map_or_else(|| "none".to_string(), |n| format!("{}.{}", n.version().0, n.version().1));
+    let key = ResultKey {
+        kernel: kernel.name.clone(),
+        source_sha256: sha256_hex(&target.source),
+        problems_sha256: sha256_hex(&serde_json::to_string(&problems)?),
+        device: format!("{} ({arch})", device.name),
+        nvrtc: nvrtc_version.clone(),
+    };
+    let default = Configuration::default_of(kernel);
+    let launches = |config: &Configuration| -> Result<Vec<crate::gpu::LaunchDims>, space::Infeasible> {
+        kernel.shapes.iter().map(|shape| space::launch_dims(kernel, shape, config)).collect()
+    };
+
+    let pool = match (runner.needs_code(), tools.nvrtc) {
+        (true, Some(nvrtc)) => Some(CompilePool::new(nvrtc.clone(), tools.cache.clone(), options.compile_threads, options.batch_size)),
+        (true, None) => return Err(anyhow!("measuring on {} needs NVRTC to compile the kernel", device.name)),
+        (false, _) => None,
+    };
+
+    // The baseline: the original kernel, compiled on its own, on the same problems.
+    let baseline_kernel = match &pool {
+        Some(pool) => {
+            let mut request = space::compile_request(kernel, &kernel.baseline.source, &arch, &default);
+            request.defines.clear();
+            request.file_name = format!("{}.baseline.cu", kernel.name);
+            pool.submit(vec![(usize::MAX, request)]);
+            let built = pool.recv().ok_or_else(|| anyhow!("the compiler threads stopped"))?;
+            let compiled = built.result.map_err(|f| anyhow!("the baseline (the original `{}`) does not compile: {}\n{}", kernel.name, f.message, f.log.trim_end()))?;
+            let launches = launches(&default).map_err(|i| anyhow!("the baseline's launch: {}", i.reason))?;
+            Kernel { module: Module { cubin: compiled.cubin, function: compiled.function }, launches }
+        }
+        None => Kernel { module: Module { cubin: Default::default(), function: kernel.name.clone() }, launches: Vec::new() },
+    };
+    let baseline = runner.prepare(&problems, &baseline_kernel).with_context(|| format!("running the baseline `{}` on {}", kernel.name, device.name))?;
+    let baseline_us = (!baseline.is_empty()).then(|| baseline.iter().map(|t| t.median_us).sum::<f64>());
+
+    let run_id = tools.store.begin_run(&RunInfo {
+        kernel: kernel.name.clone(),
+        file: target.file.clone(),
+        strategy: options.strategy.to_string(),
+        seed: options.seed,
+        budget: options.budget.map_or_else(|| "none".into(), |b| b.to_string()),
+        source: source.clone(),
+        device: key.device.clone(),
+    })?;
+
+    let space = Arc::new(SpecSpace::new(kernel));
+    let strategy = search::new_strategy(options.strategy, space.clone() as Arc<dyn SearchSpace>, options.seed);
+    let mut search = Search::new(strategy, options.budget, options.time_limit);
+    if let Some(patience) = options.patience {
+        search.stop_after_no_improvement(patience);
+    }
+    if let (Some(target_speedup), Some(baseline_us)) = (options.target_speedup, baseline_us) {
+        search.stop_at_objective(baseline_us / target_speedup);
+    }
+
+    let search_started = Instant::now();
+    let is_replay = matches!(source, RunnerSource::Replay { .. });
+    let lookahead = options.compile_threads.max(1) * options.batch_size.max(1);
+    let mut in_flight: HashMap<usize, (Point, Configuration)> = HashMap::new();
+    let mut next_id = 0usize;
+    let mut rows = Vec::new();
+    let mut failures = BTreeMap::new();
+    let (mut resumed, mut cached_compiles, mut compile_seconds, mut measure_seconds) = (0u64, 0u64, 0.0f64, 0.0f64);
+    let mut best: Option<Row> = None;
+    let mut stop_reason = None;
+
+    // Turns one evaluation into a row, records it everywhere, and feeds the search.
+    let mut conclude = |evaluation: Evaluation, point: &Point, was_resumed: bool, search: &mut Search, observer: &mut dyn Observer| -> Result<()> {
+        if !was_resumed {
+            tools.store.record(run_id, &evaluation)?;
+        }
+        let objective = objective(&evaluation, is_replay);
+        search.record(point, objective);
+        let row = row(&evaluation, objective, baseline_us, was_resumed);
+        if let Outcome::Failed { kind, message } = &evaluation.outcome {
+            *failures.entry(format!("{}: {}", kind_label(*kind), first_line(message))).or_insert(0) += 1;
+        } else if let Outcome::Measured { verdict, .. } = &evaluation.outcome {
+            if !verdict.is_pass() && !(is_replay && matches!(verdict, crate::gpu::Verdict::Unchecked)) {
+                *failures.entry("wrong output".to_string()).or_insert(0) += 1;
+            }
+        }
+        if let (Some(t), true) = (row.time_us, objective.is_some()) {
+            if best.as_ref().and_then(|b| b.time_us).is_none_or(|b| t < b) {
+                best = Some(row.clone());
+            }
+        }
+        rows.push(row);
+        let progress = Progress {
+            evaluated: search.evaluations(),
+            budget: options.budget,
+            best_us: best.as_ref().and_then(|b| b.time_us),
+            best_speedup: best.as_ref().and_then(|b| b.speedup),
+        };
+        observer.evaluated(&evaluation, &progress);
+        Ok(())
+    };
+
+    loop {
+        if observer.cancelled() {
+            stop_reason = Some("cancelled".to_string());
+            break;
+        }
+        if in_flight.len() < lookahead {
+            let points = search.next(lookahead - in_flight.len());
+            let mut requests = Vec::new();
+            for point in points {
+                let config = space.config(&point);
+                if let Some(stored) = tools.store.lookup(&key, &config)? {
+                    resumed += 1;
+                    conclude(stored, &point, true, &mut search, observer)?;
+                    continue;
+                }
+                let evaluation = |outcome, resources, occupancy, compile_ms| Evaluation {
+                    key: key.clone(),
+                    config: config.clone(),
+                    source: source.clone(),
+                    outcome,
+                    resources,
+                    occupancy,
+                    compile_ms,
+                    measured_at: now(),
+                };
+                // A grid or block the hardware refuses needs no compile to be ruled out.
+                if let Err(infeasible) = launches(&config) {
+                    let outcome = Outcome::Failed { kind: FailureKind::Infeasible, message: infeasible.reason };
+                    conclude(evaluation(outcome, None, None, 0.0), &point, false, &mut search, observer)?;
+                    continue;
+                }
+                if pool.is_none() {
+                    let measured = Instant::now();
+                    let outcome = runner.measure(&config, None);
+                    measure_seconds += measured.elapsed().as_secs_f64();
+                    conclude(evaluation(outcome, None, None, 0.0), &point, false, &mut search, observer)?;
+                    continue;
+                }
+                requests.push((next_id, space::compile_request(kernel, &target.source, &arch, &config)));
+                in_flight.insert(next_id, (point, config));
+                next_id += 1;
+            }
+            if let Some(pool) = &pool {
+                pool.submit(requests);
+            }
+        }
+        if in_flight.is_empty() {
+            if let Some(reason) = search.stop_reason() {
+                stop_reason = Some(reason.to_string());
+                break;
+            }
+            continue;
+        }
+        let Some(pool) = &pool else { break };
+        let built = pool.recv().ok_or_else(|| anyhow!("the compiler threads stopped"))?;
+        let Some((point, config)) = in_flight.remove(&built.id) else { continue };
+        let measured = Instant::now();
+        let evaluation = evaluate(&config, built.result, &key, &source, &device, kernel, runner, &mut cached_compiles, &mut compile_seconds);
+        measure_seconds += measured.elapsed().as_secs_f64();
+        conclude(evaluation, &point, false, &mut search, observer)?;
+    }
+    let search_seconds = search_started.elapsed().as_secs_f64();
+    let stop_reason = stop_reason.unwrap_or_else(|| "space exhausted".to_string());
+    tools.store.finish_run(run_id, &stop_reason)?;
+    Ok(TuneReport {
+        file: target.file.clone(),
+        kernel: kernel.name.clone(),
+        device: key.device.clone(),
+        source,
+        nvrtc: nvrtc_version,
+        strategy: options.strategy.to_string(),
+        seed: options.seed,
+        baseline,
+        baseline_us,
+        best,
+        rows,
+        stop_reason,
+        failures,
+        resumed,
+        search_seconds,
+        total_seconds: started.elapsed().as_secs_f64(),
+        compile_seconds,
+        measure_seconds,
+        cached_compiles,
+        store: tools.store.path().display().to_string(),
+    })
+}
+
+/// Compile result → device fit → measurement.
+#[allow(clippy::too_many_arguments)]
+fn evaluate(
+    config: &Configuration,
+    compiled: Result<Compiled, crate::compile::Failed>,
+    key: &ResultKey,
+    source: &RunnerSource,
+    device: &crate::gpu::DeviceInfo,
+    kernel: &KernelSpec,
+    runner: &mut dyn Runner,
+    cached_compiles: &mut u64,
+    compile_seconds: &mut f64,
+) -> Evaluation {
+    let mut evaluation = Evaluation {
+        key: key.clone(),
+        config: config.clone(),
+        source: source.clone(),
+        outcome: Outcome::Failed { kind: FailureKind::Compile, message: String::new() },
+        resources: None,
+        occupancy: None,
+        compile_ms: 0.0,
+        measured_at: now(),
+    };
+    let compiled = match compiled {
+        Ok(compiled) => compiled,
+        Err(failed) => {
+            let first_error = failed.log.lines().find(|l| l.contains("error")).map(str::to_string);
+            evaluation.outcome = Outcome::Failed { kind: FailureKind::Compile, message: first_error.unwrap_or(failed.message) };
+            return evaluation;
+        }
+    };
+    if compiled.cached {
+        *cached_compiles += 1;
+    } else {
+        *compile_seconds += compiled.compile_ms / 1e3;
+    }
+    evaluation.compile_ms = compiled.compile_ms;
+    evaluation.resources = compiled.resources.clone();
+    let mut launches = Vec::new();
+    let mut occupancy: Option<Occupancy> = None;
+    for shape in &kernel.shapes {
+        match fit_shape(kernel, shape, config, device, &compiled) {
+            Ok((dims, fit)) => {
+                occupancy = occupancy.or(fit);
+                launches.push(dims);
+            }
+            Err(reason) => {
+                evaluation.outcome = Outcome::Failed { kind: FailureKind::Infeasible, message: reason };
+                return evaluation;
+            }
+        }
+    }
+    evaluation.occupancy = occupancy.map(|o| o.fraction);
+    let code = Kernel { module: Module { cubin: compiled.cubin, function: compiled.function }, launches };
+    evaluation.outcome = runner.measure(config, Some(&code));
+    evaluation.measured_at = now();
+    evaluation
+}
+
+fn fit_shape(kernel: &KernelSpec, shape: &Shape, config: &Configuration, device: &crate::gpu::DeviceInfo, compiled: &Compiled) -> Result<(crate::gpu::LaunchDims, Option<Occupancy>), String> {
+    let dims = space::launch_dims(kernel, shape, config).map_err(|i| i.reason)?;
+    let threads: u64 = dims.block.iter().map(|&e| e as u64).product();
+    let fit = match &compiled.resources {
+        Some(resources) => Some(space::fit(device, threads, resources, dims.shared_bytes as u64).map_err(|i| i.reason)?),
+        None => None,
+    };
+    Ok((dims, fit))
+}
+
+/// Total median time over the problems, for a configuration that may be best: it ran and its
+/// output matched the baseline (replays carry no outputs; their recordings say what passed).
+pub fn objective(evaluation: &Evaluation, is_replay: bool) -> Option<f64> {
+    match &evaluation.outcome {
+        Outcome::Measured { timings, verdict } if verdict.is_pass() || (is_replay && matches!(verdict, crate::gpu::Verdict::Unchecked)) => {
+            Some(timings.iter().map(|t| t.median_us).sum())
+        }
+        _ => None,
+    }
+}
+
+fn row(evaluation: &Evaluation, objective: Option<f64>, baseline_us: Option<f64>, resumed: bool) -> Row {
+    let (time_us, spread) = match &evaluation.outcome {
+        Outcome::Measured { timings, .. } => (Some(timings.iter().map(|t| t.median_us).sum::<f64>()), timings.iter().map(|t| t.spread).reduce(f64::max)),
+        Outcome::Failed { .. } => (None, None),
+    };
+    let status = match &evaluation.outcome {
+        Outcome::Measured { verdict: crate::gpu::Verdict::Pass { .. }, .. } => "ok".to_string(),
+        Outcome::Measured { verdict: crate::gpu::Verdict::Unchecked, .. } => "ok (recorded)".to_string(),
+        Outcome::Measured { verdict: crate::gpu::Verdict::Mismatch { problem, arg, index, expected, actual, .. }, .. } => {
+            format!("wrong: problem {} `{arg}`[{index}] = {actual}, expected {expected}", problem + 1)
+        }
+        Outcome::Failed { kind, message } => format!("{}: {}", kind_label(*kind), first_line(message)),
+    };
+    Row {
+        config: evaluation.config.clone(),
+        status,
+        time_us,
+        speedup: objective.zip(baseline_us).map(|(t, b)| b / t),
+        spread,
+        registers: evaluation.resources.as_ref().map(|r| r.registers),
+        occupancy: evaluation.occupancy,
+        compile_ms: evaluation.compile_ms,
+        resumed,
+    }
+}
+
+fn kind_label(kind: FailureKind) -> &'static str {
+    match kind {
+        FailureKind::Infeasible => "infeasible",
+        FailureKind::Compile => "compile error",
+        FailureKind::Launch => "launch refused",
+        FailureKind::Fault => "fault",
+        FailureKind::Timeout => "timeout",
+        FailureKind::Worker => "worker died",
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
