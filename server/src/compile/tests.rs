@@ -261,3 +261,76 @@ ptxas info    : Used 24 registers, used 0 barriers, 1024 bytes cumulative stack 
     };
     assert_eq!(parse_resources(log), vec![scale, big]);
 }
+
+const BLOCK_DEFINE: &str = r#"#include <cuda_fp16.h>
+#ifndef BLOCK
+#define BLOCK 128
+#endif
+__global__ void fill(half* out, int n) {
+    __shared__ float staged[BLOCK];
+    staged[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    int i = blockIdx.x * BLOCK + threadIdx.x;
+    if (i < n) out[i] = __float2half(staged[BLOCK - 1 - threadIdx.x]);
+}
+"#;
+
+fn block_request(block: u32) -> CompileRequest {
+    let mut request = CompileRequest::new(BLOCK_DEFINE, "fill.cu", "sm_90");
+    request.defines.push(("BLOCK".into(), block.to_string()));
+    request.name_expressions.push("&fill".into());
+    request
+}
+
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cutune-compile-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn a_batch_gives_each_configuration_its_own_kernel_with_the_resources_of_a_lone_compile() {
+    let requests: Vec<CompileRequest> = [64, 128, 256].map(block_request).to_vec();
+    let batched = batch::batch(&requests).unwrap();
+    let output = compile(&batched);
+    let parts = batch::split(&output, &requests);
+    for (request, (names, kernels)) in requests.iter().zip(&parts) {
+        let alone = compile(request);
+        assert_eq!(names.len(), 1);
+        assert_eq!(kernels.len(), 1, "{names:?} in {:?}", output.kernels);
+        let (lone, batched) = (&alone.kernels[0], &kernels[0]);
+        assert_eq!((lone.registers, lone.shared_bytes), (batched.registers, batched.shared_bytes), "{}", request.defines[0].1);
+    }
+    let shared: Vec<u64> = parts.iter().map(|(_, k)| k[0].shared_bytes).collect();
+    assert_eq!(shared, vec![256, 512, 1024]);
+}
+
+#[test]
+fn the_pool_compiles_every_request_once_then_serves_them_from_the_cache() {
+    let dir = scratch_dir("pool");
+    let pool = CompilePool::new(nvrtc().clone(), CubinCache::new(&dir), 2, 4);
+    let mut broken = block_request(32);
+    broken.source.push_str("this is not C++;\n");
+    let mut requests: Vec<(usize, CompileRequest)> = [32, 64, 128, 256, 512].into_iter().map(block_request).enumerate().collect();
+    requests.push((5, broken));
+    pool.submit(requests.clone());
+    let mut first: Vec<Built> = (0..6).map(|_| pool.recv().unwrap()).collect();
+    first.sort_by_key(|b| b.id);
+    for built in &first[..5] {
+        let compiled = built.result.as_ref().unwrap_or_else(|f| panic!("{}: {}", built.id, f.message));
+        assert!(!compiled.cached && compiled.cubin.is_file() && compiled.resources.is_some());
+    }
+    // The broken member made its batch fail; the others were compiled one by one.
+    assert!(first[5].result.as_ref().unwrap_err().log.contains("error"));
+
+    pool.submit(requests);
+    let mut second: Vec<Built> = (0..6).map(|_| pool.recv().unwrap()).collect();
+    second.sort_by_key(|b| b.id);
+    for (a, b) in first.iter().zip(&second).take(5) {
+        let (a, b) = (a.result.as_ref().unwrap(), b.result.as_ref().unwrap());
+        assert!(b.cached);
+        assert_eq!((&a.cubin, &a.function, &a.resources), (&b.cubin, &b.function, &b.resources));
+    }
+    assert!(second[5].result.is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}
