@@ -1,0 +1,221 @@
+//! `cutune tune FILE --kernel NAME`: search the kernel's parameter space on the GPU (or on a
+//! replay of recorded measurements), check every candidate against the original kernel, keep
+//! every evaluation in `.cutune/results.db`, and print the best configurations.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{kernel_and_source, read_source};
+use crate::compile::{CubinCache, Nvrtc, NVRTC_ENV};
+use crate::gpu::client::WorkerRunner;
+use crate::gpu::replay::ReplayRunner;
+use crate::gpu::{Runner, RunnerSource};
+use crate::search::StrategyName;
+use crate::slice::{device_slice, SliceOptions};
+use crate::space::Space;
+use crate::store::{Evaluation, Store};
+use crate::syntax::Document;
+use crate::tune::{self, Observer, Progress, Target, TuneOptions, TuneReport};
+
+#[derive(clap::Args)]
+pub struct TuneArgs {
+    /// The CUDA source file; its spec is read from beside it unless `--spec` names one.
+    pub file: PathBuf,
+    #[arg(long)]
+    pub kernel: String,
+    /// The tuning spec to use instead of the one beside the file.
+    #[arg(long)]
+    pub spec: Option<PathBuf>,
+    /// The search strategy [default: brute-force when the whole space fits the budget, else model].
+    #[arg(long, value_enum)]
+    pub strategy: Option<StrategyName>,
+    /// Most configurations to evaluate, failed ones included.
+    #[arg(long, default_value_t = 200)]
+    pub budget: u64,
+    /// Wall-time limit of the search, e.g. `90s`, `5m`.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub time: Option<Duration>,
+    /// Stop after this many evaluations without improvement.
+    #[arg(long)]
+    pub patience: Option<u64>,
+    /// Stop once a configuration is this many times faster than the original kernel.
+    #[arg(long)]
+    pub target_speedup: Option<f64>,
+    /// Seed of the search: the same seed makes the same choices.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// The CUDA device to measure on.
+    #[arg(long, default_value_t = 0)]
+    pub device: u32,
+    /// Serve measurements from a recording instead of the GPU: a T4 file (`.json`, `.json.gz`)
+    /// or a Kernel Tuner cache file. The output says it is a replay.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// Where `.cutune/` (results and cubin cache) lives [default: the file's folder].
+    #[arg(long)]
+    pub workspace: Option<PathBuf>,
+    /// Compile every configuration again instead of reusing cached cubins.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Compiler threads (NVRTC stops scaling at about 4 per process).
+    #[arg(long, short = 'j', default_value_t = 4)]
+    pub jobs: usize,
+    /// Configurations per NVRTC program (headers are parsed once per program).
+    #[arg(long, default_value_t = 8)]
+    pub batch: usize,
+    /// The NVRTC library to use (otherwise `CUTUNE_NVRTC`, `CUDA_HOME`, the loader path, pip).
+    #[arg(long)]
+    pub nvrtc: Option<PathBuf>,
+    /// How many of the best configurations to list.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &TuneArgs) -> Result<()> {
+    let text = read_source(&args.file)?;
+    let (kernel, templatized) = kernel_and_source(&args.file, &args.kernel, args.spec.as_deref(), &text)?;
+    let slice = device_slice(&Document::new(templatized), &args.kernel, &SliceOptions::for_file(&args.file)).map_err(|e| anyhow!("{}: {e}", args.file.display()))?;
+    let workspace = match &args.workspace {
+        Some(dir) => dir.clone(),
+        None => args.file.parent().filter(|p| !p.as_os_str().is_empty()).map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+    };
+    let store = Store::open(&workspace)?;
+    let strategy = args.strategy.unwrap_or(if Space::new(&kernel).count() <= args.budget { StrategyName::BruteForce } else { StrategyName::Model });
+
+    // The worker creates its CUDA context while this process loads NVRTC: both take a few
+    // hundred milliseconds.
+    let (runner, nvrtc) = std::thread::scope(|scope| {
+        let runner = scope.spawn(|| start_runner(args));
+        let nvrtc = if args.replay.is_some() { None } else { Some(locate_nvrtc(args)) };
+        (runner.join().unwrap_or_else(|_| Err(anyhow!("starting the CUDA worker panicked"))), nvrtc)
+    });
+    let mut runner = runner?;
+    let nvrtc = nvrtc.transpose()?;
+    let cache_dir = if args.no_cache { workspace.join(".cutune").join(format!("cubins-{}", std::process::id())) } else { workspace.join(".cutune").join("cubins") };
+    let options = TuneOptions {
+        strategy,
+        seed: args.seed,
+        budget: Some(args.budget),
+        time_limit: args.time,
+        patience: args.patience,
+        target_speedup: args.target_speedup,
+        compile_threads: args.jobs.max(1),
+        batch_size: args.batch.max(1),
+    };
+    let target = Target { file: args.file.display().to_string(), kernel, source: slice.source };
+    let mut bar = Bar::new(args.budget, runner.source(), args.json);
+    let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(&cache_dir), store: &store };
+    let report = tune::tune(&target, runner.as_mut(), &tools, &options, &mut bar);
+    bar.bar.finish_and_clear();
+    if args.no_cache {
+        let _ = std::fs::remove_dir_all(&cache_dir);
+    }
+    let report = report?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", table(&report, args.top));
+    }
+    Ok(())
+}
+
+fn start_runner(args: &TuneArgs) -> Result<Box<dyn Runner + Send>> {
+    if let Some(path) = &args.replay {
+        return Ok(Box::new(ReplayRunner::from_file(path)?));
+    }
+    let runner = WorkerRunner::start(args.device).map_err(|e| anyhow!("{e}\n(to study a space without a GPU, replay recorded measurements with --replay FILE)"))?;
+    Ok(Box::new(runner))
+}
+
+fn locate_nvrtc(args: &TuneArgs) -> Result<Nvrtc> {
+    let nvrtc = Nvrtc::locate(args.nvrtc.as_deref()).map_err(|e| anyhow!("{e}\n(set {NVRTC_ENV} or pass --nvrtc to choose a library)"))?;
+    // The first compile of a process pays NVRTC's own start-up; pay it while the worker starts.
+    nvrtc.warm_up();
+    Ok(nvrtc)
+}
+
+/// The progress bar on stderr: evaluations out of the budget and the best speedup so far.
+struct Bar {
+    bar: ProgressBar,
+}
+
+impl Bar {
+    fn new(budget: u64, source: &RunnerSource, quiet: bool) -> Bar {
+        let bar = if quiet { ProgressBar::hidden() } else { ProgressBar::new(budget) };
+        let style = ProgressStyle::with_template("{prefix}[{bar:30}] {pos}/{len} {msg}").unwrap_or_else(|_| ProgressStyle::default_bar()).progress_chars("=> ");
+        bar.set_style(style);
+        if let RunnerSource::Replay { from } = source {
+            bar.set_prefix(format!("replay of {from} "));
+        }
+        Bar { bar }
+    }
+}
+
+impl Observer for Bar {
+    fn evaluated(&mut self, evaluation: &Evaluation, progress: &Progress) {
+        self.bar.set_position(progress.evaluated);
+        let best = match (progress.best_speedup, progress.best_us) {
+            (Some(s), Some(t)) => format!("best {t:.1} µs ({s:.2}×)"),
+            (None, Some(t)) => format!("best {t:.1} µs"),
+            _ => "no passing configuration yet".to_string(),
+        };
+        self.bar.set_message(format!("{best}; last {}", evaluation.config));
+    }
+}
+
+fn table(report: &TuneReport, top: usize) -> String {
+    let mut out = String::new();
+    let measured_on = match &report.source {
+        RunnerSource::Device => format!("measured on {}", report.device),
+        RunnerSource::Replay { from } => format!("REPLAY of recorded measurements from {from} ({}), not a live measurement", report.device),
+    };
+    out.push_str(&format!("{} `{}`: {measured_on}\n", report.file, report.kernel));
+    if let Some(b) = report.baseline_us {
+        let spread = report.baseline.iter().map(|t| t.spread).fold(0.0, f64::max);
+        out.push_str(&format!("baseline (the original kernel): {b:.2} µs (spread {:.1}%)\n", spread * 100.0));
+    }
+    let mut ranked: Vec<&tune::Row> = report.rows.iter().filter(|r| r.speedup.is_some() || (report.baseline_us.is_none() && r.status.starts_with("ok"))).collect();
+    ranked.sort_by(|a, b| a.time_us.unwrap_or(f64::MAX).total_cmp(&b.time_us.unwrap_or(f64::MAX)));
+    let width = ranked.iter().take(top).map(|r| r.config.to_string().len()).max().unwrap_or(0).max("configuration".len());
+    out.push_str(&format!("{:<width$} {:>10} {:>8} {:>7} {:>5} {:>6}  status\n", "configuration", "time µs", "speedup", "spread", "regs", "occ"));
+    for row in ranked.iter().take(top) {
+        let cell = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+        out.push_str(&format!(
+            "{:<width$} {:>10} {:>8} {:>7} {:>5} {:>6}  {}{}\n",
+            row.config.to_string(),
+            cell(row.time_us.map(|t| format!("{t:.2}"))),
+            cell(row.speedup.map(|s| format!("{s:.2}×"))),
+            cell(row.spread.map(|s| format!("{:.1}%", s * 100.0))),
+            cell(row.registers.map(|r| r.to_string())),
+            cell(row.occupancy.map(|o| format!("{:.0}%", o * 100.0))),
+            row.status,
+            if row.resumed { " (stored)" } else { "" },
+        ));
+    }
+    for (reason, count) in &report.failures {
+        out.push_str(&format!("  {count} × {reason}\n"));
+    }
+    let best = match &report.best {
+        Some(b) => format!("best: {} at {:.2} µs{}", b.config, b.time_us.unwrap_or(0.0), b.speedup.map_or(String::new(), |s| format!(", {s:.2}× the original"))),
+        None => "no configuration passed".to_string(),
+    };
+    out.push_str(&format!("{best}\n"));
+    out.push_str(&format!(
+        "{} evaluated ({} from earlier runs) with {} (seed {}); stopped: {}; search {:.2} s, total {:.2} s; {} compiles from the cache\nresults: {}\n",
+        report.rows.len(),
+        report.resumed,
+        report.strategy,
+        report.seed,
+        report.stop_reason,
+        report.search_seconds,
+        report.total_seconds,
+        report.cached_compiles,
+        report.store
+    ));
+    out
+}
