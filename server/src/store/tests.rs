@@ -1,0 +1,370 @@
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::codec::{self, FAILURE_KINDS};
+use super::*;
+use crate::gpu::{FailureKind, Timing};
+
+/// An empty folder of its own for each test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cutune-store-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch folder");
+    dir
+}
+
+fn key(source: &str) -> ResultKey {
+    ResultKey {
+        kernel: "row_scale".into(),
+        source_sha256: source.into(),
+        problems_sha256: "p1".into(),
+        device: "NVIDIA H100 80GB HBM3 (sm_90)".into(),
+        nvrtc: "13.0".into(),
+    }
+}
+
+fn config(block: i64, vec: i64) -> Configuration {
+    Configuration(vec![("BLOCK".into(), block), ("VEC".into(), vec)])
+}
+
+fn timing(median_us: f64) -> Timing {
+    Timing { median_us, min_us: median_us * 0.9, max_us: median_us * 1.5, spread: 0.1 + 0.2, runs: 20 }
+}
+
+fn measured(medians: &[f64], verdict: Verdict) -> Outcome {
+    Outcome::Measured { timings: medians.iter().map(|m| timing(*m)).collect(), verdict }
+}
+
+fn pass() -> Verdict {
+    Verdict::Pass { max_abs_error: 1e-7, max_rel_error: 3.5e-6 }
+}
+
+fn evaluation(config: Configuration, outcome: Outcome) -> Evaluation {
+    Evaluation {
+        key: key("s1"),
+        config,
+        source: RunnerSource::Device,
+        outcome,
+        resources: Some(KernelResources {
+            name: "_Z9row_scalePfPKfi".into(),
+            registers: 32,
+            barriers: 1,
+            stack_bytes: 16,
+            spill_store_bytes: 8,
+            spill_load_bytes: 4,
+            shared_bytes: 1024,
+            const_bytes: 380,
+        }),
+        occupancy: Some(0.75),
+        compile_ms: 151.25,
+        measured_at: 1_790_000_000,
+    }
+}
+
+fn run_info() -> RunInfo {
+    RunInfo {
+        kernel: "row_scale".into(),
+        file: "kernels/row_scale.cu".into(),
+        strategy: "random".into(),
+        seed: u64::MAX,
+        budget: "200 evaluations".into(),
+        source: RunnerSource::Device,
+        device: "NVIDIA H100 80GB HBM3 (sm_90)".into(),
+        started_at: 1_790_000_000,
+    }
+}
+
+/// A store in a fresh folder, with one run begun.
+fn store_with_run(test: &str) -> (Store, i64) {
+    let store = Store::open(&scratch(test)).expect("open store");
+    let run = store.begin_run(&run_info()).expect("begin run");
+    (store, run)
+}
+
+/// NaN is not equal to itself; `Debug` writes every float exactly, NaN included.
+fn same(a: &Evaluation, b: &Evaluation) -> bool {
+    format!("{a:?}") == format!("{b:?}")
+}
+
+#[test]
+fn every_outcome_verdict_failure_and_source_round_trips() {
+    let (store, run) = store_with_run("round_trip");
+    let mut evaluations = vec![
+        evaluation(config(64, 1), measured(&[95.9, 0.1 + 0.2], Verdict::Pass { max_abs_error: 0.0, max_rel_error: f64::INFINITY })),
+        evaluation(
+            config(128, 1),
+            measured(
+                &[101.0],
+                Verdict::Mismatch {
+                    problem: 1,
+                    arg: "out".into(),
+                    index: 4097,
+                    expected: -1.5,
+                    actual: f64::NAN,
+                    mismatches: 12,
+                    max_abs_error: f64::NAN,
+                    max_rel_error: f64::NEG_INFINITY,
+                },
+            ),
+        ),
+        Evaluation {
+            source: RunnerSource::Replay { from: "convolution_milo_A100_T4.json.gz".into() },
+            resources: None,
+            occupancy: None,
+            ..evaluation(config(256, 1), measured(&[88.125], Verdict::Unchecked))
+        },
+        evaluation(config(512, 1), measured(&[], pass())),
+    ];
+    for (i, kind) in FAILURE_KINDS.into_iter().enumerate() {
+        let outcome = Outcome::Failed { kind, message: format!("{} went wrong: \"quoted\"\nsecond line", codec::failure_name(kind)) };
+        evaluations.push(Evaluation { resources: None, ..evaluation(config(1024, i as i64), outcome) });
+    }
+    for e in &evaluations {
+        store.record(run, e).expect("record");
+    }
+    for e in &evaluations {
+        let found = store.lookup(&e.key, &e.config).expect("lookup").expect("recorded evaluation found");
+        assert!(same(&found, e), "stored {e:?}\nread back {found:?}");
+    }
+    assert_eq!(store.evaluations(&key("s1")).expect("evaluations").len(), evaluations.len());
+    assert_eq!(store.lookup(&key("s1"), &config(2048, 1)).expect("lookup"), None);
+    assert_eq!(store.lookup(&key("other source"), &config(64, 1)).expect("lookup"), None);
+}
+
+#[test]
+fn column_encodings_match_the_serde_forms_of_the_shared_types() {
+    for kind in FAILURE_KINDS {
+        assert_eq!(serde_json::to_value(kind).expect("serialize"), codec::failure_name(kind));
+    }
+    let verdicts = [
+        pass(),
+        Verdict::Mismatch { problem: 0, arg: "y".into(), index: 3, expected: 1.0, actual: 2.0, mismatches: 1, max_abs_error: 1.0, max_rel_error: 1.0 },
+        Verdict::Unchecked,
+    ];
+    for verdict in verdicts {
+        assert_eq!(codec::verdict_json(&verdict), serde_json::to_value(&verdict).expect("serialize"));
+        assert_eq!(codec::verdict_json(&verdict)["status"], codec::status(&measured(&[1.0], verdict.clone())));
+    }
+    let timings = [timing(3.0)];
+    assert_eq!(codec::timings_json(&timings), serde_json::to_value(timings).expect("serialize"));
+}
+
+#[test]
+fn configurations_keep_their_parameter_order() {
+    let (store, run) = store_with_run("order");
+    let reversed = Configuration(vec![("VEC".into(), 4), ("BLOCK".into(), -256)]);
+    assert_eq!(codec::configuration_text(&reversed), r#"{"VEC":4,"BLOCK":-256}"#);
+    store.record(run, &evaluation(reversed.clone(), measured(&[1.0], pass()))).expect("record");
+    let stored = store.recorded(&key("s1")).expect("recorded");
+    assert_eq!(stored.iter().map(|(c, _)| c).collect::<Vec<_>>(), [&reversed]);
+    assert_eq!(codec::configuration_from_text(r#"{"a":1} trailing"#).map_err(|e| e.contains("trailing")), Err(true));
+    assert!(codec::configuration_from_text(r#"{"a":1.5}"#).is_err());
+}
+
+#[test]
+fn recording_the_same_configuration_again_replaces_it() {
+    let (store, run) = store_with_run("replace");
+    store.record(run, &evaluation(config(64, 1), Outcome::Failed { kind: FailureKind::Timeout, message: "watchdog".into() })).expect("record");
+    let second_run = store.begin_run(&run_info()).expect("begin run");
+    let remeasured = evaluation(config(64, 1), measured(&[50.0], pass()));
+    store.record(second_run, &remeasured).expect("record again");
+    let all = store.evaluations(&key("s1")).expect("evaluations");
+    assert_eq!(all, [remeasured]);
+}
+
+#[test]
+fn best_is_the_fastest_correct_evaluation_only() {
+    let (store, run) = store_with_run("best");
+    let mismatch = Verdict::Mismatch { problem: 0, arg: "out".into(), index: 0, expected: 1.0, actual: 9.0, mismatches: 1, max_abs_error: 8.0, max_rel_error: 8.0 };
+    store.record(run, &evaluation(config(64, 1), measured(&[10.0], mismatch))).expect("record");
+    store.record(run, &evaluation(config(64, 2), measured(&[20.0], Verdict::Unchecked))).expect("record");
+    store.record(run, &evaluation(config(64, 4), Outcome::Failed { kind: FailureKind::Fault, message: "illegal address".into() })).expect("record");
+    assert_eq!(store.best(&key("s1")).expect("best"), None, "no evaluation is correct yet");
+    store.record(run, &evaluation(config(128, 1), measured(&[40.0, 2.0], pass()))).expect("record");
+    let correct = evaluation(config(256, 1), measured(&[30.0, 5.0], pass()));
+    store.record(run, &correct).expect("record");
+    assert_eq!(store.best(&key("s1")).expect("best"), Some(correct));
+
+    let replayed = Evaluation {
+        source: RunnerSource::Replay { from: "results.json".into() },
+        ..evaluation(config(512, 1), measured(&[25.0], Verdict::Unchecked))
+    };
+    store.record(run, &replayed).expect("record");
+    assert_eq!(store.best(&key("s1")).expect("best"), Some(replayed), "a replay carries its source's verdict");
+
+    let ordered: Vec<Option<f64>> = store.evaluations(&key("s1")).expect("evaluations").iter().map(|e| codec::objective_us(&e.outcome)).collect();
+    assert_eq!(ordered, [Some(10.0), Some(20.0), Some(25.0), Some(35.0), Some(42.0), None]);
+}
+
+#[test]
+fn evaluations_for_a_kernel_span_every_source_hash() {
+    let (store, run) = store_with_run("stale");
+    store.record(run, &evaluation(config(64, 1), measured(&[5.0], pass()))).expect("record");
+    let newer = Evaluation { key: key("s2"), ..evaluation(config(64, 1), measured(&[4.0], pass())) };
+    store.record(run, &newer).expect("record");
+    store.record(run, &Evaluation { key: ResultKey { kernel: "other".into(), ..key("s1") }, ..newer.clone() }).expect("record");
+    assert_eq!(store.evaluations(&key("s2")).expect("evaluations"), std::slice::from_ref(&newer));
+    let all = store.evaluations_for_kernel("row_scale").expect("evaluations");
+    assert_eq!(all.iter().map(|e| e.key.source_sha256.as_str()).collect::<Vec<_>>(), ["s2", "s1"]);
+}
+
+#[test]
+fn runs_are_listed_with_how_they_ended() {
+    let (store, first) = store_with_run("runs");
+    let replay = RunInfo { source: RunnerSource::Replay { from: ".cutune/results.db".into() }, seed: 7, ..run_info() };
+    let second = store.begin_run(&replay).expect("begin run");
+    store.finish_run(first, "budget spent").expect("finish run");
+    let runs = store.runs("row_scale").expect("runs");
+    assert_eq!(runs.len(), 2);
+    assert_eq!((runs[0].id, &runs[0].info, runs[0].stop_reason.as_deref()), (first, &run_info(), Some("budget spent")));
+    assert!(runs[0].finished_at.is_some_and(|t| t >= run_info().started_at));
+    assert_eq!((runs[1].id, &runs[1].info, runs[1].finished_at), (second, &replay, None));
+    assert_eq!(store.runs("other").expect("runs"), []);
+}
+
+#[test]
+fn a_write_locked_database_fails_plainly_and_keeps_what_was_stored() {
+    let path = scratch("locked").join("results.db");
+    let store = Store::open_with(&path, &Options { busy_timeout: Duration::from_millis(200) }).expect("open store");
+    let run = store.begin_run(&run_info()).expect("begin run");
+    let kept = evaluation(config(64, 1), measured(&[5.0], pass()));
+    store.record(run, &kept).expect("record");
+
+    let other = Connection::open(&path).expect("second connection");
+    other.execute_batch("BEGIN IMMEDIATE; UPDATE runs SET stop_reason = 'held';").expect("take the write lock");
+    let error = store.record(run, &evaluation(config(128, 1), measured(&[6.0], pass()))).expect_err("the write lock is held");
+    assert!(matches!(error, StoreError::Locked { .. }), "{error:?}");
+    assert_eq!(error.to_string(), format!("{} is locked by another cutune run; wait for it or use another workspace", path.display()));
+    // Readers are not blocked by the writer.
+    assert_eq!(store.evaluations(&key("s1")).expect("read while locked"), std::slice::from_ref(&kept));
+    other.execute_batch("ROLLBACK").expect("release the lock");
+
+    assert_eq!(store.evaluations(&key("s1")).expect("evaluations"), [kept]);
+    store.record(run, &evaluation(config(128, 1), measured(&[6.0], pass()))).expect("record once the lock is gone");
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused_by_name() {
+    let path = scratch("garbage").join("results.db");
+    std::fs::write(&path, "this is not SQLite\n".repeat(300)).expect("write garbage");
+    let error = Store::open_file(&path).err().expect("garbage refused");
+    assert!(matches!(error, StoreError::NotADatabase { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(message.starts_with(&format!("{} is not a cutune results database", path.display())), "{message}");
+    assert_eq!(std::fs::read_to_string(&path).expect("garbage left alone"), "this is not SQLite\n".repeat(300));
+}
+
+#[test]
+fn another_programs_database_is_refused_and_left_alone() {
+    let path = scratch("foreign").join("results.db");
+    Connection::open(&path).and_then(|c| c.execute_batch("CREATE TABLE runs (x); INSERT INTO runs VALUES (1);")).expect("foreign database");
+    let error = Store::open_file(&path).err().expect("foreign database refused");
+    assert!(error.to_string().contains("an SQLite database of another program"), "{error}");
+    let rows: i64 = Connection::open(&path).and_then(|c| c.query_row("SELECT count(*) FROM runs", [], |r| r.get(0))).expect("still readable");
+    assert_eq!(rows, 1);
+}
+
+#[test]
+fn a_database_of_a_newer_cutune_is_refused() {
+    let path = scratch("newer").join("results.db");
+    drop(Store::open_file(&path).expect("create"));
+    Connection::open(&path).and_then(|c| c.pragma_update(None, "user_version", schema::SCHEMA_VERSION + 1)).expect("bump version");
+    let error = Store::open_file(&path).err().expect("newer schema refused");
+    assert!(matches!(error, StoreError::NewerSchema { .. }), "{error:?}");
+    assert!(error.to_string().contains("was written by a newer cutune (schema version 2; this cutune knows up to 1)"), "{error}");
+}
+
+#[test]
+fn open_creates_the_folder_with_a_gitignore_and_reopens() {
+    let workspace = scratch("folder");
+    let store = Store::open(&workspace).expect("open");
+    assert_eq!(store.path(), workspace.join(".cutune/results.db"));
+    assert_eq!(std::fs::read_to_string(workspace.join(".cutune/.gitignore")).expect(".gitignore"), "*\n");
+    let run = store.begin_run(&run_info()).expect("begin run");
+    drop(store);
+    let reopened = Store::open(&workspace).expect("reopen");
+    assert_eq!(reopened.runs("row_scale").expect("runs").iter().map(|r| r.id).collect::<Vec<_>>(), [run]);
+}
+
+#[test]
+fn an_unwritable_workspace_is_a_clear_error() {
+    let workspace = scratch("unwritable").join("a-file");
+    std::fs::write(&workspace, "").expect("write file");
+    let error = Store::open(&workspace).err().expect("a file is no workspace");
+    assert!(matches!(error, StoreError::Unwritable { .. }), "{error:?}");
+    assert!(error.to_string().starts_with(&format!("cannot write the results database at {}", workspace.join(".cutune").display())), "{error}");
+}
+
+#[test]
+fn a_damaged_row_is_an_error_naming_the_row() {
+    let path = scratch("damaged").join("results.db");
+    let store = Store::open_file(&path).expect("open");
+    let run = store.begin_run(&run_info()).expect("begin run");
+    store.record(run, &evaluation(config(64, 1), measured(&[5.0], pass()))).expect("record");
+    Connection::open(&path).and_then(|c| c.execute("UPDATE evaluations SET verdict = '{\"status\": \"maybe\"}'", [])).expect("damage");
+    let error = store.evaluations(&key("s1")).expect_err("damaged verdict");
+    assert!(matches!(error, StoreError::Damaged { .. }), "{error:?}");
+    assert!(error.to_string().contains("row 1: unknown verdict status `maybe`"), "{error}");
+    Connection::open(&path).and_then(|c| c.execute("UPDATE evaluations SET compile_ms = 'slow'", [])).expect("damage");
+    assert!(matches!(store.lookup(&key("s1"), &config(64, 1)), Err(StoreError::Damaged { .. })));
+}
+
+#[test]
+fn threads_share_one_store() {
+    let (store, run) = store_with_run("threads");
+    std::thread::scope(|scope| {
+        for thread in 0..4 {
+            let store = &store;
+            scope.spawn(move || {
+                for i in 0..10 {
+                    store.record(run, &evaluation(config(thread, i), measured(&[1.0], pass()))).expect("record");
+                }
+            });
+        }
+    });
+    assert_eq!(store.evaluations(&key("s1")).expect("evaluations").len(), 40);
+}
+
+fn t4_validator() -> jsonschema::Validator {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../tests/fixtures/store/T4-results-schema-1.0.0.json")).expect("T4 schema is JSON");
+    jsonschema::validator_for(&schema).expect("T4 schema compiles")
+}
+
+#[test]
+fn t4_export_validates_and_carries_configurations_and_times() {
+    let (store, run) = store_with_run("t4");
+    let fast = evaluation(config(256, 4), measured(&[30.5, 5.25], pass()));
+    store.record(run, &fast).expect("record");
+    let mismatch = Verdict::Mismatch { problem: 0, arg: "out".into(), index: 0, expected: 1.0, actual: f64::NAN, mismatches: 1, max_abs_error: f64::NAN, max_rel_error: f64::NAN };
+    store.record(run, &evaluation(config(64, 1), measured(&[40.0], mismatch))).expect("record");
+    store.record(run, &evaluation(config(64, 2), measured(&[41.0], Verdict::Unchecked))).expect("record");
+    for (i, kind) in FAILURE_KINDS.into_iter().enumerate() {
+        store.record(run, &evaluation(config(2048, i as i64), Outcome::Failed { kind, message: "no".into() })).expect("record");
+    }
+
+    let document = store.export_t4(&key("s1")).expect("export");
+    let validator = t4_validator();
+    let errors: Vec<String> = validator.iter_errors(&document).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}\n{document:#}");
+    assert_eq!(document["schema_version"], "1.0.0");
+    assert_eq!(document["metadata"]["timeunit"], "microseconds");
+    assert_eq!(document["metadata"]["source_sha256"], "s1");
+    assert_eq!(document["metadata"]["device"], "NVIDIA H100 80GB HBM3 (sm_90)");
+
+    let results = document["results"].as_array().expect("results");
+    let first = &results[0];
+    assert_eq!(first["configuration"], serde_json::json!({ "BLOCK": 256, "VEC": 4 }));
+    assert_eq!(first["times"]["runtimes"], serde_json::json!([30.5, 5.25]));
+    assert_eq!(first["times"]["compilation"], 151_250.0);
+    assert_eq!(first["measurements"], serde_json::json!([{ "name": "time", "value": 35.75, "unit": "us" }]));
+    assert_eq!((&first["invalidity"], &first["correctness"]), (&"correct".into(), &1.into()));
+    assert_eq!(first["timestamp"], "2026-09-21T14:13:20Z");
+    let reasons: Vec<&str> = results.iter().map(|r| r["invalidity"].as_str().unwrap_or("?")).collect();
+    assert_eq!(reasons, ["correct", "correctness", "correctness", "constraints", "compile", "runtime", "runtime", "timeout", "runtime"]);
+    assert_eq!(results[4]["measurements"][0]["value"], "CompilationFailedConfig");
+
+    let mut broken = document.clone();
+    broken["results"][0]["invalidity"] = "slow".into();
+    assert!(!validator.is_valid(&broken), "the schema check must be able to fail");
+}
