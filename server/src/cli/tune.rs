@@ -60,6 +60,10 @@ pub struct TuneArgs {
     /// Compile every configuration again instead of reusing cached cubins.
     #[arg(long)]
     pub no_cache: bool,
+    /// Measure every configuration again instead of reusing results stored by earlier runs
+    /// of the same code on the same device (by default an interrupted run resumes).
+    #[arg(long)]
+    pub remeasure: bool,
     /// Compiler threads (NVRTC stops scaling at about 4 per process).
     #[arg(long, short = 'j', default_value_t = 4)]
     pub jobs: usize,
@@ -106,6 +110,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         target_speedup: args.target_speedup,
         compile_threads: args.jobs.max(1),
         batch_size: args.batch.max(1),
+        reuse_stored: !args.remeasure,
     };
     let target = Target { file: args.file.display().to_string(), kernel, source: slice.source };
     let mut bar = Bar::new(args.budget, runner.source(), args.json);

@@ -19,7 +19,7 @@ use crate::gpu::{FailureKind, Kernel, Module, Outcome, Runner, RunnerSource, Tim
 use crate::search::{self, Point, Search, SearchSpace, StrategyName};
 use crate::space::{self, Configuration, Occupancy};
 use crate::spec::{sha256_hex, KernelSpec, Shape};
-use crate::store::{Evaluation, ResultKey, RunInfo, Store};
+use crate::store::{counts_as_correct, Evaluation, ResultKey, RunInfo, Store};
 
 pub use problems::{problems, DATA_SEED};
 
@@ -47,6 +47,8 @@ pub struct TuneOptions {
     pub compile_threads: usize,
     /// Configurations per NVRTC program.
     pub batch_size: usize,
+    /// Reuse measurements stored under the same key instead of measuring again (resume).
+    pub reuse_stored: bool,
 }
 
 /// What the loop tells its caller as it goes (a progress bar, `$/progress`).
@@ -201,6 +203,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         budget: options.budget.map_or_else(|| "none".into(), |b| b.to_string()),
         source: source.clone(),
         device: key.device.clone(),
+        started_at: now(),
     })?;
 
     let space = Arc::new(SpecSpace::new(kernel));
@@ -214,7 +217,6 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
     }
 
     let search_started = Instant::now();
-    let is_replay = matches!(source, RunnerSource::Replay { .. });
     let lookahead = options.compile_threads.max(1) * options.batch_size.max(1);
     let mut in_flight: HashMap<usize, (Point, Configuration)> = HashMap::new();
     let mut next_id = 0usize;
@@ -229,13 +231,13 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         if !was_resumed {
             tools.store.record(run_id, &evaluation)?;
         }
-        let objective = objective(&evaluation, is_replay);
+        let objective = objective(&evaluation);
         search.record(point, objective);
         let row = row(&evaluation, objective, baseline_us, was_resumed);
         if let Outcome::Failed { kind, message } = &evaluation.outcome {
             *failures.entry(format!("{}: {}", kind_label(*kind), first_line(message))).or_insert(0) += 1;
         } else if let Outcome::Measured { verdict, .. } = &evaluation.outcome {
-            if !verdict.is_pass() && !(is_replay && matches!(verdict, crate::gpu::Verdict::Unchecked)) {
+            if objective.is_none() && !verdict.is_pass() {
                 *failures.entry("wrong output".to_string()).or_insert(0) += 1;
             }
         }
@@ -265,7 +267,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
             let mut requests = Vec::new();
             for point in points {
                 let config = space.config(&point);
-                if let Some(stored) = tools.store.lookup(&key, &config)? {
+                if let Some(stored) = if options.reuse_stored { tools.store.lookup(&key, &config)? } else { None } {
                     resumed += 1;
                     conclude(stored, &point, true, &mut search, observer)?;
                     continue;
@@ -414,11 +416,9 @@ fn fit_shape(kernel: &KernelSpec, shape: &Shape, config: &Configuration, device:
 
 /// Total median time over the problems, for a configuration that may be best: it ran and its
 /// output matched the baseline (replays carry no outputs; their recordings say what passed).
-pub fn objective(evaluation: &Evaluation, is_replay: bool) -> Option<f64> {
+pub fn objective(evaluation: &Evaluation) -> Option<f64> {
     match &evaluation.outcome {
-        Outcome::Measured { timings, verdict } if verdict.is_pass() || (is_replay && matches!(verdict, crate::gpu::Verdict::Unchecked)) => {
-            Some(timings.iter().map(|t| t.median_us).sum())
-        }
+        Outcome::Measured { timings, .. } if counts_as_correct(evaluation) => Some(timings.iter().map(|t| t.median_us).sum()),
         _ => None,
     }
 }
