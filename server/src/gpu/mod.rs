@@ -9,6 +9,7 @@
 //! the spec; runners only receive concrete values.
 
 pub mod protocol;
+pub mod worker;
 
 use std::path::PathBuf;
 
