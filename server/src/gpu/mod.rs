@@ -8,6 +8,7 @@
 //! The tuning loop works out every number a launch needs (grid, block, lengths, scalars) from
 //! the spec; runners only receive concrete values.
 
+pub mod client;
 pub mod protocol;
 pub mod worker;
 
