@@ -260,7 +260,7 @@ impl Runner for WorkerRunner {
                 );
                 (failed(FailureKind::Timeout, message), false)
             }
-            Err(e) => (failed(FailureKind::Worker, format!("{e} (configuration {config}); it is restarted")), false),
+            Err(e) => (failed(FailureKind::Worker, format!("measuring configuration {config}: {e}")), false),
         };
         if !usable {
             self.process = None;
@@ -603,6 +603,12 @@ mod tests {
         runner.prepare(&problems(), &kernel("baseline")).unwrap();
         let (_, message) = failure(runner.measure(&config(), None));
         assert!(message.contains("none was given for BLOCK=256"), "{message}");
+    }
+
+    #[test]
+    fn the_runner_can_move_to_another_thread() {
+        fn assert_send<T: Send>() {}
+        assert_send::<WorkerRunner>();
     }
 
     #[test]

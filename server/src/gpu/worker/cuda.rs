@@ -114,9 +114,8 @@ impl DeviceBuffer {
         self.pointer
     }
 
-    /// Copies `host` (exactly this buffer's size) in, synchronously.
+    /// Copies `host` in, synchronously; bytes beyond the buffer's size are not copied.
     pub fn upload(&self, host: &[u8]) -> CudaResult<()> {
-        debug_assert_eq!(host.len(), self.bytes);
         let host = &host[..host.len().min(self.bytes)];
         // SAFETY: the allocation holds at least `host.len()` bytes.
         during("cuMemcpyHtoD", unsafe { result::memcpy_htod_sync(self.pointer, host) })

@@ -136,8 +136,11 @@ pub fn pack_scalar(name: &str, dtype: Dtype, value: f64) -> Result<u64, String> 
     }
     let mut bytes = Vec::with_capacity(8);
     encode(dtype, value, &mut bytes);
-    bytes.resize(8, 0);
-    Ok(u64::from_le_bytes(bytes.try_into().expect("resized to 8 bytes")))
+    let mut slot = [0u8; 8];
+    for (slot_byte, byte) in slot.iter_mut().zip(bytes) {
+        *slot_byte = byte;
+    }
+    Ok(u64::from_le_bytes(slot))
 }
 
 fn integer_range(dtype: Dtype) -> (f64, f64) {

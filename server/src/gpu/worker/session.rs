@@ -240,11 +240,13 @@ impl ProblemData {
 /// the policy allows no run.
 fn time(gpu: &Gpu, function: Function, dims: &LaunchDims, parameters: &[u64], policy: &TimingPolicy) -> cuda::CudaResult<Option<Timing>> {
     let mut slots = parameters.to_vec();
+    let warming = Instant::now();
     for _ in 0..policy.warmup_runs {
         function.launch(dims, &mut slots)?;
     }
     cuda::synchronize()?;
-    let mut sampler = Sampler::new(policy);
+    let estimate_us = (policy.warmup_runs > 0).then(|| warming.elapsed().as_secs_f64() * 1e6 / policy.warmup_runs as f64);
+    let mut sampler = Sampler::new(policy, estimate_us);
     let mut events: Vec<(Event, Event)> = Vec::new();
     let started = Instant::now();
     loop {

@@ -32,11 +32,14 @@ pub struct Sampler<'p> {
     policy: &'p TimingPolicy,
     samples: Vec<f64>,
     batch_medians: Vec<f64>,
+    /// Microseconds per run before any batch (from the warm-up), so that the first batch of a
+    /// slow kernel already fits the time cap.
+    estimate_us: Option<f64>,
 }
 
 impl<'p> Sampler<'p> {
-    pub fn new(policy: &'p TimingPolicy) -> Sampler<'p> {
-        Sampler { policy, samples: Vec::new(), batch_medians: Vec::new() }
+    pub fn new(policy: &'p TimingPolicy, estimate_us: Option<f64>) -> Sampler<'p> {
+        Sampler { policy, samples: Vec::new(), batch_medians: Vec::new(), estimate_us }
     }
 
     /// How many runs the next batch should have, given the time spent timing so far; zero
@@ -50,7 +53,7 @@ impl<'p> Sampler<'p> {
             return 0;
         }
         let mut batch = self.policy.batch_runs.min(self.policy.max_runs - runs);
-        if let Some(&median) = self.batch_medians.last() {
+        if let Some(median) = self.batch_medians.last().copied().or(self.estimate_us) {
             if median > 0.0 {
                 let fits = ((budget_us - spent_us) / median).floor().max(1.0);
                 batch = batch.min(fits.min(u32::MAX as f64) as u32);
@@ -112,7 +115,7 @@ mod tests {
     #[test]
     fn stops_when_two_batch_medians_agree_after_min_runs() {
         let policy = policy();
-        let mut sampler = Sampler::new(&policy);
+        let mut sampler = Sampler::new(&policy, None);
         let early = Duration::from_millis(1);
         assert_eq!(sampler.next_batch(early), 10);
         sampler.record_batch(&[100.0; 10]);
@@ -126,7 +129,7 @@ mod tests {
     #[test]
     fn keeps_going_while_medians_move_until_max_runs() {
         let policy = policy();
-        let mut sampler = Sampler::new(&policy);
+        let mut sampler = Sampler::new(&policy, None);
         let early = Duration::from_millis(1);
         for (i, expected) in [10, 10, 10, 10, 10].into_iter().enumerate() {
             assert_eq!(sampler.next_batch(early), expected);
@@ -138,21 +141,30 @@ mod tests {
     #[test]
     fn the_time_cap_ends_timing_and_shortens_the_last_batch() {
         let policy = policy();
-        let mut sampler = Sampler::new(&policy);
+        let mut sampler = Sampler::new(&policy, None);
         assert_eq!(sampler.next_batch(Duration::ZERO), 10);
         sampler.record_batch(&[200_000.0; 10]); // 0.2 s each, 2 s in all: past the 1 s cap
         assert_eq!(sampler.next_batch(Duration::from_secs(2)), 0);
 
-        let mut sampler = Sampler::new(&policy);
+        let mut sampler = Sampler::new(&policy, None);
         sampler.record_batch(&[100_000.0; 2]); // 0.1 s each
         assert_eq!(sampler.next_batch(Duration::from_millis(750)), 2, "0.25 s left fits 2 runs");
         assert_eq!(sampler.next_batch(Duration::from_millis(990)), 1, "at least one run per batch");
     }
 
     #[test]
+    fn a_slow_kernels_first_batch_fits_the_time_cap() {
+        let policy = policy();
+        let sampler = Sampler::new(&policy, Some(300_000.0)); // 0.3 s per run
+        assert_eq!(sampler.next_batch(Duration::ZERO), 3);
+        let sampler = Sampler::new(&policy, Some(5_000_000.0));
+        assert_eq!(sampler.next_batch(Duration::ZERO), 1);
+    }
+
+    #[test]
     fn there_is_always_a_first_batch() {
         let policy = TimingPolicy { max_ms: 0, ..policy() };
-        let sampler = Sampler::new(&policy);
+        let sampler = Sampler::new(&policy, None);
         assert_eq!(sampler.next_batch(Duration::from_secs(5)), 10);
         assert!(sampler.timing().is_none());
     }
