@@ -13,6 +13,8 @@
 #   - repeated timings of one kernel agree (their spread is printed).
 # Needs a GPU and nvcc; takes well under 2 minutes. Run it on the lent machine:
 #   CUTUNE=target/release/cutune bash tests/gpu/worker_smoke.sh
+# With WORKER_GPU_TEST=<the binary of `cargo test --test worker_gpu --no-run`> it also runs
+# the Rust client through a fault and a hang (server/tests/worker_gpu.rs).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -260,3 +262,8 @@ if failures:
     print("worker stderr:\n" + open(os.path.join(work, "worker.stderr")).read())
 sys.exit(1 if failures else 0)
 EOF
+
+# The same through the Rust client (watchdog, restarts), when its test binary is at hand.
+if [ -n "${WORKER_GPU_TEST:-}" ]; then
+  CUTUNE="$cutune" CUTUNE_SMOKE_CUBIN="$work/kernels.cubin" "$WORKER_GPU_TEST" --test-threads 1
+fi
