@@ -34,6 +34,9 @@ enum Command {
     Slice(cutune::cli::slice::SliceArgs),
     /// Check that this machine can compile kernels (NVRTC) and measure them (CUDA driver, GPU).
     Doctor(cutune::cli::doctor::DoctorArgs),
+    /// The process that owns the CUDA context while tuning; started by the tuner itself.
+    #[command(hide = true)]
+    Worker(cutune::cli::worker::WorkerArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         },
         Command::Slice(args) => cutune::cli::slice::run(&args),
         Command::Doctor(args) => cutune::cli::doctor::run(&args),
+        Command::Worker(args) => cutune::cli::worker::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

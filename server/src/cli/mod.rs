@@ -6,6 +6,7 @@ pub mod templatize;
 pub mod spec;
 pub mod slice;
 pub mod doctor;
+pub mod worker;
 
 use std::fmt::Write;
 use std::path::Path;

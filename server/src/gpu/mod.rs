@@ -8,6 +8,10 @@
 //! The tuning loop works out every number a launch needs (grid, block, lengths, scalars) from
 //! the spec; runners only receive concrete values.
 
+pub mod client;
+pub mod protocol;
+pub mod worker;
+
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -165,9 +169,28 @@ pub struct Timing {
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Verdict {
     /// Every output element within tolerance.
-    Pass { max_abs_error: f64, max_rel_error: f64 },
-    /// The first element out of tolerance, and how many were.
-    Mismatch { problem: usize, arg: String, index: u64, expected: f64, actual: f64, mismatches: u64, max_abs_error: f64, max_rel_error: f64 },
+    Pass {
+        #[serde(with = "protocol::nonfinite")]
+        max_abs_error: f64,
+        #[serde(with = "protocol::nonfinite")]
+        max_rel_error: f64,
+    },
+    /// The first element out of tolerance, and how many were. `actual` is often NaN, the
+    /// poison that outputs are filled with before a run: the kernel did not write it.
+    Mismatch {
+        problem: usize,
+        arg: String,
+        index: u64,
+        #[serde(with = "protocol::nonfinite")]
+        expected: f64,
+        #[serde(with = "protocol::nonfinite")]
+        actual: f64,
+        mismatches: u64,
+        #[serde(with = "protocol::nonfinite")]
+        max_abs_error: f64,
+        #[serde(with = "protocol::nonfinite")]
+        max_rel_error: f64,
+    },
     /// Replays carry no outputs.
     Unchecked,
 }

@@ -1,0 +1,622 @@
+//! The tuner's side of the CUDA worker: [`WorkerRunner`] starts `cutune worker` as a child
+//! process and implements [`Runner`] by talking to it (see [`super::protocol`]).
+//!
+//! The child is disposable. A kernel that faults makes it exit; one that hangs is killed by the
+//! watchdog; one that crashes it is noticed at the end of its output. Each time the candidate
+//! is labelled (`Fault`, `Timeout`, `Worker`) and the next `measure` starts a new child and
+//! sends it the last `Prepare` again, so the tuning loop never sees a restart. After
+//! [`MAX_START_ATTEMPTS`] failed starts in a row the runner stops trying and says why.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::protocol::{Request, Response, TimingPolicy, PROTOCOL_VERSION};
+use super::{DeviceInfo, FailureKind, Kernel, Outcome, Problem, Runner, RunnerSource, Timing};
+use crate::space::Configuration;
+
+/// Failed starts in a row after which the runner gives up.
+pub const MAX_START_ATTEMPTS: u32 = 3;
+
+/// Lines of the child's stderr kept for failure messages.
+const STDERR_TAIL_LINES: usize = 12;
+
+/// Responses are small; a longer line means the child is writing something else.
+const MAX_RESPONSE_BYTES: u64 = 1 << 20;
+
+/// How long to wait for the worker beyond the time its work should take.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Watchdog {
+    /// For `hello` (driver start and context creation) and, on top of the timing budget, for
+    /// `prepare` (allocating and filling the problems).
+    pub startup: Duration,
+    /// On top of the timing budget of a `measure`: loading the module, the checked runs and
+    /// the comparison.
+    pub slack: Duration,
+}
+
+impl Default for Watchdog {
+    fn default() -> Self {
+        Watchdog { startup: Duration::from_secs(60), slack: Duration::from_secs(10) }
+    }
+}
+
+/// Why no worker could be started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StartError {
+    /// No usable driver or device; the message says what still works.
+    NoDevice(String),
+    /// The worker could not be started or did not answer as a worker should.
+    Failed(String),
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartError::NoDevice(message) | StartError::Failed(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// Measures on a GPU through a `cutune worker` child process.
+pub struct WorkerRunner {
+    command: Command,
+    process: Option<WorkerProcess>,
+    device: DeviceInfo,
+    source: RunnerSource,
+    timing: TimingPolicy,
+    watchdog: Watchdog,
+    /// The last successful `Prepare`, sent again to every new child.
+    prepared: Option<(Vec<Problem>, Kernel)>,
+    /// Set once starting failed [`MAX_START_ATTEMPTS`] times in a row; every later `measure`
+    /// fails with it at once.
+    gave_up: Option<String>,
+    restarts: u32,
+}
+
+impl WorkerRunner {
+    /// Starts `cutune worker --device N` (this very executable) and opens the device.
+    pub fn start(device: u32) -> Result<WorkerRunner, StartError> {
+        let exe = std::env::current_exe().map_err(|e| StartError::Failed(format!("cannot find the cutune executable to start a worker: {e}")))?;
+        let mut command = Command::new(exe);
+        command.args(["worker", "--device", &device.to_string()]);
+        WorkerRunner::start_command(command)
+    }
+
+    /// Starts a worker with `command` (which must speak the worker protocol on stdin/stdout);
+    /// the same command is used for every restart.
+    pub fn start_command(mut command: Command) -> Result<WorkerRunner, StartError> {
+        let watchdog = Watchdog::default();
+        let (process, device) = WorkerProcess::start(&mut command, watchdog.startup)?;
+        Ok(WorkerRunner {
+            command,
+            process: Some(process),
+            device,
+            source: RunnerSource::Device,
+            timing: TimingPolicy::default(),
+            watchdog,
+            prepared: None,
+            gave_up: None,
+            restarts: 0,
+        })
+    }
+
+    pub fn timing(&self) -> &TimingPolicy {
+        &self.timing
+    }
+
+    /// Applies from the next `prepare` or `measure`.
+    pub fn set_timing(&mut self, timing: TimingPolicy) {
+        self.timing = timing;
+    }
+
+    pub fn set_watchdog(&mut self, watchdog: Watchdog) {
+        self.watchdog = watchdog;
+    }
+
+    /// How many times a worker was started again after the first.
+    pub fn restarts(&self) -> u32 {
+        self.restarts
+    }
+
+    /// The time the worker may take to time every problem once under the policy.
+    fn timing_budget(&self, problems: usize) -> Duration {
+        Duration::from_millis(self.timing.max_ms.saturating_mul(problems as u64))
+    }
+
+    fn measure_deadline(&self) -> Duration {
+        let problems = self.prepared.as_ref().map_or(0, |(p, _)| p.len());
+        self.timing_budget(problems) + self.watchdog.slack
+    }
+
+    fn prepare_deadline(&self, problems: usize) -> Duration {
+        self.timing_budget(problems) + self.watchdog.startup
+    }
+
+    /// A running, prepared worker, starting one if needed.
+    fn ensure_running(&mut self) -> Result<&mut WorkerProcess, String> {
+        let process = match self.process.take() {
+            Some(process) => process,
+            None => self.start_again()?,
+        };
+        Ok(self.process.insert(process))
+    }
+
+    /// Up to [`MAX_START_ATTEMPTS`] restarts; after that many failures, gives up for good.
+    fn start_again(&mut self) -> Result<WorkerProcess, String> {
+        if let Some(reason) = &self.gave_up {
+            return Err(reason.clone());
+        }
+        let mut last = String::new();
+        for _ in 0..MAX_START_ATTEMPTS {
+            match self.restart() {
+                Ok(process) => {
+                    self.restarts += 1;
+                    return Ok(process);
+                }
+                Err(why) => {
+                    tracing::warn!("restarting the CUDA worker failed: {why}");
+                    last = why;
+                }
+            }
+        }
+        let reason = format!(
+            "the CUDA worker could not be restarted ({MAX_START_ATTEMPTS} attempts in a row failed), so measuring stops; the last attempt: {last}"
+        );
+        self.gave_up = Some(reason.clone());
+        Err(reason)
+    }
+
+    /// Starts a new child and sends it the last `Prepare`.
+    fn restart(&mut self) -> Result<WorkerProcess, String> {
+        let (mut process, device) = WorkerProcess::start(&mut self.command, self.watchdog.startup).map_err(|e| e.to_string())?;
+        if device != self.device {
+            tracing::warn!("the restarted worker reports another device: {} instead of {}", device.name, self.device.name);
+        }
+        if let Some((problems, baseline)) = &self.prepared {
+            let request = Request::Prepare { problems: problems.clone(), baseline: baseline.clone(), timing: self.timing.clone() };
+            match process.exchange(&request, self.prepare_deadline(problems.len())) {
+                Ok(Response::Prepared { .. }) => {}
+                Ok(Response::Error { message }) => return Err(format!("preparing the problems again failed: {message}")),
+                Ok(other) => return Err(format!("the worker answered `prepare` with {}", describe(&other))),
+                Err(e) => return Err(format!("preparing the problems again failed: {e}")),
+            }
+        }
+        Ok(process)
+    }
+}
+
+impl Runner for WorkerRunner {
+    fn device(&self) -> &DeviceInfo {
+        &self.device
+    }
+
+    fn source(&self) -> &RunnerSource {
+        &self.source
+    }
+
+    fn needs_code(&self) -> bool {
+        true
+    }
+
+    fn prepare(&mut self, problems: &[Problem], baseline: &Kernel) -> anyhow::Result<Vec<Timing>> {
+        // A failed prepare must not be replayed on restarts.
+        self.prepared = None;
+        let deadline = self.prepare_deadline(problems.len());
+        let request = Request::Prepare { problems: problems.to_vec(), baseline: baseline.clone(), timing: self.timing.clone() };
+        let process = self.ensure_running().map_err(anyhow::Error::msg)?;
+        let answer = process.exchange(&request, deadline);
+        match answer {
+            Ok(Response::Prepared { timings }) => {
+                self.prepared = Some((problems.to_vec(), baseline.clone()));
+                Ok(timings)
+            }
+            other => {
+                // The worker may have lost its context (it exits then): start afresh next time.
+                self.process = None;
+                match other {
+                    Ok(Response::Error { message }) => Err(anyhow::anyhow!(message)),
+                    Ok(response) => Err(anyhow::anyhow!("the worker answered `prepare` with {}", describe(&response))),
+                    Err(e) => Err(anyhow::anyhow!("the worker failed while preparing the problems: {e}")),
+                }
+            }
+        }
+    }
+
+    fn measure(&mut self, config: &Configuration, kernel: Option<&Kernel>) -> Outcome {
+        let failed = |kind, message| Outcome::Failed { kind, message };
+        let Some(kernel) = kernel else {
+            return failed(FailureKind::Worker, format!("the CUDA worker measures compiled code, and none was given for {config}"));
+        };
+        if self.prepared.is_none() {
+            return failed(FailureKind::Worker, "measure was called before a successful prepare".into());
+        }
+        let deadline = self.measure_deadline();
+        let request = Request::Measure { kernel: kernel.clone(), timing: self.timing.clone() };
+        let process = match self.ensure_running() {
+            Ok(process) => process,
+            Err(reason) => return failed(FailureKind::Worker, reason),
+        };
+        let answer = process.exchange(&request, deadline);
+        // Only a child that answered with an outcome, and did not fault, is still usable;
+        // otherwise it is dead or killed, and the next measure starts a new one.
+        let (outcome, usable) = match answer {
+            Ok(Response::Outcome { outcome }) => {
+                let faulted = matches!(outcome, Outcome::Failed { kind: FailureKind::Fault, .. });
+                (outcome, !faulted)
+            }
+            Ok(Response::Error { message }) => (failed(FailureKind::Worker, message), false),
+            Ok(other) => (failed(FailureKind::Worker, format!("the worker answered `measure` with {}", describe(&other))), false),
+            Err(ExchangeError::Timeout(limit)) => {
+                let message = format!(
+                    "the kernel did not finish within the watchdog's limit of {:.1} s (configuration {config}); the worker was killed and is restarted",
+                    limit.as_secs_f64()
+                );
+                (failed(FailureKind::Timeout, message), false)
+            }
+            Err(e) => (failed(FailureKind::Worker, format!("measuring configuration {config}: {e}")), false),
+        };
+        if !usable {
+            self.process = None;
+        }
+        outcome
+    }
+}
+
+fn describe(response: &Response) -> String {
+    match response {
+        Response::Ready { .. } => "`ready`".into(),
+        Response::NoDevice { message } => format!("`no_device` ({message})"),
+        Response::Prepared { .. } => "`prepared`".into(),
+        Response::Outcome { .. } => "an outcome".into(),
+        Response::Error { message } => format!("an error ({message})"),
+    }
+}
+
+/// Why an exchange with the child produced no response.
+#[derive(Debug)]
+enum ExchangeError {
+    /// No answer within the deadline; the child was killed.
+    Timeout(Duration),
+    /// The child's output ended (it exited or was killed); with what is known about why.
+    Died(String),
+    /// The child wrote something that is not a response.
+    Garbage(String),
+}
+
+impl fmt::Display for ExchangeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExchangeError::Timeout(limit) => write!(f, "the worker did not answer within {:.1} s and was killed", limit.as_secs_f64()),
+            ExchangeError::Died(report) => write!(f, "the worker died: {report}"),
+            ExchangeError::Garbage(report) => write!(f, "the worker wrote something that is not a response: {report}"),
+        }
+    }
+}
+
+/// One running child. Dropping it ends the child: politely, then with SIGKILL.
+struct WorkerProcess {
+    child: Child,
+    stdin: ChildStdin,
+    /// Lines of the child's stdout, read by a thread so that waiting can time out.
+    lines: Receiver<Result<Vec<u8>, String>>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    /// Closed when the child's stderr ends, so that a failure report has its last words.
+    stderr_done: Receiver<()>,
+}
+
+impl WorkerProcess {
+    /// Spawns the child and says `hello`.
+    fn start(command: &mut Command, deadline: Duration) -> Result<(WorkerProcess, DeviceInfo), StartError> {
+        let mut process = WorkerProcess::spawn(command).map_err(|e| {
+            StartError::Failed(format!("cannot start the CUDA worker `{}`: {e}", command.get_program().to_string_lossy()))
+        })?;
+        match process.exchange(&Request::Hello, deadline) {
+            Ok(Response::Ready { device, version }) if version == PROTOCOL_VERSION => Ok((process, device)),
+            Ok(Response::Ready { version, .. }) => Err(StartError::Failed(format!(
+                "the worker speaks protocol `{version}`, but this cutune speaks `{PROTOCOL_VERSION}`; they must be the same build"
+            ))),
+            Ok(Response::NoDevice { message }) => Err(StartError::NoDevice(message)),
+            Ok(other) => Err(StartError::Failed(format!("the worker answered `hello` with {}", describe(&other)))),
+            Err(e) => Err(StartError::Failed(e.to_string())),
+        }
+    }
+
+    fn spawn(command: &mut Command) -> std::io::Result<WorkerProcess> {
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::other("the child's standard streams were not connected"));
+        };
+        let pid = child.id();
+        let (line_sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut line = Vec::new();
+                let read = (&mut reader).take(MAX_RESPONSE_BYTES).read_until(b'\n', &mut line);
+                let sent = match read {
+                    Ok(0) => break,
+                    Ok(_) if !line.ends_with(b"\n") && line.len() as u64 == MAX_RESPONSE_BYTES => {
+                        line_sender.send(Err(format!("a line of more than {MAX_RESPONSE_BYTES} bytes")))
+                    }
+                    Ok(_) => line_sender.send(Ok(line)),
+                    Err(e) => line_sender.send(Err(format!("unreadable output: {e}"))),
+                };
+                if sent.is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = Arc::clone(&stderr_tail);
+        let (done_sender, stderr_done) = mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).split(b'\n').map_while(Result::ok) {
+                let line = String::from_utf8_lossy(&line).trim_end().to_string();
+                tracing::info!(target: "cutune::worker", pid, "{line}");
+                let mut tail = tail.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                if tail.len() == STDERR_TAIL_LINES {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+            drop(done_sender);
+        });
+        Ok(WorkerProcess { child, stdin, lines, stderr_tail, stderr_done })
+    }
+
+    /// Sends `request` and waits up to `deadline` for its response. On any error the child is
+    /// dead or killed by the time this returns.
+    fn exchange(&mut self, request: &Request, deadline: Duration) -> Result<Response, ExchangeError> {
+        let mut text = serde_json::to_string(request).map_err(|e| ExchangeError::Garbage(format!("cannot encode the request: {e}")))?;
+        text.push('\n');
+        if self.stdin.write_all(text.as_bytes()).and_then(|()| self.stdin.flush()).is_err() {
+            return Err(ExchangeError::Died(self.death_report()));
+        }
+        match self.lines.recv_timeout(deadline) {
+            Ok(Ok(line)) => serde_json::from_slice(&line).map_err(|e| {
+                let shown: String = String::from_utf8_lossy(&line).trim_end().chars().take(200).collect();
+                self.kill();
+                ExchangeError::Garbage(format!("`{shown}` ({e})"))
+            }),
+            Ok(Err(why)) => {
+                self.kill();
+                Err(ExchangeError::Garbage(why))
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                self.kill();
+                Err(ExchangeError::Timeout(deadline))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(ExchangeError::Died(self.death_report())),
+        }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// How the child ended (waiting briefly, then killing it) and its last stderr lines.
+    fn death_report(&mut self) -> String {
+        let waited = Instant::now();
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status.to_string(),
+                Ok(None) if waited.elapsed() < Duration::from_secs(2) => std::thread::sleep(Duration::from_millis(20)),
+                _ => {
+                    self.kill();
+                    break "killed after it stopped answering".to_string();
+                }
+            }
+        };
+        let _ = self.stderr_done.recv_timeout(Duration::from_millis(500));
+        let tail = self.stderr_tail.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if tail.is_empty() {
+            format!("it ended ({status}) without a word on stderr")
+        } else {
+            let lines: Vec<&str> = tail.iter().map(String::as_str).collect();
+            format!("it ended ({status}); its last words on stderr:\n  {}", lines.join("\n  "))
+        }
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.stdin.write_all(b"{\"request\":\"shutdown\"}\n").and_then(|()| self.stdin.flush());
+            let asked = Instant::now();
+            while asked.elapsed() < Duration::from_secs(1) {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            self.kill();
+        }
+    }
+}
+
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::gpu::{LaunchDims, Module, Verdict};
+
+    /// A runner on `tests/fixtures/fake_worker.py`; the log lists each request the fakes read.
+    fn fake(mode: &str, test: &str) -> (Result<WorkerRunner, StartError>, PathBuf) {
+        let log = std::env::temp_dir().join(format!("cutune-fake-worker-{}-{test}.log", std::process::id()));
+        let _ = std::fs::remove_file(&log);
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/fake_worker.py");
+        let mut command = Command::new("python3");
+        command.arg(script).args(["--mode", mode, "--log"]).arg(&log);
+        let runner = WorkerRunner::start_command(command).map(|mut runner| {
+            runner.set_watchdog(Watchdog { startup: Duration::from_secs(20), slack: Duration::from_secs(1) });
+            runner.set_timing(TimingPolicy { max_ms: 0, ..TimingPolicy::default() });
+            runner
+        });
+        (runner, log)
+    }
+
+    /// How many times the fakes read each request kind.
+    fn count(log: &Path, request: &str) -> usize {
+        std::fs::read_to_string(log).unwrap_or_default().lines().filter(|l| l.split(' ').nth(1) == Some(request)).count()
+    }
+
+    fn kernel(function: &str) -> Kernel {
+        Kernel {
+            module: Module { cubin: "/cache/k.cubin".into(), function: function.into() },
+            launches: vec![LaunchDims { grid: [8, 1, 1], block: [256, 1, 1], shared_bytes: 0 }; 2],
+        }
+    }
+
+    fn problems() -> Vec<Problem> {
+        ["rows=8", "rows=4095"].map(|label| Problem { label: label.into(), args: vec![], seed: 1 }).to_vec()
+    }
+
+    fn config() -> Configuration {
+        Configuration(vec![("BLOCK".into(), 256)])
+    }
+
+    fn prepared(mode: &str, test: &str) -> (WorkerRunner, PathBuf) {
+        let (runner, log) = fake(mode, test);
+        let mut runner = runner.unwrap();
+        let timings = runner.prepare(&problems(), &kernel("baseline")).unwrap();
+        assert_eq!(timings.len(), 2);
+        (runner, log)
+    }
+
+    fn assert_measures(runner: &mut WorkerRunner) {
+        match runner.measure(&config(), Some(&kernel("good"))) {
+            Outcome::Measured { timings, verdict } => {
+                assert_eq!(timings.len(), 2);
+                assert_eq!(timings[0].median_us, 80.0);
+                assert!(matches!(verdict, Verdict::Pass { .. }));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn failure(outcome: Outcome) -> (FailureKind, String) {
+        match outcome {
+            Outcome::Failed { kind, message } => (kind, message),
+            other => panic!("expected a failure, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_normal_worker_reports_its_device_and_measures() {
+        let (mut runner, log) = prepared("normal", "normal");
+        assert_eq!(runner.device().name, "NVIDIA H100 80GB HBM3");
+        assert_eq!(runner.device().arch(), "sm_90");
+        assert_eq!(runner.source(), &RunnerSource::Device);
+        assert!(runner.needs_code());
+        assert_measures(&mut runner);
+        assert_measures(&mut runner);
+        assert_eq!((count(&log, "start"), count(&log, "prepare"), count(&log, "measure")), (1, 1, 2));
+        drop(runner);
+        assert_eq!(count(&log, "shutdown"), 1, "dropping the runner asks the worker to shut down");
+    }
+
+    #[test]
+    fn a_hung_kernel_times_out_and_the_worker_restarts_prepared() {
+        let (mut runner, log) = prepared("normal", "hang");
+        let started = Instant::now();
+        let (kind, message) = failure(runner.measure(&config(), Some(&kernel("hang"))));
+        assert_eq!(kind, FailureKind::Timeout);
+        assert!(message.contains("watchdog's limit of 1.0 s (configuration BLOCK=256)"), "{message}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_measures(&mut runner);
+        assert_eq!((count(&log, "start"), count(&log, "prepare")), (2, 2), "the new worker was prepared again");
+        assert_eq!(runner.restarts(), 1);
+    }
+
+    #[test]
+    fn a_crash_is_a_worker_failure_with_the_last_words() {
+        let (mut runner, log) = prepared("normal", "crash");
+        let (kind, message) = failure(runner.measure(&config(), Some(&kernel("crash"))));
+        assert_eq!(kind, FailureKind::Worker);
+        assert!(message.contains("exit status: 3"), "{message}");
+        assert!(message.contains("fake worker: crashing on purpose"), "{message}");
+        assert_measures(&mut runner);
+        assert_eq!(count(&log, "prepare"), 2);
+    }
+
+    #[test]
+    fn a_fault_keeps_the_workers_words_and_restarts() {
+        let (mut runner, log) = prepared("normal", "fault");
+        let (kind, message) = failure(runner.measure(&config(), Some(&kernel("fault"))));
+        assert_eq!(kind, FailureKind::Fault);
+        assert!(message.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{message}");
+        assert_measures(&mut runner);
+        assert_eq!(count(&log, "prepare"), 2);
+    }
+
+    #[test]
+    fn garbage_output_is_a_worker_failure() {
+        let (mut runner, log) = prepared("normal", "garbage");
+        let (kind, message) = failure(runner.measure(&config(), Some(&kernel("garbage"))));
+        assert_eq!(kind, FailureKind::Worker);
+        assert!(message.contains("`Segmentation fault (core dumped)`"), "{message}");
+        assert_measures(&mut runner);
+        assert_eq!(count(&log, "prepare"), 2);
+    }
+
+    #[test]
+    fn no_device_is_a_start_error_in_words() {
+        let (runner, _log) = fake("no-device", "no-device");
+        assert_eq!(runner.err(), Some(StartError::NoDevice("fake: no CUDA driver found".into())));
+    }
+
+    #[test]
+    fn repeated_failed_restarts_stop_measuring_with_a_reason() {
+        let (mut runner, log) = prepared("fails-after-start", "give-up");
+        let (kind, _) = failure(runner.measure(&config(), Some(&kernel("crash"))));
+        assert_eq!(kind, FailureKind::Worker);
+        let (kind, message) = failure(runner.measure(&config(), Some(&kernel("good"))));
+        assert_eq!(kind, FailureKind::Worker);
+        assert!(message.contains("could not be restarted (3 attempts in a row failed)"), "{message}");
+        assert!(message.contains("refusing to start again"), "{message}");
+        assert_eq!(count(&log, "start"), 4);
+        // No more attempts after giving up.
+        let (_, again) = failure(runner.measure(&config(), Some(&kernel("good"))));
+        assert_eq!(again, message);
+        assert_eq!(count(&log, "start"), 4);
+    }
+
+    #[test]
+    fn measuring_needs_a_prepare_and_code() {
+        let (runner, _log) = fake("normal", "order");
+        let mut runner = runner.unwrap();
+        let (kind, message) = failure(runner.measure(&config(), Some(&kernel("good"))));
+        assert_eq!(kind, FailureKind::Worker);
+        assert!(message.contains("before a successful prepare"), "{message}");
+        runner.prepare(&problems(), &kernel("baseline")).unwrap();
+        let (_, message) = failure(runner.measure(&config(), None));
+        assert!(message.contains("none was given for BLOCK=256"), "{message}");
+    }
+
+    #[test]
+    fn the_runner_can_move_to_another_thread() {
+        fn assert_send<T: Send>() {}
+        assert_send::<WorkerRunner>();
+    }
+
+    #[test]
+    fn a_missing_executable_is_a_start_failure() {
+        let result = WorkerRunner::start_command(Command::new("/nonexistent/cutune"));
+        match result.err() {
+            Some(StartError::Failed(message)) => assert!(message.contains("cannot start the CUDA worker `/nonexistent/cutune`"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The CUDA driver calls the worker makes, through cudarc's thin `result` wrappers, and owners
+//! that free what they allocate. Everything runs on the worker's one thread, in the device's
+//! primary context, on the legacy default stream, so work is ordered as it is issued.
+//!
+//! A driver error is either recoverable (a refused launch, a bad argument) or sticky: the
+//! kernel faulted and the context can run nothing more. Sticky errors end the worker, so no
+//! owner here ever frees into a lost context (the process exits without dropping them).
+
+use std::ffi::{c_void, CString};
+
+use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::sys;
+
+use crate::gpu::LaunchDims;
+
+/// A failed driver call: which call, and the driver's error.
+#[derive(Clone, Copy, Debug)]
+pub struct DriverFailure {
+    pub call: &'static str,
+    pub error: sys::CUresult,
+}
+
+pub type CudaResult<T> = Result<T, DriverFailure>;
+
+fn during<T>(call: &'static str, result: Result<T, DriverError>) -> CudaResult<T> {
+    result.map_err(|e| DriverFailure { call, error: e.0 })
+}
+
+impl DriverFailure {
+    /// Whether the error leaves the context unusable: every later call fails the same way.
+    pub fn is_sticky(&self) -> bool {
+        use sys::CUresult::*;
+        matches!(
+            self.error,
+            CUDA_ERROR_ILLEGAL_ADDRESS
+                | CUDA_ERROR_LAUNCH_TIMEOUT
+                | CUDA_ERROR_CONTEXT_IS_DESTROYED
+                | CUDA_ERROR_ASSERT
+                | CUDA_ERROR_HARDWARE_STACK_ERROR
+                | CUDA_ERROR_ILLEGAL_INSTRUCTION
+                | CUDA_ERROR_MISALIGNED_ADDRESS
+                | CUDA_ERROR_INVALID_ADDRESS_SPACE
+                | CUDA_ERROR_INVALID_PC
+                | CUDA_ERROR_LAUNCH_FAILED
+                | CUDA_ERROR_ECC_UNCORRECTABLE
+                | CUDA_ERROR_UNKNOWN
+        ) || !context_is_usable()
+    }
+
+    /// e.g. `CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered) from cuCtxSynchronize`.
+    pub fn describe(&self) -> String {
+        format!("{} from {}", words(DriverError(self.error)), self.call)
+    }
+}
+
+/// The driver's name and words for an error, e.g. `CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)`.
+pub fn words(error: DriverError) -> String {
+    let name = error.error_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", error.0));
+    match error.error_string() {
+        Ok(text) => format!("{name} ({})", text.to_string_lossy()),
+        Err(_) => name,
+    }
+}
+
+/// After a recoverable-looking error: does the context still run work? A sticky error makes
+/// every call fail, synchronisation included.
+fn context_is_usable() -> bool {
+    result::ctx::synchronize().is_ok()
+}
+
+pub fn synchronize() -> CudaResult<()> {
+    during("cuCtxSynchronize", result::ctx::synchronize())
+}
+
+/// The device's primary context, made current on this thread; released on drop.
+pub struct Context {
+    device: sys::CUdevice,
+}
+
+impl Context {
+    pub fn open(device: sys::CUdevice) -> CudaResult<Context> {
+        // SAFETY: `device` came from cuDeviceGet.
+        let handle = during("cuDevicePrimaryCtxRetain", unsafe { result::primary_ctx::retain(device) })?;
+        // From here on, dropping `context` releases the retain.
+        let context = Context { device };
+        // SAFETY: a live context handle.
+        during("cuCtxSetCurrent", unsafe { result::ctx::set_current(handle) })?;
+        Ok(context)
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: balances the retain in `open`.
+        let _ = unsafe { result::primary_ctx::release(self.device) };
+    }
+}
+
+/// Device memory; freed on drop.
+pub struct DeviceBuffer {
+    pointer: sys::CUdeviceptr,
+    bytes: usize,
+}
+
+impl DeviceBuffer {
+    /// At least one byte is allocated, so that even an empty buffer has a valid address.
+    pub fn new(bytes: usize) -> CudaResult<DeviceBuffer> {
+        // SAFETY: a plain allocation in the current context; freed in Drop.
+        let pointer = during("cuMemAlloc", unsafe { result::malloc_sync(bytes.max(1)) })?;
+        Ok(DeviceBuffer { pointer, bytes })
+    }
+
+    pub fn pointer(&self) -> sys::CUdeviceptr {
+        self.pointer
+    }
+
+    /// Copies `host` in, synchronously; bytes beyond the buffer's size are not copied.
+    pub fn upload(&self, host: &[u8]) -> CudaResult<()> {
+        let host = &host[..host.len().min(self.bytes)];
+        // SAFETY: the allocation holds at least `host.len()` bytes.
+        during("cuMemcpyHtoD", unsafe { result::memcpy_htod_sync(self.pointer, host) })
+    }
+
+    /// Copies the whole buffer out, synchronously (after all work issued so far).
+    pub fn download(&self) -> CudaResult<Vec<u8>> {
+        let mut host = vec![0u8; self.bytes];
+        // SAFETY: `host` has exactly the allocation's size.
+        during("cuMemcpyDtoH", unsafe { result::memcpy_dtoh_sync(&mut host, self.pointer) })?;
+        Ok(host)
+    }
+
+    /// Sets every byte to `value`, ordered after the work issued so far.
+    pub fn fill(&self, value: u8) -> CudaResult<()> {
+        // SAFETY: the range is the allocation; the default stream orders it.
+        during("cuMemsetD8Async", unsafe { result::memset_d8_async(self.pointer, value, self.bytes, default_stream()) })
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new`, freed once.
+        let _ = unsafe { result::free_sync(self.pointer) };
+    }
+}
+
+fn default_stream() -> sys::CUstream {
+    std::ptr::null_mut()
+}
+
+/// A cubin loaded into the context; unloaded on drop.
+pub struct LoadedModule {
+    module: sys::CUmodule,
+}
+
+impl LoadedModule {
+    pub fn load(image: &[u8]) -> CudaResult<LoadedModule> {
+        // The driver parses the image in place: give it 8-byte alignment (ELF headers hold
+        // 64-bit fields) and a terminating zero (which PTX text would need).
+        let mut aligned = vec![0u64; image.len() / 8 + 1];
+        // SAFETY: `aligned` holds at least `image.len()` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(image.as_ptr(), aligned.as_mut_ptr().cast::<u8>(), image.len()) };
+        // SAFETY: a complete image, alive for the call (the driver copies what it keeps).
+        let module = during("cuModuleLoadData", unsafe { result::module::load_data(aligned.as_ptr().cast::<c_void>()) })?;
+        Ok(LoadedModule { module })
+    }
+
+    /// The kernel named `name` (its lowered name), or `None` when the module has no such kernel.
+    pub fn function(&self, name: &str) -> CudaResult<Option<Function>> {
+        let Ok(c_name) = CString::new(name) else { return Ok(None) };
+        // SAFETY: the module is loaded until self is dropped, and the function is not used after.
+        match unsafe { result::module::get_function(self.module, c_name) } {
+            Ok(function) => Ok(Some(Function { function })),
+            Err(DriverError(sys::CUresult::CUDA_ERROR_NOT_FOUND)) => Ok(None),
+            Err(e) => during("cuModuleGetFunction", Err(e)),
+        }
+    }
+}
+
+impl Drop for LoadedModule {
+    fn drop(&mut self) {
+        // SAFETY: loaded in `load`, unloaded once.
+        let _ = unsafe { result::module::unload(self.module) };
+    }
+}
+
+/// A kernel of a [`LoadedModule`] (valid while the module is loaded).
+#[derive(Clone, Copy)]
+pub struct Function {
+    function: sys::CUfunction,
+}
+
+impl Function {
+    /// Allows this much dynamic shared memory per block (needed above the default 48 KiB).
+    pub fn allow_dynamic_shared(&self, bytes: u32) -> CudaResult<()> {
+        let attribute = sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+        let bytes = i32::try_from(bytes).unwrap_or(i32::MAX);
+        // SAFETY: a valid function handle.
+        during("cuFuncSetAttribute", unsafe { result::function::set_function_attribute(self.function, attribute, bytes) })
+    }
+
+    /// The size in bytes of each of the kernel's parameters, in order (CUDA 12.4 drivers and
+    /// later; see [`crate::gpu::worker::device`] for the version check).
+    pub fn parameter_sizes(&self) -> Vec<usize> {
+        let mut sizes = Vec::new();
+        loop {
+            let (mut offset, mut size) = (0usize, 0usize);
+            // SAFETY: valid handle and out-pointers; an index past the last parameter is an
+            // error result, which ends the loop.
+            let status = unsafe { sys::cuFuncGetParamInfo(self.function, sizes.len(), &mut offset, &mut size) };
+            if status != sys::CUresult::CUDA_SUCCESS {
+                return sizes;
+            }
+            sizes.push(size);
+        }
+    }
+
+    /// Queues one launch. `parameters` holds one 8-byte slot per kernel parameter, each with the
+    /// parameter's bytes at its start; the driver copies them before this returns.
+    pub fn launch(&self, dims: &LaunchDims, parameters: &mut [u64]) -> CudaResult<()> {
+        let mut pointers: Vec<*mut c_void> = parameters.iter_mut().map(|slot| (slot as *mut u64).cast::<c_void>()).collect();
+        let [gx, gy, gz] = dims.grid;
+        let [bx, by, bz] = dims.block;
+        // SAFETY: one pointer per kernel parameter (the caller checked the count where the
+        // driver can tell), each to at least as many bytes as the parameter has.
+        during("cuLaunchKernel", unsafe {
+            result::launch_kernel(self.function, (gx, gy, gz), (bx, by, bz), dims.shared_bytes, default_stream(), &mut pointers)
+        })
+    }
+}
+
+/// A CUDA event for timing; destroyed on drop.
+pub struct Event {
+    event: sys::CUevent,
+}
+
+impl Event {
+    pub fn new() -> CudaResult<Event> {
+        let event = during("cuEventCreate", result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+        Ok(Event { event })
+    }
+
+    /// Marks the point in the default stream's work issued so far.
+    pub fn record(&self) -> CudaResult<()> {
+        // SAFETY: a live event.
+        during("cuEventRecord", unsafe { result::event::record(self.event, default_stream()) })
+    }
+
+    pub fn synchronize(&self) -> CudaResult<()> {
+        // SAFETY: a live event.
+        during("cuEventSynchronize", unsafe { result::event::synchronize(self.event) })
+    }
+
+    /// Milliseconds from `self` to `end`, both recorded and complete.
+    pub fn elapsed_ms(&self, end: &Event) -> CudaResult<f32> {
+        // SAFETY: live events recorded on the same stream.
+        during("cuEventElapsedTime", unsafe { result::event::elapsed(self.event, end.event) })
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: created in `new`, destroyed once.
+        let _ = unsafe { result::event::destroy(self.event) };
+    }
+}
