@@ -13,3 +13,4 @@ pub mod spec;
 pub mod store;
 pub mod syntax;
 pub mod template;
+pub mod tune;

@@ -1,14 +1,13 @@
 //! `cutune doctor`: is this machine able to compile (NVRTC) and to measure (CUDA driver, GPU)?
 
-use std::ffi::{c_char, c_int, CStr};
 use std::fmt::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use cudarc::driver::sys as cu;
 
 use crate::compile::{CompileRequest, Nvrtc};
+use crate::gpu::DeviceInfo;
 
 #[derive(clap::Args)]
 pub struct DoctorArgs {
@@ -18,7 +17,9 @@ pub struct DoctorArgs {
 }
 
 /// A kernel that exercises what real kernels need: the CUDA headers, a template instantiation
-/// by name expression, shared memory and ptxas' resource report.
+/// by name expression, shared memory and ptxas' resource report. Each thread writes its
+/// neighbour's element through shared memory; pairs never straddle a block (BLOCK is even), so
+/// every block size gives the same output and the tiny tune can check them against each other.
 const PROBE_SOURCE: &str = r#"#include <cuda_fp16.h>
 template <int BLOCK>
 __global__ void doctor_probe(__half* out, const __half* in, int n) {
@@ -26,23 +27,123 @@ __global__ void doctor_probe(__half* out, const __half* in, int n) {
     int i = blockIdx.x * BLOCK + threadIdx.x;
     tile[threadIdx.x] = i < n ? __half2float(in[i]) : 0.0f;
     __syncthreads();
-    if (i < n) out[i] = __float2half(tile[BLOCK - 1 - threadIdx.x] * 2.0f);
+    int j = i ^ 1;
+    if (j < n) out[j] = __float2half(tile[threadIdx.x ^ 1] * 2.0f);
 }
 "#;
 
-/// Prints the report; fails (non-zero exit) when NVRTC cannot compile the probe kernel.
+/// The tiny tune's spec: four block sizes of the probe kernel on an odd-sized problem.
+fn probe_spec() -> String {
+    format!(
+        r#"version = 1
+source = "doctor_probe.cu"
+
+[[kernels]]
+name = "doctor_probe"
+template_args = ["BLOCK"]
+grid = ["(n + BLOCK - 1) // BLOCK"]
+block = ["BLOCK"]
+
+[[kernels.shapes]]
+n = 4194305
+
+[[kernels.args]]
+name = "out"
+dtype = "f16"
+length = "n"
+role = "output"
+
+[[kernels.args]]
+name = "in"
+dtype = "f16"
+length = "n"
+role = "input"
+init = {{ dist = "uniform", low = -1.0, high = 1.0 }}
+
+[[kernels.args]]
+name = "n"
+dtype = "i32"
+value = "n"
+
+[[kernels.params]]
+name = "BLOCK"
+kind = "template"
+default = 256
+values = [64, 128, 256, 512]
+
+[kernels.baseline]
+sha256 = "{}"
+source = '''
+{}'''
+"#,
+        crate::spec::sha256_hex(PROBE_SOURCE),
+        PROBE_SOURCE
+    )
+}
+
+/// Prints the report; fails (non-zero exit) when NVRTC cannot compile the probe kernel, or when
+/// a GPU is present and the tiny tune fails on it.
 pub fn run(args: &DoctorArgs) -> Result<()> {
     let mut report = String::new();
     let devices = check_driver(&mut report);
-    let usable = check_nvrtc(args, devices.first().map(|d| d.arch()), &mut report);
+    let nvrtc = check_nvrtc(args, devices.first().map(|d| d.arch()), &mut report);
     print!("{report}");
-    if let Err(why) = usable {
-        bail!("NVRTC is not usable, so cutune cannot compile kernels: {why}");
+    let nvrtc = match nvrtc {
+        Ok(nvrtc) => nvrtc,
+        Err(why) => bail!("NVRTC is not usable, so cutune cannot compile kernels: {why}"),
+    };
+    let Some(device) = devices.first() else {
+        println!("tiny tune: skipped, no CUDA device");
+        return Ok(());
+    };
+    match tiny_tune(&nvrtc, device.ordinal) {
+        Ok(line) => println!("tiny tune: {line}"),
+        Err(why) => bail!("tiny tune on device {}: {why:#}", device.ordinal),
     }
     Ok(())
 }
 
-fn check_nvrtc(args: &DoctorArgs, device_arch: Option<String>, report: &mut String) -> Result<(), String> {
+/// Tunes the probe kernel's block size on `device` for real (worker, NVRTC, timing, comparison
+/// with the default), in a temporary workspace that is removed afterwards.
+fn tiny_tune(nvrtc: &Nvrtc, device: u32) -> Result<String> {
+    let spec = probe_spec();
+    let kernel = crate::spec::parse_spec(&spec).0.and_then(|mut f| f.kernels.pop()).ok_or_else(|| anyhow::anyhow!("the built-in probe spec does not parse"))?;
+    let workspace = std::env::temp_dir().join(format!("cutune-doctor-{}", std::process::id()));
+    let result = (|| -> Result<String> {
+        let store = crate::store::Store::open(&workspace)?;
+        let mut runner = crate::gpu::client::WorkerRunner::start(device)?;
+        let target = crate::tune::Target { file: "doctor_probe.cu".into(), kernel, source: PROBE_SOURCE.to_string() };
+        let tools = crate::tune::Tools { nvrtc: Some(nvrtc), cache: crate::compile::CubinCache::new(workspace.join("cubins")), store: &store };
+        let options = crate::tune::TuneOptions {
+            strategy: crate::search::StrategyName::BruteForce,
+            seed: 0,
+            budget: Some(4),
+            time_limit: None,
+            patience: None,
+            target_speedup: None,
+            compile_threads: 2,
+            batch_size: 4,
+            reuse_stored: false,
+        };
+        let report = crate::tune::tune(&target, &mut runner, &tools, &options, &mut crate::tune::Silent)?;
+        let passed = report.rows.iter().filter(|r| r.speedup.is_some()).count();
+        let best = report.best.as_ref().ok_or_else(|| anyhow::anyhow!("no block size passed: {:?}", report.failures))?;
+        Ok(format!(
+            "{} of {} block sizes measured and matching the default on {}; best {} at {:.1} µs ({:.2}× the default) in {:.2} s",
+            passed,
+            report.rows.len(),
+            report.device,
+            best.config,
+            best.time_us.unwrap_or(0.0),
+            best.speedup.unwrap_or(0.0),
+            report.total_seconds
+        ))
+    })();
+    let _ = std::fs::remove_dir_all(&workspace);
+    result
+}
+
+fn check_nvrtc(args: &DoctorArgs, device_arch: Option<String>, report: &mut String) -> Result<Nvrtc, String> {
     let nvrtc = match Nvrtc::locate(args.nvrtc.as_deref()) {
         Ok(nvrtc) => nvrtc,
         Err(not_found) => {
@@ -88,7 +189,7 @@ fn check_nvrtc(args: &DoctorArgs, device_arch: Option<String>, report: &mut Stri
                     kernel.spill_store_bytes
                 );
             }
-            Ok(())
+            Ok(nvrtc)
         }
         Err(failure) => {
             let _ = writeln!(report, "  test compile: failed for {arch}");
@@ -100,78 +201,35 @@ fn check_nvrtc(args: &DoctorArgs, device_arch: Option<String>, report: &mut Stri
     }
 }
 
-struct Device {
-    name: String,
-    compute_capability: (c_int, c_int),
-}
-
-impl Device {
-    fn arch(&self) -> String {
-        format!("sm_{}{}", self.compute_capability.0, self.compute_capability.1)
-    }
-}
-
-/// Reports the driver and its devices. Never fails: compiling needs neither.
-fn check_driver(report: &mut String) -> Vec<Device> {
-    // SAFETY: only dlopens candidate names; checked first because cudarc panics without a driver.
-    if !unsafe { cu::is_culib_present() } {
-        let _ = writeln!(report, "CUDA driver: not found (no libcuda.so); compiling works, measuring needs a GPU machine");
-        return Vec::new();
-    }
-    match list_devices() {
-        Ok((version, devices)) => {
-            let _ = writeln!(report, "CUDA driver: {}.{}", version / 1000, version % 1000 / 10);
-            if devices.is_empty() {
-                let _ = writeln!(report, "  devices: none");
+/// Reports the driver and its devices with their limits. Never fails: compiling needs neither.
+fn check_driver(report: &mut String) -> Vec<DeviceInfo> {
+    match crate::gpu::worker::probe() {
+        Ok(devices) => {
+            if let Some(first) = devices.first() {
+                let version = first.driver_version;
+                let _ = writeln!(report, "CUDA driver: {}.{}", version / 1000, version % 1000 / 10);
             }
-            for (ordinal, device) in devices.iter().enumerate() {
+            for device in &devices {
                 let (major, minor) = device.compute_capability;
-                let _ = writeln!(report, "  device {ordinal}: {}, compute capability {major}.{minor}", device.name);
+                let _ = writeln!(report, "  device {}: {}, compute capability {major}.{minor}, {} SMs, {} MiB", device.ordinal, device.name, device.multiprocessors, device.memory_bytes >> 20);
+                let _ = writeln!(
+                    report,
+                    "    limits: {} threads/block, {} threads/SM, {} blocks/SM, {} KiB shared/block ({} KiB with opt-in), {} KiB shared/SM, {} registers/SM, {} MiB L2",
+                    device.max_threads_per_block,
+                    device.max_threads_per_multiprocessor,
+                    device.max_blocks_per_multiprocessor,
+                    device.shared_bytes_per_block / 1024,
+                    device.shared_bytes_per_block_optin / 1024,
+                    device.shared_bytes_per_multiprocessor / 1024,
+                    device.registers_per_multiprocessor,
+                    device.l2_bytes >> 20
+                );
             }
             devices
         }
         Err(why) => {
-            let _ = writeln!(report, "CUDA driver: present, but {why}");
+            let _ = writeln!(report, "CUDA driver: {why}");
             Vec::new()
         }
     }
-}
-
-fn list_devices() -> Result<(c_int, Vec<Device>), String> {
-    // SAFETY (whole block): the driver library is present (checked by the caller), every
-    // out-pointer is valid for the call, and device ordinals are below the reported count.
-    unsafe {
-        driver_call("cuInit", cu::cuInit(0))?;
-        let mut version: c_int = 0;
-        driver_call("cuDriverGetVersion", cu::cuDriverGetVersion(&mut version))?;
-        let mut count: c_int = 0;
-        driver_call("cuDeviceGetCount", cu::cuDeviceGetCount(&mut count))?;
-        let mut devices = Vec::new();
-        for ordinal in 0..count {
-            let mut device: cu::CUdevice = 0;
-            driver_call("cuDeviceGet", cu::cuDeviceGet(&mut device, ordinal))?;
-            let mut name = [0 as c_char; 256];
-            driver_call("cuDeviceGetName", cu::cuDeviceGetName(name.as_mut_ptr(), name.len() as c_int, device))?;
-            let attribute = |attribute| {
-                let mut value: c_int = 0;
-                driver_call("cuDeviceGetAttribute", cu::cuDeviceGetAttribute(&mut value, attribute, device)).map(|()| value)
-            };
-            let major = attribute(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
-            let minor = attribute(cu::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
-            let name = CStr::from_ptr(name.as_ptr()).to_string_lossy().into_owned();
-            devices.push(Device { name, compute_capability: (major, minor) });
-        }
-        Ok((version, devices))
-    }
-}
-
-/// Names the failed driver call and the driver's own words for the error.
-unsafe fn driver_call(call: &str, result: cu::CUresult) -> Result<(), String> {
-    if result == cu::CUresult::CUDA_SUCCESS {
-        return Ok(());
-    }
-    let mut text: *const c_char = std::ptr::null();
-    let described = cu::cuGetErrorString(result, &mut text) == cu::CUresult::CUDA_SUCCESS && !text.is_null();
-    let description = if described { CStr::from_ptr(text).to_string_lossy().into_owned() } else { format!("{result:?}") };
-    Err(format!("{call} failed: {description}"))
 }

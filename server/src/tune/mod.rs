@@ -61,6 +61,13 @@ pub trait Observer {
     }
 }
 
+/// An observer that shows nothing and never cancels.
+pub struct Silent;
+
+impl Observer for Silent {
+    fn evaluated(&mut self, _: &Evaluation, _: &Progress) {}
+}
+
 /// The run so far.
 #[derive(Clone, Debug, Serialize)]
 pub struct Progress {
@@ -208,13 +215,13 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
 
     let space = Arc::new(SpecSpace::new(kernel));
     let strategy = search::new_strategy(options.strategy, space.clone() as Arc<dyn SearchSpace>, options.seed);
-    let mut search = Search::new(strategy, options.budget, options.time_limit);
-    if let Some(patience) = options.patience {
-        search.stop_after_no_improvement(patience);
-    }
-    if let (Some(target_speedup), Some(baseline_us)) = (options.target_speedup, baseline_us) {
-        search.stop_at_objective(baseline_us / target_speedup);
-    }
+    let limits = search::Limits {
+        max_evaluations: options.budget.map(|b| b as usize),
+        max_time: options.time_limit,
+        patience: options.patience.map(|p| p as usize),
+        target: options.target_speedup.zip(baseline_us).map(|(speedup, baseline)| baseline / speedup),
+    };
+    let mut search = Search::new(strategy, limits);
 
     let search_started = Instant::now();
     let lookahead = options.compile_threads.max(1) * options.batch_size.max(1);
@@ -248,7 +255,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         }
         rows.push(row);
         let progress = Progress {
-            evaluated: search.evaluations(),
+            evaluated: search.evaluations() as u64,
             budget: options.budget,
             best_us: best.as_ref().and_then(|b| b.time_us),
             best_speedup: best.as_ref().and_then(|b| b.speedup),

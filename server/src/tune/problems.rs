@@ -3,7 +3,7 @@
 use anyhow::{anyhow, bail, Result};
 
 use crate::gpu::{Arg, Problem};
-use crate::spec::{self, expr, Init, KernelSpec, Role};
+use crate::spec::{self, expr, Init, KernelSpec};
 
 /// Inputs are filled the same way for the baseline and every candidate; this seed is part of
 /// the results' key, so changing it re-measures.
@@ -28,7 +28,7 @@ pub fn problems(kernel: &KernelSpec) -> Result<Vec<Problem>> {
                 .iter()
                 .map(|arg| {
                     let evaluate = |what: &str, text: &str| {
-                        expr::parse(text).and_then(|e| e.eval(&lookup)).map_err(|e| anyhow!("argument `{}`: {what} `{text}`: {}", arg.name, e.message))
+                        expr::parse(text).map_err(|e| e.message).and_then(|e| e.eval(&lookup).map_err(|e| e.message)).map_err(|why| anyhow!("argument `{}`: {what} `{text}`: {why}", arg.name))
                     };
                     match (&arg.length, &arg.value) {
                         (Some(length), _) => {
@@ -52,6 +52,7 @@ pub fn problems(kernel: &KernelSpec) -> Result<Vec<Problem>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::Role;
 
     fn rmsnorm() -> KernelSpec {
         let text = include_str!("../../../examples/rmsnorm.cutune.toml");
