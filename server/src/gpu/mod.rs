@@ -8,6 +8,8 @@
 //! The tuning loop works out every number a launch needs (grid, block, lengths, scalars) from
 //! the spec; runners only receive concrete values.
 
+pub mod replay;
+
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
