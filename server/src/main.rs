@@ -32,6 +32,10 @@ enum Command {
     Spec(cutune::cli::spec::SpecArgs),
     /// Print the device-side code NVRTC needs to compile one kernel, without the host code.
     Slice(cutune::cli::slice::SliceArgs),
+    /// Search a kernel's parameters on the GPU (or a replay), checking every candidate against the original.
+    Tune(cutune::cli::tune::TuneArgs),
+    /// Measure the search strategies' sample efficiency on recorded spaces (replays).
+    BenchSearch(cutune::cli::search_bench::SearchBenchArgs),
     /// Check that this machine can compile kernels (NVRTC) and measure them (CUDA driver, GPU).
     Doctor(cutune::cli::doctor::DoctorArgs),
     /// The process that owns the CUDA context while tuning; started by the tuner itself.
@@ -56,6 +60,8 @@ fn main() -> ExitCode {
         },
         Command::Slice(args) => cutune::cli::slice::run(&args),
         Command::Doctor(args) => cutune::cli::doctor::run(&args),
+        Command::Tune(args) => cutune::cli::tune::run(&args),
+        Command::BenchSearch(args) => cutune::cli::search_bench::run(&args),
         Command::Worker(args) => cutune::cli::worker::run(&args),
     };
     match result {

@@ -6,6 +6,8 @@ pub mod templatize;
 pub mod spec;
 pub mod slice;
 pub mod doctor;
+pub mod search_bench;
+pub mod tune;
 pub mod worker;
 
 use std::fmt::Write;

@@ -10,6 +10,7 @@
 
 pub mod client;
 pub mod protocol;
+pub mod replay;
 pub mod worker;
 
 use std::path::PathBuf;
