@@ -15,7 +15,7 @@ use crate::gpu::replay::ReplayRunner;
 use crate::gpu::{Runner, RunnerSource};
 use crate::search::StrategyName;
 use crate::slice::{device_slice, SliceOptions};
-use crate::space::Space;
+use crate::space::{Configuration, Space};
 use crate::store::{Evaluation, Store};
 use crate::syntax::Document;
 use crate::tune::{self, Observer, Progress, Target, TuneOptions, TuneReport};
@@ -94,7 +94,8 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     // The worker creates its CUDA context while this process loads NVRTC: both take a few
     // hundred milliseconds.
     let (runner, nvrtc) = std::thread::scope(|scope| {
-        let runner = scope.spawn(|| start_runner(args));
+        let default = Configuration::default_of(&kernel);
+        let runner = scope.spawn(|| start_runner(args, default));
         let nvrtc = if args.replay.is_some() { None } else { Some(locate_nvrtc(args)) };
         (runner.join().unwrap_or_else(|_| Err(anyhow!("starting the CUDA worker panicked"))), nvrtc)
     });
@@ -129,13 +130,14 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     Ok(())
 }
 
-fn start_runner(args: &TuneArgs) -> Result<Box<dyn Runner + Send>> {
+fn start_runner(args: &TuneArgs, default: Configuration) -> Result<Box<dyn Runner + Send>> {
     if let Some(path) = &args.replay {
         // T4 files hold a `results` list; Kernel Tuner caches a `cache` map.
         let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
         let is_t4 = name.ends_with(".gz") || std::fs::read_to_string(path).is_ok_and(|t| t.contains("\"results\""));
         let runner = if is_t4 { ReplayRunner::from_t4(path)? } else { ReplayRunner::from_kernel_tuner_cache(path)? };
-        return Ok(Box::new(runner));
+        // The default instantiation is the original kernel: its recording is the baseline.
+        return Ok(Box::new(runner.with_baseline(default)));
     }
     let runner = WorkerRunner::start(args.device).map_err(|e| anyhow!("{e}\n(to study a space without a GPU, replay recorded measurements with --replay FILE)"))?;
     Ok(Box::new(runner))

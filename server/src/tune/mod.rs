@@ -171,7 +171,8 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         kernel: kernel.name.clone(),
         source_sha256: sha256_hex(&target.source),
         problems_sha256: sha256_hex(&serde_json::to_string(&problems)?),
-        device: format!("{} ({arch})", device.name),
+        // A replay's limits are placeholders: its architecture is not known.
+        device: if runner.needs_code() { format!("{} ({arch})", device.name) } else { device.name.clone() },
         nvrtc: nvrtc_version.clone(),
     };
     let default = Configuration::default_of(kernel);
