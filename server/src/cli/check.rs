@@ -219,8 +219,7 @@ fn check_one(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &s
 fn fits_the_architecture(kernel: &KernelSpec, shape: &spec::Shape, config: &Configuration, arch: &str, r: &crate::compile::KernelResources) -> Result<(), String> {
     let Some(device) = crate::gpu::DeviceInfo::datasheet(arch) else { return Ok(()) };
     let dims = space::launch_dims(kernel, shape, config).map_err(|i| i.reason)?;
-    let threads: u64 = dims.block.iter().map(|&e| e as u64).product();
-    space::fit(&device, threads, r, dims.shared_bytes as u64).map(|_| ()).map_err(|i| i.reason)
+    space::fit(&device, dims.threads(), r, dims.shared_bytes as u64).map(|_| ()).map_err(|i| i.reason)
 }
 
 fn table(report: &Report) -> String {

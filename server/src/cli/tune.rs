@@ -132,10 +132,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
 
 fn start_runner(args: &TuneArgs, default: Configuration) -> Result<Box<dyn Runner + Send>> {
     if let Some(path) = &args.replay {
-        // T4 files hold a `results` list; Kernel Tuner caches a `cache` map.
-        let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
-        let is_t4 = name.ends_with(".gz") || std::fs::read_to_string(path).is_ok_and(|t| t.contains("\"results\""));
-        let runner = if is_t4 { ReplayRunner::from_t4(path)? } else { ReplayRunner::from_kernel_tuner_cache(path)? };
+        let runner = ReplayRunner::from_file(path)?;
         // The default instantiation is the original kernel: its recording is the baseline.
         return Ok(Box::new(runner.with_baseline(default)));
     }

@@ -65,8 +65,9 @@ impl CubinCache {
         &self.dir
     }
 
-    fn key(nvrtc: &Nvrtc, request: &CompileRequest) -> Option<String> {
-        let options = nvrtc.options_for(request).ok()?;
+    /// A request NVRTC would refuse (a bad architecture or define name) has no key: its failure.
+    fn key(nvrtc: &Nvrtc, request: &CompileRequest) -> Result<String, Failed> {
+        let options = nvrtc.options_for(request).map_err(|f| Failed { message: f.message, log: f.log })?;
         let mut hash = Sha256::new();
         let (major, minor) = nvrtc.version();
         hash.update(format!("nvrtc {major}.{minor}\n"));
@@ -75,7 +76,7 @@ impl CubinCache {
             hash.update([0]);
         }
         hash.update(request.source.as_bytes());
-        Some(format!("{:x}", hash.finalize()))
+        Ok(format!("{:x}", hash.finalize()))
     }
 
     fn get(&self, key: &str) -> Option<Result<Compiled, Failed>> {
@@ -113,7 +114,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> bool {
 }
 
 struct Job {
-    members: Vec<(usize, CompileRequest, Option<String>)>,
+    members: Vec<(usize, CompileRequest, String)>,
 }
 
 struct Queue {
@@ -156,13 +157,17 @@ impl CompilePool {
     pub fn submit(&self, requests: Vec<(usize, CompileRequest)>) {
         let mut pending = Vec::new();
         for (id, request) in requests {
-            let key = CubinCache::key(&self.nvrtc, &request);
-            if let Some(key) = &key {
-                if let Some(result) = self.cache.get(key) {
-                    // The receiver lives as long as the pool.
-                    let _ = self.sender.send(Built { id, result });
+            // The receiver lives as long as the pool.
+            let key = match CubinCache::key(&self.nvrtc, &request) {
+                Ok(key) => key,
+                Err(refused) => {
+                    let _ = self.sender.send(Built { id, result: Err(refused) });
                     continue;
                 }
+            };
+            if let Some(result) = self.cache.get(&key) {
+                let _ = self.sender.send(Built { id, result });
+                continue;
             }
             pending.push((id, request, key));
         }
@@ -230,8 +235,8 @@ fn compile_job(job: Job, nvrtc: &Nvrtc, cache: &CubinCache) -> Vec<Built> {
             let started = Instant::now();
             if let Ok(output) = nvrtc.compile(&batched) {
                 let share = started.elapsed().as_secs_f64() * 1e3 / requests.len() as f64;
-                let cubin_key = CubinCache::key(nvrtc, &batched);
-                let cubin = output.cubin.as_deref().and_then(|bytes| store_cubin(cache, cubin_key.as_deref(), bytes));
+                // Its members had keys, so the batch has one.
+                let cubin = CubinCache::key(nvrtc, &batched).ok().zip(output.cubin.as_deref()).and_then(|(key, bytes)| cache.put_cubin(&key, bytes));
                 let parts = batch::split(&output, &requests);
                 return job
                     .members
@@ -239,7 +244,7 @@ fn compile_job(job: Job, nvrtc: &Nvrtc, cache: &CubinCache) -> Vec<Built> {
                     .zip(parts)
                     .map(|((id, _, key), (names, kernels))| {
                         let result = match (&cubin, names.first()) {
-                            (Some(cubin), Some((_, function))) => Ok(finish(cache, key.as_deref(), cubin.clone(), function.clone(), kernels, share)),
+                            (Some(cubin), Some((_, function))) => Ok(finish(cache, &key, cubin.clone(), function.clone(), kernels, share)),
                             _ => Err(Failed { message: "NVRTC produced no cubin or no kernel name".into(), log: output.log.clone() }),
                         };
                         Built { id, result }
@@ -249,16 +254,16 @@ fn compile_job(job: Job, nvrtc: &Nvrtc, cache: &CubinCache) -> Vec<Built> {
         }
     }
     // One at a time: a batch that failed says nothing about which member is at fault.
-    job.members.into_iter().map(|(id, request, key)| Built { id, result: compile_one(nvrtc, cache, &request, key.as_deref()) }).collect()
+    job.members.into_iter().map(|(id, request, key)| Built { id, result: compile_one(nvrtc, cache, &request, &key) }).collect()
 }
 
-fn compile_one(nvrtc: &Nvrtc, cache: &CubinCache, request: &CompileRequest, key: Option<&str>) -> Result<Compiled, Failed> {
+fn compile_one(nvrtc: &Nvrtc, cache: &CubinCache, request: &CompileRequest, key: &str) -> Result<Compiled, Failed> {
     let started = Instant::now();
     match nvrtc.compile(request) {
         Ok(output) => {
             let compile_ms = started.elapsed().as_secs_f64() * 1e3;
             let function = output.lowered_names.first().map(|(_, l)| l.clone());
-            let cubin = output.cubin.as_deref().and_then(|bytes| store_cubin(cache, key, bytes));
+            let cubin = output.cubin.as_deref().and_then(|bytes| cache.put_cubin(key, bytes));
             match (cubin, function) {
                 (Some(cubin), Some(function)) => {
                     let kernels = output.kernels.into_iter().filter(|k| k.name == function).collect();
@@ -269,26 +274,15 @@ fn compile_one(nvrtc: &Nvrtc, cache: &CubinCache, request: &CompileRequest, key:
         }
         Err(failure) => {
             let failed = Failed { message: failure.message.clone(), log: failure.log.clone() };
-            if let Some(key) = key {
-                cache.put(key, &Entry::Failed(failed.clone()));
-            }
+            cache.put(key, &Entry::Failed(failed.clone()));
             Err(failed)
         }
     }
 }
 
-/// Cubins are named by the hash of the request that made them; without a key (a request NVRTC
-/// would refuse anyway), by their content.
-fn store_cubin(cache: &CubinCache, key: Option<&str>, bytes: &[u8]) -> Option<PathBuf> {
-    let name = key.map_or_else(|| format!("{:x}", Sha256::digest(bytes)), str::to_string);
-    cache.put_cubin(&name, bytes)
-}
-
-fn finish(cache: &CubinCache, key: Option<&str>, cubin: PathBuf, function: String, kernels: Vec<KernelResources>, compile_ms: f64) -> Compiled {
+fn finish(cache: &CubinCache, key: &str, cubin: PathBuf, function: String, kernels: Vec<KernelResources>, compile_ms: f64) -> Compiled {
     let resources = kernels.into_iter().find(|k| k.name == function);
-    if let Some(key) = key {
-        let file = cubin.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        cache.put(key, &Entry::Compiled { cubin: file, function: function.clone(), resources: resources.clone(), compile_ms });
-    }
+    let file = cubin.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    cache.put(key, &Entry::Compiled { cubin: file, function: function.clone(), resources: resources.clone(), compile_ms });
     Compiled { cubin, function, resources, compile_ms, cached: false }
 }

@@ -138,6 +138,13 @@ pub struct LaunchDims {
     pub shared_bytes: u32,
 }
 
+impl LaunchDims {
+    /// Threads per block.
+    pub fn threads(&self) -> u64 {
+        self.block.iter().map(|&e| e as u64).product()
+    }
+}
+
 /// Compiled code for one configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Module {

@@ -56,10 +56,24 @@ pub struct ReplayRunner {
 }
 
 impl ReplayRunner {
-    /// Reads a T4 results file, gzip-compressed or not.
-    pub fn from_t4(path: &Path) -> Result<ReplayRunner> {
+    /// Reads a recording of either kind, read once and told apart by its contents: a T4 file
+    /// has a `results` list, a Kernel Tuner cache a `cache` map.
+    pub fn from_file(path: &Path) -> Result<ReplayRunner> {
         let json = read_json(path)?;
         let file = path.display().to_string();
+        match (json.get("results"), json.get("cache")) {
+            (Some(_), _) => ReplayRunner::t4(file, &json),
+            (None, Some(_)) => ReplayRunner::kernel_tuner_cache(file, &json),
+            (None, None) => bail!("{file}: neither a T4 file (no `results`) nor a Kernel Tuner cache (no `cache`)"),
+        }
+    }
+
+    /// Reads a T4 results file, gzip-compressed or not.
+    pub fn from_t4(path: &Path) -> Result<ReplayRunner> {
+        ReplayRunner::t4(path.display().to_string(), &read_json(path)?)
+    }
+
+    fn t4(file: String, json: &Json) -> Result<ReplayRunner> {
         let metadata = json.get("metadata");
         let unit = match metadata.and_then(|m| m.get("timeunit")) {
             None => MILLISECOND,
@@ -114,8 +128,10 @@ impl ReplayRunner {
     /// Reads a Kernel Tuner cache file, including one cut short by an interrupted run (Kernel
     /// Tuner appends entries as it goes and closes the JSON only at the end).
     pub fn from_kernel_tuner_cache(path: &Path) -> Result<ReplayRunner> {
-        let json = read_json(path)?;
-        let file = path.display().to_string();
+        ReplayRunner::kernel_tuner_cache(path.display().to_string(), &read_json(path)?)
+    }
+
+    fn kernel_tuner_cache(file: String, json: &Json) -> Result<ReplayRunner> {
         let names: Vec<String> = json
             .get("tune_params_keys")
             .and_then(Json::as_array)
@@ -493,6 +509,17 @@ mod tests {
 
     fn dummy_kernel() -> Kernel {
         Kernel { module: super::super::Module { cubin: "none.cubin".into(), function: "k".into() }, launches: Vec::new() }
+    }
+
+    #[test]
+    fn a_recording_of_either_kind_is_told_apart_by_its_contents() {
+        let cache = ReplayRunner::from_file(&fixture("kernel_tuner_cache.json")).unwrap();
+        assert_eq!(cache.device().name, "NVIDIA A100-PCIE-40GB");
+        assert_eq!(cache.space().len(), 6);
+        let t4 = ReplayRunner::from_file(&fixture("dedispersion_milo_A100_T4.json.gz")).unwrap();
+        assert_eq!(t4.space().len(), 11130);
+        let neither = ReplayRunner::from_file(&scratch("neither.json", b"{\"runs\": []}")).err().unwrap().to_string();
+        assert!(neither.ends_with("neither.json: neither a T4 file (no `results`) nor a Kernel Tuner cache (no `cache`)"), "{neither}");
     }
 
     #[test]

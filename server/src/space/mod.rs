@@ -152,7 +152,7 @@ pub fn check_restrictions(kernel: &KernelSpec, shape: &Shape, config: &Configura
         }
     }
     let dims = launch_dims(kernel, shape, config)?;
-    let threads: i64 = dims.block.iter().map(|&e| e as i64).product();
+    let threads = dims.threads() as i64;
     if threads > MAX_THREADS_PER_BLOCK {
         return Err(Infeasible { reason: format!("{threads} threads per block; the limit is {MAX_THREADS_PER_BLOCK}") });
     }

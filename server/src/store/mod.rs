@@ -24,6 +24,11 @@ use crate::space::Configuration;
 
 pub use error::StoreError;
 
+/// Seconds since the Unix epoch: how the store dates runs and evaluations.
+pub fn unix_now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
 /// What makes two measurements comparable: the same code, problems, device and compiler.
 /// A stored evaluation is reused only under an equal key (and the configuration).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -177,7 +182,7 @@ impl Store {
 
     /// Marks run `run_id` finished now, and why it stopped (e.g. `budget spent`).
     pub fn finish_run(&self, run_id: i64, stop_reason: &str) -> Result<(), StoreError> {
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        let now = unix_now();
         self.connection()
             .execute("UPDATE runs SET finished_at = ?2, stop_reason = ?3 WHERE id = ?1", params![run_id, now, stop_reason])
             .map_err(|e| self.error(e))?;

@@ -15,11 +15,11 @@ use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 
 use crate::compile::{CompilePool, Compiled, CubinCache, Nvrtc};
-use crate::gpu::{FailureKind, Kernel, Module, Outcome, Runner, RunnerSource, Timing};
+use crate::gpu::{FailureKind, Kernel, LaunchDims, Module, Outcome, Runner, RunnerSource, Timing};
 use crate::search::{self, Point, Search, SearchSpace, StrategyName};
 use crate::space::{self, Configuration, Occupancy};
-use crate::spec::{sha256_hex, KernelSpec, Shape};
-use crate::store::{counts_as_correct, Evaluation, ResultKey, RunInfo, Store};
+use crate::spec::{sha256_hex, KernelSpec};
+use crate::store::{counts_as_correct, unix_now, Evaluation, ResultKey, RunInfo, Store};
 
 pub use problems::{problems, DATA_SEED};
 
@@ -176,7 +176,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         nvrtc: nvrtc_version.clone(),
     };
     let default = Configuration::default_of(kernel);
-    let launches = |config: &Configuration| -> Result<Vec<crate::gpu::LaunchDims>, space::Infeasible> {
+    let launches = |config: &Configuration| -> Result<Vec<LaunchDims>, space::Infeasible> {
         kernel.shapes.iter().map(|shape| space::launch_dims(kernel, shape, config)).collect()
     };
 
@@ -211,7 +211,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         budget: options.budget.map_or_else(|| "none".into(), |b| b.to_string()),
         source: source.clone(),
         device: key.device.clone(),
-        started_at: now(),
+        started_at: unix_now(),
     })?;
 
     let space = Arc::new(SpecSpace::new(kernel));
@@ -226,11 +226,12 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
 
     let search_started = Instant::now();
     let lookahead = options.compile_threads.max(1) * options.batch_size.max(1);
-    let mut in_flight: HashMap<usize, (Point, Configuration)> = HashMap::new();
+    let mut in_flight: HashMap<usize, (Point, Configuration, Vec<LaunchDims>)> = HashMap::new();
     let mut next_id = 0usize;
     let mut rows = Vec::new();
     let mut failures = BTreeMap::new();
-    let (mut resumed, mut cached_compiles, mut compile_seconds, mut measure_seconds) = (0u64, 0u64, 0.0f64, 0.0f64);
+    let (mut resumed, mut measure_seconds) = (0u64, 0.0f64);
+    let mut compiles = CompileTotals::default();
     let mut best: Option<Row> = None;
     let mut stop_reason = None;
 
@@ -280,31 +281,24 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
                     conclude(stored, &point, true, &mut search, observer)?;
                     continue;
                 }
-                let evaluation = |outcome, resources, occupancy, compile_ms| Evaluation {
-                    key: key.clone(),
-                    config: config.clone(),
-                    source: source.clone(),
-                    outcome,
-                    resources,
-                    occupancy,
-                    compile_ms,
-                    measured_at: now(),
-                };
                 // A grid or block the hardware refuses needs no compile to be ruled out.
-                if let Err(infeasible) = launches(&config) {
-                    let outcome = Outcome::Failed { kind: FailureKind::Infeasible, message: infeasible.reason };
-                    conclude(evaluation(outcome, None, None, 0.0), &point, false, &mut search, observer)?;
-                    continue;
-                }
+                let dims = match launches(&config) {
+                    Ok(dims) => dims,
+                    Err(infeasible) => {
+                        let outcome = Outcome::Failed { kind: FailureKind::Infeasible, message: infeasible.reason };
+                        conclude(evaluation(&key, &config, &source, outcome), &point, false, &mut search, observer)?;
+                        continue;
+                    }
+                };
                 if pool.is_none() {
                     let measured = Instant::now();
                     let outcome = runner.measure(&config, None);
                     measure_seconds += measured.elapsed().as_secs_f64();
-                    conclude(evaluation(outcome, None, None, 0.0), &point, false, &mut search, observer)?;
+                    conclude(evaluation(&key, &config, &source, outcome), &point, false, &mut search, observer)?;
                     continue;
                 }
                 requests.push((next_id, space::compile_request(kernel, &target.source, &arch, &config)));
-                in_flight.insert(next_id, (point, config));
+                in_flight.insert(next_id, (point, config, dims));
                 next_id += 1;
             }
             if let Some(pool) = &pool {
@@ -320,11 +314,11 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         }
         let Some(pool) = &pool else { break };
         let built = pool.recv().ok_or_else(|| anyhow!("the compiler threads stopped"))?;
-        let Some((point, config)) = in_flight.remove(&built.id) else { continue };
+        let Some((point, config, dims)) = in_flight.remove(&built.id) else { continue };
         let measured = Instant::now();
-        let evaluation = evaluate(&config, built.result, &key, &source, &device, kernel, runner, &mut cached_compiles, &mut compile_seconds);
+        let measurement = evaluate(evaluation(&key, &config, &source, Outcome::Failed { kind: FailureKind::Compile, message: String::new() }), dims, built.result, &device, runner, &mut compiles);
         measure_seconds += measured.elapsed().as_secs_f64();
-        conclude(evaluation, &point, false, &mut search, observer)?;
+        conclude(measurement, &point, false, &mut search, observer)?;
     }
     let search_seconds = search_started.elapsed().as_secs_f64();
     let stop_reason = stop_reason.unwrap_or_else(|| "space exhausted".to_string());
@@ -346,36 +340,34 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         resumed,
         search_seconds,
         total_seconds: started.elapsed().as_secs_f64(),
-        compile_seconds,
+        compile_seconds: compiles.seconds,
         measure_seconds,
-        cached_compiles,
+        cached_compiles: compiles.cached,
         store: tools.store.path().display().to_string(),
     })
 }
 
-/// Compile result → device fit → measurement.
-#[allow(clippy::too_many_arguments)]
+/// What the compile pool did for a run, and what its cache saved.
+#[derive(Default)]
+struct CompileTotals {
+    cached: u64,
+    seconds: f64,
+}
+
+/// An evaluation of `config` with only its outcome known yet.
+fn evaluation(key: &ResultKey, config: &Configuration, source: &RunnerSource, outcome: Outcome) -> Evaluation {
+    Evaluation { key: key.clone(), config: config.clone(), source: source.clone(), outcome, resources: None, occupancy: None, compile_ms: 0.0, measured_at: unix_now() }
+}
+
+/// Compile result → device fit on every launch → measurement, filling in `evaluation`.
 fn evaluate(
-    config: &Configuration,
+    mut evaluation: Evaluation,
+    launches: Vec<LaunchDims>,
     compiled: Result<Compiled, crate::compile::Failed>,
-    key: &ResultKey,
-    source: &RunnerSource,
     device: &crate::gpu::DeviceInfo,
-    kernel: &KernelSpec,
     runner: &mut dyn Runner,
-    cached_compiles: &mut u64,
-    compile_seconds: &mut f64,
+    totals: &mut CompileTotals,
 ) -> Evaluation {
-    let mut evaluation = Evaluation {
-        key: key.clone(),
-        config: config.clone(),
-        source: source.clone(),
-        outcome: Outcome::Failed { kind: FailureKind::Compile, message: String::new() },
-        resources: None,
-        occupancy: None,
-        compile_ms: 0.0,
-        measured_at: now(),
-    };
     let compiled = match compiled {
         Ok(compiled) => compiled,
         Err(failed) => {
@@ -385,41 +377,29 @@ fn evaluate(
         }
     };
     if compiled.cached {
-        *cached_compiles += 1;
+        totals.cached += 1;
     } else {
-        *compile_seconds += compiled.compile_ms / 1e3;
+        totals.seconds += compiled.compile_ms / 1e3;
     }
     evaluation.compile_ms = compiled.compile_ms;
     evaluation.resources = compiled.resources.clone();
-    let mut launches = Vec::new();
-    let mut occupancy: Option<Occupancy> = None;
-    for shape in &kernel.shapes {
-        match fit_shape(kernel, shape, config, device, &compiled) {
-            Ok((dims, fit)) => {
-                occupancy = occupancy.or(fit);
-                launches.push(dims);
-            }
-            Err(reason) => {
-                evaluation.outcome = Outcome::Failed { kind: FailureKind::Infeasible, message: reason };
-                return evaluation;
+    if let Some(resources) = &compiled.resources {
+        let mut occupancy: Option<Occupancy> = None;
+        for dims in &launches {
+            match space::fit(device, dims.threads(), resources, dims.shared_bytes as u64) {
+                Ok(fit) => occupancy = occupancy.or(Some(fit)),
+                Err(infeasible) => {
+                    evaluation.outcome = Outcome::Failed { kind: FailureKind::Infeasible, message: infeasible.reason };
+                    return evaluation;
+                }
             }
         }
+        evaluation.occupancy = occupancy.map(|o| o.fraction);
     }
-    evaluation.occupancy = occupancy.map(|o| o.fraction);
     let code = Kernel { module: Module { cubin: compiled.cubin, function: compiled.function }, launches };
-    evaluation.outcome = runner.measure(config, Some(&code));
-    evaluation.measured_at = now();
+    evaluation.outcome = runner.measure(&evaluation.config, Some(&code));
+    evaluation.measured_at = unix_now();
     evaluation
-}
-
-fn fit_shape(kernel: &KernelSpec, shape: &Shape, config: &Configuration, device: &crate::gpu::DeviceInfo, compiled: &Compiled) -> Result<(crate::gpu::LaunchDims, Option<Occupancy>), String> {
-    let dims = space::launch_dims(kernel, shape, config).map_err(|i| i.reason)?;
-    let threads: u64 = dims.block.iter().map(|&e| e as u64).product();
-    let fit = match &compiled.resources {
-        Some(resources) => Some(space::fit(device, threads, resources, dims.shared_bytes as u64).map_err(|i| i.reason)?),
-        None => None,
-    };
-    Ok((dims, fit))
 }
 
 /// Total median time over the problems, for a configuration that may be best: it ran and its
@@ -470,8 +450,4 @@ fn kind_label(kind: FailureKind) -> &'static str {
 
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
