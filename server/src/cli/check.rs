@@ -51,9 +51,6 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
-/// The most static shared memory a kernel may declare on any architecture.
-const STATIC_SHARED_LIMIT: u64 = 48 * 1024;
-
 /// Spaces larger than this are not compiled whole, even with `--all`.
 const MAX_ALL: u64 = 100_000;
 
@@ -180,23 +177,16 @@ fn check_one(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &s
     result.compile_ms = started.elapsed().as_secs_f64() * 1e3;
     match compiled {
         Err(failure) => {
-            let first = failure.diagnostics.iter().find(|d| d.severity == crate::compile::Severity::Error);
-            // ptxas refuses static `__shared__` arrays over 48 KiB whatever the device allows
-            // (only dynamic shared memory can opt in to more); NVRTC's log then shows the size
-            // in ptxas' report and no error line.
-            let static_shared = crate::compile::parse_resources(&failure.log).iter().map(|k| k.shared_bytes).max().unwrap_or(0);
-            if first.is_none() && static_shared > STATIC_SHARED_LIMIT {
-                result.reason = Some(format!("{static_shared} bytes of static shared memory; static `__shared__` arrays may use at most {STATIC_SHARED_LIMIT}"));
-                result.resources = crate::compile::parse_resources(&failure.log).into_iter().next();
-                return result;
+            match crate::compile::failure_reason(&failure.message, &failure.log) {
+                reason @ crate::compile::FailureReason::StaticShared { .. } => {
+                    result.reason = Some(reason.to_string());
+                    result.resources = crate::compile::parse_resources(&failure.log).into_iter().next();
+                }
+                reason @ crate::compile::FailureReason::Error(_) => {
+                    result.status = Status::Failed;
+                    result.reason = Some(reason.to_string());
+                }
             }
-            let ptxas_error = failure.log.lines().find(|l| l.starts_with("ptxas error")).map(|l| l.trim_start_matches("ptxas error").trim_start_matches([' ', ':']).to_string());
-            result.status = Status::Failed;
-            result.reason = Some(match (first, ptxas_error) {
-                (Some(d), _) => format!("line {}: {}", d.line.map_or("?".into(), |l| l.to_string()), d.message),
-                (None, Some(ptxas)) => format!("ptxas: {ptxas}"),
-                (None, None) => failure.message,
-            });
         }
         Ok(output) => {
             let lowered = output.lowered_names.first().map(|(_, l)| l.clone());

@@ -105,6 +105,46 @@ fn split_severity(rest: &str) -> Option<(Severity, String)> {
     Some((*severity, message))
 }
 
+/// The most static shared memory a kernel may declare on any architecture.
+pub const STATIC_SHARED_LIMIT: u64 = 48 * 1024;
+
+/// Why a compile failed, in one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailureReason {
+    /// The code is fine but the configuration asks too much: ptxas refuses static `__shared__`
+    /// arrays over 48 KiB whatever the device allows (only dynamic shared memory can opt in to
+    /// more); NVRTC's log then shows the size in ptxas' report and no error line.
+    StaticShared { bytes: u64 },
+    /// The first error: `line N: message`, `ptxas: message`, or NVRTC's summary.
+    Error(String),
+}
+
+impl std::fmt::Display for FailureReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FailureReason::StaticShared { bytes } => {
+                write!(f, "{bytes} bytes of static shared memory; static `__shared__` arrays may use at most {STATIC_SHARED_LIMIT}")
+            }
+            FailureReason::Error(text) => f.write_str(text),
+        }
+    }
+}
+
+/// Reads a failed compile's log (and NVRTC's one-line `message`) for the reason to show.
+pub fn failure_reason(message: &str, log: &str) -> FailureReason {
+    let first = parse_diagnostics(log).into_iter().find(|d| d.severity == Severity::Error);
+    let static_shared = parse_resources(log).iter().map(|k| k.shared_bytes).max().unwrap_or(0);
+    if first.is_none() && static_shared > STATIC_SHARED_LIMIT {
+        return FailureReason::StaticShared { bytes: static_shared };
+    }
+    let ptxas = log.lines().find(|l| l.starts_with("ptxas error")).map(|l| l.trim_start_matches("ptxas error").trim_start_matches([' ', ':']).to_string());
+    FailureReason::Error(match (first, ptxas) {
+        (Some(d), _) => format!("line {}: {}", d.line.map_or("?".into(), |l| l.to_string()), d.message),
+        (None, Some(ptxas)) => format!("ptxas: {ptxas}"),
+        (None, None) => message.to_string(),
+    })
+}
+
 /// Parses ptxas' `-v` report in an NVRTC log into one entry per kernel:
 ///
 /// ```text

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 pub use locate::{Attempt, NvrtcNotFound, INSTALL_HINT, NVRTC_ENV};
 pub use pool::{Built, CompilePool, Compiled, CubinCache, Failed};
-pub use log::{parse_diagnostics, parse_resources, CompileDiagnostic, KernelResources, Severity};
+pub use log::{failure_reason, parse_diagnostics, parse_resources, FailureReason, STATIC_SHARED_LIMIT, CompileDiagnostic, KernelResources, Severity};
 
 use program::Program;
 

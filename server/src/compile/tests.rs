@@ -334,3 +334,16 @@ fn the_pool_compiles_every_request_once_then_serves_them_from_the_cache() {
     assert!(second[5].result.is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_failed_compile_says_why_in_one_line_and_tells_too_much_static_shared_memory_apart() {
+    let mut too_big = CompileRequest::new("__global__ void k(float* x) { __shared__ float t[16384]; t[threadIdx.x] = 1; __syncthreads(); x[threadIdx.x] = t[threadIdx.x ^ 1]; }\n", "big.cu", "sm_90");
+    too_big.name_expressions.push("&k".into());
+    let failure = nvrtc().compile(&too_big).unwrap_err();
+    assert_eq!(failure_reason(&failure.message, &failure.log), FailureReason::StaticShared { bytes: 65536 });
+
+    let broken = CompileRequest::new("__global__ void k(float* x) {\n  x[0] = undefined_name;\n}\n", "broken.cu", "sm_90");
+    let failure = nvrtc().compile(&broken).unwrap_err();
+    let FailureReason::Error(text) = failure_reason(&failure.message, &failure.log) else { panic!("{}", failure.log) };
+    assert!(text.starts_with("line 2: ") && text.contains("undefined_name"), "{text}");
+}

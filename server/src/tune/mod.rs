@@ -371,8 +371,12 @@ fn evaluate(
     let compiled = match compiled {
         Ok(compiled) => compiled,
         Err(failed) => {
-            let first_error = failed.log.lines().find(|l| l.contains("error")).map(str::to_string);
-            evaluation.outcome = Outcome::Failed { kind: FailureKind::Compile, message: first_error.unwrap_or(failed.message) };
+            let reason = crate::compile::failure_reason(&failed.message, &failed.log);
+            let kind = match reason {
+                crate::compile::FailureReason::StaticShared { .. } => FailureKind::Infeasible,
+                crate::compile::FailureReason::Error(_) => FailureKind::Compile,
+            };
+            evaluation.outcome = Outcome::Failed { kind, message: reason.to_string() };
             return evaluation;
         }
     };
