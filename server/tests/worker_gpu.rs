@@ -66,7 +66,9 @@ fn the_client_labels_faults_and_hangs_and_goes_on() {
     let mut runner = WorkerRunner::start_command(command).expect("a worker on the GPU");
     runner.set_timing(TimingPolicy { max_ms: 200, ..TimingPolicy::default() });
     runner.set_watchdog(Watchdog { startup: Duration::from_secs(60), slack: Duration::from_secs(3) });
-    let timings = runner.prepare(&problems(), &kernel(&cubin, "scale")).expect("prepared");
+    let harness = std::env::var("CUTUNE_HARNESS_CUBIN").expect("tests/gpu/worker_smoke.sh sets CUTUNE_HARNESS_CUBIN with CUTUNE_SMOKE_CUBIN");
+    let harness = std::path::PathBuf::from(harness);
+    let timings = runner.prepare(&problems(), &kernel(&cubin, "scale"), &harness).expect("prepared");
     assert_eq!(timings.len(), 2);
     let config = Configuration(vec![("VARIANT".into(), 1)]);
 

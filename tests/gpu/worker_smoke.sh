@@ -71,6 +71,16 @@ extern "C" __global__ void scale_hang(float* out, const float* in, int n, float 
     while (*(volatile const float*)in != 12345.0f) {}
     out[0] = k;
 }
+// Byte copies, for the comparison of every dtype on the device: the same signature, and the
+// second flips bit 6 of the last byte of element `at` (an exponent bit of floats, a high bit of
+// integers, so the change is beyond any tolerance).
+extern "C" __global__ void copy_bytes(unsigned char* out, const unsigned char* in, unsigned long long bytes, unsigned long long size, unsigned long long at) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < bytes; i += (unsigned long long)gridDim.x * blockDim.x) out[i] = in[i];
+}
+extern "C" __global__ void poke_bytes(unsigned char* out, const unsigned char* in, unsigned long long bytes, unsigned long long size, unsigned long long at) {
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < bytes; i += (unsigned long long)gridDim.x * blockDim.x)
+        out[i] = i == at * size + size - 1 ? in[i] ^ 0x40 : in[i];
+}
 // y += x: an in-out buffer, so every checked run must start from the same y.
 extern "C" __global__ void accumulate(float* y, const float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -78,11 +88,13 @@ extern "C" __global__ void accumulate(float* y, const float* x, int n) {
 }
 EOF
 "$nvcc" -cubin -arch="$ARCH" -O3 -o "$work/kernels.cubin" "$work/kernels.cu"
+# The worker's verification kernels, as the tuner would compile them with NVRTC.
+"$nvcc" -cubin -arch="$ARCH" -O3 -o "$work/harness.cubin" "$repo/server/src/gpu/harness.cu"
 
-PYTHONUNBUFFERED=1 python3 - "$cutune" "$work/kernels.cubin" "$work" <<'EOF'
+PYTHONUNBUFFERED=1 python3 - "$cutune" "$work/kernels.cubin" "$work" "$work/harness.cubin" <<'EOF'
 import json, os, select, signal, subprocess, sys, time
 
-cutune, cubin, work = sys.argv[1:4]
+cutune, cubin, work, harness = sys.argv[1:5]
 failures = []
 started = time.time()
 
@@ -143,8 +155,9 @@ def kernel(function, block=256, shared=0, grid=None):
     return {"module": {"cubin": cubin, "function": function}, "launches": launches}
 
 
-def prepare(worker, problems=SCALE_PROBLEMS, baseline="scale"):
-    return worker.ask({"request": "prepare", "problems": problems, "baseline": kernel(baseline), "timing": TIMING})
+def prepare(worker, problems=SCALE_PROBLEMS, baseline="scale", launches=None):
+    k = kernel(baseline) if launches is None else {"module": {"cubin": cubin, "function": baseline}, "launches": launches}
+    return worker.ask({"request": "prepare", "problems": problems, "baseline": k, "harness": harness, "timing": TIMING})
 
 
 def measure(worker, k, timeout=60):
@@ -254,6 +267,34 @@ outcome = measure(worker, kernel("accumulate"))
 check(outcome["outcome"] == "measured" and outcome["verdict"]["status"] == "pass",
       "an in-out kernel matches itself (its buffer is restored first)", outcome)
 
+# Every dtype: data drawn on the device within its distribution, compared on the device.
+DTYPES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "fp8e4m3": 1, "fp8e5m2": 1,
+          "i8": 1, "i16": 2, "i32": 4, "i64": 8, "u8": 1, "u16": 2, "u32": 4, "u64": 8}
+N = 100_003
+for dtype, size in DTYPES.items():
+    floating = dtype[0] in "fb"
+    if floating:
+        init, low, high = {"dist": "normal", "mean": 0.0, "std": 1.0}, -20.0, 20.0
+    else:
+        low, high = (-5, 5) if dtype[0] == "i" else (0, 200)
+        init = {"dist": "integers", "low": low, "high": high}
+    arg = lambda name, role: {"kind": "buffer", "name": name, "dtype": dtype, "length": N, "role": role, "init": init,
+                              "tolerance": {"dtype": dtype, "atol": 0.0 if not floating else 0.1, "rtol": 0.0 if not floating else 0.1}}
+    problems = [{"label": dtype, "seed": 3, "args": [arg("out", "output"), arg("in", "input"),
+                 {"kind": "scalar", "name": "bytes", "dtype": "u64", "value": N * size},
+                 {"kind": "scalar", "name": "size", "dtype": "u64", "value": size},
+                 {"kind": "scalar", "name": "at", "dtype": "u64", "value": 777}]}]
+    launches = [{"grid": [256, 1, 1], "block": [256, 1, 1], "shared_bytes": 0}]
+    prepared = prepare(worker, problems, "copy_bytes", launches)
+    same = measure(worker, {"module": {"cubin": cubin, "function": "copy_bytes"}, "launches": launches})
+    poked = measure(worker, {"module": {"cubin": cubin, "function": "poke_bytes"}, "launches": launches})
+    verdict = poked and poked.get("verdict") or {}
+    expected = verdict.get("expected")
+    check(prepared and prepared["response"] == "prepared" and same and same["verdict"]["status"] == "pass"
+          and verdict.get("status") == "mismatch" and verdict.get("index") == 777 and verdict.get("mismatches") == 1
+          and isinstance(expected, (int, float)) and low <= expected <= high and expected != 0,
+          f"{dtype}: seeded data in range, a copy passes, a poked element is the one mismatch", (prepared, same, poked))
+
 worker.ask({"request": "shutdown"}, timeout=0)
 check(worker.exited_within(10) == 0, "shutdown ends the worker cleanly")
 
@@ -265,5 +306,5 @@ EOF
 
 # The same through the Rust client (watchdog, restarts), when its test binary is at hand.
 if [ -n "${WORKER_GPU_TEST:-}" ]; then
-  CUTUNE="$cutune" CUTUNE_SMOKE_CUBIN="$work/kernels.cubin" "$WORKER_GPU_TEST" --test-threads 1
+  CUTUNE="$cutune" CUTUNE_SMOKE_CUBIN="$work/kernels.cubin" CUTUNE_HARNESS_CUBIN="$work/harness.cubin" "$WORKER_GPU_TEST" --test-threads 1
 fi

@@ -186,6 +186,15 @@ impl CompilePool {
         self.queue.ready.notify_all();
     }
 
+    /// Hands finished requests back, to be received again by [`CompilePool::recv`] (a caller
+    /// waiting for one result sets the others aside this way).
+    pub fn put_back(&self, built: Vec<Built>) {
+        for built in built {
+            // The receiver lives as long as the pool.
+            let _ = self.sender.send(built);
+        }
+    }
+
     /// The next finished request, waiting for it; `None` only if every thread has died.
     pub fn recv(&self) -> Option<Built> {
         self.results.recv().ok()

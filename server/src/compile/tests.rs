@@ -110,6 +110,20 @@ fn compiles_to_ptx_and_cubin_for_sm_90_and_sm_80() {
 }
 
 #[test]
+fn the_workers_verification_kernels_compile_cleanly() {
+    for arch in ["sm_80", "sm_90"] {
+        let mut request = CompileRequest::new(crate::gpu::HARNESS_SOURCE, "cutune_harness.cu", arch);
+        request.name_expressions.push(crate::gpu::HARNESS_ENTRY.to_string());
+        let output = compile(&request);
+        assert!(output.diagnostics.is_empty(), "{arch}: {:?}", output.diagnostics);
+        for kernel in ["cutune_fill", "cutune_compare"] {
+            assert!(output.ptx.contains(&format!(".entry {kernel}(")), "{arch}: no {kernel} in the PTX");
+        }
+        assert_eq!(output.lowered_names, vec![(crate::gpu::HARNESS_ENTRY.to_string(), "cutune_compare".to_string())]);
+    }
+}
+
+#[test]
 fn ptx_only_requests_skip_ptxas() {
     let mut request = CompileRequest::new(SAXPY, "saxpy.cu", "compute_90");
     request.cubin = false;

@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -73,7 +74,7 @@ pub struct WorkerRunner {
     timing: TimingPolicy,
     watchdog: Watchdog,
     /// The last successful `Prepare`, sent again to every new child.
-    prepared: Option<(Vec<Problem>, Kernel)>,
+    prepared: Option<(Vec<Problem>, Kernel, PathBuf)>,
     /// Set once starting failed [`MAX_START_ATTEMPTS`] times in a row; every later `measure`
     /// fails with it at once.
     gave_up: Option<String>,
@@ -131,7 +132,7 @@ impl WorkerRunner {
     }
 
     fn measure_deadline(&self) -> Duration {
-        let problems = self.prepared.as_ref().map_or(0, |(p, _)| p.len());
+        let problems = self.prepared.as_ref().map_or(0, |(p, _, _)| p.len());
         self.timing_budget(problems) + self.watchdog.slack
     }
 
@@ -179,8 +180,8 @@ impl WorkerRunner {
         if device != self.device {
             tracing::warn!("the restarted worker reports another device: {} instead of {}", device.name, self.device.name);
         }
-        if let Some((problems, baseline)) = &self.prepared {
-            let request = Request::Prepare { problems: problems.clone(), baseline: baseline.clone(), timing: self.timing.clone() };
+        if let Some((problems, baseline, harness)) = &self.prepared {
+            let request = Request::Prepare { problems: problems.clone(), baseline: baseline.clone(), harness: harness.clone(), timing: self.timing.clone() };
             match process.exchange(&request, self.prepare_deadline(problems.len())) {
                 Ok(Response::Prepared { .. }) => {}
                 Ok(Response::Error { message }) => return Err(format!("preparing the problems again failed: {message}")),
@@ -205,16 +206,16 @@ impl Runner for WorkerRunner {
         true
     }
 
-    fn prepare(&mut self, problems: &[Problem], baseline: &Kernel) -> anyhow::Result<Vec<Timing>> {
+    fn prepare(&mut self, problems: &[Problem], baseline: &Kernel, harness: &Path) -> anyhow::Result<Vec<Timing>> {
         // A failed prepare must not be replayed on restarts.
         self.prepared = None;
         let deadline = self.prepare_deadline(problems.len());
-        let request = Request::Prepare { problems: problems.to_vec(), baseline: baseline.clone(), timing: self.timing.clone() };
+        let request = Request::Prepare { problems: problems.to_vec(), baseline: baseline.clone(), harness: harness.to_path_buf(), timing: self.timing.clone() };
         let process = self.ensure_running().map_err(anyhow::Error::msg)?;
         let answer = process.exchange(&request, deadline);
         match answer {
             Ok(Response::Prepared { timings }) => {
-                self.prepared = Some((problems.to_vec(), baseline.clone()));
+                self.prepared = Some((problems.to_vec(), baseline.clone(), harness.to_path_buf()));
                 Ok(timings)
             }
             other => {
@@ -490,7 +491,7 @@ mod tests {
     fn prepared(mode: &str, test: &str) -> (WorkerRunner, PathBuf) {
         let (runner, log) = fake(mode, test);
         let mut runner = runner.unwrap();
-        let timings = runner.prepare(&problems(), &kernel("baseline")).unwrap();
+        let timings = runner.prepare(&problems(), &kernel("baseline"), Path::new("/tmp/harness.cubin")).unwrap();
         assert_eq!(timings.len(), 2);
         (runner, log)
     }
@@ -600,7 +601,7 @@ mod tests {
         let (kind, message) = failure(runner.measure(&config(), Some(&kernel("good"))));
         assert_eq!(kind, FailureKind::Worker);
         assert!(message.contains("before a successful prepare"), "{message}");
-        runner.prepare(&problems(), &kernel("baseline")).unwrap();
+        runner.prepare(&problems(), &kernel("baseline"), Path::new("/tmp/harness.cubin")).unwrap();
         let (_, message) = failure(runner.measure(&config(), None));
         assert!(message.contains("none was given for BLOCK=256"), "{message}");
     }

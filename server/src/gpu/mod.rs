@@ -19,6 +19,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::spec::{Dtype, Init, Role, Tolerance};
 
+/// The worker's verification kernels (seeded data, comparison with the baseline), compiled by
+/// the tuner for the device like any kernel and sent with `Prepare`.
+pub const HARNESS_SOURCE: &str = include_str!("harness.cu");
+/// The name expression NVRTC compiles the harness with (any of its kernels would do).
+pub const HARNESS_ENTRY: &str = "&cutune_compare";
+
 /// The device a runner measures on, with the limits the feasible space needs. Read from the
 /// driver by the worker; recorded with every result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -244,8 +250,9 @@ pub trait Runner {
     /// Whether `measure` needs compiled code (replays look configurations up instead).
     fn needs_code(&self) -> bool;
     /// Allocates and fills the problems, runs the baseline once per problem and keeps its
-    /// outputs for comparison; returns the baseline's timings.
-    fn prepare(&mut self, problems: &[Problem], baseline: &Kernel) -> anyhow::Result<Vec<Timing>>;
+    /// outputs for comparison; returns the baseline's timings. `harness` is the cubin of
+    /// [`HARNESS_SOURCE`] for the device (replays ignore it).
+    fn prepare(&mut self, problems: &[Problem], baseline: &Kernel, harness: &std::path::Path) -> anyhow::Result<Vec<Timing>>;
     /// Measures one candidate. `config` names the configuration (replays look it up by this);
     /// `kernel` is its code, `None` only when `needs_code` is false.
     fn measure(&mut self, config: &crate::space::Configuration, kernel: Option<&Kernel>) -> Outcome;

@@ -2,6 +2,8 @@
 //! the child's stdin and stdout, one request answered by exactly one response, in order.
 //! `docs/worker.md` describes the exchange for people writing or debugging a worker.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 
 use super::{DeviceInfo, Kernel, Outcome, Problem, Timing};
@@ -17,9 +19,10 @@ pub enum Request {
     /// Opens the device. Answered by [`Response::Ready`] or [`Response::NoDevice`].
     Hello,
     /// Allocates and fills every problem's arguments, runs the baseline once per problem on
-    /// them, keeps its outputs for comparison and times it. Answered by [`Response::Prepared`]
-    /// or [`Response::Error`]. A second `Prepare` replaces the first.
-    Prepare { problems: Vec<Problem>, baseline: Kernel, timing: TimingPolicy },
+    /// them, keeps its outputs for comparison and times it. `harness` is the cubin of
+    /// `gpu/harness.cu` for this device, whose kernels fill and compare the buffers. Answered
+    /// by [`Response::Prepared`] or [`Response::Error`]. A second `Prepare` replaces the first.
+    Prepare { problems: Vec<Problem>, baseline: Kernel, harness: PathBuf, timing: TimingPolicy },
     /// Checks one candidate against the baseline and times it. Answered by [`Response::Outcome`].
     Measure { kernel: Kernel, timing: TimingPolicy },
     /// Ends the worker; not answered.

@@ -262,7 +262,7 @@ impl Runner for ReplayRunner {
     }
 
     /// Replays ignore the problems and the code; the baseline's recorded timings, if any.
-    fn prepare(&mut self, _problems: &[Problem], _baseline: &Kernel) -> Result<Vec<Timing>> {
+    fn prepare(&mut self, _problems: &[Problem], _baseline: &Kernel, _harness: &Path) -> Result<Vec<Timing>> {
         Ok(match self.baseline.as_ref().and_then(|b| self.recording(b)) {
             Some(Recording { outcome: Outcome::Measured { timings, .. }, .. }) => timings.clone(),
             _ => Vec::new(),
@@ -495,7 +495,7 @@ mod tests {
         let other_names = runner.measure(&config(&[("bx", 32), ("tile", 1), ("unroll", 2)]), None);
         assert!(matches!(other_names, Outcome::Failed { kind: FailureKind::Infeasible, .. }));
 
-        let baseline = runner.prepare(&[], &dummy_kernel()).unwrap();
+        let baseline = runner.prepare(&[], &dummy_kernel(), Path::new("")).unwrap();
         assert_eq!(baseline.len(), 1);
         assert_eq!(baseline[0].median_us, 1375.0);
 
@@ -527,7 +527,7 @@ mod tests {
         let path = fixture("kernel_tuner_cache.json");
         let mut runner = ReplayRunner::from_kernel_tuner_cache(&path).unwrap();
         assert_eq!(runner.device().name, "NVIDIA A100-PCIE-40GB");
-        assert_eq!(runner.prepare(&[], &dummy_kernel()).unwrap(), Vec::new(), "no baseline was named");
+        assert_eq!(runner.prepare(&[], &dummy_kernel(), Path::new("")).unwrap(), Vec::new(), "no baseline was named");
         let measure = |runner: &mut ReplayRunner, bx, tile| runner.measure(&config(&[("block_size_x", bx), ("tile", tile)]), None);
         let Outcome::Measured { timings, .. } = measure(&mut runner, 64, 1) else { panic!() };
         assert_eq!((timings[0].median_us, timings[0].runs), (500.0, 4));

@@ -80,6 +80,12 @@ impl Search {
         }
     }
 
+    /// Sets the target objective, known only once the baseline has run (by then the first
+    /// candidates are compiling).
+    pub fn set_target(&mut self, target: Option<f64>) {
+        self.limits.target = target;
+    }
+
     pub fn with_hook(mut self, hook: StopHook) -> Search {
         self.hook = Some(hook);
         self

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 
-use crate::compile::{CompilePool, Compiled, CubinCache, Nvrtc};
-use crate::gpu::{FailureKind, Kernel, LaunchDims, Module, Outcome, Runner, RunnerSource, Timing};
+use crate::compile::{CompilePool, CompileRequest, Compiled, CubinCache, Nvrtc};
+use crate::gpu::{FailureKind, Kernel, LaunchDims, Module, Outcome, Runner, RunnerSource, Timing, HARNESS_ENTRY, HARNESS_SOURCE};
 use crate::search::{self, Point, Search, SearchSpace, StrategyName};
 use crate::space::{self, Configuration, Occupancy};
 use crate::spec::{sha256_hex, KernelSpec};
@@ -186,22 +186,91 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         (false, _) => None,
     };
 
-    // The baseline: the original kernel, compiled on its own, on the same problems.
-    let baseline_kernel = match &pool {
-        Some(pool) => {
-            let mut request = space::compile_request(kernel, &kernel.baseline.source, &arch, &default);
-            request.defines.clear();
-            request.file_name = format!("{}.baseline.cu", kernel.name);
-            pool.submit(vec![(usize::MAX, request)]);
-            let built = pool.recv().ok_or_else(|| anyhow!("the compiler threads stopped"))?;
-            let compiled = built.result.map_err(|f| anyhow!("the baseline (the original `{}`) does not compile: {}\n{}", kernel.name, f.message, f.log.trim_end()))?;
-            let launches = launches(&default).map_err(|i| anyhow!("the baseline's launch: {}", i.reason))?;
-            Kernel { module: Module { cubin: compiled.cubin, function: compiled.function }, launches }
-        }
-        None => Kernel { module: Module { cubin: Default::default(), function: kernel.name.clone() }, launches: Vec::new() },
+    // The search starts before the baseline runs, so that its first candidates compile while
+    // the baseline and the verification kernels do and while the worker prepares. Its target
+    // is set once the baseline's time is known.
+    let space = Arc::new(SpecSpace::new(kernel));
+    let strategy = search::new_strategy(options.strategy, space.clone() as Arc<dyn SearchSpace>, options.seed);
+    let limits = search::Limits {
+        max_evaluations: options.budget.map(|b| b as usize),
+        max_time: options.time_limit,
+        patience: options.patience.map(|p| p as usize),
+        target: None,
     };
-    let baseline = runner.prepare(&problems, &baseline_kernel).with_context(|| format!("running the baseline `{}` on {}", kernel.name, device.name))?;
+    let mut search = Search::new(strategy, limits);
+    let search_started = Instant::now();
+    let lookahead = options.compile_threads.max(1) * options.batch_size.max(1);
+    let mut in_flight: HashMap<usize, (Point, Configuration, Vec<LaunchDims>)> = HashMap::new();
+    let mut next_id = 0usize;
+    // Sorts the search's next points: those to compile go to the pool (and `in_flight`), the
+    // rest are returned, to be concluded by the caller.
+    let mut ask = |search: &mut Search, in_flight: &mut HashMap<usize, (Point, Configuration, Vec<LaunchDims>)>| -> Result<Vec<(Point, Next)>> {
+        let mut others = Vec::new();
+        let mut requests = Vec::new();
+        for point in search.next(lookahead.saturating_sub(in_flight.len())) {
+            let config = space.config(&point);
+            if let Some(stored) = if options.reuse_stored { tools.store.lookup(&key, &config)? } else { None } {
+                others.push((point, Next::Stored(stored)));
+                continue;
+            }
+            // A grid or block the hardware refuses needs no compile to be ruled out.
+            let dims = match launches(&config) {
+                Ok(dims) => dims,
+                Err(infeasible) => {
+                    let outcome = Outcome::Failed { kind: FailureKind::Infeasible, message: infeasible.reason };
+                    others.push((point, Next::Concluded(evaluation(&key, &config, &source, outcome))));
+                    continue;
+                }
+            };
+            if pool.is_none() {
+                others.push((point, Next::Measure(config)));
+                continue;
+            }
+            requests.push((next_id, space::compile_request(kernel, &target.source, &arch, &config)));
+            in_flight.insert(next_id, (point, config, dims));
+            next_id += 1;
+        }
+        if let Some(pool) = &pool {
+            pool.submit(requests);
+        }
+        Ok(others)
+    };
+
+    // The baseline (the original kernel) and the verification kernels, compiled side by side,
+    // ahead of the first candidates.
+    let (baseline_kernel, harness, mut early) = match &pool {
+        Some(pool) => {
+            const BASELINE: usize = usize::MAX;
+            const HARNESS: usize = usize::MAX - 1;
+            let mut baseline = space::compile_request(kernel, &kernel.baseline.source, &arch, &default);
+            baseline.defines.clear();
+            baseline.file_name = format!("{}.baseline.cu", kernel.name);
+            let mut harness = CompileRequest::new(HARNESS_SOURCE, "cutune_harness.cu", &arch);
+            harness.name_expressions.push(HARNESS_ENTRY.to_string());
+            pool.submit(vec![(BASELINE, baseline), (HARNESS, harness)]);
+            let early = if observer.cancelled() { Vec::new() } else { ask(&mut search, &mut in_flight)? };
+            let (mut baseline, mut harness) = (None, None);
+            let mut candidates = Vec::new();
+            while baseline.is_none() || harness.is_none() {
+                let built = pool.recv().ok_or_else(|| anyhow!("the compiler threads stopped"))?;
+                match built.id {
+                    BASELINE => baseline = Some(built.result),
+                    HARNESS => harness = Some(built.result),
+                    _ => candidates.push(built),
+                }
+            }
+            // Candidates that came back first (cached ones) are measured after the baseline.
+            pool.put_back(candidates);
+            let baseline = baseline.expect("received").map_err(|f| anyhow!("the baseline (the original `{}`) does not compile: {}\n{}", kernel.name, f.message, f.log.trim_end()))?;
+            let harness = harness.expect("received").map_err(|f| anyhow!("cutune's verification kernels do not compile with this NVRTC: {}\n{}", f.message, f.log.trim_end()))?;
+            let launches = launches(&default).map_err(|i| anyhow!("the baseline's launch: {}", i.reason))?;
+            (Kernel { module: Module { cubin: baseline.cubin, function: baseline.function }, launches }, harness.cubin, early)
+        }
+        None => (Kernel { module: Module { cubin: Default::default(), function: kernel.name.clone() }, launches: Vec::new() }, Default::default(), Vec::new()),
+    };
+    let baseline = runner.prepare(&problems, &baseline_kernel, &harness).with_context(|| format!("running the baseline `{}` on {}", kernel.name, device.name))?;
     let baseline_us = (!baseline.is_empty()).then(|| baseline.iter().map(|t| t.median_us).sum::<f64>());
+    search.set_target(options.target_speedup.zip(baseline_us).map(|(speedup, baseline)| baseline / speedup));
 
     let run_id = tools.store.begin_run(&RunInfo {
         kernel: kernel.name.clone(),
@@ -214,20 +283,6 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         started_at: unix_now(),
     })?;
 
-    let space = Arc::new(SpecSpace::new(kernel));
-    let strategy = search::new_strategy(options.strategy, space.clone() as Arc<dyn SearchSpace>, options.seed);
-    let limits = search::Limits {
-        max_evaluations: options.budget.map(|b| b as usize),
-        max_time: options.time_limit,
-        patience: options.patience.map(|p| p as usize),
-        target: options.target_speedup.zip(baseline_us).map(|(speedup, baseline)| baseline / speedup),
-    };
-    let mut search = Search::new(strategy, limits);
-
-    let search_started = Instant::now();
-    let lookahead = options.compile_threads.max(1) * options.batch_size.max(1);
-    let mut in_flight: HashMap<usize, (Point, Configuration, Vec<LaunchDims>)> = HashMap::new();
-    let mut next_id = 0usize;
     let mut rows = Vec::new();
     let mut failures = BTreeMap::new();
     let (mut resumed, mut measure_seconds) = (0u64, 0.0f64);
@@ -239,6 +294,8 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
     let mut conclude = |evaluation: Evaluation, point: &Point, was_resumed: bool, search: &mut Search, observer: &mut dyn Observer| -> Result<()> {
         if !was_resumed {
             tools.store.record(run_id, &evaluation)?;
+        } else {
+            resumed += 1;
         }
         let objective = objective(&evaluation);
         search.record(point, objective);
@@ -272,37 +329,18 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
             break;
         }
         if in_flight.len() < lookahead {
-            let points = search.next(lookahead - in_flight.len());
-            let mut requests = Vec::new();
-            for point in points {
-                let config = space.config(&point);
-                if let Some(stored) = if options.reuse_stored { tools.store.lookup(&key, &config)? } else { None } {
-                    resumed += 1;
-                    conclude(stored, &point, true, &mut search, observer)?;
-                    continue;
-                }
-                // A grid or block the hardware refuses needs no compile to be ruled out.
-                let dims = match launches(&config) {
-                    Ok(dims) => dims,
-                    Err(infeasible) => {
-                        let outcome = Outcome::Failed { kind: FailureKind::Infeasible, message: infeasible.reason };
-                        conclude(evaluation(&key, &config, &source, outcome), &point, false, &mut search, observer)?;
-                        continue;
-                    }
-                };
-                if pool.is_none() {
+            early.extend(ask(&mut search, &mut in_flight)?);
+        }
+        for (point, next) in early.drain(..) {
+            match next {
+                Next::Stored(stored) => conclude(stored, &point, true, &mut search, observer)?,
+                Next::Concluded(evaluation) => conclude(evaluation, &point, false, &mut search, observer)?,
+                Next::Measure(config) => {
                     let measured = Instant::now();
                     let outcome = runner.measure(&config, None);
                     measure_seconds += measured.elapsed().as_secs_f64();
                     conclude(evaluation(&key, &config, &source, outcome), &point, false, &mut search, observer)?;
-                    continue;
                 }
-                requests.push((next_id, space::compile_request(kernel, &target.source, &arch, &config)));
-                in_flight.insert(next_id, (point, config, dims));
-                next_id += 1;
-            }
-            if let Some(pool) = &pool {
-                pool.submit(requests);
             }
         }
         if in_flight.is_empty() {
@@ -345,6 +383,16 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         cached_compiles: compiles.cached,
         store: tools.store.path().display().to_string(),
     })
+}
+
+/// A point the search proposed that needs no compile, or not from the pool.
+enum Next {
+    /// Measured in an earlier run: taken from the store.
+    Stored(Evaluation),
+    /// Ruled out before compiling.
+    Concluded(Evaluation),
+    /// For a runner that needs no code (a replay).
+    Measure(Configuration),
 }
 
 /// What the compile pool did for a run, and what its cache saved.

@@ -121,11 +121,20 @@ impl DeviceBuffer {
         during("cuMemcpyHtoD", unsafe { result::memcpy_htod_sync(self.pointer, host) })
     }
 
-    /// Copies the whole buffer out, synchronously (after all work issued so far).
-    pub fn download(&self) -> CudaResult<Vec<u8>> {
-        let mut host = vec![0u8; self.bytes];
-        // SAFETY: `host` has exactly the allocation's size.
-        during("cuMemcpyDtoH", unsafe { result::memcpy_dtoh_sync(&mut host, self.pointer) })?;
+    /// Copies `bytes` bytes from the start of `source`, ordered after the work issued so far.
+    pub fn copy_from(&self, source: &DeviceBuffer) -> CudaResult<()> {
+        let bytes = self.bytes.min(source.bytes);
+        // SAFETY: both allocations hold at least `bytes` bytes; the default stream orders it.
+        during("cuMemcpyDtoDAsync", unsafe { result::memcpy_dtod_async(self.pointer, source.pointer, bytes, default_stream()) })
+    }
+
+    /// Copies `length` bytes out from `offset`, synchronously (after all work issued so far);
+    /// the range is cut to the buffer.
+    pub fn read(&self, offset: usize, length: usize) -> CudaResult<Vec<u8>> {
+        let offset = offset.min(self.bytes);
+        let mut host = vec![0u8; length.min(self.bytes - offset)];
+        // SAFETY: `host` fits in the allocation from `offset`.
+        during("cuMemcpyDtoH", unsafe { result::memcpy_dtoh_sync(&mut host, self.pointer + offset as u64) })?;
         Ok(host)
     }
 

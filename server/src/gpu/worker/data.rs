@@ -1,10 +1,8 @@
-//! Host-side data: seeded random buffer contents in every dtype, scalars packed as kernel
-//! parameters, and reading elements back for comparison. No CUDA here, so all of it is tested
-//! on machines without a GPU.
+//! Host-side data: checking the spec's distributions, scalars packed as kernel parameters, and
+//! reading elements back. No CUDA here, so all of it is tested on machines without a GPU.
 
 use half::{bf16, f16};
 
-use crate::space::SplitMix64;
 use crate::spec::{Dtype, Init};
 
 /// Bytes per element, as the kernel sees them.
@@ -17,47 +15,19 @@ pub fn element_bytes(dtype: Dtype) -> usize {
     }
 }
 
-/// `length` elements of `dtype` drawn from `init` by a generator seeded with `seed`, as the
-/// little-endian bytes a device buffer holds. The same arguments always give the same bytes.
-pub fn synthesize(dtype: Dtype, init: &Init, length: u64, seed: u64) -> Result<Vec<u8>, String> {
-    let bytes = usize::try_from(length)
-        .ok()
-        .and_then(|n| n.checked_mul(element_bytes(dtype)))
-        .ok_or_else(|| format!("{length} elements of {dtype:?} do not fit in this machine's memory"))?;
-    let mut rng = SplitMix64::new(seed);
-    let mut draw: Box<dyn FnMut() -> f64> = match *init {
-        Init::Uniform { low, high } => {
-            if !(low.is_finite() && high.is_finite() && low <= high) {
-                return Err(format!("uniform init needs finite low ≤ high, got low={low} high={high}"));
-            }
-            Box::new(move || low + (high - low) * rng.next_f64())
+/// Checks that `init` describes a distribution, in words a spec author understands. The device
+/// draws the data (see `gpu/harness.cu`).
+pub fn check_init(init: &Init) -> Result<(), String> {
+    match *init {
+        Init::Uniform { low, high } if !(low.is_finite() && high.is_finite() && low <= high) => {
+            Err(format!("uniform init needs finite low ≤ high, got low={low} high={high}"))
         }
-        Init::Normal { mean, std } => {
-            if !(mean.is_finite() && std.is_finite() && std >= 0.0) {
-                return Err(format!("normal init needs a finite mean and std ≥ 0, got mean={mean} std={std}"));
-            }
-            Box::new(move || mean + std * standard_normal(&mut rng))
+        Init::Normal { mean, std } if !(mean.is_finite() && std.is_finite() && std >= 0.0) => {
+            Err(format!("normal init needs a finite mean and std ≥ 0, got mean={mean} std={std}"))
         }
-        Init::Integers { low, high } => {
-            if low >= high {
-                return Err(format!("integers init draws from [low, high), so it needs low < high, got low={low} high={high}"));
-            }
-            let span = high.abs_diff(low);
-            Box::new(move || (low as i128 + rng.below(span) as i128) as f64)
-        }
-    };
-    let mut out = Vec::with_capacity(bytes);
-    for _ in 0..length {
-        encode(dtype, draw(), &mut out);
+        Init::Integers { low, high } if low >= high => Err(format!("integers init draws from [low, high), so it needs low < high, got low={low} high={high}")),
+        _ => Ok(()),
     }
-    Ok(out)
-}
-
-/// Box–Muller: one standard normal value from two uniform draws.
-fn standard_normal(rng: &mut SplitMix64) -> f64 {
-    // 1 - u lies in (0, 1], so the logarithm is finite.
-    let radius = (-2.0 * (1.0 - rng.next_f64()).ln()).sqrt();
-    radius * (std::f64::consts::TAU * rng.next_f64()).cos()
 }
 
 /// Appends `value` as one element of `dtype`: floats round to nearest (fp8 saturates at its
@@ -241,57 +211,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn synthesis_is_reproducible_and_seed_dependent() {
-        let init = Init::Normal { mean: 0.0, std: 1.0 };
-        let a = synthesize(Dtype::F32, &init, 1000, 7).unwrap();
-        assert_eq!(a, synthesize(Dtype::F32, &init, 1000, 7).unwrap());
-        assert_ne!(a, synthesize(Dtype::F32, &init, 1000, 8).unwrap());
-        assert_eq!(a.len(), 4000);
-    }
-
-    #[test]
-    fn synthesized_data_is_never_all_zeros_and_stays_in_range() {
-        let cases = [
-            (Dtype::F16, Init::Uniform { low: -1.0, high: 1.0 }),
-            (Dtype::Bf16, Init::Normal { mean: 0.0, std: 1.0 }),
-            (Dtype::Fp8e4m3, Init::Uniform { low: -1.0, high: 1.0 }),
-            (Dtype::Fp8e5m2, Init::Normal { mean: 0.0, std: 2.0 }),
-            (Dtype::F64, Init::Uniform { low: 0.0, high: 1.0 }),
-            (Dtype::I32, Init::Integers { low: -5, high: 5 }),
-            (Dtype::U8, Init::Integers { low: 0, high: 256 }),
-            (Dtype::I64, Init::Uniform { low: 0.0, high: 1.0 }),
-        ];
-        for (dtype, init) in cases {
-            let bytes = synthesize(dtype, &init, 512, 1).unwrap();
-            let size = element_bytes(dtype);
-            let values: Vec<f64> = bytes.chunks(size).map(|c| decode(dtype, c).as_f64()).collect();
-            assert!(values.iter().any(|&v| v != 0.0), "{dtype:?} {init:?} gave only zeros");
-            let (low, high) = match init {
-                Init::Uniform { low, high } => (low, high),
-                Init::Integers { low, high } => (low as f64, high as f64 - 1.0),
-                Init::Normal { .. } => (-20.0, 20.0),
-            };
-            assert!(values.iter().all(|&v| v >= low && v <= high), "{dtype:?} {init:?} left its range");
-        }
-    }
-
-    #[test]
-    fn integers_cover_their_whole_half_open_range() {
-        let bytes = synthesize(Dtype::I32, &Init::Integers { low: -2, high: 2 }, 400, 3).unwrap();
-        let mut seen: Vec<i128> = bytes.chunks(4).map(|c| match decode(Dtype::I32, c) {
-            Element::Int(i) => i,
-            other => panic!("{other:?}"),
-        }).collect();
-        seen.sort();
-        seen.dedup();
-        assert_eq!(seen, vec![-2, -1, 0, 1]);
-    }
-
-    #[test]
     fn bad_distributions_are_refused_in_words() {
-        assert!(synthesize(Dtype::I32, &Init::Integers { low: 3, high: 3 }, 4, 0).unwrap_err().contains("low < high"));
-        assert!(synthesize(Dtype::F32, &Init::Uniform { low: 1.0, high: 0.0 }, 4, 0).unwrap_err().contains("low ≤ high"));
-        assert!(synthesize(Dtype::F32, &Init::Normal { mean: 0.0, std: -1.0 }, 4, 0).unwrap_err().contains("std ≥ 0"));
+        assert!(check_init(&Init::Integers { low: 3, high: 3 }).unwrap_err().contains("low < high"));
+        assert!(check_init(&Init::Uniform { low: 1.0, high: 0.0 }).unwrap_err().contains("low ≤ high"));
+        assert!(check_init(&Init::Uniform { low: 0.0, high: f64::INFINITY }).unwrap_err().contains("finite"));
+        assert!(check_init(&Init::Normal { mean: 0.0, std: -1.0 }).unwrap_err().contains("std ≥ 0"));
+        assert!(check_init(&Init::Uniform { low: 1.0, high: 1.0 }).is_ok());
+        assert!(check_init(&Init::Integers { low: -2, high: 2 }).is_ok());
     }
 
     fn round_trip(dtype: Dtype, value: f64) -> f64 {

@@ -10,6 +10,7 @@ pub mod compare;
 mod cuda;
 pub mod data;
 mod device;
+mod harness;
 mod session;
 pub mod stats;
 
@@ -23,6 +24,7 @@ pub use device::{probe, NO_DRIVER};
 use super::protocol::{Request, Response, PROTOCOL_VERSION};
 use super::{FailureKind, Outcome};
 use device::Gpu;
+use harness::Harness;
 use session::Session;
 
 /// Answers requests read from `input` on `output` until `Shutdown` or the end of `input`.
@@ -94,14 +96,18 @@ impl Worker {
                 self.gpu = Some(gpu);
                 (Response::Ready { device, version: PROTOCOL_VERSION.to_string() }, None)
             }
-            Request::Prepare { problems, baseline, timing } => {
+            Request::Prepare { problems, baseline, harness, timing } => {
                 let Some(gpu) = &self.gpu else { return Some((no_device(), None)) };
                 if let Err(why) = timing.check() {
                     return Some((Response::Error { message: why }, None));
                 }
                 // Free the previous problems before allocating the new ones.
                 self.session = None;
-                match Session::prepare(gpu, &problems, &baseline, &timing) {
+                let harness = match Harness::load(&harness, gpu.info.multiprocessors) {
+                    Ok(harness) => harness,
+                    Err(message) => return Some((Response::Error { message }, None)),
+                };
+                match Session::prepare(gpu, &problems, &baseline, harness, &timing) {
                     Ok((session, timings)) => {
                         self.session = Some(session);
                         (Response::Prepared { timings }, None)

@@ -1,17 +1,18 @@
 //! One tuning session on the device: every problem's buffers, the baseline's outputs, and
-//! checking and timing a kernel against them.
+//! checking (on the device, with the harness) and timing a kernel against them.
 
 use std::time::Instant;
 
 use crate::gpu::protocol::TimingPolicy;
-use crate::gpu::{FailureKind, Kernel, LaunchDims, Outcome, Problem, Timing};
+use crate::gpu::{FailureKind, Kernel, LaunchDims, Outcome, Problem, Timing, Verdict};
 use crate::space::SplitMix64;
-use crate::spec::{Dtype, Role, Tolerance};
+use crate::spec::{Dtype, Init, Role, Tolerance};
 
-use super::compare::{compare, VerdictBuilder};
+use super::compare::{BufferComparison, VerdictBuilder};
 use super::cuda::{self, DeviceBuffer, DriverFailure, Event, Function, LoadedModule};
-use super::data::{element_bytes, pack_scalar, synthesize};
+use super::data::{check_init, decode, element_bytes, pack_scalar};
 use super::device::Gpu;
+use super::harness::{Harness, Summary, SUMMARY_BYTES, SUMMARY_START};
 use super::stats::Sampler;
 
 /// Why a kernel produced no measurement; becomes [`Outcome::Failed`] or, for the baseline,
@@ -49,11 +50,15 @@ const POISON: u8 = 0xFF;
 struct Buffer {
     name: String,
     dtype: Dtype,
+    length: u64,
     role: Role,
+    init: Init,
+    /// The seed of its contents: inputs and in-outs are filled anew before every checked run.
+    seed: u64,
     tolerance: Tolerance,
     device: DeviceBuffer,
-    /// The seeded initial contents of inputs and in-outs, restored before every checked run.
-    pristine: Option<Vec<u8>>,
+    /// Outputs and in-outs: the baseline's result, which candidates are compared with.
+    expected: Option<DeviceBuffer>,
 }
 
 struct ProblemData {
@@ -63,48 +68,78 @@ struct ProblemData {
     parameters: Vec<u64>,
     /// Each parameter's name and size in bytes, to check the kernel's signature against.
     parameter_sizes: Vec<(String, usize)>,
-    /// The baseline's outputs: one per output or in-out buffer, in argument order.
-    expected: Vec<Vec<u8>>,
+    /// One comparison summary per output or in-out buffer, in argument order.
+    summaries: DeviceBuffer,
 }
 
-/// The problems of one `Prepare`, on the device.
+/// The problems of one `Prepare`, on the device, with the kernels that fill and check them.
 pub struct Session {
     problems: Vec<ProblemData>,
+    harness: Harness,
 }
 
-/// The outputs of one checked run per problem, and the timing of each problem.
-type Results = (Vec<Vec<Vec<u8>>>, Vec<Timing>);
-
 impl Session {
-    /// Allocates and fills every problem, then runs and times the baseline on them.
-    pub fn prepare(gpu: &Gpu, problems: &[Problem], baseline: &Kernel, policy: &TimingPolicy) -> Result<(Session, Vec<Timing>), Failure> {
+    /// Allocates every problem, then runs and times the baseline on them and
+    /// keeps its outputs on the device.
+    pub fn prepare(gpu: &Gpu, problems: &[Problem], baseline: &Kernel, harness: Harness, policy: &TimingPolicy) -> Result<(Session, Vec<Timing>), Failure> {
         let problems = problems.iter().map(ProblemData::allocate).collect::<Result<Vec<_>, _>>()?;
-        let mut session = Session { problems };
-        let (outputs, timings) = session.run(gpu, baseline, policy)?;
-        for (problem, outputs) in session.problems.iter_mut().zip(outputs) {
-            problem.expected = outputs;
-        }
+        let session = Session { problems, harness };
+        let timings = session.run(gpu, baseline, policy, |problem| {
+            let keeping = format!("keeping the baseline's outputs of problem `{}`", problem.label);
+            for buffer in problem.written() {
+                if let Some(expected) = &buffer.expected {
+                    expected.copy_from(&buffer.device).map_err(Failure::driver(FailureKind::Worker, &keeping))?;
+                }
+            }
+            Ok(())
+        })?;
         Ok((session, timings))
     }
 
     /// Checks `kernel` against the baseline's outputs and times it.
     pub fn measure(&self, gpu: &Gpu, kernel: &Kernel, policy: &TimingPolicy) -> Outcome {
-        let (outputs, timings) = match self.run(gpu, kernel, policy) {
-            Ok(results) => results,
-            Err(failure) => return Outcome::Failed { kind: failure.kind, message: failure.message },
-        };
-        let mut verdict = VerdictBuilder::default();
-        for (index, (problem, outputs)) in self.problems.iter().zip(&outputs).enumerate() {
-            let written = problem.buffers.iter().filter(|b| b.role != Role::Input);
-            for ((buffer, expected), actual) in written.zip(&problem.expected).zip(outputs) {
-                verdict.add(index, &buffer.name, compare(buffer.dtype, &buffer.tolerance, expected, actual));
-            }
+        let timings = self.run(gpu, kernel, policy, |problem| problem.compare(&self.harness));
+        match timings.and_then(|timings| Ok((timings, self.verdict()?))) {
+            Ok((timings, verdict)) => Outcome::Measured { timings, verdict },
+            Err(failure) => Outcome::Failed { kind: failure.kind, message: failure.message },
         }
-        Outcome::Measured { timings, verdict: verdict.finish() }
     }
 
-    /// Per problem: one checked run (its outputs are returned), then the timed runs.
-    fn run(&self, gpu: &Gpu, kernel: &Kernel, policy: &TimingPolicy) -> Result<Results, Failure> {
+    /// Reads the comparisons queued by [`ProblemData::compare`]: the summaries, and for a
+    /// mismatch the two elements at its first index.
+    fn verdict(&self) -> Result<Verdict, Failure> {
+        let mut verdict = VerdictBuilder::default();
+        for (index, problem) in self.problems.iter().enumerate() {
+            let reading = format!("reading the comparison of problem `{}`", problem.label);
+            let read = Failure::driver(FailureKind::Worker, &reading);
+            let summaries = problem.summaries.read(0, usize::MAX).map_err(read)?;
+            for (buffer, summary) in problem.written().zip(summaries.chunks_exact(SUMMARY_BYTES)) {
+                let summary = Summary::read(summary);
+                let first_mismatch = match (summary.first_index, &buffer.expected) {
+                    (Some(at), Some(expected)) => {
+                        let size = element_bytes(buffer.dtype);
+                        let offset = usize::try_from(at).unwrap_or(usize::MAX).saturating_mul(size);
+                        let read = |b: &DeviceBuffer| b.read(offset, size).map_err(Failure::driver(FailureKind::Worker, &reading));
+                        let (want, got) = (read(expected)?, read(&buffer.device)?);
+                        Some((at, decode(buffer.dtype, &want).as_f64(), decode(buffer.dtype, &got).as_f64()))
+                    }
+                    _ => None,
+                };
+                let comparison = BufferComparison {
+                    first_mismatch,
+                    mismatches: summary.mismatches,
+                    max_abs_error: summary.max_abs_error,
+                    max_rel_error: summary.max_rel_error,
+                };
+                verdict.add(index, &buffer.name, comparison);
+            }
+        }
+        Ok(verdict.finish())
+    }
+
+    /// Per problem: one checked run, then `checked` (which queues work on its outputs), then the
+    /// timed runs. Returns the timing of each problem.
+    fn run(&self, gpu: &Gpu, kernel: &Kernel, policy: &TimingPolicy, mut checked: impl FnMut(&ProblemData) -> Result<(), Failure>) -> Result<Vec<Timing>, Failure> {
         if kernel.launches.len() != self.problems.len() {
             return Err(Failure::new(
                 FailureKind::Worker,
@@ -137,15 +172,15 @@ impl Session {
                 check_signature(&sizes, &problem.parameter_sizes)?;
             }
         }
-        let mut outputs = Vec::with_capacity(self.problems.len());
         let mut timings = Vec::with_capacity(self.problems.len());
         for (problem, dims) in self.problems.iter().zip(&kernel.launches) {
-            outputs.push(problem.run_once(function, dims)?);
+            problem.run_once(&self.harness, function, dims)?;
+            checked(problem)?;
             let what = format!("while timing problem `{}`", problem.label);
             let timing = time(gpu, function, dims, &problem.parameters, policy).map_err(Failure::driver(FailureKind::Launch, &what))?;
             timings.push(timing.ok_or_else(|| Failure::new(FailureKind::Worker, "the timing policy allows no timed run".into()))?);
         }
-        Ok((outputs, timings))
+        Ok(timings)
     }
 }
 
@@ -175,46 +210,51 @@ fn check_signature(kernel: &[usize], spec: &[(String, usize)]) -> Result<(), Fai
 impl ProblemData {
     fn allocate(problem: &Problem) -> Result<ProblemData, Failure> {
         let refuse = |message| Failure::new(FailureKind::Worker, format!("problem `{}`: {message}", problem.label));
+        let allocate = |name: &str, bytes: usize| {
+            DeviceBuffer::new(bytes).map_err(|f| refuse(format!("cannot allocate {bytes} bytes for buffer `{name}`: {}", f.describe())))
+        };
         // Each argument gets its own seed, drawn in argument order from the problem's seed.
         let mut seeds = SplitMix64::new(problem.seed);
-        let mut data = ProblemData { label: problem.label.clone(), buffers: Vec::new(), parameters: Vec::new(), parameter_sizes: Vec::new(), expected: Vec::new() };
+        let (mut buffers, mut parameters, mut parameter_sizes) = (Vec::new(), Vec::new(), Vec::new());
         for arg in &problem.args {
             let seed = seeds.next_u64();
             match arg {
                 crate::gpu::Arg::Buffer { name, dtype, length, role, init, tolerance } => {
+                    check_init(init).map_err(|why| refuse(format!("buffer `{name}`: {why}")))?;
                     let bytes = usize::try_from(*length)
                         .ok()
                         .and_then(|n| n.checked_mul(element_bytes(*dtype)))
                         .ok_or_else(|| refuse(format!("buffer `{name}` of {length} elements is too large")))?;
-                    let device = DeviceBuffer::new(bytes)
-                        .map_err(|f| refuse(format!("cannot allocate {bytes} bytes for buffer `{name}`: {}", f.describe())))?;
-                    let pristine = match role {
-                        Role::Output => None,
-                        Role::Input | Role::InOut => {
-                            Some(synthesize(*dtype, init, *length, seed).map_err(|why| refuse(format!("buffer `{name}`: {why}")))?)
-                        }
-                    };
-                    data.parameters.push(device.pointer());
-                    data.parameter_sizes.push((name.clone(), std::mem::size_of::<u64>()));
-                    data.buffers.push(Buffer { name: name.clone(), dtype: *dtype, role: *role, tolerance: tolerance.clone(), device, pristine });
+                    let device = allocate(name, bytes)?;
+                    let expected = if *role == Role::Input { None } else { Some(allocate(name, bytes)?) };
+                    parameters.push(device.pointer());
+                    parameter_sizes.push((name.clone(), std::mem::size_of::<u64>()));
+                    buffers.push(Buffer { name: name.clone(), dtype: *dtype, length: *length, role: *role, init: init.clone(), seed, tolerance: tolerance.clone(), device, expected });
                 }
                 crate::gpu::Arg::Scalar { name, dtype, value } => {
-                    data.parameters.push(pack_scalar(name, *dtype, *value).map_err(refuse)?);
-                    data.parameter_sizes.push((name.clone(), element_bytes(*dtype)));
+                    parameters.push(pack_scalar(name, *dtype, *value).map_err(refuse)?);
+                    parameter_sizes.push((name.clone(), element_bytes(*dtype)));
                 }
             }
         }
-        Ok(data)
+        let written = buffers.iter().filter(|b| b.role != Role::Input).count();
+        let summaries = allocate("(comparison summaries)", written * SUMMARY_BYTES)?;
+        Ok(ProblemData { label: problem.label.clone(), buffers, parameters, parameter_sizes, summaries })
     }
 
-    /// Restores the inputs, poisons the outputs, runs the kernel once and returns what it wrote
-    /// (the output and in-out buffers, in argument order).
-    fn run_once(&self, function: Function, dims: &LaunchDims) -> Result<Vec<Vec<u8>>, Failure> {
+    /// The output and in-out buffers, in argument order.
+    fn written(&self) -> impl Iterator<Item = &Buffer> {
+        self.buffers.iter().filter(|b| b.role != Role::Input)
+    }
+
+    /// Fills the inputs and in-outs anew (a kernel may have written them), poisons the outputs,
+    /// runs the kernel once and waits for it, so that a fault is this kernel's.
+    fn run_once(&self, harness: &Harness, function: Function, dims: &LaunchDims) -> Result<(), Failure> {
         let setting_up = format!("while setting up problem `{}`", self.label);
         for buffer in &self.buffers {
-            match &buffer.pristine {
-                Some(data) => buffer.device.upload(data),
-                None => buffer.device.fill(POISON),
+            match buffer.role {
+                Role::Output => buffer.device.fill(POISON),
+                Role::Input | Role::InOut => harness.fill(&buffer.device, buffer.dtype, &buffer.init, buffer.length, buffer.seed),
             }
             .map_err(Failure::driver(FailureKind::Worker, &setting_up))?;
         }
@@ -224,13 +264,21 @@ impl ProblemData {
         );
         function.launch(dims, &mut self.parameters.clone()).map_err(Failure::driver(FailureKind::Launch, &launching))?;
         let running = format!("on problem `{}`", self.label);
-        cuda::synchronize().map_err(Failure::driver(FailureKind::Launch, &running))?;
-        let reading = format!("reading the outputs of problem `{}`", self.label);
-        self.buffers
-            .iter()
-            .filter(|b| b.role != Role::Input)
-            .map(|b| b.device.download().map_err(Failure::driver(FailureKind::Worker, &reading)))
-            .collect()
+        cuda::synchronize().map_err(Failure::driver(FailureKind::Launch, &running))
+    }
+
+    /// Queues the comparison of every written buffer with the baseline's, into `summaries`.
+    fn compare(&self, harness: &Harness) -> Result<(), Failure> {
+        let comparing = format!("comparing the outputs of problem `{}`", self.label);
+        let failed = || Failure::driver(FailureKind::Worker, &comparing);
+        let start: Vec<u8> = self.written().flat_map(|_| SUMMARY_START).collect();
+        self.summaries.upload(&start).map_err(failed())?;
+        for (slot, buffer) in self.written().enumerate() {
+            let Some(expected) = &buffer.expected else { continue };
+            let summary = self.summaries.pointer() + (slot * SUMMARY_BYTES) as u64;
+            harness.compare(expected, &buffer.device, buffer.dtype, buffer.length, &buffer.tolerance, summary).map_err(failed())?;
+        }
+        Ok(())
     }
 }
 

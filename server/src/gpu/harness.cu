@@ -1,0 +1,198 @@
+// The cutune worker's verification kernels: seeded input data, and the comparison of a
+// candidate's outputs with the baseline's. They run on the device, so checking a candidate
+// moves no data to the host (docs/worker.md). The tuner compiles this file with NVRTC for the
+// device's architecture, cached with the kernels' cubins, and sends the cubin with `Prepare`.
+// The codes and the summary layout below are mirrored in gpu/worker/harness.rs.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+
+typedef unsigned long long u64;
+typedef long long i64;
+
+// Element types, as numbered by gpu/worker/harness.rs.
+enum : int {
+  DT_F16, DT_BF16, DT_F32, DT_F64, DT_FP8_E4M3, DT_FP8_E5M2,
+  DT_I8, DT_I16, DT_I32, DT_I64, DT_U8, DT_U16, DT_U32, DT_U64
+};
+// Distributions of `cutune_fill`.
+enum : int { DIST_UNIFORM, DIST_NORMAL, DIST_INTEGERS };
+
+// SplitMix64's output function: 64 well-mixed bits from a counter.
+__device__ u64 mix(u64 z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// Random bits number `draw` (0 or 1) of element `i`: a function of the seed and the index
+// alone, so the data does not depend on the launch shape.
+__device__ u64 random_bits(u64 seed, u64 i, u64 draw) {
+  return mix(seed + (2 * i + draw + 1) * 0x9E3779B97F4A7C15ULL);
+}
+
+// Uniform in [0, 1), from the top 53 bits.
+__device__ double unit(u64 bits) { return (double)(bits >> 11) * (1.0 / 9007199254740992.0); }
+
+__device__ bool is_integer(int dtype) { return dtype >= DT_I8; }
+__device__ bool is_signed_integer(int dtype) { return dtype >= DT_I8 && dtype <= DT_I64; }
+
+// Stores an integer, saturated to the range of the element type.
+__device__ void store_integer(void* out, u64 i, int dtype, i64 v) {
+  switch (dtype) {
+    case DT_I8: ((signed char*)out)[i] = (signed char)max(-128LL, min(127LL, v)); break;
+    case DT_I16: ((short*)out)[i] = (short)max(-32768LL, min(32767LL, v)); break;
+    case DT_I32: ((int*)out)[i] = (int)max(-2147483648LL, min(2147483647LL, v)); break;
+    case DT_I64: ((i64*)out)[i] = v; break;
+    case DT_U8: ((unsigned char*)out)[i] = (unsigned char)max(0LL, min(255LL, v)); break;
+    case DT_U16: ((unsigned short*)out)[i] = (unsigned short)max(0LL, min(65535LL, v)); break;
+    case DT_U32: ((unsigned*)out)[i] = (unsigned)max(0LL, min(4294967295LL, v)); break;
+    case DT_U64: ((u64*)out)[i] = v < 0 ? 0ULL : (u64)v; break;
+    default: break;
+  }
+}
+
+// Stores a real number: floats round to nearest (fp8 saturates at its largest finite value),
+// integers round half away from zero and saturate; NaN becomes integer 0.
+__device__ void store_real(void* out, u64 i, int dtype, double v) {
+  switch (dtype) {
+    case DT_F16: ((__half*)out)[i] = __double2half(v); return;
+    case DT_BF16: ((__nv_bfloat16*)out)[i] = __double2bfloat16(v); return;
+    case DT_F32: ((float*)out)[i] = (float)v; return;
+    case DT_F64: ((double*)out)[i] = v; return;
+    case DT_FP8_E4M3: ((__nv_fp8_storage_t*)out)[i] = __nv_cvt_double_to_fp8(v, __NV_SATFINITE, __NV_E4M3); return;
+    case DT_FP8_E5M2: ((__nv_fp8_storage_t*)out)[i] = __nv_cvt_double_to_fp8(v, __NV_SATFINITE, __NV_E5M2); return;
+    default: break;
+  }
+  double r = isnan(v) ? 0.0 : round(v);
+  if (dtype == DT_U64) {
+    ((u64*)out)[i] = r <= 0.0 ? 0ULL : r >= 18446744073709551616.0 ? ~0ULL : (u64)r;
+    return;
+  }
+  i64 whole = r >= 9223372036854775808.0 ? 9223372036854775807LL : r < -9223372036854775808.0 ? (-9223372036854775807LL - 1) : (i64)r;
+  store_integer(out, i, dtype, whole);
+}
+
+// Fills `n` elements from a distribution: uniform in [a, b), normal with mean a and standard
+// deviation b, or integers in [low, low + span).
+extern "C" __global__ void cutune_fill(void* out, u64 n, int dtype, int dist, double a, double b, i64 low, u64 span, u64 seed) {
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+    u64 bits = random_bits(seed, i, 0);
+    if (dist == DIST_INTEGERS) {
+      i64 v = (i64)((u64)low + __umul64hi(bits, span));
+      if (is_integer(dtype)) {
+        store_integer(out, i, dtype, v);
+      } else {
+        store_real(out, i, dtype, (double)v);
+      }
+    } else if (dist == DIST_UNIFORM) {
+      store_real(out, i, dtype, a + (b - a) * unit(bits));
+    } else {
+      // Box-Muller; 1 - u lies in (0, 1], so the logarithm is finite.
+      double radius = sqrt(-2.0 * log(1.0 - unit(bits)));
+      store_real(out, i, dtype, a + b * radius * cospi(2.0 * unit(random_bits(seed, i, 1))));
+    }
+  }
+}
+
+// The element's bits, zero-extended: bitwise-equal elements match under any tolerance.
+__device__ u64 load_bits(const void* p, u64 i, int dtype) {
+  switch (dtype) {
+    case DT_FP8_E4M3: case DT_FP8_E5M2: case DT_I8: case DT_U8: return ((const unsigned char*)p)[i];
+    case DT_F16: case DT_BF16: case DT_I16: case DT_U16: return ((const unsigned short*)p)[i];
+    case DT_F32: case DT_I32: case DT_U32: return ((const unsigned*)p)[i];
+    default: return ((const u64*)p)[i];
+  }
+}
+
+__device__ double load_real(const void* p, u64 i, int dtype) {
+  switch (dtype) {
+    case DT_F16: return __half2float(((const __half*)p)[i]);
+    case DT_BF16: return __bfloat162float(((const __nv_bfloat16*)p)[i]);
+    case DT_F32: return ((const float*)p)[i];
+    case DT_F64: return ((const double*)p)[i];
+    case DT_FP8_E4M3: return __half2float(__half(__nv_cvt_fp8_to_halfraw(((const __nv_fp8_storage_t*)p)[i], __NV_E4M3)));
+    default: return __half2float(__half(__nv_cvt_fp8_to_halfraw(((const __nv_fp8_storage_t*)p)[i], __NV_E5M2)));
+  }
+}
+
+__device__ i64 load_signed(const void* p, u64 i, int dtype) {
+  switch (dtype) {
+    case DT_I8: return ((const signed char*)p)[i];
+    case DT_I16: return ((const short*)p)[i];
+    case DT_I32: return ((const int*)p)[i];
+    default: return ((const i64*)p)[i];
+  }
+}
+
+// One comparison, read back by the worker. Errors are the bits of non-negative doubles, which
+// order as their values do, so atomicMax on the bits takes the larger error.
+struct Summary {
+  u64 mismatches;
+  u64 first_index;  // ~0 when nothing mismatches
+  u64 max_abs_error;
+  u64 max_rel_error;
+};
+
+// Compares `n` elements under |actual - expected| <= atol + rtol * |expected|:
+// - NaN matches NaN only; equal infinities match, any other infinity does not;
+// - integers are compared exactly, as integers (a non-zero tolerance still applies);
+// - the largest errors are over finite errors; the relative one where expected is non-zero.
+// `summary` must start as {0, ~0, 0, 0}.
+extern "C" __global__ void cutune_compare(const void* expected, const void* actual, u64 n, int dtype, double atol, double rtol, Summary* summary) {
+  u64 mismatches = 0, first = ~0ULL;
+  double max_abs = 0.0, max_rel = 0.0;
+  for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
+    if (load_bits(expected, i, dtype) == load_bits(actual, i, dtype)) continue;
+    bool within;
+    double error, scale;
+    if (is_integer(dtype)) {
+      u64 difference;
+      if (is_signed_integer(dtype)) {
+        i64 want = load_signed(expected, i, dtype), got = load_signed(actual, i, dtype);
+        difference = want > got ? (u64)want - (u64)got : (u64)got - (u64)want;
+        scale = fabs((double)want);
+      } else {
+        u64 want = load_bits(expected, i, dtype), got = load_bits(actual, i, dtype);
+        difference = want > got ? want - got : got - want;
+        scale = (double)want;
+      }
+      error = (double)difference;
+      within = error <= atol + rtol * scale;
+    } else {
+      double want = load_real(expected, i, dtype), got = load_real(actual, i, dtype);
+      scale = fabs(want);
+      if (isnan(want) || isnan(got)) {
+        within = isnan(want) && isnan(got);
+        error = __longlong_as_double(0x7FF8000000000000LL);
+      } else if (want == got) {
+        within = true;  // equal infinities, or +0 and -0
+        error = 0.0;
+      } else {
+        error = fabs(got - want);
+        // An infinity on either side: `rtol * |want|` must not excuse it.
+        within = !isinf(error) && error <= atol + rtol * scale;
+      }
+    }
+    if (isfinite(error)) {
+      max_abs = fmax(max_abs, error);
+      if (scale > 0.0) max_rel = fmax(max_rel, error / scale);
+    }
+    if (!within) {
+      mismatches += 1;
+      if (first == ~0ULL) first = i;  // each thread visits its indices in increasing order
+    }
+  }
+  for (int offset = 16; offset > 0; offset /= 2) {
+    mismatches += __shfl_down_sync(0xFFFFFFFFu, mismatches, offset);
+    first = min(first, __shfl_down_sync(0xFFFFFFFFu, first, offset));
+    max_abs = fmax(max_abs, __shfl_down_sync(0xFFFFFFFFu, max_abs, offset));
+    max_rel = fmax(max_rel, __shfl_down_sync(0xFFFFFFFFu, max_rel, offset));
+  }
+  if ((threadIdx.x & 31) == 0 && (mismatches != 0 || max_abs != 0.0 || max_rel != 0.0)) {
+    atomicAdd(&summary->mismatches, mismatches);
+    atomicMin(&summary->first_index, first);
+    atomicMax(&summary->max_abs_error, (u64)__double_as_longlong(max_abs));
+    atomicMax(&summary->max_rel_error, (u64)__double_as_longlong(max_rel));
+  }
+}

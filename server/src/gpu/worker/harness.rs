@@ -1,0 +1,163 @@
+//! The verification kernels of `gpu/harness.cu`, loaded into the worker's context: seeded input
+//! data and the comparison of outputs with the baseline's, both on the device. Checking a
+//! candidate then moves 32 bytes per output to the host instead of the whole output.
+
+use std::path::Path;
+
+use crate::gpu::LaunchDims;
+use crate::spec::{Dtype, Init, Tolerance};
+
+use super::cuda::{CudaResult, DeviceBuffer, Function, LoadedModule};
+
+/// The kernels' names (`extern "C"`, so not mangled).
+pub const FILL: &str = "cutune_fill";
+pub const COMPARE: &str = "cutune_compare";
+
+/// Threads per block of the harness kernels (a multiple of the warp, for the shuffles).
+const BLOCK: u32 = 256;
+
+/// The loaded harness. Its functions are valid while the module is loaded, i.e. while this
+/// lives.
+pub struct Harness {
+    fill: Function,
+    compare: Function,
+    /// Enough blocks to fill the device; the kernels loop over the rest (grid-stride).
+    max_blocks: u32,
+    _module: LoadedModule,
+}
+
+impl Harness {
+    /// Loads the cubin the tuner compiled from harness.cu; errors are for the user.
+    pub fn load(cubin: &Path, multiprocessors: u32) -> Result<Harness, String> {
+        let image = std::fs::read(cubin).map_err(|e| format!("cannot read the verification kernels' cubin {}: {e}", cubin.display()))?;
+        let failed = |f: super::cuda::DriverFailure| format!("cannot load the verification kernels from {}: {}", cubin.display(), f.describe());
+        let module = LoadedModule::load(&image).map_err(failed)?;
+        let function = |name: &str| -> Result<Function, String> {
+            module.function(name).map_err(failed)?.ok_or_else(|| format!("the cubin {} is not the verification kernels: it has no `{name}`", cubin.display()))
+        };
+        let (fill, compare) = (function(FILL)?, function(COMPARE)?);
+        Ok(Harness { fill, compare, max_blocks: multiprocessors.max(1) * 16, _module: module })
+    }
+
+    fn dims(&self, length: u64) -> LaunchDims {
+        let blocks = length.div_ceil(BLOCK as u64).clamp(1, self.max_blocks as u64) as u32;
+        LaunchDims { grid: [blocks, 1, 1], block: [BLOCK, 1, 1], shared_bytes: 0 }
+    }
+
+    /// Queues filling `buffer` with `length` elements of `dtype` drawn from `init` (checked by
+    /// [`super::data::check_init`]); the same seed always gives the same contents.
+    pub fn fill(&self, buffer: &DeviceBuffer, dtype: Dtype, init: &Init, length: u64, seed: u64) -> CudaResult<()> {
+        let (dist, a, b, low, span) = match *init {
+            Init::Uniform { low, high } => (0, low, high, 0, 0),
+            Init::Normal { mean, std } => (1, mean, std, 0, 0),
+            Init::Integers { low, high } => (2, 0.0, 0.0, low, high.abs_diff(low)),
+        };
+        let mut slots = [buffer.pointer(), length, code(dtype) as u64, dist, a.to_bits(), b.to_bits(), low as u64, span, seed];
+        self.fill.launch(&self.dims(length), &mut slots)
+    }
+
+    /// Queues comparing `length` elements of `actual` with `expected` under `tolerance`, into
+    /// the [`SUMMARY_BYTES`] at device address `summary`, which must hold [`SUMMARY_START`].
+    pub fn compare(&self, expected: &DeviceBuffer, actual: &DeviceBuffer, dtype: Dtype, length: u64, tolerance: &Tolerance, summary: u64) -> CudaResult<()> {
+        let mut slots = [expected.pointer(), actual.pointer(), length, code(dtype) as u64, tolerance.atol.to_bits(), tolerance.rtol.to_bits(), summary];
+        self.compare.launch(&self.dims(length), &mut slots)
+    }
+}
+
+/// harness.cu's element type codes.
+fn code(dtype: Dtype) -> u32 {
+    match dtype {
+        Dtype::F16 => 0,
+        Dtype::Bf16 => 1,
+        Dtype::F32 => 2,
+        Dtype::F64 => 3,
+        Dtype::Fp8e4m3 => 4,
+        Dtype::Fp8e5m2 => 5,
+        Dtype::I8 => 6,
+        Dtype::I16 => 7,
+        Dtype::I32 => 8,
+        Dtype::I64 => 9,
+        Dtype::U8 => 10,
+        Dtype::U16 => 11,
+        Dtype::U32 => 12,
+        Dtype::U64 => 13,
+    }
+}
+
+/// The size of harness.cu's `Summary`: four little-endian u64.
+pub const SUMMARY_BYTES: usize = 32;
+
+/// A summary before comparing: no mismatch, no first index (all ones), zero errors.
+pub const SUMMARY_START: [u8; SUMMARY_BYTES] = {
+    let mut start = [0u8; SUMMARY_BYTES];
+    let mut byte = 8;
+    while byte < 16 {
+        start[byte] = 0xFF;
+        byte += 1;
+    }
+    start
+};
+
+/// One comparison as the device left it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    pub mismatches: u64,
+    /// The lowest mismatching index.
+    pub first_index: Option<u64>,
+    pub max_abs_error: f64,
+    pub max_rel_error: f64,
+}
+
+impl Summary {
+    /// Reads one summary from the start of `bytes` (at least [`SUMMARY_BYTES`] long).
+    pub fn read(bytes: &[u8]) -> Summary {
+        let word = |i: usize| u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().expect("eight bytes"));
+        Summary {
+            mismatches: word(0),
+            first_index: (word(1) != u64::MAX).then(|| word(1)),
+            max_abs_error: f64::from_bits(word(2)),
+            max_rel_error: f64::from_bits(word(3)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fresh_summary_reads_as_no_mismatch() {
+        assert_eq!(Summary::read(&SUMMARY_START), Summary { mismatches: 0, first_index: None, max_abs_error: 0.0, max_rel_error: 0.0 });
+        let mut bytes = Vec::new();
+        for word in [3u64, 17, 0.5f64.to_bits(), 2.0f64.to_bits()] {
+            bytes.extend(word.to_le_bytes());
+        }
+        assert_eq!(Summary::read(&bytes), Summary { mismatches: 3, first_index: Some(17), max_abs_error: 0.5, max_rel_error: 2.0 });
+    }
+
+    #[test]
+    fn dtype_codes_follow_the_enum_in_harness_cu() {
+        let source = crate::gpu::HARNESS_SOURCE;
+        let start = source.find("DT_F16,").expect("the dtype enum");
+        let names: Vec<&str> = source[start..source[start..].find('}').unwrap() + start].split(',').map(str::trim).collect();
+        let expected = [
+            (Dtype::F16, "DT_F16"),
+            (Dtype::Bf16, "DT_BF16"),
+            (Dtype::F32, "DT_F32"),
+            (Dtype::F64, "DT_F64"),
+            (Dtype::Fp8e4m3, "DT_FP8_E4M3"),
+            (Dtype::Fp8e5m2, "DT_FP8_E5M2"),
+            (Dtype::I8, "DT_I8"),
+            (Dtype::I16, "DT_I16"),
+            (Dtype::I32, "DT_I32"),
+            (Dtype::I64, "DT_I64"),
+            (Dtype::U8, "DT_U8"),
+            (Dtype::U16, "DT_U16"),
+            (Dtype::U32, "DT_U32"),
+            (Dtype::U64, "DT_U64"),
+        ];
+        for (dtype, name) in expected {
+            assert_eq!(names[code(dtype) as usize], name, "{dtype:?}");
+        }
+    }
+}
