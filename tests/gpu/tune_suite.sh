@@ -25,20 +25,32 @@ status=0
 echo "== device"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/device.csv"
 
 echo "== 1. cutune cold, warm"
-# `time` of the whole process: start-up, NVRTC, CUDA context, baseline, search.
-for run in cold warm; do
+# `time` of the whole process: start-up, NVRTC, CUDA context, baseline, search. Cold: an empty
+# cubin cache (--no-cache); warm: every cubin cached. Both measure everything again. Three of
+# each; the first cold run is also the first process on the machine (cold OS caches).
+for run in cold1 cold2 cold3 fill warm1 warm2 warm3; do
+  flags=(--remeasure)
+  case $run in cold*) flags+=(--no-cache) ;; esac  # `fill` compiles into the cache for `warm`
   start=$(date +%s.%N)
-  "${tune[@]}" --workspace "$work/side" --remeasure > "$out/cutune_$run.json" 2> "$out/cutune_$run.err" || status=1
+  "${tune[@]}" --workspace "$work/side" "${flags[@]}" > "$out/cutune_$run.json" 2> "$out/cutune_$run.err" || status=1
   end=$(date +%s.%N)
-  python3 - "$out/cutune_$run.json" "$start" "$end" "$run" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1])); wall = float(sys.argv[3]) - float(sys.argv[2])
-b = r["best"]
-print(f'{sys.argv[4]}: process {wall:.3f} s, tune {r["total_seconds"]:.3f} s, search {r["search_seconds"]:.3f} s, '
-      f'{len(r["rows"])} evaluated, {r["cached_compiles"]} cached compiles; best {b["config"]} {b["time_us"]:.2f} us '
-      f'({b["speedup"]:.2f}x), baseline {r["baseline_us"]:.2f} us')
-PY
+  echo "$start $end" > "$out/cutune_$run.wall"
 done
+python3 - "$out" <<'PY'
+import json, statistics, sys
+out = sys.argv[1]
+for kind in ("cold", "warm"):
+    tunes, walls = [], []
+    for i in (1, 2, 3):
+        r = json.load(open(f"{out}/cutune_{kind}{i}.json"))
+        start, end = map(float, open(f"{out}/cutune_{kind}{i}.wall").read().split())
+        b = r["best"]
+        tunes.append(r["total_seconds"]); walls.append(end - start)
+        print(f'{kind}{i}: process {end - start:.3f} s (start-up {r["startup_seconds"]:.3f} s), tune {r["total_seconds"]:.3f} s (measuring {r["measure_seconds"]:.3f} s, '
+              f'compiling {r["compile_seconds"]:.3f} s cpu), {len(r["rows"])} evaluated, {r["cached_compiles"]} cached; '
+              f'best {b["config"]} {b["time_us"]:.2f} us ({b["speedup"]:.2f}x), baseline {r["baseline_us"]:.2f} us')
+    print(f"{kind}: median tune {statistics.median(tunes):.3f} s, median process {statistics.median(walls):.3f} s")
+PY
 
 echo "== 1. Kernel Tuner 1.5.0"
 cp examples/rmsnorm.cu "$work/rms.cu"
@@ -64,6 +76,7 @@ print("best of each run:", bests, "same" if len(set(bests)) == 1 else "DIFFERENT
 first = runs[0]["best"]["config"]
 times = [next(row["time_us"] for row in r["rows"] if row["config"] == first) for r in runs]
 print(f"{first}: medians over runs {['%.2f' % t for t in times]}, spread (max-min)/median {100 * (max(times) - min(times)) / statistics.median(times):.2f}%")
+print("tune seconds of each run (warm):", [round(r["total_seconds"], 3) for r in runs])
 spreads = [row["spread"] for r in runs for row in r["rows"] if row["spread"] is not None]
 print(f"within-run spread (p75-p25)/median over all configurations: median {100 * statistics.median(spreads):.2f}%, max {100 * max(spreads):.2f}%")
 PY

@@ -3,7 +3,7 @@
 //! every evaluation in `.cutune/results.db`, and print the best configurations.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -81,6 +81,7 @@ pub struct TuneArgs {
 }
 
 pub fn run(args: &TuneArgs) -> Result<()> {
+    let started = Instant::now();
     let text = read_source(&args.file)?;
     let (kernel, templatized) = kernel_and_source(&args.file, &args.kernel, args.spec.as_deref(), &text)?;
     let slice = device_slice(&Document::new(templatized), &args.kernel, &SliceOptions::for_file(&args.file)).map_err(|e| anyhow!("{}: {e}", args.file.display()))?;
@@ -116,6 +117,8 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let target = Target { file: args.file.display().to_string(), kernel, source: slice.source };
     let mut bar = Bar::new(args.budget, runner.source(), args.json);
     let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(&cache_dir), store: &store };
+    // Reading the spec, slicing, opening the store, starting the worker and loading NVRTC.
+    let startup_seconds = started.elapsed().as_secs_f64();
     let report = tune::tune(&target, runner.as_mut(), &tools, &options, &mut bar);
     bar.bar.finish_and_clear();
     if args.no_cache {
@@ -123,7 +126,9 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     }
     let report = report?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let mut json = serde_json::to_value(&report)?;
+        json["startup_seconds"] = startup_seconds.into();
+        println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print!("{}", table(&report, args.top));
     }

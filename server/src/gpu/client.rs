@@ -73,6 +73,8 @@ pub struct WorkerRunner {
     source: RunnerSource,
     timing: TimingPolicy,
     watchdog: Watchdog,
+    /// Per problem: the first-batch median above which timing stops (see `set_cutoff`).
+    cutoff_us: Vec<f64>,
     /// The last successful `Prepare`, sent again to every new child.
     prepared: Option<(Vec<Problem>, Kernel, PathBuf)>,
     /// Set once starting failed [`MAX_START_ATTEMPTS`] times in a row; every later `measure`
@@ -103,6 +105,7 @@ impl WorkerRunner {
             timing: TimingPolicy::default(),
             watchdog,
             prepared: None,
+            cutoff_us: Vec::new(),
             gave_up: None,
             restarts: 0,
         })
@@ -230,6 +233,10 @@ impl Runner for WorkerRunner {
         }
     }
 
+    fn set_cutoff(&mut self, cutoff_us: Vec<f64>) {
+        self.cutoff_us = cutoff_us;
+    }
+
     fn measure(&mut self, config: &Configuration, kernel: Option<&Kernel>) -> Outcome {
         let failed = |kind, message| Outcome::Failed { kind, message };
         let Some(kernel) = kernel else {
@@ -239,7 +246,7 @@ impl Runner for WorkerRunner {
             return failed(FailureKind::Worker, "measure was called before a successful prepare".into());
         }
         let deadline = self.measure_deadline();
-        let request = Request::Measure { kernel: kernel.clone(), timing: self.timing.clone() };
+        let request = Request::Measure { kernel: kernel.clone(), timing: self.timing.clone(), cutoff_us: self.cutoff_us.clone() };
         let process = match self.ensure_running() {
             Ok(process) => process,
             Err(reason) => return failed(FailureKind::Worker, reason),

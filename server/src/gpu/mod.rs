@@ -253,6 +253,11 @@ pub trait Runner {
     /// outputs for comparison; returns the baseline's timings. `harness` is the cubin of
     /// [`HARNESS_SOURCE`] for the device (replays ignore it).
     fn prepare(&mut self, problems: &[Problem], baseline: &Kernel, harness: &std::path::Path) -> anyhow::Result<Vec<Timing>>;
+    /// Races the next candidates against the best so far: on problem `i`, timing stops after
+    /// the first batch when that batch's median is above `cutoff_us[i]`, since such a candidate
+    /// cannot become best. It is still checked and timed; its median rests on fewer runs.
+    /// Runners that time nothing ignore it.
+    fn set_cutoff(&mut self, _cutoff_us: Vec<f64>) {}
     /// Measures one candidate. `config` names the configuration (replays look it up by this);
     /// `kernel` is its code, `None` only when `needs_code` is false.
     fn measure(&mut self, config: &crate::space::Configuration, kernel: Option<&Kernel>) -> Outcome;

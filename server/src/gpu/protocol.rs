@@ -24,7 +24,14 @@ pub enum Request {
     /// by [`Response::Prepared`] or [`Response::Error`]. A second `Prepare` replaces the first.
     Prepare { problems: Vec<Problem>, baseline: Kernel, harness: PathBuf, timing: TimingPolicy },
     /// Checks one candidate against the baseline and times it. Answered by [`Response::Outcome`].
-    Measure { kernel: Kernel, timing: TimingPolicy },
+    /// `cutoff_us`, per problem (may be empty): when the first timed batch's median is above
+    /// it, timing that problem stops there (see [`crate::gpu::Runner::set_cutoff`]).
+    Measure {
+        kernel: Kernel,
+        timing: TimingPolicy,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        cutoff_us: Vec<f64>,
+    },
     /// Ends the worker; not answered.
     Shutdown,
 }
@@ -49,7 +56,8 @@ pub enum Response {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TimingPolicy {
-    /// Untimed launches after the correctness run, so clocks and caches settle.
+    /// Untimed launches after the correctness run (which is a warm-up too), so clocks and
+    /// caches settle.
     pub warmup_runs: u32,
     /// Timed launches between two looks at the median.
     pub batch_runs: u32,
@@ -67,7 +75,7 @@ pub struct TimingPolicy {
 
 impl Default for TimingPolicy {
     fn default() -> Self {
-        TimingPolicy { warmup_runs: 2, batch_runs: 10, min_runs: 20, max_runs: 200, max_ms: 1000, stability: 0.005, flush_l2: true }
+        TimingPolicy { warmup_runs: 1, batch_runs: 5, min_runs: 10, max_runs: 200, max_ms: 1000, stability: 0.005, flush_l2: true }
     }
 }
 
@@ -133,7 +141,7 @@ mod tests {
             module: Module { cubin: "/tmp/k.cubin".into(), function: "_Z1kPf".into() },
             launches: vec![LaunchDims { grid: [4, 1, 1], block: [256, 1, 1], shared_bytes: 0 }],
         };
-        let request = Request::Measure { kernel, timing: TimingPolicy::default() };
+        let request = Request::Measure { kernel, timing: TimingPolicy::default(), cutoff_us: vec![] };
         let line = serde_json::to_string(&request).unwrap();
         assert!(!line.contains('\n'));
         assert!(line.starts_with(r#"{"request":"measure","kernel":{"module":{"cubin":"/tmp/k.cubin""#), "{line}");

@@ -288,6 +288,8 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
     let (mut resumed, mut measure_seconds) = (0u64, 0.0f64);
     let mut compiles = CompileTotals::default();
     let mut best: Option<Row> = None;
+    // The fastest verified objective so far, for racing (see `race`).
+    let mut fastest: Option<f64> = None;
     let mut stop_reason = None;
 
     // Turns one evaluation into a row, records it everywhere, and feeds the search.
@@ -333,7 +335,10 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         }
         for (point, next) in early.drain(..) {
             match next {
-                Next::Stored(stored) => conclude(stored, &point, true, &mut search, observer)?,
+                Next::Stored(stored) => {
+                    race(&mut fastest, &stored, runner);
+                    conclude(stored, &point, true, &mut search, observer)?
+                }
                 Next::Concluded(evaluation) => conclude(evaluation, &point, false, &mut search, observer)?,
                 Next::Measure(config) => {
                     let measured = Instant::now();
@@ -356,6 +361,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         let measured = Instant::now();
         let measurement = evaluate(evaluation(&key, &config, &source, Outcome::Failed { kind: FailureKind::Compile, message: String::new() }), dims, built.result, &device, runner, &mut compiles);
         measure_seconds += measured.elapsed().as_secs_f64();
+        race(&mut fastest, &measurement, runner);
         conclude(measurement, &point, false, &mut search, observer)?;
     }
     let search_seconds = search_started.elapsed().as_secs_f64();
@@ -383,6 +389,20 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         cached_compiles: compiles.cached,
         store: tools.store.path().display().to_string(),
     })
+}
+
+/// How much slower than the fastest verified configuration a candidate's first timed batch
+/// may be, per problem, before its timing stops there. Far above timing noise (under 1%), so
+/// no candidate that could become best is cut short.
+const RACE_MARGIN: f64 = 1.25;
+
+/// Keeps the runner's race cutoffs at [`RACE_MARGIN`] times the fastest verified timings.
+fn race(fastest: &mut Option<f64>, evaluation: &Evaluation, runner: &mut dyn Runner) {
+    let (Some(objective), Outcome::Measured { timings, .. }) = (objective(evaluation), &evaluation.outcome) else { return };
+    if fastest.is_none_or(|f| objective < f) {
+        *fastest = Some(objective);
+        runner.set_cutoff(timings.iter().map(|t| t.median_us * RACE_MARGIN).collect());
+    }
 }
 
 /// A point the search proposed that needs no compile, or not from the pool.

@@ -119,10 +119,10 @@ impl Worker {
                     }
                 }
             }
-            Request::Measure { kernel, timing } => {
+            Request::Measure { kernel, timing, cutoff_us } => {
                 let outcome = match (&self.gpu, &self.session, timing.check()) {
                     (_, _, Err(why)) => Outcome::Failed { kind: FailureKind::Worker, message: why },
-                    (Some(gpu), Some(session), Ok(())) => session.measure(gpu, &kernel, &timing),
+                    (Some(gpu), Some(session), Ok(())) => session.measure(gpu, &kernel, &timing, &cutoff_us),
                     _ => Outcome::Failed {
                         kind: FailureKind::Worker,
                         message: "the worker was asked to measure before it prepared any problems".into(),
@@ -175,6 +175,7 @@ mod tests {
                 launches: vec![],
             },
             timing: Default::default(),
+            cutoff_us: vec![],
         })
         .unwrap();
         let (result, responses) = exchange(&format!("{request}\n"));

@@ -84,7 +84,7 @@ impl Session {
     pub fn prepare(gpu: &Gpu, problems: &[Problem], baseline: &Kernel, harness: Harness, policy: &TimingPolicy) -> Result<(Session, Vec<Timing>), Failure> {
         let problems = problems.iter().map(ProblemData::allocate).collect::<Result<Vec<_>, _>>()?;
         let session = Session { problems, harness };
-        let timings = session.run(gpu, baseline, policy, |problem| {
+        let timings = session.run(gpu, baseline, policy, &[], |problem| {
             let keeping = format!("keeping the baseline's outputs of problem `{}`", problem.label);
             for buffer in problem.written() {
                 if let Some(expected) = &buffer.expected {
@@ -96,9 +96,10 @@ impl Session {
         Ok((session, timings))
     }
 
-    /// Checks `kernel` against the baseline's outputs and times it.
-    pub fn measure(&self, gpu: &Gpu, kernel: &Kernel, policy: &TimingPolicy) -> Outcome {
-        let timings = self.run(gpu, kernel, policy, |problem| problem.compare(&self.harness));
+    /// Checks `kernel` against the baseline's outputs and times it; `cutoff_us` (per problem,
+    /// may be empty) races it against the best so far.
+    pub fn measure(&self, gpu: &Gpu, kernel: &Kernel, policy: &TimingPolicy, cutoff_us: &[f64]) -> Outcome {
+        let timings = self.run(gpu, kernel, policy, cutoff_us, |problem| problem.compare(&self.harness));
         match timings.and_then(|timings| Ok((timings, self.verdict()?))) {
             Ok((timings, verdict)) => Outcome::Measured { timings, verdict },
             Err(failure) => Outcome::Failed { kind: failure.kind, message: failure.message },
@@ -139,7 +140,7 @@ impl Session {
 
     /// Per problem: one checked run, then `checked` (which queues work on its outputs), then the
     /// timed runs. Returns the timing of each problem.
-    fn run(&self, gpu: &Gpu, kernel: &Kernel, policy: &TimingPolicy, mut checked: impl FnMut(&ProblemData) -> Result<(), Failure>) -> Result<Vec<Timing>, Failure> {
+    fn run(&self, gpu: &Gpu, kernel: &Kernel, policy: &TimingPolicy, cutoff_us: &[f64], mut checked: impl FnMut(&ProblemData) -> Result<(), Failure>) -> Result<Vec<Timing>, Failure> {
         if kernel.launches.len() != self.problems.len() {
             return Err(Failure::new(
                 FailureKind::Worker,
@@ -173,11 +174,11 @@ impl Session {
             }
         }
         let mut timings = Vec::with_capacity(self.problems.len());
-        for (problem, dims) in self.problems.iter().zip(&kernel.launches) {
+        for (index, (problem, dims)) in self.problems.iter().zip(&kernel.launches).enumerate() {
             problem.run_once(&self.harness, function, dims)?;
             checked(problem)?;
             let what = format!("while timing problem `{}`", problem.label);
-            let timing = time(gpu, function, dims, &problem.parameters, policy).map_err(Failure::driver(FailureKind::Launch, &what))?;
+            let timing = time(gpu, function, dims, &problem.parameters, policy, cutoff_us.get(index).copied()).map_err(Failure::driver(FailureKind::Launch, &what))?;
             timings.push(timing.ok_or_else(|| Failure::new(FailureKind::Worker, "the timing policy allows no timed run".into()))?);
         }
         Ok(timings)
@@ -286,7 +287,7 @@ impl ProblemData {
 /// satisfied. Each timed run is preceded by an L2 flush and bracketed by its own pair of
 /// events, so the flush is outside the timed region and runs never overlap. `None` only when
 /// the policy allows no run.
-fn time(gpu: &Gpu, function: Function, dims: &LaunchDims, parameters: &[u64], policy: &TimingPolicy) -> cuda::CudaResult<Option<Timing>> {
+fn time(gpu: &Gpu, function: Function, dims: &LaunchDims, parameters: &[u64], policy: &TimingPolicy, cutoff_us: Option<f64>) -> cuda::CudaResult<Option<Timing>> {
     let mut slots = parameters.to_vec();
     let warming = Instant::now();
     for _ in 0..policy.warmup_runs {
@@ -294,7 +295,7 @@ fn time(gpu: &Gpu, function: Function, dims: &LaunchDims, parameters: &[u64], po
     }
     cuda::synchronize()?;
     let estimate_us = (policy.warmup_runs > 0).then(|| warming.elapsed().as_secs_f64() * 1e6 / policy.warmup_runs as f64);
-    let mut sampler = Sampler::new(policy, estimate_us);
+    let mut sampler = Sampler::new(policy, estimate_us, cutoff_us);
     let mut events: Vec<(Event, Event)> = Vec::new();
     let started = Instant::now();
     loop {

@@ -27,7 +27,9 @@ pub fn summarize(samples: &[f64]) -> Timing {
 
 /// Collects timed runs in batches and says when to stop: once there are at least `min_runs`
 /// and the last two batch medians agree within `stability`, or at `max_runs`, or after the
-/// batch that crosses `max_ms` (with at least one run, so there is always a timing).
+/// batch that crosses `max_ms` (with at least one run, so there is always a timing), or after
+/// the first batch when its median is above the cutoff (a race: a candidate that much slower
+/// than the best so far cannot become best, and needs no precise median).
 pub struct Sampler<'p> {
     policy: &'p TimingPolicy,
     samples: Vec<f64>,
@@ -35,11 +37,12 @@ pub struct Sampler<'p> {
     /// Microseconds per run before any batch (from the warm-up), so that the first batch of a
     /// slow kernel already fits the time cap.
     estimate_us: Option<f64>,
+    cutoff_us: Option<f64>,
 }
 
 impl<'p> Sampler<'p> {
-    pub fn new(policy: &'p TimingPolicy, estimate_us: Option<f64>) -> Sampler<'p> {
-        Sampler { policy, samples: Vec::new(), batch_medians: Vec::new(), estimate_us }
+    pub fn new(policy: &'p TimingPolicy, estimate_us: Option<f64>, cutoff_us: Option<f64>) -> Sampler<'p> {
+        Sampler { policy, samples: Vec::new(), batch_medians: Vec::new(), estimate_us, cutoff_us }
     }
 
     /// How many runs the next batch should have, given the time spent timing so far; zero
@@ -49,7 +52,8 @@ impl<'p> Sampler<'p> {
         let runs = self.samples.len() as u32;
         let budget_us = self.policy.max_ms as f64 * 1000.0;
         let spent_us = elapsed.as_secs_f64() * 1e6;
-        if runs >= self.policy.max_runs || (runs > 0 && (spent_us >= budget_us || self.is_stable())) {
+        let lost_the_race = self.batch_medians.first().zip(self.cutoff_us).is_some_and(|(median, cutoff)| *median > cutoff);
+        if runs >= self.policy.max_runs || (runs > 0 && (spent_us >= budget_us || self.is_stable() || lost_the_race)) {
             return 0;
         }
         let mut batch = self.policy.batch_runs.min(self.policy.max_runs - runs);
@@ -115,7 +119,7 @@ mod tests {
     #[test]
     fn stops_when_two_batch_medians_agree_after_min_runs() {
         let policy = policy();
-        let mut sampler = Sampler::new(&policy, None);
+        let mut sampler = Sampler::new(&policy, None, None);
         let early = Duration::from_millis(1);
         assert_eq!(sampler.next_batch(early), 10);
         sampler.record_batch(&[100.0; 10]);
@@ -129,7 +133,7 @@ mod tests {
     #[test]
     fn keeps_going_while_medians_move_until_max_runs() {
         let policy = policy();
-        let mut sampler = Sampler::new(&policy, None);
+        let mut sampler = Sampler::new(&policy, None, None);
         let early = Duration::from_millis(1);
         for (i, expected) in [10, 10, 10, 10, 10].into_iter().enumerate() {
             assert_eq!(sampler.next_batch(early), expected);
@@ -141,12 +145,12 @@ mod tests {
     #[test]
     fn the_time_cap_ends_timing_and_shortens_the_last_batch() {
         let policy = policy();
-        let mut sampler = Sampler::new(&policy, None);
+        let mut sampler = Sampler::new(&policy, None, None);
         assert_eq!(sampler.next_batch(Duration::ZERO), 10);
         sampler.record_batch(&[200_000.0; 10]); // 0.2 s each, 2 s in all: past the 1 s cap
         assert_eq!(sampler.next_batch(Duration::from_secs(2)), 0);
 
-        let mut sampler = Sampler::new(&policy, None);
+        let mut sampler = Sampler::new(&policy, None, None);
         sampler.record_batch(&[100_000.0; 2]); // 0.1 s each
         assert_eq!(sampler.next_batch(Duration::from_millis(750)), 2, "0.25 s left fits 2 runs");
         assert_eq!(sampler.next_batch(Duration::from_millis(990)), 1, "at least one run per batch");
@@ -155,16 +159,31 @@ mod tests {
     #[test]
     fn a_slow_kernels_first_batch_fits_the_time_cap() {
         let policy = policy();
-        let sampler = Sampler::new(&policy, Some(300_000.0)); // 0.3 s per run
+        let sampler = Sampler::new(&policy, Some(300_000.0), None); // 0.3 s per run
         assert_eq!(sampler.next_batch(Duration::ZERO), 3);
-        let sampler = Sampler::new(&policy, Some(5_000_000.0));
+        let sampler = Sampler::new(&policy, Some(5_000_000.0), None);
         assert_eq!(sampler.next_batch(Duration::ZERO), 1);
+    }
+
+    #[test]
+    fn a_candidate_slower_than_the_cutoff_stops_after_its_first_batch() {
+        let policy = policy();
+        let early = Duration::from_millis(1);
+        let mut sampler = Sampler::new(&policy, None, Some(125.0));
+        assert_eq!(sampler.next_batch(early), 10);
+        sampler.record_batch(&[130.0; 10]);
+        assert_eq!(sampler.next_batch(early), 0, "130 µs is above the cutoff");
+        assert_eq!(sampler.timing().unwrap().runs, 10);
+        // Under the cutoff, timing goes on to min_runs as usual.
+        let mut sampler = Sampler::new(&policy, None, Some(125.0));
+        sampler.record_batch(&[120.0; 10]);
+        assert_eq!(sampler.next_batch(early), 10);
     }
 
     #[test]
     fn there_is_always_a_first_batch() {
         let policy = TimingPolicy { max_ms: 0, ..policy() };
-        let sampler = Sampler::new(&policy, None);
+        let sampler = Sampler::new(&policy, None, None);
         assert_eq!(sampler.next_batch(Duration::from_secs(5)), 10);
         assert!(sampler.timing().is_none());
     }
