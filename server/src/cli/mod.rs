@@ -15,9 +15,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::slice::SliceOptions;
-use crate::spec::{self as spec_model, KernelSpec};
-use crate::template;
+use crate::spec::KernelSpec;
 
 use crate::syntax::{self, Finding, KernelModel};
 
@@ -138,33 +136,11 @@ fn render_text(file: &str, model: &KernelModel, findings: &[Finding]) -> String 
     out
 }
 
-/// The kernel's spec and the templatized source: from `spec_path` (default: the spec beside the
-/// file) when it has this kernel, else from templatizing the file in memory.
+/// [`crate::tune::job::kernel_and_source`], with its note on stderr.
 pub fn kernel_and_source(file: &Path, kernel_name: &str, spec_path: Option<&Path>, text: &str) -> Result<(KernelSpec, String)> {
-    let spec_path = spec_path.map_or_else(|| spec_model::spec_path_for(file), Path::to_path_buf);
-    if let Ok(spec_text) = std::fs::read_to_string(&spec_path) {
-        let (spec_file, diagnostics) = spec_model::parse_spec(&spec_text);
-        let errors: Vec<String> = diagnostics
-            .iter()
-            .filter(|d| d.severity == spec_model::Severity::Error)
-            .map(|d| format!("{}:{}:{}: error: {}", spec_path.display(), d.line + 1, d.column + 1, d.message))
-            .collect();
-        if !errors.is_empty() {
-            bail!("{}\nthe spec has errors; `cutune spec check {}` lists them", errors.join("\n"), spec_path.display());
-        }
-        if let Some(kernel) = spec_file.and_then(|f| f.kernels.into_iter().find(|k| k.name == kernel_name)) {
-            // A spec beside a file that was not rewritten (only its spec was kept, as in
-            // `examples/`): the parameters exist only in the templatized text.
-            let rewritten = kernel.params.iter().filter(|p| p.kind == spec_model::ParamKind::Define).all(|p| text.contains(&format!("#ifndef {}", p.name)));
-            if rewritten {
-                return Ok((kernel, text.to_string()));
-            }
-            let result = template::templatize(text, kernel_name, &SliceOptions::for_file(file)).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-            eprintln!("{}: the source does not define the spec's parameters; using it templatized in memory", file.display());
-            return Ok((kernel, result.text));
-        }
+    let (kernel, source, note) = crate::tune::job::kernel_and_source(file, kernel_name, spec_path, text)?;
+    if let Some(note) = note {
+        eprintln!("{note}");
     }
-    eprintln!("{}: no spec of `{}` beside the file; using it templatized in memory", file.display(), kernel_name);
-    let result = template::templatize(text, kernel_name, &SliceOptions::for_file(file)).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-    Ok((result.spec, result.text))
+    Ok((kernel, source))
 }

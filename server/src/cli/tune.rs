@@ -2,23 +2,19 @@
 //! replay of recorded measurements), check every candidate against the original kernel, keep
 //! every evaluation in `.cutune/results.db`, and print the best configurations.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::{kernel_and_source, read_source};
-use crate::compile::{CubinCache, Nvrtc, NVRTC_ENV};
-use crate::gpu::client::WorkerRunner;
-use crate::gpu::replay::ReplayRunner;
-use crate::gpu::{Runner, RunnerSource};
+use super::read_source;
+use crate::compile::CubinCache;
+use crate::gpu::RunnerSource;
 use crate::search::StrategyName;
-use crate::slice::{device_slice, SliceOptions};
-use crate::space::{Configuration, Space};
+use crate::space::Configuration;
 use crate::store::{Evaluation, Store};
-use crate::syntax::Document;
-use crate::tune::{self, Observer, Progress, Target, TuneOptions, TuneReport};
+use crate::tune::{self, job, Observer, Progress, TuneOptions, TuneReport};
 
 #[derive(clap::Args)]
 pub struct TuneArgs {
@@ -83,21 +79,23 @@ pub struct TuneArgs {
 pub fn run(args: &TuneArgs) -> Result<()> {
     let started = Instant::now();
     let text = read_source(&args.file)?;
-    let (kernel, templatized) = kernel_and_source(&args.file, &args.kernel, args.spec.as_deref(), &text)?;
-    let slice = device_slice(&Document::new(templatized), &args.kernel, &SliceOptions::for_file(&args.file)).map_err(|e| anyhow!("{}: {e}", args.file.display()))?;
-    let workspace = match &args.workspace {
-        Some(dir) => dir.clone(),
-        None => args.file.parent().filter(|p| !p.as_os_str().is_empty()).map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-    };
+    let (target, note) = job::target(&args.file, &args.kernel, args.spec.as_deref(), &text)?;
+    if let Some(note) = note {
+        eprintln!("{note}");
+    }
+    let workspace = job::workspace_for(&args.file, args.workspace.as_deref());
     let store = Store::open(&workspace)?;
-    let strategy = args.strategy.unwrap_or(if Space::new(&kernel).count() <= args.budget { StrategyName::BruteForce } else { StrategyName::Model });
+    let strategy = args.strategy.unwrap_or_else(|| job::default_strategy(&target.kernel, args.budget));
 
     // The worker creates its CUDA context while this process loads NVRTC: both take a few
     // hundred milliseconds.
     let (runner, nvrtc) = std::thread::scope(|scope| {
-        let default = Configuration::default_of(&kernel);
-        let runner = scope.spawn(|| start_runner(args, default));
-        let nvrtc = if args.replay.is_some() { None } else { Some(locate_nvrtc(args)) };
+        let default = Configuration::default_of(&target.kernel);
+        let runner = scope.spawn(|| {
+            job::start_runner(args.device, args.replay.as_deref(), default)
+                .map_err(|e| anyhow!("{e}\n(to study a space without a GPU, replay recorded measurements with --replay FILE)"))
+        });
+        let nvrtc = if args.replay.is_some() { None } else { Some(job::locate_nvrtc(args.nvrtc.as_deref())) };
         (runner.join().unwrap_or_else(|_| Err(anyhow!("starting the CUDA worker panicked"))), nvrtc)
     });
     let mut runner = runner?;
@@ -114,7 +112,6 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         batch_size: args.batch.max(1),
         reuse_stored: !args.remeasure,
     };
-    let target = Target { file: args.file.display().to_string(), kernel, source: slice.source };
     let mut bar = Bar::new(args.budget, runner.source(), args.json);
     let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(&cache_dir), store: &store };
     // Reading the spec, slicing, opening the store, starting the worker and loading NVRTC.
@@ -133,23 +130,6 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         print!("{}", table(&report, args.top));
     }
     Ok(())
-}
-
-fn start_runner(args: &TuneArgs, default: Configuration) -> Result<Box<dyn Runner + Send>> {
-    if let Some(path) = &args.replay {
-        let runner = ReplayRunner::from_file(path)?;
-        // The default instantiation is the original kernel: its recording is the baseline.
-        return Ok(Box::new(runner.with_baseline(default)));
-    }
-    let runner = WorkerRunner::start(args.device).map_err(|e| anyhow!("{e}\n(to study a space without a GPU, replay recorded measurements with --replay FILE)"))?;
-    Ok(Box::new(runner))
-}
-
-fn locate_nvrtc(args: &TuneArgs) -> Result<Nvrtc> {
-    let nvrtc = Nvrtc::locate(args.nvrtc.as_deref()).map_err(|e| anyhow!("{e}\n(set {NVRTC_ENV} or pass --nvrtc to choose a library)"))?;
-    // The first compile of a process pays NVRTC's own start-up; pay it while the worker starts.
-    nvrtc.warm_up();
-    Ok(nvrtc)
 }
 
 /// The progress bar on stderr: evaluations out of the budget and the best speedup so far.

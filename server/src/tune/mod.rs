@@ -5,6 +5,7 @@
 //! A run that was interrupted resumes without re-measuring: before compiling a configuration
 //! the loop looks it up in the store under the same key (source, problems, device, NVRTC).
 
+pub mod job;
 mod problems;
 
 use std::collections::{BTreeMap, HashMap};
