@@ -58,6 +58,10 @@ fn run_info() -> RunInfo {
         source: RunnerSource::Device,
         device: key().device,
         started_at: 1_790_000_000,
+        baseline_us: None,
+        source_sha256: key().source_sha256,
+        problems_sha256: key().problems_sha256,
+        nvrtc: key().nvrtc,
     }
 }
 

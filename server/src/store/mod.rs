@@ -86,6 +86,13 @@ pub struct RunInfo {
     pub device: String,
     /// Seconds since the Unix epoch.
     pub started_at: i64,
+    /// The baseline's time (sum of its medians over the problems), when it ran.
+    pub baseline_us: Option<f64>,
+    /// The rest of its evaluations' [`ResultKey`], so that a run's results can be found again;
+    /// empty in runs stored before they were kept (schema version 1).
+    pub source_sha256: String,
+    pub problems_sha256: String,
+    pub nvrtc: String,
 }
 
 /// A stored run: what it was asked, and how it ended (nothing yet while it runs, or if it was
@@ -96,6 +103,20 @@ pub struct Run {
     pub info: RunInfo,
     pub finished_at: Option<i64>,
     pub stop_reason: Option<String>,
+}
+
+impl Run {
+    /// The key of this run's evaluations, when it was stored.
+    pub fn key(&self) -> Option<ResultKey> {
+        let info = &self.info;
+        (!info.source_sha256.is_empty()).then(|| ResultKey {
+            kernel: info.kernel.clone(),
+            source_sha256: info.source_sha256.clone(),
+            problems_sha256: info.problems_sha256.clone(),
+            device: info.device.clone(),
+            nvrtc: info.nvrtc.clone(),
+        })
+    }
 }
 
 /// How to open the database.
@@ -171,10 +192,25 @@ impl Store {
         let connection = self.connection();
         connection
             .execute(
-                "INSERT INTO runs (kernel, file, strategy, seed, budget, source_kind, replay_from, device, started_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO runs (kernel, file, strategy, seed, budget, source_kind, replay_from, device, started_at,
+                                   baseline_us, source_sha256, problems_sha256, nvrtc)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 // SQLite integers are signed; the seed's bits are stored as they are.
-                params![run.kernel, run.file, run.strategy, run.seed as i64, run.budget, source_kind, replay_from, run.device, run.started_at],
+                params![
+                    run.kernel,
+                    run.file,
+                    run.strategy,
+                    run.seed as i64,
+                    run.budget,
+                    source_kind,
+                    replay_from,
+                    run.device,
+                    run.started_at,
+                    run.baseline_us,
+                    run.source_sha256,
+                    run.problems_sha256,
+                    run.nvrtc
+                ],
             )
             .map_err(|e| self.error(e))?;
         Ok(connection.last_insert_rowid())
@@ -194,7 +230,8 @@ impl Store {
         let connection = self.connection();
         let mut statement = connection
             .prepare(
-                "SELECT id, kernel, file, strategy, seed, budget, source_kind, replay_from, device, started_at, finished_at, stop_reason
+                "SELECT id, kernel, file, strategy, seed, budget, source_kind, replay_from, device, started_at, finished_at, stop_reason,
+                        baseline_us, source_sha256, problems_sha256, nvrtc
                  FROM runs WHERE kernel = ?1 ORDER BY id",
             )
             .map_err(|e| self.error(e))?;
@@ -208,9 +245,11 @@ impl Store {
                 let source = codec::source_from_columns(&row.get::<_, String>(6)?, row.get(7)?);
                 let (device, started_at): (String, i64) = (row.get(8)?, row.get(9)?);
                 let (finished_at, stop_reason) = (row.get(10)?, row.get(11)?);
+                let baseline_us = row.get(12)?;
+                let (source_sha256, problems_sha256, nvrtc) = (row.get(13)?, row.get(14)?, row.get(15)?);
                 let run = source.map(|source| Run {
                     id,
-                    info: RunInfo { kernel, file, strategy, seed, budget, source, device, started_at },
+                    info: RunInfo { kernel, file, strategy, seed, budget, source, device, started_at, baseline_us, source_sha256, problems_sha256, nvrtc },
                     finished_at,
                     stop_reason,
                 });

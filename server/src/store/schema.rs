@@ -10,11 +10,11 @@ use rusqlite::{Connection, TransactionBehavior};
 use super::StoreError;
 
 /// `cutu` in ASCII.
-const APPLICATION_ID: i64 = 0x6375_7475;
+pub(super) const APPLICATION_ID: i64 = 0x6375_7475;
 
 /// Migration `i` takes a database from version `i` to `i + 1`. Append; never edit one that
 /// has shipped.
-const MIGRATIONS: &[&str] = &[
+pub(super) const MIGRATIONS: &[&str] = &[
     // 1: runs and their evaluations.
     "CREATE TABLE runs (
         id INTEGER PRIMARY KEY,
@@ -60,6 +60,11 @@ const MIGRATIONS: &[&str] = &[
     -- Also serves lookups by kernel alone, as its first column.
     CREATE UNIQUE INDEX evaluations_identity
         ON evaluations (kernel, source_sha256, problems_sha256, device, nvrtc, configuration);",
+    // 2: a run's baseline time and its evaluations' key, for the editor's hints and hovers.
+    "ALTER TABLE runs ADD COLUMN baseline_us REAL;
+    ALTER TABLE runs ADD COLUMN source_sha256 TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN problems_sha256 TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN nvrtc TEXT NOT NULL DEFAULT '';",
 ];
 
 /// The version this cutune writes.

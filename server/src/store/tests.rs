@@ -71,6 +71,10 @@ fn run_info() -> RunInfo {
         source: RunnerSource::Device,
         device: "NVIDIA H100 80GB HBM3 (sm_90)".into(),
         started_at: 1_790_000_000,
+        baseline_us: Some(250.0),
+        source_sha256: "s1".into(),
+        problems_sha256: "p1".into(),
+        nvrtc: "13.0".into(),
     }
 }
 
@@ -220,6 +224,30 @@ fn runs_are_listed_with_how_they_ended() {
     assert!(runs[0].finished_at.is_some_and(|t| t >= run_info().started_at));
     assert_eq!((runs[1].id, &runs[1].info, runs[1].finished_at), (second, &replay, None));
     assert_eq!(store.runs("other").expect("runs"), []);
+    assert_eq!(runs[0].key(), Some(key("s1")));
+}
+
+#[test]
+fn a_database_of_schema_version_1_is_migrated_and_keeps_its_runs() {
+    let path = scratch("migrate").join("results.db");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let connection = Connection::open(&path).expect("create");
+    connection.execute_batch(schema::MIGRATIONS[0]).expect("version 1 tables");
+    connection.pragma_update(None, "application_id", schema::APPLICATION_ID).expect("id");
+    connection.pragma_update(None, "user_version", 1).expect("version");
+    connection
+        .execute(
+            "INSERT INTO runs (kernel, file, strategy, seed, budget, source_kind, device, started_at) VALUES ('row_scale', 'a.cu', 'random', 1, '10', 'device', 'H100', 5)",
+            [],
+        )
+        .expect("a version 1 run");
+    drop(connection);
+    let store = Store::open_file(&path).expect("migrated");
+    let runs = store.runs("row_scale").expect("runs");
+    assert_eq!(runs.len(), 1);
+    assert_eq!((runs[0].info.baseline_us, runs[0].key()), (None, None), "a version 1 run has no baseline or key");
+    store.begin_run(&run_info()).expect("a new run after the migration");
+    assert_eq!(store.runs("row_scale").expect("runs")[1].key(), Some(key("s1")));
 }
 
 #[test]
@@ -271,7 +299,7 @@ fn a_database_of_a_newer_cutune_is_refused() {
     Connection::open(&path).and_then(|c| c.pragma_update(None, "user_version", schema::SCHEMA_VERSION + 1)).expect("bump version");
     let error = Store::open_file(&path).err().expect("newer schema refused");
     assert!(matches!(error, StoreError::NewerSchema { .. }), "{error:?}");
-    assert!(error.to_string().contains("was written by a newer cutune (schema version 2; this cutune knows up to 1)"), "{error}");
+    assert!(error.to_string().contains("was written by a newer cutune (schema version 3; this cutune knows up to 2)"), "{error}");
 }
 
 #[test]

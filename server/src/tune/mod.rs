@@ -282,6 +282,10 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         source: source.clone(),
         device: key.device.clone(),
         started_at: unix_now(),
+        baseline_us,
+        source_sha256: key.source_sha256.clone(),
+        problems_sha256: key.problems_sha256.clone(),
+        nvrtc: key.nvrtc.clone(),
     })?;
 
     let mut rows = Vec::new();
