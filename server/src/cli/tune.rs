@@ -61,10 +61,10 @@ pub struct TuneArgs {
     #[arg(long)]
     pub remeasure: bool,
     /// Compiler threads (NVRTC stops scaling at about 4 per process).
-    #[arg(long, short = 'j', default_value_t = 4)]
+    #[arg(long, short = 'j', default_value_t = tune::COMPILE_THREADS)]
     pub jobs: usize,
     /// Configurations per NVRTC program (headers are parsed once per program).
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = tune::BATCH_SIZE)]
     pub batch: usize,
     /// The NVRTC library to use (otherwise `CUTUNE_NVRTC`, `CUDA_HOME`, the loader path, pip).
     #[arg(long)]
@@ -87,19 +87,9 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let store = Store::open(&workspace)?;
     let strategy = args.strategy.unwrap_or_else(|| job::default_strategy(&target.kernel, args.budget));
 
-    // The worker creates its CUDA context while this process loads NVRTC: both take a few
-    // hundred milliseconds.
-    let (runner, nvrtc) = std::thread::scope(|scope| {
-        let default = Configuration::default_of(&target.kernel);
-        let runner = scope.spawn(|| {
-            job::start_runner(args.device, args.replay.as_deref(), default)
-                .map_err(|e| anyhow!("{e}\n(to study a space without a GPU, replay recorded measurements with --replay FILE)"))
-        });
-        let nvrtc = if args.replay.is_some() { None } else { Some(job::locate_nvrtc(args.nvrtc.as_deref())) };
-        (runner.join().unwrap_or_else(|_| Err(anyhow!("starting the CUDA worker panicked"))), nvrtc)
-    });
-    let mut runner = runner?;
-    let nvrtc = nvrtc.transpose()?;
+    let default = Configuration::default_of(&target.kernel);
+    let (mut runner, nvrtc) = job::start_tools(args.device, args.replay.as_deref(), args.nvrtc.as_deref(), default)
+        .map_err(|e| if job::is_no_device(&e) { anyhow!("{e}\n(to study a space without a GPU, replay recorded measurements with --replay FILE)") } else { e })?;
     let cache_dir = if args.no_cache { workspace.join(".cutune").join(format!("cubins-{}", std::process::id())) } else { workspace.join(".cutune").join("cubins") };
     let options = TuneOptions {
         strategy,

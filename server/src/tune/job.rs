@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Result};
 
 use super::Target;
 use crate::compile::{Nvrtc, NVRTC_ENV};
-use crate::gpu::client::WorkerRunner;
+use crate::gpu::client::{StartError, WorkerRunner};
 use crate::gpu::replay::ReplayRunner;
 use crate::gpu::Runner;
 use crate::search::StrategyName;
@@ -70,19 +70,31 @@ pub fn default_strategy(kernel: &KernelSpec, budget: u64) -> StrategyName {
     if Space::new(kernel).count() <= budget { StrategyName::BruteForce } else { StrategyName::Model }
 }
 
-/// A replay of `replay` when given (its baseline is the default configuration's recording:
-/// the default instantiation is the original kernel), else the CUDA worker on `device`.
-pub fn start_runner(device: u32, replay: Option<&Path>, default: Configuration) -> Result<Box<dyn Runner + Send>> {
+/// The runner and, unless it is a replay, NVRTC. A replay of `replay` when given (its
+/// baseline is the default configuration's recording: the default instantiation is the
+/// original kernel), else the CUDA worker on `device`, which creates its CUDA context while
+/// this process loads NVRTC (both take a few hundred milliseconds). A missing GPU is a
+/// [`StartError::NoDevice`] inside the error.
+pub fn start_tools(device: u32, replay: Option<&Path>, nvrtc: Option<&Path>, default: Configuration) -> Result<(Box<dyn Runner + Send>, Option<Nvrtc>)> {
     if let Some(path) = replay {
-        return Ok(Box::new(ReplayRunner::from_file(path)?.with_baseline(default)));
+        return Ok((Box::new(ReplayRunner::from_file(path)?.with_baseline(default)), None));
     }
-    Ok(Box::new(WorkerRunner::start(device)?))
+    let (runner, nvrtc) = std::thread::scope(|scope| {
+        let runner = scope.spawn(|| WorkerRunner::start(device));
+        let nvrtc = Nvrtc::locate(nvrtc).map(|nvrtc| {
+            // The first compile of a process pays NVRTC's own start-up.
+            nvrtc.warm_up();
+            nvrtc
+        });
+        (runner.join(), nvrtc)
+    });
+    let runner = runner.map_err(|_| anyhow!("starting the CUDA worker panicked"))??;
+    let nvrtc = nvrtc.map_err(|e| anyhow!("{e}\n(set {NVRTC_ENV} or choose a library explicitly)"))?;
+    Ok((Box::new(runner), Some(nvrtc)))
 }
 
-/// NVRTC from `explicit` or the usual places, with its first-compile cost already paid (the
-/// caller overlaps this with starting the worker).
-pub fn locate_nvrtc(explicit: Option<&Path>) -> Result<Nvrtc> {
-    let nvrtc = Nvrtc::locate(explicit).map_err(|e| anyhow!("{e}\n(set {NVRTC_ENV} or choose a library explicitly)"))?;
-    nvrtc.warm_up();
-    Ok(nvrtc)
+/// Whether `error` (from [`start_tools`]) says there is no usable GPU, which is not a fault of
+/// the user's code or set-up and is reported more gently.
+pub fn is_no_device(error: &anyhow::Error) -> bool {
+    matches!(error.downcast_ref::<StartError>(), Some(StartError::NoDevice(_)))
 }

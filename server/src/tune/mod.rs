@@ -33,6 +33,11 @@ pub struct Target {
     pub source: String,
 }
 
+/// Compiler threads: NVRTC stops scaling at about 4 per process (docs/benchmarks.md).
+pub const COMPILE_THREADS: usize = 4;
+/// Configurations per NVRTC program: headers are parsed once per program.
+pub const BATCH_SIZE: usize = 8;
+
 /// How to search and when to stop.
 #[derive(Clone, Debug)]
 pub struct TuneOptions {
