@@ -52,6 +52,8 @@ class CutuneClient(LanguageClient):
         super().__init__(*args, **kwargs)
         self.published: list[types.PublishDiagnosticsParams] = []
         self.profile: Profile | None = None
+        self.statuses: list[dict] = []
+        self.hint_refreshes = 0
 
 
 def _record_diagnostics(client: CutuneClient, params: types.PublishDiagnosticsParams) -> None:
@@ -59,10 +61,25 @@ def _record_diagnostics(client: CutuneClient, params: types.PublishDiagnosticsPa
     client.published.append(params)
 
 
+def _record_status(client: CutuneClient, params) -> None:
+    # pygls hands a custom notification's params over as a namedtuple.
+    client.statuses.append(params._asdict() if hasattr(params, "_asdict") else dict(params))
+
+
+def _count_hint_refresh(client: CutuneClient, params) -> None:
+    client.hint_refreshes += 1
+
+
 def _make_client() -> CutuneClient:
     client = CutuneClient(converter_factory=default_converter)
     register_lsp_features(
-        client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: _record_diagnostics}
+        client,
+        {
+            **DEFAULT_CLIENT_FEATURES,
+            types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: _record_diagnostics,
+            "cutune/status": _record_status,
+            types.WORKSPACE_INLAY_HINT_REFRESH: _count_hint_refresh,
+        },
     )
     return client
 

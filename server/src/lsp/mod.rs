@@ -4,14 +4,18 @@
 //! - [`server`] answers requests from document snapshots;
 //! - [`convert`] turns the plain analysis types into protocol types and back;
 //! - [`input`] reads the client's messages, so that a malformed one cannot end the session;
-//! - [`actions`] offers and resolves the code actions (templatize).
+//! - [`actions`] offers and resolves the code actions (templatize);
+//! - [`settings`] reads the client's settings;
+//! - [`tuning`] runs the `Tune kernel` command in the background, with progress.
 
 mod actions;
 mod convert;
 mod input;
 mod ordered;
 mod server;
+mod settings;
 mod state;
+mod tuning;
 
 use std::sync::Arc;
 
@@ -35,10 +39,13 @@ pub fn run_stdio() -> i32 {
         .expect("tokio runtime starts");
     runtime.block_on(async {
         let state = Arc::new(ServerState::default());
-        let (service, socket) = LspService::new({
+        let (service, socket) = LspService::build({
             let state = state.clone();
             move |client| server::Backend::new(client, state)
-        });
+        })
+        // Not among tower-lsp-server's handlers yet.
+        .custom_method("window/workDoneProgress/cancel", server::Backend::work_done_progress_cancel)
+        .finish();
         let client = service.inner().client().clone();
         let input = input::ClientInput::from_stdin(client.clone());
         let service = OrderedService::new(service, state.clone(), client);

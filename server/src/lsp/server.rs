@@ -2,29 +2,53 @@
 //! documents (see [`super::ordered`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use tower_lsp_server::jsonrpc::{Error, Result};
+use serde_json::{json, Value};
+use tower_lsp_server::jsonrpc::{Error, ErrorCode, Result};
 use tower_lsp_server::ls_types::*;
 use tower_lsp_server::{Client, LanguageServer};
 
 use super::actions::{self, TemplatizeData};
 use super::convert;
+use super::settings::Settings;
 use super::state::{OpenDocument, ServerState};
+use super::tuning::{self, KernelArgument, Status, StatusNotification, Tuning};
 use crate::syntax::{self, Analysis, Document, Encoding, MAX_ANALYZED_BYTES};
+use crate::tune::job;
+use crate::tune::results::KernelResults;
 
 pub struct Backend {
     client: Client,
     state: Arc<ServerState>,
+    tuning: Arc<Tuning>,
     /// Whether the client fills in a code action's edit through `codeAction/resolve`.
     client_resolves_edits: AtomicBool,
     /// Whether the client shows change annotations (and confirms edits that need it).
     client_annotates_edits: AtomicBool,
+    /// Whether the client shows server-initiated `$/progress`.
+    client_shows_progress: AtomicBool,
+    /// Whether the client asks for inlay hints again on `workspace/inlayHint/refresh`.
+    client_refreshes_hints: AtomicBool,
+    /// Whether the client answers `workspace/configuration`.
+    client_has_configuration: AtomicBool,
+    /// Problems with `initializationOptions`, logged once the client can be told.
+    settings_problems: Mutex<Vec<String>>,
 }
 
 impl Backend {
     pub fn new(client: Client, state: Arc<ServerState>) -> Self {
-        Backend { client, state, client_resolves_edits: AtomicBool::new(false), client_annotates_edits: AtomicBool::new(false) }
+        Backend {
+            client,
+            state,
+            tuning: Arc::default(),
+            client_resolves_edits: AtomicBool::new(false),
+            client_annotates_edits: AtomicBool::new(false),
+            client_shows_progress: AtomicBool::new(false),
+            client_refreshes_hints: AtomicBool::new(false),
+            client_has_configuration: AtomicBool::new(false),
+            settings_problems: Mutex::default(),
+        }
     }
 
     pub fn client(&self) -> &Client {
@@ -107,6 +131,94 @@ impl Backend {
     }
 }
 
+impl Backend {
+    /// `window/workDoneProgress/cancel`: the cancel button of a tuning run's progress.
+    pub async fn work_done_progress_cancel(&self, params: WorkDoneProgressCancelParams) {
+        if self.tuning.cancel_token(&params.token) {
+            self.client.log_message(MessageType::INFO, "cutune: tuning cancelled from the progress").await;
+        }
+    }
+
+    /// Applies a settings object, telling the user what was wrong in it.
+    async fn apply_settings(&self, value: &Value) {
+        let (settings, problems) = Settings::from_json(value);
+        self.client.log_message(MessageType::INFO, format!("cutune: settings: {}", settings.describe())).await;
+        self.state.set_settings(settings);
+        for problem in problems {
+            self.client.show_message(MessageType::WARNING, format!("cutune: {problem}")).await;
+        }
+    }
+
+    /// Reads the `cutune` section through `workspace/configuration`.
+    async fn pull_settings(&self) {
+        let item = ConfigurationItem { scope_uri: None, section: Some("cutune".into()) };
+        match self.client.configuration(vec![item]).await {
+            Ok(values) => {
+                if let Some(value) = values.first().filter(|v| !v.is_null()) {
+                    self.apply_settings(value).await;
+                }
+            }
+            Err(e) => tracing::warn!("workspace/configuration failed: {e}"),
+        }
+    }
+
+    /// The file, its current text and the kernel a command names (by name or by a position in
+    /// it). Errors are for the user.
+    fn kernel_of(&self, argument: &KernelArgument) -> Result<(std::path::PathBuf, String, String)> {
+        let file = actions::path_of(&argument.uri);
+        let document = match self.state.snapshot(&argument.uri) {
+            Some(open) => open.document,
+            None => {
+                let text = std::fs::read_to_string(&file).map_err(|e| Error::invalid_params(format!("cannot read {}: {e}", file.display())))?;
+                Arc::new(Document::new(text))
+            }
+        };
+        let kernel = match (&argument.kernel, argument.position) {
+            (Some(name), _) => {
+                if !document.model().kernels.iter().any(|k| k.is_definition && &k.name == name) {
+                    return Err(Error::invalid_params(format!("{} defines no kernel `{name}`", file.display())));
+                }
+                name.clone()
+            }
+            (None, Some(position)) => {
+                let offset = document.offset(self.state.encoding(), convert::text_position(position)).map_err(|e| Error::invalid_params(e.to_string()))?;
+                actions::kernels_at(&document, offset, offset).into_iter().next().ok_or_else(|| {
+                    Error::invalid_params(format!("no kernel at {}:{}: put the cursor inside a `__global__` function", file.display(), position.line + 1))
+                })?
+            }
+            (None, None) => return Err(Error::invalid_params("name the kernel (`kernel`) or give a position inside it (`position`)")),
+        };
+        Ok((file, document.text().to_string(), kernel))
+    }
+
+    async fn start_tuning(&self, argument: KernelArgument) -> Result<Option<Value>> {
+        let (file, text, kernel) = self.kernel_of(&argument)?;
+        let shows_progress = self.client_shows_progress.load(Ordering::SeqCst);
+        let (id, cancel, token) = self.tuning.begin(&kernel, shows_progress).map_err(|why| Error { code: ErrorCode::ServerError(-32803), message: why.into(), data: None })?;
+        let token = match token {
+            Some(token) => self.client.create_work_done_progress(token.clone()).await.ok().map(|()| token),
+            None => None,
+        };
+        let job = tuning::Job { file, text, kernel: kernel.clone(), settings: self.state.settings() };
+        let refresh = self.client_refreshes_hints.load(Ordering::SeqCst);
+        tokio::spawn(tuning::run(self.client.clone(), self.tuning.clone(), job, id, cancel, token, refresh));
+        Ok(Some(json!({ "started": kernel })))
+    }
+
+    /// Where the results of `file` are kept under the current settings.
+    fn workspace_of(&self, file: &std::path::Path) -> std::path::PathBuf {
+        job::workspace_for(file, self.state.settings().results_location.as_deref())
+    }
+
+    /// The latest results of `kernel`; a damaged or locked database is logged, not shown.
+    fn results(&self, file: &std::path::Path, kernel: &str) -> Option<KernelResults> {
+        KernelResults::latest(&self.workspace_of(file), file, kernel).unwrap_or_else(|e| {
+            tracing::warn!("reading the results of `{kernel}`: {e}");
+            None
+        })
+    }
+}
+
 fn too_large_diagnostic(bytes: usize) -> Diagnostic {
     Diagnostic {
         range: Range::default(),
@@ -138,6 +250,16 @@ impl LanguageServer for Backend {
         self.state.set_encoding(encoding);
         self.client_resolves_edits.store(actions::client_resolves_edits(&params.capabilities), Ordering::SeqCst);
         self.client_annotates_edits.store(actions::client_supports_annotations(&params.capabilities), Ordering::SeqCst);
+        let capabilities = &params.capabilities;
+        let shows_progress = capabilities.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false);
+        self.client_shows_progress.store(shows_progress, Ordering::SeqCst);
+        let workspace = capabilities.workspace.as_ref();
+        let refreshes = workspace.and_then(|w| w.inlay_hint.as_ref()).and_then(|h| h.refresh_support).unwrap_or(false);
+        self.client_refreshes_hints.store(refreshes, Ordering::SeqCst);
+        self.client_has_configuration.store(workspace.and_then(|w| w.configuration).unwrap_or(false), Ordering::SeqCst);
+        let (settings, problems) = Settings::from_json(params.initialization_options.as_ref().unwrap_or(&Value::Null));
+        self.state.set_settings(settings);
+        *self.settings_problems.lock().unwrap_or_else(|e| e.into_inner()) = problems;
         Ok(InitializeResult {
             capabilities: ServerCapabilities {
                 position_encoding: Some(convert::encoding_kind(encoding)),
@@ -153,6 +275,11 @@ impl LanguageServer for Backend {
                     resolve_provider: Some(true),
                     ..CodeActionOptions::default()
                 })),
+                execute_command_provider: Some(ExecuteCommandOptions {
+                    commands: tuning::COMMANDS.iter().map(|c| c.to_string()).collect(),
+                    ..ExecuteCommandOptions::default()
+                }),
+                inlay_hint_provider: Some(OneOf::Left(true)),
                 ..ServerCapabilities::default()
             },
             server_info: Some(ServerInfo { name: "cutune".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
@@ -168,6 +295,67 @@ impl LanguageServer for Backend {
         self.client
             .log_message(MessageType::INFO, format!("cutune {} ready; positions in {encoding}", env!("CARGO_PKG_VERSION")))
             .await;
+        let problems = std::mem::take(&mut *self.settings_problems.lock().unwrap_or_else(|e| e.into_inner()));
+        for problem in problems {
+            self.client.show_message(MessageType::WARNING, format!("cutune: {problem}")).await;
+        }
+        if self.client_has_configuration.load(Ordering::SeqCst) {
+            self.pull_settings().await;
+        }
+        let status = Status { device: None, state: "idle".into(), message: "ready".into() };
+        self.client.send_notification::<StatusNotification>(status).await;
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        if self.client_has_configuration.load(Ordering::SeqCst) {
+            self.pull_settings().await;
+        } else {
+            self.apply_settings(&params.settings).await;
+        }
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<LSPAny>> {
+        let argument = || -> Result<KernelArgument> {
+            let value = params.arguments.first().cloned().unwrap_or(Value::Null);
+            serde_json::from_value(value).map_err(|e| Error::invalid_params(format!("{} takes {{uri, kernel}} or {{uri, position}}: {e}", params.command)))
+        };
+        match params.command.as_str() {
+            tuning::TUNE => self.start_tuning(argument()?).await,
+            tuning::STOP => {
+                let stopped = self.tuning.stop();
+                Ok(Some(json!({ "stopping": stopped })))
+            }
+            other => Err(Error { code: ErrorCode::MethodNotFound, message: format!("cutune has no command `{other}`").into(), data: None }),
+        }
+    }
+
+    async fn inlay_hint(&self, params: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
+        let uri = params.text_document.uri;
+        let open = self.open_document(&uri)?;
+        if !open.is_cuda(&uri) {
+            return Ok(None);
+        }
+        let file = actions::path_of(&uri);
+        let encoding = self.state.encoding();
+        let mut hints = Vec::new();
+        for kernel in open.document.model().kernels.iter().filter(|k| k.is_definition) {
+            let at = convert::range(&open.document, encoding, kernel.name_span).end;
+            if at < params.range.start || params.range.end < at {
+                continue;
+            }
+            let Some(results) = self.results(&file, &kernel.name) else { continue };
+            hints.push(InlayHint {
+                position: at,
+                label: InlayHintLabel::String(results.hint()),
+                kind: None,
+                text_edits: None,
+                tooltip: Some(InlayHintTooltip::String("cutune: best verified speedup over the original kernel; hover the kernel for the table".into())),
+                padding_left: Some(true),
+                padding_right: None,
+                data: None,
+            });
+        }
+        Ok(Some(hints))
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -199,7 +387,12 @@ impl LanguageServer for Backend {
         if !open.is_cuda(&position.text_document.uri) {
             return Ok(None);
         }
-        let Some(info) = syntax::hover(open.document.model(), offset) else { return Ok(None) };
+        let Some(mut info) = syntax::hover(open.document.model(), offset) else { return Ok(None) };
+        let tuned = open.document.model().kernels.iter().find(|k| k.is_definition && k.name_span.start_byte <= offset && offset <= k.name_span.end_byte);
+        if let Some(results) = tuned.and_then(|k| self.results(&actions::path_of(&position.text_document.uri), &k.name)) {
+            info.markdown.push_str("\n\n---\n\n");
+            info.markdown.push_str(&results.hover());
+        }
         Ok(Some(Hover {
             contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: info.markdown }),
             range: Some(convert::range(&open.document, self.state.encoding(), info.span)),

@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLock};
 
 use tower_lsp_server::ls_types::Uri;
 
+use super::settings::Settings;
 use crate::syntax::{Document, Encoding};
 
 /// One open document: the client's version and an immutable snapshot.
@@ -42,6 +43,7 @@ struct Documents {
 pub struct ServerState {
     documents: RwLock<Documents>,
     encoding: RwLock<Encoding>,
+    settings: RwLock<Settings>,
     shutdown: AtomicBool,
 }
 
@@ -51,6 +53,7 @@ impl Default for ServerState {
             documents: RwLock::default(),
             // UTF-16 until a client offers UTF-8: the protocol's default.
             encoding: RwLock::new(Encoding::Utf16),
+            settings: RwLock::default(),
             shutdown: AtomicBool::new(false),
         }
     }
@@ -63,6 +66,14 @@ impl ServerState {
 
     pub fn set_encoding(&self, encoding: Encoding) {
         *self.encoding.write().unwrap_or_else(|e| e.into_inner()) = encoding;
+    }
+
+    pub fn settings(&self) -> Settings {
+        self.settings.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn set_settings(&self, settings: Settings) {
+        *self.settings.write().unwrap_or_else(|e| e.into_inner()) = settings;
     }
 
     pub fn snapshot(&self, uri: &Uri) -> Option<OpenDocument> {

@@ -162,7 +162,7 @@ impl Store {
         if !ignore.exists() {
             std::fs::write(&ignore, "*\n").map_err(|e| unwritable(&ignore, e))?;
         }
-        Store::open_file(&folder.join(DATABASE))
+        Store::open_file(&Store::database_path(workspace))
     }
 
     pub fn open_file(path: &Path) -> Result<Store, StoreError> {
@@ -183,6 +183,11 @@ impl Store {
     }
 
     /// The database file.
+    /// Where [`Store::open`] keeps the database of `workspace`.
+    pub fn database_path(workspace: &Path) -> PathBuf {
+        workspace.join(FOLDER).join(DATABASE)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -65,6 +65,11 @@ pub fn workspace_for(file: &Path, results: Option<&Path>) -> PathBuf {
     }
 }
 
+/// Where the cubins of runs in `workspace` are cached, beside its results.
+pub fn cubin_dir(workspace: &Path) -> PathBuf {
+    workspace.join(".cutune").join("cubins")
+}
+
 /// Brute force when the whole space fits the budget, else the model-based strategy.
 pub fn default_strategy(kernel: &KernelSpec, budget: u64) -> StrategyName {
     if Space::new(kernel).count() <= budget { StrategyName::BruteForce } else { StrategyName::Model }

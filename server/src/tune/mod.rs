@@ -6,6 +6,7 @@
 //! the loop looks it up in the store under the same key (source, problems, device, NVRTC).
 
 pub mod job;
+pub mod results;
 mod problems;
 
 use std::collections::{BTreeMap, HashMap};

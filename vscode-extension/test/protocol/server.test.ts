@@ -85,10 +85,17 @@ after(async () => {
 
 test('a settings change, as the extension sends it, is taken; configuration requests get the same settings', async () => {
   stub.settings.set('cutune.budget', 17);
+  const before = session.requests.length;
   await session.connection.sendNotification('workspace/didChangeConfiguration', changedSettings());
   const symbols = await session.connection.sendRequest<ProtocolSymbol[]>('textDocument/documentSymbol', { textDocument: { uri: document.uri } });
   assert.ok(symbols.length > 0, 'the server still answers');
-  for (const request of session.requests.filter((r) => r.method === 'workspace/configuration')) {
+  // The server reads the section back after a change; wait (bounded) for that request.
+  const pulled = () => session.requests.slice(before).filter((r) => r.method === 'workspace/configuration');
+  for (let waited = 0; pulled().length === 0 && waited < 5_000; waited += 20) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  assert.ok(pulled().length > 0, 'the server asks for the changed settings');
+  for (const request of pulled()) {
     const { items } = request.params as { items: { section?: string }[] };
     items.forEach((item, i) => {
       if (item.section === 'cutune') {

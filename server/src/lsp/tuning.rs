@@ -1,0 +1,242 @@
+//! `Tune kernel on GPU` and `Stop tuning`: one tuning run at a time (there is one GPU), on a
+//! blocking thread, reported through `$/progress` and `cutune/status`, and cancellable from the
+//! progress's cancel button or the stop command. The language server keeps answering meanwhile.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tower_lsp_server::ls_types::notification::Notification;
+use tower_lsp_server::ls_types::{MessageType, Position, ProgressToken, Uri};
+use tower_lsp_server::Client;
+
+use super::settings::Settings;
+use crate::compile::CubinCache;
+use crate::gpu::RunnerSource;
+use crate::space::{Configuration, Space};
+use crate::store::{Evaluation, Store};
+use crate::tune::{self, job, Observer, Progress, TuneOptions, TuneReport};
+
+pub const TUNE: &str = "cutune.tune";
+pub const STOP: &str = "cutune.stopTuning";
+/// The commands this server carries out (`workspace/executeCommand`).
+pub const COMMANDS: [&str; 2] = [TUNE, STOP];
+
+/// The argument of a kernel command: the kernel by name, or the position of the cursor in it.
+#[derive(Debug, Deserialize)]
+pub struct KernelArgument {
+    pub uri: Uri,
+    pub kernel: Option<String>,
+    pub position: Option<Position>,
+}
+
+/// `cutune/status`: what the editor's status item shows.
+pub enum StatusNotification {}
+
+impl Notification for StatusNotification {
+    type Params = Status;
+    const METHOD: &'static str = "cutune/status";
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Status {
+    /// The GPU's name (or the replayed recording), once known.
+    pub device: Option<String>,
+    /// `idle`, `tuning`, `no-device` or `replay`.
+    pub state: String,
+    pub message: String,
+}
+
+/// The run in progress, if any.
+#[derive(Default)]
+pub struct Tuning {
+    running: Mutex<Option<Running>>,
+    next_id: AtomicU64,
+}
+
+struct Running {
+    id: u64,
+    kernel: String,
+    token: Option<ProgressToken>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Tuning {
+    /// Registers a new run of `kernel`, with a progress token of its own when the client shows
+    /// progress, or says which run is in the way.
+    pub fn begin(&self, kernel: &str, with_progress: bool) -> Result<(u64, Arc<AtomicBool>, Option<ProgressToken>), String> {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(run) = running.as_ref() {
+            return Err(format!("`{}` is being tuned; stop that run first (cutune: Stop tuning)", run.kernel));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let token = with_progress.then(|| ProgressToken::String(format!("cutune-tune-{id}")));
+        let cancel = Arc::new(AtomicBool::new(false));
+        *running = Some(Running { id, kernel: kernel.to_string(), token: token.clone(), cancel: cancel.clone() });
+        Ok((id, cancel, token))
+    }
+
+    fn end(&self, id: u64) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if running.as_ref().is_some_and(|r| r.id == id) {
+            *running = None;
+        }
+    }
+
+    /// Asks the run in progress to stop; returns the kernel it was tuning.
+    pub fn stop(&self) -> Option<String> {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        running.as_ref().map(|run| {
+            run.cancel.store(true, Ordering::SeqCst);
+            run.kernel.clone()
+        })
+    }
+
+    /// `window/workDoneProgress/cancel`: stops the run reporting under `token`.
+    pub fn cancel_token(&self, token: &ProgressToken) -> bool {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        match running.as_ref() {
+            Some(run) if run.token.as_ref() == Some(token) => {
+                run.cancel.store(true, Ordering::SeqCst);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// One tuning run as the editor asked for it.
+pub struct Job {
+    pub file: PathBuf,
+    /// The editor's text of the file (unsaved edits included).
+    pub text: String,
+    pub kernel: String,
+    pub settings: Settings,
+}
+
+/// What the blocking thread tells the editor side.
+enum Event {
+    Started { device: String, source: RunnerSource, total: u64 },
+    Evaluated(Progress),
+}
+
+struct Reporter {
+    events: UnboundedSender<Event>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Observer for Reporter {
+    fn evaluated(&mut self, _: &Evaluation, progress: &Progress) {
+        let _ = self.events.send(Event::Evaluated(progress.clone()));
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::SeqCst)
+    }
+}
+
+/// The run itself, on a blocking thread.
+fn execute(job: &Job, mut reporter: Reporter) -> Result<TuneReport> {
+    let (target, _) = job::target(&job.file, &job.kernel, None, &job.text)?;
+    let workspace = job::workspace_for(&job.file, job.settings.results_location.as_deref());
+    let store = Store::open(&workspace)?;
+    let budget = job.settings.budget;
+    let strategy = job.settings.strategy.unwrap_or_else(|| job::default_strategy(&target.kernel, budget));
+    let default = Configuration::default_of(&target.kernel);
+    let (mut runner, nvrtc) = job::start_tools(job.settings.device, job.settings.replay.as_deref(), job.settings.nvrtc_path.as_deref(), default)?;
+    let total = Space::new(&target.kernel).count().min(budget);
+    let _ = reporter.events.send(Event::Started { device: runner.device().name.clone(), source: runner.source().clone(), total });
+    let options = TuneOptions {
+        strategy,
+        seed: 0,
+        budget: Some(budget),
+        time_limit: None,
+        patience: None,
+        target_speedup: None,
+        compile_threads: tune::COMPILE_THREADS,
+        batch_size: tune::BATCH_SIZE,
+        reuse_stored: true,
+    };
+    let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(job::cubin_dir(&workspace)), store: &store };
+    tune::tune(&target, runner.as_mut(), &tools, &options, &mut reporter)
+}
+
+/// Runs `job` to its end, reporting as it goes; `token` when the client shows progress.
+pub async fn run(client: Client, tuning: Arc<Tuning>, job: Job, id: u64, cancel: Arc<AtomicBool>, token: Option<ProgressToken>, refresh_hints: bool) {
+    let kernel = job.kernel.clone();
+    let progress = match token {
+        Some(token) => Some(client.progress(token, format!("Tuning {kernel}")).with_message("starting").with_percentage(0).with_cancel_button().begin().await),
+        None => None,
+    };
+    let status = |device: Option<String>, state: &str, message: String| {
+        let client = client.clone();
+        let params = Status { device, state: state.to_string(), message };
+        async move { client.send_notification::<StatusNotification>(params).await }
+    };
+    status(None, "tuning", format!("tuning {kernel}: starting")).await;
+
+    let (events, mut received) = unbounded_channel();
+    let reporter = Reporter { events, cancel };
+    let handle = tokio::task::spawn_blocking(move || execute(&job, reporter));
+    let (mut device, mut replay, mut total) = (None, false, 0);
+    while let Some(event) = received.recv().await {
+        match event {
+            Event::Started { device: name, source, total: count } => {
+                replay = matches!(source, RunnerSource::Replay { .. });
+                device = Some(match &source {
+                    RunnerSource::Replay { from } => format!("replay of {from}"),
+                    RunnerSource::Device => name,
+                });
+                total = count;
+            }
+            Event::Evaluated(done) => {
+                let best = done.best_speedup.map_or_else(|| "no correct configuration yet".to_string(), |s| format!("best {s:.2}×"));
+                let message = format!("{}/{total} · {best}", done.evaluated);
+                if let Some(progress) = &progress {
+                    let percent = (done.evaluated * 100).checked_div(total).unwrap_or(0).min(100) as u32;
+                    progress.report_with_message(message.clone(), percent, None).await;
+                }
+                status(device.clone(), if replay { "replay" } else { "tuning" }, format!("tuning {kernel} {message}")).await;
+            }
+        }
+    }
+    let outcome = handle.await.map_err(|e| anyhow::anyhow!("the tuning thread stopped unexpectedly: {e}")).and_then(|r| r);
+    let (summary, kind, state) = match &outcome {
+        Ok(report) => (summarize(report), MessageType::INFO, "idle"),
+        Err(error) if job::is_no_device(error) => (
+            format!("no CUDA device found: {error}. Recorded results still show; set cutune.replay to replay recorded measurements"),
+            MessageType::WARNING,
+            "no-device",
+        ),
+        Err(error) => (format!("tuning `{kernel}` failed: {error:#}"), MessageType::ERROR, "idle"),
+    };
+    if let Some(progress) = progress {
+        progress.finish_with_message(summary.clone()).await;
+    }
+    tuning.end(id);
+    client.show_message(kind, format!("cutune: {summary}")).await;
+    status(device, state, summary).await;
+    if refresh_hints && outcome.is_ok() {
+        let _ = client.inlay_hint_refresh().await;
+    }
+}
+
+/// One line on a finished run: the best configuration and speedup, why it stopped, what it
+/// measured; replays say so.
+fn summarize(report: &TuneReport) -> String {
+    let replay = match &report.source {
+        RunnerSource::Replay { from } => format!(" (REPLAY of {from})"),
+        RunnerSource::Device => String::new(),
+    };
+    let best = match &report.best {
+        Some(best) => match best.speedup {
+            Some(speedup) => format!("best {} at {:.2} µs, {speedup:.2}× the original", best.config, best.time_us.unwrap_or(f64::NAN)),
+            None => format!("best {}", best.config),
+        },
+        None => "no configuration ran correctly".to_string(),
+    };
+    format!("{}{replay}: {best}; {} configurations evaluated; stopped: {}", report.kernel, report.rows.len(), report.stop_reason)
+}

@@ -1,0 +1,174 @@
+"""The editor loop on a machine without a GPU, through a replay of recorded measurements: the
+client's settings, `cutune.tune` with `$/progress` and `cutune/status`, the best verified speedup
+as an inlay hint at the kernel's name and the results table in its hover, `cutune.stopTuning`
+cancelling a run and keeping what it measured, and the plain warning without a GPU."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from pathlib import Path
+
+from lsprotocol import types
+
+from editor import REPO, TIMEOUT_S, eventually, logged, open_document
+
+RECORDING = REPO / "tests" / "fixtures" / "replay" / "rmsnorm_8192_h100.t4.json"
+SPEC = REPO / "bench" / "kernel_tuner" / "rmsnorm_8192.cutune.toml"
+KERNEL = "rmsnorm_kernel"
+
+
+def project(tmp_path: Path) -> Path:
+    """examples/rmsnorm.cu with the spec of the recorded space beside it."""
+    source = tmp_path / "rmsnorm.cu"
+    source.write_text((REPO / "examples" / "rmsnorm.cu").read_text())
+    spec = SPEC.read_text().replace('source = "../../examples/rmsnorm.cu"', 'source = "rmsnorm.cu"')
+    (tmp_path / "rmsnorm.cutune.toml").write_text(spec)
+    return source
+
+
+async def configure(client, **settings) -> None:
+    """Sets the `cutune` section and tells the server, which reads it back; waits until it has."""
+    client.set_configuration(settings, section="cutune")
+    seen = len(client.log_messages)
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    expected = f"budget {settings.get('budget', 200)}"
+    await eventually(client, lambda: any("cutune: settings:" in m.message and expected in m.message for m in client.log_messages[seen:]), "the settings applied")
+
+
+async def command(client, name: str, argument: dict | None = None):
+    params = types.ExecuteCommandParams(command=name, arguments=[argument] if argument is not None else [])
+    return await asyncio.wait_for(client.workspace_execute_command_async(params), TIMEOUT_S)
+
+
+def ended(client, title: str):
+    """The progress whose begin has `title`, once it has ended: its list of values."""
+    for values in client.progress_reports.values():
+        if values and getattr(values[0], "title", None) == title and isinstance(values[-1], types.WorkDoneProgressEnd):
+            return values
+    return None
+
+
+async def inlay_hints(client, uri: str) -> list[types.InlayHint]:
+    params = types.InlayHintParams(text_document=types.TextDocumentIdentifier(uri), range=types.Range(types.Position(0, 0), types.Position(10_000, 0)))
+    return await asyncio.wait_for(client.text_document_inlay_hint_async(params), TIMEOUT_S) or []
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, l in enumerate(text.split("\n")) if needle in l)
+
+
+async def test_tuning_a_replay_reports_progress_then_shows_the_speedup_in_place(client, tmp_path):
+    source = project(tmp_path)
+    await configure(client, replay=str(RECORDING), resultsLocation=str(tmp_path), budget=200)
+    uri = source.as_uri()
+    text = source.read_text()
+    await open_document(client, uri, text)
+    assert await inlay_hints(client, uri) == [], "nothing is recorded before the first run"
+    refreshes = client.hint_refreshes
+
+    started = await command(client, "cutune.tune", {"uri": uri, "kernel": KERNEL})
+    assert started == {"started": KERNEL}
+    # Both editors' recorded capabilities show server-initiated progress.
+    values = await eventually(client, lambda: ended(client, f"Tuning {KERNEL}"), "the tuning progress to end")
+    reports = [v.message for v in values if isinstance(v, types.WorkDoneProgressReport)]
+    assert reports[-1] == "24/24 · best 1.95×", reports
+    assert values[0].cancellable is True
+    assert "REPLAY of" in values[-1].message and "1.95× the original" in values[-1].message, values[-1].message
+    await eventually(client, lambda: any(s.get("state") == "idle" and KERNEL in s.get("message", "") for s in client.statuses), "the idle status after the run")
+    tuning = [s for s in client.statuses if s.get("state") == "replay"]
+    assert tuning and tuning[-1]["device"].startswith("replay of") and tuning[-1]["message"].startswith(f"tuning {KERNEL} 24/24"), client.statuses
+
+    # The hint at the kernel's name, from the results database.
+    [hint] = await inlay_hints(client, uri)
+    assert hint.label == "1.95× ✓ replay"
+    name_line = line_of(text, f"__global__ void {KERNEL}")
+    assert hint.position.line == name_line
+    if client.profile.name == "neovim":
+        assert client.hint_refreshes > refreshes, "Neovim asks for hints again on refresh"
+
+    hover = await asyncio.wait_for(
+        client.text_document_hover_async(types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(name_line, text.split("\n")[name_line].index(KERNEL) + 2))),
+        TIMEOUT_S,
+    )
+    value = hover.contents.value
+    assert "**Tuning results** — **replay** of recorded measurements from" in value, value
+    assert "| BLOCK_SIZE=512 RMSNORM_VEC=8 | 97.06 µs | 1.95× |" in value, value
+    assert "24 configurations tried, 24 correct" in value and "brute-force" in value, value
+
+
+async def test_stopping_cancels_the_run_and_keeps_what_it_measured(client, tmp_path):
+    source = project(tmp_path)
+    await configure(client, replay=str(RECORDING), resultsLocation=str(tmp_path), budget=200)
+    uri = source.as_uri()
+    text = source.read_text()
+    await open_document(client, uri, text)
+    line = line_of(text, "float sum = 0.f;")
+
+    # By position, as the palette commands send it. The run spends its first tens of
+    # milliseconds templatizing the file in memory, so the stop arrives before the search.
+    assert await command(client, "cutune.tune", {"uri": uri, "position": {"line": line, "character": 4}}) == {"started": KERNEL}
+    assert await command(client, "cutune.stopTuning", {}) == {"stopping": KERNEL}
+    message = await eventually(client, lambda: next((m.message for m in client.messages if "stopped: cancelled" in m.message and str(tmp_path) not in m.message), None), "the cancelled run's message")
+    assert KERNEL in message
+
+    with sqlite3.connect(tmp_path / ".cutune" / "results.db") as db:
+        [(stop_reason,)] = db.execute("select stop_reason from runs").fetchall()
+        (stored,) = db.execute("select count(*) from evaluations").fetchone()
+    assert stop_reason == "cancelled"
+    assert stored < 24
+
+    # Nothing runs now; a second stop says so, and a new run finishes.
+    assert await command(client, "cutune.stopTuning", {}) == {"stopping": None}
+    seen = len(client.messages)
+    assert await command(client, "cutune.tune", {"uri": uri, "kernel": KERNEL}) == {"started": KERNEL}
+    await eventually(client, lambda: any("stopped: space exhausted" in m.message for m in client.messages[seen:]), "the second run to finish")
+
+
+async def test_commands_with_bad_arguments_are_refused_in_words(client, tmp_path):
+    source = project(tmp_path)
+    uri = source.as_uri()
+    text = source.read_text()
+    await open_document(client, uri, text)
+    for argument, words in [
+        ({"uri": uri, "kernel": "nope"}, "defines no kernel `nope`"),
+        ({"uri": uri, "position": {"line": line_of(text, "int main"), "character": 2}}, "no kernel at"),
+        ({"uri": uri}, "name the kernel"),
+        (None, "cutune.tune takes {uri, kernel} or {uri, position}"),
+    ]:
+        try:
+            await command(client, "cutune.tune", argument)
+        except Exception as error:  # pygls raises the JSON-RPC error
+            assert words in str(error), (argument, str(error))
+        else:
+            raise AssertionError(f"{argument} was accepted")
+    try:
+        await command(client, "cutune.frobnicate", {"uri": uri})
+    except Exception as error:
+        assert "cutune has no command `cutune.frobnicate`" in str(error)
+    else:
+        raise AssertionError("an unknown command was accepted")
+
+
+async def test_bad_settings_are_named_and_the_defaults_kept(client):
+    seen = len(client.messages)
+    client.set_configuration({"budget": 0, "strategy": "fastest"}, section="cutune")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await eventually(client, lambda: any("cutune.budget must be a whole number" in m.message for m in client.messages[seen:]), "the budget warning")
+    await logged(client, types.MessageType.Info, "cutune: settings:", "strategy auto, budget 200")
+
+
+async def test_without_a_gpu_tuning_warns_plainly(client, tmp_path):
+    if os.path.exists("/dev/nvidia0"):
+        return  # a GPU machine: the live path is the GPU suite's
+    source = project(tmp_path)
+    await configure(client, resultsLocation=str(tmp_path), budget=200)
+    uri = source.as_uri()
+    await open_document(client, uri, source.read_text())
+    seen = len(client.messages)
+    await command(client, "cutune.tune", {"uri": uri, "kernel": KERNEL})
+    warning = await eventually(client, lambda: next((m for m in client.messages[seen:] if "no CUDA device found" in m.message), None), "the no-device warning")
+    assert warning.type == types.MessageType.Warning
+    assert "cutune.replay" in warning.message
+    await eventually(client, lambda: any(s.get("state") == "no-device" for s in client.statuses), "the no-device status")
