@@ -62,6 +62,7 @@ fn run_info() -> RunInfo {
         source_sha256: key().source_sha256,
         problems_sha256: key().problems_sha256,
         nvrtc: key().nvrtc,
+        kernel_sha256: String::new(),
     }
 }
 

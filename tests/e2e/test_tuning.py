@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from editor import REPO, TIMEOUT_S, eventually, logged, open_document
+from editor import REPO, TIMEOUT_S, change_document, edit, eventually, logged, open_document, published
 
 RECORDING = REPO / "tests" / "fixtures" / "replay" / "rmsnorm_8192_h100.t4.json"
 SPEC = REPO / "bench" / "kernel_tuner" / "rmsnorm_8192.cutune.toml"
@@ -96,6 +96,19 @@ async def test_tuning_a_replay_reports_progress_then_shows_the_speedup_in_place(
     assert "**Tuning results** — **replay** of recorded measurements from" in value, value
     assert "| BLOCK_SIZE=512 RMSNORM_VEC=8 | 97.06 µs | 1.95× |" in value, value
     assert "24 configurations tried, 24 correct" in value and "brute-force" in value, value
+
+    # The run's end republishes the file's diagnostics: a replay has nothing to complain about.
+    assert not any(d.source == "cutune" and d.code in ("wrong-output", "cannot-run", "stale-results") for d in client.diagnostics.get(uri, []))
+    # Editing the kernel makes its results stale: a hint diagnostic, and the inlay hint says so.
+    body = line_of(text, "float sum = 0.f;")
+    after = len(client.published)
+    change_document(client, uri, 2, edit((body, 0), (body, 0), "  // changed\n"))
+    diagnostics = (await published(client, uri, 2, after)).diagnostics
+    [stale] = [d for d in diagnostics if d.code == "stale-results"]
+    assert stale.severity == types.DiagnosticSeverity.Hint and stale.range.start.line == name_line
+    assert f"the tuning results of `{KERNEL}` were measured on an earlier version of it" in stale.message
+    [hint] = await inlay_hints(client, uri)
+    assert hint.label == "1.95× ✓ replay (stale)"
 
 
 async def test_stopping_cancels_the_run_and_keeps_what_it_measured(client, tmp_path):

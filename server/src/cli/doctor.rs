@@ -112,7 +112,8 @@ fn tiny_tune(nvrtc: &Nvrtc, device: u32) -> Result<String> {
     let result = (|| -> Result<String> {
         let store = crate::store::Store::open(&workspace)?;
         let mut runner = crate::gpu::client::WorkerRunner::start(device)?;
-        let target = crate::tune::Target { file: "doctor_probe.cu".into(), kernel, source: PROBE_SOURCE.to_string() };
+        let kernel_sha256 = crate::tune::kernel_sha256(PROBE_SOURCE, &kernel.name);
+        let target = crate::tune::Target { file: "doctor_probe.cu".into(), kernel, source: PROBE_SOURCE.to_string(), kernel_sha256 };
         let tools = crate::tune::Tools { nvrtc: Some(nvrtc), cache: crate::compile::CubinCache::new(workspace.join("cubins")), store: &store };
         let options = crate::tune::TuneOptions {
             strategy: crate::search::StrategyName::BruteForce,

@@ -15,8 +15,8 @@ use super::settings::Settings;
 use super::state::{OpenDocument, ServerState};
 use super::tuning::{self, KernelArgument, Status, StatusNotification, Tuning};
 use crate::syntax::{self, Analysis, Document, Encoding, MAX_ANALYZED_BYTES};
-use crate::tune::job;
 use crate::tune::results::KernelResults;
+use crate::tune::{definition_sha256, job};
 
 pub struct Backend {
     client: Client,
@@ -67,8 +67,26 @@ impl Backend {
             .map_err(|e| Error::invalid_params(e.to_string()))
     }
 
-    /// Publishes the findings of the current version, unless a newer version has arrived since.
     async fn publish_diagnostics(&self, uri: Uri) {
+        self.publisher().publish(uri).await;
+    }
+
+    fn publisher(&self) -> Publisher {
+        Publisher { client: self.client.clone(), state: self.state.clone() }
+    }
+}
+
+/// Diagnostics and results of documents, for the handlers and for the end of a tuning run.
+#[derive(Clone)]
+struct Publisher {
+    client: Client,
+    state: Arc<ServerState>,
+}
+
+impl Publisher {
+    /// Publishes the findings of the current version, unless a newer version has arrived since:
+    /// the model's checks and, per kernel, what its tuning results say.
+    async fn publish(&self, uri: Uri) {
         let Some(open) = self.state.snapshot(&uri) else { return };
         let encoding = self.state.encoding();
         if convert::is_spec(&uri) {
@@ -81,10 +99,16 @@ impl Backend {
             return;
         }
         let diagnostics = match open.document.analysis() {
-            Analysis::Complete => syntax::check(open.document.model())
-                .iter()
-                .map(|f| convert::diagnostic(&open.document, encoding, f))
-                .collect(),
+            Analysis::Complete => {
+                let mut findings = syntax::check(open.document.model());
+                let file = actions::path_of(&uri);
+                for kernel in open.document.model().kernels.iter().filter(|k| k.is_definition) {
+                    if let Some(results) = self.results(&file, &kernel.name) {
+                        findings.extend(results.findings(kernel.name_span, &definition_sha256(open.document.text(), kernel)));
+                    }
+                }
+                findings.iter().map(|f| convert::diagnostic(&open.document, encoding, f)).collect()
+            }
             Analysis::SkippedTooLarge { bytes } => vec![too_large_diagnostic(bytes)],
             // CUDA documents are never kept as text only; nothing to report either way.
             Analysis::TextOnly => Vec::new(),
@@ -97,6 +121,15 @@ impl Backend {
         if still_current {
             self.client.publish_diagnostics(uri, diagnostics, Some(version)).await;
         }
+    }
+
+    /// The latest results of `kernel`; a damaged or locked database is logged, not shown.
+    fn results(&self, file: &std::path::Path, kernel: &str) -> Option<KernelResults> {
+        let workspace = job::workspace_for(file, self.state.settings().results_location.as_deref());
+        KernelResults::latest(&workspace, file, kernel).unwrap_or_else(|e| {
+            tracing::warn!("reading the results of `{kernel}`: {e}");
+            None
+        })
     }
 }
 
@@ -201,22 +234,16 @@ impl Backend {
         };
         let job = tuning::Job { file, text, kernel: kernel.clone(), settings: self.state.settings() };
         let refresh = self.client_refreshes_hints.load(Ordering::SeqCst);
-        tokio::spawn(tuning::run(self.client.clone(), self.tuning.clone(), job, id, cancel, token, refresh));
+        let (publisher, uri) = (self.publisher(), argument.uri);
+        let run = tuning::run(self.client.clone(), self.tuning.clone(), job, id, cancel, token, refresh);
+        tokio::spawn(async move {
+            run.await;
+            // The results' diagnostics (wrong outputs, stale results…) of the tuned file.
+            publisher.publish(uri).await;
+        });
         Ok(Some(json!({ "started": kernel })))
     }
 
-    /// Where the results of `file` are kept under the current settings.
-    fn workspace_of(&self, file: &std::path::Path) -> std::path::PathBuf {
-        job::workspace_for(file, self.state.settings().results_location.as_deref())
-    }
-
-    /// The latest results of `kernel`; a damaged or locked database is logged, not shown.
-    fn results(&self, file: &std::path::Path, kernel: &str) -> Option<KernelResults> {
-        KernelResults::latest(&self.workspace_of(file), file, kernel).unwrap_or_else(|e| {
-            tracing::warn!("reading the results of `{kernel}`: {e}");
-            None
-        })
-    }
 }
 
 fn too_large_diagnostic(bytes: usize) -> Diagnostic {
@@ -343,10 +370,10 @@ impl LanguageServer for Backend {
             if at < params.range.start || params.range.end < at {
                 continue;
             }
-            let Some(results) = self.results(&file, &kernel.name) else { continue };
+            let Some(results) = self.publisher().results(&file, &kernel.name) else { continue };
             hints.push(InlayHint {
                 position: at,
-                label: InlayHintLabel::String(results.hint()),
+                label: InlayHintLabel::String(results.hint(&definition_sha256(open.document.text(), kernel))),
                 kind: None,
                 text_edits: None,
                 tooltip: Some(InlayHintTooltip::String("cutune: best verified speedup over the original kernel; hover the kernel for the table".into())),
@@ -389,7 +416,7 @@ impl LanguageServer for Backend {
         }
         let Some(mut info) = syntax::hover(open.document.model(), offset) else { return Ok(None) };
         let tuned = open.document.model().kernels.iter().find(|k| k.is_definition && k.name_span.start_byte <= offset && offset <= k.name_span.end_byte);
-        if let Some(results) = tuned.and_then(|k| self.results(&actions::path_of(&position.text_document.uri), &k.name)) {
+        if let Some(results) = tuned.and_then(|k| self.publisher().results(&actions::path_of(&position.text_document.uri), &k.name)) {
             info.markdown.push_str("\n\n---\n\n");
             info.markdown.push_str(&results.hover());
         }

@@ -93,6 +93,9 @@ pub struct RunInfo {
     pub source_sha256: String,
     pub problems_sha256: String,
     pub nvrtc: String,
+    /// SHA-256 of the kernel's definition in the user's file when it was tuned (empty: not
+    /// known); another hash now means the results are stale.
+    pub kernel_sha256: String,
 }
 
 /// A stored run: what it was asked, and how it ended (nothing yet while it runs, or if it was
@@ -198,8 +201,8 @@ impl Store {
         connection
             .execute(
                 "INSERT INTO runs (kernel, file, strategy, seed, budget, source_kind, replay_from, device, started_at,
-                                   baseline_us, source_sha256, problems_sha256, nvrtc)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                                   baseline_us, source_sha256, problems_sha256, nvrtc, kernel_sha256)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 // SQLite integers are signed; the seed's bits are stored as they are.
                 params![
                     run.kernel,
@@ -214,7 +217,8 @@ impl Store {
                     run.baseline_us,
                     run.source_sha256,
                     run.problems_sha256,
-                    run.nvrtc
+                    run.nvrtc,
+                    run.kernel_sha256
                 ],
             )
             .map_err(|e| self.error(e))?;
@@ -236,7 +240,7 @@ impl Store {
         let mut statement = connection
             .prepare(
                 "SELECT id, kernel, file, strategy, seed, budget, source_kind, replay_from, device, started_at, finished_at, stop_reason,
-                        baseline_us, source_sha256, problems_sha256, nvrtc
+                        baseline_us, source_sha256, problems_sha256, nvrtc, kernel_sha256
                  FROM runs WHERE kernel = ?1 ORDER BY id",
             )
             .map_err(|e| self.error(e))?;
@@ -251,10 +255,10 @@ impl Store {
                 let (device, started_at): (String, i64) = (row.get(8)?, row.get(9)?);
                 let (finished_at, stop_reason) = (row.get(10)?, row.get(11)?);
                 let baseline_us = row.get(12)?;
-                let (source_sha256, problems_sha256, nvrtc) = (row.get(13)?, row.get(14)?, row.get(15)?);
+                let (source_sha256, problems_sha256, nvrtc, kernel_sha256) = (row.get(13)?, row.get(14)?, row.get(15)?, row.get(16)?);
                 let run = source.map(|source| Run {
                     id,
-                    info: RunInfo { kernel, file, strategy, seed, budget, source, device, started_at, baseline_us, source_sha256, problems_sha256, nvrtc },
+                    info: RunInfo { kernel, file, strategy, seed, budget, source, device, started_at, baseline_us, source_sha256, problems_sha256, nvrtc, kernel_sha256 },
                     finished_at,
                     stop_reason,
                 });

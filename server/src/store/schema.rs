@@ -60,11 +60,13 @@ pub(super) const MIGRATIONS: &[&str] = &[
     -- Also serves lookups by kernel alone, as its first column.
     CREATE UNIQUE INDEX evaluations_identity
         ON evaluations (kernel, source_sha256, problems_sha256, device, nvrtc, configuration);",
-    // 2: a run's baseline time and its evaluations' key, for the editor's hints and hovers.
+    // 2: a run's baseline time, its evaluations' key and the hash of the kernel's definition as
+    // tuned, for the editor's hints, hovers and stale results.
     "ALTER TABLE runs ADD COLUMN baseline_us REAL;
     ALTER TABLE runs ADD COLUMN source_sha256 TEXT NOT NULL DEFAULT '';
     ALTER TABLE runs ADD COLUMN problems_sha256 TEXT NOT NULL DEFAULT '';
-    ALTER TABLE runs ADD COLUMN nvrtc TEXT NOT NULL DEFAULT '';",
+    ALTER TABLE runs ADD COLUMN nvrtc TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN kernel_sha256 TEXT NOT NULL DEFAULT '';",
 ];
 
 /// The version this cutune writes.

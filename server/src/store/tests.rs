@@ -75,6 +75,7 @@ fn run_info() -> RunInfo {
         source_sha256: "s1".into(),
         problems_sha256: "p1".into(),
         nvrtc: "13.0".into(),
+        kernel_sha256: "k1".into(),
     }
 }
 

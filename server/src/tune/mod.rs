@@ -32,6 +32,25 @@ pub struct Target {
     pub kernel: KernelSpec,
     /// The templatized kernel's device slice.
     pub source: String,
+    /// SHA-256 of the kernel's definition as the user's file has it, to tell later whether the
+    /// results are stale (see [`kernel_sha256`]).
+    pub kernel_sha256: String,
+}
+
+/// SHA-256 of the definition of `kernel` in `text` (see [`definition_sha256`]), or of nothing
+/// when the text has no such definition.
+pub fn kernel_sha256(text: &str, kernel: &str) -> String {
+    let document = crate::syntax::Document::new(text.to_string());
+    match document.model().kernels.iter().find(|k| k.is_definition && k.name == kernel) {
+        Some(definition) => definition_sha256(text, definition),
+        None => sha256_hex(""),
+    }
+}
+
+/// SHA-256 of a kernel's whole item in `text` (template prefix, signature and body), which
+/// results are tied to: another hash means the kernel changed since it was tuned.
+pub fn definition_sha256(text: &str, kernel: &crate::syntax::Kernel) -> String {
+    sha256_hex(&text[kernel.span.start_byte..kernel.span.end_byte])
 }
 
 /// Compiler threads: NVRTC stops scaling at about 4 per process (docs/benchmarks.md).
@@ -292,6 +311,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         source_sha256: key.source_sha256.clone(),
         problems_sha256: key.problems_sha256.clone(),
         nvrtc: key.nvrtc.clone(),
+        kernel_sha256: target.kernel_sha256.clone(),
     })?;
 
     let mut rows = Vec::new();

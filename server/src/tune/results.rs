@@ -6,8 +6,9 @@ use std::fmt::Write;
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::gpu::{Outcome, RunnerSource, Verdict};
+use crate::gpu::{FailureKind, Outcome, RunnerSource, Verdict};
 use crate::store::{counts_as_correct, Evaluation, Run, Store, StoreError};
+use crate::syntax::{Finding, Severity, Span};
 
 use super::objective;
 
@@ -20,6 +21,10 @@ pub struct KernelResults {
 
 /// How many configurations the hover lists.
 const HOVER_ROWS: usize = 5;
+/// How many failed configurations of one kind get a diagnostic each; the rest are counted.
+const LISTED_FAILURES: usize = 3;
+/// Below this occupancy the best configuration is pointed out.
+const LOW_OCCUPANCY: f64 = 0.25;
 
 impl KernelResults {
     /// The latest run of `kernel` from a file named like `file` (runs keep the path as it was
@@ -57,8 +62,83 @@ impl KernelResults {
         }
     }
 
-    /// e.g. `2.31× ✓ H100`; `✗ none correct (24 tried) H100` when nothing matched.
-    pub fn hint(&self) -> String {
+    /// Whether the kernel's definition changed since it was tuned; `current_sha256` is
+    /// [`super::kernel_sha256`] of the text now. Runs that did not keep the hash never are.
+    pub fn is_stale(&self, current_sha256: &str) -> bool {
+        let tuned = &self.run.info.kernel_sha256;
+        !tuned.is_empty() && tuned != current_sha256
+    }
+
+    fn date(&self) -> String {
+        let when = UNIX_EPOCH + Duration::from_secs(self.run.info.started_at.max(0) as u64);
+        humantime::format_rfc3339_seconds(when).to_string()
+    }
+
+    /// The editor's diagnostics, all at the kernel's name (`at`): results measured on an
+    /// earlier version of the kernel (hint), configurations that gave wrong output (error) or
+    /// cannot run on the device (warning), register spills and low occupancy of the best
+    /// configuration (information).
+    pub fn findings(&self, at: Span, current_sha256: &str) -> Vec<Finding> {
+        let finding = |severity, code, message| Finding { span: at, severity, code, message };
+        let mut findings = Vec::new();
+        let kernel = &self.run.info.kernel;
+        if self.is_stale(current_sha256) {
+            let message = format!("the tuning results of `{kernel}` were measured on an earlier version of it ({}); tune again to refresh them", self.date());
+            findings.push(finding(Severity::Hint, "stale-results", message));
+        }
+        let wrong: Vec<String> = self
+            .evaluations
+            .iter()
+            .filter_map(|e| match &e.outcome {
+                Outcome::Measured { verdict: Verdict::Mismatch { problem, arg, index, expected, actual, mismatches, .. }, .. } => Some(format!(
+                    "{} gives wrong output: problem {} `{arg}`[{index}] = {actual}, expected {expected} ({mismatches} elements differ)",
+                    e.config,
+                    problem + 1
+                )),
+                _ => None,
+            })
+            .collect();
+        let cannot_run: Vec<String> = self
+            .evaluations
+            .iter()
+            .filter_map(|e| match &e.outcome {
+                Outcome::Failed { kind: FailureKind::Infeasible | FailureKind::Launch, message } => {
+                    Some(format!("{} cannot run on {}: {}", e.config, self.run.info.device, message.lines().next().unwrap_or_default()))
+                }
+                _ => None,
+            })
+            .collect();
+        for (list, severity, code) in [(wrong, Severity::Error, "wrong-output"), (cannot_run, Severity::Warning, "cannot-run")] {
+            let more = list.len().saturating_sub(LISTED_FAILURES);
+            for (i, message) in list.into_iter().take(LISTED_FAILURES).enumerate() {
+                let message = if i + 1 == LISTED_FAILURES && more > 0 { format!("{message} (and {more} more configurations)") } else { message };
+                findings.push(finding(severity, code, message));
+            }
+        }
+        if let Some(best) = self.best() {
+            if let Some(resources) = &best.resources {
+                let spilled = resources.spill_store_bytes + resources.spill_load_bytes;
+                if spilled > 0 {
+                    let message = format!("the best configuration {} spills registers: {spilled} bytes of local memory traffic per thread", best.config);
+                    findings.push(finding(Severity::Information, "spills", message));
+                }
+            }
+            if let Some(occupancy) = best.occupancy.filter(|o| *o < LOW_OCCUPANCY) {
+                let message = format!("the best configuration {} runs at {:.0}% occupancy", best.config, occupancy * 100.0);
+                findings.push(finding(Severity::Information, "low-occupancy", message));
+            }
+        }
+        findings
+    }
+
+    /// e.g. `2.31× ✓ H100`; `✗ none correct (24 tried) H100` when nothing matched; `(stale)`
+    /// is added when the kernel changed since.
+    pub fn hint(&self, current_sha256: &str) -> String {
+        let hint = self.verdict_hint();
+        if self.is_stale(current_sha256) { format!("{hint} (stale)") } else { hint }
+    }
+
+    fn verdict_hint(&self) -> String {
         match self.best() {
             Some(best) => match self.speedup(best) {
                 Some(speedup) => format!("{speedup:.2}× ✓ {}", self.origin()),
@@ -80,9 +160,10 @@ impl KernelResults {
         let _ = writeln!(out, "**Tuning results**{replay}\n");
         let _ = writeln!(out, "| configuration | time | speedup | registers | occupancy | status |");
         let _ = writeln!(out, "|---|---|---|---|---|---|");
-        let shown = self.evaluations.iter().filter(|e| objective(e).is_some()).take(HOVER_ROWS);
+        // The fastest that ran, wrong ones included: a fast wrong configuration is worth seeing.
+        let shown = self.evaluations.iter().filter(|e| measured_us(e).is_some()).take(HOVER_ROWS);
         for evaluation in shown {
-            let time = objective(evaluation).map_or_else(|| "—".into(), |t| format!("{t:.2} µs"));
+            let time = measured_us(evaluation).map_or_else(|| "—".into(), |t| format!("{t:.2} µs"));
             let speedup = self.speedup(evaluation).map_or_else(|| "—".into(), |s| format!("{s:.2}×"));
             let registers = evaluation.resources.as_ref().map_or_else(|| "—".into(), |r| r.registers.to_string());
             let occupancy = evaluation.occupancy.map_or_else(|| "—".into(), |o| format!("{:.0}%", o * 100.0));
@@ -91,13 +172,21 @@ impl KernelResults {
         let tried = self.evaluations.len();
         let correct = self.evaluations.iter().filter(|e| counts_as_correct(e)).count();
         let baseline = info.baseline_us.map_or_else(|| "not measured".into(), |b| format!("{b:.2} µs"));
-        let date = humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(info.started_at.max(0) as u64));
+        let date = self.date();
         let _ = write!(
             out,
             "\nBaseline (the original kernel): {baseline} · {} · {date} · {} · {tried} configurations tried, {correct} correct",
             info.device, info.strategy
         );
         out
+    }
+}
+
+/// The total of the problems' medians of a configuration that ran, correct or not.
+fn measured_us(evaluation: &Evaluation) -> Option<f64> {
+    match &evaluation.outcome {
+        Outcome::Measured { timings, .. } => Some(timings.iter().map(|t| t.median_us).sum()),
+        Outcome::Failed { .. } => None,
     }
 }
 
@@ -129,6 +218,90 @@ fn short_device_name(device: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compile::KernelResources;
+    use crate::gpu::Timing;
+    use crate::space::Configuration;
+    use crate::store::{ResultKey, RunInfo};
+
+    fn key() -> ResultKey {
+        ResultKey { kernel: "k".into(), source_sha256: "s".into(), problems_sha256: "p".into(), device: "NVIDIA H100 80GB HBM3 (sm_90)".into(), nvrtc: "13.0".into() }
+    }
+
+    fn evaluation(block: i64, outcome: Outcome) -> Evaluation {
+        Evaluation { key: key(), config: Configuration(vec![("BLOCK".into(), block)]), source: RunnerSource::Device, outcome, resources: None, occupancy: None, compile_ms: 1.0, measured_at: 0 }
+    }
+
+    fn measured(us: f64, verdict: Verdict) -> Outcome {
+        Outcome::Measured { timings: vec![Timing { median_us: us, min_us: us, max_us: us, spread: 0.0, runs: 10 }], verdict }
+    }
+
+    fn results() -> KernelResults {
+        let pass = Verdict::Pass { max_abs_error: 0.0, max_rel_error: 0.0 };
+        let wrong = Verdict::Mismatch { problem: 0, arg: "out".into(), index: 7, expected: 1.5, actual: f64::NAN, mismatches: 3, max_abs_error: 0.0, max_rel_error: 0.0 };
+        let mut best = evaluation(256, measured(50.0, pass.clone()));
+        best.resources = Some(KernelResources { name: "k".into(), registers: 255, spill_store_bytes: 16, spill_load_bytes: 8, ..KernelResources::default() });
+        best.occupancy = Some(0.2);
+        let info = RunInfo {
+            kernel: "k".into(),
+            file: "k.cu".into(),
+            strategy: "brute-force".into(),
+            seed: 0,
+            budget: "200".into(),
+            source: RunnerSource::Device,
+            device: key().device,
+            started_at: 0,
+            baseline_us: Some(100.0),
+            source_sha256: "s".into(),
+            problems_sha256: "p".into(),
+            nvrtc: "13.0".into(),
+            kernel_sha256: "tuned".into(),
+        };
+        let evaluations = vec![
+            evaluation(64, measured(40.0, wrong)),
+            best,
+            evaluation(128, measured(80.0, pass)),
+            evaluation(2048, Outcome::Failed { kind: FailureKind::Infeasible, message: "2048 threads per block; the device allows 1024".into() }),
+        ];
+        KernelResults { run: Run { id: 1, info, finished_at: Some(1), stop_reason: Some("space exhausted".into()) }, evaluations }
+    }
+
+    #[test]
+    fn the_hint_is_the_best_verified_speedup_and_says_when_it_is_stale() {
+        let results = results();
+        assert_eq!(results.best().map(|b| b.config.to_string()), Some("BLOCK=256".into()), "the faster wrong one is not best");
+        assert_eq!(results.hint("tuned"), "2.00× ✓ H100");
+        assert_eq!(results.hint("edited"), "2.00× ✓ H100 (stale)");
+    }
+
+    #[test]
+    fn findings_name_wrong_outputs_configurations_that_cannot_run_spills_and_occupancy() {
+        let span = Span::default();
+        let findings = results().findings(span, "edited");
+        let summary: Vec<(Severity, &str)> = findings.iter().map(|f| (f.severity, f.code)).collect();
+        assert_eq!(
+            summary,
+            [
+                (Severity::Hint, "stale-results"),
+                (Severity::Error, "wrong-output"),
+                (Severity::Warning, "cannot-run"),
+                (Severity::Information, "spills"),
+                (Severity::Information, "low-occupancy")
+            ]
+        );
+        assert_eq!(findings[1].message, "BLOCK=64 gives wrong output: problem 1 `out`[7] = NaN, expected 1.5 (3 elements differ)");
+        assert!(findings[2].message.starts_with("BLOCK=2048 cannot run on NVIDIA H100 80GB HBM3 (sm_90): 2048 threads per block"), "{}", findings[2].message);
+        assert!(findings[3].message.contains("24 bytes of local memory traffic"), "{}", findings[3].message);
+        assert!(findings[4].message.contains("20% occupancy"), "{}", findings[4].message);
+        assert_eq!(results().findings(span, "tuned").len(), 4, "not stale when the kernel is unchanged");
+    }
+
+    #[test]
+    fn the_hover_lists_the_best_configurations_and_the_run() {
+        let hover = results().hover();
+        assert!(hover.contains("| BLOCK=256 | 50.00 µs | 2.00× | 255 | 20% | ✓ matches |"), "{hover}");
+        assert!(hover.contains("| BLOCK=64 | 40.00 µs | — | — | — | ✗ wrong at 7 |"), "{hover}");
+        assert!(hover.contains("Baseline (the original kernel): 100.00 µs · NVIDIA H100 80GB HBM3 (sm_90) · 1970-01-01T00:00:00Z · brute-force · 4 configurations tried, 2 correct"), "{hover}");
+    }
 
     #[test]
     fn device_names_shorten_to_the_model() {
