@@ -54,6 +54,7 @@ class CutuneClient(LanguageClient):
         self.profile: Profile | None = None
         self.statuses: list[dict] = []
         self.hint_refreshes = 0
+        self.applied_edits: list[types.WorkspaceEdit] = []
 
 
 def _record_diagnostics(client: CutuneClient, params: types.PublishDiagnosticsParams) -> None:
@@ -70,6 +71,12 @@ def _count_hint_refresh(client: CutuneClient, params) -> None:
     client.hint_refreshes += 1
 
 
+def _apply_edit(client: CutuneClient, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+    # The test applies recorded edits itself, to the text it holds.
+    client.applied_edits.append(params.edit)
+    return types.ApplyWorkspaceEditResult(applied=True)
+
+
 def _make_client() -> CutuneClient:
     client = CutuneClient(converter_factory=default_converter)
     register_lsp_features(
@@ -79,6 +86,7 @@ def _make_client() -> CutuneClient:
             types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: _record_diagnostics,
             "cutune/status": _record_status,
             types.WORKSPACE_INLAY_HINT_REFRESH: _count_hint_refresh,
+            types.WORKSPACE_APPLY_EDIT: _apply_edit,
         },
     )
     return client

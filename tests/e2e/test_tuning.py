@@ -8,11 +8,14 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import subprocess
 from pathlib import Path
 
 from lsprotocol import types
 
-from editor import REPO, TIMEOUT_S, change_document, edit, eventually, logged, open_document, published
+from editor import CUTUNE_BIN, REPO, TIMEOUT_S, change_document, edit, eventually, logged, open_document, published
+
+from test_templatize import apply
 
 RECORDING = REPO / "tests" / "fixtures" / "replay" / "rmsnorm_8192_h100.t4.json"
 SPEC = REPO / "bench" / "kernel_tuner" / "rmsnorm_8192.cutune.toml"
@@ -109,6 +112,35 @@ async def test_tuning_a_replay_reports_progress_then_shows_the_speedup_in_place(
     assert f"the tuning results of `{KERNEL}` were measured on an earlier version of it" in stale.message
     [hint] = await inlay_hints(client, uri)
     assert hint.label == "1.95× ✓ replay (stale)"
+
+
+async def test_apply_best_rewrites_the_defaults_of_a_templatized_file(client, tmp_path):
+    source = project(tmp_path)
+    templatized = subprocess.run([str(CUTUNE_BIN), "templatize", str(source), "--kernel", KERNEL], capture_output=True, text=True, check=True).stdout
+    source.write_text(templatized)
+    await configure(client, replay=str(RECORDING), resultsLocation=str(tmp_path), budget=200)
+    uri = source.as_uri()
+    await open_document(client, uri, templatized)
+
+    try:
+        await command(client, "cutune.applyBest", {"uri": uri, "kernel": KERNEL})
+    except Exception as error:
+        assert f"`{KERNEL}` has no tuning results yet: tune it first" in str(error)
+    else:
+        raise AssertionError("applied without results")
+
+    seen = len(client.messages)
+    await command(client, "cutune.tune", {"uri": uri, "kernel": KERNEL})
+    await eventually(client, lambda: any("stopped: space exhausted" in m.message for m in client.messages[seen:]), "the run to finish")
+    answer = await command(client, "cutune.applyBest", {"uri": uri, "kernel": KERNEL})
+    assert answer == {"applied": "BLOCK_SIZE=512 RMSNORM_VEC=8", "notes": []}
+    [edit] = client.applied_edits[-1:]
+    [change] = edit.document_changes
+    assert change.text_document.uri == uri and change.text_document.version == 1
+    rewritten = apply(templatized, change.edits, client.profile.encoding)
+    assert "#define BLOCK_SIZE 512\n" in rewritten and "#define RMSNORM_VEC 8\n" in rewritten
+    assert rewritten.replace("BLOCK_SIZE 512", "BLOCK_SIZE 256").replace("RMSNORM_VEC 8", "RMSNORM_VEC 1") == templatized
+    await eventually(client, lambda: any(f"`{KERNEL}` now defaults to BLOCK_SIZE=512 RMSNORM_VEC=8 (1.95× ✓ replay)" in m.message for m in client.messages), "the applied message")
 
 
 async def test_stopping_cancels_the_run_and_keeps_what_it_measured(client, tmp_path):

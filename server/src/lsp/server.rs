@@ -224,6 +224,51 @@ impl Backend {
         Ok((file, document.text().to_string(), kernel))
     }
 
+    /// `Apply best configuration`: the best verified configuration's values become the
+    /// parameter defaults in the `.cu` file (through `workspace/applyEdit`); compiler options
+    /// that cannot be written there are told to the user.
+    async fn apply_best(&self, argument: KernelArgument) -> Result<Option<Value>> {
+        let failed = |message: String| Error { code: ErrorCode::ServerError(-32803), message: message.into(), data: None };
+        let (file, text, kernel) = self.kernel_of(&argument)?;
+        let results = self.publisher().results(&file, &kernel).ok_or_else(|| failed(format!("`{kernel}` has no tuning results yet: tune it first")))?;
+        let document = match self.state.snapshot(&argument.uri) {
+            Some(open) => open.document,
+            None => Arc::new(Document::new(text.clone())),
+        };
+        // `kernel_of` found the definition, in this very text.
+        let current = document.model().kernels.iter().find(|k| k.is_definition && k.name == kernel).map(|d| definition_sha256(&text, d)).unwrap_or_default();
+        if results.is_stale(&current) {
+            return Err(failed(format!("the results of `{kernel}` were measured on an earlier version of it: tune it again first")));
+        }
+        let best = results.best().ok_or_else(|| failed(format!("no configuration of `{kernel}` ran correctly: nothing to apply")))?;
+        let (spec, _, _) = job::kernel_and_source(&file, &kernel, None, &text).map_err(|e| failed(format!("{e:#}")))?;
+        let applied = crate::template::apply_defaults(&text, &spec, &best.config).map_err(failed)?;
+        let encoding = self.state.encoding();
+        let edits = applied
+            .edits
+            .iter()
+            .map(|e| {
+                let range = Range { start: convert::position(&document, encoding, e.range.start), end: convert::position(&document, encoding, e.range.end) };
+                OneOf::Left(TextEdit { range, new_text: e.new_text.clone() })
+            })
+            .collect();
+        if !applied.edits.is_empty() {
+            let version = self.state.snapshot(&argument.uri).map(|open| open.version);
+            let text_document = OptionalVersionedTextDocumentIdentifier { uri: argument.uri.clone(), version };
+            let edit = WorkspaceEdit { document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit { text_document, edits }])), ..WorkspaceEdit::default() };
+            let response = self.client.apply_edit(edit).await.map_err(|e| failed(format!("the editor did not take the edit: {e}")))?;
+            if !response.applied {
+                return Err(failed(format!("the editor did not apply the edit{}", response.failure_reason.map(|r| format!(": {r}")).unwrap_or_default())));
+            }
+        }
+        let mut message = format!("cutune: `{kernel}` now defaults to {} ({})", best.config, results.hint(&current));
+        for note in &applied.notes {
+            message.push_str(&format!("; {note}"));
+        }
+        self.client.show_message(MessageType::INFO, message).await;
+        Ok(Some(json!({ "applied": best.config.to_string(), "notes": applied.notes })))
+    }
+
     async fn start_tuning(&self, argument: KernelArgument) -> Result<Option<Value>> {
         let (file, text, kernel) = self.kernel_of(&argument)?;
         let shows_progress = self.client_shows_progress.load(Ordering::SeqCst);
@@ -348,6 +393,7 @@ impl LanguageServer for Backend {
         };
         match params.command.as_str() {
             tuning::TUNE => self.start_tuning(argument()?).await,
+            tuning::APPLY_BEST => self.apply_best(argument()?).await,
             tuning::STOP => {
                 let stopped = self.tuning.stop();
                 Ok(Some(json!({ "stopping": stopped })))

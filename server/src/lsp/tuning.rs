@@ -22,8 +22,9 @@ use crate::tune::{self, job, Observer, Progress, TuneOptions, TuneReport};
 
 pub const TUNE: &str = "cutune.tune";
 pub const STOP: &str = "cutune.stopTuning";
+pub const APPLY_BEST: &str = "cutune.applyBest";
 /// The commands this server carries out (`workspace/executeCommand`).
-pub const COMMANDS: [&str; 2] = [TUNE, STOP];
+pub const COMMANDS: [&str; 3] = [TUNE, STOP, APPLY_BEST];
 
 /// The argument of a kernel command: the kernel by name, or the position of the cursor in it.
 #[derive(Debug, Deserialize)]

@@ -6,9 +6,12 @@
 //! before they are kept. The result is one edit of the original file, the parameters lifted, a
 //! spec scaffold and a report of what each transform did or why it did not.
 
+mod apply;
 mod lift;
 mod scaffold;
 mod strategy;
+
+pub use apply::{apply_defaults, AppliedDefaults};
 
 use std::ops::Range;
 use std::path::Path;

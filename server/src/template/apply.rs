@@ -1,0 +1,128 @@
+//! `Apply best configuration`: a templatized file's parameter defaults rewritten to a tuned
+//! configuration. The spec is left alone: its defaults stay the original values, so the
+//! baseline that later runs compare with is still the original kernel.
+
+use std::ops::Range;
+
+use super::TextEdit;
+use crate::space::Configuration;
+use crate::spec::{KernelSpec, ParamKind};
+use crate::syntax::Document;
+
+/// The edits of the source, and what could not be written into it (compiler options, template
+/// arguments given at the launch sites), for the user.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppliedDefaults {
+    pub edits: Vec<TextEdit>,
+    pub notes: Vec<String>,
+}
+
+/// Rewrites, for each parameter `config` sets, its default in `text`: the value of
+/// `#define NAME value` under `#ifndef NAME` for a `define` parameter, the default of the
+/// kernel's template parameter for a `template` one. Errors name what is missing.
+pub fn apply_defaults(text: &str, kernel: &KernelSpec, config: &Configuration) -> Result<AppliedDefaults, String> {
+    let document = Document::new(text.to_string());
+    let definition = document.model().kernels.iter().find(|k| k.is_definition && k.name == kernel.name).cloned();
+    let mut applied = AppliedDefaults { edits: Vec::new(), notes: Vec::new() };
+    for param in &kernel.params {
+        let Some(value) = config.get(&param.name) else { continue };
+        let name = &param.name;
+        match param.kind {
+            ParamKind::Define => {
+                let range = guarded_define_value(text, name)
+                    .ok_or_else(|| format!("the file has no `#ifndef {name}` / `#define {name} …` to rewrite: templatize `{}` first", kernel.name))?;
+                applied.edits.push(TextEdit { range, new_text: value.to_string() });
+            }
+            ParamKind::Template => {
+                let default = definition.as_ref().and_then(|k| k.template_params.iter().find(|p| &p.name == name)).and_then(|p| {
+                    let param_text = &text[p.span.start_byte..p.span.end_byte];
+                    let equals = param_text.find('=')?;
+                    let start = equals + 1 + (param_text[equals + 1..].len() - param_text[equals + 1..].trim_start().len());
+                    Some(p.span.start_byte + start..p.span.start_byte + param_text.trim_end().len())
+                });
+                match default {
+                    Some(range) => applied.edits.push(TextEdit { range, new_text: value.to_string() }),
+                    None => applied.notes.push(format!("{name}={value}: a template parameter without a default; pass {value} at the launch sites")),
+                }
+            }
+            ParamKind::FastMath if value != 0 => applied.notes.push(format!("{name}={value}: compile with --use_fast_math (nvcc -use_fast_math)")),
+            ParamKind::MaxRegisters if value > 0 => applied.notes.push(format!("{name}={value}: compile with --maxrregcount={value}")),
+            ParamKind::FastMath | ParamKind::MaxRegisters => {}
+        }
+    }
+    // Unchanged values need no edit.
+    applied.edits.retain(|e| text[e.range.clone()] != e.new_text);
+    Ok(applied)
+}
+
+/// The value of `#define NAME value` on the line after `#ifndef NAME` (the guard templatize
+/// writes, so that `-DNAME=…` overrides it).
+fn guarded_define_value(text: &str, name: &str) -> Option<Range<usize>> {
+    let mut offset = 0;
+    let mut guarded = false;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim();
+        if guarded {
+            let rest = trimmed.strip_prefix("#define")?.trim_start().strip_prefix(name)?;
+            let value = rest.split("//").next().unwrap_or_default().trim();
+            if value.is_empty() || !rest.starts_with(char::is_whitespace) {
+                return None;
+            }
+            let start = offset + line.find(value)?;
+            return Some(start..start + value.len());
+        }
+        guarded = trimmed.strip_prefix("#ifndef").map(str::trim) == Some(name);
+        offset += line.len();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::apply_edits;
+
+    fn spec(text: &str, kernel: &str) -> KernelSpec {
+        crate::template::templatize(text, kernel, &crate::slice::SliceOptions::default()).expect("templatizes").spec
+    }
+
+    #[test]
+    fn define_defaults_are_rewritten_and_compiler_options_become_notes() {
+        let original = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/rmsnorm.cu")).unwrap();
+        let templatized = crate::template::templatize(&original, "rmsnorm_kernel", &crate::slice::SliceOptions::default()).unwrap();
+        let kernel = templatized.spec.clone();
+        let config = Configuration(vec![("BLOCK_SIZE".into(), 512), ("RMSNORM_UNROLL".into(), 4), ("RMSNORM_VEC".into(), 8), ("fast_math".into(), 1), ("max_registers".into(), 64)]);
+        let applied = apply_defaults(&templatized.text, &kernel, &config).unwrap();
+        assert_eq!(applied.edits.len(), 2, "RMSNORM_UNROLL keeps its value: {:?}", applied.edits);
+        let rewritten = apply_edits(&templatized.text, &applied.edits).unwrap();
+        assert!(rewritten.contains("#ifndef BLOCK_SIZE\n#define BLOCK_SIZE 512\n"), "{rewritten}");
+        assert!(rewritten.contains("#define RMSNORM_VEC 8"), "{rewritten}");
+        assert_eq!(applied.notes, ["fast_math=1: compile with --use_fast_math (nvcc -use_fast_math)", "max_registers=64: compile with --maxrregcount=64"]);
+        // The rewritten file still has every parameter, now with the tuned defaults.
+        let again = apply_defaults(&rewritten, &kernel, &config).unwrap();
+        assert_eq!(again.edits, []);
+    }
+
+    #[test]
+    fn a_file_that_was_not_templatized_is_refused_in_words() {
+        let original = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/rmsnorm.cu")).unwrap();
+        let kernel = spec(&original, "rmsnorm_kernel");
+        let config = Configuration(vec![("RMSNORM_VEC".into(), 8)]);
+        let error = apply_defaults(&original, &kernel, &config).unwrap_err();
+        assert!(error.contains("no `#ifndef RMSNORM_VEC` / `#define RMSNORM_VEC …` to rewrite: templatize `rmsnorm_kernel` first"), "{error}");
+    }
+
+    #[test]
+    fn template_parameter_defaults_are_rewritten() {
+        let text = "template <int BLOCK = 128, int ITEMS>\n__global__ void k(float* out) { out[threadIdx.x] = BLOCK * ITEMS; }\n";
+        let mut kernel = spec(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/rmsnorm.cu")).unwrap(), "rmsnorm_kernel");
+        kernel.name = "k".into();
+        kernel.params = ["BLOCK", "ITEMS"]
+            .map(|name| crate::spec::ParamSpec { name: name.into(), kind: ParamKind::Template, default: 1, values: vec![1, 4, 256], origin: String::new() })
+            .to_vec();
+        let config = Configuration(vec![("BLOCK".into(), 256), ("ITEMS".into(), 4)]);
+        let applied = apply_defaults(text, &kernel, &config).unwrap();
+        assert_eq!(apply_edits(text, &applied.edits).unwrap(), text.replace("BLOCK = 128", "BLOCK = 256"));
+        assert_eq!(applied.notes, ["ITEMS=4: a template parameter without a default; pass 4 at the launch sites"]);
+    }
+}
