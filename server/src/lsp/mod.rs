@@ -37,7 +37,7 @@ pub fn run_stdio() -> i32 {
         .enable_all()
         .build()
         .expect("tokio runtime starts");
-    runtime.block_on(async {
+    let code = runtime.block_on(async {
         let state = Arc::new(ServerState::default());
         let (service, socket) = LspService::build({
             let state = state.clone();
@@ -51,5 +51,9 @@ pub fn run_stdio() -> i32 {
         let service = OrderedService::new(service, state.clone(), client);
         Server::new(input, tokio::io::stdout(), socket).serve(service).await;
         if state.shutdown_requested() { 0 } else { 1 }
-    })
+    });
+    // A tuning run may still be going on its blocking thread: the process ends without it (its
+    // worker child sees its input close and exits too).
+    runtime.shutdown_background();
+    code
 }

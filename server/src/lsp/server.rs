@@ -172,27 +172,22 @@ impl Backend {
         }
     }
 
-    /// Applies a settings object, telling the user what was wrong in it.
-    async fn apply_settings(&self, value: &Value) {
-        let (settings, problems) = Settings::from_json(value);
-        self.client.log_message(MessageType::INFO, format!("cutune: settings: {}", settings.describe())).await;
-        self.state.set_settings(settings);
-        for problem in problems {
-            self.client.show_message(MessageType::WARNING, format!("cutune: {problem}")).await;
-        }
-    }
-
-    /// Reads the `cutune` section through `workspace/configuration`.
-    async fn pull_settings(&self) {
-        let item = ConfigurationItem { scope_uri: None, section: Some("cutune".into()) };
-        match self.client.configuration(vec![item]).await {
-            Ok(values) => {
-                if let Some(value) = values.first().filter(|v| !v.is_null()) {
-                    self.apply_settings(value).await;
+    /// Reads the `cutune` section through `workspace/configuration`, in a task of its own: the
+    /// handler that asks must not wait for the client (a client that goes away without
+    /// answering would keep the server from ending).
+    fn pull_settings(&self) {
+        let (client, state) = (self.client.clone(), self.state.clone());
+        tokio::spawn(async move {
+            let item = ConfigurationItem { scope_uri: None, section: Some("cutune".into()) };
+            match client.configuration(vec![item]).await {
+                Ok(values) => {
+                    if let Some(value) = values.first().filter(|v| !v.is_null()) {
+                        apply_settings(&client, &state, value).await;
+                    }
                 }
+                Err(e) => tracing::warn!("workspace/configuration failed: {e}"),
             }
-            Err(e) => tracing::warn!("workspace/configuration failed: {e}"),
-        }
+        });
     }
 
     /// The file, its current text and the kernel a command names (by name or by a position in
@@ -291,6 +286,16 @@ impl Backend {
 
 }
 
+/// Applies a settings object, telling the user what was wrong in it.
+async fn apply_settings(client: &Client, state: &ServerState, value: &Value) {
+    let (settings, problems) = Settings::from_json(value);
+    client.log_message(MessageType::INFO, format!("cutune: settings: {}", settings.describe())).await;
+    state.set_settings(settings);
+    for problem in problems {
+        client.show_message(MessageType::WARNING, format!("cutune: {problem}")).await;
+    }
+}
+
 fn too_large_diagnostic(bytes: usize) -> Diagnostic {
     Diagnostic {
         range: Range::default(),
@@ -372,7 +377,7 @@ impl LanguageServer for Backend {
             self.client.show_message(MessageType::WARNING, format!("cutune: {problem}")).await;
         }
         if self.client_has_configuration.load(Ordering::SeqCst) {
-            self.pull_settings().await;
+            self.pull_settings();
         }
         let status = Status { device: None, state: "idle".into(), message: "ready".into() };
         self.client.send_notification::<StatusNotification>(status).await;
@@ -380,9 +385,9 @@ impl LanguageServer for Backend {
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         if self.client_has_configuration.load(Ordering::SeqCst) {
-            self.pull_settings().await;
+            self.pull_settings();
         } else {
-            self.apply_settings(&params.settings).await;
+            apply_settings(&self.client, &self.state, &params.settings).await;
         }
     }
 

@@ -1,0 +1,104 @@
+"""GPU suite: the editor loop of test_tuning.py with the real CUDA worker, driven by the same
+client. Not collected by `pytest tests/e2e` (its name does not start with `test_`); run it on the
+lent GPU machine with tests/gpu/editor_suite.sh, which names it explicitly. It fails without a
+GPU rather than pass.
+
+- RMSNorm 8192×8192 fp16 (the Kernel Tuner side-by-side space, 24 configurations): `cutune.tune`
+  by position, `$/progress` to the end, the inlay hint with the measured speedup on this GPU, the
+  hover's table, `cutune.applyBest` on the templatized file;
+- the rmsnorm example with its own, larger spec (model-based search, budget 40): stopped after
+  its first evaluations, keeping them in the results database."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+from lsprotocol import types
+
+from editor import CUTUNE_BIN, REPO, TIMEOUT_S, eventually, open_document
+from test_templatize import apply
+from test_tuning import KERNEL, command, configure, ended, inlay_hints, line_of
+
+SPEC = REPO / "bench" / "kernel_tuner" / "rmsnorm_8192.cutune.toml"
+# Figures for docs/benchmarks.md, written where the suite collects them.
+REPORT = Path(os.environ.get("EDITOR_REPORT", "editor_gpu.json"))
+
+
+def record(name: str, value) -> None:
+    report = json.loads(REPORT.read_text()) if REPORT.exists() else {}
+    report[name] = value
+    REPORT.write_text(json.dumps(report, indent=1))
+
+
+def templatized_project(tmp_path: Path, spec: Path) -> Path:
+    source = tmp_path / "rmsnorm.cu"
+    text = subprocess.run([str(CUTUNE_BIN), "templatize", str(REPO / "examples" / "rmsnorm.cu"), "--kernel", KERNEL], capture_output=True, text=True, check=True).stdout
+    source.write_text(text)
+    (tmp_path / "rmsnorm.cutune.toml").write_text(spec.read_text().replace('source = "../../examples/rmsnorm.cu"', 'source = "rmsnorm.cu"'))
+    return source
+
+
+async def test_tuning_on_the_gpu_shows_the_measured_speedup_and_applies_it(client, tmp_path):
+    assert os.path.exists("/dev/nvidia0"), "this suite needs a GPU"
+    source = templatized_project(tmp_path, SPEC)
+    await configure(client, resultsLocation=str(tmp_path), budget=200)
+    uri = source.as_uri()
+    text = source.read_text()
+    await open_document(client, uri, text)
+
+    started = time.perf_counter()
+    line = line_of(text, "float sum = 0.f;")
+    assert await command(client, "cutune.tune", {"uri": uri, "position": {"line": line, "character": 4}}) == {"started": KERNEL}
+    values = await eventually(client, lambda: ended(client, f"Tuning {KERNEL}"), "the tuning progress to end")
+    wall = time.perf_counter() - started
+    reports = [v.message for v in values if isinstance(v, types.WorkDoneProgressReport)]
+    assert reports[-1].startswith("24/24 · best "), reports
+    end = values[-1].message
+    assert "REPLAY" not in end and "stopped: space exhausted" in end, end
+
+    [hint] = await inlay_hints(client, uri)
+    assert re.fullmatch(r"\d+\.\d\d× ✓ H[12]00", hint.label), hint.label
+    name_line = line_of(text, f"__global__ void {KERNEL}")
+    hover = await asyncio.wait_for(
+        client.text_document_hover_async(types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(name_line, text.split("\n")[name_line].index(KERNEL) + 2))),
+        TIMEOUT_S,
+    )
+    assert "**Tuning results**" in hover.contents.value and "24 configurations tried, 24 correct" in hover.contents.value, hover.contents.value
+    applied = await command(client, "cutune.applyBest", {"uri": uri, "kernel": KERNEL})
+    [change] = client.applied_edits[-1].document_changes
+    rewritten = apply(text, change.edits, client.profile.encoding)
+    for name, value in re.findall(r"(\w+)=(\d+)", applied["applied"]):
+        assert f"#define {name} {value}\n" in rewritten, (name, value)
+    record(f"{client.profile.name}: rmsnorm 8192", {"hint": hint.label, "end": end, "wall_seconds": wall, "applied": applied})
+
+
+async def test_stopping_a_gpu_run_keeps_what_it_measured(client, tmp_path):
+    assert os.path.exists("/dev/nvidia0"), "this suite needs a GPU"
+    source = templatized_project(tmp_path, REPO / "examples" / "rmsnorm.cutune.toml")
+    await configure(client, resultsLocation=str(tmp_path), budget=40)
+    uri = source.as_uri()
+    await open_document(client, uri, source.read_text())
+    seen = len(client.messages)
+    assert await command(client, "cutune.tune", {"uri": uri, "kernel": KERNEL}) == {"started": KERNEL}
+
+    def progressed():
+        return next((v for values in client.progress_reports.values() for v in values if isinstance(v, types.WorkDoneProgressReport) and v.message.startswith("1/")), None)
+
+    await eventually(client, progressed, "the first evaluation")
+    stopped_at = time.perf_counter()
+    assert await command(client, "cutune.stopTuning", {}) == {"stopping": KERNEL}
+    message = await eventually(client, lambda: next((m.message for m in client.messages[seen:] if "stopped:" in m.message), None), "the run's end")
+    latency = time.perf_counter() - stopped_at
+    assert "stopped: cancelled" in message, message
+    assert latency < 1.0, f"the run took {latency:.2f} s to stop"
+    with sqlite3.connect(tmp_path / ".cutune" / "results.db") as db:
+        (stored,) = db.execute("select count(*) from evaluations").fetchone()
+    assert 1 <= stored < 40
+    record(f"{client.profile.name}: stop", {"message": message, "stop_latency_seconds": latency, "stored": stored})
