@@ -86,10 +86,13 @@ async def test_stopping_a_gpu_run_keeps_what_it_measured(client, tmp_path):
     uri = source.as_uri()
     await open_document(client, uri, source.read_text())
     seen = len(client.messages)
+    earlier = set(client.progress_reports)
     assert await command(client, "cutune.tune", {"uri": uri, "kernel": KERNEL}) == {"started": KERNEL}
 
     def progressed():
-        return next((v for values in client.progress_reports.values() for v in values if isinstance(v, types.WorkDoneProgressReport) and v.message.startswith("1/")), None)
+        # This run's progress only: the session's earlier runs reported under other tokens.
+        reports = (v for token, values in client.progress_reports.items() if token not in earlier for v in values)
+        return next((v for v in reports if isinstance(v, types.WorkDoneProgressReport) and v.message.startswith("1/")), None)
 
     await eventually(client, progressed, "the first evaluation")
     stopped_at = time.perf_counter()
