@@ -5,6 +5,7 @@ cancelling a run and keeping what it measured, and the plain warning without a G
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import os
 import sqlite3
@@ -56,6 +57,16 @@ def ended(client, title: str):
 async def inlay_hints(client, uri: str) -> list[types.InlayHint]:
     params = types.InlayHintParams(text_document=types.TextDocumentIdentifier(uri), range=types.Range(types.Position(0, 0), types.Position(10_000, 0)))
     return await asyncio.wait_for(client.text_document_inlay_hint_async(params), TIMEOUT_S) or []
+
+
+def command_of(action) -> tuple[str, list]:
+    """The command and arguments a code action runs. lsprotocol's client reads a CodeAction that
+    carries a command as a `Command` whose `command` is the text of that object (its union
+    structuring tries `Command` first and turns the object into a string); undo that."""
+    if isinstance(action, types.CodeAction):
+        return action.command.command, action.command.arguments
+    raw = ast.literal_eval(action.command)
+    return raw["command"], raw["arguments"]
 
 
 def line_of(text: str, needle: str) -> int:
@@ -132,6 +143,17 @@ async def test_apply_best_rewrites_the_defaults_of_a_templatized_file(client, tm
     seen = len(client.messages)
     await command(client, "cutune.tune", {"uri": uri, "kernel": KERNEL})
     await eventually(client, lambda: any("stopped: space exhausted" in m.message for m in client.messages[seen:]), "the run to finish")
+    # Offered where they make sense: inside the kernel, with a spec beside the file and results.
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri),
+        range=types.Range(types.Position(line_of(templatized, "float sum = 0.f;"), 4), types.Position(line_of(templatized, "float sum = 0.f;"), 4)),
+        context=types.CodeActionContext(diagnostics=[], only=[types.CodeActionKind.Refactor]),
+    )
+    offered = await asyncio.wait_for(client.text_document_code_action_async(params), TIMEOUT_S)
+    assert [(a.title, *command_of(a)) for a in offered if a.title != f"Templatize kernel {KERNEL}"] == [
+        (f"Tune kernel {KERNEL} on GPU", "cutune.tune", [{"uri": uri, "kernel": KERNEL}]),
+        (f"Apply best configuration BLOCK_SIZE=512 RMSNORM_VEC=8 (1.95× ✓ replay)", "cutune.applyBest", [{"uri": uri, "kernel": KERNEL}]),
+    ]
     answer = await command(client, "cutune.applyBest", {"uri": uri, "kernel": KERNEL})
     assert answer == {"applied": "BLOCK_SIZE=512 RMSNORM_VEC=8", "notes": []}
     [edit] = client.applied_edits[-1:]

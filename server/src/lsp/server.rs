@@ -264,6 +264,32 @@ impl Backend {
         Ok(Some(json!({ "applied": best.config.to_string(), "notes": applied.notes })))
     }
 
+    /// The tuning commands that make sense for `kernel` now: tune a kernel with a valid spec
+    /// beside the file (stop it while it runs), apply the best configuration of fresh results.
+    fn tuning_actions(&self, uri: &Uri, open: &OpenDocument, kernel: &str) -> Vec<CodeAction> {
+        let file = actions::path_of(uri);
+        let action = |title: String, command: &str| CodeAction {
+            title: title.clone(),
+            kind: Some(CodeActionKind::REFACTOR),
+            command: Some(Command { title, command: command.to_string(), arguments: Some(vec![json!({ "uri": uri, "kernel": kernel })]) }),
+            ..CodeAction::default()
+        };
+        let mut offered = Vec::new();
+        if self.tuning.running_kernel().as_deref() == Some(kernel) {
+            offered.push(action(format!("Stop tuning {kernel}"), tuning::STOP));
+        } else if job::spec_beside(&file, kernel).is_some() {
+            offered.push(action(format!("Tune kernel {kernel} on GPU"), tuning::TUNE));
+        }
+        let definition = open.document.model().kernels.iter().find(|k| k.is_definition && k.name == kernel);
+        if let (Some(results), Some(definition)) = (self.publisher().results(&file, kernel), definition) {
+            let current = definition_sha256(open.document.text(), definition);
+            if let Some(best) = results.best().filter(|_| !results.is_stale(&current)) {
+                offered.push(action(format!("Apply best configuration {} ({})", best.config, results.hint(&current)), tuning::APPLY_BEST));
+            }
+        }
+        offered
+    }
+
     async fn start_tuning(&self, argument: KernelArgument) -> Result<Option<Value>> {
         let (file, text, kernel) = self.kernel_of(&argument)?;
         let shows_progress = self.client_shows_progress.load(Ordering::SeqCst);
@@ -348,7 +374,7 @@ impl LanguageServer for Backend {
                 hover_provider: Some(HoverProviderCapability::Simple(true)),
                 document_symbol_provider: Some(OneOf::Left(true)),
                 code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
-                    code_action_kinds: Some(vec![CodeActionKind::REFACTOR_REWRITE]),
+                    code_action_kinds: Some(vec![CodeActionKind::REFACTOR_REWRITE, CodeActionKind::REFACTOR]),
                     resolve_provider: Some(true),
                     ..CodeActionOptions::default()
                 })),
@@ -493,12 +519,18 @@ impl LanguageServer for Backend {
             return Ok(None);
         }
         let wanted = params.context.only.as_ref();
-        if wanted.is_some_and(|kinds| !kinds.iter().any(|k| CodeActionKind::REFACTOR_REWRITE.as_str().starts_with(k.as_str()))) {
-            return Ok(None);
-        }
+        let wants = |kind: &CodeActionKind| wanted.is_none_or(|kinds| kinds.iter().any(|k| kind.as_str().starts_with(k.as_str())));
         let start = self.offset(&open, params.range.start)?;
         let end = self.offset(&open, params.range.end)?;
         let mut response = Vec::new();
+        if wants(&CodeActionKind::REFACTOR) {
+            for kernel in actions::kernels_at(&open.document, start, end) {
+                response.extend(self.tuning_actions(&uri, &open, &kernel).into_iter().map(CodeActionOrCommand::CodeAction));
+            }
+        }
+        if !wants(&CodeActionKind::REFACTOR_REWRITE) {
+            return Ok(Some(response));
+        }
         for kernel in actions::kernels_at(&open.document, start, end) {
             if let Err(why) = crate::template::check_templatizable(&open.document, &kernel) {
                 let mut action = actions::unresolved_action(&uri, &kernel);

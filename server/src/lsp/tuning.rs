@@ -96,6 +96,11 @@ impl Tuning {
         })
     }
 
+    /// The kernel being tuned, if any.
+    pub fn running_kernel(&self) -> Option<String> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|run| run.kernel.clone())
+    }
+
     /// `window/workDoneProgress/cancel`: stops the run reporting under `token`.
     pub fn cancel_token(&self, token: &ProgressToken) -> bool {
         let running = self.running.lock().unwrap_or_else(|e| e.into_inner());

@@ -49,6 +49,17 @@ pub fn kernel_and_source(file: &Path, kernel_name: &str, spec_path: Option<&Path
     Ok((result.spec, result.text, Some(note)))
 }
 
+/// The kernel's spec from the spec beside `file`, when that spec reads without errors and has
+/// the kernel: what the editor needs before it offers to tune.
+pub fn spec_beside(file: &Path, kernel_name: &str) -> Option<KernelSpec> {
+    let text = std::fs::read_to_string(spec::spec_path_for(file)).ok()?;
+    let (spec_file, diagnostics) = spec::parse_spec(&text);
+    if diagnostics.iter().any(|d| d.severity == spec::Severity::Error) {
+        return None;
+    }
+    spec_file?.kernels.into_iter().find(|k| k.name == kernel_name)
+}
+
 /// The run's target: the kernel's spec and the device code NVRTC compiles, with the note of
 /// [`kernel_and_source`].
 pub fn target(file: &Path, kernel_name: &str, spec_path: Option<&Path>, text: &str) -> Result<(Target, Option<String>)> {
