@@ -442,9 +442,32 @@ impl LanguageServer for Backend {
         let file = actions::path_of(&uri);
         let encoding = self.state.encoding();
         let mut hints = Vec::new();
+        let in_range = |at: Position| params.range.start <= at && at <= params.range.end;
+        // At each launch of a kernel with a spec, the parameter values that would run.
+        let mut specs = std::collections::HashMap::new();
+        for launch in open.document.model().launches.iter().filter(|l| l.resolved) {
+            let at = convert::range(&open.document, encoding, launch.callee_span).end;
+            let spec = specs.entry(launch.kernel.clone()).or_insert_with(|| job::spec_beside(&file, &launch.kernel));
+            let Some(spec) = spec.as_ref().filter(|_| in_range(at)) else { continue };
+            let values = crate::template::current_values(open.document.text(), spec);
+            if values.is_empty() {
+                continue;
+            }
+            let label = values.iter().map(|(name, value)| format!("{name}={value}")).collect::<Vec<_>>().join(" ");
+            hints.push(InlayHint {
+                position: at,
+                label: InlayHintLabel::String(label),
+                kind: None,
+                text_edits: None,
+                tooltip: Some(InlayHintTooltip::String("cutune: the parameter values this launch runs with (the defaults in this file)".into())),
+                padding_left: Some(true),
+                padding_right: Some(true),
+                data: None,
+            });
+        }
         for kernel in open.document.model().kernels.iter().filter(|k| k.is_definition) {
             let at = convert::range(&open.document, encoding, kernel.name_span).end;
-            if at < params.range.start || params.range.end < at {
+            if !in_range(at) {
                 continue;
             }
             let Some(results) = self.publisher().results(&file, &kernel.name) else { continue };

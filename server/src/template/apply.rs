@@ -55,6 +55,50 @@ pub fn apply_defaults(text: &str, kernel: &KernelSpec, config: &Configuration) -
     Ok(applied)
 }
 
+/// The parameter values a build of `text` would use, in the spec's order: a `define`
+/// parameter's `#define` (guarded by templatize or still the original line), a `template`
+/// parameter's default in the kernel's definition, else the spec's default (the original
+/// value). Compiler options are not in the source and are left out.
+pub fn current_values(text: &str, kernel: &KernelSpec) -> Vec<(String, String)> {
+    let document = Document::new(text.to_string());
+    let definition = document.model().kernels.iter().find(|k| k.is_definition && k.name == kernel.name).cloned();
+    kernel
+        .params
+        .iter()
+        .filter_map(|p| {
+            let value = match p.kind {
+                ParamKind::Define => guarded_define_value(text, &p.name).or_else(|| define_value(text, &p.name)).map(|r| text[r].to_string()),
+                ParamKind::Template => definition.as_ref().and_then(|k| k.template_params.iter().find(|t| t.name == p.name)).and_then(|t| t.default.clone()),
+                ParamKind::FastMath | ParamKind::MaxRegisters => return None,
+            };
+            Some((p.name.clone(), value.unwrap_or_else(|| p.default.to_string())))
+        })
+        .collect()
+}
+
+/// The value of the first `#define NAME value` line.
+fn define_value(text: &str, name: &str) -> Option<Range<usize>> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some(range) = define_line_value(line, name) {
+            return Some(offset + range.start..offset + range.end);
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// Within one line `#define NAME value`, the value's range.
+fn define_line_value(line: &str, name: &str) -> Option<Range<usize>> {
+    let rest = line.trim().strip_prefix("#define")?.trim_start().strip_prefix(name)?;
+    let value = rest.split("//").next().unwrap_or_default().trim();
+    if value.is_empty() || !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let start = line.find(value)?;
+    Some(start..start + value.len())
+}
+
 /// The value of `#define NAME value` on the line after `#ifndef NAME` (the guard templatize
 /// writes, so that `-DNAME=…` overrides it).
 fn guarded_define_value(text: &str, name: &str) -> Option<Range<usize>> {
@@ -63,13 +107,8 @@ fn guarded_define_value(text: &str, name: &str) -> Option<Range<usize>> {
     for line in text.split_inclusive('\n') {
         let trimmed = line.trim();
         if guarded {
-            let rest = trimmed.strip_prefix("#define")?.trim_start().strip_prefix(name)?;
-            let value = rest.split("//").next().unwrap_or_default().trim();
-            if value.is_empty() || !rest.starts_with(char::is_whitespace) {
-                return None;
-            }
-            let start = offset + line.find(value)?;
-            return Some(start..start + value.len());
+            let range = define_line_value(line, name)?;
+            return Some(offset + range.start..offset + range.end);
         }
         guarded = trimmed.strip_prefix("#ifndef").map(str::trim) == Some(name);
         offset += line.len();
@@ -101,6 +140,10 @@ mod tests {
         // The rewritten file still has every parameter, now with the tuned defaults.
         let again = apply_defaults(&rewritten, &kernel, &config).unwrap();
         assert_eq!(again.edits, []);
+        let values = |text: &str| current_values(text, &kernel).into_iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(" ");
+        assert_eq!(values(&rewritten), "BLOCK_SIZE=512 RMSNORM_UNROLL=4 RMSNORM_VEC=8");
+        // The original file: its own `#define`, and the spec's defaults for what it lacks.
+        assert_eq!(values(&original), "BLOCK_SIZE=256 RMSNORM_UNROLL=4 RMSNORM_VEC=1");
     }
 
     #[test]

@@ -11,7 +11,7 @@ mod lift;
 mod scaffold;
 mod strategy;
 
-pub use apply::{apply_defaults, AppliedDefaults};
+pub use apply::{apply_defaults, current_values, AppliedDefaults};
 
 use std::ops::Range;
 use std::path::Path;
