@@ -128,6 +128,37 @@ async def test_tuning_a_replay_reports_progress_then_shows_the_speedup_in_place(
     assert hint.label == "1.95× ✓ replay (stale)"
 
 
+async def test_templatize_then_tune_from_the_editor(client, tmp_path):
+    source = tmp_path / "rmsnorm.cu"
+    text = (REPO / "examples" / "rmsnorm.cu").read_text()
+    source.write_text(text)
+    uri = source.as_uri()
+    await open_document(client, uri, text)
+    line = line_of(text, "float sum = 0.f;")
+    assert await command(client, "cutune.templatize", {"uri": uri, "position": {"line": line, "character": 4}}) == {"templatized": KERNEL, "applied": True}
+
+    # What the editor does with the edit: the buffer changes and the spec is created.
+    changes = client.applied_edits[-1].document_changes
+    spec_uri = (tmp_path / "rmsnorm.cutune.toml").as_uri()
+    [source_edit] = [c for c in changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri == uri]
+    [spec_edit] = [c for c in changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri == spec_uri]
+    assert any(isinstance(c, types.CreateFile) and c.uri == spec_uri for c in changes)
+    templatized = apply(text, source_edit.edits, client.profile.encoding)
+    assert "#ifndef RMSNORM_VEC" in templatized and 'name = "RMSNORM_VEC"' in apply("", spec_edit.edits, client.profile.encoding)
+    source.write_text(templatized)
+    change_document(client, uri, 2, types.TextDocumentContentChangeWholeDocument(text=templatized))
+    # The recording covers BLOCK_SIZE × RMSNORM_VEC (the spec of the Kernel Tuner side-by-side);
+    # templatize's own spec has more parameters, which no recording holds.
+    (tmp_path / "rmsnorm.cutune.toml").write_text(SPEC.read_text().replace('source = "../../examples/rmsnorm.cu"', 'source = "rmsnorm.cu"'))
+
+    await configure(client, replay=str(RECORDING), resultsLocation=str(tmp_path), budget=200)
+    seen = len(client.messages)
+    assert await command(client, "cutune.tune", {"uri": uri, "position": {"line": line_of(templatized, "float sum = 0.f;"), "character": 4}}) == {"started": KERNEL}
+    await eventually(client, lambda: any("stopped: space exhausted" in m.message for m in client.messages[seen:]), "the run to finish")
+    hints = [h.label for h in await inlay_hints(client, uri)]
+    assert "1.95× ✓ replay" in hints and "BLOCK_SIZE=256 RMSNORM_VEC=1" in hints, hints
+
+
 async def test_apply_best_rewrites_the_defaults_of_a_templatized_file(client, tmp_path):
     source = project(tmp_path)
     templatized = subprocess.run([str(CUTUNE_BIN), "templatize", str(source), "--kernel", KERNEL], capture_output=True, text=True, check=True).stdout

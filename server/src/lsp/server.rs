@@ -425,6 +425,15 @@ impl LanguageServer for Backend {
         match params.command.as_str() {
             tuning::TUNE => self.start_tuning(argument()?).await,
             tuning::APPLY_BEST => self.apply_best(argument()?).await,
+            tuning::TEMPLATIZE => {
+                // The code action's edit, applied through `workspace/applyEdit`.
+                let argument = argument()?;
+                let (_, _, kernel) = self.kernel_of(&argument)?;
+                let action = self.templatize_action(argument.uri, kernel.clone()).await?;
+                let edit = action.edit.unwrap_or_default();
+                let response = self.client.apply_edit(edit).await.map_err(|e| Error { code: ErrorCode::ServerError(-32803), message: format!("the editor did not take the edit: {e}").into(), data: None })?;
+                Ok(Some(json!({ "templatized": kernel, "applied": response.applied })))
+            }
             tuning::STOP => {
                 let stopped = self.tuning.stop();
                 Ok(Some(json!({ "stopping": stopped })))

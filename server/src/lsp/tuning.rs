@@ -23,8 +23,9 @@ use crate::tune::{self, job, Observer, Progress, TuneOptions, TuneReport};
 pub const TUNE: &str = "cutune.tune";
 pub const STOP: &str = "cutune.stopTuning";
 pub const APPLY_BEST: &str = "cutune.applyBest";
+pub const TEMPLATIZE: &str = "cutune.templatize";
 /// The commands this server carries out (`workspace/executeCommand`).
-pub const COMMANDS: [&str; 3] = [TUNE, STOP, APPLY_BEST];
+pub const COMMANDS: [&str; 4] = [TUNE, STOP, APPLY_BEST, TEMPLATIZE];
 
 /// The argument of a kernel command: the kernel by name, or the position of the cursor in it.
 #[derive(Debug, Deserialize)]
