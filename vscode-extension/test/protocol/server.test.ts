@@ -39,7 +39,7 @@ test('initialize accepts the default settings as initializationOptions, and the 
   assert.equal(result.serverInfo?.name, 'cutune');
   assert.equal(result.capabilities.hoverProvider, true);
   assert.equal(result.capabilities.documentSymbolProvider, true);
-  assert.deepEqual(result.capabilities.codeActionProvider, { codeActionKinds: ['refactor.rewrite'], resolveProvider: true });
+  assert.deepEqual(result.capabilities.codeActionProvider, { codeActionKinds: ['refactor.rewrite', 'refactor'], resolveProvider: true });
   assert.equal(await session.end(), 0);
   assert.deepEqual(session.errors(), []);
 });
