@@ -24,7 +24,7 @@ from lsprotocol import types
 
 from editor import CUTUNE_BIN, REPO, TIMEOUT_S, eventually, open_document
 from test_templatize import apply
-from test_tuning import KERNEL, command, configure, ended, inlay_hints, line_of
+from test_tuning import KERNEL, command, configure, ended, inlay_hints, line_of, write_spec
 
 SPEC = REPO / "bench" / "kernel_tuner" / "rmsnorm_8192.cutune.toml"
 # Figures for docs/benchmarks.md, written where the suite collects them.
@@ -41,7 +41,7 @@ def templatized_project(tmp_path: Path, spec: Path) -> Path:
     source = tmp_path / "rmsnorm.cu"
     text = subprocess.run([str(CUTUNE_BIN), "templatize", str(REPO / "examples" / "rmsnorm.cu"), "--kernel", KERNEL], capture_output=True, text=True, check=True).stdout
     source.write_text(text)
-    (tmp_path / "rmsnorm.cutune.toml").write_text(spec.read_text().replace('source = "../../examples/rmsnorm.cu"', 'source = "rmsnorm.cu"'))
+    write_spec(tmp_path, spec)
     return source
 
 

@@ -27,9 +27,22 @@ def project(tmp_path: Path) -> Path:
     """examples/rmsnorm.cu with the spec of the recorded space beside it."""
     source = tmp_path / "rmsnorm.cu"
     source.write_text((REPO / "examples" / "rmsnorm.cu").read_text())
-    spec = SPEC.read_text().replace('source = "../../examples/rmsnorm.cu"', 'source = "rmsnorm.cu"')
-    (tmp_path / "rmsnorm.cutune.toml").write_text(spec)
+    write_spec(tmp_path)
     return source
+
+
+def write_spec(folder: Path, spec: Path = SPEC) -> None:
+    """`spec` as the spec of `folder/rmsnorm.cu`."""
+    (folder / "rmsnorm.cutune.toml").write_text(spec.read_text().replace('source = "../../examples/rmsnorm.cu"', 'source = "rmsnorm.cu"'))
+
+
+async def open_replay_project(client, tmp_path: Path) -> tuple[str, str]:
+    """The project open in the editor, set up to replay the recording; its URI and text."""
+    source = project(tmp_path)
+    await configure(client, replay=str(RECORDING), resultsLocation=str(tmp_path), budget=200)
+    text = source.read_text()
+    await open_document(client, source.as_uri(), text)
+    return source.as_uri(), text
 
 
 async def configure(client, **settings) -> None:
@@ -74,11 +87,7 @@ def line_of(text: str, needle: str) -> int:
 
 
 async def test_tuning_a_replay_reports_progress_then_shows_the_speedup_in_place(client, tmp_path):
-    source = project(tmp_path)
-    await configure(client, replay=str(RECORDING), resultsLocation=str(tmp_path), budget=200)
-    uri = source.as_uri()
-    text = source.read_text()
-    await open_document(client, uri, text)
+    uri, text = await open_replay_project(client, tmp_path)
     # Before any run: only the launch's hint, the values it runs with (the file's own defines).
     [launch_hint] = await inlay_hints(client, uri)
     assert launch_hint.label == "BLOCK_SIZE=256 RMSNORM_VEC=1"
@@ -149,7 +158,7 @@ async def test_templatize_then_tune_from_the_editor(client, tmp_path):
     change_document(client, uri, 2, types.TextDocumentContentChangeWholeDocument(text=templatized))
     # The recording covers BLOCK_SIZE × RMSNORM_VEC (the spec of the Kernel Tuner side-by-side);
     # templatize's own spec has more parameters, which no recording holds.
-    (tmp_path / "rmsnorm.cutune.toml").write_text(SPEC.read_text().replace('source = "../../examples/rmsnorm.cu"', 'source = "rmsnorm.cu"'))
+    write_spec(tmp_path)
 
     await configure(client, replay=str(RECORDING), resultsLocation=str(tmp_path), budget=200)
     seen = len(client.messages)
@@ -200,11 +209,7 @@ async def test_apply_best_rewrites_the_defaults_of_a_templatized_file(client, tm
 
 
 async def test_stopping_cancels_the_run_and_keeps_what_it_measured(client, tmp_path):
-    source = project(tmp_path)
-    await configure(client, replay=str(RECORDING), resultsLocation=str(tmp_path), budget=200)
-    uri = source.as_uri()
-    text = source.read_text()
-    await open_document(client, uri, text)
+    uri, text = await open_replay_project(client, tmp_path)
     line = line_of(text, "float sum = 0.f;")
 
     # By position, as the palette commands send it. The run spends its first tens of
