@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,31 @@ pub struct BenchArgs {
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
+    /// Instead: time hover and inlay hints over stdio while the server tunes `--kernel` of this
+    /// file (with the spec beside it) on the GPU, or on `--replay`.
+    #[arg(long, requires = "kernel")]
+    during_tune: Option<PathBuf>,
+    #[arg(long)]
+    kernel: Option<String>,
+    /// Recorded measurements to tune on instead of the GPU.
+    #[arg(long)]
+    replay: Option<PathBuf>,
+    /// Configurations of that tuning run.
+    #[arg(long, default_value_t = 200)]
+    budget: u64,
+}
+
+/// Hover and inlay-hint latency while a tuning run is in progress.
+#[derive(serde::Serialize)]
+struct DuringTune {
+    file: String,
+    kernel: String,
+    /// From the tune command to the end of the run.
+    run_seconds: f64,
+    /// How the run ended, as the server said it.
+    ended: String,
+    hover: Timing,
+    inlay_hints: Timing,
 }
 
 #[derive(serde::Serialize)]
@@ -69,6 +95,19 @@ struct Report {
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
+    if let (Some(file), Some(kernel)) = (&args.during_tune, &args.kernel) {
+        let report = during_tune(file, kernel, args)?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            println!("while tuning `{}` of {} ({:.2} s; {})", report.kernel, report.file, report.run_seconds, report.ended);
+            println!("{:<28} {:>12} {:>12} {:>12} {:>8}", "operation", "median µs", "p99 µs", "max µs", "n");
+            for (name, t) in [("hover (stdio round trip)", &report.hover), ("inlay hints (stdio)", &report.inlay_hints)] {
+                println!("{name:<28} {:>12.1} {:>12.1} {:>12.1} {:>8}", t.median_us, t.p99_us, t.max_us, t.samples);
+            }
+        }
+        return Ok(());
+    }
     if args.repeats == 0 || args.files == 0 {
         bail!("--repeats and --files must be at least 1");
     }
@@ -138,6 +177,43 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         print!("{}", render(&report));
     }
     Ok(())
+}
+
+/// Starts a tuning run through `cutune.tune` and, until it ends, asks for the kernel's hover and
+/// the file's inlay hints in turn, timing each round trip. Results go to a temporary folder.
+fn during_tune(file: &Path, kernel: &str, args: &BenchArgs) -> Result<DuringTune> {
+    let file = file.canonicalize().with_context(|| format!("cannot find {}", file.display()))?;
+    let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    let doc = Document::new(text.clone());
+    let name = doc.model().kernels.iter().find(|k| k.is_definition && k.name == kernel).ok_or_else(|| anyhow!("{} defines no kernel `{kernel}`", file.display()))?.name_span.start;
+    let results = std::env::temp_dir().join(format!("cutune-bench-{}", std::process::id()));
+    let mut options = json!({"budget": args.budget, "resultsLocation": results.display().to_string()});
+    if let Some(replay) = &args.replay {
+        options["replay"] = json!(replay.canonicalize().with_context(|| format!("cannot find {}", replay.display()))?.display().to_string());
+    }
+    let mut server = Server::start_with(options)?;
+    let uri = format!("file://{}", file.display());
+    server.open(&uri, &text)?;
+    let started = Instant::now();
+    server.request("workspace/executeCommand", json!({"command": "cutune.tune", "arguments": [{"uri": uri, "kernel": kernel}]}))?;
+    let hover_params = json!({"textDocument": {"uri": uri}, "position": {"line": name.line, "character": name.column}});
+    let hints_params = json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": text.lines().count() + 1, "character": 0}}});
+    let (mut hover, mut hints) = (Vec::new(), Vec::new());
+    let ended = loop {
+        // The run's end is a `window/showMessage` (success, failure or no device).
+        if let Some(message) = server.notifications.iter().find(|n| n["method"] == "window/showMessage").map(|n| n["params"]["message"].as_str().unwrap_or_default().to_string()) {
+            break message;
+        }
+        hover.push(server.timed_request("textDocument/hover", hover_params.clone())?);
+        hints.push(server.timed_request("textDocument/inlayHint", hints_params.clone())?);
+    };
+    let run_seconds = started.elapsed().as_secs_f64();
+    server.stop()?;
+    let _ = std::fs::remove_dir_all(&results);
+    if hover.is_empty() {
+        bail!("the run ended before the first request: {ended}");
+    }
+    Ok(DuringTune { file: file.display().to_string(), kernel: kernel.to_string(), run_seconds, ended, hover: Timing::of(hover), inlay_hints: Timing::of(hints) })
 }
 
 fn time<T>(f: impl FnOnce() -> T) -> Duration {
@@ -301,10 +377,17 @@ struct Server {
     next_id: i64,
     /// The body of the last message received, as sent.
     last_body: Vec<u8>,
+    /// Notifications received while waiting for answers.
+    notifications: Vec<Value>,
 }
 
 impl Server {
     fn start() -> Result<Server> {
+        Server::start_with(Value::Null)
+    }
+
+    /// A server given `options` as its `initializationOptions` (the client's settings).
+    fn start_with(options: Value) -> Result<Server> {
         let exe = std::env::current_exe().context("cannot find the cutune binary to start the server")?;
         let mut child = Command::new(exe)
             .arg("lsp")
@@ -315,8 +398,8 @@ impl Server {
             .context("cannot start `cutune lsp`")?;
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let mut server = Server { child, stdin, stdout, next_id: 0, last_body: Vec::new() };
-        server.request("initialize", json!({"capabilities": {"general": {"positionEncodings": ["utf-8"]}}}))?;
+        let mut server = Server { child, stdin, stdout, next_id: 0, last_body: Vec::new(), notifications: Vec::new() };
+        server.request("initialize", json!({"capabilities": {"general": {"positionEncodings": ["utf-8"]}}, "initializationOptions": options}))?;
         server.notify("initialized", json!({}))?;
         Ok(server)
     }
@@ -364,6 +447,9 @@ impl Server {
                     bail!("{method} failed: {error}");
                 }
                 return Ok(message["result"].take());
+            }
+            if message.get("id").is_none() {
+                self.notifications.push(message);
             }
         }
     }

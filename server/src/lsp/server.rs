@@ -458,7 +458,8 @@ impl LanguageServer for Backend {
             let at = convert::range(&open.document, encoding, launch.callee_span).end;
             let spec = specs.entry(launch.kernel.clone()).or_insert_with(|| job::spec_beside(&file, &launch.kernel));
             let Some(spec) = spec.as_ref().filter(|_| in_range(at)) else { continue };
-            let values = crate::template::current_values(open.document.text(), spec);
+            let definition = open.document.model().kernels.iter().find(|k| k.is_definition && k.name == launch.kernel);
+            let values = crate::template::current_values(open.document.text(), spec, definition);
             if values.is_empty() {
                 continue;
             }

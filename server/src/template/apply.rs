@@ -58,17 +58,16 @@ pub fn apply_defaults(text: &str, kernel: &KernelSpec, config: &Configuration) -
 /// The parameter values a build of `text` would use, in the spec's order: a `define`
 /// parameter's `#define` (guarded by templatize or still the original line), a `template`
 /// parameter's default in the kernel's definition, else the spec's default (the original
-/// value). Compiler options are not in the source and are left out.
-pub fn current_values(text: &str, kernel: &KernelSpec) -> Vec<(String, String)> {
-    let document = Document::new(text.to_string());
-    let definition = document.model().kernels.iter().find(|k| k.is_definition && k.name == kernel.name).cloned();
+/// value). Compiler options are not in the source and are left out. `definition` is the
+/// kernel's definition in `text`'s model.
+pub fn current_values(text: &str, kernel: &KernelSpec, definition: Option<&crate::syntax::Kernel>) -> Vec<(String, String)> {
     kernel
         .params
         .iter()
         .filter_map(|p| {
             let value = match p.kind {
                 ParamKind::Define => guarded_define_value(text, &p.name).or_else(|| define_value(text, &p.name)).map(|r| text[r].to_string()),
-                ParamKind::Template => definition.as_ref().and_then(|k| k.template_params.iter().find(|t| t.name == p.name)).and_then(|t| t.default.clone()),
+                ParamKind::Template => definition.and_then(|k| k.template_params.iter().find(|t| t.name == p.name)).and_then(|t| t.default.clone()),
                 ParamKind::FastMath | ParamKind::MaxRegisters => return None,
             };
             Some((p.name.clone(), value.unwrap_or_else(|| p.default.to_string())))
@@ -140,7 +139,11 @@ mod tests {
         // The rewritten file still has every parameter, now with the tuned defaults.
         let again = apply_defaults(&rewritten, &kernel, &config).unwrap();
         assert_eq!(again.edits, []);
-        let values = |text: &str| current_values(text, &kernel).into_iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(" ");
+        let values = |text: &str| {
+            let document = Document::new(text.to_string());
+            let definition = document.model().kernels.iter().find(|k| k.is_definition && k.name == kernel.name).cloned();
+            current_values(text, &kernel, definition.as_ref()).into_iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(" ")
+        };
         assert_eq!(values(&rewritten), "BLOCK_SIZE=512 RMSNORM_UNROLL=4 RMSNORM_VEC=8");
         // The original file: its own `#define`, and the spec's defaults for what it lacks.
         assert_eq!(values(&original), "BLOCK_SIZE=256 RMSNORM_UNROLL=4 RMSNORM_VEC=1");
