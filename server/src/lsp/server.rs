@@ -294,8 +294,12 @@ impl Backend {
         let (file, text, kernel) = self.kernel_of(&argument)?;
         let shows_progress = self.client_shows_progress.load(Ordering::SeqCst);
         let (id, cancel, token) = self.tuning.begin(&kernel, shows_progress).map_err(|why| Error { code: ErrorCode::ServerError(-32803), message: why.into(), data: None })?;
+        // A client that never answers gets no progress, rather than a run that never starts.
         let token = match token {
-            Some(token) => self.client.create_work_done_progress(token.clone()).await.ok().map(|()| token),
+            Some(token) => match tokio::time::timeout(std::time::Duration::from_secs(5), self.client.create_work_done_progress(token.clone())).await {
+                Ok(Ok(())) => Some(token),
+                _ => None,
+            },
             None => None,
         };
         let job = tuning::Job { file, text, kernel: kernel.clone(), settings: self.state.settings() };
