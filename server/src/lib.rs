@@ -14,3 +14,4 @@ pub mod store;
 pub mod syntax;
 pub mod template;
 pub mod tune;
+pub mod verify;

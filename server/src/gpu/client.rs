@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::protocol::{Request, Response, TimingPolicy, PROTOCOL_VERSION};
-use super::{DeviceInfo, FailureKind, Kernel, Outcome, Problem, Runner, RunnerSource, Timing};
+use super::{Check, CheckRequest, DeviceInfo, FailureKind, Kernel, Outcome, Problem, Runner, RunnerSource, Timing};
 use crate::space::Configuration;
 
 /// Failed starts in a row after which the runner gives up.
@@ -275,6 +275,34 @@ impl Runner for WorkerRunner {
         }
         outcome
     }
+
+    fn check(&mut self, request: &CheckRequest) -> Check {
+        let failed = |kind, message| Check::Failed { kind, message };
+        // The baseline's run and each of the candidate's, each with the slack of one measure.
+        let deadline = self.watchdog.slack * (request.runs.max(1) + 1);
+        let process = match self.ensure_running() {
+            Ok(process) => process,
+            Err(reason) => return failed(FailureKind::Worker, reason),
+        };
+        let answer = process.exchange(&Request::Check { check: request.clone() }, deadline);
+        let (check, usable) = match answer {
+            Ok(Response::Checked { check }) => {
+                let faulted = matches!(check, Check::Failed { kind: FailureKind::Fault, .. } | Check::BaselineFailed { kind: FailureKind::Fault, .. });
+                (check, !faulted)
+            }
+            Ok(Response::Error { message }) => (failed(FailureKind::Worker, message), false),
+            Ok(other) => (failed(FailureKind::Worker, format!("the worker answered `check` with {}", describe(&other))), false),
+            Err(ExchangeError::Timeout(limit)) => {
+                let message = format!("a kernel did not finish within the watchdog's limit of {:.1} s; the worker was killed and is restarted", limit.as_secs_f64());
+                (failed(FailureKind::Timeout, message), false)
+            }
+            Err(e) => (failed(FailureKind::Worker, format!("checking: {e}")), false),
+        };
+        if !usable {
+            self.process = None;
+        }
+        check
+    }
 }
 
 fn describe(response: &Response) -> String {
@@ -283,6 +311,7 @@ fn describe(response: &Response) -> String {
         Response::NoDevice { message } => format!("`no_device` ({message})"),
         Response::Prepared { .. } => "`prepared`".into(),
         Response::Outcome { .. } => "an outcome".into(),
+        Response::Checked { .. } => "a check".into(),
         Response::Error { message } => format!("an error ({message})"),
     }
 }

@@ -16,7 +16,7 @@ enum : int {
   DT_I8, DT_I16, DT_I32, DT_I64, DT_U8, DT_U16, DT_U32, DT_U64
 };
 // Distributions of `cutune_fill`.
-enum : int { DIST_UNIFORM, DIST_NORMAL, DIST_INTEGERS };
+enum : int { DIST_UNIFORM, DIST_NORMAL, DIST_INTEGERS, DIST_MIXED };
 
 // SplitMix64's output function: 64 well-mixed bits from a counter.
 __device__ u64 mix(u64 z) {
@@ -74,7 +74,8 @@ __device__ void store_real(void* out, u64 i, int dtype, double v) {
 }
 
 // Fills `n` elements from a distribution: uniform in [a, b), normal with mean a and standard
-// deviation b, or integers in [low, low + span).
+// deviation b, integers in [low, low + span), or mixed scales: uniform in [-1, 1) times a for
+// a random half of the elements and times b for the other half.
 extern "C" __global__ void cutune_fill(void* out, u64 n, int dtype, int dist, double a, double b, i64 low, u64 span, u64 seed) {
   for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
     u64 bits = random_bits(seed, i, 0);
@@ -87,6 +88,9 @@ extern "C" __global__ void cutune_fill(void* out, u64 n, int dtype, int dist, do
       }
     } else if (dist == DIST_UNIFORM) {
       store_real(out, i, dtype, a + (b - a) * unit(bits));
+    } else if (dist == DIST_MIXED) {
+      double scale = (random_bits(seed, i, 1) & 1) ? a : b;
+      store_real(out, i, dtype, scale * (2.0 * unit(bits) - 1.0));
     } else {
       // Box-Muller; 1 - u lies in (0, 1], so the logarithm is finite.
       double radius = sqrt(-2.0 * log(1.0 - unit(bits)));
@@ -132,19 +136,34 @@ struct Summary {
   u64 first_index;  // ~0 when nothing mismatches
   u64 max_abs_error;
   u64 max_rel_error;
+  u64 unwritten;    // mismatches that still hold the poison (all bits set): never written
+  u64 not_finite;   // other mismatches that are NaN or infinite where expected is finite
 };
+
+// All bits of one element set: the poison outputs are filled with before a run.
+__device__ bool is_poison(u64 bits, int dtype) {
+  switch (dtype) {
+    case DT_FP8_E4M3: case DT_FP8_E5M2: case DT_I8: case DT_U8: return bits == 0xFFULL;
+    case DT_F16: case DT_BF16: case DT_I16: case DT_U16: return bits == 0xFFFFULL;
+    case DT_F32: case DT_I32: case DT_U32: return bits == 0xFFFFFFFFULL;
+    default: return bits == ~0ULL;
+  }
+}
 
 // Compares `n` elements under |actual - expected| <= atol + rtol * |expected|:
 // - NaN matches NaN only; equal infinities match, any other infinity does not;
 // - integers are compared exactly, as integers (a non-zero tolerance still applies);
 // - the largest errors are over finite errors; the relative one where expected is non-zero.
-// `summary` must start as {0, ~0, 0, 0}.
+// - a mismatch is counted as unwritten when it holds the poison and the expected value does
+//   not, else as not finite when it is NaN or infinite and the expected value is finite.
+// `summary` must start as {0, ~0, 0, 0, 0, 0}.
 extern "C" __global__ void cutune_compare(const void* expected, const void* actual, u64 n, int dtype, double atol, double rtol, Summary* summary) {
-  u64 mismatches = 0, first = ~0ULL;
+  u64 mismatches = 0, first = ~0ULL, unwritten = 0, not_finite = 0;
   double max_abs = 0.0, max_rel = 0.0;
   for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < n; i += (u64)gridDim.x * blockDim.x) {
-    if (load_bits(expected, i, dtype) == load_bits(actual, i, dtype)) continue;
-    bool within;
+    u64 want_bits = load_bits(expected, i, dtype), got_bits = load_bits(actual, i, dtype);
+    if (want_bits == got_bits) continue;
+    bool within, finite_want = true, finite_got = true;
     double error, scale;
     if (is_integer(dtype)) {
       u64 difference;
@@ -161,6 +180,8 @@ extern "C" __global__ void cutune_compare(const void* expected, const void* actu
       within = error <= atol + rtol * scale;
     } else {
       double want = load_real(expected, i, dtype), got = load_real(actual, i, dtype);
+      finite_want = isfinite(want);
+      finite_got = isfinite(got);
       scale = fabs(want);
       if (isnan(want) || isnan(got)) {
         within = isnan(want) && isnan(got);
@@ -181,6 +202,11 @@ extern "C" __global__ void cutune_compare(const void* expected, const void* actu
     if (!within) {
       mismatches += 1;
       if (first == ~0ULL) first = i;  // each thread visits its indices in increasing order
+      if (is_poison(got_bits, dtype) && !is_poison(want_bits, dtype)) {
+        unwritten += 1;
+      } else if (!finite_got && finite_want) {
+        not_finite += 1;
+      }
     }
   }
   for (int offset = 16; offset > 0; offset /= 2) {
@@ -188,11 +214,26 @@ extern "C" __global__ void cutune_compare(const void* expected, const void* actu
     first = min(first, __shfl_down_sync(0xFFFFFFFFu, first, offset));
     max_abs = fmax(max_abs, __shfl_down_sync(0xFFFFFFFFu, max_abs, offset));
     max_rel = fmax(max_rel, __shfl_down_sync(0xFFFFFFFFu, max_rel, offset));
+    unwritten += __shfl_down_sync(0xFFFFFFFFu, unwritten, offset);
+    not_finite += __shfl_down_sync(0xFFFFFFFFu, not_finite, offset);
   }
   if ((threadIdx.x & 31) == 0 && (mismatches != 0 || max_abs != 0.0 || max_rel != 0.0)) {
     atomicAdd(&summary->mismatches, mismatches);
+    atomicAdd(&summary->unwritten, unwritten);
+    atomicAdd(&summary->not_finite, not_finite);
     atomicMin(&summary->first_index, first);
     atomicMax(&summary->max_abs_error, (u64)__double_as_longlong(max_abs));
     atomicMax(&summary->max_rel_error, (u64)__double_as_longlong(max_rel));
   }
+}
+
+// Fills every block's whole dynamic shared memory (`words` 32-bit words) with `pattern`. Shared
+// memory keeps its contents between kernels, so launched on every multiprocessor right before
+// a kernel, this decides what that kernel reads from shared memory it did not write: with two
+// patterns in turn, such a kernel's output changes from run to run (docs/verify.md).
+extern "C" __global__ void cutune_poison_shared(unsigned pattern, unsigned words) {
+  extern __shared__ unsigned shared_words[];
+  // volatile: stores that nothing in this kernel reads must not be optimised away.
+  volatile unsigned* target = shared_words;
+  for (unsigned i = threadIdx.x; i < words; i += blockDim.x) target[i] = pattern;
 }

@@ -204,7 +204,17 @@ pub enum Verdict {
         max_abs_error: f64,
         #[serde(with = "protocol::nonfinite")]
         max_rel_error: f64,
+        /// Of the mismatches: elements that still hold the poison, never written.
+        #[serde(default)]
+        unwritten: u64,
+        /// Of the other mismatches: NaN or infinite where the baseline's is finite.
+        #[serde(default)]
+        not_finite: u64,
     },
+    /// The kernel wrote past the end of a buffer: `bytes` of the guard bytes after `arg`
+    /// changed, the first at `first_offset` bytes past its end. Checked before the outputs,
+    /// which such a write may have corrupted.
+    OutOfBounds { problem: usize, arg: String, bytes: u64, first_offset: u64 },
     /// Replays carry no outputs.
     Unchecked,
 }
@@ -242,6 +252,37 @@ pub enum Outcome {
     Failed { kind: FailureKind, message: String },
 }
 
+/// A check of a candidate against the baseline on problems of its own, apart from the
+/// prepared ones (the verification stages): nothing is timed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckRequest {
+    pub problems: Vec<Problem>,
+    pub baseline: Kernel,
+    pub candidate: Kernel,
+    /// The cubin of [`HARNESS_SOURCE`].
+    pub harness: PathBuf,
+    /// Runs of the candidate: the first is compared with the baseline, each later one with the
+    /// first. Shared memory is poisoned with two patterns in turn before them.
+    pub runs: u32,
+    /// Later runs must match the first bitwise; else within the tolerance (non-deterministic
+    /// kernels, e.g. float atomics).
+    pub bitwise: bool,
+}
+
+/// What a [`CheckRequest`] found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "check", rename_all = "snake_case")]
+pub enum Check {
+    /// The original kernel itself could not run on the problems, so there is nothing to
+    /// compare with.
+    BaselineFailed { kind: FailureKind, message: String },
+    /// The candidate could not run.
+    Failed { kind: FailureKind, message: String },
+    /// `verdict` compares the first run with the baseline; `repeats`, each later run with the
+    /// first.
+    Compared { verdict: Verdict, repeats: Vec<Verdict> },
+}
+
 /// Measures kernels. The tuning loop calls [`Runner::prepare`] once, then
 /// [`Runner::measure`] for every candidate.
 pub trait Runner {
@@ -261,4 +302,9 @@ pub trait Runner {
     /// Measures one candidate. `config` names the configuration (replays look it up by this);
     /// `kernel` is its code, `None` only when `needs_code` is false.
     fn measure(&mut self, config: &crate::space::Configuration, kernel: Option<&Kernel>) -> Outcome;
+    /// Runs a check apart from the prepared problems, which stay prepared. Runners that do not
+    /// run code cannot check.
+    fn check(&mut self, _request: &CheckRequest) -> Check {
+        Check::Failed { kind: FailureKind::Worker, message: "recorded measurements carry no outputs, so a replay cannot check a kernel".into() }
+    }
 }

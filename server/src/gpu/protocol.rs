@@ -32,6 +32,9 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         cutoff_us: Vec<f64>,
     },
+    /// Checks a candidate against the baseline on problems of its own; the prepared problems
+    /// stay. Answered by [`Response::Checked`].
+    Check { check: super::CheckRequest },
     /// Ends the worker; not answered.
     Shutdown,
 }
@@ -46,6 +49,7 @@ pub enum Response {
     /// The baseline's timing on each problem, in problem order.
     Prepared { timings: Vec<Timing> },
     Outcome { outcome: Outcome },
+    Checked { check: super::Check },
     /// A request that could not be carried out, e.g. the baseline faulted or a request came
     /// out of order. When the CUDA context was lost the worker exits right after sending it.
     Error { message: String },
@@ -161,6 +165,8 @@ mod tests {
             mismatches: 2,
             max_abs_error: f64::INFINITY,
             max_rel_error: f64::NEG_INFINITY,
+            unwritten: 1,
+            not_finite: 0,
         };
         let response = Response::Outcome { outcome: Outcome::Measured { timings: vec![], verdict } };
         let line = serde_json::to_string(&response).unwrap();

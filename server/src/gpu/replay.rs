@@ -375,6 +375,8 @@ fn unknown_mismatch() -> Verdict {
         mismatches: 0,
         max_abs_error: f64::NAN,
         max_rel_error: f64::NAN,
+        unwritten: 0,
+        not_finite: 0,
     }
 }
 

@@ -127,6 +127,9 @@ pub enum Init {
     Normal { mean: f64, std: f64 },
     /// Integers drawn from `[low, high)`, e.g. indices.
     Integers { low: i64, high: i64 },
+    /// Mixed scales: uniform in `[-1, 1)` times `large` for a random half of the elements and
+    /// times `small` for the other half (verification's adversarial inputs use it).
+    Mixed { large: f64, small: f64 },
 }
 
 /// A tuning parameter and the values the search may give it.
@@ -166,6 +169,11 @@ pub struct VerifySpec {
     /// within tolerance instead of bitwise.
     #[serde(default = "yes")]
     pub deterministic: bool,
+    /// The size variable along the contiguous dimension, which verification's generated shapes
+    /// vary (1023, 4097, 50257, tails). Unset: the last size variable in the length of the
+    /// largest buffer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contiguous: Option<String>,
 }
 
 fn yes() -> bool {
@@ -174,7 +182,7 @@ fn yes() -> bool {
 
 impl Default for VerifySpec {
     fn default() -> Self {
-        VerifySpec { tolerances: Vec::new(), deterministic: true }
+        VerifySpec { tolerances: Vec::new(), deterministic: true, contiguous: None }
     }
 }
 

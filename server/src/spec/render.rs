@@ -69,6 +69,9 @@ fn render_kernel(out: &mut String, kernel: &KernelSpec) {
     }
     out.push_str("\n[kernels.verify]\n");
     let _ = writeln!(out, "deterministic = {}", kernel.verify.deterministic);
+    if let Some(contiguous) = &kernel.verify.contiguous {
+        let _ = writeln!(out, "contiguous = {}", string(contiguous));
+    }
     for tolerance in &kernel.verify.tolerances {
         out.push_str("\n[[kernels.verify.tolerances]]\n");
         let _ = writeln!(out, "dtype = {}", string(dtype(tolerance.dtype)));
@@ -109,6 +112,7 @@ fn render_arg(out: &mut String, arg: &ArgSpec) {
             Init::Uniform { low, high } => format!("{{ dist = \"uniform\", low = {}, high = {} }}", float(*low), float(*high)),
             Init::Normal { mean, std } => format!("{{ dist = \"normal\", mean = {}, std = {} }}", float(*mean), float(*std)),
             Init::Integers { low, high } => format!("{{ dist = \"integers\", low = {low}, high = {high} }}"),
+            Init::Mixed { large, small } => format!("{{ dist = \"mixed\", large = {}, small = {} }}", float(*large), float(*small)),
         };
         let _ = writeln!(out, "init = {init}");
     }

@@ -662,6 +662,10 @@ pub fn export_t1(spec: &SpecFile, kernel_name: &str) -> Result<T1Export> {
                     notes.add(format!("{path}.FillType"), format!("T1 has no integer fill; `{}` [{low}, {high}) is written as Random up to {high}", arg.name));
                     ("Random", high as f64)
                 }
+                Some(Init::Mixed { large, small }) => {
+                    notes.add(format!("{path}.FillType"), format!("T1 has no mixed-scale fill; `{}` (scales {large} and {small}) is written as Random up to {large}", arg.name));
+                    ("Random", large.abs().max(small.abs()))
+                }
             };
             a.insert("FillType".into(), json!(fill_type));
             a.insert("FillValue".into(), json!(fill_value));

@@ -138,7 +138,7 @@ fn render_round_trips_awkward_baselines_and_empty_lists() {
     kernel.args.clear();
     kernel.params.clear();
     kernel.restrictions.clear();
-    kernel.verify = VerifySpec { tolerances: vec![], deterministic: false };
+    kernel.verify = VerifySpec { tolerances: vec![], deterministic: false, contiguous: None };
     kernel.sol = SolSpec::default();
     kernel.shapes.push(Shape::from([("odd key".to_string(), 3)]));
     let rendered = render_spec(&spec);
@@ -497,6 +497,7 @@ fn tolerances_default_per_dtype_and_the_last_override_wins() {
             Tolerance { dtype: Dtype::F16, atol: 0.5, rtol: 0.25 },
         ],
         deterministic: true,
+        contiguous: None,
     };
     assert_eq!((verify.tolerance(Dtype::F16).atol, verify.tolerance(Dtype::F16).rtol), (0.5, 0.25));
     assert_eq!(verify.tolerance(Dtype::F32), Dtype::F32.default_tolerance());

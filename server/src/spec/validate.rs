@@ -424,6 +424,7 @@ impl<'t> Checker<'t> {
                 Some(Init::Uniform { low, high }) if low.is_nan() || high.is_nan() || low > high => Some(format!("uniform init of `{name}` needs low <= high")),
                 Some(Init::Normal { std, .. }) if std.is_nan() || *std < 0.0 => Some(format!("normal init of `{name}` needs std >= 0")),
                 Some(Init::Integers { low, high }) if low >= high => Some(format!("integers init of `{name}` draws from [low, high) and needs low < high")),
+                Some(Init::Mixed { large, small }) if !(large.is_finite() && small.is_finite()) => Some(format!("mixed init of `{name}` needs finite scales")),
                 _ => None,
             };
             if let Some(message) = bad_init {
@@ -468,6 +469,12 @@ impl<'t> Checker<'t> {
             }
             if !seen.insert(tolerance.dtype) {
                 self.at(Severity::Warning, &path("dtype"), format!("a second tolerance for {:?}: the last one wins", tolerance.dtype));
+            }
+        }
+        if let Some(name) = &kernel.verify.contiguous {
+            if let Some(s) = kernel.shapes.iter().position(|shape| !shape.contains_key(name)) {
+                let message = format!("contiguous names `{name}`, which shape {} does not have: it must be a size variable", s + 1);
+                self.at(Severity::Error, &[K("kernels"), I(k), K("verify"), K("contiguous")], message);
             }
         }
     }

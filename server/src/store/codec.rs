@@ -35,6 +35,7 @@ pub(crate) fn status(outcome: &Outcome) -> &'static str {
     match outcome {
         Outcome::Measured { verdict: Verdict::Pass { .. }, .. } => "pass",
         Outcome::Measured { verdict: Verdict::Mismatch { .. }, .. } => "mismatch",
+        Outcome::Measured { verdict: Verdict::OutOfBounds { .. }, .. } => "out_of_bounds",
         Outcome::Measured { verdict: Verdict::Unchecked, .. } => "unchecked",
         Outcome::Failed { kind, .. } => failure_name(*kind),
     }
@@ -133,7 +134,7 @@ pub(crate) fn verdict_json(verdict: &Verdict) -> Value {
             "max_abs_error": float_json(*max_abs_error),
             "max_rel_error": float_json(*max_rel_error),
         }),
-        Verdict::Mismatch { problem, arg, index, expected, actual, mismatches, max_abs_error, max_rel_error } => json!({
+        Verdict::Mismatch { problem, arg, index, expected, actual, mismatches, max_abs_error, max_rel_error, unwritten, not_finite } => json!({
             "status": "mismatch",
             "problem": problem,
             "arg": arg,
@@ -143,6 +144,15 @@ pub(crate) fn verdict_json(verdict: &Verdict) -> Value {
             "mismatches": mismatches,
             "max_abs_error": float_json(*max_abs_error),
             "max_rel_error": float_json(*max_rel_error),
+            "unwritten": unwritten,
+            "not_finite": not_finite,
+        }),
+        Verdict::OutOfBounds { problem, arg, bytes, first_offset } => json!({
+            "status": "out_of_bounds",
+            "problem": problem,
+            "arg": arg,
+            "bytes": bytes,
+            "first_offset": first_offset,
         }),
         Verdict::Unchecked => json!({ "status": "unchecked" }),
     }
@@ -161,6 +171,15 @@ pub(crate) fn verdict_from_json(value: &Value) -> Result<Verdict, String> {
             mismatches: fields.unsigned("mismatches")?,
             max_abs_error: fields.float("max_abs_error")?,
             max_rel_error: fields.float("max_rel_error")?,
+            // Absent in rows stored before they were counted.
+            unwritten: fields.unsigned("unwritten").unwrap_or(0),
+            not_finite: fields.unsigned("not_finite").unwrap_or(0),
+        }),
+        "out_of_bounds" => Ok(Verdict::OutOfBounds {
+            problem: usize::try_from(fields.unsigned("problem")?).map_err(|_| "verdict problem out of range".to_string())?,
+            arg: fields.text("arg")?.to_string(),
+            bytes: fields.unsigned("bytes")?,
+            first_offset: fields.unsigned("first_offset")?,
         }),
         "unchecked" => Ok(Verdict::Unchecked),
         other => Err(format!("unknown verdict status `{other}`")),

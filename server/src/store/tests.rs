@@ -109,6 +109,8 @@ fn every_outcome_verdict_failure_and_source_round_trips() {
                     mismatches: 12,
                     max_abs_error: f64::NAN,
                     max_rel_error: f64::NEG_INFINITY,
+                    unwritten: 5,
+                    not_finite: 2,
                 },
             ),
         ),
@@ -143,7 +145,7 @@ fn column_encodings_match_the_serde_forms_of_the_shared_types() {
     }
     let verdicts = [
         pass(),
-        Verdict::Mismatch { problem: 0, arg: "y".into(), index: 3, expected: 1.0, actual: 2.0, mismatches: 1, max_abs_error: 1.0, max_rel_error: 1.0 },
+        Verdict::Mismatch { problem: 0, arg: "y".into(), index: 3, expected: 1.0, actual: 2.0, mismatches: 1, max_abs_error: 1.0, max_rel_error: 1.0, unwritten: 0, not_finite: 0 },
         Verdict::Unchecked,
     ];
     for verdict in verdicts {
@@ -180,7 +182,7 @@ fn recording_the_same_configuration_again_replaces_it() {
 #[test]
 fn best_is_the_fastest_correct_evaluation_only() {
     let (store, run) = store_with_run("best");
-    let mismatch = Verdict::Mismatch { problem: 0, arg: "out".into(), index: 0, expected: 1.0, actual: 9.0, mismatches: 1, max_abs_error: 8.0, max_rel_error: 8.0 };
+    let mismatch = Verdict::Mismatch { problem: 0, arg: "out".into(), index: 0, expected: 1.0, actual: 9.0, mismatches: 1, max_abs_error: 8.0, max_rel_error: 8.0, unwritten: 0, not_finite: 0 };
     store.record(run, &evaluation(config(64, 1), measured(&[10.0], mismatch))).expect("record");
     store.record(run, &evaluation(config(64, 2), measured(&[20.0], Verdict::Unchecked))).expect("record");
     store.record(run, &evaluation(config(64, 4), Outcome::Failed { kind: FailureKind::Fault, message: "illegal address".into() })).expect("record");
@@ -365,7 +367,7 @@ fn t4_export_validates_and_carries_configurations_and_times() {
     let (store, run) = store_with_run("t4");
     let fast = evaluation(config(256, 4), measured(&[30.5, 5.25], pass()));
     store.record(run, &fast).expect("record");
-    let mismatch = Verdict::Mismatch { problem: 0, arg: "out".into(), index: 0, expected: 1.0, actual: f64::NAN, mismatches: 1, max_abs_error: f64::NAN, max_rel_error: f64::NAN };
+    let mismatch = Verdict::Mismatch { problem: 0, arg: "out".into(), index: 0, expected: 1.0, actual: f64::NAN, mismatches: 1, max_abs_error: f64::NAN, max_rel_error: f64::NAN, unwritten: 0, not_finite: 0 };
     store.record(run, &evaluation(config(64, 1), measured(&[40.0], mismatch))).expect("record");
     store.record(run, &evaluation(config(64, 2), measured(&[41.0], Verdict::Unchecked))).expect("record");
     for (i, kind) in FAILURE_KINDS.into_iter().enumerate() {

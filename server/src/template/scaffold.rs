@@ -105,7 +105,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, params: Ve
         args,
         params,
         restrictions,
-        verify: VerifySpec { tolerances: Vec::new(), deterministic },
+        verify: VerifySpec { tolerances: Vec::new(), deterministic, contiguous: None },
         sol: SolSpec::default(),
         baseline: Baseline { sha256: sha256_hex(&source), source },
     }

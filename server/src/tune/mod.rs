@@ -21,9 +21,10 @@ use crate::gpu::{FailureKind, Kernel, LaunchDims, Module, Outcome, Runner, Runne
 use crate::search::{self, Point, Search, SearchSpace, StrategyName};
 use crate::space::{self, Configuration, Occupancy};
 use crate::spec::{sha256_hex, KernelSpec};
+use crate::verify::Finding;
 use crate::store::{counts_as_correct, unix_now, Evaluation, ResultKey, RunInfo, Store};
 
-pub use problems::{problems, DATA_SEED};
+pub use problems::{problem, problems, shape_label, DATA_SEED};
 
 /// A kernel ready to tune: its spec and the templatized device source to compile.
 pub struct Target {
@@ -333,12 +334,10 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         let objective = objective(&evaluation);
         search.record(point, objective);
         let row = row(&evaluation, objective, baseline_us, was_resumed);
-        if let Outcome::Failed { kind, message } = &evaluation.outcome {
-            *failures.entry(format!("{}: {}", kind_label(*kind), first_line(message))).or_insert(0) += 1;
-        } else if let Outcome::Measured { verdict, .. } = &evaluation.outcome {
-            if objective.is_none() && !verdict.is_pass() {
-                *failures.entry("wrong output".to_string()).or_insert(0) += 1;
-            }
+        match (&evaluation.outcome, Finding::of_outcome(&evaluation.outcome)) {
+            (Outcome::Failed { .. }, Some(finding)) => *failures.entry(finding.to_string()).or_insert(0) += 1,
+            (Outcome::Measured { .. }, Some(finding)) if objective.is_none() => *failures.entry(finding.label().to_string()).or_insert(0) += 1,
+            _ => {}
         }
         if let (Some(t), true) = (row.time_us, objective.is_some()) {
             if best.as_ref().and_then(|b| b.time_us).is_none_or(|b| t < b) {
@@ -519,13 +518,10 @@ fn row(evaluation: &Evaluation, objective: Option<f64>, baseline_us: Option<f64>
         Outcome::Measured { timings, .. } => (Some(timings.iter().map(|t| t.median_us).sum::<f64>()), timings.iter().map(|t| t.spread).reduce(f64::max)),
         Outcome::Failed { .. } => (None, None),
     };
-    let status = match &evaluation.outcome {
-        Outcome::Measured { verdict: crate::gpu::Verdict::Pass { .. }, .. } => "ok".to_string(),
-        Outcome::Measured { verdict: crate::gpu::Verdict::Unchecked, .. } => "ok (recorded)".to_string(),
-        Outcome::Measured { verdict: crate::gpu::Verdict::Mismatch { problem, arg, index, expected, actual, .. }, .. } => {
-            format!("wrong: problem {} `{arg}`[{index}] = {actual}, expected {expected}", problem + 1)
-        }
-        Outcome::Failed { kind, message } => format!("{}: {}", kind_label(*kind), first_line(message)),
+    let status = match (&evaluation.outcome, Finding::of_outcome(&evaluation.outcome)) {
+        (_, Some(finding)) => finding.to_string(),
+        (Outcome::Measured { verdict: crate::gpu::Verdict::Unchecked, .. }, None) => "ok (recorded)".to_string(),
+        (_, None) => "ok".to_string(),
     };
     Row {
         config: evaluation.config.clone(),
@@ -538,19 +534,4 @@ fn row(evaluation: &Evaluation, objective: Option<f64>, baseline_us: Option<f64>
         compile_ms: evaluation.compile_ms,
         resumed,
     }
-}
-
-fn kind_label(kind: FailureKind) -> &'static str {
-    match kind {
-        FailureKind::Infeasible => "infeasible",
-        FailureKind::Compile => "compile error",
-        FailureKind::Launch => "launch refused",
-        FailureKind::Fault => "fault",
-        FailureKind::Timeout => "timeout",
-        FailureKind::Worker => "worker died",
-    }
-}
-
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or("")
 }

@@ -3,7 +3,7 @@
 use anyhow::{anyhow, bail, Result};
 
 use crate::gpu::{Arg, Problem};
-use crate::spec::{self, expr, Init, KernelSpec};
+use crate::spec::{self, expr, Init, KernelSpec, Shape};
 
 /// Inputs are filled the same way for the baseline and every candidate; this seed is part of
 /// the results' key, so changing it re-measures.
@@ -20,33 +20,42 @@ pub fn problems(kernel: &KernelSpec) -> Result<Vec<Problem>> {
         .iter()
         .enumerate()
         .map(|(index, shape)| {
-            let env = spec::environment(kernel, shape, &|p| p.default);
-            let lookup = |n: &str| env.get(n).copied();
-            let label = shape.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
-            let args = kernel
-                .args
-                .iter()
-                .map(|arg| {
-                    let evaluate = |what: &str, text: &str| {
-                        expr::parse(text).map_err(|e| e.message).and_then(|e| e.eval(&lookup).map_err(|e| e.message)).map_err(|why| anyhow!("argument `{}`: {what} `{text}`: {why}", arg.name))
-                    };
-                    match (&arg.length, &arg.value) {
-                        (Some(length), _) => {
-                            let length = evaluate("length", length)?.as_integer().filter(|&n| n > 0).ok_or_else(|| anyhow!("argument `{}`: length `{length}` is not a positive integer", arg.name))?;
-                            let role = arg.role.ok_or_else(|| anyhow!("argument `{}`: no role (input, output or inout)", arg.name))?;
-                            // Outputs are poisoned before every run; their fill only matters for inouts.
-                            let init = arg.init.clone().unwrap_or(Init::Uniform { low: -1.0, high: 1.0 });
-                            Ok(Arg::Buffer { name: arg.name.clone(), dtype: arg.dtype, length: length as u64, role, init, tolerance: kernel.verify.tolerance(arg.dtype) })
-                        }
-                        (None, Some(value)) => Ok(Arg::Scalar { name: arg.name.clone(), dtype: arg.dtype, value: evaluate("value", value)?.as_f64() }),
-                        (None, None) => bail!("argument `{}` has neither a length (a buffer) nor a value (a scalar)", arg.name),
-                    }
-                })
-                .collect::<Result<Vec<_>>>()
-                .map_err(|e| anyhow!("shape {} ({label}): {e}", index + 1))?;
-            Ok(Problem { label, args, seed: DATA_SEED.wrapping_add(index as u64) })
+            let label = shape_label(shape);
+            problem(kernel, shape, &label, DATA_SEED.wrapping_add(index as u64)).map_err(|e| anyhow!("shape {} ({label}): {e}", index + 1))
         })
         .collect()
+}
+
+/// `hidden=4096 rows=4095`.
+pub fn shape_label(shape: &Shape) -> String {
+    shape.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+}
+
+/// The problem of one shape: its arguments resolved, its data drawn from `seed`.
+pub fn problem(kernel: &KernelSpec, shape: &Shape, label: &str, seed: u64) -> Result<Problem> {
+    let env = spec::environment(kernel, shape, &|p| p.default);
+    let lookup = |n: &str| env.get(n).copied();
+    let args = kernel
+        .args
+        .iter()
+        .map(|arg| {
+            let evaluate = |what: &str, text: &str| {
+                expr::parse(text).map_err(|e| e.message).and_then(|e| e.eval(&lookup).map_err(|e| e.message)).map_err(|why| anyhow!("argument `{}`: {what} `{text}`: {why}", arg.name))
+            };
+            match (&arg.length, &arg.value) {
+                (Some(length), _) => {
+                    let length = evaluate("length", length)?.as_integer().filter(|&n| n > 0).ok_or_else(|| anyhow!("argument `{}`: length `{length}` is not a positive integer", arg.name))?;
+                    let role = arg.role.ok_or_else(|| anyhow!("argument `{}`: no role (input, output or inout)", arg.name))?;
+                    // Outputs are poisoned before every run; their fill only matters for inouts.
+                    let init = arg.init.clone().unwrap_or(Init::Uniform { low: -1.0, high: 1.0 });
+                    Ok(Arg::Buffer { name: arg.name.clone(), dtype: arg.dtype, length: length as u64, role, init, tolerance: kernel.verify.tolerance(arg.dtype) })
+                }
+                (None, Some(value)) => Ok(Arg::Scalar { name: arg.name.clone(), dtype: arg.dtype, value: evaluate("value", value)?.as_f64() }),
+                (None, None) => bail!("argument `{}` has neither a length (a buffer) nor a value (a scalar)", arg.name),
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Problem { label: label.to_string(), args, seed })
 }
 
 #[cfg(test)]

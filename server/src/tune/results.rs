@@ -89,12 +89,8 @@ impl KernelResults {
         let wrong: Vec<String> = self
             .evaluations
             .iter()
-            .filter_map(|e| match &e.outcome {
-                Outcome::Measured { verdict: Verdict::Mismatch { problem, arg, index, expected, actual, mismatches, .. }, .. } => Some(format!(
-                    "{} gives wrong output: problem {} `{arg}`[{index}] = {actual}, expected {expected} ({mismatches} elements differ)",
-                    e.config,
-                    problem + 1
-                )),
+            .filter_map(|e| match (&e.outcome, crate::verify::Finding::of_outcome(&e.outcome)) {
+                (Outcome::Measured { .. }, Some(finding)) => Some(format!("{}: {finding}", e.config)),
                 _ => None,
             })
             .collect();
@@ -195,6 +191,7 @@ fn status(evaluation: &Evaluation) -> String {
         Outcome::Measured { verdict: Verdict::Pass { .. }, .. } => "✓ matches".into(),
         Outcome::Measured { verdict: Verdict::Unchecked, .. } => "recorded".into(),
         Outcome::Measured { verdict: Verdict::Mismatch { index, .. }, .. } => format!("✗ wrong at {index}"),
+        Outcome::Measured { verdict: Verdict::OutOfBounds { arg, .. }, .. } => format!("✗ writes past `{arg}`"),
         Outcome::Failed { kind, .. } => format!("✗ {kind:?}").to_lowercase(),
     }
 }
@@ -237,7 +234,7 @@ mod tests {
 
     fn results() -> KernelResults {
         let pass = Verdict::Pass { max_abs_error: 0.0, max_rel_error: 0.0 };
-        let wrong = Verdict::Mismatch { problem: 0, arg: "out".into(), index: 7, expected: 1.5, actual: f64::NAN, mismatches: 3, max_abs_error: 0.0, max_rel_error: 0.0 };
+        let wrong = Verdict::Mismatch { problem: 0, arg: "out".into(), index: 7, expected: 1.5, actual: f64::NAN, mismatches: 3, max_abs_error: 0.0, max_rel_error: 0.0, unwritten: 0, not_finite: 0 };
         let mut best = evaluation(256, measured(50.0, pass.clone()));
         best.resources = Some(KernelResources { name: "k".into(), registers: 255, spill_store_bytes: 16, spill_load_bytes: 8, ..KernelResources::default() });
         best.occupancy = Some(0.2);
@@ -288,7 +285,7 @@ mod tests {
                 (Severity::Information, "low-occupancy")
             ]
         );
-        assert_eq!(findings[1].message, "BLOCK=64 gives wrong output: problem 1 `out`[7] = NaN, expected 1.5 (3 elements differ)");
+        assert_eq!(findings[1].message, "BLOCK=64: wrong output: `out`[7] = NaN, expected 1.5; 3 elements out of tolerance, max abs error 0.000e0, max rel error 0.000e0");
         assert!(findings[2].message.starts_with("BLOCK=2048 cannot run on NVIDIA H100 80GB HBM3 (sm_90): 2048 threads per block"), "{}", findings[2].message);
         assert!(findings[3].message.contains("24 bytes of local memory traffic"), "{}", findings[3].message);
         assert!(findings[4].message.contains("20% occupancy"), "{}", findings[4].message);

@@ -140,8 +140,14 @@ impl DeviceBuffer {
 
     /// Sets every byte to `value`, ordered after the work issued so far.
     pub fn fill(&self, value: u8) -> CudaResult<()> {
-        // SAFETY: the range is the allocation; the default stream orders it.
-        during("cuMemsetD8Async", unsafe { result::memset_d8_async(self.pointer, value, self.bytes, default_stream()) })
+        self.fill_from(0, value)
+    }
+
+    /// Sets every byte from `offset` to the end to `value`, ordered after the work issued so far.
+    pub fn fill_from(&self, offset: usize, value: u8) -> CudaResult<()> {
+        let offset = offset.min(self.bytes);
+        // SAFETY: the range lies in the allocation; the default stream orders it.
+        during("cuMemsetD8Async", unsafe { result::memset_d8_async(self.pointer + offset as u64, value, self.bytes - offset, default_stream()) })
     }
 }
 

@@ -26,6 +26,7 @@ pub fn check_init(init: &Init) -> Result<(), String> {
             Err(format!("normal init needs a finite mean and std ≥ 0, got mean={mean} std={std}"))
         }
         Init::Integers { low, high } if low >= high => Err(format!("integers init draws from [low, high), so it needs low < high, got low={low} high={high}")),
+        Init::Mixed { large, small } if !(large.is_finite() && small.is_finite()) => Err(format!("mixed init needs finite scales, got large={large} small={small}")),
         _ => Ok(()),
     }
 }

@@ -1,6 +1,7 @@
 //! The verification kernels of `gpu/harness.cu`, loaded into the worker's context: seeded input
-//! data and the comparison of outputs with the baseline's, both on the device. Checking a
-//! candidate then moves 32 bytes per output to the host instead of the whole output.
+//! data, the comparison of outputs with the baseline's, and poisoning shared memory, all on the
+//! device. Checking a candidate then moves 48 bytes per output to the host instead of the
+//! whole output.
 
 use std::path::Path;
 
@@ -12,6 +13,7 @@ use super::cuda::{CudaResult, DeviceBuffer, Function, LoadedModule};
 /// The kernels' names (`extern "C"`, so not mangled).
 pub const FILL: &str = "cutune_fill";
 pub const COMPARE: &str = "cutune_compare";
+pub const POISON_SHARED: &str = "cutune_poison_shared";
 
 /// Threads per block of the harness kernels (a multiple of the warp, for the shuffles).
 const BLOCK: u32 = 256;
@@ -21,6 +23,9 @@ const BLOCK: u32 = 256;
 pub struct Harness {
     fill: Function,
     compare: Function,
+    poison_shared: Function,
+    /// One block per multiprocessor, each with the most dynamic shared memory a block may have.
+    shared: LaunchDims,
     /// Enough blocks to fill the device; the kernels loop over the rest (grid-stride).
     max_blocks: u32,
     _module: LoadedModule,
@@ -28,15 +33,17 @@ pub struct Harness {
 
 impl Harness {
     /// Loads the cubin the tuner compiled from harness.cu; errors are for the user.
-    pub fn load(cubin: &Path, multiprocessors: u32) -> Result<Harness, String> {
+    pub fn load(cubin: &Path, multiprocessors: u32, shared_bytes_per_block: u32) -> Result<Harness, String> {
         let image = std::fs::read(cubin).map_err(|e| format!("cannot read the verification kernels' cubin {}: {e}", cubin.display()))?;
         let failed = |f: super::cuda::DriverFailure| format!("cannot load the verification kernels from {}: {}", cubin.display(), f.describe());
         let module = LoadedModule::load(&image).map_err(failed)?;
         let function = |name: &str| -> Result<Function, String> {
             module.function(name).map_err(failed)?.ok_or_else(|| format!("the cubin {} is not the verification kernels: it has no `{name}`", cubin.display()))
         };
-        let (fill, compare) = (function(FILL)?, function(COMPARE)?);
-        Ok(Harness { fill, compare, max_blocks: multiprocessors.max(1) * 16, _module: module })
+        let (fill, compare, poison_shared) = (function(FILL)?, function(COMPARE)?, function(POISON_SHARED)?);
+        poison_shared.allow_dynamic_shared(shared_bytes_per_block).map_err(failed)?;
+        let shared = LaunchDims { grid: [multiprocessors.max(1), 1, 1], block: [1024, 1, 1], shared_bytes: shared_bytes_per_block };
+        Ok(Harness { fill, compare, poison_shared, shared, max_blocks: multiprocessors.max(1) * 16, _module: module })
     }
 
     fn dims(&self, length: u64) -> LaunchDims {
@@ -51,16 +58,25 @@ impl Harness {
             Init::Uniform { low, high } => (0, low, high, 0, 0),
             Init::Normal { mean, std } => (1, mean, std, 0, 0),
             Init::Integers { low, high } => (2, 0.0, 0.0, low, high.abs_diff(low)),
+            Init::Mixed { large, small } => (3, large, small, 0, 0),
         };
         let mut slots = [buffer.pointer(), length, code(dtype) as u64, dist, a.to_bits(), b.to_bits(), low as u64, span, seed];
         self.fill.launch(&self.dims(length), &mut slots)
     }
 
-    /// Queues comparing `length` elements of `actual` with `expected` under `tolerance`, into
-    /// the [`SUMMARY_BYTES`] at device address `summary`, which must hold [`SUMMARY_START`].
-    pub fn compare(&self, expected: &DeviceBuffer, actual: &DeviceBuffer, dtype: Dtype, length: u64, tolerance: &Tolerance, summary: u64) -> CudaResult<()> {
-        let mut slots = [expected.pointer(), actual.pointer(), length, code(dtype) as u64, tolerance.atol.to_bits(), tolerance.rtol.to_bits(), summary];
+    /// Queues comparing `length` elements of `dtype` at device address `actual` with those at
+    /// `expected` under `tolerance`, into the [`SUMMARY_BYTES`] at device address `summary`,
+    /// which must hold [`SUMMARY_START`].
+    pub fn compare(&self, expected: u64, actual: u64, dtype: Dtype, length: u64, tolerance: &Tolerance, summary: u64) -> CudaResult<()> {
+        let mut slots = [expected, actual, length, code(dtype) as u64, tolerance.atol.to_bits(), tolerance.rtol.to_bits(), summary];
         self.compare.launch(&self.dims(length), &mut slots)
+    }
+
+    /// Queues setting every multiprocessor's shared memory to `pattern`, so that what a kernel
+    /// launched next reads before writing is known.
+    pub fn poison_shared(&self, pattern: u32) -> CudaResult<()> {
+        let mut slots = [pattern as u64, (self.shared.shared_bytes / 4) as u64];
+        self.poison_shared.launch(&self.shared, &mut slots)
     }
 }
 
@@ -84,8 +100,8 @@ fn code(dtype: Dtype) -> u32 {
     }
 }
 
-/// The size of harness.cu's `Summary`: four little-endian u64.
-pub const SUMMARY_BYTES: usize = 32;
+/// The size of harness.cu's `Summary`: six little-endian u64.
+pub const SUMMARY_BYTES: usize = 48;
 
 /// A summary before comparing: no mismatch, no first index (all ones), zero errors.
 pub const SUMMARY_START: [u8; SUMMARY_BYTES] = {
@@ -106,6 +122,10 @@ pub struct Summary {
     pub first_index: Option<u64>,
     pub max_abs_error: f64,
     pub max_rel_error: f64,
+    /// Mismatches that still hold the poison: elements the kernel never wrote.
+    pub unwritten: u64,
+    /// Other mismatches that are NaN or infinite where the expected value is finite.
+    pub not_finite: u64,
 }
 
 impl Summary {
@@ -117,6 +137,8 @@ impl Summary {
             first_index: (word(1) != u64::MAX).then(|| word(1)),
             max_abs_error: f64::from_bits(word(2)),
             max_rel_error: f64::from_bits(word(3)),
+            unwritten: word(4),
+            not_finite: word(5),
         }
     }
 }
@@ -127,12 +149,13 @@ mod tests {
 
     #[test]
     fn a_fresh_summary_reads_as_no_mismatch() {
-        assert_eq!(Summary::read(&SUMMARY_START), Summary { mismatches: 0, first_index: None, max_abs_error: 0.0, max_rel_error: 0.0 });
+        let nothing = Summary { mismatches: 0, first_index: None, max_abs_error: 0.0, max_rel_error: 0.0, unwritten: 0, not_finite: 0 };
+        assert_eq!(Summary::read(&SUMMARY_START), nothing);
         let mut bytes = Vec::new();
-        for word in [3u64, 17, 0.5f64.to_bits(), 2.0f64.to_bits()] {
+        for word in [3u64, 17, 0.5f64.to_bits(), 2.0f64.to_bits(), 2, 1] {
             bytes.extend(word.to_le_bytes());
         }
-        assert_eq!(Summary::read(&bytes), Summary { mismatches: 3, first_index: Some(17), max_abs_error: 0.5, max_rel_error: 2.0 });
+        assert_eq!(Summary::read(&bytes), Summary { mismatches: 3, first_index: Some(17), max_abs_error: 0.5, max_rel_error: 2.0, unwritten: 2, not_finite: 1 });
     }
 
     #[test]

@@ -103,7 +103,7 @@ impl Worker {
                 }
                 // Free the previous problems before allocating the new ones.
                 self.session = None;
-                let harness = match Harness::load(&harness, gpu.info.multiprocessors) {
+                let harness = match Harness::load(&harness, gpu.info.multiprocessors, gpu.info.shared_bytes_per_block_optin) {
                     Ok(harness) => harness,
                     Err(message) => return Some((Response::Error { message }, None)),
                 };
@@ -133,6 +133,19 @@ impl Worker {
                     _ => None,
                 };
                 (Response::Outcome { outcome }, lost)
+            }
+            Request::Check { check } => {
+                let Some(gpu) = &self.gpu else { return Some((no_device(), None)) };
+                let harness = match Harness::load(&check.harness, gpu.info.multiprocessors, gpu.info.shared_bytes_per_block_optin) {
+                    Ok(harness) => harness,
+                    Err(message) => return Some((Response::Error { message }, None)),
+                };
+                let (check, lost) = Session::check(gpu, &check, harness);
+                let lost = match (&check, lost) {
+                    (crate::gpu::Check::Failed { message, .. } | crate::gpu::Check::BaselineFailed { message, .. }, true) => Some(message.clone()),
+                    _ => None,
+                };
+                (Response::Checked { check }, lost)
             }
         };
         Some(answer)

@@ -1,10 +1,12 @@
 //! One tuning session on the device: every problem's buffers, the baseline's outputs, and
-//! checking (on the device, with the harness) and timing a kernel against them.
+//! checking (on the device, with the harness) and timing a kernel against them. A check looks
+//! for writes past the end of a buffer (guard bytes), elements never written (poison), and
+//! reads of shared memory never written (shared memory poisoned before each run).
 
 use std::time::Instant;
 
 use crate::gpu::protocol::TimingPolicy;
-use crate::gpu::{FailureKind, Kernel, LaunchDims, Outcome, Problem, Timing, Verdict};
+use crate::gpu::{Check, CheckRequest, FailureKind, Kernel, LaunchDims, Outcome, Problem, Timing, Verdict};
 use crate::space::SplitMix64;
 use crate::spec::{Dtype, Init, Role, Tolerance};
 
@@ -44,8 +46,19 @@ impl Failure {
 }
 
 /// Value for poisoning outputs before a run: all-ones bytes are NaN in every float format, so
-/// an element the kernel fails to write shows up as a mismatch.
+/// an element the kernel fails to write shows up as a mismatch (counted as unwritten).
 const POISON: u8 = 0xFF;
+
+/// Bytes after every buffer, set to [`GUARD`] before each checked run and compared after it: a
+/// kernel that writes past the end of a buffer changes them. 64 KiB covers a missing bounds
+/// check on a tail of up to 1024 threads × 8 elements × 8 bytes.
+const GUARD_BYTES: usize = 64 * 1024;
+const GUARD: u8 = 0xA5;
+
+/// What shared memory holds before each run of a check, in turn. A kernel that reads shared
+/// memory before writing it reads NaN after the first (all ones, as the output poison) and
+/// zero after the second, so its output changes between runs.
+const SHARED_PATTERNS: [u32; 2] = [0xFFFF_FFFF, 0];
 
 struct Buffer {
     name: String,
@@ -56,9 +69,13 @@ struct Buffer {
     /// The seed of its contents: inputs and in-outs are filled anew before every checked run.
     seed: u64,
     tolerance: Tolerance,
+    /// The data's size; the allocation has [`GUARD_BYTES`] more.
+    bytes: usize,
     device: DeviceBuffer,
     /// Outputs and in-outs: the baseline's result, which candidates are compared with.
     expected: Option<DeviceBuffer>,
+    /// Outputs and in-outs, in checks of repeated runs: the first run's result.
+    first_run: Option<DeviceBuffer>,
 }
 
 struct ProblemData {
@@ -68,55 +85,109 @@ struct ProblemData {
     parameters: Vec<u64>,
     /// Each parameter's name and size in bytes, to check the kernel's signature against.
     parameter_sizes: Vec<(String, usize)>,
-    /// One comparison summary per output or in-out buffer, in argument order.
+    /// One comparison summary per output or in-out buffer, in argument order, then one per
+    /// buffer for its guard bytes.
     summaries: DeviceBuffer,
 }
 
-/// The problems of one `Prepare`, on the device, with the kernels that fill and check them.
+/// What a run's outputs are compared with.
+#[derive(Clone, Copy)]
+enum Reference {
+    /// The baseline's outputs, under the spec's tolerances.
+    Baseline,
+    /// The first run's outputs, bitwise or under the spec's tolerances.
+    FirstRun { bitwise: bool },
+}
+
+/// The problems of one `Prepare` (or one check), on the device, with the kernels that fill and
+/// check them.
 pub struct Session {
     problems: Vec<ProblemData>,
     harness: Harness,
+    /// [`GUARD_BYTES`] of [`GUARD`], what every guard must still hold after a run.
+    guard: DeviceBuffer,
 }
 
 impl Session {
     /// Allocates every problem, then runs and times the baseline on them and
     /// keeps its outputs on the device.
     pub fn prepare(gpu: &Gpu, problems: &[Problem], baseline: &Kernel, harness: Harness, policy: &TimingPolicy) -> Result<(Session, Vec<Timing>), Failure> {
-        let problems = problems.iter().map(ProblemData::allocate).collect::<Result<Vec<_>, _>>()?;
-        let session = Session { problems, harness };
-        let timings = session.run(gpu, baseline, policy, &[], |problem| {
-            let keeping = format!("keeping the baseline's outputs of problem `{}`", problem.label);
-            for buffer in problem.written() {
-                if let Some(expected) = &buffer.expected {
-                    expected.copy_from(&buffer.device).map_err(Failure::driver(FailureKind::Worker, &keeping))?;
-                }
-            }
-            Ok(())
-        })?;
+        let session = Session::allocate(problems, harness, false)?;
+        let timings = session.run(gpu, baseline, Some(policy), &[], SHARED_PATTERNS[0], |problem| problem.keep_baseline())?;
         Ok((session, timings))
+    }
+
+    fn allocate(problems: &[Problem], harness: Harness, keep_first_run: bool) -> Result<Session, Failure> {
+        let problems = problems.iter().map(|p| ProblemData::allocate(p, keep_first_run)).collect::<Result<Vec<_>, _>>()?;
+        let failed = |f: DriverFailure| Failure::new(FailureKind::Worker, format!("cannot allocate the guard reference: {}", f.describe()));
+        let guard = DeviceBuffer::new(GUARD_BYTES).map_err(failed)?;
+        guard.fill(GUARD).map_err(failed)?;
+        Ok(Session { problems, harness, guard })
     }
 
     /// Checks `kernel` against the baseline's outputs and times it; `cutoff_us` (per problem,
     /// may be empty) races it against the best so far.
     pub fn measure(&self, gpu: &Gpu, kernel: &Kernel, policy: &TimingPolicy, cutoff_us: &[f64]) -> Outcome {
-        let timings = self.run(gpu, kernel, policy, cutoff_us, |problem| problem.compare(&self.harness));
-        match timings.and_then(|timings| Ok((timings, self.verdict()?))) {
+        let timings = self.run(gpu, kernel, Some(policy), cutoff_us, SHARED_PATTERNS[0], |problem| problem.compare(&self.harness, &self.guard, Reference::Baseline));
+        match timings.and_then(|timings| Ok((timings, self.verdict(Reference::Baseline)?))) {
             Ok((timings, verdict)) => Outcome::Measured { timings, verdict },
             Err(failure) => Outcome::Failed { kind: failure.kind, message: failure.message },
         }
     }
 
+    /// Runs a check on problems of its own: the baseline once, then the candidate `runs` times,
+    /// each with the next shared-memory pattern. Untimed. Also returns whether the CUDA context
+    /// was lost (a fault), after which the worker must exit.
+    pub fn check(gpu: &Gpu, request: &CheckRequest, harness: Harness) -> (Check, bool) {
+        let lost = |failure: &Failure| failure.kind == FailureKind::Fault;
+        let session = match Session::allocate(&request.problems, harness, request.runs > 1) {
+            Ok(session) => session,
+            Err(failure) => return (Check::Failed { kind: failure.kind, message: failure.message }, false),
+        };
+        if let Err(failure) = session.run(gpu, &request.baseline, None, &[], SHARED_PATTERNS[0], |problem| problem.keep_baseline()) {
+            let faulted = lost(&failure);
+            return (Check::BaselineFailed { kind: failure.kind, message: failure.message }, faulted);
+        }
+        let mut verdicts = Vec::new();
+        for run in 0..request.runs.max(1) as usize {
+            let reference = if run == 0 { Reference::Baseline } else { Reference::FirstRun { bitwise: request.bitwise } };
+            let pattern = SHARED_PATTERNS[run % SHARED_PATTERNS.len()];
+            let compared = session
+                .run(gpu, &request.candidate, None, &[], pattern, |problem| {
+                    problem.compare(&session.harness, &session.guard, reference)?;
+                    if run == 0 { problem.keep_first_run() } else { Ok(()) }
+                })
+                .and_then(|_| session.verdict(reference));
+            match compared {
+                Ok(verdict) => verdicts.push(verdict),
+                Err(failure) => {
+                    let faulted = lost(&failure);
+                    return (Check::Failed { kind: failure.kind, message: failure.message }, faulted);
+                }
+            }
+        }
+        let verdict = verdicts.remove(0);
+        (Check::Compared { verdict, repeats: verdicts }, false)
+    }
+
     /// Reads the comparisons queued by [`ProblemData::compare`]: the summaries, and for a
     /// mismatch the two elements at its first index.
-    fn verdict(&self) -> Result<Verdict, Failure> {
+    fn verdict(&self, reference: Reference) -> Result<Verdict, Failure> {
         let mut verdict = VerdictBuilder::default();
         for (index, problem) in self.problems.iter().enumerate() {
             let reading = format!("reading the comparison of problem `{}`", problem.label);
             let read = Failure::driver(FailureKind::Worker, &reading);
             let summaries = problem.summaries.read(0, usize::MAX).map_err(read)?;
-            for (buffer, summary) in problem.written().zip(summaries.chunks_exact(SUMMARY_BYTES)) {
+            let (values, guards) = summaries.split_at(problem.written().count() * SUMMARY_BYTES);
+            for (buffer, summary) in problem.buffers.iter().zip(guards.chunks_exact(SUMMARY_BYTES)) {
                 let summary = Summary::read(summary);
-                let first_mismatch = match (summary.first_index, &buffer.expected) {
+                if let Some(first_offset) = summary.first_index {
+                    verdict.out_of_bounds(index, &buffer.name, summary.mismatches, first_offset);
+                }
+            }
+            for (buffer, summary) in problem.written().zip(values.chunks_exact(SUMMARY_BYTES)) {
+                let summary = Summary::read(summary);
+                let first_mismatch = match (summary.first_index, buffer.reference(reference)) {
                     (Some(at), Some(expected)) => {
                         let size = element_bytes(buffer.dtype);
                         let offset = usize::try_from(at).unwrap_or(usize::MAX).saturating_mul(size);
@@ -131,6 +202,8 @@ impl Session {
                     mismatches: summary.mismatches,
                     max_abs_error: summary.max_abs_error,
                     max_rel_error: summary.max_rel_error,
+                    unwritten: summary.unwritten,
+                    not_finite: summary.not_finite,
                 };
                 verdict.add(index, &buffer.name, comparison);
             }
@@ -138,9 +211,18 @@ impl Session {
         Ok(verdict.finish())
     }
 
-    /// Per problem: one checked run, then `checked` (which queues work on its outputs), then the
-    /// timed runs. Returns the timing of each problem.
-    fn run(&self, gpu: &Gpu, kernel: &Kernel, policy: &TimingPolicy, cutoff_us: &[f64], mut checked: impl FnMut(&ProblemData) -> Result<(), Failure>) -> Result<Vec<Timing>, Failure> {
+    /// Per problem: one checked run after setting shared memory to `shared_pattern`, then
+    /// `checked` (which queues work on its outputs), then the timed runs when there is a
+    /// `policy`. Returns the timing of each problem (none without a policy).
+    fn run(
+        &self,
+        gpu: &Gpu,
+        kernel: &Kernel,
+        policy: Option<&TimingPolicy>,
+        cutoff_us: &[f64],
+        shared_pattern: u32,
+        mut checked: impl FnMut(&ProblemData) -> Result<(), Failure>,
+    ) -> Result<Vec<Timing>, Failure> {
         if kernel.launches.len() != self.problems.len() {
             return Err(Failure::new(
                 FailureKind::Worker,
@@ -175,13 +257,24 @@ impl Session {
         }
         let mut timings = Vec::with_capacity(self.problems.len());
         for (index, (problem, dims)) in self.problems.iter().zip(&kernel.launches).enumerate() {
-            problem.run_once(&self.harness, function, dims)?;
+            problem.run_once(&self.harness, shared_pattern, function, dims)?;
             checked(problem)?;
+            let Some(policy) = policy else { continue };
             let what = format!("while timing problem `{}`", problem.label);
             let timing = time(gpu, function, dims, &problem.parameters, policy, cutoff_us.get(index).copied()).map_err(Failure::driver(FailureKind::Launch, &what))?;
             timings.push(timing.ok_or_else(|| Failure::new(FailureKind::Worker, "the timing policy allows no timed run".into()))?);
         }
         Ok(timings)
+    }
+}
+
+impl Buffer {
+    /// What this buffer's outputs are compared with.
+    fn reference(&self, reference: Reference) -> Option<&DeviceBuffer> {
+        match reference {
+            Reference::Baseline => self.expected.as_ref(),
+            Reference::FirstRun { .. } => self.first_run.as_ref(),
+        }
     }
 }
 
@@ -209,7 +302,7 @@ fn check_signature(kernel: &[usize], spec: &[(String, usize)]) -> Result<(), Fai
 }
 
 impl ProblemData {
-    fn allocate(problem: &Problem) -> Result<ProblemData, Failure> {
+    fn allocate(problem: &Problem, keep_first_run: bool) -> Result<ProblemData, Failure> {
         let refuse = |message| Failure::new(FailureKind::Worker, format!("problem `{}`: {message}", problem.label));
         let allocate = |name: &str, bytes: usize| {
             DeviceBuffer::new(bytes).map_err(|f| refuse(format!("cannot allocate {bytes} bytes for buffer `{name}`: {}", f.describe())))
@@ -226,11 +319,25 @@ impl ProblemData {
                         .ok()
                         .and_then(|n| n.checked_mul(element_bytes(*dtype)))
                         .ok_or_else(|| refuse(format!("buffer `{name}` of {length} elements is too large")))?;
-                    let device = allocate(name, bytes)?;
-                    let expected = if *role == Role::Input { None } else { Some(allocate(name, bytes)?) };
+                    let device = allocate(name, bytes + GUARD_BYTES)?;
+                    let written = *role != Role::Input;
+                    let expected = if written { Some(allocate(name, bytes)?) } else { None };
+                    let first_run = if written && keep_first_run { Some(allocate(name, bytes)?) } else { None };
                     parameters.push(device.pointer());
                     parameter_sizes.push((name.clone(), std::mem::size_of::<u64>()));
-                    buffers.push(Buffer { name: name.clone(), dtype: *dtype, length: *length, role: *role, init: init.clone(), seed, tolerance: tolerance.clone(), device, expected });
+                    buffers.push(Buffer {
+                        name: name.clone(),
+                        dtype: *dtype,
+                        length: *length,
+                        role: *role,
+                        init: init.clone(),
+                        seed,
+                        tolerance: tolerance.clone(),
+                        bytes,
+                        device,
+                        expected,
+                        first_run,
+                    });
                 }
                 crate::gpu::Arg::Scalar { name, dtype, value } => {
                     parameters.push(pack_scalar(name, *dtype, *value).map_err(refuse)?);
@@ -239,7 +346,7 @@ impl ProblemData {
             }
         }
         let written = buffers.iter().filter(|b| b.role != Role::Input).count();
-        let summaries = allocate("(comparison summaries)", written * SUMMARY_BYTES)?;
+        let summaries = allocate("(comparison summaries)", (written + buffers.len()) * SUMMARY_BYTES)?;
         Ok(ProblemData { label: problem.label.clone(), buffers, parameters, parameter_sizes, summaries })
     }
 
@@ -249,16 +356,19 @@ impl ProblemData {
     }
 
     /// Fills the inputs and in-outs anew (a kernel may have written them), poisons the outputs,
-    /// runs the kernel once and waits for it, so that a fault is this kernel's.
-    fn run_once(&self, harness: &Harness, function: Function, dims: &LaunchDims) -> Result<(), Failure> {
+    /// sets the guards and shared memory, runs the kernel once and waits for it, so that a
+    /// fault is this kernel's.
+    fn run_once(&self, harness: &Harness, shared_pattern: u32, function: Function, dims: &LaunchDims) -> Result<(), Failure> {
         let setting_up = format!("while setting up problem `{}`", self.label);
         for buffer in &self.buffers {
             match buffer.role {
                 Role::Output => buffer.device.fill(POISON),
                 Role::Input | Role::InOut => harness.fill(&buffer.device, buffer.dtype, &buffer.init, buffer.length, buffer.seed),
             }
+            .and_then(|()| buffer.device.fill_from(buffer.bytes, GUARD))
             .map_err(Failure::driver(FailureKind::Worker, &setting_up))?;
         }
+        harness.poison_shared(shared_pattern).map_err(Failure::driver(FailureKind::Worker, &setting_up))?;
         let launching = format!(
             "launching on problem `{}` (grid {:?}, block {:?}, {} bytes of dynamic shared memory)",
             self.label, dims.grid, dims.block, dims.shared_bytes
@@ -268,16 +378,46 @@ impl ProblemData {
         cuda::synchronize().map_err(Failure::driver(FailureKind::Launch, &running))
     }
 
-    /// Queues the comparison of every written buffer with the baseline's, into `summaries`.
-    fn compare(&self, harness: &Harness) -> Result<(), Failure> {
+    /// Copies the outputs of the run just made to `copy(buffer)`.
+    fn keep(&self, what: &str, copy: impl Fn(&Buffer) -> Option<&DeviceBuffer>) -> Result<(), Failure> {
+        let keeping = format!("keeping the {what} outputs of problem `{}`", self.label);
+        for buffer in self.written() {
+            if let Some(copy) = copy(buffer) {
+                copy.copy_from(&buffer.device).map_err(Failure::driver(FailureKind::Worker, &keeping))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn keep_baseline(&self) -> Result<(), Failure> {
+        self.keep("baseline's", |b| b.expected.as_ref())
+    }
+
+    fn keep_first_run(&self) -> Result<(), Failure> {
+        self.keep("first run's", |b| b.first_run.as_ref())
+    }
+
+    /// Queues the comparison of every written buffer with `reference`, and of every buffer's
+    /// guard bytes with `guard`, into `summaries`.
+    fn compare(&self, harness: &Harness, guard: &DeviceBuffer, reference: Reference) -> Result<(), Failure> {
         let comparing = format!("comparing the outputs of problem `{}`", self.label);
         let failed = || Failure::driver(FailureKind::Worker, &comparing);
-        let start: Vec<u8> = self.written().flat_map(|_| SUMMARY_START).collect();
+        let slots = self.written().count() + self.buffers.len();
+        let start: Vec<u8> = (0..slots).flat_map(|_| SUMMARY_START).collect();
         self.summaries.upload(&start).map_err(failed())?;
+        let summary = |slot: usize| self.summaries.pointer() + (slot * SUMMARY_BYTES) as u64;
         for (slot, buffer) in self.written().enumerate() {
-            let Some(expected) = &buffer.expected else { continue };
-            let summary = self.summaries.pointer() + (slot * SUMMARY_BYTES) as u64;
-            harness.compare(expected, &buffer.device, buffer.dtype, buffer.length, &buffer.tolerance, summary).map_err(failed())?;
+            let Some(expected) = buffer.reference(reference) else { continue };
+            let tolerance = match reference {
+                Reference::FirstRun { bitwise: true } => Tolerance { dtype: buffer.dtype, atol: 0.0, rtol: 0.0 },
+                _ => buffer.tolerance.clone(),
+            };
+            harness.compare(expected.pointer(), buffer.device.pointer(), buffer.dtype, buffer.length, &tolerance, summary(slot)).map_err(failed())?;
+        }
+        let exact = Tolerance { dtype: Dtype::U8, atol: 0.0, rtol: 0.0 };
+        for (index, buffer) in self.buffers.iter().enumerate() {
+            let after = buffer.device.pointer() + buffer.bytes as u64;
+            harness.compare(guard.pointer(), after, Dtype::U8, GUARD_BYTES as u64, &exact, summary(self.written().count() + index)).map_err(failed())?;
         }
         Ok(())
     }

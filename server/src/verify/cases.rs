@@ -1,0 +1,359 @@
+//! The cases of each verification stage: which shapes and which inputs, worked out from the
+//! spec alone (no GPU), so they are tested in CI.
+//!
+//! Generated shapes vary the contiguous size (the one that decides tails and alignment) and
+//! keep the others from the smallest spec shape, halved until the buffers are no larger than
+//! those of the largest spec shape: a sweep must not need more memory than tuning did.
+
+use std::collections::BTreeSet;
+
+use anyhow::{anyhow, Result};
+use serde::Serialize;
+
+use super::Stage;
+use crate::gpu::{Arg, Problem};
+use crate::space::{self, Configuration};
+use crate::spec::{expr, Dtype, Init, KernelSpec, Role, Shape, Tolerance};
+use crate::tune::{problem, shape_label, DATA_SEED};
+
+/// Lengths the shape sweep gives the contiguous size: just under a power of two, just over
+/// one, and a large prime-like vocabulary size (GPT-2's 50257).
+pub const SWEEP_LENGTHS: [i64; 3] = [1023, 4097, 50257];
+
+/// Adversarial inputs compare under this many times the spec's tolerances: extreme magnitudes
+/// round differently when a candidate reorders arithmetic, without being wrong.
+pub const NUMERICS_TOLERANCE_SCALE: f64 = 10.0;
+
+/// Runs of the candidate in the determinism stage.
+pub const DETERMINISM_RUNS: u32 = 3;
+
+/// One check to make: a problem, run by the baseline and the candidate.
+#[derive(Clone, Debug)]
+pub struct Case {
+    pub stage: Stage,
+    /// The shape, and for adversarial inputs what they are.
+    pub label: String,
+    pub shape: Shape,
+    pub problem: Problem,
+    pub runs: u32,
+}
+
+/// A case the spec does not allow, with why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Skipped {
+    pub stage: Stage,
+    pub label: String,
+    pub why: String,
+}
+
+/// Every case of the stages asked for, in stage order, and the cases left out.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    pub cases: Vec<Case>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Plans `stages` for `config` of `kernel`.
+pub fn plan(kernel: &KernelSpec, config: &Configuration, stages: &[Stage]) -> Result<Plan> {
+    let planner = Planner::new(kernel, config)?;
+    let mut plan = Plan::default();
+    let mut seen: BTreeSet<(Stage, String)> = BTreeSet::new();
+    for &stage in stages {
+        for (shape, inputs, runs) in planner.cases(stage) {
+            let label = match &inputs {
+                Some(inputs) => format!("{}, {}", shape_label(&shape), inputs.describe()),
+                None => shape_label(&shape),
+            };
+            if !seen.insert((stage, label.clone())) {
+                continue;
+            }
+            match planner.case(stage, &label, &shape, inputs.as_ref(), runs, plan.cases.len()) {
+                Ok(case) => plan.cases.push(case),
+                Err(why) => plan.skipped.push(Skipped { stage, label, why }),
+            }
+        }
+    }
+    Ok(plan)
+}
+
+struct Planner<'k> {
+    kernel: &'k KernelSpec,
+    config: &'k Configuration,
+    default: Configuration,
+    /// The spec shape with the smallest buffers, and the largest buffers' total bytes.
+    smallest: Shape,
+    byte_cap: u64,
+    contiguous: String,
+}
+
+impl<'k> Planner<'k> {
+    fn new(kernel: &'k KernelSpec, config: &'k Configuration) -> Result<Planner<'k>> {
+        let sized: Vec<(u64, &Shape)> = kernel.shapes.iter().map(|s| Ok((buffer_bytes(kernel, s)?, s))).collect::<Result<_>>()?;
+        let (_, smallest) = sized.iter().min_by_key(|(bytes, _)| *bytes).ok_or_else(|| anyhow!("the spec of `{}` has no shape", kernel.name))?;
+        let byte_cap = sized.iter().map(|(bytes, _)| *bytes).max().unwrap_or(0);
+        let contiguous = contiguous_variable(kernel, smallest).ok_or_else(|| {
+            anyhow!("cannot tell which size of `{}` is contiguous: set `verify.contiguous` in the spec to one of its size variables", kernel.name)
+        })?;
+        Ok(Planner { kernel, config, default: Configuration::default_of(kernel), smallest: (*smallest).clone(), byte_cap, contiguous })
+    }
+
+    /// (shape, adversarial inputs, runs) of each case of `stage`, before checking them.
+    fn cases(&self, stage: Stage) -> Vec<(Shape, Option<Inputs>, u32)> {
+        let spec_shapes = || self.kernel.shapes.iter().cloned();
+        match stage {
+            Stage::Smoke => vec![(self.smallest.clone(), None, 1)],
+            Stage::Shapes => spec_shapes().chain(SWEEP_LENGTHS.iter().map(|&n| self.with_contiguous(n))).map(|s| (s, None, 1)).collect(),
+            Stage::Numerics => Inputs::ALL.into_iter().map(|inputs| (self.smallest.clone(), Some(inputs), 1)).collect(),
+            Stage::Determinism => spec_shapes().map(|s| (s, None, DETERMINISM_RUNS)).collect(),
+            Stage::Edges => {
+                let threads = space::launch_dims(self.kernel, &self.smallest, self.config).map(|d| d.threads() as i64).unwrap_or(256);
+                let mut shapes = vec![self.smallest.keys().map(|k| (k.clone(), 1)).collect::<Shape>()];
+                for name in self.smallest.keys() {
+                    let mut shape = self.smallest.clone();
+                    shape.insert(name.clone(), 1);
+                    shapes.push(self.capped(shape));
+                }
+                // A single partial block, then lengths misaligned for vectors of 2, 4 and 8.
+                for length in [threads - 1, threads + 1, 4 * threads + 3, 8 * threads + 5] {
+                    shapes.push(self.with_contiguous(length.max(1)));
+                }
+                shapes.into_iter().map(|s| (s, None, 1)).collect()
+            }
+        }
+    }
+
+    fn with_contiguous(&self, length: i64) -> Shape {
+        let mut shape = self.smallest.clone();
+        shape.insert(self.contiguous.clone(), length);
+        self.capped(shape)
+    }
+
+    /// Halves the largest other size until the buffers fit the cap (or every other size is 1).
+    fn capped(&self, mut shape: Shape) -> Shape {
+        while buffer_bytes(self.kernel, &shape).is_ok_and(|bytes| bytes > self.byte_cap) {
+            let largest = shape.iter().filter(|(name, &value)| **name != self.contiguous && value > 1).max_by_key(|(_, &value)| value).map(|(name, _)| name.clone());
+            let Some(name) = largest else { break };
+            let value = shape[&name];
+            shape.insert(name, (value + 1) / 2);
+        }
+        shape
+    }
+
+    /// The case, when the spec's restrictions and launch expressions allow the shape for both
+    /// kernels; else why not.
+    fn case(&self, stage: Stage, label: &str, shape: &Shape, inputs: Option<&Inputs>, runs: u32, index: usize) -> Result<Case, String> {
+        for (who, config) in [("the original", &self.default), ("this configuration", self.config)] {
+            space::check_restrictions(self.kernel, shape, config).map_err(|i| format!("not a shape {who} allows: {}", i.reason))?;
+        }
+        let seed = DATA_SEED.wrapping_add(1000 + index as u64);
+        let mut problem = problem(self.kernel, shape, label, seed).map_err(|e| e.to_string())?;
+        if let Some(inputs) = inputs {
+            if !inputs.apply(&mut problem) {
+                return Err("no floating-point input drawn from a uniform or normal distribution to replace".into());
+            }
+        }
+        Ok(Case { stage, label: label.to_string(), shape: shape.clone(), problem, runs })
+    }
+}
+
+/// The size variable along the contiguous dimension: `verify.contiguous`, else the last size
+/// variable in the length of the largest buffer (row-major: `rows * hidden` → `hidden`).
+pub fn contiguous_variable(kernel: &KernelSpec, shape: &Shape) -> Option<String> {
+    if let Some(name) = &kernel.verify.contiguous {
+        return Some(name.clone());
+    }
+    let problem = problem(kernel, shape, "", 0).ok()?;
+    let largest = problem
+        .args
+        .iter()
+        .zip(&kernel.args)
+        .filter_map(|(arg, spec)| match arg {
+            Arg::Buffer { length, dtype, .. } => Some((length * element_bytes(*dtype), spec)),
+            Arg::Scalar { .. } => None,
+        })
+        .max_by_key(|(bytes, _)| *bytes)?
+        .1;
+    let length = expr::parse(largest.length.as_deref()?).ok()?;
+    length.names().into_iter().rev().map(|(name, _)| name).find(|name| shape.contains_key(*name)).map(str::to_string)
+}
+
+/// The total bytes of a shape's buffers.
+fn buffer_bytes(kernel: &KernelSpec, shape: &Shape) -> Result<u64> {
+    let problem = problem(kernel, shape, &shape_label(shape), 0)?;
+    Ok(problem
+        .args
+        .iter()
+        .map(|arg| match arg {
+            Arg::Buffer { length, dtype, .. } => length.saturating_mul(element_bytes(*dtype)),
+            Arg::Scalar { .. } => 0,
+        })
+        .sum())
+}
+
+fn element_bytes(dtype: Dtype) -> u64 {
+    crate::gpu::worker::data::element_bytes(dtype) as u64
+}
+
+/// The adversarial inputs of the numerics stage. Each replaces the data of every
+/// floating-point input drawn from a uniform or normal distribution (indices and other integer
+/// data stay as they are), and loosens the tolerances by [`NUMERICS_TOLERANCE_SCALE`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Inputs {
+    /// Between half the dtype's largest finite value and that value.
+    NearMax,
+    /// Within four times the dtype's smallest normal value of zero.
+    NearZero,
+    /// Half the elements around 1e3 (or a quarter of the dtype's maximum, if smaller), half
+    /// around 1e-3, at random.
+    MixedScales,
+    /// Every element 0.75.
+    AllEqual,
+    AllZero,
+}
+
+impl Inputs {
+    pub const ALL: [Inputs; 5] = [Inputs::NearMax, Inputs::NearZero, Inputs::MixedScales, Inputs::AllEqual, Inputs::AllZero];
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Inputs::NearMax => "inputs near the dtype's maximum",
+            Inputs::NearZero => "inputs near zero",
+            Inputs::MixedScales => "inputs of mixed scales (1e3 and 1e-3)",
+            Inputs::AllEqual => "all inputs equal",
+            Inputs::AllZero => "all inputs zero",
+        }
+    }
+
+    fn init(self, dtype: Dtype) -> Init {
+        let (max, min_normal) = float_range(dtype);
+        match self {
+            Inputs::NearMax => Init::Uniform { low: max / 2.0, high: max },
+            Inputs::NearZero => Init::Uniform { low: -4.0 * min_normal, high: 4.0 * min_normal },
+            Inputs::MixedScales => Init::Mixed { large: (max / 4.0).min(1e3), small: 1e-3 },
+            Inputs::AllEqual => Init::Uniform { low: 0.75, high: 0.75 },
+            Inputs::AllZero => Init::Uniform { low: 0.0, high: 0.0 },
+        }
+    }
+
+    /// Replaces the inputs' data and loosens the tolerances; false when no input qualifies.
+    fn apply(self, problem: &mut Problem) -> bool {
+        let mut replaced = false;
+        for arg in &mut problem.args {
+            let Arg::Buffer { dtype, role, init, tolerance, .. } = arg else { continue };
+            *tolerance = Tolerance { dtype: *dtype, atol: tolerance.atol * NUMERICS_TOLERANCE_SCALE, rtol: tolerance.rtol * NUMERICS_TOLERANCE_SCALE };
+            if *role != Role::Output && dtype.is_float() && matches!(init, Init::Uniform { .. } | Init::Normal { .. }) {
+                *init = self.init(*dtype);
+                replaced = true;
+            }
+        }
+        replaced
+    }
+}
+
+/// A float dtype's largest finite and smallest normal values.
+fn float_range(dtype: Dtype) -> (f64, f64) {
+    match dtype {
+        Dtype::F16 => (65504.0, 6.103515625e-5),
+        Dtype::Bf16 => (3.3895313892515355e38, f32::MIN_POSITIVE as f64),
+        Dtype::Fp8e4m3 => (448.0, 0.015625),
+        Dtype::Fp8e5m2 => (57344.0, 6.103515625e-5),
+        Dtype::F64 => (f64::MAX, f64::MIN_POSITIVE),
+        _ => (f32::MAX as f64, f32::MIN_POSITIVE as f64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec;
+
+    fn example(name: &str) -> KernelSpec {
+        let path = format!("{}/../examples/{name}.cutune.toml", env!("CARGO_MANIFEST_DIR"));
+        spec::parse_spec(&std::fs::read_to_string(path).unwrap()).0.unwrap().kernels.remove(0)
+    }
+
+    fn labels(plan: &Plan, stage: Stage) -> Vec<String> {
+        plan.cases.iter().filter(|c| c.stage == stage).map(|c| c.label.clone()).collect()
+    }
+
+    #[test]
+    fn the_contiguous_size_is_the_last_in_the_largest_buffer() {
+        let rmsnorm = example("rmsnorm");
+        assert_eq!(contiguous_variable(&rmsnorm, &rmsnorm.shapes[0]).as_deref(), Some("hidden"));
+        let mut named = rmsnorm.clone();
+        named.verify.contiguous = Some("rows".into());
+        assert_eq!(contiguous_variable(&named, &named.shapes[0]).as_deref(), Some("rows"));
+    }
+
+    #[test]
+    fn rmsnorm_sweeps_odd_hidden_sizes_within_the_spec_memory() {
+        let kernel = example("rmsnorm");
+        let config = Configuration::default_of(&kernel);
+        let plan = plan(&kernel, &config, &Stage::ALL).unwrap();
+        assert_eq!(labels(&plan, Stage::Smoke), ["hidden=4096 rows=4095"]);
+        // rows halves until the buffers are no larger than 4095 × 4096's.
+        assert_eq!(labels(&plan, Stage::Shapes), ["hidden=4096 rows=4095", "hidden=1023 rows=4095", "hidden=4097 rows=2048", "hidden=50257 rows=256"]);
+        let cap = buffer_bytes(&kernel, &kernel.shapes[0]).unwrap();
+        for case in &plan.cases {
+            assert!(buffer_bytes(&kernel, &case.shape).unwrap() <= cap, "{}", case.label);
+        }
+        assert_eq!(labels(&plan, Stage::Determinism), ["hidden=4096 rows=4095"]);
+        assert!(plan.cases.iter().filter(|c| c.stage == Stage::Determinism).all(|c| c.runs == DETERMINISM_RUNS));
+        // Block of 256: one partial block, then lengths misaligned for vectors.
+        assert_eq!(
+            labels(&plan, Stage::Edges),
+            ["hidden=1 rows=1", "hidden=1 rows=4095", "hidden=4096 rows=1", "hidden=255 rows=4095", "hidden=257 rows=4095", "hidden=1027 rows=4095", "hidden=2053 rows=4095"]
+        );
+        assert!(plan.skipped.is_empty(), "{:?}", plan.skipped);
+    }
+
+    #[test]
+    fn numerics_replace_float_inputs_and_loosen_tolerances() {
+        let kernel = example("rmsnorm");
+        let plan = plan(&kernel, &Configuration::default_of(&kernel), &[Stage::Numerics]).unwrap();
+        assert_eq!(plan.cases.len(), 5);
+        let near_max = &plan.cases[0];
+        assert_eq!(near_max.label, "hidden=4096 rows=4095, inputs near the dtype's maximum");
+        for arg in &near_max.problem.args {
+            if let Arg::Buffer { name, init, tolerance, .. } = arg {
+                // `out` is in-out in this spec, so its initial data is replaced too.
+                assert_eq!(*init, Init::Uniform { low: 32752.0, high: 65504.0 }, "{name}");
+                assert_eq!((tolerance.atol, tolerance.rtol), (0.1, 0.1), "{name}");
+            }
+        }
+        let zero = &plan.cases[4];
+        assert!(zero.problem.args.iter().any(|a| matches!(a, Arg::Buffer { init: Init::Uniform { low: 0.0, high: 0.0 }, .. })));
+    }
+
+    #[test]
+    fn integer_inputs_are_not_replaced_and_without_float_inputs_numerics_are_skipped() {
+        let mut kernel = example("rmsnorm");
+        for arg in kernel.args.iter_mut().filter(|a| a.is_buffer()) {
+            arg.init = Some(Init::Integers { low: 0, high: 4 });
+        }
+        let plan = plan(&kernel, &Configuration::default_of(&kernel), &[Stage::Numerics]).unwrap();
+        assert!(plan.cases.is_empty());
+        assert_eq!(plan.skipped.len(), 5);
+        assert!(plan.skipped[0].why.contains("no floating-point input"), "{:?}", plan.skipped[0]);
+    }
+
+    #[test]
+    fn shapes_the_restrictions_refuse_are_skipped_with_the_restriction() {
+        let mut kernel = example("rmsnorm");
+        kernel.restrictions.push("hidden % 8 == 0".into());
+        let plan = plan(&kernel, &Configuration::default_of(&kernel), &[Stage::Shapes]).unwrap();
+        assert_eq!(labels(&plan, Stage::Shapes), ["hidden=4096 rows=4095"]);
+        assert_eq!(plan.skipped.len(), 3);
+        assert_eq!(plan.skipped[0].why, "not a shape the original allows: restriction `hidden % 8 == 0` is false");
+    }
+
+    #[test]
+    fn every_case_has_its_own_seed() {
+        let kernel = example("softmax");
+        let plan = plan(&kernel, &Configuration::default_of(&kernel), &Stage::ALL).unwrap();
+        let seeds: BTreeSet<u64> = plan.cases.iter().map(|c| c.problem.seed).collect();
+        assert_eq!(seeds.len(), plan.cases.len());
+        // Two spec shapes: the smaller one (rows=255) is the smoke test's.
+        assert_eq!(labels(&plan, Stage::Smoke), ["cols=32000 rows=255"]);
+    }
+}
