@@ -116,7 +116,7 @@ fn the_workers_verification_kernels_compile_cleanly() {
         request.name_expressions.push(crate::gpu::HARNESS_ENTRY.to_string());
         let output = compile(&request);
         assert!(output.diagnostics.is_empty(), "{arch}: {:?}", output.diagnostics);
-        for kernel in ["cutune_fill", "cutune_compare"] {
+        for kernel in ["cutune_fill", "cutune_compare", "cutune_poison_shared"] {
             assert!(output.ptx.contains(&format!(".entry {kernel}(")), "{arch}: no {kernel} in the PTX");
         }
         assert_eq!(output.lowered_names, vec![(crate::gpu::HARNESS_ENTRY.to_string(), "cutune_compare".to_string())]);

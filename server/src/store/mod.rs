@@ -122,6 +122,19 @@ impl Run {
     }
 }
 
+/// A stored verification of one configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verification {
+    pub config: Configuration,
+    pub passed: bool,
+    /// One line: the stages passed, or the first failure.
+    pub summary: String,
+    /// The whole report, as JSON (`verify::Report`).
+    pub report: String,
+    /// Seconds since the Unix epoch.
+    pub verified_at: i64,
+}
+
 /// How to open the database.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -351,12 +364,64 @@ impl Store {
         self.select(&format!("kernel = ?1 {FASTEST_FIRST}"), params![kernel])
     }
 
-    /// The fastest evaluation under `key` that [`counts_as_correct`].
+    /// Stores a verification of a configuration under `key`.
+    pub fn record_verification(&self, key: &ResultKey, verification: &Verification) -> Result<(), StoreError> {
+        self.connection()
+            .execute(
+                "INSERT INTO verifications (kernel, source_sha256, problems_sha256, device, nvrtc, configuration, passed, summary, report, verified_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    key.kernel,
+                    key.source_sha256,
+                    key.problems_sha256,
+                    key.device,
+                    key.nvrtc,
+                    codec::configuration_text(&verification.config),
+                    verification.passed,
+                    verification.summary,
+                    verification.report,
+                    verification.verified_at
+                ],
+            )
+            .map_err(|e| self.error(e))?;
+        Ok(())
+    }
+
+    /// The latest verification of each configuration verified under `key`.
+    pub fn verifications(&self, key: &ResultKey) -> Result<Vec<Verification>, StoreError> {
+        let connection = self.connection();
+        let mut statement = connection
+            .prepare(&format!(
+                "SELECT configuration, passed, summary, report, verified_at FROM verifications v WHERE {KEY_MATCHES}
+                 AND id = (SELECT MAX(id) FROM verifications w WHERE w.kernel = v.kernel AND w.source_sha256 = v.source_sha256
+                           AND w.problems_sha256 = v.problems_sha256 AND w.device = v.device AND w.nvrtc = v.nvrtc
+                           AND w.configuration = v.configuration)
+                 ORDER BY id"
+            ))
+            .map_err(|e| self.error(e))?;
+        let rows = statement
+            .query_map(params![key.kernel, key.source_sha256, key.problems_sha256, key.device, key.nvrtc], |row| {
+                Ok((row.get::<_, String>(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?))
+            })
+            .map_err(|e| self.error(e))?;
+        let mut verifications = Vec::new();
+        for row in rows {
+            let (config, passed, summary, report, verified_at) = row.map_err(|e| self.error(e))?;
+            let config = codec::configuration_from_text(&config).map_err(|detail| StoreError::Damaged { path: self.path.clone(), detail })?;
+            verifications.push(Verification { config, passed, summary, report, verified_at });
+        }
+        Ok(verifications)
+    }
+
+    /// The fastest evaluation under `key` that [`counts_as_correct`] and whose latest
+    /// verification, if any, passed.
     pub fn best(&self, key: &ResultKey) -> Result<Option<Evaluation>, StoreError> {
+        let failed: Vec<Configuration> = self.verifications(key)?.into_iter().filter(|v| !v.passed).map(|v| v.config).collect();
         let evaluations = self.evaluations(key)?;
         Ok(evaluations
             .into_iter()
             .filter(counts_as_correct)
+            .filter(|e| !failed.contains(&e.config))
             .filter_map(|e| codec::objective_us(&e.outcome).map(|objective| (objective, e)))
             .min_by(|(a, _), (b, _)| a.total_cmp(b))
             .map(|(_, e)| e))

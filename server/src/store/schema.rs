@@ -67,6 +67,22 @@ pub(super) const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN problems_sha256 TEXT NOT NULL DEFAULT '';
     ALTER TABLE runs ADD COLUMN nvrtc TEXT NOT NULL DEFAULT '';
     ALTER TABLE runs ADD COLUMN kernel_sha256 TEXT NOT NULL DEFAULT '';",
+    // 3: five-stage verifications of configurations, under the evaluations' key; `report` is
+    // the whole report as JSON.
+    "CREATE TABLE verifications (
+        id INTEGER PRIMARY KEY,
+        kernel TEXT NOT NULL,
+        source_sha256 TEXT NOT NULL,
+        problems_sha256 TEXT NOT NULL,
+        device TEXT NOT NULL,
+        nvrtc TEXT NOT NULL,
+        configuration TEXT NOT NULL,
+        passed INTEGER NOT NULL,
+        summary TEXT NOT NULL,
+        report TEXT NOT NULL,
+        verified_at INTEGER NOT NULL
+    );
+    CREATE INDEX verifications_by_key ON verifications (kernel, source_sha256, problems_sha256, device, nvrtc, configuration);",
 ];
 
 /// The version this cutune writes.

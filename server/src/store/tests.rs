@@ -302,7 +302,7 @@ fn a_database_of_a_newer_cutune_is_refused() {
     Connection::open(&path).and_then(|c| c.pragma_update(None, "user_version", schema::SCHEMA_VERSION + 1)).expect("bump version");
     let error = Store::open_file(&path).err().expect("newer schema refused");
     assert!(matches!(error, StoreError::NewerSchema { .. }), "{error:?}");
-    assert!(error.to_string().contains("was written by a newer cutune (schema version 3; this cutune knows up to 2)"), "{error}");
+    assert!(error.to_string().contains("was written by a newer cutune (schema version 4; this cutune knows up to 3)"), "{error}");
 }
 
 #[test]
@@ -398,4 +398,29 @@ fn t4_export_validates_and_carries_configurations_and_times() {
     let mut broken = document.clone();
     broken["results"][0]["invalidity"] = "slow".into();
     assert!(!validator.is_valid(&broken), "the schema check must be able to fail");
+}
+
+#[test]
+fn a_failed_verification_takes_a_configuration_out_of_best_until_it_passes_again() {
+    let (store, run) = store_with_run("verifications");
+    let fast = evaluation(config(512, 4), measured(&[20.0], pass()));
+    let slow = evaluation(config(256, 1), measured(&[30.0], pass()));
+    store.record(run, &fast).expect("record");
+    store.record(run, &slow).expect("record");
+    let verification = |config: Configuration, passed: bool, at: i64| Verification {
+        config,
+        passed,
+        summary: if passed { "passed 5 stages (17 cases)".into() } else { "failed stage 2 (shapes) on n=1023: skips part of the output".into() },
+        report: "{}".into(),
+        verified_at: at,
+    };
+    store.record_verification(&key("s1"), &verification(config(512, 4), false, 1)).expect("record verification");
+    store.record_verification(&key("s2"), &verification(config(256, 1), false, 1)).expect("another key");
+    assert_eq!(store.best(&key("s1")).expect("best"), Some(slow.clone()), "the failed one is never best");
+    assert_eq!(store.verifications(&key("s1")).expect("verifications"), [verification(config(512, 4), false, 1)]);
+
+    store.record_verification(&key("s1"), &verification(config(512, 4), true, 2)).expect("verified again");
+    store.record_verification(&key("s1"), &verification(config(256, 1), true, 3)).expect("verified");
+    assert_eq!(store.verifications(&key("s1")).expect("verifications"), [verification(config(512, 4), true, 2), verification(config(256, 1), true, 3)], "the latest of each");
+    assert_eq!(store.best(&key("s1")).expect("best"), Some(fast));
 }
