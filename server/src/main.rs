@@ -34,6 +34,8 @@ enum Command {
     Slice(cutune::cli::slice::SliceArgs),
     /// Search a kernel's parameters on the GPU (or a replay), checking every candidate against the original.
     Tune(cutune::cli::tune::TuneArgs),
+    /// Verify one configuration against the original kernel in five stages (smoke, shapes, numerics, determinism, edges).
+    Verify(cutune::cli::verify::VerifyArgs),
     /// Measure the search strategies' sample efficiency on recorded spaces (replays).
     BenchSearch(cutune::cli::search_bench::SearchBenchArgs),
     /// Check that this machine can compile kernels (NVRTC) and measure them (CUDA driver, GPU).
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
         Command::Slice(args) => cutune::cli::slice::run(&args),
         Command::Doctor(args) => cutune::cli::doctor::run(&args),
         Command::Tune(args) => cutune::cli::tune::run(&args),
+        Command::Verify(args) => cutune::cli::verify::run(&args),
         Command::BenchSearch(args) => cutune::cli::search_bench::run(&args),
         Command::Worker(args) => cutune::cli::worker::run(&args),
     };

@@ -125,6 +125,7 @@ fn tiny_tune(nvrtc: &Nvrtc, device: u32) -> Result<String> {
             compile_threads: 2,
             batch_size: 4,
             reuse_stored: false,
+            verify_best: false,
         };
         let report = crate::tune::tune(&target, &mut runner, &tools, &options, &mut crate::tune::Silent)?;
         let passed = report.rows.iter().filter(|r| r.speedup.is_some()).count();

@@ -8,6 +8,7 @@ pub mod slice;
 pub mod doctor;
 pub mod search_bench;
 pub mod tune;
+pub mod verify;
 pub mod worker;
 
 use std::fmt::Write;

@@ -69,6 +69,10 @@ pub struct TuneArgs {
     /// The NVRTC library to use (otherwise `CUTUNE_NVRTC`, `CUDA_HOME`, the loader path, pip).
     #[arg(long)]
     pub nvrtc: Option<PathBuf>,
+    /// Report the fastest configuration without running the five verification stages on it
+    /// (every candidate is still checked against the original on the spec's shapes).
+    #[arg(long)]
+    pub no_verify: bool,
     /// How many of the best configurations to list.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
@@ -102,6 +106,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         compile_threads: args.jobs.max(1),
         batch_size: args.batch.max(1),
         reuse_stored: !args.remeasure,
+        verify_best: !args.no_verify,
     };
     let mut bar = Bar::new(args.budget, runner.source(), args.json);
     let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(&cache_dir), store: &store };
@@ -189,6 +194,15 @@ fn table(report: &TuneReport, top: usize) -> String {
         None => "no configuration passed".to_string(),
     };
     out.push_str(&format!("{best}\n"));
+    for rejected in &report.rejected {
+        out.push_str(&format!("rejected {}: {}\n", rejected.config, rejected.summary));
+    }
+    match (&report.verification, &report.best, &report.source) {
+        (Some(verification), _, _) => out.push_str(&format!("verified: {} in {:.2} s\n", verification.summary(), report.verify_seconds)),
+        (None, Some(_), RunnerSource::Replay { .. }) => out.push_str("not verified: recorded measurements carry no outputs\n"),
+        (None, Some(_), RunnerSource::Device) => out.push_str("not verified in five stages (--no-verify, or the run was cancelled); checked on the spec's shapes only\n"),
+        (None, None, _) => {}
+    }
     out.push_str(&format!(
         "{} evaluated ({} from earlier runs) with {} (seed {}); stopped: {}; search {:.2} s, total {:.2} s; {} compiles from the cache\nresults: {}\n",
         report.rows.len(),

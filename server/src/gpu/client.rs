@@ -642,6 +642,46 @@ mod tests {
         assert!(message.contains("none was given for BLOCK=256"), "{message}");
     }
 
+    fn check_of(candidate: &str, baseline: &str, runs: u32) -> CheckRequest {
+        CheckRequest {
+            problems: problems()[..1].to_vec(),
+            baseline: Kernel { launches: vec![LaunchDims { grid: [8, 1, 1], block: [256, 1, 1], shared_bytes: 0 }], ..kernel(baseline) },
+            candidate: Kernel { launches: vec![LaunchDims { grid: [8, 1, 1], block: [512, 1, 1], shared_bytes: 0 }], ..kernel(candidate) },
+            harness: "/tmp/harness.cubin".into(),
+            runs,
+            bitwise: true,
+        }
+    }
+
+    #[test]
+    fn checks_are_labelled_and_leave_the_prepared_problems_alone() {
+        use crate::verify::Finding;
+        let (mut runner, log) = prepared("normal", "checks");
+        let label = |check: Check| match check {
+            Check::Compared { verdict, repeats } => Finding::of_repeats(&repeats, true).or_else(|| Finding::of_verdict(&verdict)).map(|f| f.label()),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(label(runner.check(&check_of("good", "baseline", 3))), None);
+        assert_eq!(label(runner.check(&check_of("racy", "baseline", 3))), Some("non-deterministic"));
+        assert_eq!(label(runner.check(&check_of("stale-shared", "baseline", 3))), Some("reads unwritten shared memory"));
+        match runner.check(&check_of("good", "fault", 1)) {
+            Check::BaselineFailed { kind: FailureKind::Fault, message } => assert!(message.contains("ILLEGAL_ADDRESS"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+        match runner.check(&check_of("fault", "baseline", 1)) {
+            Check::Failed { kind: FailureKind::Fault, .. } => {}
+            other => panic!("{other:?}"),
+        }
+        match runner.check(&check_of("hang", "baseline", 1)) {
+            Check::Failed { kind: FailureKind::Timeout, message } => assert!(message.contains("watchdog"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+        // Each lost worker was replaced, with the tuning problems prepared again, and measuring
+        // goes on.
+        assert!(matches!(runner.measure(&config(), Some(&kernel("good"))), Outcome::Measured { .. }));
+        assert_eq!((count(&log, "check"), count(&log, "prepare")), (6, 4));
+    }
+
     #[test]
     fn the_runner_can_move_to_another_thread() {
         fn assert_send<T: Send>() {}

@@ -166,6 +166,7 @@ fn execute(job: &Job, mut reporter: Reporter) -> Result<TuneReport> {
         compile_threads: tune::COMPILE_THREADS,
         batch_size: tune::BATCH_SIZE,
         reuse_stored: true,
+        verify_best: true,
     };
     let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(job::cubin_dir(&workspace)), store: &store };
     tune::tune(&target, runner.as_mut(), &tools, &options, &mut reporter)

@@ -115,3 +115,46 @@ pub fn start_tools(device: u32, replay: Option<&Path>, nvrtc: Option<&Path>, def
 pub fn is_no_device(error: &anyhow::Error) -> bool {
     matches!(error.downcast_ref::<StartError>(), Some(StartError::NoDevice(_)))
 }
+
+/// The configuration that the file's text runs now: each parameter at the value the file gives
+/// it (`#define`, template default), the others (compiler flags) at the spec's default. Notes
+/// say which values could not be read as integers and took the spec's default instead.
+pub fn configuration_in_file(text: &str, kernel: &KernelSpec) -> (Configuration, Vec<String>) {
+    let document = Document::new(text.to_string());
+    let definition = document.model().kernels.iter().find(|k| k.is_definition && k.name == kernel.name).cloned();
+    let in_file = template::current_values(text, kernel, definition.as_ref());
+    let mut notes = Vec::new();
+    let values = kernel
+        .params
+        .iter()
+        .map(|param| {
+            let written = in_file.iter().find(|(name, _)| *name == param.name).map(|(_, value)| value.trim());
+            let value = match written.map(|w| (w, w.parse::<i64>())) {
+                Some((_, Ok(value))) => value,
+                Some((written, Err(_))) => {
+                    notes.push(format!("`{}` is `{written}` in the file, not an integer: using the spec's default {}", param.name, param.default));
+                    param.default
+                }
+                None => param.default,
+            };
+            (param.name.clone(), value)
+        })
+        .collect();
+    (Configuration(values), notes)
+}
+
+/// `BLOCK=256,VEC=4` over `base`: every name must be one of the kernel's parameters.
+pub fn configuration_with(base: &Configuration, assignments: &str) -> Result<Configuration> {
+    let mut config = base.clone();
+    for assignment in assignments.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        let (name, value) = assignment.split_once('=').ok_or_else(|| anyhow!("`{assignment}` is not NAME=VALUE"))?;
+        let (name, value) = (name.trim(), value.trim());
+        let value: i64 = value.parse().map_err(|_| anyhow!("`{name}={value}`: the value must be an integer"))?;
+        let slot = config.0.iter_mut().find(|(n, _)| n == name).ok_or_else(|| {
+            let names: Vec<&str> = base.0.iter().map(|(n, _)| n.as_str()).collect();
+            anyhow!("`{name}` is not a parameter of this kernel (its parameters: {})", names.join(", "))
+        })?;
+        slot.1 = value;
+    }
+    Ok(config)
+}

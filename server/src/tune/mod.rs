@@ -8,6 +8,7 @@
 pub mod job;
 pub mod results;
 mod problems;
+pub mod verification;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -16,8 +17,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 
-use crate::compile::{CompilePool, CompileRequest, Compiled, CubinCache, Nvrtc};
-use crate::gpu::{FailureKind, Kernel, LaunchDims, Module, Outcome, Runner, RunnerSource, Timing, HARNESS_ENTRY, HARNESS_SOURCE};
+use crate::compile::{CompilePool, Compiled, CubinCache, Nvrtc};
+use crate::gpu::{FailureKind, Kernel, LaunchDims, Module, Outcome, Runner, RunnerSource, Timing};
 use crate::search::{self, Point, Search, SearchSpace, StrategyName};
 use crate::space::{self, Configuration, Occupancy};
 use crate::spec::{sha256_hex, KernelSpec};
@@ -54,6 +55,20 @@ pub fn definition_sha256(text: &str, kernel: &crate::syntax::Kernel) -> String {
     sha256_hex(&text[kernel.span.start_byte..kernel.span.end_byte])
 }
 
+/// The key a run's evaluations (and verifications) are stored under: what decides a
+/// measurement besides the configuration.
+pub fn result_key(target: &Target, runner: &dyn Runner, nvrtc: Option<&Nvrtc>) -> Result<ResultKey> {
+    let device = runner.device();
+    Ok(ResultKey {
+        kernel: target.kernel.name.clone(),
+        source_sha256: sha256_hex(&target.source),
+        problems_sha256: sha256_hex(&serde_json::to_string(&problems(&target.kernel)?)?),
+        // A replay's limits are placeholders: its architecture is not known.
+        device: if runner.needs_code() { format!("{} ({})", device.name, device.arch()) } else { device.name.clone() },
+        nvrtc: nvrtc.map_or_else(|| "none".to_string(), |n| format!("{}.{}", n.version().0, n.version().1)),
+    })
+}
+
 /// Compiler threads: NVRTC stops scaling at about 4 per process (docs/benchmarks.md).
 pub const COMPILE_THREADS: usize = 4;
 /// Configurations per NVRTC program: headers are parsed once per program.
@@ -76,7 +91,13 @@ pub struct TuneOptions {
     pub batch_size: usize,
     /// Reuse measurements stored under the same key instead of measuring again (resume).
     pub reuse_stored: bool,
+    /// Run the five verification stages on the winner before reporting it as best (and on the
+    /// next fastest while it fails, up to [`WINNER_CHECKS`] configurations).
+    pub verify_best: bool,
 }
+
+/// How many of the fastest configurations the five stages are tried on before giving up.
+pub const WINNER_CHECKS: usize = 3;
 
 /// What the loop tells its caller as it goes (a progress bar, `$/progress`).
 pub trait Observer {
@@ -135,6 +156,11 @@ pub struct TuneReport {
     pub best: Option<Row>,
     /// Every evaluation of this run, in the order they were made.
     pub rows: Vec<Row>,
+    /// The five-stage verification of `best` (absent for replays, with `--no-verify`, or when
+    /// the run was cancelled).
+    pub verification: Option<crate::verify::Report>,
+    /// Faster configurations that failed it, with the first failure.
+    pub rejected: Vec<Rejected>,
     pub stop_reason: String,
     /// Reasons configurations could not run, with how many.
     pub failures: BTreeMap<String, u64>,
@@ -145,8 +171,17 @@ pub struct TuneReport {
     pub total_seconds: f64,
     pub compile_seconds: f64,
     pub measure_seconds: f64,
+    /// Of `total_seconds`: verifying the winner.
+    pub verify_seconds: f64,
     pub cached_compiles: u64,
     pub store: String,
+}
+
+/// A configuration that was fastest but failed verification.
+#[derive(Clone, Debug, Serialize)]
+pub struct Rejected {
+    pub config: Configuration,
+    pub summary: String,
 }
 
 /// The spec's parameter space under its restrictions, for the search strategies. A
@@ -193,15 +228,8 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
     let source = runner.source().clone();
     let arch = device.arch();
     let problems = problems(kernel)?;
-    let nvrtc_version = tools.nvrtc.map_or_else(|| "none".to_string(), |n| format!("{}.{}", n.version().0, n.version().1));
-    let key = ResultKey {
-        kernel: kernel.name.clone(),
-        source_sha256: sha256_hex(&target.source),
-        problems_sha256: sha256_hex(&serde_json::to_string(&problems)?),
-        // A replay's limits are placeholders: its architecture is not known.
-        device: if runner.needs_code() { format!("{} ({arch})", device.name) } else { device.name.clone() },
-        nvrtc: nvrtc_version.clone(),
-    };
+    let key = result_key(target, runner, tools.nvrtc)?;
+    let nvrtc_version = key.nvrtc.clone();
     let default = Configuration::default_of(kernel);
     let launches = |config: &Configuration| -> Result<Vec<LaunchDims>, space::Infeasible> {
         kernel.shapes.iter().map(|shape| space::launch_dims(kernel, shape, config)).collect()
@@ -269,12 +297,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         Some(pool) => {
             const BASELINE: usize = usize::MAX;
             const HARNESS: usize = usize::MAX - 1;
-            let mut baseline = space::compile_request(kernel, &kernel.baseline.source, &arch, &default);
-            baseline.defines.clear();
-            baseline.file_name = format!("{}.baseline.cu", kernel.name);
-            let mut harness = CompileRequest::new(HARNESS_SOURCE, "cutune_harness.cu", &arch);
-            harness.name_expressions.push(HARNESS_ENTRY.to_string());
-            pool.submit(vec![(BASELINE, baseline), (HARNESS, harness)]);
+            pool.submit(vec![(BASELINE, verification::baseline_request(kernel, &arch)), (HARNESS, verification::harness_request(&arch))]);
             let early = if observer.cancelled() { Vec::new() } else { ask(&mut search, &mut in_flight)? };
             let (mut baseline, mut harness) = (None, None);
             let mut candidates = Vec::new();
@@ -316,6 +339,8 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
     })?;
 
     let mut rows = Vec::new();
+    // (objective, index in `rows`) of every configuration that may be best.
+    let mut passing: Vec<(f64, usize)> = Vec::new();
     let mut failures = BTreeMap::new();
     let (mut resumed, mut measure_seconds) = (0u64, 0.0f64);
     let mut compiles = CompileTotals::default();
@@ -339,7 +364,8 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
             (Outcome::Measured { .. }, Some(finding)) if objective.is_none() => *failures.entry(finding.label().to_string()).or_insert(0) += 1,
             _ => {}
         }
-        if let (Some(t), true) = (row.time_us, objective.is_some()) {
+        if let (Some(t), Some(objective)) = (row.time_us, objective) {
+            passing.push((objective, rows.len()));
             if best.as_ref().and_then(|b| b.time_us).is_none_or(|b| t < b) {
                 best = Some(row.clone());
             }
@@ -395,7 +421,53 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         conclude(measurement, &point, false, &mut search, observer)?;
     }
     let search_seconds = search_started.elapsed().as_secs_f64();
-    let stop_reason = stop_reason.unwrap_or_else(|| "space exhausted".to_string());
+    let mut stop_reason = stop_reason.unwrap_or_else(|| "space exhausted".to_string());
+
+    // The winner runs all five verification stages before it is reported as best; while it
+    // fails, the next fastest does.
+    let verifying = Instant::now();
+    let (mut verification, mut rejected) = (None, Vec::new());
+    if let (true, Some(pool), true) = (options.verify_best && !observer.cancelled(), &pool, best.is_some()) {
+        passing.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let earlier = tools.store.verifications(&key)?;
+        let mut winner = None;
+        let mut attempts = 0;
+        for &(_, index) in &passing {
+            let config = rows[index].config.clone();
+            let stored = earlier.iter().find(|v| v.config == config);
+            let reused = stored.filter(|v| v.passed && options.reuse_stored).and_then(|v| serde_json::from_str::<crate::verify::Report>(&v.report).ok());
+            let report = match (stored, reused) {
+                (Some(stored), _) if !stored.passed => Err(stored.summary.clone()),
+                (_, Some(report)) => Ok(report),
+                _ if attempts == WINNER_CHECKS => break,
+                _ => {
+                    attempts += 1;
+                    let code = verification::build_code(pool, target, &arch, &config)?;
+                    let report = verification::run_and_store(kernel, &config, &crate::verify::Stage::ALL, &code, runner, tools.store, &key, false, &|| observer.cancelled())?;
+                    if report.not_run > 0 && report.failure().is_none() {
+                        break; // cancelled
+                    }
+                    if report.failure().is_some() { Err(report.summary()) } else { Ok(report) }
+                }
+            };
+            match report {
+                Ok(report) => {
+                    verification = Some(report);
+                    winner = Some(index);
+                    break;
+                }
+                Err(summary) => {
+                    rows[index].status = format!("failed verification: {summary}");
+                    rejected.push(Rejected { config, summary });
+                }
+            }
+        }
+        best = winner.map(|index| rows[index].clone());
+        if best.is_none() && !observer.cancelled() {
+            stop_reason = format!("{stop_reason}; none of the {} fastest configurations passed verification", rejected.len());
+        }
+    }
+    let verify_seconds = verifying.elapsed().as_secs_f64();
     tools.store.finish_run(run_id, &stop_reason)?;
     Ok(TuneReport {
         file: target.file.clone(),
@@ -409,6 +481,8 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         baseline_us,
         best,
         rows,
+        verification,
+        rejected,
         stop_reason,
         failures,
         resumed,
@@ -416,6 +490,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         total_seconds: started.elapsed().as_secs_f64(),
         compile_seconds: compiles.seconds,
         measure_seconds,
+        verify_seconds,
         cached_compiles: compiles.cached,
         store: tools.store.path().display().to_string(),
     })
