@@ -195,6 +195,7 @@ async def test_apply_best_rewrites_the_defaults_of_a_templatized_file(client, tm
     offered = await asyncio.wait_for(client.text_document_code_action_async(params), TIMEOUT_S)
     assert [(a.title, *command_of(a)) for a in offered if a.title != f"Templatize kernel {KERNEL}"] == [
         (f"Tune kernel {KERNEL} on GPU", "cutune.tune", [{"uri": uri, "kernel": KERNEL}]),
+        (f"Verify kernel {KERNEL} against the original (five stages)", "cutune.verify", [{"uri": uri, "kernel": KERNEL}]),
         (f"Apply best configuration BLOCK_SIZE=512 RMSNORM_VEC=8 (1.95× ✓ replay)", "cutune.applyBest", [{"uri": uri, "kernel": KERNEL}]),
     ]
     answer = await command(client, "cutune.applyBest", {"uri": uri, "kernel": KERNEL})
@@ -277,4 +278,20 @@ async def test_without_a_gpu_tuning_warns_plainly(client, tmp_path):
     warning = await eventually(client, lambda: next((m for m in client.messages[seen:] if "no CUDA device found" in m.message), None), "the no-device warning")
     assert warning.type == types.MessageType.Warning
     assert "cutune.replay" in warning.message
+    await eventually(client, lambda: any(s.get("state") == "no-device" for s in client.statuses), "the no-device status")
+
+
+async def test_without_a_gpu_verifying_says_it_needs_one_even_with_a_replay_set(client, tmp_path):
+    if os.path.exists("/dev/nvidia0"):
+        return  # a GPU machine: the live path is the GPU suite's
+    source = project(tmp_path)
+    await configure(client, resultsLocation=str(tmp_path), replay=str(RECORDING))
+    uri = source.as_uri()
+    await open_document(client, uri, source.read_text())
+    seen = len(client.messages)
+    assert await command(client, "cutune.verify", {"uri": uri, "kernel": KERNEL}) == {"started": KERNEL}
+    warning = await eventually(client, lambda: next((m for m in client.messages[seen:] if "no CUDA device found" in m.message), None), "the no-device warning")
+    assert warning.type == types.MessageType.Warning
+    assert "Verifying runs the kernel, so it needs a GPU (a replay cannot verify)" in warning.message
+    await eventually(client, lambda: any(s.get("state") == "verifying" for s in client.statuses), "the verifying status")
     await eventually(client, lambda: any(s.get("state") == "no-device" for s in client.statuses), "the no-device status")

@@ -279,6 +279,7 @@ impl Backend {
             offered.push(action(format!("Stop tuning {kernel}"), tuning::STOP));
         } else if job::spec_beside(&file, kernel).is_some() {
             offered.push(action(format!("Tune kernel {kernel} on GPU"), tuning::TUNE));
+            offered.push(action(format!("Verify kernel {kernel} against the original (five stages)"), tuning::VERIFY));
         }
         let definition = open.document.model().kernels.iter().find(|k| k.is_definition && k.name == kernel);
         if let (Some(results), Some(definition)) = (self.publisher().results(&file, kernel), definition) {
@@ -290,7 +291,8 @@ impl Backend {
         offered
     }
 
-    async fn start_tuning(&self, argument: KernelArgument) -> Result<Option<Value>> {
+    /// Starts tuning or verifying a kernel on the GPU; answers at once, reports as it goes.
+    async fn start_gpu_job(&self, argument: KernelArgument, work: tuning::Work) -> Result<Option<Value>> {
         let (file, text, kernel) = self.kernel_of(&argument)?;
         let shows_progress = self.client_shows_progress.load(Ordering::SeqCst);
         let (id, cancel, token) = self.tuning.begin(&kernel, shows_progress).map_err(|why| Error { code: ErrorCode::ServerError(-32803), message: why.into(), data: None })?;
@@ -302,13 +304,13 @@ impl Backend {
             },
             None => None,
         };
-        let job = tuning::Job { file, text, kernel: kernel.clone(), settings: self.state.settings() };
+        let job = tuning::Job { file, text, kernel: kernel.clone(), settings: self.state.settings(), work };
         let refresh = self.client_refreshes_hints.load(Ordering::SeqCst);
         let (publisher, uri) = (self.publisher(), argument.uri);
         let run = tuning::run(self.client.clone(), self.tuning.clone(), job, id, cancel, token, refresh);
         tokio::spawn(async move {
             run.await;
-            // The results' diagnostics (wrong outputs, stale results…) of the tuned file.
+            // The results' diagnostics (wrong outputs, failed verifications, stale results…).
             publisher.publish(uri).await;
         });
         Ok(Some(json!({ "started": kernel })))
@@ -427,7 +429,8 @@ impl LanguageServer for Backend {
             serde_json::from_value(value).map_err(|e| Error::invalid_params(format!("{} takes {{uri, kernel}} or {{uri, position}}: {e}", params.command)))
         };
         match params.command.as_str() {
-            tuning::TUNE => self.start_tuning(argument()?).await,
+            tuning::TUNE => self.start_gpu_job(argument()?, tuning::Work::Tune).await,
+            tuning::VERIFY => self.start_gpu_job(argument()?, tuning::Work::Verify).await,
             tuning::APPLY_BEST => self.apply_best(argument()?).await,
             tuning::TEMPLATIZE => {
                 // The code action's edit, applied through `workspace/applyEdit`.

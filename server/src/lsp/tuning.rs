@@ -1,6 +1,7 @@
-//! `Tune kernel on GPU` and `Stop tuning`: one tuning run at a time (there is one GPU), on a
-//! blocking thread, reported through `$/progress` and `cutune/status`, and cancellable from the
-//! progress's cancel button or the stop command. The language server keeps answering meanwhile.
+//! `Tune kernel on GPU`, `Verify kernel` and `Stop tuning`: one GPU job at a time (there is one
+//! GPU), on a blocking thread, reported through `$/progress` and `cutune/status`, and
+//! cancellable from the progress's cancel button or the stop command. The language server
+//! keeps answering meanwhile.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,14 +19,16 @@ use crate::compile::CubinCache;
 use crate::gpu::RunnerSource;
 use crate::space::{Configuration, Space};
 use crate::store::{Evaluation, Store};
-use crate::tune::{self, job, Observer, Progress, TuneOptions, TuneReport};
+use crate::tune::{self, job, verification, Observer, Progress, TuneOptions, TuneReport};
+use crate::verify::{self, Stage};
 
 pub const TUNE: &str = "cutune.tune";
+pub const VERIFY: &str = "cutune.verify";
 pub const STOP: &str = "cutune.stopTuning";
 pub const APPLY_BEST: &str = "cutune.applyBest";
 pub const TEMPLATIZE: &str = "cutune.templatize";
 /// The commands this server carries out (`workspace/executeCommand`).
-pub const COMMANDS: [&str; 4] = [TUNE, STOP, APPLY_BEST, TEMPLATIZE];
+pub const COMMANDS: [&str; 5] = [TUNE, VERIFY, STOP, APPLY_BEST, TEMPLATIZE];
 
 /// The argument of a kernel command: the kernel by name, or the position of the cursor in it.
 #[derive(Debug, Deserialize)]
@@ -47,7 +50,7 @@ impl Notification for StatusNotification {
 pub struct Status {
     /// The GPU's name (or the replayed recording), once known.
     pub device: Option<String>,
-    /// `idle`, `tuning`, `no-device` or `replay`.
+    /// `idle`, `tuning`, `verifying`, `no-device` or `replay`.
     pub state: String,
     pub message: String,
 }
@@ -72,7 +75,7 @@ impl Tuning {
     pub fn begin(&self, kernel: &str, with_progress: bool) -> Result<(u64, Arc<AtomicBool>, Option<ProgressToken>), String> {
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(run) = running.as_ref() {
-            return Err(format!("`{}` is being tuned; stop that run first (cutune: Stop tuning)", run.kernel));
+            return Err(format!("`{}` is being tuned or verified on the GPU; stop that first (cutune: Stop tuning)", run.kernel));
         }
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let token = with_progress.then(|| ProgressToken::String(format!("cutune-tune-{id}")));
@@ -115,19 +118,33 @@ impl Tuning {
     }
 }
 
-/// One tuning run as the editor asked for it.
+/// One GPU job as the editor asked for it.
 pub struct Job {
     pub file: PathBuf,
     /// The editor's text of the file (unsaved edits included).
     pub text: String,
     pub kernel: String,
     pub settings: Settings,
+    pub work: Work,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    Tune,
+    /// The five verification stages on the configuration the file's text runs now.
+    Verify,
 }
 
 /// What the blocking thread tells the editor side.
 enum Event {
     Started { device: String, source: RunnerSource, total: u64 },
     Evaluated(Progress),
+}
+
+/// A finished job.
+enum Done {
+    Tuned(TuneReport),
+    Verified(verify::Report),
 }
 
 struct Reporter {
@@ -145,15 +162,25 @@ impl Observer for Reporter {
     }
 }
 
-/// The run itself, on a blocking thread.
-fn execute(job: &Job, mut reporter: Reporter) -> Result<TuneReport> {
+/// The job itself, on a blocking thread.
+fn execute(job: &Job, mut reporter: Reporter) -> Result<Done> {
     let (target, _) = job::target(&job.file, &job.kernel, None, &job.text)?;
     let workspace = job::workspace_for(&job.file, job.settings.results_location.as_deref());
     let store = Store::open(&workspace)?;
     let budget = job.settings.budget;
     let strategy = job.settings.strategy.unwrap_or_else(|| job::default_strategy(&target.kernel, budget));
     let default = Configuration::default_of(&target.kernel);
-    let (mut runner, nvrtc) = job::start_tools(job.settings.device, job.settings.replay.as_deref(), job.settings.nvrtc_path.as_deref(), default)?;
+    // Verifying runs code: a replay cannot.
+    let replay = if job.work == Work::Verify { None } else { job.settings.replay.as_deref() };
+    let (mut runner, nvrtc) = job::start_tools(job.settings.device, replay, job.settings.nvrtc_path.as_deref(), default)?;
+    let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(job::cubin_dir(&workspace)), store: &store };
+    if job.work == Work::Verify {
+        let (config, _) = job::configuration_in_file(&job.text, &target.kernel);
+        let _ = reporter.events.send(Event::Started { device: runner.device().name.clone(), source: runner.source().clone(), total: 0 });
+        let cancel = reporter.cancel.clone();
+        let report = verification::verify_configuration(&target, runner.as_mut(), &tools, &config, &Stage::ALL, false, &|| cancel.load(Ordering::SeqCst))?;
+        return Ok(Done::Verified(report));
+    }
     let total = Space::new(&target.kernel).count().min(budget);
     let _ = reporter.events.send(Event::Started { device: runner.device().name.clone(), source: runner.source().clone(), total });
     let options = TuneOptions {
@@ -168,15 +195,18 @@ fn execute(job: &Job, mut reporter: Reporter) -> Result<TuneReport> {
         reuse_stored: true,
         verify_best: true,
     };
-    let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(job::cubin_dir(&workspace)), store: &store };
-    tune::tune(&target, runner.as_mut(), &tools, &options, &mut reporter)
+    tune::tune(&target, runner.as_mut(), &tools, &options, &mut reporter).map(Done::Tuned)
 }
 
 /// Runs `job` to its end, reporting as it goes; `token` when the client shows progress.
 pub async fn run(client: Client, tuning: Arc<Tuning>, job: Job, id: u64, cancel: Arc<AtomicBool>, token: Option<ProgressToken>, refresh_hints: bool) {
-    let kernel = job.kernel.clone();
+    let (kernel, work) = (job.kernel.clone(), job.work);
+    let (doing, busy) = match work {
+        Work::Tune => ("Tuning", "tuning"),
+        Work::Verify => ("Verifying", "verifying"),
+    };
     let progress = match token {
-        Some(token) => Some(client.progress(token, format!("Tuning {kernel}")).with_message("starting").with_percentage(0).with_cancel_button().begin().await),
+        Some(token) => Some(client.progress(token, format!("{doing} {kernel}")).with_message("starting").with_percentage(0).with_cancel_button().begin().await),
         None => None,
     };
     let status = |device: Option<String>, state: &str, message: String| {
@@ -184,7 +214,7 @@ pub async fn run(client: Client, tuning: Arc<Tuning>, job: Job, id: u64, cancel:
         let params = Status { device, state: state.to_string(), message };
         async move { client.send_notification::<StatusNotification>(params).await }
     };
-    status(None, "tuning", format!("tuning {kernel}: starting")).await;
+    status(None, busy, format!("{busy} {kernel}: starting")).await;
 
     let (events, mut received) = unbounded_channel();
     let reporter = Reporter { events, cancel };
@@ -199,6 +229,13 @@ pub async fn run(client: Client, tuning: Arc<Tuning>, job: Job, id: u64, cancel:
                     RunnerSource::Device => name,
                 });
                 total = count;
+                if work == Work::Verify {
+                    let message = "running the five stages".to_string();
+                    if let Some(progress) = &progress {
+                        progress.report_with_message(message.clone(), 0, None).await;
+                    }
+                    status(device.clone(), busy, format!("{busy} {kernel}: {message}")).await;
+                }
             }
             Event::Evaluated(done) => {
                 let best = done.best_speedup.map_or_else(|| "no correct configuration yet".to_string(), |s| format!("best {s:.2}×"));
@@ -213,13 +250,19 @@ pub async fn run(client: Client, tuning: Arc<Tuning>, job: Job, id: u64, cancel:
     }
     let outcome = handle.await.map_err(|e| anyhow::anyhow!("the tuning thread stopped unexpectedly: {e}")).and_then(|r| r);
     let (summary, kind, state) = match &outcome {
-        Ok(report) => (summarize(report), MessageType::INFO, "idle"),
-        Err(error) if job::is_no_device(error) => (
-            format!("no CUDA device found: {error}. Recorded results still show; set cutune.replay to replay recorded measurements"),
-            MessageType::WARNING,
-            "no-device",
-        ),
-        Err(error) => (format!("tuning `{kernel}` failed: {error:#}"), MessageType::ERROR, "idle"),
+        Ok(Done::Tuned(report)) => (summarize(report), MessageType::INFO, "idle"),
+        Ok(Done::Verified(report)) => {
+            let kind = if report.failure().is_some() { MessageType::ERROR } else { MessageType::INFO };
+            (format!("`{kernel}` {}: {}", report.config, report.summary()), kind, "idle")
+        }
+        Err(error) if job::is_no_device(error) => {
+            let then = match work {
+                Work::Tune => "Recorded results still show; set cutune.replay to replay recorded measurements",
+                Work::Verify => "Verifying runs the kernel, so it needs a GPU (a replay cannot verify); recorded results still show",
+            };
+            (format!("no CUDA device found: {error}. {then}"), MessageType::WARNING, "no-device")
+        }
+        Err(error) => (format!("{busy} `{kernel}` failed: {error:#}"), MessageType::ERROR, "idle"),
     };
     if let Some(progress) = progress {
         progress.finish_with_message(summary.clone()).await;
@@ -246,5 +289,9 @@ fn summarize(report: &TuneReport) -> String {
         },
         None => "no configuration ran correctly".to_string(),
     };
-    format!("{}{replay}: {best}; {} configurations evaluated; stopped: {}", report.kernel, report.rows.len(), report.stop_reason)
+    let verified = match &report.verification {
+        Some(verification) => format!("; verified: {}", verification.summary()),
+        None => String::new(),
+    };
+    format!("{}{replay}: {best}{verified}; {} configurations evaluated; stopped: {}", report.kernel, report.rows.len(), report.stop_reason)
 }

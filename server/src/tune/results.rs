@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
 use crate::gpu::{FailureKind, Outcome, RunnerSource, Verdict};
-use crate::store::{counts_as_correct, Evaluation, Run, Store, StoreError};
+use crate::store::{counts_as_correct, Evaluation, Run, Store, StoreError, Verification};
 use crate::syntax::{Finding, Severity, Span};
 
 use super::objective;
@@ -17,6 +17,8 @@ use super::objective;
 pub struct KernelResults {
     pub run: Run,
     pub evaluations: Vec<Evaluation>,
+    /// The latest five-stage verification of each configuration verified under the run's key.
+    pub verifications: Vec<Verification>,
 }
 
 /// How many configurations the hover lists.
@@ -42,12 +44,19 @@ impl KernelResults {
         };
         let key = run.key().expect("filtered on");
         let evaluations = store.evaluations(&key)?;
-        Ok(Some(KernelResults { run, evaluations }))
+        let verifications = store.verifications(&key)?;
+        Ok(Some(KernelResults { run, evaluations, verifications }))
     }
 
-    /// The fastest configuration that ran and matched the original kernel.
+    /// The fastest configuration that ran, matched the original kernel and did not fail a
+    /// later verification.
     pub fn best(&self) -> Option<&Evaluation> {
-        self.evaluations.iter().find(|e| counts_as_correct(e))
+        self.evaluations.iter().find(|e| counts_as_correct(e) && self.verification(e).is_none_or(|v| v.passed))
+    }
+
+    /// The latest verification of `evaluation`'s configuration.
+    pub fn verification(&self, evaluation: &Evaluation) -> Option<&Verification> {
+        self.verifications.iter().find(|v| v.config == evaluation.config)
     }
 
     fn speedup(&self, evaluation: &Evaluation) -> Option<f64> {
@@ -104,7 +113,9 @@ impl KernelResults {
                 _ => None,
             })
             .collect();
-        for (list, severity, code) in [(wrong, Severity::Error, "wrong-output"), (cannot_run, Severity::Warning, "cannot-run")] {
+        let failed_verification: Vec<String> =
+            self.verifications.iter().filter(|v| !v.passed).map(|v| format!("{} failed verification: {}", v.config, v.summary)).collect();
+        for (list, severity, code) in [(failed_verification, Severity::Error, "failed-verification"), (wrong, Severity::Error, "wrong-output"), (cannot_run, Severity::Warning, "cannot-run")] {
             let more = list.len().saturating_sub(LISTED_FAILURES);
             for (i, message) in list.into_iter().take(LISTED_FAILURES).enumerate() {
                 let message = if i + 1 == LISTED_FAILURES && more > 0 { format!("{message} (and {more} more configurations)") } else { message };
@@ -127,8 +138,10 @@ impl KernelResults {
         findings
     }
 
-    /// e.g. `2.31× ✓ H100`; `✗ none correct (24 tried) H100` when nothing matched; `(stale)`
-    /// is added when the kernel changed since.
+    /// e.g. `2.31× ✓ H100` when the best configuration passed the five verification stages,
+    /// `2.31× ✓? H100` when it was only checked on the spec's shapes (replays show what their
+    /// recording says); `✗ none correct (24 tried) H100` when nothing matched; `(stale)` is
+    /// added when the kernel changed since.
     pub fn hint(&self, current_sha256: &str) -> String {
         let hint = self.verdict_hint();
         if self.is_stale(current_sha256) { format!("{hint} (stale)") } else { hint }
@@ -136,10 +149,14 @@ impl KernelResults {
 
     fn verdict_hint(&self) -> String {
         match self.best() {
-            Some(best) => match self.speedup(best) {
-                Some(speedup) => format!("{speedup:.2}× ✓ {}", self.origin()),
-                None => format!("✓ {}", self.origin()),
-            },
+            Some(best) => {
+                let replay = matches!(self.run.info.source, RunnerSource::Replay { .. });
+                let mark = if replay || self.verification(best).is_some_and(|v| v.passed) { "✓" } else { "✓?" };
+                match self.speedup(best) {
+                    Some(speedup) => format!("{speedup:.2}× {mark} {}", self.origin()),
+                    None => format!("{mark} {}", self.origin()),
+                }
+            }
             None => format!("✗ none correct ({} tried) {}", self.evaluations.len(), self.origin()),
         }
     }
@@ -174,6 +191,15 @@ impl KernelResults {
             "\nBaseline (the original kernel): {baseline} · {} · {date} · {} · {tried} configurations tried, {correct} correct",
             info.device, info.strategy
         );
+        if let (Some(best), RunnerSource::Device) = (self.best(), &info.source) {
+            let _ = match self.verification(best) {
+                Some(verification) => write!(out, "\n\nVerification of {}: {}", best.config, verification.summary),
+                None => write!(out, "\n\n{} matched the original on the spec's shapes (✓?); `Verify kernel` runs the five verification stages", best.config),
+            };
+        }
+        for failed in self.verifications.iter().filter(|v| !v.passed) {
+            let _ = write!(out, "\n\n✗ {} {}", failed.config, failed.summary);
+        }
         out
     }
 }
@@ -259,7 +285,13 @@ mod tests {
             evaluation(128, measured(80.0, pass)),
             evaluation(2048, Outcome::Failed { kind: FailureKind::Infeasible, message: "2048 threads per block; the device allows 1024".into() }),
         ];
-        KernelResults { run: Run { id: 1, info, finished_at: Some(1), stop_reason: Some("space exhausted".into()) }, evaluations }
+        let verifications = vec![verification(256, true)];
+        KernelResults { run: Run { id: 1, info, finished_at: Some(1), stop_reason: Some("space exhausted".into()) }, evaluations, verifications }
+    }
+
+    fn verification(block: i64, passed: bool) -> Verification {
+        let summary = if passed { "passed 5 stages (17 cases)" } else { "failed stage 5 (edges) on n=255: skips part of the output" };
+        Verification { config: Configuration(vec![("BLOCK".into(), block)]), passed, summary: summary.into(), report: "{}".into(), verified_at: 0 }
     }
 
     #[test]
@@ -268,6 +300,21 @@ mod tests {
         assert_eq!(results.best().map(|b| b.config.to_string()), Some("BLOCK=256".into()), "the faster wrong one is not best");
         assert_eq!(results.hint("tuned"), "2.00× ✓ H100");
         assert_eq!(results.hint("edited"), "2.00× ✓ H100 (stale)");
+    }
+
+    #[test]
+    fn a_best_without_five_stage_verification_is_marked_and_a_failed_one_is_not_best() {
+        let mut results = results();
+        results.verifications.clear();
+        assert_eq!(results.hint("tuned"), "2.00× ✓? H100");
+        assert!(results.hover().contains("BLOCK=256 matched the original on the spec's shapes (✓?)"), "{}", results.hover());
+        results.verifications = vec![verification(256, false)];
+        assert_eq!(results.best().map(|b| b.config.to_string()), Some("BLOCK=128".into()));
+        assert_eq!(results.hint("tuned"), "1.25× ✓? H100");
+        let findings = results.findings(Span::default(), "tuned");
+        assert_eq!((findings[0].severity, findings[0].code), (Severity::Error, "failed-verification"));
+        assert_eq!(findings[0].message, "BLOCK=256 failed verification: failed stage 5 (edges) on n=255: skips part of the output");
+        assert!(results.hover().contains("✗ BLOCK=256 failed stage 5 (edges)"), "{}", results.hover());
     }
 
     #[test]
@@ -298,6 +345,7 @@ mod tests {
         assert!(hover.contains("| BLOCK=256 | 50.00 µs | 2.00× | 255 | 20% | ✓ matches |"), "{hover}");
         assert!(hover.contains("| BLOCK=64 | 40.00 µs | — | — | — | ✗ wrong at 7 |"), "{hover}");
         assert!(hover.contains("Baseline (the original kernel): 100.00 µs · NVIDIA H100 80GB HBM3 (sm_90) · 1970-01-01T00:00:00Z · brute-force · 4 configurations tried, 2 correct"), "{hover}");
+        assert!(hover.contains("Verification of BLOCK=256: passed 5 stages (17 cases)"), "{hover}");
     }
 
     #[test]
