@@ -2,9 +2,9 @@
 
 export const STATUS_NOTIFICATION = 'cutune/status';
 
-export type TuningState = 'idle' | 'tuning' | 'no-device' | 'replay';
+export type TuningState = 'idle' | 'tuning' | 'verifying' | 'no-device' | 'replay';
 
-const TUNING_STATES: readonly string[] = ['idle', 'tuning', 'no-device', 'replay'];
+const TUNING_STATES: readonly string[] = ['idle', 'tuning', 'verifying', 'no-device', 'replay'];
 
 /** Params of `cutune/status`, sent by the server whenever the device or the tuning state changes. */
 export interface ServerStatus {
@@ -48,6 +48,10 @@ export function statusView(status: ServerStatus): StatusView {
       // or may not lead with the word itself.
       const what = status.message.replace(/^tuning\s*/, '');
       return { text: `cutune: tuning ${what}`.trimEnd(), detail: device, severity: 'information', busy: true };
+    }
+    case 'verifying': {
+      const what = status.message.replace(/^verifying\s*/, '');
+      return { text: `cutune: verifying ${what}`.trimEnd(), detail: device, severity: 'information', busy: true };
     }
     case 'no-device':
       return { text: 'cutune: no CUDA device', detail: status.message, severity: 'warning', busy: false };

@@ -15,6 +15,7 @@ test('each tuning state has its text; no device is a warning; tuning is busy', (
   assert.deepEqual(shown('H100', 'idle', 'NVIDIA H100 80GB HBM3, sm_90'), ['cutune: H100 · idle', 'NVIDIA H100 80GB HBM3, sm_90', 'information', false]);
   assert.deepEqual(shown('H100', 'tuning', 'rmsnorm_kernel 12/200'), ['cutune: tuning rmsnorm_kernel 12/200', 'H100', 'information', true]);
   assert.deepEqual(shown('H100', 'tuning', 'tuning rmsnorm_kernel 12/200'), ['cutune: tuning rmsnorm_kernel 12/200', 'H100', 'information', true]);
+  assert.deepEqual(shown('H100', 'verifying', 'verifying rmsnorm_kernel: running the five stages'), ['cutune: verifying rmsnorm_kernel: running the five stages', 'H100', 'information', true]);
   assert.deepEqual(shown(null, 'no-device', 'cuInit: no CUDA-capable device'), ['cutune: no CUDA device', 'cuInit: no CUDA-capable device', 'warning', false]);
   assert.deepEqual(shown('T4', 'replay', 'replaying gemm.json'), ['cutune: replay · T4', 'replaying gemm.json', 'information', false]);
   assert.deepEqual(shown(null, 'replay', 'replaying gemm.json'), ['cutune: replay', 'replaying gemm.json', 'information', false]);
