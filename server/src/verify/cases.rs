@@ -24,7 +24,9 @@ pub const SWEEP_LENGTHS: [i64; 3] = [1023, 4097, 50257];
 /// round differently when a candidate reorders arithmetic, without being wrong.
 pub const NUMERICS_TOLERANCE_SCALE: f64 = 10.0;
 
-/// Runs of the candidate in the determinism stage.
+/// Runs of the candidate in the determinism and smoke stages: the first and third after the
+/// same shared-memory pattern, the second after the other, so that a kernel reading shared
+/// memory it did not write shows itself (see the worker's session).
 pub const DETERMINISM_RUNS: u32 = 3;
 
 /// One check to make: a problem, run by the baseline and the candidate.
@@ -101,7 +103,7 @@ impl<'k> Planner<'k> {
     fn cases(&self, stage: Stage) -> Vec<(Shape, Option<Inputs>, u32)> {
         let spec_shapes = || self.kernel.shapes.iter().cloned();
         match stage {
-            Stage::Smoke => vec![(self.smallest.clone(), None, 1)],
+            Stage::Smoke => vec![(self.smallest.clone(), None, DETERMINISM_RUNS)],
             Stage::Shapes => spec_shapes().chain(SWEEP_LENGTHS.iter().map(|&n| self.with_contiguous(n))).map(|s| (s, None, 1)).collect(),
             Stage::Numerics => Inputs::ALL.into_iter().map(|inputs| (self.smallest.clone(), Some(inputs), 1)).collect(),
             Stage::Determinism => spec_shapes().map(|s| (s, None, DETERMINISM_RUNS)).collect(),
