@@ -40,9 +40,23 @@ pub struct Watchdog {
     pub slack: Duration,
 }
 
+/// Multiplies the watchdog's limits, for kernels run under a tool that slows them down
+/// (compute-sanitizer, a debugger): e.g. `CUTUNE_WATCHDOG_SCALE=20`.
+pub const WATCHDOG_SCALE_ENV: &str = "CUTUNE_WATCHDOG_SCALE";
+
 impl Default for Watchdog {
     fn default() -> Self {
-        Watchdog { startup: Duration::from_secs(60), slack: Duration::from_secs(10) }
+        let scale = match std::env::var(WATCHDOG_SCALE_ENV) {
+            Ok(text) => match text.trim().parse::<f64>() {
+                Ok(scale) if scale.is_finite() && scale >= 1.0 => scale,
+                _ => {
+                    tracing::warn!("{WATCHDOG_SCALE_ENV}={text} is not a number ≥ 1; the watchdog keeps its limits");
+                    1.0
+                }
+            },
+            Err(_) => 1.0,
+        };
+        Watchdog { startup: Duration::from_secs(60).mul_f64(scale), slack: Duration::from_secs(10).mul_f64(scale) }
     }
 }
 

@@ -144,9 +144,24 @@ impl Session {
             Ok(session) => session,
             Err(failure) => return (Check::Failed { kind: failure.kind, message: failure.message }, false),
         };
-        if let Err(failure) = session.run(gpu, &request.baseline, None, &[], SHARED_PATTERNS[0], |problem| problem.keep_baseline()) {
-            let faulted = lost(&failure);
-            return (Check::BaselineFailed { kind: failure.kind, message: failure.message }, faulted);
+        // The original's own guards are checked too: a problem the original writes past (sizes
+        // it does not support) cannot tell anything about the candidate.
+        let baseline = session
+            .run(gpu, &request.baseline, None, &[], SHARED_PATTERNS[0], |problem| {
+                problem.keep_baseline()?;
+                problem.compare(&session.harness, &session.guard, Reference::Baseline)
+            })
+            .and_then(|_| session.verdict(Reference::Baseline));
+        match baseline {
+            Err(failure) => {
+                let faulted = lost(&failure);
+                return (Check::BaselineFailed { kind: failure.kind, message: failure.message }, faulted);
+            }
+            Ok(Verdict::OutOfBounds { arg, bytes, .. }) => {
+                let message = format!("the original writes out of bounds here: {bytes} bytes after the end of `{arg}` changed");
+                return (Check::BaselineFailed { kind: FailureKind::Launch, message }, false);
+            }
+            Ok(_) => {}
         }
         let mut verdicts = Vec::new();
         for run in 0..request.runs.max(1) as usize {
