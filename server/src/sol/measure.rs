@@ -2,6 +2,7 @@
 //! `gpu/ceilings.cu`, else (labelled) from the datasheet table.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::anyhow;
 
@@ -40,8 +41,11 @@ pub fn measured(runner: &mut dyn Runner, nvrtc: Option<&Nvrtc>, cache_dir: &Path
     let request = CompileRequest::new(CEILINGS_SOURCE, "cutune_ceilings.cu", device.arch());
     let compiled = nvrtc.compile(&request).map_err(|f| format!("cutune's ceiling kernels do not compile with this NVRTC: {f}"))?;
     let image = compiled.cubin.ok_or_else(|| "NVRTC returned no cubin for the ceiling kernels".to_string())?;
-    // The worker reads cubins from files; this one is needed only for the measurement.
-    let cubin = std::env::temp_dir().join(format!("cutune-ceilings-{}-{}.cubin", std::process::id(), device.arch()));
+    // The worker reads cubins from files; this one is needed only for the measurement (and is
+    // named for it alone, should two measurements run at once).
+    static MEASUREMENTS: AtomicU64 = AtomicU64::new(0);
+    let number = MEASUREMENTS.fetch_add(1, Ordering::Relaxed);
+    let cubin = std::env::temp_dir().join(format!("cutune-ceilings-{}-{number}-{}.cubin", std::process::id(), device.arch()));
     std::fs::write(&cubin, &image).map_err(|e| format!("cannot write the ceiling kernels to {}: {e}", cubin.display()))?;
     let result = runner.ceilings(&cubin);
     let _ = std::fs::remove_file(&cubin);

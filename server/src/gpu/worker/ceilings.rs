@@ -19,7 +19,9 @@ pub const COPY: &str = "cutune_copy";
 pub const FMA_F32: &str = "cutune_fma_f32";
 pub const FMA_F16: &str = "cutune_fma_f16";
 
-/// ceilings.cu's loop shape: FMAs per thread are `steps × UNROLL × CHAINS`.
+/// ceilings.cu's loop shapes: each copy thread moves COPY_DEPTH vectors per pass; FMAs per
+/// thread are `steps × UNROLL × CHAINS`.
+const COPY_DEPTH: u64 = 4;
 const CHAINS: u64 = 8;
 const UNROLL: u64 = 16;
 
@@ -65,13 +67,6 @@ pub fn measure(gpu: &Gpu, cubin: &Path) -> Result<(f64, f64, f64), Failed> {
     let (copy, fma_f32, fma_f16) = (function(COPY)?, function(FMA_F32)?, function(FMA_F16)?);
 
     let info = &gpu.info;
-    // One full wave: every block resident at once, each looping over its share (a second,
-    // partial wave would run at low occupancy and drag the figure down).
-    let wave = |function: &Function| -> Result<LaunchDims, Failed> {
-        let resident = function.resident_blocks(BLOCK).map_err(driver("reading the ceiling kernels' occupancy"))?;
-        Ok(LaunchDims { grid: [info.multiprocessors.max(1) * resident.max(1), 1, 1], block: [BLOCK, 1, 1], shared_bytes: 0 })
-    };
-
     let bytes = copy_buffer_bytes(info.memory_bytes);
     let size = usize::try_from(bytes).map_err(|_| plain(format!("{bytes} bytes do not fit this host's address space")))?;
     let allocating = format!("allocating two {} MiB copy buffers", bytes >> 20);
@@ -81,15 +76,18 @@ pub fn measure(gpu: &Gpu, cubin: &Path) -> Result<(f64, f64, f64), Failed> {
     source.fill(1).and_then(|()| target.fill(0)).map_err(driver("filling the copy buffers"))?;
 
     let vectors = bytes / 16;
-    let dims = wave(&copy)?;
+    let dims = LaunchDims { grid: [copy_blocks(vectors), 1, 1], block: [BLOCK, 1, 1], shared_bytes: 0 };
     let kernel_ms = best_ms("timing the copy kernel", || copy.launch(&dims, &mut [source.pointer(), target.pointer(), vectors]))?;
     // The driver's own copy too: the ceiling is the faster of the two.
     let memcpy_ms = best_ms("timing the driver's device-to-device copy", || target.copy_from(&source))?;
     let copy_gbs = gigabytes_per_second(2.0 * bytes as f64, kernel_ms.min(memcpy_ms));
 
-    // Each thread of an FMA kernel stores one 4-byte value, into the copy's target.
+    // The FMA kernels run as one full wave: every block resident at once, each looping (a
+    // second, partial wave would run at low occupancy and drag the figure down). Each thread
+    // stores one 4-byte value, into the copy's target.
     let time_fmas = |function: &Function, what: &str| -> Result<(f64, f64), Failed> {
-        let dims = wave(function)?;
+        let resident = function.resident_blocks(BLOCK).map_err(driver(what))?;
+        let dims = LaunchDims { grid: [info.multiprocessors.max(1) * resident.max(1), 1, 1], block: [BLOCK, 1, 1], shared_bytes: 0 };
         let threads = u64::from(dims.grid[0]) * dims.threads();
         if threads * 4 > bytes {
             return Err(plain(format!("{what}: {threads} threads' results do not fit the {bytes}-byte buffer")));
@@ -100,6 +98,12 @@ pub fn measure(gpu: &Gpu, cubin: &Path) -> Result<(f64, f64, f64), Failed> {
     let (fp32_fmas, fp32_ms) = time_fmas(&fma_f32, "timing the FP32 FMA kernel")?;
     let (fp16_fmas, fp16_ms) = time_fmas(&fma_f16, "timing the FP16 FMA kernel")?;
     Ok((copy_gbs, teraflops(2.0 * fp32_fmas, fp32_ms), teraflops(4.0 * fp16_fmas, fp16_ms)))
+}
+
+/// Blocks for one pass of the copy over `vectors` 16-byte vectors (within the grid's limit;
+/// the kernel loops over any rest).
+pub fn copy_blocks(vectors: u64) -> u32 {
+    vectors.div_ceil(u64::from(BLOCK) * COPY_DEPTH).clamp(1, (1 << 31) - 1) as u32
 }
 
 /// The FMA instructions `threads` threads of an FMA kernel execute (a `half2` FMA is one).
@@ -159,6 +163,13 @@ mod tests {
     }
 
     #[test]
+    fn the_copy_makes_one_pass() {
+        assert_eq!(copy_blocks((1 << 30) / 16), 65_536);
+        assert_eq!(copy_blocks(1), 1);
+        assert_eq!(copy_blocks(1025), 2);
+    }
+
+    #[test]
     fn times_become_rates() {
         // Two 1 GiB buffers (read plus written) in 0.7155 ms: the H100's 3001 GB/s.
         let gbs = gigabytes_per_second(2.0 * (1u64 << 30) as f64, 0.7155);
@@ -181,6 +192,7 @@ mod tests {
     #[test]
     fn the_loop_shape_follows_ceilings_cu() {
         let source = crate::gpu::CEILINGS_SOURCE;
+        assert!(source.contains(&format!("#define COPY_DEPTH {COPY_DEPTH}\n")));
         assert!(source.contains(&format!("#define CHAINS {CHAINS}\n")));
         assert!(source.contains(&format!("#define UNROLL {UNROLL}\n")));
         for name in [COPY, FMA_F32, FMA_F16] {
