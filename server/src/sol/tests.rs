@@ -289,3 +289,15 @@ fn without_a_measurement_the_datasheet_serves_labelled_or_nothing_does() {
     assert!(!cache::file_for(&dir, &zero.device).exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_replay_has_no_device_to_measure_and_gets_the_labelled_datasheet() {
+    let recording = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/replay/rmsnorm_8192_h100.t4.json");
+    let mut replay = crate::gpu::replay::ReplayRunner::from_file(&recording).unwrap();
+    let dir = scratch("replay");
+    let why = measured(&mut replay, Some(&nvrtc()), &dir, false).unwrap_err();
+    assert!(why.contains("failed: a replay of") && why.contains("rmsnorm_8192_h100.t4.json has no device to measure"), "{why}");
+    let ceilings = ceilings_for(&mut replay, None, &dir, false).unwrap();
+    assert_eq!(ceilings.origin, CeilingsOrigin::Datasheet { entry: "H100 SXM".into() });
+    let _ = std::fs::remove_dir_all(&dir);
+}
