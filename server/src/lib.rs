@@ -8,6 +8,7 @@ pub mod gpu;
 pub mod lsp;
 pub mod search;
 pub mod slice;
+pub mod sol;
 pub mod space;
 pub mod spec;
 pub mod store;

@@ -40,6 +40,8 @@ enum Command {
     BenchSearch(cutune::cli::search_bench::SearchBenchArgs),
     /// Check that this machine can compile kernels (NVRTC) and measure them (CUDA driver, GPU).
     Doctor(cutune::cli::doctor::DoctorArgs),
+    /// Measure the GPU's speed-of-light ceilings (copy bandwidth, FP32 and FP16 rates), cached per device.
+    Ceilings(cutune::cli::ceilings::CeilingsArgs),
     /// The process that owns the CUDA context while tuning; started by the tuner itself.
     #[command(hide = true)]
     Worker(cutune::cli::worker::WorkerArgs),
@@ -62,6 +64,7 @@ fn main() -> ExitCode {
         },
         Command::Slice(args) => cutune::cli::slice::run(&args),
         Command::Doctor(args) => cutune::cli::doctor::run(&args),
+        Command::Ceilings(args) => cutune::cli::ceilings::run(&args),
         Command::Tune(args) => cutune::cli::tune::run(&args),
         Command::Verify(args) => cutune::cli::verify::run(&args),
         Command::BenchSearch(args) => cutune::cli::search_bench::run(&args),

@@ -1,6 +1,7 @@
 """The command-line subcommands, run as a user runs them: the real binary, its output, its exit code."""
 
 import json
+import os
 import subprocess
 
 from editor import CUTUNE_BIN, REPO
@@ -83,3 +84,16 @@ def test_bench_measures_analysis_latency_and_server_memory():
         assert 0 < timing["median_us"] <= timing["p99_us"] <= timing["max_us"], key
     assert report["files_open"] == 3
     assert report["server_peak_rss_mib"] > 1
+
+
+def test_ceilings_without_a_gpu_say_so_and_fail(tmp_path):
+    if os.path.exists("/dev/nvidia0"):
+        return  # a GPU machine: measuring is the GPU suite's
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    for args in ([], ["--json", "--refresh"]):
+        result = subprocess.run([str(CUTUNE_BIN), "ceilings", *args], capture_output=True, text=True, timeout=60, env=env)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert result.stdout == ""
+        assert result.stderr.startswith("error: no CUDA device was found, so there are no ceilings to measure: no CUDA driver found"), result.stderr
+        assert "panicked" not in result.stderr
+    assert list(tmp_path.iterdir()) == [], "nothing is cached without a measurement"

@@ -1,6 +1,7 @@
 //! Command-line subcommands other than `lsp`: reports built from the same model the server uses.
 
 pub mod bench;
+pub mod ceilings;
 pub mod check;
 pub mod templatize;
 pub mod spec;

@@ -104,7 +104,7 @@ impl CubinCache {
 }
 
 /// Writes through a temporary file and a rename, so readers never see half a file.
-fn write_atomically(path: &Path, bytes: &[u8]) -> bool {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> bool {
     let Some(dir) = path.parent() else { return false };
     if std::fs::create_dir_all(dir).is_err() {
         return false;

@@ -317,6 +317,25 @@ impl Runner for WorkerRunner {
         }
         check
     }
+
+    fn ceilings(&mut self, cubin: &Path) -> anyhow::Result<(f64, f64, f64)> {
+        // Loading the module and allocating the buffers, then well under a second of kernels.
+        let deadline = self.watchdog.startup + self.watchdog.slack;
+        let request = Request::Ceilings { cubin: cubin.to_path_buf() };
+        let process = self.ensure_running().map_err(anyhow::Error::msg)?;
+        match process.exchange(&request, deadline) {
+            Ok(Response::Ceilings { copy_gbs, fp32_tflops, fp16_tflops }) => Ok((copy_gbs, fp32_tflops, fp16_tflops)),
+            other => {
+                // The worker may have lost its context (it exits then): start afresh next time.
+                self.process = None;
+                match other {
+                    Ok(Response::Error { message }) => Err(anyhow::anyhow!(message)),
+                    Ok(response) => Err(anyhow::anyhow!("the worker answered `ceilings` with {}", describe(&response))),
+                    Err(e) => Err(anyhow::anyhow!("the worker failed while measuring the device's ceilings: {e}")),
+                }
+            }
+        }
+    }
 }
 
 fn describe(response: &Response) -> String {
@@ -326,6 +345,7 @@ fn describe(response: &Response) -> String {
         Response::Prepared { .. } => "`prepared`".into(),
         Response::Outcome { .. } => "an outcome".into(),
         Response::Checked { .. } => "a check".into(),
+        Response::Ceilings { .. } => "`ceilings`".into(),
         Response::Error { message } => format!("an error ({message})"),
     }
 }
@@ -694,6 +714,28 @@ mod tests {
         // goes on.
         assert!(matches!(runner.measure(&config(), Some(&kernel("good"))), Outcome::Measured { .. }));
         assert_eq!((count(&log, "check"), count(&log, "prepare")), (6, 4));
+    }
+
+    #[test]
+    fn ceilings_are_measured_by_the_worker_and_a_lost_context_restarts_it() {
+        let (mut runner, log) = prepared("normal", "ceilings");
+        assert_eq!(runner.ceilings(Path::new("/tmp/ceilings.cubin")).unwrap(), (3001.0, 60.0, 120.0));
+        assert_measures(&mut runner);
+        let error = runner.ceilings(Path::new("/tmp/fault/ceilings.cubin")).unwrap_err().to_string();
+        assert!(error.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{error}");
+        assert_measures(&mut runner);
+        assert_eq!((count(&log, "ceilings"), count(&log, "start"), count(&log, "prepare")), (2, 2, 2), "restarted and prepared again");
+    }
+
+    #[test]
+    fn a_hung_ceilings_measurement_times_out() {
+        let (runner, _log) = fake("normal", "ceilings-hang");
+        let mut runner = runner.unwrap();
+        runner.set_watchdog(Watchdog { startup: Duration::from_secs(1), slack: Duration::from_secs(1) });
+        let started = Instant::now();
+        let error = runner.ceilings(Path::new("/tmp/hang/ceilings.cubin")).unwrap_err().to_string();
+        assert!(error.contains("did not answer within 2.0 s and was killed"), "{error}");
+        assert!(started.elapsed() < Duration::from_secs(10));
     }
 
     #[test]

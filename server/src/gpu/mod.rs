@@ -24,6 +24,9 @@ use crate::spec::{Dtype, Init, Role, Tolerance};
 pub const HARNESS_SOURCE: &str = include_str!("harness.cu");
 /// The name expression NVRTC compiles the harness with (any of its kernels would do).
 pub const HARNESS_ENTRY: &str = "&cutune_compare";
+/// The kernels that measure the device's ceilings (a streaming copy, FP32 and FP16 FMA
+/// chains), compiled for the device and sent with `Ceilings` (see [`crate::sol`]).
+pub const CEILINGS_SOURCE: &str = include_str!("ceilings.cu");
 
 /// The device a runner measures on, with the limits the feasible space needs. Read from the
 /// driver by the worker; recorded with every result.
@@ -306,5 +309,13 @@ pub trait Runner {
     /// run code cannot check.
     fn check(&mut self, _request: &CheckRequest) -> Check {
         Check::Failed { kind: FailureKind::Worker, message: "recorded measurements carry no outputs, so a replay cannot check a kernel".into() }
+    }
+    /// Measures the device's ceilings with `cubin`, the kernels of [`CEILINGS_SOURCE`] compiled
+    /// for it: (copy GB/s, FP32 TFLOPS, FP16 TFLOPS). Only a live device can.
+    fn ceilings(&mut self, _cubin: &std::path::Path) -> anyhow::Result<(f64, f64, f64)> {
+        match self.source() {
+            RunnerSource::Replay { from } => anyhow::bail!("a replay of {from} has no device to measure"),
+            RunnerSource::Device => anyhow::bail!("this runner cannot measure the device's ceilings"),
+        }
     }
 }

@@ -35,6 +35,11 @@ pub enum Request {
     /// Checks a candidate against the baseline on problems of its own; the prepared problems
     /// stay. Answered by [`Response::Checked`].
     Check { check: super::CheckRequest },
+    /// Measures the device's ceilings with `cubin`, the kernels of `gpu/ceilings.cu` compiled
+    /// for this device. Answered by [`Response::Ceilings`] or [`Response::Error`]. It
+    /// allocates two large buffers for the copy (an eighth of the memory each, at most 1 GiB)
+    /// and frees them before answering.
+    Ceilings { cubin: PathBuf },
     /// Ends the worker; not answered.
     Shutdown,
 }
@@ -50,6 +55,9 @@ pub enum Response {
     Prepared { timings: Vec<Timing> },
     Outcome { outcome: Outcome },
     Checked { check: super::Check },
+    /// The device's ceilings: copy bandwidth (bytes read plus written) in GB/s, and the FP32
+    /// and FP16 (`half2`) FMA rates in TFLOPS.
+    Ceilings { copy_gbs: f64, fp32_tflops: f64, fp16_tflops: f64 },
     /// A request that could not be carried out, e.g. the baseline faulted or a request came
     /// out of order. When the CUDA context was lost the worker exits right after sending it.
     Error { message: String },
@@ -178,6 +186,18 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn ceilings_requests_and_responses_round_trip() {
+        let request = Request::Ceilings { cubin: "/tmp/ceilings.cubin".into() };
+        let line = serde_json::to_string(&request).unwrap();
+        assert_eq!(line, r#"{"request":"ceilings","cubin":"/tmp/ceilings.cubin"}"#);
+        assert_eq!(serde_json::from_str::<Request>(&line).unwrap(), request);
+        let response = Response::Ceilings { copy_gbs: 3001.0, fp32_tflops: 51.2, fp16_tflops: 102.4 };
+        let line = serde_json::to_string(&response).unwrap();
+        assert_eq!(line, r#"{"response":"ceilings","copy_gbs":3001.0,"fp32_tflops":51.2,"fp16_tflops":102.4}"#);
+        assert_eq!(serde_json::from_str::<Response>(&line).unwrap(), response);
     }
 
     #[test]

@@ -218,8 +218,8 @@ impl VerifySpec {
     }
 }
 
-/// The work of one launch, for the speed-of-light bound. Missing bytes mean every input read
-/// once and every output written once.
+/// The work of one launch, for the speed-of-light bound (see `docs/sol.md`). Missing bytes
+/// mean every buffer moved once; missing flops mean none.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SolSpec {
@@ -227,6 +227,29 @@ pub struct SolSpec {
     pub bytes: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flops: Option<String>,
+    /// Which arithmetic rate bounds `flops`; FP32 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<SolCompute>,
+}
+
+/// The arithmetic a kernel's flops are done in, which picks the device's rate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SolCompute {
+    /// Scalar `float` FMA.
+    #[default]
+    Fp32,
+    /// Packed `half2` FMA.
+    Fp16,
+}
+
+impl SolCompute {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SolCompute::Fp32 => "fp32",
+            SolCompute::Fp16 => "fp16",
+        }
+    }
 }
 
 /// The original kernel, kept as the verification baseline.

@@ -86,6 +86,9 @@ fn render_kernel(out: &mut String, kernel: &KernelSpec) {
         if let Some(flops) = &kernel.sol.flops {
             let _ = writeln!(out, "flops = {}", string(flops));
         }
+        if let Some(compute) = kernel.sol.compute {
+            let _ = writeln!(out, "compute = {}", string(compute.as_str()));
+        }
     }
     out.push_str("\n[kernels.baseline]\n");
     let _ = writeln!(out, "sha256 = {}", string(&kernel.baseline.sha256));

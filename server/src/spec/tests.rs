@@ -217,6 +217,30 @@ fn argument_and_parameter_problems() {
 }
 
 #[test]
+fn sol_compute_is_fp32_or_fp16_and_needs_flops() {
+    let with = |replacement: &str| valid_toml().replace("flops = \"3 * rows * hidden\"", replacement);
+    let text = with("flops = \"3 * rows * hidden\"\ncompute = \"fp16\"");
+    let (spec, diagnostics) = parse_spec(&text);
+    assert_eq!(describe(&text, &diagnostics), "");
+    let spec = spec.unwrap();
+    assert_eq!(spec.kernels[0].sol.compute, Some(SolCompute::Fp16));
+    assert_eq!(parse_spec(&render_spec(&spec)).0.as_ref(), Some(&spec), "compute survives rendering");
+
+    let text = with("flops = \"3 * rows * hidden\"\ncompute = \"fp64\"");
+    let diagnostics = diagnostics_of(&text);
+    assert_eq!(diagnostics.len(), 1, "{}", describe(&text, &diagnostics));
+    assert!(diagnostics[0].message.contains("unknown variant `fp64`, expected `fp32` or `fp16`"), "{}", diagnostics[0].message);
+    assert_eq!(&text[diagnostics[0].range.clone()], "\"fp64\"");
+
+    let text = with("compute = \"fp32\"");
+    let diagnostics = diagnostics_of(&text);
+    assert_eq!(diagnostics.len(), 1, "{}", describe(&text, &diagnostics));
+    assert_eq!(diagnostics[0].severity, Severity::Warning);
+    assert!(diagnostics[0].message.starts_with("SOL compute `fp32` picks the arithmetic rate for SOL flops, and there are none"), "{}", diagnostics[0].message);
+    assert_eq!(&text[diagnostics[0].range.clone()], "\"fp32\"");
+}
+
+#[test]
 fn expression_errors_point_inside_the_string() {
     let text = valid_toml().replace("flops = \"3 * rows * hidden\"", "flops = \"3 * rows * hiden\"");
     let diagnostics = diagnostics_of(&text);

@@ -275,6 +275,7 @@ impl<'t> Checker<'t> {
         self.check_args(k, kernel);
         self.check_params(k, kernel);
         self.check_verify(k, kernel);
+        self.check_sol(k, kernel);
         self.check_baseline(k, kernel);
         self.check_default_configuration(k, kernel, &parsed);
     }
@@ -476,6 +477,17 @@ impl<'t> Checker<'t> {
                 let message = format!("contiguous names `{name}`, which shape {} does not have: it must be a size variable", s + 1);
                 self.at(Severity::Error, &[K("kernels"), I(k), K("verify"), K("contiguous")], message);
             }
+        }
+    }
+
+    /// An unknown `compute` is refused when the TOML is read (with the accepted values).
+    fn check_sol(&mut self, k: usize, kernel: &KernelSpec) {
+        if let (Some(compute), None) = (kernel.sol.compute, &kernel.sol.flops) {
+            let message = format!(
+                "SOL compute `{}` picks the arithmetic rate for SOL flops, and there are none: add `flops` or remove `compute`",
+                compute.as_str()
+            );
+            self.at(Severity::Warning, &[K("kernels"), I(k), K("sol"), K("compute")], message);
         }
     }
 

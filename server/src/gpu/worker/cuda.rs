@@ -213,6 +213,14 @@ impl Function {
         during("cuFuncSetAttribute", unsafe { result::function::set_function_attribute(self.function, attribute, bytes) })
     }
 
+    /// How many blocks of `threads` threads (no dynamic shared memory) fit on one SM at once.
+    pub fn resident_blocks(&self, threads: u32) -> CudaResult<u32> {
+        let threads = i32::try_from(threads).unwrap_or(i32::MAX);
+        // SAFETY: a valid function handle.
+        let blocks = during("cuOccupancyMaxActiveBlocksPerMultiprocessor", unsafe { result::occupancy::max_active_block_per_multiprocessor(self.function, threads, 0) })?;
+        Ok(blocks.max(0) as u32)
+    }
+
     /// The size in bytes of each of the kernel's parameters, in order (CUDA 12.4 drivers and
     /// later; see [`crate::gpu::worker::device`] for the version check).
     pub fn parameter_sizes(&self) -> Vec<usize> {

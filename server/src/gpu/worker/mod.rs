@@ -6,6 +6,7 @@
 //! Everything that needs no GPU (data, comparison, statistics) lives in its own module and is
 //! tested without one.
 
+mod ceilings;
 pub mod compare;
 mod cuda;
 pub mod data;
@@ -147,6 +148,17 @@ impl Worker {
                 };
                 (Response::Checked { check }, lost)
             }
+            Request::Ceilings { cubin } => {
+                let Some(gpu) = &self.gpu else { return Some((no_device(), None)) };
+                match ceilings::measure(gpu, &cubin) {
+                    Ok((copy_gbs, fp32_tflops, fp16_tflops)) => (Response::Ceilings { copy_gbs, fp32_tflops, fp16_tflops }, None),
+                    Err(failed) => {
+                        let message = format!("measuring the device's ceilings failed: {}", failed.message);
+                        let lost = failed.lost.then(|| message.clone());
+                        (Response::Error { message }, lost)
+                    }
+                }
+            }
         };
         Some(answer)
     }
@@ -197,6 +209,16 @@ mod tests {
             [Response::Outcome { outcome: Outcome::Failed { kind: FailureKind::Worker, message } }] => {
                 assert!(message.contains("before it prepared"), "{message}")
             }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn ceilings_before_hello_say_there_is_no_device() {
+        let (result, responses) = exchange("{\"request\":\"ceilings\",\"cubin\":\"/nonexistent.cubin\"}\n");
+        assert!(result.is_ok());
+        match &responses[..] {
+            [Response::Error { message }] => assert!(message.contains("has no device open"), "{message}"),
             other => panic!("{other:?}"),
         }
     }

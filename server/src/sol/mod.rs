@@ -1,0 +1,248 @@
+//! The speed of light: the device's ceilings (measured once per device and cached, or datasheet
+//! figures, always labelled as such) and the bound they put on one launch,
+//! `max(bytes / bandwidth, flops / rate)`. See `docs/sol.md`.
+//!
+//! Everything here but [`ceilings_for`] and [`measured`] is pure arithmetic on the spec.
+
+pub mod cache;
+mod datasheet;
+mod measure;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+pub use measure::{ceilings_for, measured, Found};
+
+use crate::gpu::worker::data::element_bytes;
+use crate::space::{self, Configuration};
+use crate::spec::{expr, KernelSpec, Shape, SolCompute};
+
+/// What the device can do at best: the rates the bound divides by.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ceilings {
+    /// Device-to-device copy bandwidth, bytes read plus bytes written per second, in GB/s
+    /// (10⁹ bytes).
+    pub copy_gbs: f64,
+    /// Scalar `float` FMA rate, an FMA counting as two flops.
+    pub fp32_tflops: f64,
+    /// Packed `half2` FMA rate, an FMA counting as four flops.
+    pub fp16_tflops: f64,
+    pub origin: CeilingsOrigin,
+}
+
+/// Where ceilings come from. Datasheet figures are never presented as measurements.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CeilingsOrigin {
+    /// Measured by cutune's own kernels on `device`, at `measured_at` (Unix seconds).
+    Measured { device: String, measured_at: u64 },
+    /// Published peak figures of the table row `entry`, e.g. `H100 SXM`.
+    Datasheet { entry: String },
+}
+
+impl Ceilings {
+    /// The published figures for a device name as the driver reports it (`NVIDIA H100 80GB
+    /// HBM3`), or `None` when the table does not know the device. The bandwidth is the DRAM
+    /// peak, which no copy reaches: a bound from it is looser than a measured one.
+    pub fn datasheet(device_name: &str) -> Option<Ceilings> {
+        let (entry, copy_gbs, fp32_tflops, fp16_tflops) = datasheet::lookup(device_name)?;
+        Some(Ceilings { copy_gbs, fp32_tflops, fp16_tflops, origin: CeilingsOrigin::Datasheet { entry: entry.to_string() } })
+    }
+
+    pub fn is_measured(&self) -> bool {
+        matches!(self.origin, CeilingsOrigin::Measured { .. })
+    }
+
+    /// The arithmetic rate for `compute`, in TFLOPS.
+    pub fn rate_tflops(&self, compute: SolCompute) -> f64 {
+        match compute {
+            SolCompute::Fp32 => self.fp32_tflops,
+            SolCompute::Fp16 => self.fp16_tflops,
+        }
+    }
+
+    /// e.g. `3001 GB/s measured copy bandwidth` or `3350 GB/s datasheet memory bandwidth of the
+    /// H100 SXM`.
+    pub fn describe_bandwidth(&self) -> String {
+        match &self.origin {
+            CeilingsOrigin::Measured { .. } => format!("{:.0} GB/s measured copy bandwidth", self.copy_gbs),
+            CeilingsOrigin::Datasheet { entry } => format!("{:.0} GB/s datasheet memory bandwidth of the {entry}", self.copy_gbs),
+        }
+    }
+
+    /// e.g. `51.2 TFLOPS measured FP32 rate` or `66.9 TFLOPS datasheet FP32 rate of the H100 SXM`.
+    pub fn describe_rate(&self, compute: SolCompute) -> String {
+        let rate = self.rate_tflops(compute);
+        let kind = compute.as_str().to_ascii_uppercase();
+        match &self.origin {
+            CeilingsOrigin::Measured { .. } => format!("{rate:.1} TFLOPS measured {kind} rate"),
+            CeilingsOrigin::Datasheet { entry } => format!("{rate:.1} TFLOPS datasheet {kind} rate of the {entry}"),
+        }
+    }
+
+    /// Positive and finite: usable as divisors. A cache file or a worker that says otherwise is
+    /// not believed.
+    pub fn check(&self) -> Result<(), String> {
+        for (what, value) in [("copy bandwidth", self.copy_gbs), ("FP32 rate", self.fp32_tflops), ("FP16 rate", self.fp16_tflops)] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(format!("the {what} is {value}; it must be a positive number"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for CeilingsOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CeilingsOrigin::Measured { device, measured_at } => {
+                let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(*measured_at);
+                write!(f, "measured on {device} at {}", humantime::format_rfc3339_seconds(when))
+            }
+            CeilingsOrigin::Datasheet { entry } => write!(f, "datasheet figures of the {entry}, not measured"),
+        }
+    }
+}
+
+impl fmt::Display for Ceilings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "copy {:.0} GB/s, FP32 {:.1} TFLOPS, FP16 {:.1} TFLOPS ({})", self.copy_gbs, self.fp32_tflops, self.fp16_tflops, self.origin)
+    }
+}
+
+/// Which ceiling a launch meets first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Limit {
+    Memory,
+    Compute,
+}
+
+/// The least time one launch can take on a device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bound {
+    /// Bytes moved to and from device memory.
+    pub bytes: f64,
+    pub flops: f64,
+    /// The rate the flops are bounded by.
+    pub compute: SolCompute,
+    /// `bytes` at the copy bandwidth.
+    pub memory_us: f64,
+    /// `flops` at the arithmetic rate.
+    pub compute_us: f64,
+}
+
+impl Bound {
+    pub fn bound_us(&self) -> f64 {
+        self.memory_us.max(self.compute_us)
+    }
+
+    /// Memory on a tie (and when there are no flops).
+    pub fn limit(&self) -> Limit {
+        if self.compute_us > self.memory_us { Limit::Compute } else { Limit::Memory }
+    }
+}
+
+/// The bound of `config` (the default configuration when `None`) on `shape`.
+///
+/// Bytes come from `sol.bytes` when the spec has it. Otherwise every buffer argument counts
+/// once, at its length times its element size: inputs read, outputs written, and in-outs once
+/// too. Templatize marks every non-const pointer in-out, even one the kernel only writes, and
+/// counting those twice could put the bound above a correct kernel's time; the bound must stay
+/// a lower bound, since a time below it is flagged as an error. Flops come from `sol.flops`,
+/// else 0, at the rate `sol.compute` names (FP32 by default).
+///
+/// Expressions see the shape's sizes, the configuration's parameters and the scalar arguments,
+/// as grid and block do. An error names the field and the expression.
+pub fn bound_for(kernel: &KernelSpec, shape: &Shape, config: Option<&Configuration>, ceilings: &Ceilings) -> Result<Bound, String> {
+    ceilings.check()?;
+    let default;
+    let config = match config {
+        Some(config) => config,
+        None => {
+            default = Configuration::default_of(kernel);
+            &default
+        }
+    };
+    let env = space::environment(kernel, shape, config);
+    let lookup = |name: &str| env.get(name).copied();
+    let evaluate = |what: &str, text: &str| -> Result<f64, String> {
+        let value = expr::parse(text)
+            .map_err(|e| e.message)
+            .and_then(|e| e.eval(&lookup).map_err(|e| e.message))
+            .map_err(|why| format!("{what} `{text}`: {why}"))?
+            .as_f64();
+        if value.is_finite() && value >= 0.0 {
+            Ok(value)
+        } else {
+            Err(format!("{what} `{text}` is {value}; it must be a number ≥ 0"))
+        }
+    };
+    let bytes = match &kernel.sol.bytes {
+        Some(text) => evaluate("sol.bytes", text)?,
+        None => {
+            let mut bytes = 0.0;
+            for arg in &kernel.args {
+                if let Some(length) = &arg.length {
+                    bytes += evaluate(&format!("length of argument `{}`", arg.name), length)? * element_bytes(arg.dtype) as f64;
+                }
+            }
+            bytes
+        }
+    };
+    let flops = match &kernel.sol.flops {
+        Some(text) => evaluate("sol.flops", text)?,
+        None => 0.0,
+    };
+    let compute = kernel.sol.compute.unwrap_or_default();
+    Ok(Bound {
+        bytes,
+        flops,
+        compute,
+        // GB/s = 10³ bytes per µs; TFLOPS = 10⁶ flops per µs.
+        memory_us: bytes / (ceilings.copy_gbs * 1e3),
+        compute_us: flops / (ceilings.rate_tflops(compute) * 1e6),
+    })
+}
+
+/// How close a launch of `time_us` comes to its bound: 100 at the speed of light, above 100
+/// when it seems faster (see [`faster_than_light`]).
+pub fn percent_of_sol(bound_us: f64, time_us: f64) -> f64 {
+    100.0 * bound_us / time_us
+}
+
+/// The least noise margin of [`faster_than_light`], as a fraction of the bound.
+pub const MIN_MARGIN: f64 = 0.05;
+
+/// Whether a time is below the bound by more than measurement noise, so that the result is
+/// more likely wrong (work skipped, a broken check, a gamed benchmark) than fast.
+///
+/// The margin is the larger of [`MIN_MARGIN`] and three times `spread` (the timing's relative
+/// interquartile range). The spread covers the kernel's own run-to-run jitter; the 5% floor
+/// covers what it cannot see: the ceilings are measured too (at another moment's clocks), and a
+/// tuned kernel can stream slightly faster than the simple copy that measured the bandwidth.
+pub fn faster_than_light(time_us: f64, bound_us: f64, spread: f64) -> bool {
+    let spread = if spread.is_finite() { spread.max(0.0) } else { 0.0 };
+    let margin = MIN_MARGIN.max(3.0 * spread);
+    time_us < bound_us * (1.0 - margin)
+}
+
+/// One line for a hover: which ceiling limits the launch and how close it comes, e.g.
+/// `memory-bound: 93% of the 89.4 µs bound (3001 GB/s measured copy bandwidth)`.
+pub fn headroom(bound: &Bound, time_us: f64, ceilings: &Ceilings) -> String {
+    let (limit, ceiling) = match bound.limit() {
+        Limit::Memory => ("memory-bound", ceilings.describe_bandwidth()),
+        Limit::Compute => ("compute-bound", ceilings.describe_rate(bound.compute)),
+    };
+    let percent = percent_of_sol(bound.bound_us(), time_us);
+    format!("{limit}: {percent:.0}% of the {} bound ({ceiling})", format_us(bound.bound_us()))
+}
+
+/// Microseconds with three significant figures or more, e.g. `89.4 µs`, `2.15 µs`.
+pub fn format_us(us: f64) -> String {
+    if us < 10.0 { format!("{us:.2} µs") } else { format!("{us:.1} µs") }
+}
+
+#[cfg(test)]
+mod tests;
