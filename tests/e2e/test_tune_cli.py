@@ -37,6 +37,7 @@ def test_a_replay_finds_the_recorded_best_and_says_it_is_a_replay(tmp_path):
     assert "24 evaluated (0 from earlier runs) with brute-force" in result.stdout
     assert "stopped: space exhausted" in result.stdout
     assert "not verified: recorded measurements carry no outputs" in result.stdout
+    assert "speed of light: memory-bound: 83% of the 80.1 µs bound (3350 GB/s datasheet memory bandwidth of the H100 SXM)" in result.stdout, result.stdout
 
     report = json.loads(tune("--spec", str(SPEC), "--replay", str(RECORDING), "--json", workspace=tmp_path).stdout)
     assert report["source"]["kind"] == "replay" and report["source"]["from"].endswith("rmsnorm_8192_h100.t4.json")

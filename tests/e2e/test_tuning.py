@@ -108,7 +108,7 @@ async def test_tuning_a_replay_reports_progress_then_shows_the_speedup_in_place(
 
     # The hint at the kernel's name, from the results database.
     [hint] = [h for h in await inlay_hints(client, uri) if h.label != launch_hint.label]
-    assert hint.label == "1.95× ✓ replay"
+    assert hint.label == "1.95× ✓ replay · 83% SOL"
     name_line = line_of(text, f"__global__ void {KERNEL}")
     assert hint.position.line == name_line
     if client.profile.name == "neovim":
@@ -120,7 +120,9 @@ async def test_tuning_a_replay_reports_progress_then_shows_the_speedup_in_place(
     )
     value = hover.contents.value
     assert "**Tuning results** — **replay** of recorded measurements from" in value, value
-    assert "| BLOCK_SIZE=512 RMSNORM_VEC=8 | 97.06 µs | 1.95× |" in value, value
+    assert "| BLOCK_SIZE=512 RMSNORM_VEC=8 | 97.06 µs | 1.95× | 83% |" in value, value
+    # A replay has no device to measure: the bound uses the datasheet's figures, and says so.
+    assert "Speed of light of BLOCK_SIZE=512 RMSNORM_VEC=8: memory-bound: 83% of the 80.1 µs bound (3350 GB/s datasheet memory bandwidth of the H100 SXM)" in value, value
     assert "24 configurations tried, 24 correct" in value and "brute-force" in value, value
 
     # The run's end republishes the file's diagnostics: a replay has nothing to complain about.
@@ -134,7 +136,7 @@ async def test_tuning_a_replay_reports_progress_then_shows_the_speedup_in_place(
     assert stale.severity == types.DiagnosticSeverity.Hint and stale.range.start.line == name_line
     assert f"the tuning results of `{KERNEL}` were measured on an earlier version of it" in stale.message
     [hint] = [h for h in await inlay_hints(client, uri) if h.label != launch_hint.label]
-    assert hint.label == "1.95× ✓ replay (stale)"
+    assert hint.label == "1.95× ✓ replay · 83% SOL (stale)"
 
 
 async def test_templatize_then_tune_from_the_editor(client, tmp_path):
@@ -165,7 +167,7 @@ async def test_templatize_then_tune_from_the_editor(client, tmp_path):
     assert await command(client, "cutune.tune", {"uri": uri, "position": {"line": line_of(templatized, "float sum = 0.f;"), "character": 4}}) == {"started": KERNEL}
     await eventually(client, lambda: any("stopped: space exhausted" in m.message for m in client.messages[seen:]), "the run to finish")
     hints = [h.label for h in await inlay_hints(client, uri)]
-    assert "1.95× ✓ replay" in hints and "BLOCK_SIZE=256 RMSNORM_VEC=1" in hints, hints
+    assert "1.95× ✓ replay · 83% SOL" in hints and "BLOCK_SIZE=256 RMSNORM_VEC=1" in hints, hints
 
 
 async def test_apply_best_rewrites_the_defaults_of_a_templatized_file(client, tmp_path):
@@ -196,7 +198,7 @@ async def test_apply_best_rewrites_the_defaults_of_a_templatized_file(client, tm
     assert [(a.title, *command_of(a)) for a in offered if a.title != f"Templatize kernel {KERNEL}"] == [
         (f"Tune kernel {KERNEL} on GPU", "cutune.tune", [{"uri": uri, "kernel": KERNEL}]),
         (f"Verify kernel {KERNEL} against the original (five stages)", "cutune.verify", [{"uri": uri, "kernel": KERNEL}]),
-        (f"Apply best configuration BLOCK_SIZE=512 RMSNORM_VEC=8 (1.95× ✓ replay)", "cutune.applyBest", [{"uri": uri, "kernel": KERNEL}]),
+        (f"Apply best configuration BLOCK_SIZE=512 RMSNORM_VEC=8 (1.95× ✓ replay · 83% SOL)", "cutune.applyBest", [{"uri": uri, "kernel": KERNEL}]),
     ]
     answer = await command(client, "cutune.applyBest", {"uri": uri, "kernel": KERNEL})
     assert answer == {"applied": "BLOCK_SIZE=512 RMSNORM_VEC=8", "notes": []}
@@ -206,7 +208,7 @@ async def test_apply_best_rewrites_the_defaults_of_a_templatized_file(client, tm
     rewritten = apply(templatized, change.edits, client.profile.encoding)
     assert "#define BLOCK_SIZE 512\n" in rewritten and "#define RMSNORM_VEC 8\n" in rewritten
     assert rewritten.replace("BLOCK_SIZE 512", "BLOCK_SIZE 256").replace("RMSNORM_VEC 8", "RMSNORM_VEC 1") == templatized
-    await eventually(client, lambda: any(f"`{KERNEL}` now defaults to BLOCK_SIZE=512 RMSNORM_VEC=8 (1.95× ✓ replay)" in m.message for m in client.messages), "the applied message")
+    await eventually(client, lambda: any(f"`{KERNEL}` now defaults to BLOCK_SIZE=512 RMSNORM_VEC=8 (1.95× ✓ replay · 83% SOL)" in m.message for m in client.messages), "the applied message")
 
 
 async def test_stopping_cancels_the_run_and_keeps_what_it_measured(client, tmp_path):

@@ -69,6 +69,10 @@ pub struct TuneArgs {
     /// The NVRTC library to use (otherwise `CUTUNE_NVRTC`, `CUDA_HOME`, the loader path, pip).
     #[arg(long)]
     pub nvrtc: Option<PathBuf>,
+    /// Stop once the best configuration reaches this fraction of the speed-of-light bound
+    /// (0.95: within 95%); 0 never stops for it.
+    #[arg(long, default_value_t = tune::SOL_STOP)]
+    pub sol_stop: f64,
     /// Report the fastest configuration without running the five verification stages on it
     /// (every candidate is still checked against the original on the spec's shapes).
     #[arg(long)]
@@ -107,9 +111,13 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         batch_size: args.batch.max(1),
         reuse_stored: !args.remeasure,
         verify_best: !args.no_verify,
+        sol_stop: (args.sol_stop > 0.0).then_some(args.sol_stop),
     };
+    if !(0.0..=1.0).contains(&args.sol_stop) {
+        return Err(anyhow!("--sol-stop {} must be a fraction between 0 and 1 (0.95: stop within 95% of the speed of light; 0: never)", args.sol_stop));
+    }
     let mut bar = Bar::new(args.budget, runner.source(), args.json);
-    let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(&cache_dir), store: &store };
+    let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(&cache_dir), store: &store, ceilings_dir: crate::sol::cache::default_dir() };
     // Reading the spec, slicing, opening the store, starting the worker and loading NVRTC.
     let startup_seconds = started.elapsed().as_secs_f64();
     let report = tune::tune(&target, runner.as_mut(), &tools, &options, &mut bar);
@@ -166,19 +174,21 @@ fn table(report: &TuneReport, top: usize) -> String {
     out.push_str(&format!("{} `{}`: {measured_on}\n", report.file, report.kernel));
     if let Some(b) = report.baseline_us {
         let spread = report.baseline.iter().map(|t| t.spread).fold(0.0, f64::max);
-        out.push_str(&format!("baseline (the original kernel): {b:.2} µs (spread {:.1}%)\n", spread * 100.0));
+        let sol = report.sol.as_ref().map_or_else(String::new, |bound| format!("; {}", bound.headroom(b)));
+        out.push_str(&format!("baseline (the original kernel): {b:.2} µs (spread {:.1}%){sol}\n", spread * 100.0));
     }
     let mut ranked: Vec<&tune::Row> = report.rows.iter().filter(|r| r.speedup.is_some() || (report.baseline_us.is_none() && r.status.starts_with("ok"))).collect();
     ranked.sort_by(|a, b| a.time_us.unwrap_or(f64::MAX).total_cmp(&b.time_us.unwrap_or(f64::MAX)));
     let width = ranked.iter().take(top).map(|r| r.config.to_string().len()).max().unwrap_or(0).max("configuration".len());
-    out.push_str(&format!("{:<width$} {:>10} {:>8} {:>7} {:>5} {:>6}  status\n", "configuration", "time µs", "speedup", "spread", "regs", "occ"));
+    out.push_str(&format!("{:<width$} {:>10} {:>8} {:>6} {:>7} {:>5} {:>6}  status\n", "configuration", "time µs", "speedup", "%SOL", "spread", "regs", "occ"));
     for row in ranked.iter().take(top) {
         let cell = |v: Option<String>| v.unwrap_or_else(|| "-".into());
         out.push_str(&format!(
-            "{:<width$} {:>10} {:>8} {:>7} {:>5} {:>6}  {}{}\n",
+            "{:<width$} {:>10} {:>8} {:>6} {:>7} {:>5} {:>6}  {}{}\n",
             row.config.to_string(),
             cell(row.time_us.map(|t| format!("{t:.2}"))),
             cell(row.speedup.map(|s| format!("{s:.2}×"))),
+            cell(row.sol_percent.map(|p| format!("{p:.0}%"))),
             cell(row.spread.map(|s| format!("{:.1}%", s * 100.0))),
             cell(row.registers.map(|r| r.to_string())),
             cell(row.occupancy.map(|o| format!("{:.0}%", o * 100.0))),
@@ -194,6 +204,9 @@ fn table(report: &TuneReport, top: usize) -> String {
         None => "no configuration passed".to_string(),
     };
     out.push_str(&format!("{best}\n"));
+    if let (Some(bound), Some(time)) = (&report.sol, report.best.as_ref().and_then(|b| b.time_us)) {
+        out.push_str(&format!("speed of light: {}\n", bound.headroom(time)));
+    }
     for rejected in &report.rejected {
         out.push_str(&format!("rejected {}: {}\n", rejected.config, rejected.summary));
     }

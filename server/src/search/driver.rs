@@ -86,6 +86,11 @@ impl Search {
         self.limits.target = target;
     }
 
+    /// Sets or clears the stop hook, e.g. once the speed-of-light bound is known.
+    pub fn set_hook(&mut self, hook: Option<StopHook>) {
+        self.hook = hook;
+    }
+
     pub fn with_hook(mut self, hook: StopHook) -> Search {
         self.hook = Some(hook);
         self

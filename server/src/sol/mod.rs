@@ -228,15 +228,53 @@ pub fn faster_than_light(time_us: f64, bound_us: f64, spread: f64) -> bool {
     time_us < bound_us * (1.0 - margin)
 }
 
-/// One line for a hover: which ceiling limits the launch and how close it comes, e.g.
-/// `memory-bound: 93% of the 89.4 µs bound (3001 GB/s measured copy bandwidth)`.
-pub fn headroom(bound: &Bound, time_us: f64, ceilings: &Ceilings) -> String {
-    let (limit, ceiling) = match bound.limit() {
-        Limit::Memory => ("memory-bound", ceilings.describe_bandwidth()),
-        Limit::Compute => ("compute-bound", ceilings.describe_rate(bound.compute)),
-    };
-    let percent = percent_of_sol(bound.bound_us(), time_us);
-    format!("{limit}: {percent:.0}% of the {} bound ({ceiling})", format_us(bound.bound_us()))
+/// The bound of a tuning objective, the sum of the medians over the spec's shapes: the sum of
+/// each shape's launch bound, with the ceilings it was computed from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunBound {
+    /// Σ max(memory, compute) over the shapes.
+    pub bound_us: f64,
+    pub memory_us: f64,
+    pub compute_us: f64,
+    pub compute: SolCompute,
+    pub ceilings: Ceilings,
+}
+
+impl RunBound {
+    /// The bound of `kernel`'s shapes, in spec order, with the default configuration.
+    pub fn of(kernel: &KernelSpec, ceilings: &Ceilings) -> Result<RunBound, String> {
+        let mut run = RunBound { bound_us: 0.0, memory_us: 0.0, compute_us: 0.0, compute: kernel.sol.compute.unwrap_or_default(), ceilings: ceilings.clone() };
+        for (index, shape) in kernel.shapes.iter().enumerate() {
+            let bound = bound_for(kernel, shape, None, ceilings).map_err(|why| format!("shape {}: {why}", index + 1))?;
+            run.bound_us += bound.bound_us();
+            run.memory_us += bound.memory_us;
+            run.compute_us += bound.compute_us;
+        }
+        Ok(run)
+    }
+
+    /// Memory on a tie (and when there are no flops).
+    pub fn limit(&self) -> Limit {
+        if self.compute_us > self.memory_us { Limit::Compute } else { Limit::Memory }
+    }
+
+    pub fn percent(&self, time_us: f64) -> f64 {
+        percent_of_sol(self.bound_us, time_us)
+    }
+
+    pub fn faster_than_light(&self, time_us: f64, spread: f64) -> bool {
+        faster_than_light(time_us, self.bound_us, spread)
+    }
+
+    /// One line for a hover: which ceiling limits the kernel and how close `time_us` comes,
+    /// e.g. `memory-bound: 93% of the 89.4 µs bound (3001 GB/s measured copy bandwidth)`.
+    pub fn headroom(&self, time_us: f64) -> String {
+        let (limit, ceiling) = match self.limit() {
+            Limit::Memory => ("memory-bound", self.ceilings.describe_bandwidth()),
+            Limit::Compute => ("compute-bound", self.ceilings.describe_rate(self.compute)),
+        };
+        format!("{limit}: {:.0}% of the {} bound ({ceiling})", self.percent(time_us), format_us(self.bound_us))
+    }
 }
 
 /// Microseconds with three significant figures or more, e.g. `89.4 µs`, `2.15 µs`.

@@ -78,10 +78,24 @@ fn sgemm_is_compute_bound_at_the_rate_sol_compute_names() {
     fp16.sol.compute = Some(SolCompute::Fp16);
     let bound = bound_for(&fp16, &shape, None, &measured_h100()).unwrap();
     assert!((bound.compute_us - flops / 120e6).abs() < 1e-6, "{bound:?}");
-    assert_eq!(
-        headroom(&bound, 2.0 * bound.bound_us(), &measured_h100()),
-        "compute-bound: 50% of the 9162.6 µs bound (120.0 TFLOPS measured FP16 rate)"
-    );
+    fp16.shapes.truncate(1);
+    let run = RunBound::of(&fp16, &measured_h100()).unwrap();
+    assert_eq!((run.bound_us, run.limit()), (bound.bound_us(), Limit::Compute));
+    assert_eq!(run.headroom(2.0 * bound.bound_us()), "compute-bound: 50% of the 9162.6 µs bound (120.0 TFLOPS measured FP16 rate)");
+}
+
+#[test]
+fn a_run_bound_sums_the_shapes_bounds() {
+    let kernel = example("softmax.cutune.toml");
+    let ceilings = measured_h100();
+    let run = RunBound::of(&kernel, &ceilings).unwrap();
+    let each: Vec<f64> = kernel.shapes.iter().map(|s| bound_for(&kernel, s, None, &ceilings).unwrap().bound_us()).collect();
+    assert_eq!(each.len(), 2);
+    assert!((run.bound_us - each.iter().sum::<f64>()).abs() < 1e-9);
+    assert_eq!(run.limit(), Limit::Memory);
+    assert!(run.faster_than_light(run.bound_us * 0.9, 0.01) && !run.faster_than_light(run.bound_us * 0.97, 0.01));
+    assert!(run.headroom(run.bound_us * 2.0).starts_with("memory-bound: 50% of the "), "{}", run.headroom(run.bound_us * 2.0));
+    assert!(run.headroom(run.bound_us * 2.0).ends_with(" bound (3001 GB/s measured copy bandwidth)"));
 }
 
 #[test]
@@ -127,10 +141,10 @@ fn faster_than_light_needs_more_than_the_noise_margin() {
 #[test]
 fn headroom_says_which_ceiling_and_how_close() {
     assert!((percent_of_sol(89.45, 96.2) - 93.0).abs() < 0.1);
-    let bound = Bound { bytes: 268_435_456.0, flops: 0.0, compute: SolCompute::Fp32, memory_us: 89.449, compute_us: 0.0 };
-    assert_eq!(headroom(&bound, 96.2, &measured_h100()), "memory-bound: 93% of the 89.4 µs bound (3001 GB/s measured copy bandwidth)");
-    let datasheet = Ceilings::datasheet("NVIDIA H100 80GB HBM3").unwrap();
-    assert_eq!(headroom(&bound, 96.2, &datasheet), "memory-bound: 93% of the 89.4 µs bound (3350 GB/s datasheet memory bandwidth of the H100 SXM)");
+    let mut bound = RunBound { bound_us: 89.449, memory_us: 89.449, compute_us: 0.0, compute: SolCompute::Fp32, ceilings: measured_h100() };
+    assert_eq!(bound.headroom(96.2), "memory-bound: 93% of the 89.4 µs bound (3001 GB/s measured copy bandwidth)");
+    bound.ceilings = Ceilings::datasheet("NVIDIA H100 80GB HBM3").unwrap();
+    assert_eq!(bound.headroom(96.2), "memory-bound: 93% of the 89.4 µs bound (3350 GB/s datasheet memory bandwidth of the H100 SXM)");
 }
 
 #[test]

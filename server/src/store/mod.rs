@@ -96,6 +96,8 @@ pub struct RunInfo {
     /// SHA-256 of the kernel's definition in the user's file when it was tuned (empty: not
     /// known); another hash now means the results are stale.
     pub kernel_sha256: String,
+    /// The speed-of-light bound of the run's objective, when there was one.
+    pub sol: Option<crate::sol::RunBound>,
 }
 
 /// A stored run: what it was asked, and how it ended (nothing yet while it runs, or if it was
@@ -214,8 +216,8 @@ impl Store {
         connection
             .execute(
                 "INSERT INTO runs (kernel, file, strategy, seed, budget, source_kind, replay_from, device, started_at,
-                                   baseline_us, source_sha256, problems_sha256, nvrtc, kernel_sha256)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                                   baseline_us, source_sha256, problems_sha256, nvrtc, kernel_sha256, sol)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                 // SQLite integers are signed; the seed's bits are stored as they are.
                 params![
                     run.kernel,
@@ -231,7 +233,8 @@ impl Store {
                     run.source_sha256,
                     run.problems_sha256,
                     run.nvrtc,
-                    run.kernel_sha256
+                    run.kernel_sha256,
+                    run.sol.as_ref().and_then(|sol| serde_json::to_string(sol).ok())
                 ],
             )
             .map_err(|e| self.error(e))?;
@@ -253,7 +256,7 @@ impl Store {
         let mut statement = connection
             .prepare(
                 "SELECT id, kernel, file, strategy, seed, budget, source_kind, replay_from, device, started_at, finished_at, stop_reason,
-                        baseline_us, source_sha256, problems_sha256, nvrtc, kernel_sha256
+                        baseline_us, source_sha256, problems_sha256, nvrtc, kernel_sha256, sol
                  FROM runs WHERE kernel = ?1 ORDER BY id",
             )
             .map_err(|e| self.error(e))?;
@@ -269,9 +272,14 @@ impl Store {
                 let (finished_at, stop_reason) = (row.get(10)?, row.get(11)?);
                 let baseline_us = row.get(12)?;
                 let (source_sha256, problems_sha256, nvrtc, kernel_sha256) = (row.get(13)?, row.get(14)?, row.get(15)?, row.get(16)?);
-                let run = source.map(|source| Run {
+                let sol: Option<String> = row.get(17)?;
+                let run = source.and_then(|source| {
+                    let sol = sol.map(|text| serde_json::from_str(&text).map_err(|e| format!("the run's speed-of-light bound: {e}"))).transpose()?;
+                    Ok(RunInfo { kernel, file, strategy, seed, budget, source, device, started_at, baseline_us, source_sha256, problems_sha256, nvrtc, kernel_sha256, sol })
+                });
+                let run = run.map(|info| Run {
                     id,
-                    info: RunInfo { kernel, file, strategy, seed, budget, source, device, started_at, baseline_us, source_sha256, problems_sha256, nvrtc, kernel_sha256 },
+                    info,
                     finished_at,
                     stop_reason,
                 });

@@ -83,6 +83,8 @@ pub(super) const MIGRATIONS: &[&str] = &[
         verified_at INTEGER NOT NULL
     );
     CREATE INDEX verifications_by_key ON verifications (kernel, source_sha256, problems_sha256, device, nvrtc, configuration);",
+    // 4: a run's speed-of-light bound and the ceilings it came from, as JSON (`sol::RunBound`).
+    "ALTER TABLE runs ADD COLUMN sol TEXT;",
 ];
 
 /// The version this cutune writes.

@@ -76,6 +76,18 @@ fn run_info() -> RunInfo {
         problems_sha256: "p1".into(),
         nvrtc: "13.0".into(),
         kernel_sha256: "k1".into(),
+        sol: Some(crate::sol::RunBound {
+            bound_us: 89.45,
+            memory_us: 89.45,
+            compute_us: 0.1 + 0.2,
+            compute: crate::spec::SolCompute::Fp32,
+            ceilings: crate::sol::Ceilings {
+                copy_gbs: 3001.0,
+                fp32_tflops: 60.0,
+                fp16_tflops: 120.0,
+                origin: crate::sol::CeilingsOrigin::Measured { device: "NVIDIA H100 80GB HBM3".into(), measured_at: 1_790_000_000 },
+            },
+        }),
     }
 }
 
@@ -302,7 +314,7 @@ fn a_database_of_a_newer_cutune_is_refused() {
     Connection::open(&path).and_then(|c| c.pragma_update(None, "user_version", schema::SCHEMA_VERSION + 1)).expect("bump version");
     let error = Store::open_file(&path).err().expect("newer schema refused");
     assert!(matches!(error, StoreError::NewerSchema { .. }), "{error:?}");
-    assert!(error.to_string().contains("was written by a newer cutune (schema version 4; this cutune knows up to 3)"), "{error}");
+    assert!(error.to_string().contains("was written by a newer cutune (schema version 5; this cutune knows up to 4)"), "{error}");
 }
 
 #[test]

@@ -22,6 +22,7 @@ use crate::gpu::{FailureKind, Kernel, LaunchDims, Module, Outcome, Runner, Runne
 use crate::search::{self, Point, Search, SearchSpace, StrategyName};
 use crate::space::{self, Configuration, Occupancy};
 use crate::spec::{sha256_hex, KernelSpec};
+use crate::sol::{self, RunBound};
 use crate::verify::Finding;
 use crate::store::{counts_as_correct, unix_now, Evaluation, ResultKey, RunInfo, Store};
 
@@ -94,7 +95,13 @@ pub struct TuneOptions {
     /// Run the five verification stages on the winner before reporting it as best (and on the
     /// next fastest while it fails, up to [`WINNER_CHECKS`] configurations).
     pub verify_best: bool,
+    /// Stop once the best configuration reaches this fraction of the speed of light (0.95:
+    /// within 95% of the bound); `None` never stops for it.
+    pub sol_stop: Option<f64>,
 }
+
+/// The default of [`TuneOptions::sol_stop`].
+pub const SOL_STOP: f64 = 0.95;
 
 /// How many of the fastest configurations the five stages are tried on before giving up.
 pub const WINNER_CHECKS: usize = 3;
@@ -132,6 +139,8 @@ pub struct Row {
     pub status: String,
     pub time_us: Option<f64>,
     pub speedup: Option<f64>,
+    /// Percent of the speed of light: the run's bound over this time.
+    pub sol_percent: Option<f64>,
     pub spread: Option<f64>,
     pub registers: Option<u32>,
     pub occupancy: Option<f64>,
@@ -153,6 +162,8 @@ pub struct TuneReport {
     pub seed: u64,
     pub baseline: Vec<Timing>,
     pub baseline_us: Option<f64>,
+    /// The speed-of-light bound of the objective (absent when the device has no ceilings).
+    pub sol: Option<RunBound>,
     pub best: Option<Row>,
     /// Every evaluation of this run, in the order they were made.
     pub rows: Vec<Row>,
@@ -218,6 +229,8 @@ pub struct Tools<'a> {
     pub nvrtc: Option<&'a Nvrtc>,
     pub cache: CubinCache,
     pub store: &'a Store,
+    /// Where the devices' measured ceilings are cached (`sol::cache::default_dir()`).
+    pub ceilings_dir: std::path::PathBuf,
 }
 
 /// Runs one tuning session. Every evaluation is in the store when this returns, also on error.
@@ -321,6 +334,28 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
     let baseline = runner.prepare(&problems, &baseline_kernel, &harness).with_context(|| format!("running the baseline `{}` on {}", kernel.name, device.name))?;
     let baseline_us = (!baseline.is_empty()).then(|| baseline.iter().map(|t| t.median_us).sum::<f64>());
     search.set_target(options.target_speedup.zip(baseline_us).map(|(speedup, baseline)| baseline / speedup));
+    // The device's ceilings are measured once per device and cached; replays use the
+    // datasheet's, labelled.
+    let ceilings = if runner.needs_code() {
+        sol::ceilings_for(runner, tools.nvrtc, &tools.ceilings_dir, false).map_err(|e| format!("{e:#}"))
+    } else {
+        // A replay measures nothing: the ceilings cached for its device, else the datasheet's.
+        sol::measured(runner, None, &tools.ceilings_dir, false)
+            .map(|found| found.ceilings)
+            .or_else(|_| sol::Ceilings::datasheet(&device.name).ok_or_else(|| format!("cutune has no datasheet figures for {}", device.name)))
+    };
+    let sol_bound = ceilings
+        .and_then(|ceilings| RunBound::of(kernel, &ceilings))
+        .map_err(|why| tracing::warn!("no speed-of-light bound for `{}`: {why}", kernel.name))
+        .ok();
+    if let (Some(bound), Some(fraction)) = (&sol_bound, options.sol_stop) {
+        let bound_us = bound.bound_us;
+        search.set_hook(Some(Box::new(move |best| {
+            (best * fraction <= bound_us).then(|| {
+                format!("within {:.0}% of the speed of light: best {} against the {} bound", fraction * 100.0, sol::format_us(best), sol::format_us(bound_us))
+            })
+        })));
+    }
 
     let run_id = tools.store.begin_run(&RunInfo {
         kernel: kernel.name.clone(),
@@ -336,6 +371,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         problems_sha256: key.problems_sha256.clone(),
         nvrtc: key.nvrtc.clone(),
         kernel_sha256: target.kernel_sha256.clone(),
+        sol: sol_bound.clone(),
     })?;
 
     let mut rows = Vec::new();
@@ -356,9 +392,28 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         } else {
             resumed += 1;
         }
-        let objective = objective(&evaluation);
+        let mut objective = objective(&evaluation);
+        // Faster than the speed of light is more likely wrong than fast: never best, and kept
+        // as a failed verification so that the store and the editor say so too.
+        let too_fast = match (objective, &sol_bound, &evaluation.outcome) {
+            (Some(time_us), Some(bound), Outcome::Measured { timings, .. }) if bound.faster_than_light(time_us, timings.iter().map(|t| t.spread).fold(0.0, f64::max)) => {
+                Some(Finding::FasterThanLight { time_us, bound_us: bound.bound_us, ceilings: bound.ceilings.to_string() })
+            }
+            _ => None,
+        };
+        if let Some(finding) = &too_fast {
+            objective = None;
+            if !was_resumed {
+                tools.store.record_verification(&key, &verification::failed_on_shapes(kernel, &evaluation.config, finding.clone())?)?;
+            }
+        }
         search.record(point, objective);
-        let row = row(&evaluation, objective, baseline_us, was_resumed);
+        let mut row = row(&evaluation, objective, baseline_us, was_resumed);
+        row.sol_percent = row.time_us.zip(sol_bound.as_ref()).map(|(time, bound)| bound.percent(time));
+        if let Some(finding) = too_fast {
+            row.status = finding.to_string();
+            *failures.entry(finding.label().to_string()).or_insert(0) += 1;
+        }
         match (&evaluation.outcome, Finding::of_outcome(&evaluation.outcome)) {
             (Outcome::Failed { .. }, Some(finding)) => *failures.entry(finding.to_string()).or_insert(0) += 1,
             (Outcome::Measured { .. }, Some(finding)) if objective.is_none() => *failures.entry(finding.label().to_string()).or_insert(0) += 1,
@@ -479,6 +534,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         seed: options.seed,
         baseline,
         baseline_us,
+        sol: sol_bound,
         best,
         rows,
         verification,
@@ -603,6 +659,7 @@ fn row(evaluation: &Evaluation, objective: Option<f64>, baseline_us: Option<f64>
         status,
         time_us,
         speedup: objective.zip(baseline_us).map(|(t, b)| b / t),
+        sol_percent: None,
         spread,
         registers: evaluation.resources.as_ref().map(|r| r.registers),
         occupancy: evaluation.occupancy,
@@ -610,3 +667,6 @@ fn row(evaluation: &Evaluation, objective: Option<f64>, baseline_us: Option<f64>
         resumed,
     }
 }
+
+#[cfg(test)]
+mod tests;

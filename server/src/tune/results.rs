@@ -59,6 +59,11 @@ impl KernelResults {
         self.verifications.iter().find(|v| v.config == evaluation.config)
     }
 
+    /// Percent of the run's speed-of-light bound.
+    fn sol_percent(&self, evaluation: &Evaluation) -> Option<f64> {
+        self.run.info.sol.as_ref().zip(measured_us(evaluation)).map(|(bound, time)| bound.percent(time))
+    }
+
     fn speedup(&self, evaluation: &Evaluation) -> Option<f64> {
         self.run.info.baseline_us.zip(objective(evaluation)).map(|(baseline, time)| baseline / time)
     }
@@ -152,9 +157,10 @@ impl KernelResults {
             Some(best) => {
                 let replay = matches!(self.run.info.source, RunnerSource::Replay { .. });
                 let mark = if replay || self.verification(best).is_some_and(|v| v.passed) { "✓" } else { "✓?" };
+                let sol = self.sol_percent(best).map_or_else(String::new, |p| format!(" · {p:.0}% SOL"));
                 match self.speedup(best) {
-                    Some(speedup) => format!("{speedup:.2}× {mark} {}", self.origin()),
-                    None => format!("{mark} {}", self.origin()),
+                    Some(speedup) => format!("{speedup:.2}× {mark} {}{sol}", self.origin()),
+                    None => format!("{mark} {}{sol}", self.origin()),
                 }
             }
             None => format!("✗ none correct ({} tried) {}", self.evaluations.len(), self.origin()),
@@ -171,16 +177,17 @@ impl KernelResults {
             RunnerSource::Device => String::new(),
         };
         let _ = writeln!(out, "**Tuning results**{replay}\n");
-        let _ = writeln!(out, "| configuration | time | speedup | registers | occupancy | status |");
-        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        let _ = writeln!(out, "| configuration | time | speedup | %SOL | registers | occupancy | status |");
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
         // The fastest that ran, wrong ones included: a fast wrong configuration is worth seeing.
         let shown = self.evaluations.iter().filter(|e| measured_us(e).is_some()).take(HOVER_ROWS);
         for evaluation in shown {
             let time = measured_us(evaluation).map_or_else(|| "—".into(), |t| format!("{t:.2} µs"));
             let speedup = self.speedup(evaluation).map_or_else(|| "—".into(), |s| format!("{s:.2}×"));
+            let sol = self.sol_percent(evaluation).map_or_else(|| "—".into(), |p| format!("{p:.0}%"));
             let registers = evaluation.resources.as_ref().map_or_else(|| "—".into(), |r| r.registers.to_string());
             let occupancy = evaluation.occupancy.map_or_else(|| "—".into(), |o| format!("{:.0}%", o * 100.0));
-            let _ = writeln!(out, "| {} | {time} | {speedup} | {registers} | {occupancy} | {} |", evaluation.config, status(evaluation));
+            let _ = writeln!(out, "| {} | {time} | {speedup} | {sol} | {registers} | {occupancy} | {} |", evaluation.config, status(evaluation));
         }
         let tried = self.evaluations.len();
         let correct = self.evaluations.iter().filter(|e| counts_as_correct(e)).count();
@@ -191,6 +198,10 @@ impl KernelResults {
             "\nBaseline (the original kernel): {baseline} · {} · {date} · {} · {tried} configurations tried, {correct} correct",
             info.device, info.strategy
         );
+        if let (Some(bound), Some(best)) = (&info.sol, self.best()) {
+            let time = measured_us(best).unwrap_or(f64::NAN);
+            let _ = write!(out, "\n\nSpeed of light of {}: {}", best.config, bound.headroom(time));
+        }
         if let (Some(best), RunnerSource::Device) = (self.best(), &info.source) {
             let _ = match self.verification(best) {
                 Some(verification) => write!(out, "\n\nVerification of {}: {}", best.config, verification.summary),
@@ -278,6 +289,13 @@ mod tests {
             problems_sha256: "p".into(),
             nvrtc: "13.0".into(),
             kernel_sha256: "tuned".into(),
+            sol: Some(crate::sol::RunBound {
+                bound_us: 40.0,
+                memory_us: 40.0,
+                compute_us: 0.0,
+                compute: crate::spec::SolCompute::Fp32,
+                ceilings: crate::sol::Ceilings::datasheet("NVIDIA H100 80GB HBM3").unwrap(),
+            }),
         };
         let evaluations = vec![
             evaluation(64, measured(40.0, wrong)),
@@ -298,19 +316,19 @@ mod tests {
     fn the_hint_is_the_best_verified_speedup_and_says_when_it_is_stale() {
         let results = results();
         assert_eq!(results.best().map(|b| b.config.to_string()), Some("BLOCK=256".into()), "the faster wrong one is not best");
-        assert_eq!(results.hint("tuned"), "2.00× ✓ H100");
-        assert_eq!(results.hint("edited"), "2.00× ✓ H100 (stale)");
+        assert_eq!(results.hint("tuned"), "2.00× ✓ H100 · 80% SOL");
+        assert_eq!(results.hint("edited"), "2.00× ✓ H100 · 80% SOL (stale)");
     }
 
     #[test]
     fn a_best_without_five_stage_verification_is_marked_and_a_failed_one_is_not_best() {
         let mut results = results();
         results.verifications.clear();
-        assert_eq!(results.hint("tuned"), "2.00× ✓? H100");
+        assert_eq!(results.hint("tuned"), "2.00× ✓? H100 · 80% SOL");
         assert!(results.hover().contains("BLOCK=256 matched the original on the spec's shapes (✓?)"), "{}", results.hover());
         results.verifications = vec![verification(256, false)];
         assert_eq!(results.best().map(|b| b.config.to_string()), Some("BLOCK=128".into()));
-        assert_eq!(results.hint("tuned"), "1.25× ✓? H100");
+        assert_eq!(results.hint("tuned"), "1.25× ✓? H100 · 50% SOL");
         let findings = results.findings(Span::default(), "tuned");
         assert_eq!((findings[0].severity, findings[0].code), (Severity::Error, "failed-verification"));
         assert_eq!(findings[0].message, "BLOCK=256 failed verification: failed stage 5 (edges) on n=255: skips part of the output");
@@ -342,8 +360,9 @@ mod tests {
     #[test]
     fn the_hover_lists_the_best_configurations_and_the_run() {
         let hover = results().hover();
-        assert!(hover.contains("| BLOCK=256 | 50.00 µs | 2.00× | 255 | 20% | ✓ matches |"), "{hover}");
-        assert!(hover.contains("| BLOCK=64 | 40.00 µs | — | — | — | ✗ wrong at 7 |"), "{hover}");
+        assert!(hover.contains("| BLOCK=256 | 50.00 µs | 2.00× | 80% | 255 | 20% | ✓ matches |"), "{hover}");
+        assert!(hover.contains("| BLOCK=64 | 40.00 µs | — | 100% | — | — | ✗ wrong at 7 |"), "{hover}");
+        assert!(hover.contains("Speed of light of BLOCK=256: memory-bound: 80% of the 40.0 µs bound (3350 GB/s datasheet memory bandwidth of the H100 SXM)"), "{hover}");
         assert!(hover.contains("Baseline (the original kernel): 100.00 µs · NVIDIA H100 80GB HBM3 (sm_90) · 1970-01-01T00:00:00Z · brute-force · 4 configurations tried, 2 correct"), "{hover}");
         assert!(hover.contains("Verification of BLOCK=256: passed 5 stages (17 cases)"), "{hover}");
     }

@@ -73,6 +73,15 @@ pub fn run_and_store(kernel: &KernelSpec, config: &Configuration, stages: &[Stag
     Ok(report)
 }
 
+/// A failed verification of `config` found while tuning on the spec's shapes (a time faster
+/// than the speed of light), to store like any other.
+pub fn failed_on_shapes(kernel: &KernelSpec, config: &Configuration, finding: verify::Finding) -> Result<Verification> {
+    let case = verify::CaseResult { stage: Stage::Smoke, label: "the spec's shapes, while tuning".into(), status: verify::CaseStatus::Fail { finding } };
+    let report = verify::Report { kernel: kernel.name.clone(), config: config.clone(), stages: Vec::new(), cases: vec![case], skipped: Vec::new(), not_run: 0, seconds: 0.0 };
+    let summary = report.failure().map(|(_, finding)| finding.to_string()).unwrap_or_default();
+    Ok(Verification { config: config.clone(), passed: false, summary, report: serde_json::to_string(&report)?, verified_at: unix_now() })
+}
+
 /// Verifies `config` of `target` on request (`cutune verify`, the editor's `Verify kernel`).
 pub fn verify_configuration(target: &Target, runner: &mut dyn Runner, tools: &Tools, config: &Configuration, stages: &[Stage], keep_going: bool, cancelled: &dyn Fn() -> bool) -> Result<verify::Report> {
     if !runner.needs_code() {

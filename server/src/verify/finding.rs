@@ -63,6 +63,9 @@ pub enum Finding {
         #[serde(with = "crate::gpu::protocol::nonfinite")]
         later: f64,
     },
+    /// Timed below the speed-of-light bound by more than the noise margin (`sol`): work was
+    /// skipped or the measurement is wrong. `ceilings` says what the bound came from.
+    FasterThanLight { time_us: f64, bound_us: f64, ceilings: String },
 }
 
 impl Finding {
@@ -126,6 +129,7 @@ impl Finding {
             Finding::Wrong { .. } => "wrong output",
             Finding::NonDeterministic { .. } => "non-deterministic",
             Finding::ReadsUnwrittenShared { .. } => "reads unwritten shared memory",
+            Finding::FasterThanLight { .. } => "faster than light",
         }
     }
 }
@@ -172,6 +176,12 @@ impl fmt::Display for Finding {
                      (set `verify.deterministic = false` in the spec if the order of float atomics is meant to vary)"
                 )
             }
+            Finding::FasterThanLight { time_us, bound_us, ceilings } => write!(
+                f,
+                "faster than the speed of light: {} against a bound of {} ({ceilings}); likely skipped work or a benchmarking error, so it is never best",
+                crate::sol::format_us(*time_us),
+                crate::sol::format_us(*bound_us)
+            ),
             Finding::ReadsUnwrittenShared { arg, index, first, later } => write!(
                 f,
                 "reads shared memory it did not write: its output follows what shared memory held before the launch (`{arg}`[{index}] = {first}, then {later})"
