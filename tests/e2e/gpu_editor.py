@@ -7,7 +7,9 @@ GPU rather than pass.
   by position, `$/progress` to the end, the inlay hint with the measured speedup on this GPU, the
   hover's table, `cutune.applyBest` on the templatized file;
 - the rmsnorm example with its own, larger spec (model-based search, budget 40): stopped after
-  its first evaluations, keeping them in the results database."""
+  its first evaluations, keeping them in the results database;
+- `cutune.verify` on a file whose defaults were set to a tuned configuration: the five stages,
+  with progress, ending with the stages passed."""
 
 from __future__ import annotations
 
@@ -61,16 +63,19 @@ async def test_tuning_on_the_gpu_shows_the_measured_speedup_and_applies_it(clien
     reports = [v.message for v in values if isinstance(v, types.WorkDoneProgressReport)]
     assert reports[-1].startswith("24/24 · best "), reports
     end = values[-1].message
-    assert "REPLAY" not in end and "stopped: space exhausted" in end, end
+    assert "REPLAY" not in end and ("stopped: space exhausted" in end or "stopped: within 95% of the speed of light" in end), end
+    assert "verified: passed 5 stages" in end, end
 
     [hint] = [h for h in await inlay_hints(client, uri) if "×" in h.label]
-    assert re.fullmatch(r"\d+\.\d\d× ✓ H[12]00", hint.label), hint.label
+    assert re.fullmatch(r"\d+\.\d\d× ✓ H[12]00 · \d+% SOL", hint.label), hint.label
     name_line = line_of(text, f"__global__ void {KERNEL}")
     hover = await asyncio.wait_for(
         client.text_document_hover_async(types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(name_line, text.split("\n")[name_line].index(KERNEL) + 2))),
         TIMEOUT_S,
     )
-    assert "**Tuning results**" in hover.contents.value and "24 configurations tried, 24 correct" in hover.contents.value, hover.contents.value
+    assert "**Tuning results**" in hover.contents.value and "configurations tried" in hover.contents.value, hover.contents.value
+    assert "Verification of " in hover.contents.value and "passed 5 stages" in hover.contents.value, hover.contents.value
+    assert "memory-bound: " in hover.contents.value and "measured copy bandwidth" in hover.contents.value, hover.contents.value
     applied = await command(client, "cutune.applyBest", {"uri": uri, "kernel": KERNEL})
     [change] = client.applied_edits[-1].document_changes
     rewritten = apply(text, change.edits, client.profile.encoding)
@@ -105,3 +110,22 @@ async def test_stopping_a_gpu_run_keeps_what_it_measured(client, tmp_path):
         (stored,) = db.execute("select count(*) from evaluations").fetchone()
     assert 1 <= stored < 40
     record(f"{client.profile.name}: stop", {"message": message, "stop_latency_seconds": latency, "stored": stored})
+
+
+async def test_verify_kernel_runs_the_five_stages_on_the_gpu(client, tmp_path):
+    assert os.path.exists("/dev/nvidia0"), "this suite needs a GPU"
+    source = templatized_project(tmp_path, REPO / "examples" / "rmsnorm.cutune.toml")
+    text = source.read_text().replace("#define BLOCK_SIZE 256\n", "#define BLOCK_SIZE 512\n").replace("#define RMSNORM_VEC 1\n", "#define RMSNORM_VEC 8\n")
+    assert "#define BLOCK_SIZE 512" in text and "#define RMSNORM_VEC 8" in text
+    source.write_text(text)
+    await configure(client, resultsLocation=str(tmp_path))
+    uri = source.as_uri()
+    await open_document(client, uri, text)
+    started = time.perf_counter()
+    assert await command(client, "cutune.verify", {"uri": uri, "kernel": KERNEL}) == {"started": KERNEL}
+    values = await eventually(client, lambda: ended(client, f"Verifying {KERNEL}"), "the verification to end")
+    wall = time.perf_counter() - started
+    end = values[-1].message
+    assert "BLOCK_SIZE=512" in end and "RMSNORM_VEC=8" in end and "passed 5 stages" in end, end
+    assert any(s.get("state") == "verifying" for s in client.statuses)
+    record(f"{client.profile.name}: verify", {"end": end, "wall_seconds": wall})

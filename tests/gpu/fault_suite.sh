@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU suite of verification (issue 5), in one run on the lent GPU machine:
+# GPU suite of verification and the speed of light (issue 5), in one run on the lent GPU machine:
+#   0. the device's ceilings, measured (and cached), next to the datasheet's;
 #   1. fault isolation: a brute-force tune of tests/fixtures/faults/faults.cu, whose MODE 1..9
 #      each misbehave in one way (out-of-bounds write, hang, unwritten shared memory, race,
 #      NaN, skipped output, too much shared memory, too many registers, illegal address).
@@ -7,8 +8,9 @@
 #      worker restarted where needed, and a second run must find all ten results stored;
 #   2. `cutune verify` on each misbehaving mode that runs: the five stages' first failure
 #      must name the misbehaviour (shared-memory reads and races included);
-#   3. the examples (budget 40, winner verified in five stages), then compute-sanitizer
-#      memcheck and racecheck over each winner (`cutune verify --stages smoke` under it).
+#   3. the examples (budget 40, winner verified in five stages) and RMSNorm 8192×8192 (the
+#      Kernel Tuner space): %SOL of the baseline and of the winner; then compute-sanitizer
+#      memcheck and racecheck over each example's winner (`cutune verify --stages smoke`).
 # Reports go to $OUT (or ./gpu-out); the exit status says whether every check held.
 #   CUTUNE=target/release/cutune bash tests/gpu/fault_suite.sh
 set -u
@@ -20,6 +22,9 @@ mkdir -p "$out"
 work="$(mktemp -d -t cutune-faults.XXXXXX)"
 faults=tests/fixtures/faults/faults.cu
 status=0
+
+echo "== 0. ceilings"
+"$cutune" ceilings --refresh 2>&1 | tee "$out/ceilings.txt" || status=1
 
 echo "== 1. fault isolation: one tune over every mode"
 start=$(date +%s.%N)
@@ -78,8 +83,15 @@ for mode, finding in expected.items():
 sys.exit(0 if ok else 1)
 PY
 
-echo "== 3. examples: tune (budget 40, winner verified), compute-sanitizer over each winner"
+echo "== 3. examples: tune (budget 40, winner verified), %SOL, compute-sanitizer over each winner"
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+sol_line() {  # the baseline's and the winner's % of the speed of light, from a tune report
+  python3 -c "
+import json;r=json.load(open('$1'));s=r['sol'];b=r['best']
+print('  %SOL:', s and f\"bound {s['bound_us']:.1f} us ({'memory' if s['memory_us'] >= s['compute_us'] else 'compute'}-bound, {s['ceilings']['origin']['kind']}); baseline {r['baseline_us']:.1f} us = {100 * s['bound_us'] / r['baseline_us']:.1f}%; best {b and b['time_us']:.1f} us = {b and b['sol_percent']:.1f}%\", '| stop:', r['stop_reason'])"
+}
+"$cutune" tune examples/rmsnorm.cu --kernel rmsnorm_kernel --spec bench/kernel_tuner/rmsnorm_8192.cutune.toml --strategy brute-force --workspace "$work/rms8192" --json > "$out/rmsnorm_8192.json" 2> "$out/rmsnorm_8192.err" || status=1
+echo "rmsnorm 8192x8192:"; sol_line "$out/rmsnorm_8192.json"
 for spec_file in examples/*.cutune.toml; do
   name=$(basename "$spec_file" .cutune.toml)
   kernel=$(python3 -c "import tomllib;print(tomllib.load(open('$spec_file','rb'))['kernels'][0]['name'])")
@@ -88,6 +100,7 @@ for spec_file in examples/*.cutune.toml; do
   python3 -c "
 import json;r=json.load(open('$out/example_$name.json'));b=r['best'];v=r['verification']
 print('$name:', 'best', b and b['config'], b and b['speedup'] and round(b['speedup'], 2), '| verified:', v and f\"{len(v['cases'])} cases in {v['seconds']:.2f} s\", '| rejected:', [x['summary'][:120] for x in r['rejected']], '| verify', round(r['verify_seconds'], 2), 's')" 2>/dev/null
+  sol_line "$out/example_$name.json" 2>/dev/null
   [ -n "$best" ] || continue
   for tool in memcheck racecheck; do
     # API errors are not reported: the worker reads a kernel's parameters with
