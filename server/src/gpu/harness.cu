@@ -120,6 +120,18 @@ __device__ double load_real(const void* p, u64 i, int dtype) {
   }
 }
 
+// The largest finite value of a float type (fp8 e4m3 has no infinity: 448 saturates).
+__device__ double max_finite(int dtype) {
+  switch (dtype) {
+    case DT_F16: return 65504.0;
+    case DT_BF16: return 3.3895313892515355e38;
+    case DT_F32: return 3.4028234663852886e38;
+    case DT_FP8_E4M3: return 448.0;
+    case DT_FP8_E5M2: return 57344.0;
+    default: return 1.7976931348623157e308;
+  }
+}
+
 __device__ i64 load_signed(const void* p, u64 i, int dtype) {
   switch (dtype) {
     case DT_I8: return ((const signed char*)p)[i];
@@ -151,7 +163,8 @@ __device__ bool is_poison(u64 bits, int dtype) {
 }
 
 // Compares `n` elements under |actual - expected| <= atol + rtol * |expected|:
-// - NaN matches NaN only; equal infinities match, any other infinity does not;
+// - NaN matches NaN only; equal infinities match; an infinity matches a finite value of the same
+//   sign only within the tolerance of the type's largest finite value (overflow rounding);
 // - integers are compared exactly, as integers (a non-zero tolerance still applies);
 // - the largest errors are over finite errors; the relative one where expected is non-zero.
 // - a mismatch is counted as unwritten when it holds the poison and the expected value does
@@ -189,6 +202,12 @@ extern "C" __global__ void cutune_compare(const void* expected, const void* actu
       } else if (want == got) {
         within = true;  // equal infinities, or +0 and -0
         error = 0.0;
+      } else if (isinf(want) != isinf(got)) {
+        // An infinity against a finite value of the same sign that is within the tolerance of
+        // the largest finite value: the same result, rounded on either side of the overflow.
+        double finite = isinf(want) ? got : want, infinite = isinf(want) ? want : got;
+        within = (finite > 0.0) == (infinite > 0.0) && fabs(finite) + atol + rtol * max_finite(dtype) >= max_finite(dtype);
+        error = __longlong_as_double(0x7FF0000000000000LL);
       } else {
         error = fabs(got - want);
         // An infinity on either side: `rtol * |want|` must not excuse it.
