@@ -63,6 +63,7 @@ fn run_info() -> RunInfo {
         problems_sha256: key().problems_sha256,
         nvrtc: key().nvrtc,
         kernel_sha256: String::new(),
+        sol: None,
     }
 }
 
