@@ -9,7 +9,9 @@ GPU rather than pass.
 - the rmsnorm example with its own, larger spec (model-based search, budget 40): stopped after
   its first evaluations, keeping them in the results database;
 - `cutune.verify` on a file whose defaults were set to a tuned configuration: the five stages,
-  with progress, ending with the stages passed."""
+  with progress, ending with the stages passed;
+- a tune of the fault fixtures (tests/fixtures/faults): every misbehaviour stored with its label,
+  the winner verified, and the server answering hovers while the worker faults, hangs and restarts."""
 
 from __future__ import annotations
 
@@ -129,3 +131,36 @@ async def test_verify_kernel_runs_the_five_stages_on_the_gpu(client, tmp_path):
     assert "BLOCK_SIZE=512" in end and "RMSNORM_VEC=8" in end and "passed 5 stages" in end, end
     assert any(s.get("state") == "verifying" for s in client.statuses)
     record(f"{client.profile.name}: verify", {"end": end, "wall_seconds": wall})
+
+
+async def test_misbehaving_kernels_are_labelled_and_the_server_keeps_answering(client, tmp_path):
+    assert os.path.exists("/dev/nvidia0"), "this suite needs a GPU"
+    faults = REPO / "tests" / "fixtures" / "faults"
+    for name in ("faults.cu", "faults.cutune.toml"):
+        (tmp_path / name).write_text((faults / name).read_text())
+    source = tmp_path / "faults.cu"
+    text = source.read_text()
+    await configure(client, resultsLocation=str(tmp_path), budget=10)
+    uri = source.as_uri()
+    await open_document(client, uri, text)
+    name_line = line_of(text, "__global__ void faulty")
+    at = types.Position(name_line, text.split("\n")[name_line].index("faulty") + 2)
+    assert await command(client, "cutune.tune", {"uri": uri, "kernel": "faulty"}) == {"started": "faulty"}
+    # While the worker faults, hangs and restarts, the server answers hovers.
+    latencies = []
+    while not ended(client, "Tuning faulty"):
+        asked = time.perf_counter()
+        hover = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(types.TextDocumentIdentifier(uri), at)), TIMEOUT_S)
+        latencies.append(time.perf_counter() - asked)
+        assert hover is not None and "faulty" in hover.contents.value
+        await asyncio.sleep(0.05)
+    end = ended(client, "Tuning faulty")[-1].message
+    assert "best MODE=0" in end and "verified: passed 5 stages" in end and "10 configurations evaluated" in end, end
+    codes = {d.code for d in client.diagnostics.get(uri, []) if d.source == "cutune"}
+    assert {"wrong-output", "cannot-run"} <= codes, codes
+    with sqlite3.connect(tmp_path / ".cutune" / "results.db") as db:
+        rows = db.execute("select json_extract(configuration, '$.MODE'), status, message, registers from evaluations").fetchall()
+    statuses = {mode: status for mode, status, _, _ in rows}
+    assert statuses == {0: "pass", 1: "out_of_bounds", 2: "timeout", 3: "mismatch", 4: "mismatch", 5: "mismatch", 6: "mismatch", 7: "infeasible", 8: "infeasible", 9: "fault"}, rows
+    latencies.sort()
+    record(f"{client.profile.name}: faults", {"end": end, "hovers": len(latencies), "hover_p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))], "statuses": statuses})

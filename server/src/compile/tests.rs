@@ -361,3 +361,32 @@ fn a_failed_compile_says_why_in_one_line_and_tells_too_much_static_shared_memory
     let FailureReason::Error(text) = failure_reason(&failure.message, &failure.log) else { panic!("{}", failure.log) };
     assert!(text.starts_with("line 2: ") && text.contains("undefined_name"), "{text}");
 }
+
+/// Every configuration of the fault fixture, compiled as the tuner does (4 threads, batches),
+/// keeps ptxas' resource report: the pre-launch check needs MODE=8's registers.
+#[test]
+fn batched_configurations_keep_their_resources() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/faults/faults.cutune.toml")).unwrap();
+    let kernel = crate::spec::parse_spec(&text).0.unwrap().kernels.remove(0);
+    let source = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/faults/faults.cu")).unwrap();
+    for round in 0..3 {
+        let dir = scratch_dir(&format!("faults-{round}"));
+        let pool = CompilePool::new(nvrtc().clone(), CubinCache::new(&dir), 4, 8);
+        let requests: Vec<(usize, CompileRequest)> = (0..10)
+            .map(|mode| (mode, crate::space::compile_request(&kernel, &source, "sm_90", &crate::space::Configuration(vec![("MODE".into(), mode as i64)]))))
+            .collect();
+        pool.submit(requests);
+        for _ in 0..10 {
+            let built = pool.recv().unwrap();
+            match (built.id, &built.result) {
+                (7, result) => assert!(result.is_err(), "MODE=7 has too much static shared memory"),
+                (id, Ok(compiled)) => {
+                    let resources = compiled.resources.as_ref().unwrap_or_else(|| panic!("round {round}: MODE={id} has no resources"));
+                    assert_eq!(resources.registers > 128, id == 8, "MODE={id}: {resources:?}");
+                }
+                (id, Err(failed)) => panic!("MODE={id}: {}", failed.message),
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
