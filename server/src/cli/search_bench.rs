@@ -1,4 +1,4 @@
-//! `cutune bench search`: the sample efficiency of the search strategies on recorded spaces (T4
+//! `cutune bench-search`: the sample efficiency of the search strategies on recorded spaces (T4
 //! results files, Kernel Tuner caches), as `docs/search.md` reports it.
 
 use std::path::{Path, PathBuf};

@@ -1,5 +1,5 @@
 //! Sample efficiency: how close each strategy gets to a recorded space's optimum, and how fast,
-//! over many seeds. Used by `cutune bench search` and by the `search_efficiency` test.
+//! over many seeds. Used by `cutune bench-search` and by the `search_efficiency` test.
 //!
 //! Every run is a [`Search`] with an evaluation budget over the replay runner's recorded space,
 //! measuring through [`Runner::measure`]. Evaluations count as Kernel Tuner counts them:

@@ -7,8 +7,9 @@
 //! - The model sees only the parameters' values: each value's index, and for parameters of more
 //!   than two values the power of two dividing the value (alignment matters on GPUs: warps,
 //!   vector widths, banks; "multiple of 32" is not a threshold on the value).
-//! - A failed point is learnt as the worst objective seen, which steers the search away from
-//!   regions that fail.
+//! - A failed point is left out of the model (it still counts as an evaluation and is never
+//!   proposed again). Learnt as the worst objective seen, failures made the search settle for
+//!   worse regions of the convolution space more often (`docs/search.md`).
 //! - The candidates are random feasible points (to explore) and every one-parameter change of the
 //!   best points (to refine). They are ranked by `mean - k * spread` of the trees' predictions,
 //!   with `k` taking the values of [`ModelSettings::exploration`] in turn: a greedy choice, then
@@ -152,10 +153,12 @@ impl ModelBased {
     /// `None` before any point succeeded.
     fn propose(&mut self, count: usize) -> Option<Vec<Point>> {
         let mut measured: Vec<(&Point, f64)> = self.observed.iter().filter_map(|(p, o)| o.map(|o| (p, log_objective(o)))).collect();
+        if measured.is_empty() {
+            return None;
+        }
+        let features: Vec<Point> = measured.iter().map(|(p, _)| self.encoder.encode(p)).collect();
+        let targets: Vec<f64> = measured.iter().map(|(_, y)| *y).collect();
         measured.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let worst = measured.last()?.1;
-        let features: Vec<Point> = self.observed.iter().map(|(p, _)| self.encoder.encode(p)).collect();
-        let targets: Vec<f64> = self.observed.iter().map(|(_, o)| o.map_or(worst, log_objective)).collect();
         let forest = Forest::fit(&features, &targets, &self.encoder.bins, &self.settings.forest, &mut self.rng);
 
         let mut candidates: Vec<Point> = Vec::new();
