@@ -161,10 +161,8 @@ async def test_misbehaving_kernels_are_labelled_and_the_server_keeps_answering(c
     with sqlite3.connect(tmp_path / ".cutune" / "results.db") as db:
         rows = db.execute("select json_extract(configuration, '$.MODE'), status, message, registers from evaluations").fetchall()
     statuses = {mode: status for mode, status, _, _ in rows}
-    # MODE=8 is ruled out before launch when ptxas reported its registers, else refused by the
-    # driver at launch: both say the device cannot run it. (With NVRTC 13.0 the registers of
-    # some configurations go missing from the compile log; see the session notes.)
-    assert statuses.pop(8) in ("infeasible", "launch"), rows
-    assert statuses == {0: "pass", 1: "out_of_bounds", 2: "timeout", 3: "mismatch", 4: "mismatch", 5: "mismatch", 6: "mismatch", 7: "infeasible", 9: "fault"}, rows
+    # MODE=8 is ruled out before launch: by ptxas' registers when the compile log has them, else
+    # by the driver's thread limit for the loaded code.
+    assert statuses == {0: "pass", 1: "out_of_bounds", 2: "timeout", 3: "mismatch", 4: "mismatch", 5: "mismatch", 6: "mismatch", 7: "infeasible", 8: "infeasible", 9: "fault"}, rows
     latencies.sort()
     record(f"{client.profile.name}: faults", {"end": end, "hovers": len(latencies), "hover_p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))], "statuses": statuses})

@@ -213,6 +213,16 @@ impl Function {
         during("cuFuncSetAttribute", unsafe { result::function::set_function_attribute(self.function, attribute, bytes) })
     }
 
+    /// The most threads per block this kernel can be launched with, and its registers per
+    /// thread, as the driver sees the loaded code.
+    pub fn thread_limit(&self) -> CudaResult<(u32, u32)> {
+        let attribute = |which| {
+            // SAFETY: a valid function handle.
+            during("cuFuncGetAttribute", unsafe { result::function::get_function_attribute(self.function, which) }).map(|v| v.max(0) as u32)
+        };
+        Ok((attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?, attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)?))
+    }
+
     /// How many blocks of `threads` threads (no dynamic shared memory) fit on one SM at once.
     pub fn resident_blocks(&self, threads: u32) -> CudaResult<u32> {
         let threads = i32::try_from(threads).unwrap_or(i32::MAX);

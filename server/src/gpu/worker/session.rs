@@ -256,6 +256,20 @@ impl Session {
                 format!("the cubin {} has no kernel named `{name}` (the name must be the lowered, mangled one)", cubin.display()),
             )
         })?;
+        // The driver's own limit for the loaded code, so that a block its registers cannot
+        // fill is ruled out with the reason even when the compile log gave no resources.
+        let (max_threads, registers) = function.thread_limit().map_err(Failure::driver(FailureKind::Launch, &loading))?;
+        if let Some(dims) = kernel.launches.iter().find(|l| l.threads() > max_threads as u64) {
+            return Err(Failure::new(
+                FailureKind::Infeasible,
+                format!(
+                    "{registers} registers per thread allow at most {max_threads} threads per block on {}; the launch has {} (block {:?})",
+                    gpu.info.name,
+                    dims.threads(),
+                    dims.block
+                ),
+            ));
+        }
         let shared = kernel.launches.iter().map(|l| l.shared_bytes).max().unwrap_or(0);
         if shared > gpu.info.shared_bytes_per_block {
             let what = format!(
