@@ -210,7 +210,8 @@ check(outcome["outcome"] == "measured" and outcome["verdict"]["status"] == "pass
       "100 KiB of dynamic shared memory works (opt-in set)", outcome)
 
 outcome = measure(worker, kernel("scale", block=2048))
-check(outcome["outcome"] == "failed" and outcome["kind"] == "launch", "a refused launch is a launch failure", outcome)
+check(outcome["outcome"] == "failed" and outcome["kind"] == "infeasible" and "at most 1024 threads per block" in outcome["message"],
+      "a block over the kernel's thread limit is infeasible, before launch", outcome)
 print(f"      {outcome.get('message')}")
 outcome = measure(worker, kernel("no_such_kernel"))
 check(outcome["outcome"] == "failed" and outcome["kind"] == "launch" and "no kernel named" in outcome["message"],

@@ -260,15 +260,12 @@ impl Session {
         // fill is ruled out with the reason even when the compile log gave no resources.
         let (max_threads, registers) = function.thread_limit().map_err(Failure::driver(FailureKind::Launch, &loading))?;
         if let Some(dims) = kernel.launches.iter().find(|l| l.threads() > max_threads as u64) {
-            return Err(Failure::new(
-                FailureKind::Infeasible,
-                format!(
-                    "{registers} registers per thread allow at most {max_threads} threads per block on {}; the launch has {} (block {:?})",
-                    gpu.info.name,
-                    dims.threads(),
-                    dims.block
-                ),
-            ));
+            let limit = if max_threads < gpu.info.max_threads_per_block {
+                format!("{registers} registers per thread allow at most {max_threads} threads per block on {}", gpu.info.name)
+            } else {
+                format!("{} allows at most {max_threads} threads per block", gpu.info.name)
+            };
+            return Err(Failure::new(FailureKind::Infeasible, format!("{limit}; the launch has {} (block {:?})", dims.threads(), dims.block)));
         }
         let shared = kernel.launches.iter().map(|l| l.shared_bytes).max().unwrap_or(0);
         if shared > gpu.info.shared_bytes_per_block {
