@@ -105,7 +105,8 @@ print('$name:', 'best', b and b['config'], b and b['speedup'] and round(b['speed
   for tool in memcheck racecheck; do
     # API errors are not reported: the worker reads a kernel's parameters with
     # cuFuncGetParamInfo until it answers CUDA_ERROR_INVALID_VALUE, the documented end of the
-    # list. Kernels run 10-100x slower under the tools, hence the longer watchdog.
+    # list. Kernels run much slower under the tools (sgemm's smoke stage passed the default
+    # 40 s watchdog under racecheck), hence the longer watchdog.
     CUTUNE_WATCHDOG_SCALE=30 timeout 400 "$sanitizer" --tool "$tool" --target-processes all --report-api-errors no --error-exitcode 99 \
       "$cutune" verify "examples/$name.cu" --kernel "$kernel" --config "$best" --stages smoke --workspace "$work/examples" > "$out/sanitizer_${name}_$tool.txt" 2>&1
     rc=$?

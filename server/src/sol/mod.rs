@@ -50,10 +50,6 @@ impl Ceilings {
         Some(Ceilings { copy_gbs, fp32_tflops, fp16_tflops, origin: CeilingsOrigin::Datasheet { entry: entry.to_string() } })
     }
 
-    pub fn is_measured(&self) -> bool {
-        matches!(self.origin, CeilingsOrigin::Measured { .. })
-    }
-
     /// The arithmetic rate for `compute`, in TFLOPS.
     pub fn rate_tflops(&self, compute: SolCompute) -> f64 {
         match compute {

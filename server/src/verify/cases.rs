@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use anyhow::{anyhow, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Stage;
 use crate::gpu::{Arg, Problem};
@@ -41,7 +41,7 @@ pub struct Case {
 }
 
 /// A case the spec does not allow, with why.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Skipped {
     pub stage: Stage,
     pub label: String,

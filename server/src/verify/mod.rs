@@ -92,18 +92,10 @@ pub struct Report {
     pub config: Configuration,
     pub stages: Vec<Stage>,
     pub cases: Vec<CaseResult>,
-    pub skipped: Vec<SkippedCase>,
+    pub skipped: Vec<Skipped>,
     /// Cases not run because an earlier one failed.
     pub not_run: usize,
     pub seconds: f64,
-}
-
-/// [`Skipped`] as stored and shown.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SkippedCase {
-    pub stage: Stage,
-    pub label: String,
-    pub why: String,
 }
 
 impl Report {
@@ -159,7 +151,7 @@ pub fn run(kernel: &KernelSpec, config: &Configuration, plan: &Plan, code: &Code
         config: config.clone(),
         stages: plan.cases.iter().map(|c| c.stage).chain(plan.skipped.iter().map(|s| s.stage)).collect::<std::collections::BTreeSet<_>>().into_iter().collect(),
         cases: Vec::new(),
-        skipped: plan.skipped.iter().map(|s| SkippedCase { stage: s.stage, label: s.label.clone(), why: s.why.clone() }).collect(),
+        skipped: plan.skipped.clone(),
         not_run: 0,
         seconds: 0.0,
     };
@@ -181,8 +173,9 @@ pub fn run(kernel: &KernelSpec, config: &Configuration, plan: &Plan, code: &Code
                 };
                 status_of(runner.check(&request), kernel.verify.deterministic)
             }
-            // The planner only keeps shapes whose launches evaluate.
-            (Err(infeasible), _) | (_, Err(infeasible)) => CaseStatus::BaselineFailed { message: infeasible.reason },
+            // The planner only keeps shapes whose launches evaluate; should one not, say whose.
+            (Err(infeasible), _) => CaseStatus::BaselineFailed { message: infeasible.reason },
+            (_, Err(infeasible)) => CaseStatus::Fail { finding: Finding::Failed { kind: crate::gpu::FailureKind::Infeasible, message: infeasible.reason } },
         };
         report.cases.push(CaseResult { stage: case.stage, label: case.label.clone(), status });
     }
