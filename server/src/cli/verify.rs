@@ -92,10 +92,11 @@ fn table(report: &Report, device: &str) -> String {
             CaseStatus::Fail { finding } => format!("FAILED: {finding}"),
             CaseStatus::BaselineFailed { message } => format!("not compared: the original fails here ({})", message.lines().next().unwrap_or_default()),
         };
-        let _ = writeln!(out, "  {}. {:<12} {:<48} {status}", case.stage.number(), case.stage.name(), case.label);
+        let _ = writeln!(out, "  {}. {:<12} {:<48} {:>6.1} ms  {status}", case.stage.number(), case.stage.name(), case.label, case.seconds * 1e3);
     }
     for skipped in &report.skipped {
-        let _ = writeln!(out, "  {}. {:<12} {:<48} skipped: {}", skipped.stage.number(), skipped.stage.name(), skipped.label, skipped.why);
+        let what = if skipped.covered_by.is_some() { "not repeated" } else { "skipped" };
+        let _ = writeln!(out, "  {}. {:<12} {:<48} {:>9}  {what}: {}", skipped.stage.number(), skipped.stage.name(), skipped.label, "", skipped.why);
     }
     if report.not_run > 0 {
         let _ = writeln!(out, "  ({} more cases not run after the first failure; --keep-going runs them)", report.not_run);

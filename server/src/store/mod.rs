@@ -192,9 +192,12 @@ impl Store {
         let mut connection = Connection::open(path).map_err(sqlite)?;
         connection.busy_timeout(options.busy_timeout).map_err(sqlite)?;
         // Readers never block the writer, and a killed writer leaves a log that the next
-        // opener replays. FULL makes each commit durable on its own, even across a power loss.
+        // opener replays.
         connection.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0)).map_err(sqlite)?;
-        connection.pragma_update(None, "synchronous", "FULL").map_err(sqlite)?;
+        // In WAL mode, NORMAL keeps every committed evaluation through a killed process (the
+        // resume the store exists for) and skips a disk flush per evaluation; only a power loss
+        // may roll back the last commits, never corrupt the file.
+        connection.pragma_update(None, "synchronous", "NORMAL").map_err(sqlite)?;
         connection.pragma_update(None, "foreign_keys", true).map_err(sqlite)?;
         schema::migrate(&mut connection, path)?;
         Ok(Store { path: path.to_path_buf(), connection: Mutex::new(connection) })

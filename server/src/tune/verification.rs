@@ -76,7 +76,7 @@ pub fn run_and_store(kernel: &KernelSpec, config: &Configuration, stages: &[Stag
 /// A failed verification of `config` found while tuning on the spec's shapes (a time faster
 /// than the speed of light), to store like any other.
 pub fn failed_on_shapes(kernel: &KernelSpec, config: &Configuration, finding: verify::Finding) -> Result<Verification> {
-    let case = verify::CaseResult { stage: Stage::Smoke, label: "the spec's shapes, while tuning".into(), status: verify::CaseStatus::Fail { finding } };
+    let case = verify::CaseResult { stage: Stage::Smoke, label: "the spec's shapes, while tuning".into(), status: verify::CaseStatus::Fail { finding }, seconds: 0.0 };
     let report = verify::Report { kernel: kernel.name.clone(), config: config.clone(), stages: Vec::new(), cases: vec![case], skipped: Vec::new(), not_run: 0, seconds: 0.0 };
     let summary = report.failure().map(|(_, finding)| finding.to_string()).unwrap_or_default();
     Ok(Verification { config: config.clone(), passed: false, summary, report: serde_json::to_string(&report)?, verified_at: unix_now() })

@@ -83,6 +83,10 @@ pub struct CaseResult {
     pub label: String,
     #[serde(flatten)]
     pub status: CaseStatus,
+    /// Wall time of the case, the worker's round trip included (0 in reports stored before it
+    /// was kept).
+    #[serde(default)]
+    pub seconds: f64,
 }
 
 /// The verification of one configuration.
@@ -121,8 +125,9 @@ impl Report {
             return "nothing could be checked: the original kernel failed on every case".into();
         }
         let mut extra = Vec::new();
-        if !self.skipped.is_empty() {
-            extra.push(format!("{} skipped", self.skipped.len()));
+        let skipped = self.skipped.iter().filter(|s| s.covered_by.is_none()).count();
+        if skipped > 0 {
+            extra.push(format!("{skipped} skipped"));
         }
         let baseline_failed = self.cases.len() - passed;
         if baseline_failed > 0 {
@@ -160,6 +165,7 @@ pub fn run(kernel: &KernelSpec, config: &Configuration, plan: &Plan, code: &Code
             report.not_run = plan.cases.len() - index;
             break;
         }
+        let case_started = Instant::now();
         let launch = |config: &Configuration| space::launch_dims(kernel, &case.shape, config).map(|d| vec![d]);
         let status = match (launch(&default), launch(config)) {
             (Ok(baseline), Ok(candidate)) => {
@@ -177,7 +183,7 @@ pub fn run(kernel: &KernelSpec, config: &Configuration, plan: &Plan, code: &Code
             (Err(infeasible), _) => CaseStatus::BaselineFailed { message: infeasible.reason },
             (_, Err(infeasible)) => CaseStatus::Fail { finding: Finding::Failed { kind: crate::gpu::FailureKind::Infeasible, message: infeasible.reason } },
         };
-        report.cases.push(CaseResult { stage: case.stage, label: case.label.clone(), status });
+        report.cases.push(CaseResult { stage: case.stage, label: case.label.clone(), status, seconds: case_started.elapsed().as_secs_f64() });
     }
     report.seconds = started.elapsed().as_secs_f64();
     report

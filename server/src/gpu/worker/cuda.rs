@@ -7,6 +7,7 @@
 //! owner here ever frees into a lost context (the process exits without dropping them).
 
 use std::ffi::{c_void, CString};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys;
@@ -96,18 +97,63 @@ impl Drop for Context {
     }
 }
 
+/// The device's memory pool once [`keep_freed_memory`] set it up (buffers then come from it);
+/// null before, or on devices without pools.
+static POOL: AtomicPtr<sys::CUmemPoolHandle_st> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Makes buffers come from the device's default memory pool, which keeps freed memory for the
+/// next allocation instead of giving it back: a verification allocates and frees the same
+/// large buffers case after case, and `cuMemAlloc` + `cuMemFree` of 128 MiB cost about 0.2 ms
+/// where the pool takes a few µs (H100, docs/benchmarks.md). The memory is the worker's until
+/// it exits, at the end of its job. Devices without pools keep plain allocations.
+pub fn keep_freed_memory(device: sys::CUdevice) -> CudaResult<()> {
+    // SAFETY: `device` came from cuDeviceGet.
+    let supported = unsafe { result::device::get_attribute(device, sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) };
+    if !matches!(supported, Ok(1)) {
+        return Ok(());
+    }
+    let mut pool = std::ptr::null_mut();
+    // SAFETY: a valid out-pointer and device.
+    during("cuDeviceGetDefaultMemPool", unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, device) }.result())?;
+    let mut keep_all = u64::MAX;
+    let threshold = sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    // SAFETY: the release threshold is a u64.
+    during("cuMemPoolSetAttribute", unsafe { result::mem_pool::set_attribute(pool, threshold, (&mut keep_all as *mut u64).cast()) })?;
+    POOL.store(pool, Ordering::Relaxed);
+    Ok(())
+}
+
 /// Device memory; freed on drop.
 pub struct DeviceBuffer {
     pointer: sys::CUdeviceptr,
     bytes: usize,
+    /// Allocated from the memory pool (see [`keep_freed_memory`]), and freed back to it.
+    pooled: bool,
 }
 
 impl DeviceBuffer {
     /// At least one byte is allocated, so that even an empty buffer has a valid address.
     pub fn new(bytes: usize) -> CudaResult<DeviceBuffer> {
-        // SAFETY: a plain allocation in the current context; freed in Drop.
-        let pointer = during("cuMemAlloc", unsafe { result::malloc_sync(bytes.max(1)) })?;
-        Ok(DeviceBuffer { pointer, bytes })
+        let size = bytes.max(1);
+        let pool = POOL.load(Ordering::Relaxed);
+        if pool.is_null() {
+            // SAFETY: a plain allocation in the current context; freed in Drop.
+            let pointer = during("cuMemAlloc", unsafe { result::malloc_sync(size) })?;
+            return Ok(DeviceBuffer { pointer, bytes, pooled: false });
+        }
+        // SAFETY: ordered on the default stream, like every use of the buffer; freed in Drop.
+        let allocate = || during("cuMemAllocAsync", unsafe { result::malloc_async(default_stream(), size) });
+        let pointer = match allocate() {
+            // Memory the pool keeps may be what is missing: give it back and try once more.
+            Err(failure) if failure.error == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                synchronize()?;
+                // SAFETY: the device's default pool, set up in `keep_freed_memory`.
+                during("cuMemPoolTrimTo", unsafe { result::mem_pool::trim_to(pool, 0) })?;
+                allocate()?
+            }
+            other => other?,
+        };
+        Ok(DeviceBuffer { pointer, bytes, pooled: true })
     }
 
     pub fn pointer(&self) -> sys::CUdeviceptr {
@@ -153,8 +199,14 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new`, freed once.
-        let _ = unsafe { result::free_sync(self.pointer) };
+        // SAFETY: allocated in `new`, freed once, after the work issued so far on its stream.
+        let _ = unsafe {
+            if self.pooled {
+                result::free_async(self.pointer, default_stream())
+            } else {
+                result::free_sync(self.pointer)
+            }
+        };
     }
 }
 

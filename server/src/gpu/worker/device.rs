@@ -3,7 +3,7 @@
 use cudarc::driver::result;
 use cudarc::driver::sys::{self, CUdevice_attribute as Attribute};
 
-use super::cuda::{words, Context, DeviceBuffer};
+use super::cuda::{keep_freed_memory, words, Context, DeviceBuffer};
 use crate::gpu::DeviceInfo;
 
 /// What a user without a usable driver is told; measuring is the only thing they lose.
@@ -28,6 +28,7 @@ impl Gpu {
     pub fn open(ordinal: u32) -> Result<Gpu, String> {
         let (device, info) = find_device(ordinal)?;
         let context = Context::open(device).map_err(|f| format!("cannot open a CUDA context on device {ordinal}: {}", f.describe()))?;
+        keep_freed_memory(device).map_err(|f| format!("cannot set up the memory pool of device {ordinal}: {}", f.describe()))?;
         let flush_bytes = usize::try_from(info.l2_bytes.saturating_mul(2)).unwrap_or(usize::MAX).max(64 << 20);
         let l2_flush = DeviceBuffer::new(flush_bytes)
             .map_err(|f| format!("cannot allocate the {flush_bytes}-byte L2 flush buffer on device {ordinal}: {}", f.describe()))?;

@@ -4,11 +4,13 @@
 //! whole output.
 
 use std::path::Path;
+use std::rc::Rc;
 
 use crate::gpu::LaunchDims;
 use crate::spec::{Dtype, Init, Tolerance};
 
 use super::cuda::{CudaResult, DeviceBuffer, Function, LoadedModule};
+use super::modules::{ModuleError, Modules};
 
 /// The kernels' names (`extern "C"`, so not mangled).
 pub const FILL: &str = "cutune_fill";
@@ -28,15 +30,18 @@ pub struct Harness {
     shared: LaunchDims,
     /// Enough blocks to fill the device; the kernels loop over the rest (grid-stride).
     max_blocks: u32,
-    _module: LoadedModule,
+    _module: Rc<LoadedModule>,
 }
 
 impl Harness {
-    /// Loads the cubin the tuner compiled from harness.cu; errors are for the user.
-    pub fn load(cubin: &Path, multiprocessors: u32, shared_bytes_per_block: u32) -> Result<Harness, String> {
-        let image = std::fs::read(cubin).map_err(|e| format!("cannot read the verification kernels' cubin {}: {e}", cubin.display()))?;
+    /// Loads (or finds loaded) the cubin the tuner compiled from harness.cu; errors are for the
+    /// user.
+    pub fn load(cubin: &Path, modules: &mut Modules, multiprocessors: u32, shared_bytes_per_block: u32) -> Result<Harness, String> {
         let failed = |f: super::cuda::DriverFailure| format!("cannot load the verification kernels from {}: {}", cubin.display(), f.describe());
-        let module = LoadedModule::load(&image).map_err(failed)?;
+        let module = modules.load(cubin).map_err(|error| match error {
+            ModuleError::Read(e) => format!("cannot read the verification kernels' cubin {}: {e}", cubin.display()),
+            ModuleError::Load(f) => failed(f),
+        })?;
         let function = |name: &str| -> Result<Function, String> {
             module.function(name).map_err(failed)?.ok_or_else(|| format!("the cubin {} is not the verification kernels: it has no `{name}`", cubin.display()))
         };

@@ -12,6 +12,7 @@ mod cuda;
 pub mod data;
 mod device;
 mod harness;
+mod modules;
 mod session;
 pub mod stats;
 
@@ -26,13 +27,14 @@ use super::protocol::{Request, Response, PROTOCOL_VERSION};
 use super::{FailureKind, Outcome};
 use device::Gpu;
 use harness::Harness;
+use modules::Modules;
 use session::Session;
 
 /// Answers requests read from `input` on `output` until `Shutdown` or the end of `input`.
 /// Returns an error when the CUDA context was lost (after answering the request that lost it)
 /// or when `output` is closed; the process should then exit.
 pub fn serve(ordinal: u32, mut input: impl BufRead, mut output: impl Write) -> anyhow::Result<()> {
-    let mut worker = Worker { ordinal, session: None, gpu: None };
+    let mut worker = Worker { ordinal, session: None, modules: Modules::default(), gpu: None };
     loop {
         let mut line = Vec::new();
         if input.read_until(b'\n', &mut line).context("cannot read the next request")? == 0 {
@@ -72,10 +74,12 @@ pub fn serve(ordinal: u32, mut input: impl BufRead, mut output: impl Write) -> a
     }
 }
 
-/// The worker's state. Fields drop in order: the session's buffers before the context.
+/// The worker's state. Fields drop in order: the session's buffers and the loaded modules
+/// before the context.
 struct Worker {
     ordinal: u32,
     session: Option<Session>,
+    modules: Modules,
     gpu: Option<Gpu>,
 }
 
@@ -104,11 +108,11 @@ impl Worker {
                 }
                 // Free the previous problems before allocating the new ones.
                 self.session = None;
-                let harness = match Harness::load(&harness, gpu.info.multiprocessors, gpu.info.shared_bytes_per_block_optin) {
+                let harness = match Harness::load(&harness, &mut self.modules, gpu.info.multiprocessors, gpu.info.shared_bytes_per_block_optin) {
                     Ok(harness) => harness,
                     Err(message) => return Some((Response::Error { message }, None)),
                 };
-                match Session::prepare(gpu, &problems, &baseline, harness, &timing) {
+                match Session::prepare(gpu, &mut self.modules, &problems, &baseline, harness, &timing) {
                     Ok((session, timings)) => {
                         self.session = Some(session);
                         (Response::Prepared { timings }, None)
@@ -123,7 +127,7 @@ impl Worker {
             Request::Measure { kernel, timing, cutoff_us } => {
                 let outcome = match (&self.gpu, &self.session, timing.check()) {
                     (_, _, Err(why)) => Outcome::Failed { kind: FailureKind::Worker, message: why },
-                    (Some(gpu), Some(session), Ok(())) => session.measure(gpu, &kernel, &timing, &cutoff_us),
+                    (Some(gpu), Some(session), Ok(())) => session.measure(gpu, &mut self.modules, &kernel, &timing, &cutoff_us),
                     _ => Outcome::Failed {
                         kind: FailureKind::Worker,
                         message: "the worker was asked to measure before it prepared any problems".into(),
@@ -137,11 +141,11 @@ impl Worker {
             }
             Request::Check { check } => {
                 let Some(gpu) = &self.gpu else { return Some((no_device(), None)) };
-                let harness = match Harness::load(&check.harness, gpu.info.multiprocessors, gpu.info.shared_bytes_per_block_optin) {
+                let harness = match Harness::load(&check.harness, &mut self.modules, gpu.info.multiprocessors, gpu.info.shared_bytes_per_block_optin) {
                     Ok(harness) => harness,
                     Err(message) => return Some((Response::Error { message }, None)),
                 };
-                let (check, lost) = Session::check(gpu, &check, harness);
+                let (check, lost) = Session::check(gpu, &mut self.modules, &check, harness);
                 let lost = match (&check, lost) {
                     (crate::gpu::Check::Failed { message, .. } | crate::gpu::Check::BaselineFailed { message, .. }, true) => Some(message.clone()),
                     _ => None,

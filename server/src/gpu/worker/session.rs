@@ -11,10 +11,11 @@ use crate::space::SplitMix64;
 use crate::spec::{Dtype, Init, Role, Tolerance};
 
 use super::compare::{BufferComparison, VerdictBuilder};
-use super::cuda::{self, DeviceBuffer, DriverFailure, Event, Function, LoadedModule};
+use super::cuda::{self, DeviceBuffer, DriverFailure, Event, Function};
 use super::data::{check_init, decode, element_bytes, pack_scalar};
 use super::device::Gpu;
 use super::harness::{Harness, Summary, SUMMARY_BYTES, SUMMARY_START};
+use super::modules::{ModuleError, Modules};
 use super::stats::Sampler;
 
 /// Why a kernel produced no measurement; becomes [`Outcome::Failed`] or, for the baseline,
@@ -111,9 +112,9 @@ pub struct Session {
 impl Session {
     /// Allocates every problem, then runs and times the baseline on them and
     /// keeps its outputs on the device.
-    pub fn prepare(gpu: &Gpu, problems: &[Problem], baseline: &Kernel, harness: Harness, policy: &TimingPolicy) -> Result<(Session, Vec<Timing>), Failure> {
+    pub fn prepare(gpu: &Gpu, modules: &mut Modules, problems: &[Problem], baseline: &Kernel, harness: Harness, policy: &TimingPolicy) -> Result<(Session, Vec<Timing>), Failure> {
         let session = Session::allocate(problems, harness, false)?;
-        let timings = session.run(gpu, baseline, Some(policy), &[], SHARED_PATTERNS[0], |problem| problem.keep_baseline())?;
+        let timings = session.run(gpu, modules, baseline, Some(policy), &[], SHARED_PATTERNS[0], |problem| problem.keep_baseline())?;
         Ok((session, timings))
     }
 
@@ -127,8 +128,8 @@ impl Session {
 
     /// Checks `kernel` against the baseline's outputs and times it; `cutoff_us` (per problem,
     /// may be empty) races it against the best so far.
-    pub fn measure(&self, gpu: &Gpu, kernel: &Kernel, policy: &TimingPolicy, cutoff_us: &[f64]) -> Outcome {
-        let timings = self.run(gpu, kernel, Some(policy), cutoff_us, SHARED_PATTERNS[0], |problem| problem.compare(&self.harness, &self.guard, Reference::Baseline));
+    pub fn measure(&self, gpu: &Gpu, modules: &mut Modules, kernel: &Kernel, policy: &TimingPolicy, cutoff_us: &[f64]) -> Outcome {
+        let timings = self.run(gpu, modules, kernel, Some(policy), cutoff_us, SHARED_PATTERNS[0], |problem| problem.compare(&self.harness, &self.guard, Reference::Baseline));
         match timings.and_then(|timings| Ok((timings, self.verdict(Reference::Baseline)?))) {
             Ok((timings, verdict)) => Outcome::Measured { timings, verdict },
             Err(failure) => Outcome::Failed { kind: failure.kind, message: failure.message },
@@ -138,7 +139,7 @@ impl Session {
     /// Runs a check on problems of its own: the baseline once, then the candidate `runs` times,
     /// each with the next shared-memory pattern. Untimed. Also returns whether the CUDA context
     /// was lost (a fault), after which the worker must exit.
-    pub fn check(gpu: &Gpu, request: &CheckRequest, harness: Harness) -> (Check, bool) {
+    pub fn check(gpu: &Gpu, modules: &mut Modules, request: &CheckRequest, harness: Harness) -> (Check, bool) {
         let lost = |failure: &Failure| failure.kind == FailureKind::Fault;
         let session = match Session::allocate(&request.problems, harness, request.runs > 1) {
             Ok(session) => session,
@@ -147,7 +148,7 @@ impl Session {
         // The original's own guards are checked too: a problem the original writes past (sizes
         // it does not support) cannot tell anything about the candidate.
         let baseline = session
-            .run(gpu, &request.baseline, None, &[], SHARED_PATTERNS[0], |problem| {
+            .run(gpu, modules, &request.baseline, None, &[], SHARED_PATTERNS[0], |problem| {
                 problem.keep_baseline()?;
                 problem.compare(&session.harness, &session.guard, Reference::Baseline)
             })
@@ -168,7 +169,7 @@ impl Session {
             let reference = if run == 0 { Reference::Baseline } else { Reference::FirstRun { bitwise: request.bitwise } };
             let pattern = SHARED_PATTERNS[run % SHARED_PATTERNS.len()];
             let compared = session
-                .run(gpu, &request.candidate, None, &[], pattern, |problem| {
+                .run(gpu, modules, &request.candidate, None, &[], pattern, |problem| {
                     problem.compare(&session.harness, &session.guard, reference)?;
                     if run == 0 { problem.keep_first_run() } else { Ok(()) }
                 })
@@ -232,6 +233,7 @@ impl Session {
     fn run(
         &self,
         gpu: &Gpu,
+        modules: &mut Modules,
         kernel: &Kernel,
         policy: Option<&TimingPolicy>,
         cutoff_us: &[f64],
@@ -245,10 +247,11 @@ impl Session {
             ));
         }
         let cubin = &kernel.module.cubin;
-        let image = std::fs::read(cubin).map_err(|e| Failure::new(FailureKind::Worker, format!("cannot read the cubin {}: {e}", cubin.display())))?;
         let loading = format!("loading the cubin {}", cubin.display());
-        // Unloaded when dropped, at the end of this function.
-        let module = LoadedModule::load(&image).map_err(Failure::driver(FailureKind::Launch, &loading))?;
+        let module = modules.load(cubin).map_err(|error| match error {
+            ModuleError::Read(e) => Failure::new(FailureKind::Worker, format!("cannot read the cubin {}: {e}", cubin.display())),
+            ModuleError::Load(failure) => Failure::driver(FailureKind::Launch, &loading)(failure),
+        })?;
         let name = &kernel.module.function;
         let function = module.function(name).map_err(Failure::driver(FailureKind::Launch, &loading))?.ok_or_else(|| {
             Failure::new(
