@@ -20,7 +20,7 @@ pub struct DoctorArgs {
 /// by name expression, shared memory and ptxas' resource report. Each thread writes its
 /// neighbour's element through shared memory; pairs never straddle a block (BLOCK is even), so
 /// every block size gives the same output and the tiny tune can check them against each other.
-const PROBE_SOURCE: &str = r#"#include <cuda_fp16.h>
+pub(crate) const PROBE_SOURCE: &str = r#"#include <cuda_fp16.h>
 template <int BLOCK>
 __global__ void doctor_probe(__half* out, const __half* in, int n) {
     __shared__ float tile[BLOCK];
@@ -33,7 +33,7 @@ __global__ void doctor_probe(__half* out, const __half* in, int n) {
 "#;
 
 /// The tiny tune's spec: four block sizes of the probe kernel on an odd-sized problem.
-fn probe_spec() -> String {
+pub(crate) fn probe_spec() -> String {
     format!(
         r#"version = 1
 source = "doctor_probe.cu"

@@ -199,6 +199,11 @@ impl CompilePool {
     pub fn recv(&self) -> Option<Built> {
         self.results.recv().ok()
     }
+
+    /// A result that is ready now, without waiting.
+    pub fn try_recv(&self) -> Option<Built> {
+        self.results.try_recv().ok()
+    }
 }
 
 impl Drop for CompilePool {

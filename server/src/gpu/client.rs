@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::protocol::{Request, Response, TimingPolicy, PROTOCOL_VERSION};
-use super::{Check, CheckRequest, DeviceInfo, FailureKind, Kernel, Outcome, Problem, Runner, RunnerSource, Timing};
+use super::{Check, CheckRequest, DeviceInfo, FailureKind, Kernel, Outcome, Problem, Runner, RunnerSource, Started, Timing};
 use crate::space::Configuration;
 
 /// Failed starts in a row after which the runner gives up.
@@ -95,6 +95,9 @@ pub struct WorkerRunner {
     /// fails with it at once.
     gave_up: Option<String>,
     restarts: u32,
+    /// The configuration whose `measure` request the worker is answering (see `start_measure`),
+    /// and the time it may take.
+    measuring: Option<(Configuration, Duration)>,
 }
 
 impl WorkerRunner {
@@ -122,6 +125,7 @@ impl WorkerRunner {
             cutoff_us: Vec::new(),
             gave_up: None,
             restarts: 0,
+            measuring: None,
         })
     }
 
@@ -157,8 +161,12 @@ impl WorkerRunner {
         self.timing_budget(problems) + self.watchdog.startup
     }
 
-    /// A running, prepared worker, starting one if needed.
+    /// A running, prepared worker, starting one if needed. A measurement still running is
+    /// waited for and its outcome dropped, so that answers are never taken for another's.
     fn ensure_running(&mut self) -> Result<&mut WorkerProcess, String> {
+        if self.measuring.is_some() {
+            let _ = self.finish_measure();
+        }
         let process = match self.process.take() {
             Some(process) => process,
             None => self.start_again()?,
@@ -252,7 +260,14 @@ impl Runner for WorkerRunner {
     }
 
     fn measure(&mut self, config: &Configuration, kernel: Option<&Kernel>) -> Outcome {
-        let failed = |kind, message| Outcome::Failed { kind, message };
+        match self.start_measure(config, kernel) {
+            Started::Done(outcome) => outcome,
+            Started::Running => self.finish_measure(),
+        }
+    }
+
+    fn start_measure(&mut self, config: &Configuration, kernel: Option<&Kernel>) -> Started {
+        let failed = |kind, message| Started::Done(Outcome::Failed { kind, message });
         let Some(kernel) = kernel else {
             return failed(FailureKind::Worker, format!("the CUDA worker measures compiled code, and none was given for {config}"));
         };
@@ -265,10 +280,22 @@ impl Runner for WorkerRunner {
             Ok(process) => process,
             Err(reason) => return failed(FailureKind::Worker, reason),
         };
-        let answer = process.exchange(&request, deadline);
+        if let Err(e) = process.send(&request) {
+            self.process = None;
+            return failed(FailureKind::Worker, format!("measuring configuration {config}: {e}"));
+        }
+        self.measuring = Some((config.clone(), deadline));
+        Started::Running
+    }
+
+    fn finish_measure(&mut self) -> Outcome {
+        let failed = |kind, message| Outcome::Failed { kind, message };
+        let (Some((config, deadline)), Some(process)) = (self.measuring.take(), self.process.as_mut()) else {
+            return failed(FailureKind::Worker, "no measurement is running to finish".into());
+        };
         // Only a child that answered with an outcome, and did not fault, is still usable;
         // otherwise it is dead or killed, and the next measure starts a new one.
-        let (outcome, usable) = match answer {
+        let (outcome, usable) = match process.receive(deadline) {
             Ok(Response::Outcome { outcome }) => {
                 let faulted = matches!(outcome, Outcome::Failed { kind: FailureKind::Fault, .. });
                 (outcome, !faulted)
@@ -447,11 +474,21 @@ impl WorkerProcess {
     /// Sends `request` and waits up to `deadline` for its response. On any error the child is
     /// dead or killed by the time this returns.
     fn exchange(&mut self, request: &Request, deadline: Duration) -> Result<Response, ExchangeError> {
+        self.send(request)?;
+        self.receive(deadline)
+    }
+
+    fn send(&mut self, request: &Request) -> Result<(), ExchangeError> {
         let mut text = serde_json::to_string(request).map_err(|e| ExchangeError::Garbage(format!("cannot encode the request: {e}")))?;
         text.push('\n');
         if self.stdin.write_all(text.as_bytes()).and_then(|()| self.stdin.flush()).is_err() {
             return Err(ExchangeError::Died(self.death_report()));
         }
+        Ok(())
+    }
+
+    /// Waits up to `deadline` for the response to the request sent last.
+    fn receive(&mut self, deadline: Duration) -> Result<Response, ExchangeError> {
         match self.lines.recv_timeout(deadline) {
             Ok(Ok(line)) => serde_json::from_slice(&line).map_err(|e| {
                 let shown: String = String::from_utf8_lossy(&line).trim_end().chars().take(200).collect();
@@ -685,6 +722,33 @@ mod tests {
             runs,
             bitwise: true,
         }
+    }
+
+    #[test]
+    fn a_started_measurement_is_finished_or_drained_before_the_next_request() {
+        let (mut runner, log) = prepared("normal", "overlap");
+        assert!(matches!(runner.start_measure(&config(), Some(&kernel("good"))), Started::Running));
+        match runner.finish_measure() {
+            Outcome::Measured { timings, .. } => assert_eq!(timings[0].median_us, 80.0),
+            other => panic!("{other:?}"),
+        }
+        let (kind, message) = failure(runner.finish_measure());
+        assert_eq!((kind, message.as_str()), (FailureKind::Worker, "no measurement is running to finish"));
+        // A check asked for while a measurement runs gets its own answer, not the measurement's.
+        assert!(matches!(runner.start_measure(&config(), Some(&kernel("good"))), Started::Running));
+        assert!(matches!(runner.check(&check_of("good", "baseline", 1)), Check::Compared { .. }));
+        assert_measures(&mut runner);
+        assert_eq!((count(&log, "measure"), count(&log, "check")), (3, 1));
+    }
+
+    #[test]
+    fn a_started_measurement_that_hangs_is_a_timeout_when_finished() {
+        let (mut runner, _log) = prepared("normal", "overlap-hang");
+        assert!(matches!(runner.start_measure(&config(), Some(&kernel("hang"))), Started::Running));
+        let (kind, message) = failure(runner.finish_measure());
+        assert_eq!(kind, FailureKind::Timeout);
+        assert!(message.contains("configuration BLOCK=256"), "{message}");
+        assert_measures(&mut runner);
     }
 
     #[test]

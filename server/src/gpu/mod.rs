@@ -288,6 +288,15 @@ pub enum Check {
 
 /// Measures kernels. The tuning loop calls [`Runner::prepare`] once, then
 /// [`Runner::measure`] for every candidate.
+/// What [`Runner::start_measure`] did.
+#[derive(Debug)]
+pub enum Started {
+    /// The runner measured at once: the outcome.
+    Done(Outcome),
+    /// The device is measuring; [`Runner::finish_measure`] waits for the outcome.
+    Running,
+}
+
 pub trait Runner {
     fn device(&self) -> &DeviceInfo;
     fn source(&self) -> &RunnerSource;
@@ -305,6 +314,17 @@ pub trait Runner {
     /// Measures one candidate. `config` names the configuration (replays look it up by this);
     /// `kernel` is its code, `None` only when `needs_code` is false.
     fn measure(&mut self, config: &crate::space::Configuration, kernel: Option<&Kernel>) -> Outcome;
+    /// Starts measuring one candidate like `measure`, returning before the device is done
+    /// where the runner can, so that the caller records the previous result meanwhile. Until
+    /// [`Runner::finish_measure`], nothing else may be asked of the runner. Runners that
+    /// cannot overlap measure at once.
+    fn start_measure(&mut self, config: &crate::space::Configuration, kernel: Option<&Kernel>) -> Started {
+        Started::Done(self.measure(config, kernel))
+    }
+    /// Waits for the outcome of the measurement `start_measure` left running.
+    fn finish_measure(&mut self) -> Outcome {
+        Outcome::Failed { kind: FailureKind::Worker, message: "no measurement is running to finish".into() }
+    }
     /// Runs a check apart from the prepared problems, which stay prepared. Runners that do not
     /// run code cannot check.
     fn check(&mut self, _request: &CheckRequest) -> Check {

@@ -310,13 +310,16 @@ impl Store {
         let outcome = if timings.is_some() { "measured" } else { "failed" };
         let resources = evaluation.resources.as_ref();
         let resources_json = resources.map(|r| serde_json::json!(r).to_string());
+        // Cached: preparing this statement cost as much as running it, once per evaluation.
         self.connection()
-            .execute(
+            .prepare_cached(
                 "INSERT OR REPLACE INTO evaluations (run_id, kernel, source_sha256, problems_sha256, device, nvrtc, configuration,
                      source_kind, replay_from, outcome, failure_kind, message, timings, objective_us, verdict, status,
                      resources, registers, spill_bytes, shared_bytes, occupancy, compile_ms, measured_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
-                params![
+            )
+            .and_then(|mut statement| {
+                statement.execute(params![
                     run_id,
                     key.kernel,
                     key.source_sha256,
@@ -340,8 +343,8 @@ impl Store {
                     evaluation.occupancy,
                     evaluation.compile_ms,
                     evaluation.measured_at,
-                ],
-            )
+                ])
+            })
             .map_err(|e| self.error(e))?;
         Ok(())
     }

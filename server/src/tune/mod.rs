@@ -18,7 +18,7 @@ use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 
 use crate::compile::{CompilePool, Compiled, CubinCache, Nvrtc};
-use crate::gpu::{FailureKind, Kernel, LaunchDims, Module, Outcome, Runner, RunnerSource, Timing};
+use crate::gpu::{FailureKind, Kernel, LaunchDims, Module, Outcome, Runner, RunnerSource, Started, Timing};
 use crate::search::{self, Point, Search, SearchSpace, StrategyName};
 use crate::space::{self, Configuration, Occupancy};
 use crate::spec::{sha256_hex, KernelSpec};
@@ -436,8 +436,14 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         Ok(())
     };
 
+    // The candidate the device is measuring, started before the one before it was recorded:
+    // the device measures while the tuner writes the store and feeds the search.
+    let mut running: Option<(Point, Evaluation, Instant)> = None;
     loop {
         if observer.cancelled() {
+            if let Some((point, measurement)) = running.take().map(|r| finish(r, runner, &mut fastest, &mut measure_seconds)) {
+                conclude(measurement, &point, false, &mut search, observer)?;
+            }
             stop_reason = Some("cancelled".to_string());
             break;
         }
@@ -459,7 +465,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
                 }
             }
         }
-        if in_flight.is_empty() {
+        if in_flight.is_empty() && running.is_none() {
             if let Some(reason) = search.stop_reason() {
                 stop_reason = Some(reason.to_string());
                 break;
@@ -467,13 +473,40 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
             continue;
         }
         let Some(pool) = &pool else { break };
-        let built = pool.recv().ok_or_else(|| anyhow!("the compiler threads stopped"))?;
-        let Some((point, config, dims)) = in_flight.remove(&built.id) else { continue };
-        let measured = Instant::now();
-        let measurement = evaluate(evaluation(&key, &config, &source, Outcome::Failed { kind: FailureKind::Compile, message: String::new() }), dims, built.result, &device, runner, &mut compiles);
-        measure_seconds += measured.elapsed().as_secs_f64();
-        race(&mut fastest, &measurement, runner);
-        conclude(measurement, &point, false, &mut search, observer)?;
+        // The next compiled candidate: waited for only while the device is idle.
+        let built = match running {
+            Some(_) => pool.try_recv(),
+            None => Some(pool.recv().ok_or_else(|| anyhow!("the compiler threads stopped"))?),
+        };
+        let mut next = None;
+        if let Some((point, config, dims, result)) = built.and_then(|built| in_flight.remove(&built.id).map(|(p, c, d)| (p, c, d, built.result))) {
+            match admit(evaluation(&key, &config, &source, Outcome::Failed { kind: FailureKind::Compile, message: String::new() }), dims, result, &device, &mut compiles) {
+                Admitted::Concluded(concluded) => conclude(concluded, &point, false, &mut search, observer)?,
+                Admitted::Measure(measurement, code) => next = Some((point, measurement, code)),
+            }
+        }
+        if next.is_none() && running.is_none() {
+            continue;
+        }
+        // The race cutoff the next candidate runs under comes from the one finished here.
+        let finished = running.take().map(|r| finish(r, runner, &mut fastest, &mut measure_seconds));
+        let mut done_at_once = None;
+        if let Some((point, mut measurement, code)) = next {
+            let started = Instant::now();
+            match runner.start_measure(&measurement.config, Some(&code)) {
+                Started::Running => running = Some((point, measurement, started)),
+                Started::Done(outcome) => {
+                    measurement.outcome = outcome;
+                    measurement.measured_at = unix_now();
+                    measure_seconds += started.elapsed().as_secs_f64();
+                    race(&mut fastest, &measurement, runner);
+                    done_at_once = Some((point, measurement));
+                }
+            }
+        }
+        for (point, measurement) in finished.into_iter().chain(done_at_once) {
+            conclude(measurement, &point, false, &mut search, observer)?;
+        }
     }
     let search_seconds = search_started.elapsed().as_secs_f64();
     let mut stop_reason = stop_reason.unwrap_or_else(|| "space exhausted".to_string());
@@ -553,9 +586,10 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
 }
 
 /// How much slower than the fastest verified configuration a candidate's first timed batch
-/// may be, per problem, before its timing stops there. Far above timing noise (under 1%), so
-/// no candidate that could become best is cut short.
-const RACE_MARGIN: f64 = 1.25;
+/// may be, per problem, before its timing stops there. Ten times the timing noise (spreads
+/// under 1% on the H100), so no candidate that could become best is cut short; at 1.25 a
+/// brute-force RMSNorm run timed four more candidates fully, for nothing.
+const RACE_MARGIN: f64 = 1.10;
 
 /// Keeps the runner's race cutoffs at [`RACE_MARGIN`] times the fastest verified timings.
 fn race(fastest: &mut Option<f64>, evaluation: &Evaluation, runner: &mut dyn Runner) {
@@ -564,6 +598,16 @@ fn race(fastest: &mut Option<f64>, evaluation: &Evaluation, runner: &mut dyn Run
         *fastest = Some(objective);
         runner.set_cutoff(timings.iter().map(|t| t.median_us * RACE_MARGIN).collect());
     }
+}
+
+/// Waits for the candidate the runner is measuring and races it.
+fn finish(running: (Point, Evaluation, Instant), runner: &mut dyn Runner, fastest: &mut Option<f64>, measure_seconds: &mut f64) -> (Point, Evaluation) {
+    let (point, mut measurement, started) = running;
+    measurement.outcome = runner.finish_measure();
+    measurement.measured_at = unix_now();
+    *measure_seconds += started.elapsed().as_secs_f64();
+    race(fastest, &measurement, runner);
+    (point, measurement)
 }
 
 /// A point the search proposed that needs no compile, or not from the pool.
@@ -588,15 +632,16 @@ fn evaluation(key: &ResultKey, config: &Configuration, source: &RunnerSource, ou
     Evaluation { key: key.clone(), config: config.clone(), source: source.clone(), outcome, resources: None, occupancy: None, compile_ms: 0.0, measured_at: unix_now() }
 }
 
-/// Compile result → device fit on every launch → measurement, filling in `evaluation`.
-fn evaluate(
-    mut evaluation: Evaluation,
-    launches: Vec<LaunchDims>,
-    compiled: Result<Compiled, crate::compile::Failed>,
-    device: &crate::gpu::DeviceInfo,
-    runner: &mut dyn Runner,
-    totals: &mut CompileTotals,
-) -> Evaluation {
+/// What a compiled candidate needs next.
+enum Admitted {
+    /// Nothing: it failed to compile or does not fit the device.
+    Concluded(Evaluation),
+    /// Measuring, with this code.
+    Measure(Evaluation, Kernel),
+}
+
+/// Compile result → device fit on every launch, filling in `evaluation`.
+fn admit(mut evaluation: Evaluation, launches: Vec<LaunchDims>, compiled: Result<Compiled, crate::compile::Failed>, device: &crate::gpu::DeviceInfo, totals: &mut CompileTotals) -> Admitted {
     let compiled = match compiled {
         Ok(compiled) => compiled,
         Err(failed) => {
@@ -606,7 +651,7 @@ fn evaluate(
                 crate::compile::FailureReason::Error(_) => FailureKind::Compile,
             };
             evaluation.outcome = Outcome::Failed { kind, message: reason.to_string() };
-            return evaluation;
+            return Admitted::Concluded(evaluation);
         }
     };
     if compiled.cached {
@@ -623,16 +668,13 @@ fn evaluate(
                 Ok(fit) => occupancy = occupancy.or(Some(fit)),
                 Err(infeasible) => {
                     evaluation.outcome = Outcome::Failed { kind: FailureKind::Infeasible, message: infeasible.reason };
-                    return evaluation;
+                    return Admitted::Concluded(evaluation);
                 }
             }
         }
         evaluation.occupancy = occupancy.map(|o| o.fraction);
     }
-    let code = Kernel { module: Module { cubin: compiled.cubin, function: compiled.function }, launches };
-    evaluation.outcome = runner.measure(&evaluation.config, Some(&code));
-    evaluation.measured_at = unix_now();
-    evaluation
+    Admitted::Measure(evaluation, Kernel { module: Module { cubin: compiled.cubin, function: compiled.function }, launches })
 }
 
 /// Total median time over the problems, for a configuration that may be best: it ran and its

@@ -90,3 +90,136 @@ fn a_time_faster_than_light_is_never_best_and_the_search_stops_near_the_bound() 
     assert_eq!(store.best(&key).unwrap().map(|e| e.config.get("BLOCK_SIZE")), Some(Some(512)));
     assert_eq!(store.runs("rmsnorm_kernel").unwrap()[0].info.sol.as_ref(), Some(bound));
 }
+
+/// A device runner that overlaps: `start_measure` returns while "measuring", and every call
+/// lands in a log shared with the observer, so the order of measuring and recording shows.
+struct Overlapping {
+    device: DeviceInfo,
+    source: RunnerSource,
+    log: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+    measuring: Option<Configuration>,
+}
+
+impl Runner for Overlapping {
+    fn device(&self) -> &DeviceInfo {
+        &self.device
+    }
+    fn source(&self) -> &RunnerSource {
+        &self.source
+    }
+    fn needs_code(&self) -> bool {
+        true
+    }
+    fn prepare(&mut self, problems: &[Problem], _: &Kernel, _: &Path) -> Result<Vec<Timing>> {
+        Ok(problems.iter().map(|_| timing(60.0)).collect())
+    }
+    fn set_cutoff(&mut self, cutoff_us: Vec<f64>) {
+        self.log.borrow_mut().push(format!("cutoff {:.1}", cutoff_us[0]));
+    }
+    fn measure(&mut self, _: &Configuration, _: Option<&Kernel>) -> Outcome {
+        panic!("the tuner starts and finishes measurements on a runner that overlaps")
+    }
+    fn start_measure(&mut self, config: &Configuration, kernel: Option<&Kernel>) -> crate::gpu::Started {
+        assert!(kernel.is_some() && self.measuring.is_none(), "one measurement at a time, with code");
+        self.log.borrow_mut().push(format!("start {config}"));
+        self.measuring = Some(config.clone());
+        crate::gpu::Started::Running
+    }
+    fn finish_measure(&mut self) -> Outcome {
+        let config = self.measuring.take().expect("a measurement is running");
+        self.log.borrow_mut().push(format!("finish {config}"));
+        // Larger blocks are faster here: every candidate becomes the new best.
+        let us = 100.0 - config.get("BLOCK").unwrap() as f64 / 10.0;
+        Outcome::Measured { timings: vec![timing(us)], verdict: Verdict::Pass { max_abs_error: 0.0, max_rel_error: 0.0 } }
+    }
+}
+
+struct Logging {
+    log: std::rc::Rc<std::cell::RefCell<Vec<String>>>,
+    cancel_after: usize,
+}
+
+impl Observer for Logging {
+    fn evaluated(&mut self, evaluation: &Evaluation, _: &Progress) {
+        self.log.borrow_mut().push(format!("recorded {}", evaluation.config));
+    }
+    fn cancelled(&self) -> bool {
+        self.log.borrow().iter().filter(|l| l.starts_with("recorded")).count() >= self.cancel_after
+    }
+}
+
+/// Tunes the doctor's probe kernel (compiled for real, cached after the first run) on an
+/// [`Overlapping`] runner; returns the log of the second run.
+fn overlapped_run(cancel_after: usize) -> (Vec<String>, TuneReport) {
+    let kernel = spec::parse_spec(&crate::cli::doctor::probe_spec()).0.unwrap().kernels.remove(0);
+    let dir = std::env::temp_dir().join(format!("cutune-tune-overlap-{}-{cancel_after}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let store = Store::open(&dir).unwrap();
+    let nvrtc = crate::compile::Nvrtc::locate(None).expect("the tune tests compile with NVRTC: run `scripts/test`, which installs it");
+    let tools = Tools { nvrtc: Some(&nvrtc), cache: CubinCache::new(dir.join("cubins")), store: &store, ceilings_dir: dir.join("ceilings") };
+    let device = DeviceInfo::datasheet("sm_90").unwrap();
+    let source = crate::cli::doctor::PROBE_SOURCE.to_string();
+    let target = Target { file: "doctor_probe.cu".into(), kernel, source, kernel_sha256: String::new() };
+    let options = TuneOptions {
+        strategy: StrategyName::BruteForce,
+        seed: 0,
+        budget: None,
+        time_limit: None,
+        patience: None,
+        target_speedup: None,
+        compile_threads: 2,
+        batch_size: 4,
+        reuse_stored: false,
+        verify_best: false,
+        sol_stop: None,
+    };
+    let mut last = None;
+    for _ in 0..2 {
+        let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let mut runner = Overlapping { device: device.clone(), source: RunnerSource::Device, log: log.clone(), measuring: None };
+        let report = tune(&target, &mut runner, &tools, &options, &mut Logging { log: log.clone(), cancel_after }).unwrap();
+        assert!(runner.measuring.is_none(), "no measurement is left running");
+        last = Some((log.take(), report));
+    }
+    last.unwrap()
+}
+
+#[test]
+fn the_next_candidate_is_measured_while_the_last_one_is_recorded() {
+    let (log, report) = overlapped_run(usize::MAX);
+    // Every cubin was cached by the first run, so all four are ready at once: each candidate
+    // starts right after the one before it finished and raced, before that one is recorded.
+    assert_eq!(
+        log,
+        [
+            "start BLOCK=64",
+            "finish BLOCK=64",
+            "cutoff 103.0",
+            "start BLOCK=128",
+            "recorded BLOCK=64",
+            "finish BLOCK=128",
+            "cutoff 95.9",
+            "start BLOCK=256",
+            "recorded BLOCK=128",
+            "finish BLOCK=256",
+            "cutoff 81.8",
+            "start BLOCK=512",
+            "recorded BLOCK=256",
+            "finish BLOCK=512",
+            "cutoff 53.7",
+            "recorded BLOCK=512",
+        ]
+    );
+    assert_eq!(report.rows.len(), 4);
+    assert_eq!(report.best.as_ref().map(|b| b.config.get("BLOCK")), Some(Some(512)));
+    assert_eq!(report.stop_reason, "space exhausted");
+}
+
+#[test]
+fn a_cancelled_run_records_the_candidate_still_being_measured() {
+    let (log, report) = overlapped_run(2);
+    let tail: Vec<&str> = log.iter().map(String::as_str).skip_while(|l| *l != "recorded BLOCK=128").collect();
+    assert_eq!(tail, ["recorded BLOCK=128", "finish BLOCK=256", "cutoff 81.8", "recorded BLOCK=256"]);
+    assert_eq!(report.rows.len(), 3);
+    assert_eq!(report.stop_reason, "cancelled");
+}
