@@ -114,6 +114,20 @@ def test_check_explains_bad_files_without_panicking(tmp_path, content, expected)
         assert expected in output
 
 
+def test_check_of_a_cuda_source_checks_the_spec_beside_it(tmp_path):
+    source = write(tmp_path, "scale.cu", BASELINE)
+    result = cutune("spec", "check", str(source))
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith(
+        f"{source} is a CUDA source, not a spec; its spec would be {tmp_path / 'scale.cutune.toml'} (`cutune templatize` writes it)"
+    ), result.stderr
+    spec = write(tmp_path, "scale.cutune.toml", VALID_SPEC)
+    result = cutune("spec", "check", str(source))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr == f"{source} is a CUDA source: checking the spec beside it, {spec}\n"
+    assert result.stdout == f"{spec}: 0 errors, 0 warnings\n"
+
+
 def test_missing_files_are_named(tmp_path):
     for args in (["check"], ["import-t1"], ["export-t1"]):
         result = cutune("spec", *args, str(tmp_path / "nope.toml"))

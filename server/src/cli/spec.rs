@@ -79,6 +79,16 @@ fn count(diagnostics: &[SpecDiagnostic], severity: Severity) -> usize {
 }
 
 fn check(file: &Path) -> Result<ExitCode> {
+    // A CUDA source named instead of its spec: check the spec beside it, or say where it goes.
+    let is_cuda = file.extension().is_some_and(|e| e == "cu" || e == "cuh");
+    let beside = spec::spec_path_for(file);
+    if is_cuda && !beside.is_file() {
+        bail!("{} is a CUDA source, not a spec; its spec would be {} (`cutune templatize` writes it)", file.display(), beside.display());
+    }
+    if is_cuda {
+        eprintln!("{} is a CUDA source: checking the spec beside it, {}", file.display(), beside.display());
+    }
+    let file = if is_cuda { beside.as_path() } else { file };
     let text = read_text(file, "spec file")?;
     let (_, diagnostics) = spec::parse_spec(&text);
     print!("{}", format_diagnostics(file, &diagnostics));
