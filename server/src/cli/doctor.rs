@@ -115,19 +115,7 @@ fn tiny_tune(nvrtc: &Nvrtc, device: u32) -> Result<String> {
         let kernel_sha256 = crate::tune::kernel_sha256(PROBE_SOURCE, &kernel.name);
         let target = crate::tune::Target { file: "doctor_probe.cu".into(), kernel, source: PROBE_SOURCE.to_string(), kernel_sha256 };
         let tools = crate::tune::Tools { nvrtc: Some(nvrtc), cache: crate::compile::CubinCache::new(workspace.join("cubins")), store: &store, ceilings_dir: crate::sol::cache::default_dir() };
-        let options = crate::tune::TuneOptions {
-            strategy: crate::search::StrategyName::BruteForce,
-            seed: 0,
-            budget: Some(4),
-            time_limit: None,
-            patience: None,
-            target_speedup: None,
-            compile_threads: 2,
-            batch_size: 4,
-            reuse_stored: false,
-            verify_best: false,
-            sol_stop: None,
-        };
+        let options = crate::tune::TuneOptions { compile_threads: 2, batch_size: 4, reuse_stored: false, verify_best: false, sol_stop: None, ..crate::tune::TuneOptions::brute_force(Some(4)) };
         let report = crate::tune::tune(&target, &mut runner, &tools, &options, &mut crate::tune::Silent)?;
         let passed = report.rows.iter().filter(|r| r.speedup.is_some()).count();
         let best = report.best.as_ref().ok_or_else(|| anyhow::anyhow!("no block size passed: {:?}", report.failures))?;

@@ -183,19 +183,7 @@ fn execute(job: &Job, mut reporter: Reporter) -> Result<Done> {
     }
     let total = Space::new(&target.kernel).count().min(budget);
     let _ = reporter.events.send(Event::Started { device: runner.device().name.clone(), source: runner.source().clone(), total });
-    let options = TuneOptions {
-        strategy,
-        seed: 0,
-        budget: Some(budget),
-        time_limit: None,
-        patience: None,
-        target_speedup: None,
-        compile_threads: tune::COMPILE_THREADS,
-        batch_size: tune::BATCH_SIZE,
-        reuse_stored: true,
-        verify_best: true,
-        sol_stop: Some(tune::SOL_STOP),
-    };
+    let options = TuneOptions { strategy, ..TuneOptions::brute_force(Some(budget)) };
     tune::tune(&target, runner.as_mut(), &tools, &options, &mut reporter).map(Done::Tuned)
 }
 

@@ -103,6 +103,26 @@ pub struct TuneOptions {
 /// The default of [`TuneOptions::sol_stop`].
 pub const SOL_STOP: f64 = 0.95;
 
+impl TuneOptions {
+    /// Brute force over `budget` evaluations (every configuration without one), seed 0, the
+    /// default compile pool, stored results reused, the winner verified, the SOL stop on.
+    pub fn brute_force(budget: Option<u64>) -> TuneOptions {
+        TuneOptions {
+            strategy: StrategyName::BruteForce,
+            seed: 0,
+            budget,
+            time_limit: None,
+            patience: None,
+            target_speedup: None,
+            compile_threads: COMPILE_THREADS,
+            batch_size: BATCH_SIZE,
+            reuse_stored: true,
+            verify_best: true,
+            sol_stop: Some(SOL_STOP),
+        }
+    }
+}
+
 /// How many of the fastest configurations the five stages are tried on before giving up.
 pub const WINNER_CHECKS: usize = 3;
 

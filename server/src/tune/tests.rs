@@ -56,19 +56,7 @@ fn a_time_faster_than_light_is_never_best_and_the_search_stops_near_the_bound() 
     device.name = "NVIDIA H100 80GB HBM3".into();
     let mut runner = Scripted { device, source: RunnerSource::Replay { from: "scripted".into() } };
     let target = Target { file: "rmsnorm.cu".into(), kernel, source: "// templatized".into(), kernel_sha256: String::new() };
-    let options = TuneOptions {
-        strategy: StrategyName::BruteForce,
-        seed: 0,
-        budget: Some(10),
-        time_limit: None,
-        patience: None,
-        target_speedup: None,
-        compile_threads: 1,
-        batch_size: 1,
-        reuse_stored: false,
-        verify_best: true,
-        sol_stop: Some(SOL_STOP),
-    };
+    let options = TuneOptions { compile_threads: 1, batch_size: 1, reuse_stored: false, ..TuneOptions::brute_force(Some(10)) };
     let report = tune(&target, &mut runner, &tools, &options, &mut Silent).unwrap();
 
     // In and out, 4095 × 4096 f16 each, plus the weight: 67.1 MB at 3350 GB/s.
@@ -160,19 +148,7 @@ fn overlapped_run(cancel_after: usize) -> (Vec<String>, TuneReport) {
     let device = DeviceInfo::datasheet("sm_90").unwrap();
     let source = crate::cli::doctor::PROBE_SOURCE.to_string();
     let target = Target { file: "doctor_probe.cu".into(), kernel, source, kernel_sha256: String::new() };
-    let options = TuneOptions {
-        strategy: StrategyName::BruteForce,
-        seed: 0,
-        budget: None,
-        time_limit: None,
-        patience: None,
-        target_speedup: None,
-        compile_threads: 2,
-        batch_size: 4,
-        reuse_stored: false,
-        verify_best: false,
-        sol_stop: None,
-    };
+    let options = TuneOptions { compile_threads: 2, batch_size: 4, reuse_stored: false, verify_best: false, sol_stop: None, ..TuneOptions::brute_force(None) };
     let mut last = None;
     for _ in 0..2 {
         let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
