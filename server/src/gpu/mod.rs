@@ -286,8 +286,6 @@ pub enum Check {
     Compared { verdict: Verdict, repeats: Vec<Verdict> },
 }
 
-/// Measures kernels. The tuning loop calls [`Runner::prepare`] once, then
-/// [`Runner::measure`] for every candidate.
 /// What [`Runner::start_measure`] did.
 #[derive(Debug)]
 pub enum Started {
@@ -297,6 +295,8 @@ pub enum Started {
     Running,
 }
 
+/// Measures kernels. The tuning loop calls [`Runner::prepare`] once, then
+/// [`Runner::start_measure`] and [`Runner::finish_measure`] for every candidate.
 pub trait Runner {
     fn device(&self) -> &DeviceInfo;
     fn source(&self) -> &RunnerSource;

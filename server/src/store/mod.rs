@@ -310,7 +310,7 @@ impl Store {
         let outcome = if timings.is_some() { "measured" } else { "failed" };
         let resources = evaluation.resources.as_ref();
         let resources_json = resources.map(|r| serde_json::json!(r).to_string());
-        // Cached: preparing this statement cost as much as running it, once per evaluation.
+        // Prepared once per connection, not once per evaluation.
         self.connection()
             .prepare_cached(
                 "INSERT OR REPLACE INTO evaluations (run_id, kernel, source_sha256, problems_sha256, device, nvrtc, configuration,
