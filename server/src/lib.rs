@@ -16,3 +16,4 @@ pub mod syntax;
 pub mod template;
 pub mod tune;
 pub mod verify;
+pub mod workspace;

@@ -28,6 +28,8 @@ enum Command {
     Check(cutune::cli::check::CheckArgs),
     /// Turn a kernel's execution choices into parameters and write its tuning spec.
     Templatize(cutune::cli::templatize::TemplatizeArgs),
+    /// Templatize every kernel under a folder in memory and report how far each gets (spec, compile).
+    Survey(cutune::cli::survey::SurveyArgs),
     /// Check tuning specs, and convert them to and from T1 files.
     Spec(cutune::cli::spec::SpecArgs),
     /// Print the device-side code NVRTC needs to compile one kernel, without the host code.
@@ -62,6 +64,7 @@ fn main() -> ExitCode {
             Ok(code) => return code,
             Err(e) => Err(e),
         },
+        Command::Survey(args) => cutune::cli::survey::run(&args),
         Command::Slice(args) => cutune::cli::slice::run(&args),
         Command::Doctor(args) => cutune::cli::doctor::run(&args),
         Command::Ceilings(args) => cutune::cli::ceilings::run(&args),

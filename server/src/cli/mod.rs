@@ -8,6 +8,7 @@ pub mod spec;
 pub mod slice;
 pub mod doctor;
 pub mod search_bench;
+pub mod survey;
 pub mod tune;
 pub mod verify;
 pub mod worker;

@@ -25,7 +25,8 @@ pub struct TemplatizeArgs {
 
 pub fn run(args: &TemplatizeArgs) -> Result<()> {
     let text = read_source(&args.file)?;
-    let result = template::templatize(&text, &args.kernel, &crate::slice::SliceOptions::for_file(&args.file)).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    let hosts = crate::workspace::host_documents_near(&args.file, &args.kernel);
+    let result = template::templatize_with_hosts(&text, &args.kernel, &crate::slice::SliceOptions::for_file(&args.file), &hosts).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     eprint!("{}", template::report(&args.file, &result));
     let spec_path = spec::spec_path_for(&args.file);
     let old_spec = read_spec(&spec_path)?;

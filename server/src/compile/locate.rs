@@ -67,6 +67,9 @@ impl std::error::Error for NvrtcNotFound {}
 pub(crate) struct Located {
     pub library: PathBuf,
     pub include_dir: Option<PathBuf>,
+    /// The CUDA C++ Core Libraries' headers (`nv/target`, `cuda/std`, `cub`), which the
+    /// toolkit's own headers include: a folder of their own in CUDA 13 and in pip.
+    pub cccl_include_dir: Option<PathBuf>,
     pub version: (i32, i32),
 }
 
@@ -264,9 +267,10 @@ fn bind(place: String, library: Library, path: PathBuf, attempts: &mut Vec<Attem
         return None;
     }
     let include_dir = include_dir_for(&path);
+    let cccl_include_dir = cccl_include_dir_for(&path, include_dir.as_deref());
     // cudarc holds its own handle for the life of the process; ours must not unload it either.
     std::mem::forget(library);
-    Some(Located { library: path, include_dir, version: (major, minor) })
+    Some(Located { library: path, include_dir, cccl_include_dir, version: (major, minor) })
 }
 
 /// The CUDA headers matching a library: the toolkit's `include/` beside its `lib64/`, pip's
@@ -289,6 +293,18 @@ fn include_dir_for(library: &Path) -> Option<PathBuf> {
         .into_iter()
         .find(|dir| dir.join(MARKER_HEADER).is_file())
         .map(|dir| std::fs::canonicalize(&dir).unwrap_or(dir))
+}
+
+/// The folder holding `nv/target`: the toolkit's `include/cccl` (CUDA 13), pip's
+/// `nvidia/cuda_cccl/include` beside `nvidia/cuda_nvrtc/lib`; `None` when the CUDA headers
+/// already hold it (CUDA 12 toolkits) or nothing does.
+fn cccl_include_dir_for(library: &Path, include_dir: Option<&Path>) -> Option<PathBuf> {
+    if include_dir.is_some_and(|d| d.join("nv/target").is_file()) {
+        return None;
+    }
+    let real = std::fs::canonicalize(library).unwrap_or_else(|_| library.to_path_buf());
+    let candidates = [include_dir.map(|d| d.join("cccl")), real.parent().map(|lib| lib.join("../../cuda_cccl/include"))];
+    candidates.into_iter().flatten().find(|dir| dir.join("nv/target").is_file()).map(|dir| std::fs::canonicalize(&dir).unwrap_or(dir))
 }
 
 /// Site-packages directories that may hold pip's `nvidia-cuda-nvrtc-cu12`: the active virtual

@@ -31,6 +31,7 @@ use program::Program;
 pub struct Nvrtc {
     library: PathBuf,
     include_dir: Option<PathBuf>,
+    cccl_include_dir: Option<PathBuf>,
     version: (i32, i32),
 }
 
@@ -122,7 +123,7 @@ impl Nvrtc {
     /// `/usr/local/cuda`, the dynamic loader path and pip installs, in that order.
     pub fn locate(explicit: Option<&Path>) -> Result<Nvrtc, NvrtcNotFound> {
         let found = locate::locate(explicit)?;
-        Ok(Nvrtc { library: found.library, include_dir: found.include_dir, version: found.version })
+        Ok(Nvrtc { library: found.library, include_dir: found.include_dir, cccl_include_dir: found.cccl_include_dir, version: found.version })
     }
 
     /// NVRTC's (major, minor) version, e.g. (12, 9).
@@ -146,7 +147,7 @@ impl Nvrtc {
         validate_arch(&request.arch, request.cubin).map_err(|why| CompileFailure::request(file, why))?;
         let mut options = vec![format!("--gpu-architecture={}", request.arch)];
         options.extend(request.include_dirs.iter().map(|d| format!("--include-path={}", d.display())));
-        if let Some(dir) = &self.include_dir {
+        for dir in self.include_dir.iter().chain(&self.cccl_include_dir) {
             options.push(format!("--include-path={}", dir.display()));
         }
         for (name, value) in &request.defines {

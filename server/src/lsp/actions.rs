@@ -59,7 +59,9 @@ const ANNOTATION: &str = "cutune-templatize";
 /// Errors are messages for the user.
 pub fn templatize_edit(uri: &Uri, doc: &Document, version: i32, kernel: &str, encoding: Encoding, annotate: bool, open_text: OpenText) -> Result<(WorkspaceEdit, Templatized), String> {
     let source_path = uri.to_file_path().map(|p| p.into_owned()).ok_or_else(|| format!("{} is not a file; templatize writes a spec beside the file", uri.as_str()))?;
-    let result = template::templatize(doc.text(), kernel, &SliceOptions::for_file(&source_path)).map_err(|e| e.to_string())?;
+    // The launch and the host code may be in other files of the workspace.
+    let hosts = crate::workspace::host_documents_near(&source_path, kernel);
+    let result = template::templatize_with_hosts(doc.text(), kernel, &SliceOptions::for_file(&source_path), &hosts).map_err(|e| e.to_string())?;
     let spec_path = spec::spec_path_for(&source_path);
     let spec_uri = Uri::from_file_path(&spec_path).ok_or_else(|| format!("cannot name the spec file {}", spec_path.display()))?;
     let old_spec_text = open_text(&spec_uri).or_else(|| std::fs::read_to_string(&spec_path).ok());

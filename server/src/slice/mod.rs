@@ -169,7 +169,8 @@ pub fn device_slice(doc: &Document, kernel: &str, opts: &SliceOptions) -> Result
     if let Analysis::SkippedTooLarge { bytes } = doc.analysis() {
         return Err(SliceError::FileTooLarge { bytes });
     }
-    let text = doc.text();
+    let inlined = inline_local_headers(doc.text(), opts);
+    let text = inlined.as_str();
     let tree = parse(text);
     let outline = Outline::of(tree.root_node(), text);
     let kernel = kernel.rsplit("::").next().unwrap_or(kernel);
@@ -201,7 +202,60 @@ pub fn device_slice(doc: &Document, kernel: &str, opts: &SliceOptions) -> Result
     slicer.close();
     slicer.keep_using_directives();
     slicer.close();
-    Ok(slicer.finish(text))
+    let mut slice = slicer.finish(text);
+    slice.source = with_number_type_headers(slice.source);
+    Ok(slice)
+}
+
+/// The slice with `<cuda_fp16.h>` or `<cuda_bf16.h>` included first when it uses their types
+/// without including them: the original got them through host headers (cuBLAS's, PyTorch's)
+/// that NVRTC cannot open.
+fn with_number_type_headers(source: String) -> String {
+    let uses = |names: &[&str]| crate::syntax::identifiers_in(&source).any(|w| names.contains(&w));
+    let mut headers = String::new();
+    if uses(&["__nv_bfloat16", "nv_bfloat16", "__nv_bfloat162", "nv_bfloat162"]) && !source.contains("cuda_bf16.h") {
+        headers.push_str("#include <cuda_bf16.h>\n");
+    }
+    if uses(&["half", "__half", "half2", "__half2"]) && !source.contains("cuda_fp16.h") && !source.contains("cuda_bf16.h") {
+        headers.push_str("#include <cuda_fp16.h>\n");
+    }
+    headers + &source
+}
+
+/// `text` with each `#include "header"` that is a file of the project replaced by the header's
+/// text (recursively, each header once), so that the slice takes from headers only what the
+/// kernel uses (their host code would not compile in NVRTC) and is self-contained, as the
+/// spec's baseline must be. Lines after an inlined header shift in the slice's notes.
+fn inline_local_headers(text: &str, opts: &SliceOptions) -> String {
+    let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
+    inline_into(text, opts.file.as_deref().and_then(Path::parent), opts, &mut seen, 0)
+}
+
+fn inline_into(text: &str, dir: Option<&Path>, opts: &SliceOptions, seen: &mut BTreeSet<PathBuf>, depth: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let written = line.trim_start().strip_prefix('#').map(str::trim_start).and_then(|l| l.strip_prefix("include")).map(str::trim).filter(|w| w.starts_with('"'));
+        let header = written.and_then(|w| match includes::classify(w.split_once("//").map_or(w, |(a, _)| a).trim(), dir, &opts.include_dirs) {
+            Verdict::Local(path) => Some(path.canonicalize().unwrap_or(path)),
+            _ => None,
+        });
+        match header.filter(|_| depth < 8) {
+            Some(path) if seen.contains(&path) => {}
+            Some(path) => match std::fs::read_to_string(&path) {
+                Ok(header_text) => {
+                    seen.insert(path.clone());
+                    let inner = inline_into(&header_text, path.parent(), opts, seen, depth + 1);
+                    out.push_str(&inner.replace("#pragma once", ""));
+                    if !inner.ends_with('\n') {
+                        out.push('\n');
+                    }
+                }
+                Err(_) => out.push_str(line),
+            },
+            None => out.push_str(line),
+        }
+    }
+    out
 }
 
 struct Slicer<'a> {

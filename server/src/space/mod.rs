@@ -199,7 +199,7 @@ pub fn compile_request(kernel: &KernelSpec, source: &str, arch: &str, config: &C
             ParamKind::Define => request.defines.push((p.name.clone(), value.to_string())),
             ParamKind::FastMath if value != 0 => request.options.push("--use_fast_math".into()),
             ParamKind::MaxRegisters if value > 0 => request.options.push(format!("--maxrregcount={value}")),
-            ParamKind::FastMath | ParamKind::MaxRegisters | ParamKind::Template => {}
+            ParamKind::FastMath | ParamKind::MaxRegisters | ParamKind::Template | ParamKind::Launch => {}
         }
     }
     request.name_expressions.push(name_expression(kernel, config));

@@ -157,6 +157,9 @@ pub enum ParamKind {
     FastMath,
     /// `--maxrregcount=N` when N > 0.
     MaxRegisters,
+    /// A value the host program chooses at run time (a block size passed down from `main`): it
+    /// appears only in the spec's launch expressions, so changing it needs no recompile.
+    Launch,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

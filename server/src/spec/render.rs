@@ -149,6 +149,7 @@ fn param_kind(kind: ParamKind) -> &'static str {
         ParamKind::Template => "template",
         ParamKind::FastMath => "fast_math",
         ParamKind::MaxRegisters => "max_registers",
+        ParamKind::Launch => "launch",
     }
 }
 
@@ -204,7 +205,7 @@ mod tests {
         for d in [Dtype::F16, Dtype::Bf16, Dtype::F32, Dtype::F64, Dtype::Fp8e4m3, Dtype::Fp8e5m2, Dtype::I8, Dtype::I16, Dtype::I32, Dtype::I64, Dtype::U8, Dtype::U16, Dtype::U32, Dtype::U64] {
             assert_eq!(dtype(d), serde_name(&d));
         }
-        for k in [ParamKind::Define, ParamKind::Template, ParamKind::FastMath, ParamKind::MaxRegisters] {
+        for k in [ParamKind::Define, ParamKind::Template, ParamKind::FastMath, ParamKind::MaxRegisters, ParamKind::Launch] {
             assert_eq!(param_kind(k), serde_name(&k));
         }
         for r in [Role::Input, Role::Output, Role::InOut] {

@@ -10,6 +10,7 @@ mod extract;
 #[cfg(test)]
 mod fixture_tests;
 mod hover;
+pub mod host;
 mod incremental;
 mod model;
 

@@ -47,7 +47,11 @@ pub fn apply_defaults(text: &str, kernel: &KernelSpec, config: &Configuration) -
             }
             ParamKind::FastMath if value != 0 => applied.notes.push(format!("{name}={value}: compile with --use_fast_math (nvcc -use_fast_math)")),
             ParamKind::MaxRegisters if value > 0 => applied.notes.push(format!("{name}={value}: compile with --maxrregcount={value}")),
-            ParamKind::FastMath | ParamKind::MaxRegisters => {}
+            ParamKind::Launch if value != param.default => {
+                let from = if param.origin.is_empty() { String::new() } else { format!(" (now {})", param.origin) };
+                applied.notes.push(format!("{name}={value}: a launch choice of the host program; launch with {name} = {value}{from}"));
+            }
+            ParamKind::FastMath | ParamKind::MaxRegisters | ParamKind::Launch => {}
         }
     }
     // Unchanged values need no edit.
@@ -68,7 +72,7 @@ pub fn current_values(text: &str, kernel: &KernelSpec, definition: Option<&crate
             let value = match p.kind {
                 ParamKind::Define => guarded_define_value(text, &p.name).or_else(|| define_value(text, &p.name)).map(|r| text[r].to_string()),
                 ParamKind::Template => definition.and_then(|k| k.template_params.iter().find(|t| t.name == p.name)).and_then(|t| t.default.clone()),
-                ParamKind::FastMath | ParamKind::MaxRegisters => return None,
+                ParamKind::FastMath | ParamKind::MaxRegisters | ParamKind::Launch => return None,
             };
             Some((p.name.clone(), value.unwrap_or_else(|| p.default.to_string())))
         })

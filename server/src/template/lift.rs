@@ -267,6 +267,7 @@ impl Transform for BlockSize {
                 BlockSource::Constant { value, literal } => return lift_constant(unit, text, value, literal),
                 BlockSource::ConstantOfDefine(define) => return lift_define_behind_constant(unit, text, &define),
                 BlockSource::Other(why) => return Outcome::Refused(Note { line: Some(line), message: why }),
+                BlockSource::RunTime(why) => return Outcome::NotApplicable(why),
             };
             match block {
                 None => block = Some(value),
@@ -378,6 +379,9 @@ enum BlockSource {
     Constant { value: i64, literal: Span },
     /// A file-scope constant whose value is a `#define` (what an earlier templatize leaves).
     ConstantOfDefine(String),
+    /// A value of the host program (a variable, a parameter): the spec scaffold lifts it as a
+    /// launch parameter when it can follow it.
+    RunTime(String),
     Other(String),
 }
 
@@ -401,7 +405,7 @@ fn block_source(unit: &Unit, launch: &crate::syntax::LaunchSite, text: &str) -> 
         None => {}
     }
     let line = launch.block.span.start.line + 1;
-    BlockSource::Other(format!("the block size `{text}` at line {line} is not an integer literal, a `#define` or a file-scope constant: not lifted"))
+    BlockSource::RunTime(format!("the block size `{text}` at line {line} is chosen by the host code at run time: see launch-choices"))
 }
 
 /// The parts of a `dim3(...)` block, inline or a local of the launching function.

@@ -7,6 +7,7 @@
 //! spec scaffold and a report of what each transform did or why it did not.
 
 mod apply;
+mod host;
 mod lift;
 mod scaffold;
 mod strategy;
@@ -22,6 +23,7 @@ use tree_sitter::Node;
 use crate::slice::SliceOptions;
 use crate::spec::{KernelSpec, ParamSpec};
 use crate::syntax::{Document, Kernel, KernelModel, Span};
+use crate::workspace::HostDocument;
 
 /// Replace the bytes `range` of a text with `new_text`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -228,9 +230,16 @@ impl std::fmt::Display for TemplatizeError {
 
 impl std::error::Error for TemplatizeError {}
 
-/// Templatizes `kernel` of the file `text`. The baseline kept in the spec is the original
-/// kernel's device slice, cut with `slice_options` (the file's place, its include dirs).
+/// Templatizes `kernel` of the file `text`, with only that file's host code. The baseline kept
+/// in the spec is the original kernel's device slice, cut with `slice_options` (the file's
+/// place, its include dirs).
 pub fn templatize(text: &str, kernel: &str, slice_options: &SliceOptions) -> Result<Templatized, TemplatizeError> {
+    templatize_with_hosts(text, kernel, slice_options, &[])
+}
+
+/// [`templatize`], with the host code of other files of the workspace (launches, launchers and
+/// their callers), from [`crate::workspace::Workspace::host_documents`].
+pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOptions, hosts: &[HostDocument]) -> Result<Templatized, TemplatizeError> {
     let original = Document::new(text.to_string());
     if original.analysis() != crate::syntax::Analysis::Complete {
         return Err(TemplatizeError::NotAnalyzed);
@@ -260,9 +269,29 @@ pub fn templatize(text: &str, kernel: &str, slice_options: &SliceOptions) -> Res
         };
         reports.push(report);
     }
-    let spec = scaffold::infer(&original, &current, kernel, params, restrictions, slice_options);
+    let inferred = scaffold::infer(&original, &current, kernel, params, restrictions, slice_options, hosts);
+    reports.push(launch_report(&inferred));
+    let spec = inferred.spec;
     let edits = line_edits(text, current.text());
     Ok(Templatized { kernel: kernel.to_string(), text: current.text().to_string(), edits, spec, reports })
+}
+
+/// Where the spec's launch was read, and the host program's launch choices lifted from it.
+fn launch_report(inferred: &scaffold::Inferred) -> TransformReport {
+    let Some(found) = &inferred.launch else {
+        let message = "no launch of the kernel in this file or the workspace: grid, block and sizes are left as `?`";
+        return transform_report("launch-choices", Status::NotApplicable, message.into(), Vec::new());
+    };
+    let place = match &found.other_file {
+        Some(path) => format!("{}:{}", path.display(), found.line),
+        None => format!("line {}", found.line),
+    };
+    if found.choices.is_empty() {
+        return transform_report("launch-choices", Status::NotApplicable, format!("the launch at {place} makes no run-time choice"), Vec::new());
+    }
+    let lifted: Vec<String> = found.choices.iter().map(|p| format!("`{}` = {} ({})", p.name, p.default, p.origin)).collect();
+    let message = format!("launch parameters from the launch at {place}: {}; only the launch changes, no recompile", lifted.join(", "));
+    transform_report("launch-choices", Status::Applied, message, Vec::new())
 }
 
 fn transform_report(transform: &'static str, status: Status, message: String, notes: Vec<Note>) -> TransformReport {

@@ -22,7 +22,7 @@ use crate::template;
 /// the source was templatized in memory, for the user's log.
 pub fn kernel_and_source(file: &Path, kernel_name: &str, spec_path: Option<&Path>, text: &str) -> Result<(KernelSpec, String, Option<String>)> {
     let spec_path = spec_path.map_or_else(|| spec::spec_path_for(file), Path::to_path_buf);
-    let in_memory = || template::templatize(text, kernel_name, &SliceOptions::for_file(file)).map_err(|e| anyhow!("{}: {e}", file.display()));
+    let in_memory = || template::templatize_with_hosts(text, kernel_name, &SliceOptions::for_file(file), &crate::workspace::host_documents_near(file, kernel_name)).map_err(|e| anyhow!("{}: {e}", file.display()));
     if let Ok(spec_text) = std::fs::read_to_string(&spec_path) {
         let (spec_file, diagnostics) = spec::parse_spec(&spec_text);
         let errors: Vec<String> = diagnostics

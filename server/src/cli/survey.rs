@@ -1,0 +1,298 @@
+//! `cutune survey DIR [--json]`: templatize every kernel under a folder in memory (nothing is
+//! written), check each spec and compile each default configuration, and say how far each kernel
+//! gets and why it stops: what in a project can be tuned as it is.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use super::read_source;
+use crate::compile::Nvrtc;
+use crate::slice::{device_slice, SliceOptions};
+use crate::space::{self, Configuration};
+use crate::spec::{self, KernelSpec, ParamKind, SpecFile, UNKNOWN};
+use crate::syntax::Document;
+use crate::template;
+use crate::workspace::{find_root, Limits, Workspace};
+
+#[derive(clap::Args)]
+pub struct SurveyArgs {
+    /// The folder whose kernels are surveyed; host code is looked for in its whole workspace.
+    pub dir: PathBuf,
+    /// The architecture the default configurations are compiled for.
+    #[arg(long, default_value = "sm_90")]
+    pub arch: String,
+    /// The NVRTC library (otherwise searched as `cutune check` does); without one, nothing is compiled.
+    #[arg(long)]
+    pub nvrtc: Option<PathBuf>,
+    /// Compiler threads.
+    #[arg(long, short = 'j')]
+    pub jobs: Option<usize>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How far a kernel got, in the order of the loop: the first stage it did not pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Templatize refused the kernel (it does not parse, say).
+    Templatize,
+    /// The spec still has problems: a `?`, a name it does not know.
+    Spec,
+    /// The default configuration does not compile.
+    Compile,
+    /// Only compiler options to tune: nothing of the kernel's own execution was found.
+    Parameters,
+    /// A clean spec that compiles, with execution parameters: ready to tune.
+    Ready,
+}
+
+impl Stage {
+    fn as_str(self) -> &'static str {
+        match self {
+            Stage::Templatize => "templatize",
+            Stage::Spec => "spec",
+            Stage::Compile => "compile",
+            Stage::Parameters => "parameters",
+            Stage::Ready => "ready",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum CompileResult {
+    Compiled { registers: u32 },
+    Failed { reason: String },
+    NotRun { reason: String },
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelSurvey {
+    pub file: String,
+    pub line: u32,
+    pub kernel: String,
+    /// `NAME=default` of every parameter.
+    pub params: Vec<String>,
+    /// Parameters other than compiler options.
+    pub execution_params: usize,
+    pub spec_problems: Vec<String>,
+    pub compile: CompileResult,
+    pub stage: Stage,
+    /// Why it stopped there (empty when ready).
+    pub why: String,
+}
+
+#[derive(Serialize)]
+struct Report {
+    dir: String,
+    /// The workspace root of the folder itself (files below may have roots of their own).
+    root: String,
+    indexed_files: usize,
+    arch: String,
+    nvrtc: Option<String>,
+    kernels: Vec<KernelSurvey>,
+    totals: BTreeMap<&'static str, usize>,
+}
+
+pub fn run(args: &SurveyArgs) -> Result<()> {
+    if !args.dir.is_dir() {
+        bail!("{}: not a folder", args.dir.display());
+    }
+    let dir = args.dir.canonicalize()?;
+    // The folder's own listing says which kernels to survey; each file's host code is looked
+    // for in its own workspace (the nearest root above it), as the editor would.
+    let listing = Workspace::build(&dir, Limits::default());
+    let mut workspaces: BTreeMap<PathBuf, Workspace> = BTreeMap::new();
+    let mut targets: Vec<Target> = Vec::new();
+    for path in listing.kernel_files().filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("cu" | "cuh" | "h" | "hpp" | "inl"))) {
+        let root = find_root(path);
+        workspaces.entry(root.clone()).or_insert_with(|| Workspace::build(&root, Limits::default()));
+        targets.extend(kernels_in(path).into_iter().map(|(kernel, line)| Target { path: path.to_path_buf(), kernel, line, root: root.clone() }));
+    }
+    let nvrtc = Nvrtc::locate(args.nvrtc.as_deref());
+    let surveys = survey_all(&workspaces, &targets, nvrtc.as_ref().ok(), nvrtc.as_ref().err().map(|e| e.to_string()), &args.arch, args.jobs);
+    let root = find_root(&dir);
+    let mut totals: BTreeMap<&'static str, usize> = BTreeMap::new();
+    totals.insert("kernels", surveys.len());
+    for s in &surveys {
+        *totals.entry(s.stage.as_str()).or_default() += 1;
+    }
+    let report = Report {
+        dir: args.dir.display().to_string(),
+        root: root.display().to_string(),
+        indexed_files: workspaces.values().map(|w| w.files().count()).sum(),
+        arch: args.arch.clone(),
+        nvrtc: nvrtc.as_ref().ok().map(|n| format!("{}.{}", n.version().0, n.version().1)),
+        kernels: surveys,
+        totals,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render(&report, &dir));
+    }
+    Ok(())
+}
+
+/// The kernels defined in `path`, with their 1-based lines.
+fn kernels_in(path: &Path) -> Vec<(String, u32)> {
+    let Ok(text) = read_source(path) else { return Vec::new() };
+    let doc = Document::new(text);
+    let mut out: Vec<(String, u32)> = Vec::new();
+    for k in doc.model().kernels.iter().filter(|k| k.is_definition) {
+        if !out.iter().any(|(name, _)| *name == k.name) {
+            out.push((k.name.clone(), k.name_span.start.line + 1));
+        }
+    }
+    out
+}
+
+/// A kernel to survey, and the workspace root its host code is looked for in.
+struct Target {
+    path: PathBuf,
+    kernel: String,
+    line: u32,
+    root: PathBuf,
+}
+
+fn survey_all(workspaces: &BTreeMap<PathBuf, Workspace>, targets: &[Target], nvrtc: Option<&Nvrtc>, no_nvrtc: Option<String>, arch: &str, jobs: Option<usize>) -> Vec<KernelSurvey> {
+    let results: Mutex<Vec<Option<KernelSurvey>>> = Mutex::new(vec![None; targets.len()]);
+    let next = AtomicUsize::new(0);
+    let threads = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().min(4))).max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(target) = targets.get(i) else { break };
+                let survey = survey_one(&workspaces[&target.root], &target.path, &target.kernel, target.line, nvrtc, no_nvrtc.as_deref(), arch);
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(survey);
+            });
+        }
+    });
+    results.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect()
+}
+
+/// One kernel through templatize, the spec check and a compile of its default configuration.
+pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, nvrtc: Option<&Nvrtc>, no_nvrtc: Option<&str>, arch: &str) -> KernelSurvey {
+    let mut survey = KernelSurvey {
+        file: path.display().to_string(),
+        line,
+        kernel: kernel.to_string(),
+        params: Vec::new(),
+        execution_params: 0,
+        spec_problems: Vec::new(),
+        compile: CompileResult::NotRun { reason: "templatize failed".into() },
+        stage: Stage::Templatize,
+        why: String::new(),
+    };
+    let text = match read_source(path) {
+        Ok(text) => text,
+        Err(e) => {
+            survey.why = e.to_string();
+            return survey;
+        }
+    };
+    let slice_options = SliceOptions::for_file(path);
+    let hosts = workspace.host_documents(path, kernel);
+    let result = match template::templatize_with_hosts(&text, kernel, &slice_options, &hosts) {
+        Ok(result) => result,
+        Err(e) => {
+            survey.why = e.to_string();
+            return survey;
+        }
+    };
+    let spec = &result.spec;
+    survey.params = spec.params.iter().map(|p| format!("{}={}", p.name, p.default)).collect();
+    survey.execution_params = spec.params.iter().filter(|p| !matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).count();
+    survey.spec_problems = spec_problems(path, spec);
+    survey.compile = compile_default(&result.text, path, spec, &slice_options, nvrtc, no_nvrtc, arch);
+    (survey.stage, survey.why) = if let Some(first) = survey.spec_problems.first() {
+        (Stage::Spec, first.clone())
+    } else if let CompileResult::Failed { reason } | CompileResult::NotRun { reason } = &survey.compile {
+        (Stage::Compile, reason.clone())
+    } else if survey.execution_params == 0 {
+        (Stage::Parameters, "no execution parameter was found, only compiler options".into())
+    } else {
+        (Stage::Ready, String::new())
+    };
+    survey
+}
+
+/// The errors `cutune spec check` would report on the scaffold.
+fn spec_problems(path: &Path, kernel: &KernelSpec) -> Vec<String> {
+    let source = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let text = spec::render_spec(&SpecFile { version: 1, source, kernels: vec![kernel.clone()] });
+    let (_, diagnostics) = spec::parse_spec(&text);
+    diagnostics.into_iter().filter(|d| d.severity == spec::Severity::Error).map(|d| d.message).collect()
+}
+
+/// Compiles the default configuration: that needs the parameters and template arguments, not
+/// the shapes, so it runs whatever else the spec lacks.
+fn compile_default(text: &str, path: &Path, kernel: &KernelSpec, slice_options: &SliceOptions, nvrtc: Option<&Nvrtc>, no_nvrtc: Option<&str>, arch: &str) -> CompileResult {
+    let Some(nvrtc) = nvrtc else {
+        return CompileResult::NotRun { reason: format!("no NVRTC: {}", no_nvrtc.unwrap_or("not found")) };
+    };
+    if kernel.template_args.iter().any(|a| a.trim() == UNKNOWN) {
+        return CompileResult::NotRun { reason: "a template argument is unknown (`?`)".into() };
+    }
+    let slice = match device_slice(&Document::new(text.to_string()), &kernel.name, slice_options) {
+        Ok(slice) => slice,
+        Err(e) => return CompileResult::Failed { reason: format!("{}: {e}", path.display()) },
+    };
+    let request = space::compile_request(kernel, &slice.source, arch, &Configuration::default_of(kernel));
+    match nvrtc.compile(&request) {
+        Ok(output) => {
+            let lowered = output.lowered_names.first().map(|(_, l)| l.clone());
+            let registers = output.kernels.iter().find(|k| Some(&k.name) == lowered.as_ref()).or(output.kernels.first()).map_or(0, |k| k.registers);
+            CompileResult::Compiled { registers }
+        }
+        Err(failure) => {
+            let first_error = failure.diagnostics.iter().find(|d| d.severity == crate::compile::Severity::Error).map(|d| d.message.clone());
+            CompileResult::Failed { reason: first_error.unwrap_or(failure.message) }
+        }
+    }
+}
+
+fn render(report: &Report, dir: &Path) -> String {
+    let mut out = String::new();
+    for k in &report.kernels {
+        let file = Path::new(&k.file).strip_prefix(dir).map(|p| p.display().to_string()).unwrap_or_else(|_| k.file.clone());
+        let params = if k.params.is_empty() { "-".to_string() } else { k.params.join(" ") };
+        out.push_str(&format!("{file}:{}: {}: {} [{params}]", k.line, k.kernel, k.stage.as_str()));
+        if !k.why.is_empty() {
+            out.push_str(&format!(": {}", k.why));
+        }
+        if k.spec_problems.len() > 1 {
+            out.push_str(&format!(" (+{} more spec problems)", k.spec_problems.len() - 1));
+        }
+        out.push('\n');
+    }
+    let total = report.totals.get("kernels").copied().unwrap_or(0);
+    let count = |stage: Stage| report.totals.get(stage.as_str()).copied().unwrap_or(0);
+    out.push_str(&format!(
+        "\n{total} kernels under {} ({} files indexed from {}; NVRTC {}, {}): {} ready to tune",
+        report.dir,
+        report.indexed_files,
+        report.root,
+        report.nvrtc.as_deref().unwrap_or("not found"),
+        report.arch,
+        count(Stage::Ready)
+    ));
+    if total > 0 {
+        out.push_str(&format!(" ({:.0}%)", 100.0 * count(Stage::Ready) as f64 / total as f64));
+    }
+    out.push_str(&format!(
+        "; stopped at templatize {}, spec {}, compile {}, parameters {}\n",
+        count(Stage::Templatize),
+        count(Stage::Spec),
+        count(Stage::Compile),
+        count(Stage::Parameters)
+    ));
+    out
+}

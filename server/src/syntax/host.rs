@@ -1,0 +1,144 @@
+//! Host code, as tree-sitter sees it: function definitions, their parameters and the calls
+//! between them. Templatize's spec scaffold follows these from a launch up to `main`, and the
+//! workspace index uses them to find which files hold a kernel's host code.
+
+use std::collections::{BTreeSet, HashMap};
+
+use tree_sitter::Node;
+
+use super::{descendants, identifiers_in, Document};
+
+/// The name a function definition declares (`Foo::bar` for a qualified one).
+pub fn function_name<'d>(text: &'d str, function: Node<'d>) -> Option<&'d str> {
+    let mut d = function.child_by_field_name("declarator");
+    while let Some(n) = d {
+        if n.kind() == "function_declarator" {
+            return n.child_by_field_name("declarator").map(|name| &text[name.byte_range()]);
+        }
+        d = n.child_by_field_name("declarator");
+    }
+    None
+}
+
+/// Every function definition under `root`, by name; the first of overloads.
+pub fn functions<'d>(text: &'d str, root: Node<'d>) -> HashMap<&'d str, Node<'d>> {
+    let mut out = HashMap::new();
+    for node in descendants(root) {
+        if node.kind() == "function_definition" {
+            if let Some(name) = function_name(text, node) {
+                out.entry(name).or_insert(node);
+            }
+        }
+    }
+    out
+}
+
+/// The names of a function's parameters, in order; an unnamed one is empty.
+pub fn parameter_names(text: &str, function: Node) -> Vec<String> {
+    parameters(text, function).into_iter().map(|(name, _)| name).collect()
+}
+
+/// A function's parameters, in order: each name (empty when unnamed) and its type without
+/// qualifiers, pointers or references (`const float* x` gives `float`).
+pub fn parameters(text: &str, function: Node) -> Vec<(String, String)> {
+    let mut names = Vec::new();
+    let mut d = function.child_by_field_name("declarator");
+    while let Some(n) = d {
+        if n.kind() == "function_declarator" {
+            if let Some(list) = n.child_by_field_name("parameters") {
+                let mut cursor = list.walk();
+                for p in list.named_children(&mut cursor).filter(|p| p.kind() == "parameter_declaration") {
+                    let name = p.child_by_field_name("declarator").and_then(declared_name);
+                    let ty = p.child_by_field_name("type").map_or(String::new(), |t| text[t.byte_range()].to_string());
+                    names.push((name.map_or(String::new(), |n| text[n.byte_range()].to_string()), ty));
+                }
+            }
+            break;
+        }
+        d = n.child_by_field_name("declarator");
+    }
+    names
+}
+
+/// The type of every variable `body` declares, by name (qualifiers and pointers left off).
+pub fn local_types(text: &str, body: Node) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for node in descendants(body).filter(|n| n.kind() == "declaration") {
+        let Some(ty) = node.child_by_field_name("type") else { continue };
+        let mut cursor = node.walk();
+        for declarator in node.children_by_field_name("declarator", &mut cursor) {
+            if let Some(name) = declared_name(declarator) {
+                out.push((text[name.byte_range()].to_string(), text[ty.byte_range()].to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// The identifier a declarator declares, through pointers, references and arrays.
+pub fn declared_name(declarator: Node) -> Option<Node> {
+    let mut node = declarator;
+    while let Some(inner) = node.child_by_field_name("declarator") {
+        node = inner;
+    }
+    (node.kind() == "identifier").then_some(node)
+}
+
+/// One call of a function, in the host code of some file.
+#[derive(Clone, Copy)]
+pub struct Call<'d> {
+    /// The text of the file the call is in, which `caller`'s byte ranges index.
+    pub text: &'d str,
+    pub caller: Node<'d>,
+    pub node: Node<'d>,
+}
+
+impl<'d> Call<'d> {
+    pub fn args(&self) -> Vec<String> {
+        self.node.child_by_field_name("arguments").map(|a| call_args(self.text, a)).unwrap_or_default()
+    }
+
+    /// `<float, 256>` of `run<float, 256>(...)`, each argument's text.
+    pub fn template_args(&self) -> Vec<String> {
+        let Some(function) = self.node.child_by_field_name("function") else { return Vec::new() };
+        let Some(list) = function.child_by_field_name("arguments").filter(|_| function.kind() == "template_function") else { return Vec::new() };
+        let mut cursor = list.walk();
+        list.named_children(&mut cursor).map(|n| self.text[n.byte_range()].trim().to_string()).collect()
+    }
+}
+
+/// Every call in `text` by callee name (template arguments left off: `run<float>` is `run`),
+/// with the function it sits in.
+pub fn calls_by_callee<'d>(text: &'d str, root: Node<'d>, out: &mut HashMap<&'d str, Vec<Call<'d>>>) {
+    for node in descendants(root) {
+        if node.kind() != "call_expression" {
+            continue;
+        }
+        let Some(f) = node.child_by_field_name("function") else { continue };
+        let callee = match f.kind() {
+            "template_function" => f.child_by_field_name("name").unwrap_or(f),
+            _ => f,
+        };
+        let Some(caller) = std::iter::successors(node.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition") else { continue };
+        out.entry(&text[callee.byte_range()]).or_default().push(Call { text, caller, node });
+    }
+}
+
+/// The text of each argument in an argument list.
+pub fn call_args(text: &str, list: Node) -> Vec<String> {
+    let mut cursor = list.walk();
+    list.named_children(&mut cursor).filter(|n| n.kind() != "comment").map(|n| text[n.byte_range()].to_string()).collect()
+}
+
+/// The functions of `doc` whose bodies mention any of `names` (call them, launch them, take
+/// their address), other than those functions themselves.
+pub fn functions_mentioning(doc: &Document, names: &BTreeSet<String>) -> Vec<String> {
+    let Some(tree) = doc.tree() else { return Vec::new() };
+    let text = doc.text();
+    functions(text, tree.root_node())
+        .into_iter()
+        .filter(|(name, _)| !names.contains(*name))
+        .filter(|(_, node)| node.child_by_field_name("body").is_some_and(|b| identifiers_in(&text[b.byte_range()]).any(|w| names.contains(w))))
+        .map(|(name, _)| name.to_string())
+        .collect()
+}

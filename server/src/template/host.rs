@@ -1,0 +1,747 @@
+//! The host code around a launch, across the files of the workspace: every path of calls that
+//! reaches the launching function, with the constants of each function on it, to put numbers on
+//! the sizes and to find the launch choices the program makes at run time.
+
+use std::collections::HashMap;
+
+use tree_sitter::Node;
+
+use crate::spec::split_top_level;
+use crate::syntax::host::{call_args, calls_by_callee, declared_name, function_name, local_types, parameters, Call};
+use crate::syntax::{descendants, eval_constant, identifiers_in, size_of_type, Document, LaunchSite};
+
+/// How many call paths (and so shapes) are followed at most, and how deep.
+const MAX_PATHS: usize = 8;
+const MAX_DEPTH: usize = 5;
+
+/// Every path of calls that reaches a launch, from the files given. Each path gives one shape
+/// (`run_case(8192, 8192)` and `run_case(4095, 1000)` give two).
+pub(super) struct HostContext<'d> {
+    /// Each path starts at the launcher; frame `i + 1` calls frame `i`.
+    pub(super) paths: Vec<Vec<Frame<'d>>>,
+    defines: HashMap<String, i64>,
+    /// File-scope constants defined as another name: `constexpr int kBlock = BLOCK_SIZE;`.
+    file_constants: HashMap<String, String>,
+    /// `typedef float floatX;` and `using floatX = float;` in the branches the preprocessor takes.
+    type_aliases: HashMap<String, String>,
+}
+
+#[derive(Clone)]
+pub(super) struct Frame<'d> {
+    /// The text of the file the function is in.
+    text: &'d str,
+    scope: Scope<'d>,
+    params: Vec<String>,
+    /// The type of each parameter, without qualifiers or pointers.
+    param_types: Vec<String>,
+    /// The names of the function's template parameters, when it is a template.
+    template_params: Vec<String>,
+    /// The call of this function in the next frame.
+    called_by: Option<Call<'d>>,
+}
+
+impl<'d> Frame<'d> {
+    fn of(text: &'d str, function: Node<'d>) -> Frame<'d> {
+        let (params, param_types) = parameters(text, function).into_iter().unzip();
+        Frame { text, scope: Scope::of(text, function), params, param_types, template_params: template_parameter_names(text, function), called_by: None }
+    }
+
+    /// The arguments this function was called with, in the next frame's names.
+    fn called_with(&self) -> Option<Vec<String>> {
+        self.called_by.map(|c| c.args())
+    }
+}
+
+/// A function's local declarations, name to initial value text, in order.
+#[derive(Clone)]
+struct Scope<'d> {
+    body: Option<Node<'d>>,
+    values: Vec<(String, String)>,
+}
+
+impl<'d> Scope<'d> {
+    fn of(text: &'d str, function: Node<'d>) -> Scope<'d> {
+        let body = function.child_by_field_name("body");
+        let mut values = Vec::new();
+        if let Some(body) = body {
+            for node in descendants(body) {
+                if node.kind() == "init_declarator" {
+                    if let (Some(d), Some(v)) = (node.child_by_field_name("declarator").and_then(declared_name), node.child_by_field_name("value")) {
+                        values.push((text[d.byte_range()].to_string(), text[v.byte_range()].to_string()));
+                    }
+                }
+            }
+        }
+        Scope { body, values }
+    }
+
+    fn value_text(&self, name: &str) -> Option<&str> {
+        self.values.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// A launch choice the host program makes at run time (a block size passed down from `main`,
+/// read from a sweep, or a host constant): what the spec can vary without recompiling.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct LaunchChoice {
+    /// The value the program launches with (the first of a sweep).
+    pub default: i64,
+    /// The values the program sweeps, when it does.
+    pub sweep: Vec<i64>,
+    /// Where the value comes from, for the spec's `origin`.
+    pub origin: String,
+}
+
+impl<'d> HostContext<'d> {
+    /// The context of `launch`, which is in `launch_doc`; `documents` are every file whose
+    /// functions may be on the call path (`launch_doc` among them).
+    pub(super) fn new(documents: &[&'d Document], launch_doc: &'d Document, launch: &LaunchSite) -> Option<HostContext<'d>> {
+        let text = launch_doc.text();
+        let root = launch_doc.tree()?.root_node();
+        let launcher = descendants(root).filter(|n| n.kind() == "function_definition").filter(|n| n.byte_range().contains(&launch.span.start_byte)).last()?;
+        let mut calls: HashMap<&str, Vec<Call>> = HashMap::new();
+        let mut defines = HashMap::new();
+        let mut file_constants = HashMap::new();
+        let type_aliases = type_aliases(&documents.iter().map(|d| d.text()).collect::<Vec<_>>());
+        for doc in documents {
+            let Some(tree) = doc.tree() else { continue };
+            calls_by_callee(doc.text(), tree.root_node(), &mut calls);
+            defines.extend(doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))));
+            file_constants.extend(file_constants_of(doc.text(), tree.root_node()));
+        }
+        let mut paths = Vec::new();
+        extend_paths(&calls, vec![Frame::of(text, launcher)], &mut paths);
+        Some(HostContext { paths, defines, file_constants, type_aliases })
+    }
+
+    pub(super) fn launcher(&self) -> &Frame<'d> {
+        &self.paths[0][0]
+    }
+
+    /// Grid or block components: `dim3(a, b)`, a `dim3` local, or a plain expression.
+    pub(super) fn dims(&self, text: &str) -> Vec<String> {
+        let text = text.trim();
+        let inner = text.strip_prefix("dim3").map(str::trim).and_then(|t| t.strip_prefix('(').and_then(|t| t.strip_suffix(')')));
+        let launcher = self.launcher();
+        let parts = match (inner, launcher.scope.body.and_then(|b| dim3_local(launcher.text, b, text))) {
+            (Some(inner), _) => split_args(inner),
+            (None, Some(args)) => args,
+            (None, None) => vec![text.to_string()],
+        };
+        parts.iter().map(|p| self.in_spec_names(p)).collect()
+    }
+
+    /// A launch expression with the launcher's computed locals (`blocks = (n + 255) / 256`)
+    /// and file constants (`kBlock = BLOCK_SIZE`) replaced by what they stand for.
+    pub(super) fn in_spec_names(&self, text: &str) -> String {
+        let launcher = &self.launcher().scope;
+        let mut expanded = text.to_string();
+        // Locals defined through other locals (`block_y = block_size / 32`, then `grid =
+        // ceil_div(N, block_y)`) need a few rounds.
+        for _ in 0..4 {
+            let next = rename_identifiers_in(&expanded, |word| {
+                let init = launcher.value_text(word).map(strip_casts_everywhere)?;
+                // A constant stays a name: a size of the shape, or a launch choice.
+                if eval_constant(&init, &|_| None).is_some() {
+                    return None;
+                }
+                let init = init.trim_start_matches('{').trim_end_matches('}').trim().to_string();
+                Some(if init.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') { init } else { format!("({init})") })
+            });
+            if next == expanded {
+                break;
+            }
+            expanded = next;
+        }
+        let expanded = rename_identifiers_in(&expanded, |word| self.file_constants.get(word).cloned());
+        let expanded = self.sizes_of_types(&expanded);
+        strip_outer_parens(&expanded).to_string()
+    }
+
+    /// A type with its aliases followed: `floatX` is `float` where `typedef float floatX;`.
+    pub(super) fn resolve_type(&self, ty: &str) -> String {
+        let mut current = ty.trim().to_string();
+        for _ in 0..8 {
+            match self.type_aliases.get(&current) {
+                Some(next) => current = next.clone(),
+                None => break,
+            }
+        }
+        current
+    }
+
+    /// Whether an allocation's `sizeof(allocated)` counts elements of the kernel's `element`:
+    /// the same type through aliases, or one of the same size; any type when the element's
+    /// size is unknown (a template parameter).
+    fn same_size(&self, allocated: &str, element: &str) -> bool {
+        let (allocated, element) = (self.resolve_type(allocated), self.resolve_type(element));
+        allocated.replace(' ', "") == element.replace(' ', "")
+            || match (size_of_type(&allocated), size_of_type(&element)) {
+                (Some(a), Some(e)) => a == e,
+                (_, None) => true,
+                (None, Some(_)) => false,
+            }
+    }
+
+    /// `sizeof(floatX)` → `4`, for the types whose size is known.
+    fn sizes_of_types(&self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find("sizeof(") {
+            let preceded_by_word = rest[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+            let inner_end = rest[at + 7..].find(')').map(|e| at + 7 + e);
+            let bytes = inner_end.filter(|_| !preceded_by_word).and_then(|end| size_of_type(&self.resolve_type(&rest[at + 7..end])).map(|b| (end, b)));
+            match bytes {
+                Some((end, b)) => {
+                    out.push_str(&rest[..at]);
+                    out.push_str(&b.to_string());
+                    rest = &rest[end + 1..];
+                }
+                None => {
+                    out.push_str(&rest[..at + 7]);
+                    rest = &rest[at + 7..];
+                }
+            }
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// The value of a size named at the launch, along each call path that gives one.
+    pub(super) fn size_values(&self, name: &str) -> Vec<Option<i64>> {
+        self.paths.iter().map(|path| self.eval_name(path, 0, name, 0)).collect()
+    }
+
+    fn eval_name(&self, path: &[Frame], at: usize, name: &str, depth: usize) -> Option<i64> {
+        if let Some(v) = self.defines.get(name) {
+            return Some(*v);
+        }
+        if depth > 16 {
+            return None;
+        }
+        let frame = path.get(at)?;
+        if let Some(text) = frame.scope.value_text(name) {
+            let first = sweep_element(frame, text).map(|(first, _)| first);
+            return self.eval_text(path, at, first.as_deref().unwrap_or(text), depth + 1);
+        }
+        if let Some(index) = frame.template_params.iter().position(|p| p == name) {
+            let arg = frame.called_by?.template_args().get(index)?.clone();
+            return self.eval_text(path, at + 1, &arg, depth + 1);
+        }
+        let index = frame.params.iter().position(|p| p == name)?;
+        let arg = frame.called_with()?.get(index)?.clone();
+        self.eval_text(path, at + 1, &arg, depth + 1)
+    }
+
+    fn eval_text(&self, path: &[Frame], at: usize, text: &str, depth: usize) -> Option<i64> {
+        eval_constant(&strip_casts_everywhere(text), &|name| self.eval_name(path, at, name, depth))
+    }
+
+    /// Where the launcher's `name` gets its value along the first call path, when that is a
+    /// choice of the host program: a constant, or an element of a constant array the program
+    /// loops over. `None` when it is computed from something else (a size, an input).
+    pub(super) fn launch_choice(&self, name: &str) -> Option<LaunchChoice> {
+        let path = self.paths.first()?;
+        let (mut at, mut current) = (0, name.to_string());
+        for _ in 0..16 {
+            let frame = path.get(at)?;
+            if self.defines.contains_key(&current) {
+                return None;
+            }
+            if let Some(init) = frame.scope.value_text(&current) {
+                if let Some((first, sweep)) = sweep_element(frame, init) {
+                    let default = self.eval_text(path, at, &first, 0)?;
+                    let origin = format!("`{current}` swept over {{{}}} in `{}`", join(&sweep), frame_name(frame));
+                    return Some(LaunchChoice { default, sweep, origin });
+                }
+                let init = strip_casts_everywhere(init);
+                if is_identifier(&init) {
+                    current = init;
+                    continue;
+                }
+                let default = self.eval_text(path, at, &init, 0)?;
+                return Some(LaunchChoice { default, sweep: Vec::new(), origin: format!("`{current} = {init}` in `{}`", frame_name(frame)) });
+            }
+            let index = frame.params.iter().position(|p| *p == current)?;
+            let arg = strip_casts_everywhere(frame.called_with()?.get(index)?);
+            at += 1;
+            if is_identifier(&arg) {
+                current = arg;
+                continue;
+            }
+            let default = self.eval_text(path, at, &arg, 0)?;
+            let caller = path.get(at).map(frame_name).unwrap_or_default();
+            return Some(LaunchChoice { default, sweep: Vec::new(), origin: format!("`{arg}` passed as `{current}` by `{caller}`") });
+        }
+        None
+    }
+
+    /// A template argument of the launch, with the host templates' parameters on the first
+    /// call path replaced by what their callers instantiate (`T` of `run<T>` called as
+    /// `run<float>` is `float`).
+    pub(super) fn template_argument(&self, text: &str) -> String {
+        let Some(path) = self.paths.first() else { return text.to_string() };
+        let mut current = text.trim().to_string();
+        for frame in path {
+            let Some(index) = frame.template_params.iter().position(|p| *p == current) else { break };
+            match frame.called_by.and_then(|c| c.template_args().get(index).cloned()) {
+                Some(arg) => current = arg,
+                None => break,
+            }
+        }
+        current
+    }
+
+    /// The type of the value the launcher passes as `arg` (a variable), followed up the first
+    /// call path through host templates' type parameters: what a kernel template's type
+    /// parameter is deduced as.
+    pub(super) fn argument_type(&self, arg: &str) -> Option<String> {
+        let path = self.paths.first()?;
+        let mut current = arg.trim().to_string();
+        for (at, frame) in path.iter().enumerate() {
+            let declared = frame.scope.body.map(|b| local_types(frame.text, b)).unwrap_or_default().into_iter().find(|(n, _)| *n == current).map(|(_, t)| t);
+            let (ty, param_index) = match declared {
+                Some(ty) => (ty, None),
+                None => {
+                    let index = frame.params.iter().position(|p| *p == current)?;
+                    (frame.param_types.get(index)?.clone(), Some(index))
+                }
+            };
+            let ty = ty.trim_start_matches("const ").trim().to_string();
+            if !frame.template_params.contains(&ty) {
+                return Some(self.resolve_type(&ty));
+            }
+            // A host template's type parameter: explicit at the call, or deduced from the
+            // caller's argument in the same position.
+            let tp_index = frame.template_params.iter().position(|t| *t == ty)?;
+            let call = frame.called_by?;
+            if let Some(explicit) = call.template_args().get(tp_index) {
+                return Some(self.resolve_type(explicit));
+            }
+            current = call.args().get(param_index?)?.trim().to_string();
+            let _ = at;
+        }
+        None
+    }
+
+    /// The conditions the host code asserts along the first call path, in the launcher's
+    /// names: `assert(block_size % 32 == 0)`.
+    pub(super) fn assertions(&self) -> Vec<String> {
+        let Some(path) = self.paths.first() else { return Vec::new() };
+        let mut out = Vec::new();
+        for (at, frame) in path.iter().enumerate() {
+            let Some(body) = frame.scope.body else { continue };
+            for node in descendants(body).filter(|n| n.kind() == "call_expression") {
+                let is_assert = node.child_by_field_name("function").is_some_and(|f| &frame.text[f.byte_range()] == "assert");
+                let condition = node.child_by_field_name("arguments").map(|a| call_args(frame.text, a)).and_then(|a| a.into_iter().next());
+                if let Some(condition) = condition.filter(|_| is_assert) {
+                    let condition = self.to_launcher_names(path, at, &strip_casts_everywhere(&condition));
+                    out.push(self.in_spec_names(&condition));
+                }
+            }
+        }
+        out
+    }
+
+    /// A floating-point scalar: a literal at the launch, or one passed down a call path.
+    pub(super) fn float_value(&self, text: &str) -> Option<String> {
+        let literal = |t: &str| {
+            let t = t.trim().trim_end_matches(['f', 'F']);
+            t.parse::<f64>().ok().map(|_| t.to_string())
+        };
+        let mut current = text.trim().to_string();
+        for frame in self.paths.first()? {
+            if let Some(v) = literal(&current) {
+                return Some(v);
+            }
+            if let Some(v) = frame.scope.value_text(&current) {
+                current = v.trim().to_string();
+                continue;
+            }
+            let index = frame.params.iter().position(|p| *p == current)?;
+            current = frame.called_with()?.get(index)?.trim().to_string();
+        }
+        literal(&current)
+    }
+
+    /// The element count of the buffer passed as `arg`, from the `cudaMalloc` that allocates
+    /// it, in the launcher's names.
+    pub(super) fn buffer_length(&self, arg: &str, element: &str) -> Option<String> {
+        let path = self.paths.first()?;
+        let mut name = arg.trim().to_string();
+        for (at, frame) in path.iter().enumerate() {
+            if let Some(bytes) = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name)) {
+                let length = strip_element_size(&bytes, &|ty| self.same_size(ty, element), &frame.scope)?;
+                return Some(self.to_launcher_names(path, at, &length));
+            }
+            let index = frame.params.iter().position(|p| *p == name)?;
+            name = frame.called_with()?.get(index)?.trim().to_string();
+        }
+        None
+    }
+
+    /// Rewrites an expression in frame `at`'s names into the launcher's: locals are replaced by
+    /// their initial values, names passed down as arguments by the parameters they become.
+    fn to_launcher_names(&self, path: &[Frame], at: usize, text: &str) -> String {
+        let mut text = text.to_string();
+        for level in (1..=at).rev() {
+            let frame = &path[level];
+            let below = &path[level - 1];
+            let args = below.called_with().unwrap_or_default();
+            text = rename_identifiers_in(&text, |word| {
+                if let Some(j) = args.iter().position(|a| a.trim() == word) {
+                    return below.params.get(j).cloned();
+                }
+                let init = frame.scope.value_text(word)?;
+                let init = strip_casts_everywhere(init);
+                let renamed = rename_identifiers_in(&init, |w| args.iter().position(|a| a.trim() == w).and_then(|j| below.params.get(j).cloned()));
+                Some(format!("({renamed})"))
+            });
+        }
+        text
+    }
+}
+
+fn frame_name(frame: &Frame) -> String {
+    frame.scope.body.and_then(|b| b.parent()).and_then(|f| function_name(frame.text, f)).unwrap_or("?").to_string()
+}
+
+fn join(values: &[i64]) -> String {
+    values.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+}
+
+fn is_identifier(text: &str) -> bool {
+    text.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// `block_sizes[j]` where the frame has `int block_sizes[] = {32, 64, 128}`: the first element's
+/// text and every element's value.
+fn sweep_element(frame: &Frame, init: &str) -> Option<(String, Vec<i64>)> {
+    let array = init.trim().strip_suffix(']')?.split_once('[')?.0.trim();
+    let elements = without_comments(frame.scope.value_text(array)?.trim().strip_prefix('{')?.strip_suffix('}')?);
+    let values: Option<Vec<i64>> = split_args(&elements).iter().filter(|e| !e.is_empty()).map(|e| eval_constant(e, &|_| None)).collect();
+    let values = values.filter(|v| !v.is_empty())?;
+    Some((values[0].to_string(), values))
+}
+
+/// `32, /*768,*/ 1024` → `32,  1024`.
+fn without_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("/*") {
+        out.push_str(&rest[..start]);
+        rest = rest[start..].find("*/").map_or("", |end| &rest[start + end + 2..]);
+    }
+    out.push_str(rest);
+    out.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join(" ")
+}
+
+/// The names of a template function's template parameters (`typename T`, `int N`, `class U = V`).
+fn template_parameter_names(text: &str, function: Node) -> Vec<String> {
+    let Some(template) = function.parent().filter(|p| p.kind() == "template_declaration") else { return Vec::new() };
+    let Some(list) = template.child_by_field_name("parameters") else { return Vec::new() };
+    let mut cursor = list.walk();
+    list.named_children(&mut cursor)
+        .filter_map(|p| {
+            let name = match p.child_by_field_name("declarator").or_else(|| p.child_by_field_name("name")) {
+                Some(declarator) => declared_name(declarator).unwrap_or(declarator),
+                None => {
+                    let mut inner = p.walk();
+                    let last = p.named_children(&mut inner).filter(|c| c.kind() == "type_identifier").last();
+                    last?
+                }
+            };
+            Some(text[name.byte_range()].to_string())
+        })
+        .collect()
+}
+
+/// Follows the calls of the last frame's function upwards, collecting every path that ends at a
+/// function nobody calls (or at the depth limit).
+fn extend_paths<'d>(calls: &HashMap<&'d str, Vec<Call<'d>>>, path: Vec<Frame<'d>>, out: &mut Vec<Vec<Frame<'d>>>) {
+    if out.len() >= MAX_PATHS {
+        return;
+    }
+    let last = path.last().expect("paths start with the launcher");
+    let name = last.scope.body.and_then(|b| b.parent()).and_then(|f| function_name(last.text, f));
+    let callers = name.and_then(|n| calls.get(bare_name(n))).filter(|_| path.len() < MAX_DEPTH);
+    let Some(callers) = callers.filter(|c| !c.is_empty()) else {
+        out.push(path);
+        return;
+    };
+    for call in callers {
+        if path.iter().any(|f| f.scope.body == call.caller.child_by_field_name("body")) {
+            continue;
+        }
+        let mut next = path.clone();
+        next.last_mut().expect("paths start with the launcher").called_by = Some(*call);
+        next.push(Frame::of(call.text, call.caller));
+        extend_paths(calls, next, out);
+    }
+}
+
+/// The type aliases of `texts` (`typedef A B;`, `using B = A;`), read in order with the
+/// preprocessor branches that the macros defined so far select: `#ifdef`, `#ifndef`,
+/// `#if defined(X)`, `#elif defined(X)`, `#else`. A condition it cannot read counts as true.
+fn type_aliases(texts: &[&str]) -> HashMap<String, String> {
+    let mut defined: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut aliases = HashMap::new();
+    for text in texts {
+        // Per open `#if`: whether the current branch is taken, and whether any branch was.
+        let mut stack: Vec<(bool, bool)> = Vec::new();
+        for line in text.lines() {
+            let line = line.trim();
+            let active = stack.iter().all(|(taken, _)| *taken);
+            if let Some(directive) = line.strip_prefix('#').map(str::trim_start) {
+                let (word, rest) = directive.split_once(char::is_whitespace).unwrap_or((directive, ""));
+                let condition = |rest: &str| preprocessor_condition(rest.trim(), &defined);
+                match word {
+                    "ifdef" => stack.push(if defined.contains(rest.trim()) { (true, true) } else { (false, false) }),
+                    "ifndef" => stack.push(if defined.contains(rest.trim()) { (false, false) } else { (true, true) }),
+                    "if" => {
+                        let c = condition(rest);
+                        stack.push((c, c));
+                    }
+                    "elif" => {
+                        if let Some(top) = stack.last_mut() {
+                            let c = !top.1 && condition(rest);
+                            *top = (c, top.1 || c);
+                        }
+                    }
+                    "else" => {
+                        if let Some(top) = stack.last_mut() {
+                            *top = (!top.1, true);
+                        }
+                    }
+                    "endif" => {
+                        stack.pop();
+                    }
+                    "define" if active => {
+                        if let Some(name) = identifiers_in(rest).next() {
+                            defined.insert(name.to_string());
+                        }
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            if !active {
+                continue;
+            }
+            if let Some(alias) = line.strip_prefix("typedef ").and_then(|l| l.strip_suffix(';')) {
+                if let Some((ty, name)) = alias.trim().rsplit_once(char::is_whitespace) {
+                    if is_identifier(name) && !ty.contains('(') {
+                        aliases.entry(name.to_string()).or_insert_with(|| ty.trim().to_string());
+                    }
+                }
+            } else if let Some((name, ty)) = line.strip_prefix("using ").and_then(|l| l.strip_suffix(';')).and_then(|l| l.split_once('=')) {
+                if is_identifier(name.trim()) {
+                    aliases.entry(name.trim().to_string()).or_insert_with(|| ty.trim().to_string());
+                }
+            }
+        }
+    }
+    aliases
+}
+
+/// `defined(X)`, `defined X`, `!defined(X)`, `0`, `1`; anything else counts as true.
+fn preprocessor_condition(text: &str, defined: &std::collections::HashSet<String>) -> bool {
+    let (negated, text) = match text.strip_prefix('!') {
+        Some(rest) => (true, rest.trim()),
+        None => (false, text),
+    };
+    let value = if let Some(rest) = text.strip_prefix("defined") {
+        let name = rest.trim().trim_start_matches('(').trim_end_matches(')').trim();
+        if !is_identifier(name) {
+            return true;
+        }
+        defined.contains(name)
+    } else {
+        match text {
+            "0" => false,
+            _ => return true,
+        }
+    };
+    value != negated
+}
+
+/// `Runner::launch` is called as `launch`: the last component of a qualified name.
+fn bare_name(name: &str) -> &str {
+    name.rsplit("::").next().unwrap_or(name)
+}
+
+fn file_constants_of(text: &str, root: Node) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let mut cursor = root.walk();
+    for decl in root.named_children(&mut cursor).filter(|n| n.kind() == "declaration") {
+        let mut inner = decl.walk();
+        for init in decl.children_by_field_name("declarator", &mut inner).filter(|d| d.kind() == "init_declarator") {
+            if let (Some(name), Some(value)) = (init.child_by_field_name("declarator"), init.child_by_field_name("value")) {
+                if value.kind() == "identifier" {
+                    out.insert(text[name.byte_range()].to_string(), text[value.byte_range()].to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn strip_outer_parens(text: &str) -> &str {
+    let t = text.trim();
+    match t.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
+        Some(inner) if balanced(inner) => inner.trim(),
+        _ => t,
+    }
+}
+
+fn balanced(text: &str) -> bool {
+    let mut depth = 0i32;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    depth == 0
+}
+
+/// Splits `a, f(b, c), d` at its top-level commas.
+fn split_args(text: &str) -> Vec<String> {
+    split_top_level(text, ',').into_iter().map(|a| a.trim().to_string()).collect()
+}
+
+/// The constructor arguments of `dim3 name(...)` or `dim3 name = dim3(...)`/`{...}` in `body`.
+fn dim3_local(text: &str, body: Node, name: &str) -> Option<Vec<String>> {
+    let mut found = None;
+    for node in descendants(body) {
+        if found.is_some() || node.kind() != "declaration" {
+            continue;
+        }
+        let is_dim3 = node.child_by_field_name("type").is_some_and(|t| &text[t.byte_range()] == "dim3");
+        if !is_dim3 {
+            continue;
+        }
+        let decl = &text[node.byte_range()];
+        let Some(rest) = decl.trim_start_matches("dim3").trim_start().strip_prefix(name) else { continue };
+        let rest = rest.trim_start().trim_start_matches('=').trim().trim_start_matches("dim3").trim().trim_end_matches(';').trim();
+        let inner = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')).or_else(|| rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')));
+        found = inner.map(split_args);
+    }
+    found
+}
+
+/// The byte count given to `cudaMalloc(&name, bytes)` (with or without a `(void**)` cast).
+fn malloc_bytes(text: &str, body: Node, name: &str) -> Option<String> {
+    let mut found = None;
+    for node in descendants(body) {
+        if found.is_some() || node.kind() != "call_expression" {
+            continue;
+        }
+        let Some(f) = node.child_by_field_name("function") else { continue };
+        if !matches!(&text[f.byte_range()], "cudaMalloc" | "cudaMallocManaged" | "cudaMallocAsync") {
+            continue;
+        }
+        let args = node.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
+        let target = args.first().map(|a| a.replace("(void**)", "").replace("(void **)", "").replace(' ', ""));
+        if target.as_deref() == Some(&format!("&{name}")) {
+            found = args.get(1).cloned();
+        }
+    }
+    found
+}
+
+/// `rows * hidden * sizeof(half)` → `rows * hidden`; a variable holding the byte count is
+/// followed once through `scope`.
+fn strip_element_size(bytes: &str, is_element: &dyn Fn(&str) -> bool, scope: &Scope) -> Option<String> {
+    let bytes = bytes.trim();
+    let bytes = match scope.value_text(bytes) {
+        Some(init) if identifiers_in(bytes).count() == 1 && !bytes.contains('(') => init.trim(),
+        _ => bytes,
+    };
+    let bytes = expand_vector_sizes(bytes, scope);
+    let factors = split_top_level(&bytes, '*');
+    let is_size_of = |f: &str| {
+        let f = f.replace(' ', "");
+        f.strip_prefix("sizeof(").and_then(|t| t.strip_suffix(')')).is_some_and(|ty| is_element(ty) || ty.contains('*'))
+    };
+    let position = factors.iter().position(|f| is_size_of(f))?;
+    let rest: Vec<&str> = factors.iter().enumerate().filter(|(i, _)| *i != position).map(|(_, f)| f.trim()).collect();
+    let rest: Vec<String> = rest.iter().map(|f| strip_casts_everywhere(f)).collect();
+    Some(if rest.is_empty() { "1".to_string() } else { rest.join(" * ") })
+}
+
+/// `h_a.size()` of a `std::vector<float> h_a(n)` → `(n)`.
+fn expand_vector_sizes(bytes: &str, scope: &Scope) -> String {
+    let mut out = bytes.to_string();
+    for (name, init) in &scope.values {
+        let call = format!("{name}.size()");
+        let args = init.trim().strip_prefix('(').and_then(|i| i.strip_suffix(')'));
+        if let Some(args) = args.filter(|_| out.contains(&call)) {
+            let count = split_args(args).into_iter().next().unwrap_or_default();
+            out = out.replace(&call, &format!("({count})"));
+        }
+    }
+    out
+}
+
+/// `(size_t)rows * hidden` → `rows * hidden`: integer casts the spec's expressions do not need.
+fn strip_casts_everywhere(text: &str) -> String {
+    let mut out = text.to_string();
+    for cast in ["(size_t)", "(int)", "(long)", "(long long)", "(unsigned)", "(int64_t)", "(uint64_t)"] {
+        out = out.replace(cast, "");
+    }
+    out.trim().to_string()
+}
+
+pub(super) fn rename_identifiers_in(text: &str, rename: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        if !word.is_empty() {
+            let starts_ident = word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+            out.push_str(&starts_ident.then(|| rename(word)).flatten().unwrap_or_else(|| word.clone()));
+            word.clear();
+        }
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn element_size_is_stripped_from_byte_counts() {
+        let scope = Scope { body: None, values: vec![("bytes".into(), "n * sizeof(float)".into())] };
+        let half = |ty: &str| ty == "half";
+        let float = |ty: &str| ty == "float";
+        assert_eq!(strip_element_size("rows * hidden * sizeof(half)", &half, &scope).as_deref(), Some("rows * hidden"));
+        assert_eq!(strip_element_size("sizeof(float) * (size_t)n", &float, &scope).as_deref(), Some("n"));
+        assert_eq!(strip_element_size("bytes", &float, &scope).as_deref(), Some("n"));
+        assert_eq!(strip_element_size("n * 4", &float, &scope), None);
+    }
+
+    #[test]
+    fn caller_names_are_renamed_to_launcher_names() {
+        let renamed = rename_identifiers_in("tokens * d_hidden", |w| (w == "d_hidden").then(|| "hidden".to_string()));
+        assert_eq!(renamed, "tokens * hidden");
+    }
+
+    #[test]
+    fn top_level_commas_split_dim3_arguments() {
+        assert_eq!(split_args("(n + 31) / 32, min(a, b), 1"), vec!["(n + 31) / 32", "min(a, b)", "1"]);
+    }
+}

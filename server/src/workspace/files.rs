@@ -1,0 +1,97 @@
+//! Which files a workspace holds: its root, the source files under it (respecting `.gitignore`)
+//! and those `compile_commands.json` names, within limits.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::Skipped;
+
+/// The extensions of the files the index reads.
+pub const SOURCE_EXTENSIONS: &[&str] = &["cu", "cuh", "cpp", "cc", "cxx", "c", "h", "hpp", "hh", "hxx", "inl"];
+
+/// Bounds on what one index holds, so that opening a huge tree cannot exhaust memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_files: usize,
+    /// Larger files are left out (generated tables, amalgamations).
+    pub max_file_bytes: u64,
+    pub max_total_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { max_files: 20_000, max_file_bytes: 2 << 20, max_total_bytes: 256 << 20 }
+    }
+}
+
+/// The workspace root for `start` (a file or folder): the nearest ancestor holding `.cutune`,
+/// `compile_commands.json` or `.git`, else `start`'s own folder.
+pub fn find_root(start: &Path) -> PathBuf {
+    let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
+    let folder = if start.is_dir() { start.clone() } else { start.parent().map(Path::to_path_buf).unwrap_or_default() };
+    folder
+        .ancestors()
+        .find(|dir| [".cutune", "compile_commands.json", ".git"].iter().any(|marker| dir.join(marker).exists()))
+        .map(Path::to_path_buf)
+        .unwrap_or(folder)
+}
+
+pub(super) fn is_source(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| SOURCE_EXTENSIONS.contains(&e))
+}
+
+pub(super) struct Found {
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub modified: Option<SystemTime>,
+}
+
+pub(super) struct Listing {
+    pub files: Vec<Found>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// The source files under `root`, sorted, skipping what `.gitignore` (and `.ignore`) exclude and
+/// hidden folders, plus the files `compile_commands.json` compiles (ignored or not).
+pub(super) fn source_files(root: &Path, limits: &Limits) -> Listing {
+    let mut paths: Vec<PathBuf> = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .git_ignore(true)
+        .require_git(false)
+        .build()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()) && is_source(e.path()))
+        .map(|e| e.into_path())
+        .collect();
+    paths.extend(compile_commands_files(root).into_iter().filter(|p| p.starts_with(root) && is_source(p)));
+    paths.sort();
+    paths.dedup();
+    let mut listing = Listing { files: Vec::new(), skipped: Vec::new() };
+    for path in paths {
+        let Ok(meta) = std::fs::metadata(&path) else { continue };
+        if listing.files.len() >= limits.max_files {
+            listing.skipped.push(Skipped { path, reason: format!("the index holds at most {} files", limits.max_files) });
+        } else if meta.len() > limits.max_file_bytes {
+            listing.skipped.push(Skipped { path, reason: format!("{} bytes is over the {} MiB limit per file", meta.len(), limits.max_file_bytes >> 20) });
+        } else {
+            listing.files.push(Found { path, bytes: meta.len(), modified: meta.modified().ok() });
+        }
+    }
+    listing
+}
+
+/// The files of `compile_commands.json` at the root or in `build/`.
+fn compile_commands_files(root: &Path) -> Vec<PathBuf> {
+    let candidates = [root.join("compile_commands.json"), root.join("build").join("compile_commands.json")];
+    let Some(text) = candidates.iter().find_map(|p| std::fs::read_to_string(p).ok()) else { return Vec::new() };
+    let Ok(serde_json::Value::Array(entries)) = serde_json::from_str::<serde_json::Value>(&text) else { return Vec::new() };
+    entries
+        .iter()
+        .filter_map(|entry| {
+            let file = PathBuf::from(entry.get("file")?.as_str()?);
+            let dir = entry.get("directory").and_then(|d| d.as_str()).map(PathBuf::from).unwrap_or_else(|| root.to_path_buf());
+            let path = if file.is_absolute() { file } else { dir.join(file) };
+            path.canonicalize().ok()
+        })
+        .collect()
+}

@@ -1,0 +1,231 @@
+//! The workspace index: every CUDA and C++ source under a root, with what each file defines and
+//! mentions, so that a kernel defined in one file can be matched with its launches, its launchers
+//! and the host code that calls them in others.
+//!
+//! The index itself is cheap: per file, its size, modification time and the set of identifiers
+//! it holds (a lexical scan, no parse). The files that matter for one kernel are parsed on demand
+//! by [`Workspace::host_documents`]: those that mention the kernel, then those that mention the
+//! functions that launch or pass it, up the call chain. The server keeps the index current in
+//! the background ([`Workspace::refresh`], [`Workspace::update`]); the CLI builds it once.
+
+mod files;
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::syntax::{self, Document};
+
+pub use files::{find_root, Limits, SOURCE_EXTENSIONS};
+use files::source_files;
+
+/// One indexed file.
+#[derive(Clone, Debug)]
+pub struct FileEntry {
+    pub bytes: u64,
+    pub modified: Option<SystemTime>,
+    /// Every identifier in the text, comments and strings included: a superset of what the
+    /// file's code mentions, which is what a lookup needs.
+    identifiers: HashSet<Box<str>>,
+    /// Whether the text holds `__global__`: only such files can define kernels.
+    pub has_kernels: bool,
+}
+
+impl FileEntry {
+    fn of_text(text: &str, bytes: u64, modified: Option<SystemTime>) -> FileEntry {
+        FileEntry {
+            bytes,
+            modified,
+            identifiers: syntax::identifiers_in(text).map(Box::from).collect(),
+            has_kernels: text.contains("__global__"),
+        }
+    }
+
+    pub fn mentions(&self, name: &str) -> bool {
+        self.identifiers.contains(name)
+    }
+}
+
+/// A file the index left out, and why.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Skipped {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// The index of one workspace root.
+#[derive(Clone, Debug)]
+pub struct Workspace {
+    root: PathBuf,
+    limits: Limits,
+    files: BTreeMap<PathBuf, FileEntry>,
+    skipped: Vec<Skipped>,
+}
+
+/// At most this many files are parsed to find one kernel's host code, and the call chain is
+/// followed this many functions up from the launch.
+const MAX_HOST_FILES: usize = 16;
+const MAX_CALL_DEPTH: usize = 4;
+
+impl Workspace {
+    /// An empty index of `root`; [`Workspace::refresh`] fills it.
+    pub fn new(root: &Path, limits: Limits) -> Workspace {
+        Workspace { root: root.to_path_buf(), limits, files: BTreeMap::new(), skipped: Vec::new() }
+    }
+
+    /// Indexes every source file under `root` (see [`source_files`]).
+    pub fn build(root: &Path, limits: Limits) -> Workspace {
+        let mut workspace = Workspace::new(root, limits);
+        workspace.refresh();
+        workspace
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Brings the index up to date with the disk: files that are new or whose size or
+    /// modification time changed are read again, files that are gone are dropped. Returns how
+    /// many files were read.
+    pub fn refresh(&mut self) -> usize {
+        let listing = source_files(&self.root, &self.limits);
+        let mut read = 0;
+        let mut total: u64 = 0;
+        let mut kept = BTreeMap::new();
+        let mut skipped = listing.skipped;
+        for found in listing.files {
+            if total + found.bytes > self.limits.max_total_bytes {
+                skipped.push(Skipped { path: found.path, reason: format!("the index is full ({} MiB of sources)", self.limits.max_total_bytes >> 20) });
+                continue;
+            }
+            let unchanged = self.files.remove(&found.path).filter(|e| e.bytes == found.bytes && e.modified == found.modified);
+            let entry = match unchanged {
+                Some(entry) => entry,
+                None => match std::fs::read(&found.path) {
+                    Ok(bytes) => {
+                        read += 1;
+                        FileEntry::of_text(&String::from_utf8_lossy(&bytes), found.bytes, found.modified)
+                    }
+                    Err(e) => {
+                        skipped.push(Skipped { path: found.path, reason: format!("cannot be read: {e}") });
+                        continue;
+                    }
+                },
+            };
+            total += found.bytes;
+            kept.insert(found.path, entry);
+        }
+        self.files = kept;
+        self.skipped = skipped;
+        read
+    }
+
+    /// Re-indexes one file from the text an editor holds (which may not be saved yet).
+    pub fn update(&mut self, path: &Path, text: &str) {
+        if files::is_source(path) && path.starts_with(&self.root) {
+            let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
+            self.files.insert(path.to_path_buf(), FileEntry::of_text(text, text.len() as u64, modified));
+        }
+    }
+
+    pub fn remove(&mut self, path: &Path) {
+        self.files.remove(path);
+    }
+
+    pub fn files(&self) -> impl Iterator<Item = (&Path, &FileEntry)> {
+        self.files.iter().map(|(p, e)| (p.as_path(), e))
+    }
+
+    pub fn skipped(&self) -> &[Skipped] {
+        &self.skipped
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.files.values().map(|e| e.bytes).sum()
+    }
+
+    /// The files other than `kernel_file` that hold host code for `kernel`, parsed: those that
+    /// mention it (launches, function pointers, instantiations), then those that mention the
+    /// functions in them that do, up to [`MAX_CALL_DEPTH`] functions up the call chain. The
+    /// kernel's own file is left out: the caller has it, possibly edited.
+    pub fn host_documents(&self, kernel_file: &Path, kernel: &str) -> Vec<HostDocument> {
+        let kernel_file = &kernel_file.canonicalize().unwrap_or_else(|_| kernel_file.to_path_buf());
+        let mut documents: Vec<HostDocument> = Vec::new();
+        let mut wanted: BTreeSet<String> = BTreeSet::from([kernel.to_string()]);
+        let mut seen_names = wanted.clone();
+        let own = std::fs::read_to_string(kernel_file).map(Document::new).ok();
+        for _ in 0..=MAX_CALL_DEPTH {
+            for (path, entry) in &self.files {
+                if documents.len() >= MAX_HOST_FILES {
+                    break;
+                }
+                let known = path == kernel_file || documents.iter().any(|d| &d.path == path);
+                if !known && wanted.iter().any(|name| entry.mentions(name)) {
+                    if let Ok(text) = std::fs::read_to_string(path) {
+                        documents.push(HostDocument { path: path.clone(), document: Document::new(text) });
+                    }
+                }
+            }
+            let texts = own.iter().chain(documents.iter().map(|d| &d.document));
+            let callers: BTreeSet<String> = texts.flat_map(|doc| syntax::host::functions_mentioning(doc, &wanted)).collect();
+            wanted = callers.difference(&seen_names).cloned().collect();
+            if wanted.is_empty() {
+                break;
+            }
+            seen_names.extend(wanted.iter().cloned());
+        }
+        self.add_local_includes(kernel_file, own.as_ref(), &mut documents);
+        documents
+    }
+
+    /// The headers the kernel's file and the host files include with quotes, found next to the
+    /// including file: their `#define`s, constants and `typedef`s give the host code's values.
+    fn add_local_includes(&self, kernel_file: &Path, own: Option<&Document>, documents: &mut Vec<HostDocument>) {
+        let mut pending: Vec<(PathBuf, String)> = own.map(|d| (kernel_file.to_path_buf(), d.text().to_string())).into_iter().collect();
+        pending.extend(documents.iter().map(|d| (d.path.clone(), d.document.text().to_string())));
+        while let Some((path, text)) = pending.pop() {
+            for header in quoted_includes(&path, &text) {
+                let known = header == kernel_file || documents.iter().any(|d| d.path == header);
+                if known || documents.len() >= MAX_HOST_FILES {
+                    continue;
+                }
+                if let Ok(text) = std::fs::read_to_string(&header) {
+                    pending.push((header.clone(), text.clone()));
+                    documents.push(HostDocument { path: header, document: Document::new(text) });
+                }
+            }
+        }
+    }
+
+    /// Every file that may define kernels (its text holds `__global__`).
+    pub fn kernel_files(&self) -> impl Iterator<Item = &Path> {
+        self.files.iter().filter(|(_, e)| e.has_kernels).map(|(p, _)| p.as_path())
+    }
+}
+
+/// The files `#include "name"` names in `text`, where they exist next to `path`.
+fn quoted_includes(path: &Path, text: &str) -> Vec<PathBuf> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    text.lines()
+        .filter_map(|line| line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include")?.trim().strip_prefix('"')?.split('"').next())
+        .map(|name| dir.join(name))
+        .filter(|p| p.is_file())
+        .map(|p| p.canonicalize().unwrap_or(p))
+        .collect()
+}
+
+/// The host documents of `kernel` in `file`, from an index of the file's workspace (its
+/// nearest root) built for this one question: what the command line does.
+pub fn host_documents_near(file: &Path, kernel: &str) -> Vec<HostDocument> {
+    Workspace::build(&find_root(file), Limits::default()).host_documents(file, kernel)
+}
+
+/// A parsed file of host code, with where it came from.
+#[derive(Clone, Debug)]
+pub struct HostDocument {
+    pub path: PathBuf,
+    pub document: Document,
+}
+
+#[cfg(test)]
+mod tests;

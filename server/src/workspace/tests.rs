@@ -1,0 +1,98 @@
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+/// A fresh folder under the system's temporary directory, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("cutune-workspace-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir.canonicalize().unwrap())
+    }
+
+    fn write(&self, path: &str, text: &str) -> PathBuf {
+        let path = self.0.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn names(workspace: &Workspace) -> Vec<String> {
+    workspace.files().map(|(p, _)| p.strip_prefix(workspace.root()).unwrap().display().to_string()).collect()
+}
+
+#[test]
+fn the_root_is_the_nearest_folder_with_a_marker() {
+    let scratch = Scratch::new("root");
+    let file = scratch.write("proj/src/deep/k.cu", "");
+    scratch.write("proj/compile_commands.json", "[]");
+    assert_eq!(find_root(&file), scratch.0.join("proj"));
+    assert_eq!(find_root(&scratch.0.join("proj/src")), scratch.0.join("proj"));
+}
+
+#[test]
+fn the_index_reads_sources_respects_gitignore_and_its_limits() {
+    let scratch = Scratch::new("walk");
+    scratch.write(".gitignore", "build/\n");
+    scratch.write("a.cu", "__global__ void k() {}");
+    scratch.write("host.cpp", "int main() {}");
+    scratch.write("notes.txt", "not a source");
+    scratch.write("build/gen.cu", "__global__ void g() {}");
+    scratch.write("big.cuh", &"x".repeat(2048));
+    let limits = Limits { max_file_bytes: 1024, ..Limits::default() };
+    let workspace = Workspace::build(&scratch.0, limits);
+    assert_eq!(names(&workspace), vec!["a.cu", "host.cpp"]);
+    assert_eq!(workspace.skipped().len(), 1);
+    assert!(workspace.skipped()[0].reason.contains("over the 0 MiB limit") || workspace.skipped()[0].reason.contains("limit per file"), "{:?}", workspace.skipped());
+    assert_eq!(workspace.kernel_files().collect::<Vec<_>>(), vec![scratch.0.join("a.cu").as_path()]);
+}
+
+#[test]
+fn compile_commands_brings_in_files_gitignore_leaves_out() {
+    let scratch = Scratch::new("commands");
+    scratch.write(".gitignore", "gen/\n");
+    let generated = scratch.write("gen/k.cu", "__global__ void k() {}");
+    scratch.write("compile_commands.json", &format!(r#"[{{"directory": "{}", "file": "gen/k.cu", "command": "nvcc -c gen/k.cu"}}]"#, scratch.0.display()));
+    let workspace = Workspace::build(&scratch.0, Limits::default());
+    assert!(workspace.files().any(|(p, _)| p == generated), "{:?}", names(&workspace));
+}
+
+#[test]
+fn refresh_reads_only_what_changed_and_drops_what_is_gone() {
+    let scratch = Scratch::new("refresh");
+    scratch.write("a.cu", "__global__ void k() {}");
+    let b = scratch.write("b.cu", "void f() {}");
+    let mut workspace = Workspace::build(&scratch.0, Limits::default());
+    assert_eq!(workspace.refresh(), 0);
+    scratch.write("b.cu", "void f() { k<<<1, 1>>>(); }");
+    assert_eq!(workspace.refresh(), 1);
+    assert!(workspace.files().any(|(p, e)| p == b && e.mentions("k")));
+    std::fs::remove_file(&b).unwrap();
+    workspace.refresh();
+    assert_eq!(names(&workspace), vec!["a.cu"]);
+}
+
+#[test]
+fn host_documents_follow_the_launch_and_its_callers_across_files() {
+    let scratch = Scratch::new("hosts");
+    let kernel = scratch.write("kernels.cuh", "__global__ void scale(float* x, int n) {}\n");
+    scratch.write("launch.cu", "#include \"kernels.cuh\"\nvoid run_scale(float* x, int n) { scale<<<n / 256, 256>>>(x, n); }\n");
+    scratch.write("main.cpp", "void run_scale(float* x, int n);\nint main() { run_scale(0, 1024); }\n");
+    scratch.write("unrelated.cu", "__global__ void other() {}\n");
+    let workspace = Workspace::build(&scratch.0, Limits::default());
+    let hosts = workspace.host_documents(&kernel, "scale");
+    let found: Vec<&str> = hosts.iter().map(|h| h.path.file_name().unwrap().to_str().unwrap()).collect();
+    assert_eq!(found, vec!["launch.cu", "main.cpp"]);
+    assert!(!found.contains(&"kernels.cuh"), "the kernel's own file is the caller's");
+    assert!(Path::new(&hosts[0].path).is_absolute());
+}

@@ -1,0 +1,126 @@
+"""Real-project shapes through the real binary: launches in other files, run-time block sizes,
+function pointers, host templates and typedefs in headers (`tests/fixtures/workspace/`, one
+small project per folder), with `cutune survey`, `cutune templatize` and the code action."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+from lsprotocol import types
+
+from editor import CUTUNE_BIN, REPO, open_document
+from test_templatize import code_actions, line_of, resolved
+
+WORKSPACE = REPO / "tests" / "fixtures" / "workspace"
+
+
+def cutune(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    # The copies live outside the repository: point NVRTC discovery at its .venv.
+    env = {**os.environ, "VIRTUAL_ENV": str(REPO / ".venv")}
+    return subprocess.run([str(CUTUNE_BIN), *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+
+
+def project(tmp_path: Path, name: str) -> Path:
+    target = tmp_path / name
+    shutil.copytree(WORKSPACE / name, target)
+    return target
+
+
+def spec_of(text: str) -> dict:
+    return tomllib.loads(text)["kernels"][0]
+
+
+def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path: Path):
+    root = tmp_path / "workspace"
+    shutil.copytree(WORKSPACE, root)
+    before = sorted(p.name for p in root.rglob("*"))
+    run = cutune("survey", str(root), "--json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    by_kernel = {k["kernel"]: k for k in report["kernels"]}
+    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu"}
+    for ready in ["scale_rows", "axpy", "copy_plain", "relu"]:
+        assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
+        assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
+    # Never launched (nothing assigns it to the pointer): its launch stays unknown.
+    assert by_kernel["copy_twice"]["stage"] == "spec"
+    assert any("grid extent x is unknown" in p for p in by_kernel["copy_twice"]["spec_problems"])
+    assert report["totals"] == {"kernels": 5, "ready": 4, "spec": 1}
+    assert sorted(p.name for p in root.rglob("*")) == before
+
+    text = cutune("survey", str(root))
+    assert "5 kernels under" in text.stdout and "4 ready to tune (80%)" in text.stdout
+
+
+def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
+    root = project(tmp_path, "runtime_block")
+    run = cutune("templatize", "scale.cu", "--kernel", "scale_rows", "--write", cwd=root)
+    assert run.returncode == 0, run.stderr
+    assert "launch-choices: launch parameters from the launch at line" in run.stderr
+    spec = spec_of((root / "scale.cutune.toml").read_text())
+    block = next(p for p in spec["params"] if p["name"] == "block_size")
+    # The sweep's values, the commented-out one left out; the first is the default.
+    assert block == {**block, "kind": "launch", "default": 64, "values": [64, 128, 256, 512]}
+    assert spec["block"] == ["block_size"] and spec["grid"] == ["rows"]
+    assert spec["shared_bytes"] == "block_size * 4"
+    assert "block_size % 32 == 0" in spec["restrictions"]
+    assert spec["shapes"] == [{"rows": 4096, "cols": 1000}]
+    check = cutune("spec", "check", "scale.cutune.toml", cwd=root)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_kernel_in_a_header_gets_its_launch_type_and_sizes_from_other_files(tmp_path: Path):
+    root = project(tmp_path, "split_files")
+    run = cutune("templatize", "kernels.cuh", "--kernel", "axpy", "--write", cwd=root)
+    assert run.returncode == 0, run.stderr
+    assert "launch.cuh:7" in run.stderr
+    spec = spec_of((root / "kernels.cutune.toml").read_text())
+    assert spec["template_args"] == ["float"]
+    assert spec["block"] == ["AXPY_BLOCK_SIZE"]
+    assert spec["grid"] == ["(n + AXPY_BLOCK_SIZE - 1) // AXPY_BLOCK_SIZE"]
+    block = next(p for p in spec["params"] if p["name"] == "AXPY_BLOCK_SIZE")
+    assert block["kind"] == "launch" and block["default"] == 256
+    assert [a["dtype"] for a in spec["args"]] == ["f32", "f32", "f32", "i32"]
+    assert [a.get("length") for a in spec["args"][:2]] == ["n", "n"]
+    assert spec["shapes"][0] == {"n": 4194304}
+    # Nothing in the header needed a rewrite, and the other files are untouched.
+    assert (root / "kernels.cuh").read_text() == (WORKSPACE / "split_files" / "kernels.cuh").read_text()
+    check = cutune("check", "kernels.cuh", "--kernel", "axpy", "--sample", "4", "--json", cwd=root)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert json.loads(check.stdout)["failed"] == 0
+
+
+def test_a_kernel_launched_through_a_function_pointer_and_a_typedef_from_a_header(tmp_path: Path):
+    root = project(tmp_path, "function_pointer")
+    run = cutune("templatize", "copy.cu", "--kernel", "copy_plain", "--write", cwd=root)
+    assert run.returncode == 0, run.stderr
+    spec = spec_of((root / "copy.cutune.toml").read_text())
+    threads = next(p for p in spec["params"] if p["name"] == "threads")
+    assert threads["kind"] == "launch" and threads["default"] == 128
+
+    root = project(tmp_path, "typedef_header")
+    run = cutune("templatize", "relu.cu", "--kernel", "relu", "--write", cwd=root)
+    assert run.returncode == 0, run.stderr
+    spec = spec_of((root / "relu.cutune.toml").read_text())
+    # `real` is `half` because relu.cu defines USE_HALF before including common.h.
+    assert [a["dtype"] for a in spec["args"]] == ["f16", "f16", "i32"]
+    assert "#include" not in spec["baseline"]["source"].split("__global__")[0].replace("#include <cuda_fp16.h>", "")
+
+
+async def test_the_code_action_templatizes_a_header_kernel_with_its_launch_elsewhere(client, tmp_path: Path):
+    root = project(tmp_path, "split_files")
+    header = root / "kernels.cuh"
+    text = header.read_text()
+    await open_document(client, header.as_uri(), text)
+    actions = await code_actions(client, header.as_uri(), line_of(text, "y[i] = a * x[i]"), 8)
+    action = await resolved(client, next(a for a in actions if "axpy" in a.title))
+    changes = action.edit.document_changes
+    spec_text = next(c.edits[0].new_text for c in changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri.endswith("kernels.cutune.toml"))
+    spec = spec_of(spec_text)
+    assert spec["template_args"] == ["float"]
+    assert next(p for p in spec["params"] if p["name"] == "AXPY_BLOCK_SIZE")["kind"] == "launch"
