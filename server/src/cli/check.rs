@@ -4,8 +4,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
@@ -149,20 +147,7 @@ fn parse_shard(text: &str) -> std::result::Result<(usize, usize), String> {
 /// Checks every configuration: restrictions first, then a compile on a pool of threads.
 fn check_all(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &str, arch: &str, configs: &[Configuration], jobs: Option<usize>) -> Vec<ConfigResult> {
     let default = Configuration::default_of(kernel);
-    let results: Mutex<Vec<Option<ConfigResult>>> = Mutex::new(vec![None; configs.len()]);
-    let next = AtomicUsize::new(0);
-    let threads = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().min(4))).max(1);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(config) = configs.get(i) else { break };
-                let result = check_one(nvrtc, kernel, shape, source, arch, config, *config == default);
-                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
-            });
-        }
-    });
-    results.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect()
+    super::parallel_map(configs, jobs, |config| check_one(nvrtc, kernel, shape, source, arch, config, *config == default))
 }
 
 fn check_one(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &str, arch: &str, config: &Configuration, is_default: bool) -> ConfigResult {

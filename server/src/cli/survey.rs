@@ -4,8 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use anyhow::{bail, Result};
 use serde::Serialize;
@@ -94,6 +92,8 @@ struct Report {
     /// The workspace root of the folder itself (files below may have roots of their own).
     root: String,
     indexed_files: usize,
+    /// Files the workspace indexes left out (too large, too many), with why.
+    skipped_files: Vec<crate::workspace::Skipped>,
     arch: String,
     nvrtc: Option<String>,
     kernels: Vec<KernelSurvey>,
@@ -127,6 +127,7 @@ pub fn run(args: &SurveyArgs) -> Result<()> {
         dir: args.dir.display().to_string(),
         root: root.display().to_string(),
         indexed_files: workspaces.values().map(|w| w.files().count()).sum(),
+        skipped_files: workspaces.values().flat_map(|w| w.skipped().iter().cloned()).collect(),
         arch: args.arch.clone(),
         nvrtc: nvrtc.as_ref().ok().map(|n| format!("{}.{}", n.version().0, n.version().1)),
         kernels: surveys,
@@ -162,20 +163,7 @@ struct Target {
 }
 
 fn survey_all(workspaces: &BTreeMap<PathBuf, Workspace>, targets: &[Target], nvrtc: Option<&Nvrtc>, no_nvrtc: Option<String>, arch: &str, jobs: Option<usize>) -> Vec<KernelSurvey> {
-    let results: Mutex<Vec<Option<KernelSurvey>>> = Mutex::new(vec![None; targets.len()]);
-    let next = AtomicUsize::new(0);
-    let threads = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().min(4))).max(1);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(target) = targets.get(i) else { break };
-                let survey = survey_one(&workspaces[&target.root], &target.path, &target.kernel, target.line, nvrtc, no_nvrtc.as_deref(), arch);
-                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(survey);
-            });
-        }
-    });
-    results.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect()
+    super::parallel_map(targets, jobs, |t| survey_one(&workspaces[&t.root], &t.path, &t.kernel, t.line, nvrtc, no_nvrtc.as_deref(), arch))
 }
 
 /// One kernel through templatize, the spec check and a compile of its default configuration.
@@ -276,10 +264,10 @@ fn render(report: &Report, dir: &Path) -> String {
     let total = report.totals.get("kernels").copied().unwrap_or(0);
     let count = |stage: Stage| report.totals.get(stage.as_str()).copied().unwrap_or(0);
     out.push_str(&format!(
-        "\n{total} kernels under {} ({} files indexed from {}; NVRTC {}, {}): {} ready to tune",
+        "\n{total} kernels under {} ({} files indexed, {} left out; NVRTC {}, {}): {} ready to tune",
         report.dir,
         report.indexed_files,
-        report.root,
+        report.skipped_files.len(),
         report.nvrtc.as_deref().unwrap_or("not found"),
         report.arch,
         count(Stage::Ready)

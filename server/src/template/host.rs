@@ -298,7 +298,7 @@ impl<'d> HostContext<'d> {
     pub(super) fn argument_type(&self, arg: &str) -> Option<String> {
         let path = self.paths.first()?;
         let mut current = arg.trim().to_string();
-        for (at, frame) in path.iter().enumerate() {
+        for frame in path {
             let declared = frame.scope.body.map(|b| local_types(frame.text, b)).unwrap_or_default().into_iter().find(|(n, _)| *n == current).map(|(_, t)| t);
             let (ty, param_index) = match declared {
                 Some(ty) => (ty, None),
@@ -319,7 +319,6 @@ impl<'d> HostContext<'d> {
                 return Some(self.resolve_type(explicit));
             }
             current = call.args().get(param_index?)?.trim().to_string();
-            let _ = at;
         }
         None
     }

@@ -40,12 +40,11 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let documents: Vec<&Document> = std::iter::once(templated).chain(hosts.iter().map(|h| &h.document)).collect();
     let host = site.and_then(|(doc, l)| HostContext::new(&documents, doc, l));
 
-    let (grid, mut block) = match (launch, &host) {
+    let (mut grid, mut block) = match (launch, &host) {
         (Some(l), Some(h)) => (h.dims(&l.grid.text), h.dims(&l.block.text)),
         (Some(l), None) => (vec![l.grid.text.trim().to_string()], vec![l.block.text.trim().to_string()]),
         (None, _) => (vec![UNKNOWN.to_string()], vec![UNKNOWN.to_string()]),
     };
-    let mut grid = grid;
     // `k<half, 256><<<rows, 256>>>`: the block is the template parameter's value.
     if let Some(l) = launch {
         for (i, tp) in k.template_params.iter().enumerate() {
@@ -75,8 +74,9 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         .collect();
 
     // Host expressions are C, where `/` on integers truncates; in the spec `/` is true division.
-    let (grid_c, block_c, shared_bytes) = (grid.iter().map(|g| c_division(g)).collect::<Vec<_>>(), block.iter().map(|b| c_division(b)).collect::<Vec<_>>(), c_division(&shared_bytes));
-    (grid, block) = (grid_c, block_c);
+    grid = grid.iter().map(|g| c_division(g)).collect();
+    block = block.iter().map(|b| c_division(b)).collect();
+    let shared_bytes = c_division(&shared_bytes);
     let args: Vec<ArgSpec> = args
         .into_iter()
         .map(|mut a| {

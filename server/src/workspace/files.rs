@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::Skipped;
+use crate::syntax::format_bytes;
 
 /// The extensions of the files the index reads.
-pub const SOURCE_EXTENSIONS: &[&str] = &["cu", "cuh", "cpp", "cc", "cxx", "c", "h", "hpp", "hh", "hxx", "inl"];
+const SOURCE_EXTENSIONS: &[&str] = &["cu", "cuh", "cpp", "cc", "cxx", "c", "h", "hpp", "hh", "hxx", "inl"];
 
 /// Bounds on what one index holds, so that opening a huge tree cannot exhaust memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,7 +73,7 @@ pub(super) fn source_files(root: &Path, limits: &Limits) -> Listing {
         if listing.files.len() >= limits.max_files {
             listing.skipped.push(Skipped { path, reason: format!("the index holds at most {} files", limits.max_files) });
         } else if meta.len() > limits.max_file_bytes {
-            listing.skipped.push(Skipped { path, reason: format!("{} bytes is over the {} MiB limit per file", meta.len(), limits.max_file_bytes >> 20) });
+            listing.skipped.push(Skipped { path, reason: format!("{} is over the limit of {} per file", format_bytes(meta.len()), format_bytes(limits.max_file_bytes)) });
         } else {
             listing.files.push(Found { path, bytes: meta.len(), modified: meta.modified().ok() });
         }

@@ -5,8 +5,8 @@
 //! The index itself is cheap: per file, its size, modification time and the set of identifiers
 //! it holds (a lexical scan, no parse). The files that matter for one kernel are parsed on demand
 //! by [`Workspace::host_documents`]: those that mention the kernel, then those that mention the
-//! functions that launch or pass it, up the call chain. The server keeps the index current in
-//! the background ([`Workspace::refresh`], [`Workspace::update`]); the CLI builds it once.
+//! functions that launch or pass it, up the call chain. [`Workspace::refresh`] re-reads only the
+//! files that changed on disk.
 
 mod files;
 
@@ -16,7 +16,7 @@ use std::time::SystemTime;
 
 use crate::syntax::{self, Document};
 
-pub use files::{find_root, Limits, SOURCE_EXTENSIONS};
+pub use files::{find_root, Limits};
 use files::source_files;
 
 /// One indexed file.
@@ -120,28 +120,12 @@ impl Workspace {
         read
     }
 
-    /// Re-indexes one file from the text an editor holds (which may not be saved yet).
-    pub fn update(&mut self, path: &Path, text: &str) {
-        if files::is_source(path) && path.starts_with(&self.root) {
-            let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok();
-            self.files.insert(path.to_path_buf(), FileEntry::of_text(text, text.len() as u64, modified));
-        }
-    }
-
-    pub fn remove(&mut self, path: &Path) {
-        self.files.remove(path);
-    }
-
     pub fn files(&self) -> impl Iterator<Item = (&Path, &FileEntry)> {
         self.files.iter().map(|(p, e)| (p.as_path(), e))
     }
 
     pub fn skipped(&self) -> &[Skipped] {
         &self.skipped
-    }
-
-    pub fn total_bytes(&self) -> u64 {
-        self.files.values().map(|e| e.bytes).sum()
     }
 
     /// The files other than `kernel_file` that hold host code for `kernel`, parsed: those that
