@@ -98,6 +98,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let default = Configuration::default_of(&target.kernel);
     let (mut runner, nvrtc) = job::start_tools(args.device, args.replay.as_deref(), args.nvrtc.as_deref(), default)
         .map_err(|e| if job::is_no_device(&e) { anyhow!("{e}\n(to study a space without a GPU, replay recorded measurements with --replay FILE)") } else { e })?;
+    let target = target.on_device(runner.device());
     // --no-cache: a folder of this process's own, removed afterwards.
     let cache_dir = if args.no_cache { job::cubin_dir(&workspace).with_file_name(format!("cubins-{}", std::process::id())) } else { job::cubin_dir(&workspace) };
     let options = TuneOptions {

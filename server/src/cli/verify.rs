@@ -70,6 +70,7 @@ pub fn run(args: &VerifyArgs) -> Result<()> {
     let store = Store::open(&workspace)?;
     let default = crate::space::Configuration::default_of(&target.kernel);
     let (mut runner, nvrtc) = job::start_tools(args.device, None, args.nvrtc.as_deref(), default)?;
+    let target = target.on_device(runner.device());
     let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(job::cubin_dir(&workspace)), store: &store, ceilings_dir: crate::sol::cache::default_dir() };
     let report = verification::verify_configuration(&target, runner.as_mut(), &tools, &config, &stages, args.keep_going, &|| false)?;
     if args.json {

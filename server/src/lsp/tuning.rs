@@ -173,6 +173,7 @@ fn execute(job: &Job, mut reporter: Reporter) -> Result<Done> {
     // Verifying runs code: a replay cannot.
     let replay = if job.work == Work::Verify { None } else { job.settings.replay.as_deref() };
     let (mut runner, nvrtc) = job::start_tools(job.settings.device, replay, job.settings.nvrtc_path.as_deref(), default)?;
+    let target = target.on_device(runner.device());
     let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(job::cubin_dir(&workspace)), store: &store, ceilings_dir: crate::sol::cache::default_dir() };
     if job.work == Work::Verify {
         let (config, _) = job::configuration_in_file(&job.text, &target.kernel);

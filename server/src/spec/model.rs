@@ -60,6 +60,24 @@ fn zero() -> String {
 /// Size variable name to value, e.g. `{ rows = 8192, hidden = 4096 }`.
 pub type Shape = std::collections::BTreeMap<String, i64>;
 
+/// Sizes that are properties of the GPU, for programs that size their grid by it
+/// (`blocks = sm_count * threads_per_sm / block_size`). A shape holds the H100 SXM's values, for
+/// checks made without a GPU; tuning sets the measuring GPU's own ([`with_device_sizes`]).
+pub const DEVICE_SIZES: [(&str, i64); 2] = [("sm_count", 132), ("threads_per_sm", 2048)];
+
+/// `kernel` with the [`DEVICE_SIZES`] its shapes name set to the given GPU's values.
+pub fn with_device_sizes(kernel: &KernelSpec, sm_count: u32, threads_per_sm: u32) -> KernelSpec {
+    let mut kernel = kernel.clone();
+    for shape in &mut kernel.shapes {
+        for (name, value) in [("sm_count", sm_count), ("threads_per_sm", threads_per_sm)] {
+            if let (Some(size), true) = (shape.get_mut(name), value > 0) {
+                *size = value as i64;
+            }
+        }
+    }
+    kernel
+}
+
 /// One kernel argument: a device buffer, or a scalar passed by value.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

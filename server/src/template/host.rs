@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use tree_sitter::Node;
 
-use crate::spec::split_top_level;
+use crate::spec::{split_top_level, DEVICE_SIZES};
 use crate::syntax::host::{call_args, calls_by_callee, declared_name, function_name, local_types, parameters, Call};
 use crate::syntax::{descendants, eval_constant, identifiers_in, size_of_type, Document, LaunchSite};
 
@@ -24,6 +24,9 @@ pub(super) struct HostContext<'d> {
     file_constants: HashMap<String, String>,
     /// `typedef float floatX;` and `using floatX = float;` in the branches the preprocessor takes.
     type_aliases: HashMap<String, String>,
+    /// Host variables that hold a device property: `cuda_num_SMs = prop.multiProcessorCount;`
+    /// is `sm_count`.
+    device_variables: HashMap<String, &'static str>,
 }
 
 #[derive(Clone)]
@@ -102,8 +105,10 @@ impl<'d> HostContext<'d> {
         let mut calls: HashMap<&str, Vec<Call>> = HashMap::new();
         let mut defines = HashMap::new();
         let mut file_constants = HashMap::new();
+        let mut device_variables = HashMap::new();
         let type_aliases = type_aliases(&documents.iter().map(|d| d.text()).collect::<Vec<_>>());
         for doc in documents {
+            device_variables.extend(device_variables_of(doc.text()));
             let Some(tree) = doc.tree() else { continue };
             calls_by_callee(doc.text(), tree.root_node(), &mut calls);
             defines.extend(doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))));
@@ -111,7 +116,7 @@ impl<'d> HostContext<'d> {
         }
         let mut paths = Vec::new();
         extend_paths(&calls, vec![Frame::of(text, launcher)], &mut paths);
-        Some(HostContext { paths, defines, file_constants, type_aliases })
+        Some(HostContext { paths, defines, file_constants, type_aliases, device_variables })
     }
 
     pub(super) fn launcher(&self) -> &Frame<'d> {
@@ -135,7 +140,7 @@ impl<'d> HostContext<'d> {
     /// and file constants (`kBlock = BLOCK_SIZE`) replaced by what they stand for.
     pub(super) fn in_spec_names(&self, text: &str) -> String {
         let launcher = &self.launcher().scope;
-        let mut expanded = text.to_string();
+        let mut expanded = self.members_resolved(text);
         // Locals defined through other locals (`block_y = block_size / 32`, then `grid =
         // ceil_div(N, block_y)`) need a few rounds.
         for _ in 0..4 {
@@ -153,9 +158,24 @@ impl<'d> HostContext<'d> {
             }
             expanded = next;
         }
-        let expanded = rename_identifiers_in(&expanded, |word| self.file_constants.get(word).cloned());
+        let expanded = rename_identifiers_in(&expanded, |word| self.file_constants.get(word).cloned().or_else(|| self.device_variables.get(word).map(|s| s.to_string())));
         let expanded = self.sizes_of_types(&expanded);
         strip_outer_parens(&expanded).to_string()
+    }
+
+    /// `threads.x` of the launcher's `dim3 threads(32, 8)` → `32`; `prop.multiProcessorCount` →
+    /// `sm_count`.
+    fn members_resolved(&self, text: &str) -> String {
+        let launcher = self.launcher();
+        replace_members(text, |object, member| {
+            if let Some(name) = device_property(member) {
+                return Some(name.to_string());
+            }
+            let component = ["x", "y", "z"].iter().position(|c| *c == member)?;
+            let dims = launcher.scope.body.and_then(|b| dim3_local(launcher.text, b, object))?;
+            let value = dims.get(component).cloned().unwrap_or_else(|| "1".to_string());
+            Some(if is_identifier(&value) || value.parse::<i64>().is_ok() { value } else { format!("({value})") })
+        })
     }
 
     /// A type with its aliases followed: `floatX` is `float` where `typedef float floatX;`.
@@ -170,17 +190,24 @@ impl<'d> HostContext<'d> {
         current
     }
 
-    /// Whether an allocation's `sizeof(allocated)` counts elements of the kernel's `element`:
-    /// the same type through aliases, or one of the same size; any type when the element's
-    /// size is unknown (a template parameter).
-    fn same_size(&self, allocated: &str, element: &str) -> bool {
+    /// How many of the kernel's `element`s one `sizeof(allocated)` of an allocation holds, as a
+    /// reduced fraction: 1 for the same type through aliases or any type when the element's size
+    /// is unknown (a template parameter); 2 for `sizeof(float)` bytes of a `bf16` buffer (llm.c
+    /// allocates its `floatX` statistics with `sizeof(float)`); `None` when the allocated type's
+    /// size is unknown.
+    fn elements_per_allocated(&self, allocated: &str, element: &str) -> Option<(u64, u64)> {
         let (allocated, element) = (self.resolve_type(allocated), self.resolve_type(element));
-        allocated.replace(' ', "") == element.replace(' ', "")
-            || match (size_of_type(&allocated), size_of_type(&element)) {
-                (Some(a), Some(e)) => a == e,
-                (_, None) => true,
-                (None, Some(_)) => false,
+        if allocated.replace(' ', "") == element.replace(' ', "") || allocated.contains('*') {
+            return Some((1, 1));
+        }
+        match (size_of_type(&allocated), size_of_type(&element)) {
+            (Some(a), Some(e)) => {
+                let g = gcd(a, e);
+                Some((a / g, e / g))
             }
+            (_, None) => Some((1, 1)),
+            (None, Some(_)) => None,
+        }
     }
 
     /// `sizeof(floatX)` → `4`, for the types whose size is known.
@@ -214,6 +241,9 @@ impl<'d> HostContext<'d> {
 
     fn eval_name(&self, path: &[Frame], at: usize, name: &str, depth: usize) -> Option<i64> {
         if let Some(v) = self.defines.get(name) {
+            return Some(*v);
+        }
+        if let Some((_, v)) = DEVICE_SIZES.iter().find(|(n, _)| *n == name) {
             return Some(*v);
         }
         if depth > 16 {
@@ -370,7 +400,7 @@ impl<'d> HostContext<'d> {
         let mut name = arg.trim().to_string();
         for (at, frame) in path.iter().enumerate() {
             if let Some(bytes) = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name)) {
-                let length = strip_element_size(&bytes, &|ty| self.same_size(ty, element), &frame.scope)?;
+                let length = strip_element_size(&bytes, &|ty| self.elements_per_allocated(ty, element), &frame.scope)?;
                 return Some(self.to_launcher_names(path, at, &length));
             }
             let index = frame.params.iter().position(|p| *p == name)?;
@@ -387,6 +417,7 @@ impl<'d> HostContext<'d> {
             let frame = &path[level];
             let below = &path[level - 1];
             let args = below.called_with().unwrap_or_default();
+            text = with_arguments_named(&text, &args, &below.params);
             text = rename_identifiers_in(&text, |word| {
                 if let Some(j) = args.iter().position(|a| a.trim() == word) {
                     return below.params.get(j).cloned();
@@ -399,6 +430,113 @@ impl<'d> HostContext<'d> {
         }
         text
     }
+}
+
+/// `B * T * C * 2` where the callee was passed `B * T * C` as `N` → `N * 2`: the arguments that
+/// are expressions, replaced by the parameters they become (whitespace aside).
+fn with_arguments_named(text: &str, args: &[String], params: &[String]) -> String {
+    let mut out = text.to_string();
+    for (arg, param) in args.iter().zip(params) {
+        let arg = strip_casts_everywhere(arg);
+        let arg = strip_outer_parens(&arg);
+        if is_identifier(arg) || !arg.contains(['+', '-', '*', '/']) || param.is_empty() {
+            continue;
+        }
+        out = replace_whole(&out, arg, param);
+    }
+    out
+}
+
+/// Replaces `what` in `text`, whitespace aside, where it is a whole operand: not part of a
+/// longer name, and not the tail of a division (`a * b` inside `x / a * b` is not `a * b`).
+fn replace_whole(text: &str, what: &str, with: &str) -> String {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
+    let wanted: Vec<char> = what.chars().filter(|c| !c.is_whitespace()).collect();
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        // Match `wanted` from chars[i], skipping whitespace in the text.
+        let (mut j, mut k) = (i, 0);
+        while k < wanted.len() && j < chars.len() {
+            if chars[j].1.is_whitespace() {
+                j += 1;
+            } else if chars[j].1 == wanted[k] {
+                j += 1;
+                k += 1;
+            } else {
+                break;
+            }
+        }
+        let before = text[..chars[i].0].trim_end().chars().last();
+        let after = chars.get(j).map(|c| c.1);
+        let bounded = !before.is_some_and(|c| is_word(c) || c == '/') && !after.is_some_and(is_word);
+        if k == wanted.len() && bounded && !chars[i].1.is_whitespace() {
+            out.push_str(with);
+            i = j;
+        } else {
+            out.push(chars[i].1);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The spec's name for a device property the host code reads (`cudaDeviceProp` fields).
+fn device_property(field: &str) -> Option<&'static str> {
+    match field {
+        "multiProcessorCount" | "cudaDevAttrMultiProcessorCount" => Some("sm_count"),
+        "maxThreadsPerMultiProcessor" | "cudaDevAttrMaxThreadsPerMultiProcessor" => Some("threads_per_sm"),
+        _ => None,
+    }
+}
+
+/// `name = prop.multiProcessorCount;` and `cudaDeviceGetAttribute(&name, cudaDevAttrMultiProcessorCount, dev)`
+/// anywhere in `text`: the variables that hold a device property.
+fn device_variables_of(text: &str) -> Vec<(String, &'static str)> {
+    let mut out = Vec::new();
+    for statement in text.split(';') {
+        let statement = statement.trim();
+        if let Some((target, value)) = statement.split_once('=') {
+            let target = target.split_whitespace().last().unwrap_or("");
+            let value = value.trim().replace("->", ".");
+            let field = value.split_once('.').filter(|(object, field)| is_identifier(object) && is_identifier(field)).map(|(_, field)| field);
+            if let Some(name) = field.and_then(device_property).filter(|_| is_identifier(target)) {
+                out.push((target.to_string(), name));
+            }
+        }
+        if let Some(args) = statement.split_once("cudaDeviceGetAttribute(").map(|(_, a)| a) {
+            let args = split_args(args.trim_end_matches(')'));
+            if let (Some(target), Some(name)) = (args.first().and_then(|t| t.strip_prefix('&')), args.get(1).and_then(|a| device_property(a))) {
+                out.push((target.trim().to_string(), name));
+            }
+        }
+    }
+    out
+}
+
+/// Replaces `object.member` (not `a.b.c`, not numbers like `1.5`) where `resolve` gives a value.
+fn replace_members(text: &str, resolve: impl Fn(&str, &str) -> Option<String>) -> String {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(dot) = rest.find('.') {
+        let object_start = rest[..dot].rfind(|c: char| !is_word(c)).map_or(0, |i| i + 1);
+        let object = &rest[object_start..dot];
+        let member_end = rest[dot + 1..].find(|c: char| !is_word(c)).map_or(rest.len(), |i| dot + 1 + i);
+        let member = &rest[dot + 1..member_end];
+        let chained = rest[..object_start].ends_with('.') || rest[member_end..].starts_with(['.', '(']);
+        match (is_identifier(object) && is_identifier(member) && !chained).then(|| resolve(object, member)).flatten() {
+            Some(value) => {
+                out.push_str(&rest[..object_start]);
+                out.push_str(&value);
+            }
+            None => out.push_str(&rest[..member_end]),
+        }
+        rest = &rest[member_end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn frame_name(frame: &Frame) -> String {
@@ -653,9 +791,9 @@ fn malloc_bytes(text: &str, body: Node, name: &str) -> Option<String> {
     found
 }
 
-/// `rows * hidden * sizeof(half)` → `rows * hidden`; a variable holding the byte count is
-/// followed once through `scope`.
-fn strip_element_size(bytes: &str, is_element: &dyn Fn(&str) -> bool, scope: &Scope) -> Option<String> {
+/// `rows * hidden * sizeof(half)` → `rows * hidden` (for a buffer of halves; `rows * hidden * 2`
+/// for one of bytes); a variable holding the byte count is followed once through `scope`.
+fn strip_element_size(bytes: &str, elements_per: &dyn Fn(&str) -> Option<(u64, u64)>, scope: &Scope) -> Option<String> {
     let bytes = bytes.trim();
     let bytes = match scope.value_text(bytes) {
         Some(init) if identifiers_in(bytes).count() == 1 && !bytes.contains('(') => init.trim(),
@@ -663,14 +801,21 @@ fn strip_element_size(bytes: &str, is_element: &dyn Fn(&str) -> bool, scope: &Sc
     };
     let bytes = expand_vector_sizes(bytes, scope);
     let factors = split_top_level(&bytes, '*');
-    let is_size_of = |f: &str| {
+    let ratio = |f: &str| {
         let f = f.replace(' ', "");
-        f.strip_prefix("sizeof(").and_then(|t| t.strip_suffix(')')).is_some_and(|ty| is_element(ty) || ty.contains('*'))
+        f.strip_prefix("sizeof(").and_then(|t| t.strip_suffix(')')).and_then(elements_per)
     };
-    let position = factors.iter().position(|f| is_size_of(f))?;
-    let rest: Vec<&str> = factors.iter().enumerate().filter(|(i, _)| *i != position).map(|(_, f)| f.trim()).collect();
-    let rest: Vec<String> = rest.iter().map(|f| strip_casts_everywhere(f)).collect();
-    Some(if rest.is_empty() { "1".to_string() } else { rest.join(" * ") })
+    let (position, (numerator, denominator)) = factors.iter().enumerate().find_map(|(i, f)| Some((i, ratio(f)?)))?;
+    let mut rest: Vec<String> = factors.iter().enumerate().filter(|(i, _)| *i != position).map(|(_, f)| strip_casts_everywhere(f.trim())).collect();
+    if numerator != 1 {
+        rest.push(numerator.to_string());
+    }
+    let product = if rest.is_empty() { "1".to_string() } else { rest.join(" * ") };
+    Some(if denominator == 1 { product } else { format!("{product} / {denominator}") })
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a.max(1) } else { gcd(b, a % b) }
 }
 
 /// `h_a.size()` of a `std::vector<float> h_a(n)` → `(n)`.
@@ -725,12 +870,37 @@ mod tests {
     #[test]
     fn element_size_is_stripped_from_byte_counts() {
         let scope = Scope { body: None, values: vec![("bytes".into(), "n * sizeof(float)".into())] };
-        let half = |ty: &str| ty == "half";
-        let float = |ty: &str| ty == "float";
+        let half = |ty: &str| (ty == "half").then_some((1, 1));
+        let float = |ty: &str| (ty == "float").then_some((1, 1));
         assert_eq!(strip_element_size("rows * hidden * sizeof(half)", &half, &scope).as_deref(), Some("rows * hidden"));
         assert_eq!(strip_element_size("sizeof(float) * (size_t)n", &float, &scope).as_deref(), Some("n"));
         assert_eq!(strip_element_size("bytes", &float, &scope).as_deref(), Some("n"));
         assert_eq!(strip_element_size("n * 4", &float, &scope), None);
+        let floats_as_halves = |ty: &str| (ty == "float").then_some((2, 1));
+        assert_eq!(strip_element_size("n * sizeof(float)", &floats_as_halves, &scope).as_deref(), Some("n * 2"));
+    }
+
+    #[test]
+    fn arguments_passed_as_expressions_become_the_parameters() {
+        let args = vec!["B * T * C".to_string(), "(int)(n + 1)".to_string()];
+        let params = vec!["N".to_string(), "m".to_string()];
+        assert_eq!(with_arguments_named("B * T * C * 2", &args, &params), "N * 2");
+        assert_eq!(with_arguments_named("B*T*C", &args, &params), "N");
+        assert_eq!(with_arguments_named("n + 1", &args, &params), "m");
+        assert_eq!(with_arguments_named("x / B * T * C", &args, &params), "x / B * T * C");
+        assert_eq!(with_arguments_named("B * T * CC", &args, &params), "B * T * CC");
+    }
+
+    #[test]
+    fn device_properties_become_device_sizes() {
+        let text = "int num_sms = 0;\nvoid setup() { cudaDeviceProp p; num_sms = p.multiProcessorCount; grid = p.multiProcessorCount * 2; cudaDeviceGetAttribute(&tps, cudaDevAttrMaxThreadsPerMultiProcessor, 0); }";
+        let found = device_variables_of(text);
+        assert_eq!(found, vec![("num_sms".to_string(), "sm_count"), ("tps".to_string(), "threads_per_sm")]);
+        let members = replace_members("p.multiProcessorCount * 2 / threads.x + 1.5", |o, m| match (o, m) {
+            ("threads", "x") => Some("256".into()),
+            (_, m) => device_property(m).map(String::from),
+        });
+        assert_eq!(members, "sm_count * 2 / 256 + 1.5");
     }
 
     #[test]

@@ -40,6 +40,14 @@ pub struct Target {
     pub kernel_sha256: String,
 }
 
+impl Target {
+    /// The spec's device sizes (`sm_count`, …) set to the GPU that measures.
+    pub fn on_device(mut self, device: &crate::gpu::DeviceInfo) -> Target {
+        self.kernel = crate::spec::with_device_sizes(&self.kernel, device.multiprocessors, device.max_threads_per_multiprocessor);
+        self
+    }
+}
+
 /// SHA-256 of the definition of `kernel` in `text` (see [`definition_sha256`]), or of nothing
 /// when the text has no such definition.
 pub fn kernel_sha256(text: &str, kernel: &str) -> String {

@@ -65,6 +65,9 @@ pub struct Workspace {
 /// At most this many files are parsed to find one kernel's host code, and the call chain is
 /// followed this many functions up from the launch.
 const MAX_HOST_FILES: usize = 16;
+/// Headers included with quotes count apart from the files of the call chain, so that a chain
+/// through many files does not crowd out the header that defines the sizes.
+const MAX_INCLUDED_FILES: usize = 16;
 const MAX_CALL_DEPTH: usize = 4;
 
 impl Workspace {
@@ -151,7 +154,8 @@ impl Workspace {
                 }
             }
             let texts = own.iter().chain(documents.iter().map(|d| &d.document));
-            let callers: BTreeSet<String> = texts.flat_map(|doc| syntax::host::functions_mentioning(doc, &wanted)).collect();
+            // Nothing calls `main`: following it would pull in every program of the project.
+            let callers: BTreeSet<String> = texts.flat_map(|doc| syntax::host::functions_mentioning(doc, &wanted)).filter(|f| f != "main").collect();
             wanted = callers.difference(&seen_names).cloned().collect();
             if wanted.is_empty() {
                 break;
@@ -165,16 +169,19 @@ impl Workspace {
     /// The headers the kernel's file and the host files include with quotes, found next to the
     /// including file: their `#define`s, constants and `typedef`s give the host code's values.
     fn add_local_includes(&self, kernel_file: &Path, own: Option<&Document>, documents: &mut Vec<HostDocument>) {
-        let mut pending: Vec<(PathBuf, String)> = own.map(|d| (kernel_file.to_path_buf(), d.text().to_string())).into_iter().collect();
+        // Breadth first from the kernel's own file: its headers matter most.
+        let mut pending: std::collections::VecDeque<(PathBuf, String)> = own.map(|d| (kernel_file.to_path_buf(), d.text().to_string())).into_iter().collect();
         pending.extend(documents.iter().map(|d| (d.path.clone(), d.document.text().to_string())));
-        while let Some((path, text)) = pending.pop() {
+        let mut included = 0;
+        while let Some((path, text)) = pending.pop_front() {
             for header in quoted_includes(&path, &text) {
                 let known = header == kernel_file || documents.iter().any(|d| d.path == header);
-                if known || documents.len() >= MAX_HOST_FILES {
+                if known || included >= MAX_INCLUDED_FILES {
                     continue;
                 }
+                included += 1;
                 if let Ok(text) = std::fs::read_to_string(&header) {
-                    pending.push((header.clone(), text.clone()));
+                    pending.push_back((header.clone(), text.clone()));
                     documents.push(HostDocument { path: header, document: Document::new(text) });
                 }
             }
