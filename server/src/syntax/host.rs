@@ -35,29 +35,39 @@ pub fn functions<'d>(text: &'d str, root: Node<'d>) -> HashMap<&'d str, Node<'d>
 
 /// The names of a function's parameters, in order; an unnamed one is empty.
 pub fn parameter_names(text: &str, function: Node) -> Vec<String> {
-    parameters(text, function).into_iter().map(|(name, _)| name).collect()
+    parameters(text, function).into_iter().map(|p| p.name).collect()
 }
 
-/// A function's parameters, in order: each name (empty when unnamed) and its type without
-/// qualifiers, pointers or references (`const float* x` gives `float`).
-pub fn parameters(text: &str, function: Node) -> Vec<(String, String)> {
-    let mut names = Vec::new();
+/// One parameter of a host function.
+pub struct Parameter {
+    /// Empty when unnamed.
+    pub name: String,
+    /// The type without qualifiers, pointers or references (`const float* x` gives `float`).
+    pub ty: String,
+    /// The default argument's text (`float eps = 1e-5f`).
+    pub default: Option<String>,
+}
+
+/// A function's parameters, in order.
+pub fn parameters(text: &str, function: Node) -> Vec<Parameter> {
+    let mut out = Vec::new();
     let mut d = function.child_by_field_name("declarator");
     while let Some(n) = d {
         if n.kind() == "function_declarator" {
             if let Some(list) = n.child_by_field_name("parameters") {
                 let mut cursor = list.walk();
-                for p in list.named_children(&mut cursor).filter(|p| p.kind() == "parameter_declaration") {
+                for p in list.named_children(&mut cursor).filter(|p| matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration")) {
                     let name = p.child_by_field_name("declarator").and_then(declared_name);
                     let ty = p.child_by_field_name("type").map_or(String::new(), |t| text[t.byte_range()].to_string());
-                    names.push((name.map_or(String::new(), |n| text[n.byte_range()].to_string()), ty));
+                    let default = p.child_by_field_name("default_value").map(|v| text[v.byte_range()].to_string());
+                    out.push(Parameter { name: name.map_or(String::new(), |n| text[n.byte_range()].to_string()), ty, default });
                 }
             }
             break;
         }
         d = n.child_by_field_name("declarator");
     }
-    names
+    out
 }
 
 /// The type of every variable `body` declares, by name (qualifiers and pointers left off).

@@ -7,6 +7,7 @@ mod consteval;
 mod document;
 mod environment;
 mod extract;
+mod float_eval;
 #[cfg(test)]
 mod fixture_tests;
 mod hover;
@@ -15,6 +16,7 @@ mod incremental;
 mod model;
 
 pub use consteval::{eval as eval_constant, parse_int_literal, size_of_type};
+pub use float_eval::eval_float;
 pub use checks::{check, format_bytes, Finding, Severity};
 pub use document::{Analysis, Change, Document, EditError, Encoding, TextPosition, MAX_ANALYZED_BYTES};
 pub use extract::{compile_queries, descendants, identifiers_in};

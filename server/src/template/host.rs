@@ -8,7 +8,7 @@ use tree_sitter::Node;
 
 use crate::spec::{split_top_level, DEVICE_SIZES};
 use crate::syntax::host::{call_args, calls_by_callee, declared_name, function_name, local_types, parameters, Call};
-use crate::syntax::{descendants, eval_constant, identifiers_in, size_of_type, Document, LaunchSite};
+use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, size_of_type, Document, LaunchSite};
 
 /// How many call paths (and so shapes) are followed at most, and how deep.
 const MAX_PATHS: usize = 8;
@@ -27,6 +27,16 @@ pub(super) struct HostContext<'d> {
     /// Host variables that hold a device property: `cuda_num_SMs = prop.multiProcessorCount;`
     /// is `sm_count`.
     device_variables: HashMap<String, &'static str>,
+    /// The static constant members of classes and class templates: `Packed128` → `size` →
+    /// (`[ElementType]`, `sizeof(int4) / sizeof(ElementType)`).
+    static_members: HashMap<String, StaticMembers>,
+}
+
+/// A class's template parameters and its `static constexpr` members' initialisers.
+#[derive(Default)]
+struct StaticMembers {
+    template_params: Vec<String>,
+    values: HashMap<String, String>,
 }
 
 #[derive(Clone)]
@@ -37,6 +47,8 @@ pub(super) struct Frame<'d> {
     params: Vec<String>,
     /// The type of each parameter, without qualifiers or pointers.
     param_types: Vec<String>,
+    /// The default argument of each parameter that has one.
+    param_defaults: Vec<Option<String>>,
     /// The names of the function's template parameters, when it is a template.
     template_params: Vec<String>,
     /// The call of this function in the next frame.
@@ -45,8 +57,18 @@ pub(super) struct Frame<'d> {
 
 impl<'d> Frame<'d> {
     fn of(text: &'d str, function: Node<'d>) -> Frame<'d> {
-        let (params, param_types) = parameters(text, function).into_iter().unzip();
-        Frame { text, scope: Scope::of(text, function), params, param_types, template_params: template_parameter_names(text, function), called_by: None }
+        let parameters = parameters(text, function);
+        let params = parameters.iter().map(|p| p.name.clone()).collect();
+        let param_types = parameters.iter().map(|p| p.ty.clone()).collect();
+        let param_defaults = parameters.into_iter().map(|p| p.default).collect();
+        Frame { text, scope: Scope::of(text, function), params, param_types, param_defaults, template_params: template_parameter_names(text, function), called_by: None }
+    }
+
+    /// The argument this function was called with for its parameter `index`, in the next
+    /// frame's names, or the parameter's default when the call leaves it out.
+    fn argument(&self, index: usize) -> Option<String> {
+        let args = self.called_with()?;
+        args.get(index).cloned().or_else(|| self.param_defaults.get(index)?.clone())
     }
 
     /// The arguments this function was called with, in the next frame's names.
@@ -106,6 +128,7 @@ impl<'d> HostContext<'d> {
         let mut defines = HashMap::new();
         let mut file_constants = HashMap::new();
         let mut device_variables = HashMap::new();
+        let mut static_members = HashMap::new();
         let type_aliases = type_aliases(&documents.iter().map(|d| d.text()).collect::<Vec<_>>());
         for doc in documents {
             device_variables.extend(device_variables_of(doc.text()));
@@ -113,10 +136,11 @@ impl<'d> HostContext<'d> {
             calls_by_callee(doc.text(), tree.root_node(), &mut calls);
             defines.extend(doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))));
             file_constants.extend(file_constants_of(doc.text(), tree.root_node()));
+            static_members.extend(static_members_of(doc.text(), tree.root_node()));
         }
         let mut paths = Vec::new();
         extend_paths(&calls, vec![Frame::of(text, launcher)], &mut paths);
-        Some(HostContext { paths, defines, file_constants, type_aliases, device_variables })
+        Some(HostContext { paths, defines, file_constants, type_aliases, device_variables, static_members })
     }
 
     pub(super) fn launcher(&self) -> &Frame<'d> {
@@ -158,24 +182,61 @@ impl<'d> HostContext<'d> {
             }
             expanded = next;
         }
-        let expanded = rename_identifiers_in(&expanded, |word| self.file_constants.get(word).cloned().or_else(|| self.device_variables.get(word).map(|s| s.to_string())));
-        let expanded = self.sizes_of_types(&expanded);
+        let expanded = self.static_members_resolved(&self.members_resolved(&expanded));
+        let expanded = rename_identifiers_in(&expanded, |word| self.file_constants.get(word).cloned());
+        let expanded = self.sizes_of_types(&self.device_sizes_named(&expanded));
         strip_outer_parens(&expanded).to_string()
     }
 
-    /// `threads.x` of the launcher's `dim3 threads(32, 8)` → `32`; `prop.multiProcessorCount` →
-    /// `sm_count`.
+    /// `cuda_num_SMs` and `prop.multiProcessorCount` → `sm_count`, and the other device sizes.
+    fn device_sizes_named(&self, text: &str) -> String {
+        let text = replace_members(text, |_, member| device_property(member).map(str::to_string));
+        rename_identifiers_in(&text, |word| self.device_variables.get(word).map(|s| s.to_string()))
+    }
+
+    /// `threads.x` of the launcher's `dim3 threads(32, 8)` → `32`.
     fn members_resolved(&self, text: &str) -> String {
         let launcher = self.launcher();
         replace_members(text, |object, member| {
-            if let Some(name) = device_property(member) {
-                return Some(name.to_string());
-            }
             let component = ["x", "y", "z"].iter().position(|c| *c == member)?;
             let dims = launcher.scope.body.and_then(|b| dim3_local(launcher.text, b, object))?;
             let value = dims.get(component).cloned().unwrap_or_else(|| "1".to_string());
             Some(if is_identifier(&value) || value.parse::<i64>().is_ok() { value } else { format!("({value})") })
         })
+    }
+
+    /// `x128::size` where `typedef Packed128<float> x128;` and `Packed128<T>` has
+    /// `static constexpr int size = sizeof(int4) / sizeof(T);` → `4`.
+    fn static_members_resolved(&self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(at) = rest.find("::") {
+            let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+            let class_start = rest[..at].rfind(|c: char| !is_word(c)).map_or(0, |i| i + 1);
+            let member_end = rest[at + 2..].find(|c: char| !is_word(c)).map_or(rest.len(), |i| at + 2 + i);
+            match self.static_member(&rest[class_start..at], &rest[at + 2..member_end]) {
+                Some(value) => {
+                    out.push_str(&rest[..class_start]);
+                    out.push_str(&value.to_string());
+                }
+                None => out.push_str(&rest[..member_end]),
+            }
+            rest = &rest[member_end..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    fn static_member(&self, class: &str, member: &str) -> Option<i64> {
+        let resolved = self.resolve_type(class);
+        let (name, args) = match resolved.split_once('<') {
+            Some((name, args)) => (name.trim(), split_args(args.trim_end().strip_suffix('>')?)),
+            None => (resolved.as_str(), Vec::new()),
+        };
+        let members = self.static_members.get(name)?;
+        let init = members.values.get(member)?;
+        let init = rename_identifiers_in(init, |word| members.template_params.iter().position(|p| p == word).and_then(|i| args.get(i).cloned()));
+        eval_constant(&strip_casts_everywhere(&self.sizes_of_types(&init)), &|name| self.defines.get(name).copied())
     }
 
     /// A type with its aliases followed: `floatX` is `float` where `typedef float floatX;`.
@@ -259,7 +320,7 @@ impl<'d> HostContext<'d> {
             return self.eval_text(path, at + 1, &arg, depth + 1);
         }
         let index = frame.params.iter().position(|p| p == name)?;
-        let arg = frame.called_with()?.get(index)?.clone();
+        let arg = frame.argument(index)?;
         self.eval_text(path, at + 1, &arg, depth + 1)
     }
 
@@ -293,7 +354,7 @@ impl<'d> HostContext<'d> {
                 return Some(LaunchChoice { default, sweep: Vec::new(), origin: format!("`{current} = {init}` in `{}`", frame_name(frame)) });
             }
             let index = frame.params.iter().position(|p| *p == current)?;
-            let arg = strip_casts_everywhere(frame.called_with()?.get(index)?);
+            let arg = strip_casts_everywhere(&frame.argument(index)?);
             at += 1;
             if is_identifier(&arg) {
                 current = arg;
@@ -372,25 +433,29 @@ impl<'d> HostContext<'d> {
         out
     }
 
-    /// A floating-point scalar: a literal at the launch, or one passed down a call path.
+    /// A floating-point scalar's value along the first call path: a literal at the launch, or
+    /// an expression of the host code (`1.0f / sqrtf(HS)`, a default argument).
     pub(super) fn float_value(&self, text: &str) -> Option<String> {
-        let literal = |t: &str| {
-            let t = t.trim().trim_end_matches(['f', 'F']);
-            t.parse::<f64>().ok().map(|_| t.to_string())
-        };
-        let mut current = text.trim().to_string();
-        for frame in self.paths.first()? {
-            if let Some(v) = literal(&current) {
-                return Some(v);
-            }
-            if let Some(v) = frame.scope.value_text(&current) {
-                current = v.trim().to_string();
-                continue;
-            }
-            let index = frame.params.iter().position(|p| *p == current)?;
-            current = frame.called_with()?.get(index)?.trim().to_string();
+        let value = self.eval_float_text(self.paths.first()?, 0, text, 0)?;
+        Some(format!("{value}"))
+    }
+
+    fn eval_float_text(&self, path: &[Frame], at: usize, text: &str, depth: usize) -> Option<f64> {
+        if depth > 16 {
+            return None;
         }
-        literal(&current)
+        eval_float(text, &|name| self.eval_float_name(path, at, name, depth + 1))
+    }
+
+    fn eval_float_name(&self, path: &[Frame], at: usize, name: &str, depth: usize) -> Option<f64> {
+        let frame = path.get(at)?;
+        if let Some(text) = frame.scope.value_text(name) {
+            return self.eval_float_text(path, at, text, depth);
+        }
+        if let Some(index) = frame.params.iter().position(|p| p == name) {
+            return self.eval_float_text(path, at + 1, &frame.argument(index)?, depth);
+        }
+        self.eval_name(path, at, name, depth).map(|v| v as f64)
     }
 
     /// The element count of the buffer passed as `arg`, from the `cudaMalloc` that allocates
@@ -401,10 +466,10 @@ impl<'d> HostContext<'d> {
         for (at, frame) in path.iter().enumerate() {
             if let Some(bytes) = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name)) {
                 let length = strip_element_size(&bytes, &|ty| self.elements_per_allocated(ty, element), &frame.scope)?;
-                return Some(self.to_launcher_names(path, at, &length));
+                return Some(self.static_members_resolved(&self.device_sizes_named(&self.to_launcher_names(path, at, &length))));
             }
             let index = frame.params.iter().position(|p| *p == name)?;
-            name = frame.called_with()?.get(index)?.trim().to_string();
+            name = frame.argument(index)?.trim().to_string();
         }
         None
     }
@@ -575,7 +640,14 @@ fn without_comments(text: &str) -> String {
 
 /// The names of a template function's template parameters (`typename T`, `int N`, `class U = V`).
 fn template_parameter_names(text: &str, function: Node) -> Vec<String> {
-    let Some(template) = function.parent().filter(|p| p.kind() == "template_declaration") else { return Vec::new() };
+    match function.parent().filter(|p| p.kind() == "template_declaration") {
+        Some(template) => template_parameter_names_of(text, template),
+        None => Vec::new(),
+    }
+}
+
+/// The names of a `template_declaration`'s parameters.
+fn template_parameter_names_of(text: &str, template: Node) -> Vec<String> {
     let Some(list) = template.child_by_field_name("parameters") else { return Vec::new() };
     let mut cursor = list.walk();
     list.named_children(&mut cursor)
@@ -705,6 +777,31 @@ fn preprocessor_condition(text: &str, defined: &std::collections::HashSet<String
 /// `Runner::launch` is called as `launch`: the last component of a qualified name.
 fn bare_name(name: &str) -> &str {
     name.rsplit("::").next().unwrap_or(name)
+}
+
+/// Every class (template) of the file with `static constexpr`/`static const` members.
+fn static_members_of(text: &str, root: Node) -> Vec<(String, StaticMembers)> {
+    let mut out = Vec::new();
+    for class in descendants(root).filter(|n| matches!(n.kind(), "struct_specifier" | "class_specifier")) {
+        let (Some(name), Some(body)) = (class.child_by_field_name("name"), class.child_by_field_name("body")) else { continue };
+        let mut members = StaticMembers::default();
+        let mut cursor = body.walk();
+        for field in body.named_children(&mut cursor).filter(|f| f.kind() == "field_declaration") {
+            let field_text = &text[field.byte_range()];
+            if !field_text.trim_start().starts_with("static") {
+                continue;
+            }
+            let (Some(declarator), Some(value)) = (field.child_by_field_name("declarator"), field.child_by_field_name("default_value")) else { continue };
+            members.values.insert(text[declared_name(declarator).unwrap_or(declarator).byte_range()].to_string(), text[value.byte_range()].to_string());
+        }
+        if members.values.is_empty() {
+            continue;
+        }
+        let template = class.parent().filter(|p| p.kind() == "template_declaration").or_else(|| class.parent()?.parent().filter(|p| p.kind() == "template_declaration"));
+        members.template_params = template.map(|t| template_parameter_names_of(text, t)).unwrap_or_default();
+        out.push((text[name.byte_range()].to_string(), members));
+    }
+    out
 }
 
 fn file_constants_of(text: &str, root: Node) -> HashMap<String, String> {
