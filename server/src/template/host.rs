@@ -462,14 +462,26 @@ impl<'d> HostContext<'d> {
     /// it, in the launcher's names.
     pub(super) fn buffer_length(&self, arg: &str, element: &str) -> Option<String> {
         let path = self.paths.first()?;
-        let mut name = arg.trim().to_string();
+        let mut name = without_pointer_cast(arg).to_string();
+        // Elements before the pointer: `q = qkv + 0 * B * T * C` leaves `length(qkv) - offset`.
+        let mut offsets: Vec<String> = Vec::new();
         for (at, frame) in path.iter().enumerate() {
+            for _ in 0..4 {
+                let Some((base, offset)) = frame.scope.body.and_then(|b| pointer_offset(frame.text, b, &name)) else { break };
+                offsets.push(self.to_launcher_names(path, at, &offset));
+                name = base;
+            }
             if let Some(bytes) = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name)) {
                 let length = strip_element_size(&bytes, &|ty| self.elements_per_allocated(ty, element), &frame.scope)?;
-                return Some(self.static_members_resolved(&self.device_sizes_named(&self.to_launcher_names(path, at, &length))));
+                let mut length = self.to_launcher_names(path, at, &length);
+                let is_zero = |offset: &str| split_top_level(offset, '*').iter().any(|f| eval_constant(f, &|_| None) == Some(0));
+                for offset in offsets.iter().filter(|o| !is_zero(o)) {
+                    length = format!("{length} - ({offset})");
+                }
+                return Some(self.static_members_resolved(&self.device_sizes_named(&length)));
             }
             let index = frame.params.iter().position(|p| *p == name)?;
-            name = frame.argument(index)?.trim().to_string();
+            name = without_pointer_cast(&frame.argument(index)?).to_string();
         }
         None
     }
@@ -866,6 +878,34 @@ fn dim3_local(text: &str, body: Node, name: &str) -> Option<Vec<String>> {
         found = inner.map(split_args);
     }
     found
+}
+
+/// `(floatX*)dlogits` → `dlogits`.
+fn without_pointer_cast(arg: &str) -> &str {
+    let arg = arg.trim();
+    match arg.strip_prefix('(').and_then(|rest| rest.split_once(')')) {
+        Some((ty, rest)) if ty.trim_end().ends_with('*') && is_identifier(rest.trim()) => rest.trim(),
+        _ => arg,
+    }
+}
+
+/// `name = base + offset` (a declaration or an assignment) in `body`: the pointer `name` is
+/// `offset` elements into `base`.
+fn pointer_offset(text: &str, body: Node, name: &str) -> Option<(String, String)> {
+    descendants(body).find_map(|node| {
+        let (target, value) = match node.kind() {
+            "init_declarator" => (node.child_by_field_name("declarator").and_then(declared_name)?, node.child_by_field_name("value")?),
+            "assignment_expression" => (node.child_by_field_name("left")?, node.child_by_field_name("right")?),
+            _ => return None,
+        };
+        if &text[target.byte_range()] != name || value.kind() != "binary_expression" {
+            return None;
+        }
+        let operator = value.child_by_field_name("operator").map(|o| &text[o.byte_range()]);
+        let (base, offset) = (value.child_by_field_name("left")?, value.child_by_field_name("right")?);
+        let base = without_pointer_cast(&text[base.byte_range()]);
+        (operator == Some("+") && is_identifier(base)).then(|| (base.to_string(), text[offset.byte_range()].to_string()))
+    })
 }
 
 /// The byte count given to `cudaMalloc(&name, bytes)` (with or without a `(void**)` cast).

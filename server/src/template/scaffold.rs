@@ -352,7 +352,7 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
     if p.pointer_depth == 0 {
         let value = at_launch.map_or(UNKNOWN.to_string(), |text| match dtype.is_float() {
             true => host.and_then(|h| h.float_value(text)).unwrap_or_else(|| UNKNOWN.to_string()),
-            false => text.to_string(),
+            false => host.map_or_else(|| text.to_string(), |h| h.in_spec_names(text)),
         });
         return ArgSpec { name: p.name.clone(), dtype, length: None, role: None, init: None, value: Some(value) };
     }
