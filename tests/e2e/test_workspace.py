@@ -43,18 +43,18 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
-    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu"}
-    for ready in ["scale_rows", "axpy", "copy_plain", "relu"]:
+    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias"}
+    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     # Never launched (nothing assigns it to the pointer): its launch stays unknown.
     assert by_kernel["copy_twice"]["stage"] == "spec"
     assert any("grid extent x is unknown" in p for p in by_kernel["copy_twice"]["spec_problems"])
-    assert report["totals"] == {"kernels": 5, "ready": 4, "spec": 1}
+    assert report["totals"] == {"kernels": 8, "ready": 7, "spec": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "5 kernels under" in text.stdout and "4 ready to tune (80%)" in text.stdout
+    assert "8 kernels under" in text.stdout and "7 ready to tune (88%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -124,3 +124,43 @@ async def test_the_code_action_templatizes_a_header_kernel_with_its_launch_elsew
     spec = spec_of(spec_text)
     assert spec["template_args"] == ["float"]
     assert next(p for p in spec["params"] if p["name"] == "AXPY_BLOCK_SIZE")["kind"] == "launch"
+
+
+def templatized_spec(root: Path, file: str, kernel: str) -> dict:
+    run = cutune("templatize", file, "--kernel", kernel, "--write", cwd=root)
+    assert run.returncode == 0, run.stderr
+    check = cutune("spec", "check", Path(file).with_suffix(".cutune.toml").name, cwd=root)
+    assert check.returncode == 0, check.stdout + check.stderr
+    specs = tomllib.loads((root / Path(file).with_suffix(".cutune.toml")).read_text())["kernels"]
+    return next(k for k in specs if k["name"] == kernel)
+
+
+def test_host_values_come_from_static_members_default_arguments_and_helper_functions(tmp_path: Path):
+    root = project(tmp_path, "host_values")
+    spec = templatized_spec(root, "train.cu", "scale_vec")
+    # `vec_t::lanes` is `sizeof(int4) / sizeof(real)` with `real` a bf16 under `USE_BF16`: 8;
+    # `div_up` is the header's one-line helper, inlined.
+    assert spec["grid"] == ["((n + (block_size * 8) - 1) // (block_size * 8))"]
+    block = next(p for p in spec["params"] if p["name"] == "block_size")
+    assert (block["kind"], block["default"], block["values"]) == ("launch", 128, [128, 256, 512])
+    # `1.0f / sqrtf(temperature)` with the launcher's default argument `temperature = 2.0f`.
+    factor = next(a for a in spec["args"] if a["name"] == "factor")
+    assert abs(float(factor["value"]) - 2 ** -0.5) < 1e-12
+    assert [a["length"] for a in spec["args"] if a["name"] in ("out", "in")] == ["n", "n"]
+    assert spec["shapes"][0] == {"n": 4 * 256 * 384}
+
+
+def test_device_properties_become_device_sizes_and_odd_allocations_keep_their_true_length(tmp_path: Path):
+    root = project(tmp_path, "host_values")
+    stats = templatized_spec(root, "train.cu", "row_stats")
+    # `num_sms` is read from `prop.multiProcessorCount`: the spec's `sm_count`, the H100's count
+    # until tuning sets the GPU's own.
+    assert "sm_count * 2" in stats["grid"][0]
+    assert stats["shapes"][0] == {"rows": 1024, "cols": 384, "sm_count": 132}
+    # bf16 statistics allocated with `sizeof(float)` bytes each: twice as many elements.
+    assert next(a for a in stats["args"] if a["name"] == "mean")["length"] == "rows * 2"
+
+    bias = templatized_spec(root, "train.cu", "add_bias")
+    # `k = d_qkv + B * T * C` of a `3 * B * T * C` allocation, passed on as `n = B * T * C`.
+    y = next(a for a in bias["args"] if a["name"] == "y")
+    assert y["length"] == "3 * n - (n)"

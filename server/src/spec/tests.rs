@@ -546,3 +546,15 @@ fn templatizing_again_keeps_the_entry_and_its_baseline_and_updates_the_parameter
     let names: Vec<&str> = merged.params.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["BLOCK", "fast_math", "UNROLL"]);
 }
+
+#[test]
+fn tuning_sets_the_device_sizes_of_every_shape_to_the_measuring_gpu() {
+    let mut kernel = crate::spec::parse_spec(include_str!("../../../examples/block_reduce.cutune.toml")).0.expect("the example parses").kernels.remove(0);
+    kernel.shapes = vec![Shape::from([("n".to_string(), 4096), ("sm_count".to_string(), 132)]), Shape::from([("n".to_string(), 17)])];
+    let on_smaller = with_device_sizes(&kernel, 114, 2048);
+    assert_eq!(on_smaller.shapes[0], Shape::from([("n".to_string(), 4096), ("sm_count".to_string(), 114)]));
+    // A shape that does not name a device size is left alone, and so is a count the device
+    // did not report.
+    assert_eq!(on_smaller.shapes[1], kernel.shapes[1]);
+    assert_eq!(with_device_sizes(&kernel, 0, 0).shapes, kernel.shapes);
+}

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use tree_sitter::Node;
 
-use crate::spec::{split_top_level, DEVICE_SIZES};
-use crate::syntax::host::{call_args, calls_by_callee, declared_name, function_name, local_types, parameters, Call};
+use crate::spec::{expr, split_top_level, DEVICE_SIZES};
+use crate::syntax::host::{call_args, calls_by_callee, declared_name, function_name, functions, local_types, parameters, Call};
 use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, size_of_type, Document, LaunchSite};
 
 /// How many call paths (and so shapes) are followed at most, and how deep.
@@ -27,6 +27,9 @@ pub(super) struct HostContext<'d> {
     /// Host variables that hold a device property: `cuda_num_SMs = prop.multiProcessorCount;`
     /// is `sm_count`.
     device_variables: HashMap<String, &'static str>,
+    /// Host functions that only return an expression (`div_up(a, b)`): name → (parameters,
+    /// the returned expression), inlined into launch expressions.
+    expression_functions: HashMap<String, (Vec<String>, String)>,
     /// The static constant members of classes and class templates: `Packed128` → `size` →
     /// (`[ElementType]`, `sizeof(int4) / sizeof(ElementType)`).
     static_members: HashMap<String, StaticMembers>,
@@ -129,6 +132,7 @@ impl<'d> HostContext<'d> {
         let mut file_constants = HashMap::new();
         let mut device_variables = HashMap::new();
         let mut static_members = HashMap::new();
+        let mut expression_functions = HashMap::new();
         let type_aliases = type_aliases(&documents.iter().map(|d| d.text()).collect::<Vec<_>>());
         for doc in documents {
             device_variables.extend(device_variables_of(doc.text()));
@@ -137,10 +141,11 @@ impl<'d> HostContext<'d> {
             defines.extend(doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))));
             file_constants.extend(file_constants_of(doc.text(), tree.root_node()));
             static_members.extend(static_members_of(doc.text(), tree.root_node()));
+            expression_functions.extend(expression_functions_of(doc.text(), tree.root_node()));
         }
         let mut paths = Vec::new();
         extend_paths(&calls, vec![Frame::of(text, launcher)], &mut paths);
-        Some(HostContext { paths, defines, file_constants, type_aliases, device_variables, static_members })
+        Some(HostContext { paths, defines, file_constants, type_aliases, device_variables, expression_functions, static_members })
     }
 
     pub(super) fn launcher(&self) -> &Frame<'d> {
@@ -182,7 +187,7 @@ impl<'d> HostContext<'d> {
             }
             expanded = next;
         }
-        let expanded = self.static_members_resolved(&self.members_resolved(&expanded));
+        let expanded = self.static_members_resolved(&self.members_resolved(&self.functions_inlined(&expanded)));
         let expanded = rename_identifiers_in(&expanded, |word| self.file_constants.get(word).cloned());
         let expanded = self.sizes_of_types(&self.device_sizes_named(&expanded));
         strip_outer_parens(&expanded).to_string()
@@ -203,6 +208,43 @@ impl<'d> HostContext<'d> {
             let value = dims.get(component).cloned().unwrap_or_else(|| "1".to_string());
             Some(if is_identifier(&value) || value.parse::<i64>().is_ok() { value } else { format!("({value})") })
         })
+    }
+
+    /// `div_up(n, 256)` where `int div_up(int a, int b) { return (a + b - 1) / b; }` →
+    /// `((n + 256 - 1) / 256)`; the spec's own functions (`ceil_div`, `min`) stay.
+    fn functions_inlined(&self, text: &str) -> String {
+        let mut text = text.to_string();
+        for _ in 0..4 {
+            let mut changed = false;
+            let mut out = String::with_capacity(text.len());
+            let mut rest = text.as_str();
+            while let Some(open) = rest.find('(') {
+                let name_start = rest[..open].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+                let name = &rest[name_start..open];
+                let close = matching_paren(&rest[open..]).map(|c| open + c);
+                let function = self.expression_functions.get(name).filter(|_| expr::Function::from_name(name).is_none());
+                match (function, close) {
+                    (Some((params, body)), Some(close)) => {
+                        let args = split_args(&rest[open + 1..close]);
+                        let inlined = rename_identifiers_in(body, |w| params.iter().position(|p| p == w).and_then(|i| args.get(i)).map(|a| if is_identifier(a) { a.clone() } else { format!("({a})") }));
+                        out.push_str(&rest[..name_start]);
+                        out.push_str(&format!("({inlined})"));
+                        rest = &rest[close + 1..];
+                        changed = true;
+                    }
+                    _ => {
+                        out.push_str(&rest[..=open]);
+                        rest = &rest[open + 1..];
+                    }
+                }
+            }
+            out.push_str(rest);
+            text = out;
+            if !changed {
+                break;
+            }
+        }
+        text
     }
 
     /// `x128::size` where `typedef Packed128<float> x128;` and `Packed128<T>` has
@@ -359,6 +401,11 @@ impl<'d> HostContext<'d> {
             if is_identifier(&arg) {
                 current = arg;
                 continue;
+            }
+            if let Some((first, sweep)) = path.get(at).and_then(|caller| sweep_element(caller, &arg)) {
+                let default = self.eval_text(path, at, &first, 0)?;
+                let origin = format!("`{arg}` swept over {{{}}} in `{}`", join(&sweep), path.get(at).map(frame_name).unwrap_or_default());
+                return Some(LaunchChoice { default, sweep, origin });
             }
             let default = self.eval_text(path, at, &arg, 0)?;
             let caller = path.get(at).map(frame_name).unwrap_or_default();
@@ -789,6 +836,39 @@ fn preprocessor_condition(text: &str, defined: &std::collections::HashSet<String
 /// `Runner::launch` is called as `launch`: the last component of a qualified name.
 fn bare_name(name: &str) -> &str {
     name.rsplit("::").next().unwrap_or(name)
+}
+
+/// The functions of the file whose body is one `return` of an expression.
+fn expression_functions_of(text: &str, root: Node) -> Vec<(String, (Vec<String>, String))> {
+    let mut out = Vec::new();
+    for (name, function) in functions(text, root) {
+        let Some(body) = function.child_by_field_name("body") else { continue };
+        let mut cursor = body.walk();
+        let statements: Vec<Node> = body.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect();
+        let [statement] = statements.as_slice() else { continue };
+        let Some(value) = statement.named_child(0).filter(|_| statement.kind() == "return_statement") else { continue };
+        let params = parameters(text, function).into_iter().map(|p| p.name).collect();
+        out.push((bare_name(name).to_string(), (params, strip_casts_everywhere(&text[value.byte_range()]))));
+    }
+    out
+}
+
+/// The index of the `)` that closes the `(` `text` starts with.
+fn matching_paren(text: &str) -> Option<usize> {
+    let mut depth = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Every class (template) of the file with `static constexpr`/`static const` members.
