@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# GPU suite of real projects: kernels of public projects that nobody here wrote, taken as a new
+# user would take them — `cutune templatize --write` on a copy of the project, `cutune spec
+# check`, then `cutune tune` (which verifies its winner in five stages) — with no hand edit to
+# the file or the spec. The projects are not in the repository: fetch them into .corpus/ (see
+# docs/templatize.md, "Real projects") and carry them to the GPU machine.
+#   CUTUNE=target/release/cutune CORPUS=.corpus BUDGET=40 bash tests/gpu/corpus_suite.sh
+# Reports: $OUT/corpus_<kernel>.json (the tune report) and $OUT/corpus_summary.txt.
+set -u
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$repo"
+cutune="${CUTUNE:-$repo/target/release/cutune}"
+corpus="${CORPUS:-$repo/.corpus}"
+budget="${BUDGET:-40}"
+out="${OUT:-$repo/gpu-out}"
+mkdir -p "$out"
+work="$(mktemp -d -t cutune-corpus.XXXXXX)"
+status=0
+
+# project folder (under $corpus), file (under the project), kernel
+cases=(
+  "llm.c dev/cuda/layernorm_forward.cu layernorm_forward_kernel3"
+  "llm.c dev/cuda/softmax_forward.cu softmax_forward_online_kernel8"
+  "llm.c dev/cuda/gelu_forward.cu gelu_forward_kernel2"
+  "llm.c dev/cuda/matmul_forward.cu matmul_forward_kernel1"
+  "llm.c dev/cuda/global_norm.cu norm_kernel1"
+  "cuda-samples Samples/2_Concepts_and_Techniques/convolutionSeparable/convolutionSeparable.cu convolutionRowsKernel"
+  "cuda-samples Samples/0_Introduction/vectorAdd/vectorAdd.cu vectorAdd"
+)
+
+echo "== device"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/device.csv"
+"$cutune" ceilings > "$out/ceilings.txt" 2>&1 || status=1
+
+for case in "${cases[@]}"; do
+  read -r project file kernel <<< "$case"
+  [ -f "$corpus/$project/$file" ] || { echo "-- $kernel: $corpus/$project/$file is missing"; status=1; continue; }
+  # A fresh copy per kernel: templatize writes into it. The project's root is found by `.git`.
+  copy="$work/$kernel/$project"
+  mkdir -p "$copy" && cp -r "$corpus/$project/." "$copy/" && (cd "$copy" && git init -q 2>/dev/null || mkdir -p .git)
+  spec="${file%.*}.cutune.toml"
+  echo "== $kernel ($project/$file)"
+  (cd "$copy" && "$cutune" templatize "$file" --kernel "$kernel" --write) > "$out/corpus_${kernel}_templatize.txt" 2>&1 || { echo "templatize failed"; status=1; continue; }
+  (cd "$copy" && "$cutune" spec check "$spec") >> "$out/corpus_${kernel}_templatize.txt" 2>&1 || { echo "spec check failed"; tail -5 "$out/corpus_${kernel}_templatize.txt"; status=1; continue; }
+  (cd "$copy" && "$cutune" tune "$file" --kernel "$kernel" --budget "$budget" --json) > "$out/corpus_${kernel}.json" 2> "$out/corpus_${kernel}.err" || { echo "tune failed"; tail -5 "$out/corpus_${kernel}.err"; status=1; }
+done
+
+python3 - "$out" "${cases[@]}" <<'PY' | tee "$out/corpus_summary.txt"
+import json, sys
+out, cases = sys.argv[1], sys.argv[2:]
+print(f"{'kernel':32} {'evaluated':>9} {'baseline us':>12} {'best us':>9} {'speedup':>8} {'%SOL':>5}  five-stage verification        best configuration")
+for case in cases:
+    project, file, kernel = case.split()
+    try:
+        r = json.load(open(f"{out}/corpus_{kernel}.json"))
+    except Exception as e:
+        print(f"{kernel:32} no report ({type(e).__name__})"); continue
+    b = r.get("best") or {}
+    sol = b.get("sol_percent")
+    sol = f"{sol:.0f}%" if isinstance(sol, (int, float)) else "-"
+    v = r.get("verification")
+    if v:
+        statuses = [c.get("status") for c in v["cases"]]
+        verdict = f"{statuses.count('pass')}/{len(statuses)} cases pass, {len(v['stages'])} stages"
+    else:
+        verdict = "not run"
+    print(f"{kernel:32} {len(r.get('rows', [])):>9} {r.get('baseline_us') or 0:>12.2f} {b.get('time_us') or 0:>9.2f} {b.get('speedup') or 0:>7.2f}x {sol:>5}  {verdict:30} {b.get('config')}")
+PY
+exit $status
