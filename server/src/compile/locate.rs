@@ -295,16 +295,18 @@ fn include_dir_for(library: &Path) -> Option<PathBuf> {
         .map(|dir| std::fs::canonicalize(&dir).unwrap_or(dir))
 }
 
-/// The folder holding `nv/target`: the toolkit's `include/cccl` (CUDA 13), pip's
-/// `nvidia/cuda_cccl/include` beside `nvidia/cuda_nvrtc/lib`; `None` when the CUDA headers
-/// already hold it (CUDA 12 toolkits) or nothing does.
+/// The folder holding libcu++ (`cuda/std/type_traits`, which `cooperative_groups` and the
+/// number-type headers include): the toolkit's `include/cccl` (CUDA 13, whose `include` keeps
+/// only `nv/target`), pip's `nvidia/cuda_cccl/include` beside `nvidia/cuda_nvrtc/lib`; `None`
+/// when the CUDA headers already hold it (CUDA 12 toolkits) or nothing does.
 fn cccl_include_dir_for(library: &Path, include_dir: Option<&Path>) -> Option<PathBuf> {
-    if include_dir.is_some_and(|d| d.join("nv/target").is_file()) {
+    const MARKER: &str = "cuda/std/type_traits";
+    if include_dir.is_some_and(|d| d.join(MARKER).is_file()) {
         return None;
     }
     let real = std::fs::canonicalize(library).unwrap_or_else(|_| library.to_path_buf());
     let candidates = [include_dir.map(|d| d.join("cccl")), real.parent().map(|lib| lib.join("../../cuda_cccl/include"))];
-    candidates.into_iter().flatten().find(|dir| dir.join("nv/target").is_file()).map(|dir| std::fs::canonicalize(&dir).unwrap_or(dir))
+    candidates.into_iter().flatten().find(|dir| dir.join(MARKER).is_file()).map(|dir| std::fs::canonicalize(&dir).unwrap_or(dir))
 }
 
 /// Site-packages directories that may hold pip's `nvidia-cuda-nvrtc-cu12`: the active virtual
@@ -363,4 +365,29 @@ fn python_site_dirs() -> Result<Vec<PathBuf>, String> {
         .map(|l| PathBuf::from(OsString::from(l.trim())))
         .filter(|d| d.is_dir())
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cccl_include_dir_for;
+
+    /// CUDA 13 keeps `nv/target` in `include` but libcu++ (`cuda/std`) only in `include/cccl`:
+    /// the headers `cooperative_groups` needs are found there.
+    #[test]
+    fn a_cuda_13_toolkit_gets_its_cccl_folder_and_a_cuda_12_one_needs_none() {
+        let root = std::env::temp_dir().join(format!("cutune-cccl-{}", std::process::id()));
+        let include = root.join("include");
+        let library = root.join("lib64/libnvrtc.so");
+        for file in [include.join("nv/target"), include.join("cccl/cuda/std/type_traits"), library.clone()] {
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, "").unwrap();
+        }
+        let found = cccl_include_dir_for(&library, Some(&include));
+        assert_eq!(found, Some(std::fs::canonicalize(include.join("cccl")).unwrap()));
+
+        std::fs::create_dir_all(include.join("cuda/std")).unwrap();
+        std::fs::write(include.join("cuda/std/type_traits"), "").unwrap();
+        assert_eq!(cccl_include_dir_for(&library, Some(&include)), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }
