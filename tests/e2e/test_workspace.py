@@ -164,3 +164,18 @@ def test_device_properties_become_device_sizes_and_odd_allocations_keep_their_tr
     # `k = d_qkv + B * T * C` of a `3 * B * T * C` allocation, passed on as `n = B * T * C`.
     y = next(a for a in bias["args"] if a["name"] == "y")
     assert y["length"] == "3 * n - (n)"
+
+
+def test_bench_index_reports_the_size_and_build_time_of_the_workspace_index(tmp_path: Path):
+    root = project(tmp_path, "host_values")
+    (root / ".git").mkdir()
+    (root / "notes.txt").write_text("not a source file")
+    run = cutune("bench", "--index", str(root), "--repeats", "2", "--json")
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["root"] == str(root)
+    # train.cu and util.h; not the text file, not compile_commands.json.
+    assert (report["files"], report["skipped"]) == (2, 0)
+    sources = sum((root / name).stat().st_size for name in ("train.cu", "util.h"))
+    assert abs(report["source_mib"] * 2**20 - sources) < 1
+    assert report["build"]["samples"] == 2 and report["build"]["median_us"] > 0

@@ -41,6 +41,69 @@ pub struct BenchArgs {
     /// Configurations of that tuning run.
     #[arg(long, default_value_t = 200)]
     budget: u64,
+    /// Instead: build the workspace index of the project around this folder (its root found as
+    /// templatize finds it) and report its size, build time and this process's peak memory.
+    #[arg(long, conflicts_with = "during_tune")]
+    index: Option<PathBuf>,
+}
+
+/// The workspace index of one project.
+#[derive(serde::Serialize)]
+struct IndexReport {
+    root: String,
+    files: usize,
+    skipped: usize,
+    source_mib: f64,
+    /// A build from nothing (a new index each time; the OS file cache warm).
+    build: Timing,
+    /// A refresh that finds nothing changed.
+    refresh: Timing,
+    peak_rss_mib: Option<f64>,
+}
+
+fn index(dir: &Path, repeats: usize) -> Result<IndexReport> {
+    use crate::workspace::{find_root, Limits, Workspace};
+    let root = find_root(dir);
+    let mut builds = Vec::new();
+    let mut workspace = Workspace::build(&root, Limits::default());
+    for _ in 0..repeats {
+        let started = Instant::now();
+        workspace = Workspace::build(&root, Limits::default());
+        builds.push(started.elapsed());
+    }
+    let mut refreshes = Vec::new();
+    for _ in 0..repeats {
+        let started = Instant::now();
+        workspace.refresh();
+        refreshes.push(started.elapsed());
+    }
+    let bytes: u64 = workspace.files().map(|(_, entry)| entry.bytes).sum();
+    Ok(IndexReport {
+        root: root.display().to_string(),
+        files: workspace.files().count(),
+        skipped: workspace.skipped().len(),
+        source_mib: bytes as f64 / (1 << 20) as f64,
+        build: Timing::of(builds),
+        refresh: Timing::of(refreshes),
+        peak_rss_mib: process_memory_mib(std::process::id()).0,
+    })
+}
+
+fn mib(value: Option<f64>) -> String {
+    value.map(|m| format!("{m:.1} MiB")).unwrap_or_else(|| "n/a (no /proc)".into())
+}
+
+/// Peak and current resident memory of a process, from `/proc` (Linux only).
+fn process_memory_mib(pid: u32) -> (Option<f64>, Option<f64>) {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return (None, None) };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map(|kb| kb / 1024.0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
 }
 
 /// Hover and inlay-hint latency while a tuning run is in progress.
@@ -95,6 +158,17 @@ struct Report {
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
+    if let Some(dir) = &args.index {
+        let report = index(dir, args.repeats.clamp(1, 20))?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            println!("workspace index of {}: {} files, {:.1} MiB of sources, {} left out", report.root, report.files, report.source_mib, report.skipped);
+            let ms = |t: &Timing| format!("{:.1} ms median, {:.1} ms max of {}", t.median_us / 1e3, t.max_us / 1e3, t.samples);
+            println!("build: {}; refresh with nothing changed: {}; peak RSS of this process {}", ms(&report.build), ms(&report.refresh), mib(report.peak_rss_mib));
+        }
+        return Ok(());
+    }
     if let (Some(file), Some(kernel)) = (&args.during_tune, &args.kernel) {
         let report = during_tune(file, kernel, args)?;
         if args.json {
@@ -286,7 +360,6 @@ fn render(r: &Report) -> String {
     ] {
         let _ = writeln!(out, "{name:<28} {:>12.1} {:>12.1} {:>12.1} {:>8}", t.median_us, t.p99_us, t.max_us, t.samples);
     }
-    let mib = |v: Option<f64>| v.map(|m| format!("{m:.1} MiB")).unwrap_or_else(|| "n/a (no /proc)".into());
     let _ = writeln!(out, "symbols answer: {} bytes", r.symbols_answer_bytes);
     let _ = writeln!(out, "server with {} files open: peak RSS {}, RSS {}", r.files_open, mib(r.server_peak_rss_mib), mib(r.server_rss_mib));
     out
@@ -464,17 +537,9 @@ impl Server {
         self.notify("textDocument/didOpen", json!({"textDocument": {"uri": uri, "languageId": "cuda-cpp", "version": 1, "text": text}}))
     }
 
-    /// Peak and current resident memory of the server, from `/proc` (Linux only).
+    /// Peak and current resident memory of the server.
     fn memory_mib(&self) -> (Option<f64>, Option<f64>) {
-        let Ok(status) = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())) else { return (None, None) };
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-                .map(|kb| kb / 1024.0)
-        };
-        (field("VmHWM:"), field("VmRSS:"))
+        process_memory_mib(self.child.id())
     }
 
     fn stop(mut self) -> Result<()> {
