@@ -43,18 +43,18 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
-    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias"}
-    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias"]:
+    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale"}
+    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     # Never launched (nothing assigns it to the pointer): its launch stays unknown.
     assert by_kernel["copy_twice"]["stage"] == "spec"
     assert any("grid extent x is unknown" in p for p in by_kernel["copy_twice"]["spec_problems"])
-    assert report["totals"] == {"kernels": 8, "ready": 7, "spec": 1}
+    assert report["totals"] == {"kernels": 11, "ready": 10, "spec": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "8 kernels under" in text.stdout and "7 ready to tune (88%)" in text.stdout
+    assert "11 kernels under" in text.stdout and "10 ready to tune (91%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -179,3 +179,39 @@ def test_bench_index_reports_the_size_and_build_time_of_the_workspace_index(tmp_
     sources = sum((root / name).stat().st_size for name in ("train.cu", "util.h"))
     assert abs(report["source_mib"] * 2**20 - sources) < 1
     assert report["build"]["samples"] == 2 and report["build"]["median_us"] > 0
+
+
+def test_a_kernel_launched_through_the_driver_api_gets_its_launch_and_arguments_from_the_array(tmp_path: Path):
+    root = project(tmp_path, "samples_style")
+    spec = templatized_spec(root, "saxpy_kernel.cu", "saxpy_kernel")
+    # `cuLaunchKernel(saxpy, blocks, 1, 1, threads, 1, 1, ...)` of the function named
+    # "saxpy_kernel", with `void *args[] = {(void *)&d_x, reinterpret_cast<void *>(&d_y), &a, &n}`.
+    assert spec["grid"] == ["(n + threads - 1) // threads", "1", "1"]
+    assert spec["block"] == ["threads", "1", "1"]
+    threads = next(p for p in spec["params"] if p["name"] == "threads")
+    assert (threads["kind"], threads["default"]) == ("launch", 128)
+    # `cuMemAlloc(&d_x, bytes)` with `bytes = n * sizeof(float)`.
+    assert [(a["name"], a.get("length"), a.get("value")) for a in spec["args"]] == [("x", "n", None), ("y", "n", None), ("a", None, "2"), ("n", None, "n")]
+    assert spec["shapes"] == [{"n": 3 << 20}]
+
+
+def test_sizes_in_dim3_references_assigned_grids_and_literal_2d_blocks(tmp_path: Path):
+    root = project(tmp_path, "samples_style")
+    blur = templatized_spec(root, "image.cu", "blur_rows")
+    # `image.x` of `const dim3 &image`, made by `main` as `dim3 image(1920, 1080, 1)`; the
+    # command-line override under `if (argc > 1)` is not the program's default.
+    assert blur["shapes"] == [{"image_x": 1920, "image_y": 1080}]
+    assert blur["grid"] == ["(image_x + (BLUR_ROWS_BLOCK_X - 1)) // BLUR_ROWS_BLOCK_X", "(image_y + (BLUR_ROWS_BLOCK_Y - 1)) // BLUR_ROWS_BLOCK_Y"]
+    assert blur["block"] == ["BLUR_ROWS_BLOCK_X", "BLUR_ROWS_BLOCK_Y"]
+    assert blur["restrictions"] == ["BLUR_ROWS_BLOCK_X * BLUR_ROWS_BLOCK_Y >= 32", "BLUR_ROWS_BLOCK_X * BLUR_ROWS_BLOCK_Y <= 1024"]
+    defaults = {p["name"]: p["default"] for p in blur["params"] if p["kind"] == "launch"}
+    assert defaults == {"BLUR_ROWS_BLOCK_X": 16, "BLUR_ROWS_BLOCK_Y": 8}
+    # `cudaMalloc(reinterpret_cast<void **>(&d_in), pixels * sizeof(float))`, `pixels` a local.
+    assert [a["length"] for a in blur["args"] if "length" in a] == ["image_x * image_y", "image_x * image_y"]
+
+    scale = templatized_spec(root, "image.cu", "scale")
+    # File-scope `dim3 block_1d(256); dim3 grid_1d;` with `grid_1d.x` assigned before the launch,
+    # and `count` assigned after its declaration.
+    assert scale["grid"] == ["((image_x * image_y) + SCALE_BLOCK_SIZE - 1) // SCALE_BLOCK_SIZE"]
+    assert scale["block"] == ["SCALE_BLOCK_SIZE"]
+    assert next(a for a in scale["args"] if a["name"] == "count")["value"] == "image_x * image_y"

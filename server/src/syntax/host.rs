@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use tree_sitter::Node;
 
-use super::{descendants, identifiers_in, Document};
+use super::{descendants, eval_constant, identifiers_in, Dim3, Document, Expr, LaunchDim, LaunchSite, Span};
 
 /// The name a function definition declares (`Foo::bar` for a qualified one).
 pub fn function_name<'d>(text: &'d str, function: Node<'d>) -> Option<&'d str> {
@@ -88,7 +88,8 @@ pub fn local_types(text: &str, body: Node) -> Vec<(String, String)> {
 /// The identifier a declarator declares, through pointers, references and arrays.
 pub fn declared_name(declarator: Node) -> Option<Node> {
     let mut node = declarator;
-    while let Some(inner) = node.child_by_field_name("declarator") {
+    // A reference declarator (`dim3 &dims`) holds its declarator as an unnamed child.
+    while let Some(inner) = node.child_by_field_name("declarator").or_else(|| (node.kind() == "reference_declarator").then(|| node.named_child(node.named_child_count().saturating_sub(1) as u32)).flatten()) {
         node = inner;
     }
     (node.kind() == "identifier").then_some(node)
@@ -151,4 +152,99 @@ pub fn functions_mentioning(doc: &Document, names: &BTreeSet<String>) -> Vec<Str
         .filter(|(_, node)| node.child_by_field_name("body").is_some_and(|b| identifiers_in(&text[b.byte_range()]).any(|w| names.contains(w))))
         .map(|(name, _)| name.to_string())
         .collect()
+}
+
+/// The launches of `kernel` through the driver API in `doc`: `cuLaunchKernel(f, gx, gy, gz, bx,
+/// by, bz, shared, stream, args, extra)` (or `cuLaunchCooperativeKernel`) where `f` comes from
+/// `cuModuleGetFunction(&f, module, "kernel")`, with the kernel's arguments read from the
+/// `void *args[] = {&a, &b}` the call passes. A launch that passes its arguments another way (the
+/// `extra` buffer) is left out: its arguments cannot be read.
+pub fn driver_launches(doc: &Document, kernel: &str) -> Vec<LaunchSite> {
+    let Some(tree) = doc.tree() else { return Vec::new() };
+    let text = doc.text();
+    let root = tree.root_node();
+    let calls_of = |names: &'static [&'static str]| {
+        descendants(root).filter(move |n| n.kind() == "call_expression" && n.child_by_field_name("function").is_some_and(|f| names.contains(&&text[f.byte_range()])))
+    };
+    let quoted = format!("\"{kernel}\"");
+    let handles: BTreeSet<String> = calls_of(&["cuModuleGetFunction"])
+        .filter_map(|call| {
+            let args = call_args(text, call.child_by_field_name("arguments")?);
+            (args.get(2).map(|a| a.trim()) == Some(quoted.as_str())).then(|| args[0].trim().trim_start_matches('&').trim().to_string())
+        })
+        .collect();
+    let mut out = Vec::new();
+    for call in calls_of(&["cuLaunchKernel", "cuLaunchCooperativeKernel"]) {
+        let Some(list) = call.child_by_field_name("arguments") else { continue };
+        let mut cursor = list.walk();
+        let nodes: Vec<Node> = list.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect();
+        if nodes.len() < 10 || !handles.contains(text[nodes[0].byte_range()].trim()) {
+            continue;
+        }
+        let function = std::iter::successors(call.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition");
+        let Some(args) = function.and_then(|f| f.child_by_field_name("body")).and_then(|body| kernel_params_array(text, body, &text[nodes[9].byte_range()])) else { continue };
+        let dim = |first: usize| {
+            let parts: Vec<&str> = nodes[first..first + 3].iter().map(|n| text[n.byte_range()].trim()).collect();
+            let values: Option<Vec<u64>> = parts.iter().map(|p| eval_constant(p, &|_| None).and_then(|v| u64::try_from(v).ok())).collect();
+            LaunchDim {
+                text: format!("dim3({})", parts.join(", ")),
+                span: Span { end_byte: nodes[first + 2].end_byte(), end: nodes[first + 2].end_position().into(), ..Span::of(nodes[first]) },
+                extent: values.map(|v| Dim3 { x: v[0], y: v[1], z: v[2] }),
+            }
+        };
+        let expr = |node: Node| {
+            let t = text[node.byte_range()].trim().to_string();
+            Expr { value: eval_constant(&t, &|_| None), text: t, span: Span::of(node) }
+        };
+        out.push(LaunchSite {
+            kernel: kernel.to_string(),
+            resolved: false,
+            span: Span::of(call),
+            callee_span: Span::of(nodes[0]),
+            template_args: Vec::new(),
+            grid: dim(1),
+            block: dim(4),
+            shared_bytes: Some(expr(nodes[7])),
+            stream: Some(expr(nodes[8])),
+            args,
+            enclosing_function: function.and_then(|f| function_name(text, f)).map(str::to_string),
+            max_threads: None,
+        });
+    }
+    out
+}
+
+/// The values a driver-API launch passes as its kernel's arguments: `args` (or `&args[0]`)
+/// names `void *args[] = {&d_a, (void *)&n, reinterpret_cast<void *>(&d_b)}` in `body`, whose
+/// elements give `d_a`, `n` and `d_b`.
+fn kernel_params_array(text: &str, body: Node, passed: &str) -> Option<Vec<String>> {
+    let passed = passed.trim();
+    let name = passed.strip_prefix('&').and_then(|p| p.trim().strip_suffix("[0]")).unwrap_or(passed).trim();
+    let init = descendants(body).find_map(|node| {
+        let declarator = node.child_by_field_name("declarator").filter(|_| node.kind() == "init_declarator")?;
+        let value = node.child_by_field_name("value").filter(|v| v.kind() == "initializer_list")?;
+        (declared_name(declarator).map(|n| &text[n.byte_range()]) == Some(name)).then_some(value)
+    })?;
+    let mut cursor = init.walk();
+    let elements: Vec<String> = init.named_children(&mut cursor).filter(|n| n.kind() != "comment").map(|n| address_taken(&text[n.byte_range()])).collect();
+    elements.iter().all(|e| !e.is_empty()).then_some(elements)
+}
+
+/// `&x`, `(void *)&x` and `reinterpret_cast<void *>(&x)` → `x`; empty when the element is not
+/// the address of a variable.
+pub fn address_taken(element: &str) -> String {
+    let mut e = element.trim();
+    if let Some(inner) = e.strip_prefix("reinterpret_cast<").and_then(|r| r.split_once(">(")).and_then(|(_, r)| r.strip_suffix(')')) {
+        e = inner.trim();
+    }
+    if let Some(rest) = e.strip_prefix('(').and_then(|r| r.split_once(')')).filter(|(ty, _)| ty.trim_end().ends_with('*')).map(|(_, rest)| rest) {
+        e = rest.trim();
+    }
+    while let Some(inner) = e.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
+        e = inner.trim();
+    }
+    match e.strip_prefix('&') {
+        Some(name) if name.trim().chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') => name.trim().to_string(),
+        _ => String::new(),
+    }
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use tree_sitter::Node;
 
 use crate::spec::{expr, split_top_level, DEVICE_SIZES};
-use crate::syntax::host::{call_args, calls_by_callee, declared_name, function_name, functions, local_types, parameters, Call};
+use crate::syntax::host::{address_taken, call_args, calls_by_callee, declared_name, function_name, functions, local_types, parameters, Call};
 use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, size_of_type, Document, LaunchSite};
 
 /// How many call paths (and so shapes) are followed at most, and how deep.
@@ -59,12 +59,13 @@ pub(super) struct Frame<'d> {
 }
 
 impl<'d> Frame<'d> {
-    fn of(text: &'d str, function: Node<'d>) -> Frame<'d> {
+    /// The frame of `function`, read at byte `point` (the launch or the call towards it).
+    fn of(text: &'d str, function: Node<'d>, point: usize) -> Frame<'d> {
         let parameters = parameters(text, function);
         let params = parameters.iter().map(|p| p.name.clone()).collect();
         let param_types = parameters.iter().map(|p| p.ty.clone()).collect();
         let param_defaults = parameters.into_iter().map(|p| p.default).collect();
-        Frame { text, scope: Scope::of(text, function), params, param_types, param_defaults, template_params: template_parameter_names(text, function), called_by: None }
+        Frame { text, scope: Scope::of(text, function, point), params, param_types, param_defaults, template_params: template_parameter_names(text, function), called_by: None }
     }
 
     /// The argument this function was called with for its parameter `index`, in the next
@@ -74,37 +75,76 @@ impl<'d> Frame<'d> {
         args.get(index).cloned().or_else(|| self.param_defaults.get(index)?.clone())
     }
 
+    /// The extents of the `dim3` named `name` at this frame's point: constructed here or at file
+    /// scope (`dim3 grid;` is 1, 1, 1), with the members assigned since (`grid.x = n / 256`).
+    fn dim3_components(&self, name: &str) -> Option<Vec<String>> {
+        let file = self.scope.body.map(|b| std::iter::successors(Some(b), |n| n.parent()).last().expect("a node is its own ancestor"));
+        let constructed = self.scope.body.and_then(|b| dim3_local(self.text, b, name)).or_else(|| file.and_then(|f| dim3_global(self.text, f, name)));
+        let assigned: Vec<Option<&str>> = ["x", "y", "z"].iter().map(|axis| self.scope.value_text(&format!("{name}.{axis}"))).collect();
+        if constructed.is_none() && assigned.iter().all(Option::is_none) {
+            return None;
+        }
+        let mut components = constructed.unwrap_or_default();
+        components.resize(3, "1".to_string());
+        for (component, value) in components.iter_mut().zip(assigned) {
+            if let Some(value) = value {
+                *component = strip_casts_everywhere(value);
+            }
+        }
+        while components.len() > 1 && components.last().is_some_and(|c| c == "1") {
+            components.pop();
+        }
+        Some(components)
+    }
+
     /// The arguments this function was called with, in the next frame's names.
     fn called_with(&self) -> Option<Vec<String>> {
         self.called_by.map(|c| c.args())
     }
 }
 
-/// A function's local declarations, name to initial value text, in order.
+/// A function's local declarations and assignments, name to value text, in order, read at one
+/// point of the function: the launch, or the call towards it.
 #[derive(Clone)]
 struct Scope<'d> {
     body: Option<Node<'d>>,
-    values: Vec<(String, String)>,
+    /// (name, value, byte offset); a member assignment's name is `grid.x`.
+    values: Vec<(String, String, usize)>,
+    /// The byte offset the values are read at.
+    point: usize,
 }
 
 impl<'d> Scope<'d> {
-    fn of(text: &'d str, function: Node<'d>) -> Scope<'d> {
+    fn of(text: &'d str, function: Node<'d>, point: usize) -> Scope<'d> {
         let body = function.child_by_field_name("body");
         let mut values = Vec::new();
-        if let Some(body) = body {
-            for node in descendants(body) {
-                if node.kind() == "init_declarator" {
-                    if let (Some(d), Some(v)) = (node.child_by_field_name("declarator").and_then(declared_name), node.child_by_field_name("value")) {
-                        values.push((text[d.byte_range()].to_string(), text[v.byte_range()].to_string()));
-                    }
+        for node in body.into_iter().flat_map(descendants) {
+            let (target, value) = match node.kind() {
+                "init_declarator" => (node.child_by_field_name("declarator").and_then(declared_name), node.child_by_field_name("value")),
+                "assignment_expression" if node.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=") => {
+                    (node.child_by_field_name("left").filter(|l| matches!(l.kind(), "identifier" | "field_expression")), node.child_by_field_name("right"))
                 }
+                _ => continue,
+            };
+            let (Some(target), Some(value)) = (target, value) else { continue };
+            let (name, value) = (text[target.byte_range()].replace(' ', ""), &text[value.byte_range()]);
+            // `n = n / 2` says nothing about `n` that its earlier value does not, and a value
+            // read from the command line (`n = atoi(argv[1])`) overrides the default only when
+            // the user asks: the default is the program's own.
+            let from_command_line = identifiers_in(value).any(|w| w == "argv" || w.starts_with("getCmdLineArgument"));
+            if !identifiers_in(value).any(|w| w == name) && !from_command_line {
+                values.push((name, value.to_string(), node.start_byte()));
             }
         }
-        Scope { body, values }
+        Scope { body, values, point }
     }
 
+    /// The value `name` holds at the scope's point: the last one given before it, else (a value
+    /// set later in a loop, or out of order) the first.
     fn value_text(&self, name: &str) -> Option<&str> {
-        self.values.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        let given = self.values.iter().filter(|(n, _, _)| n == name);
+        let first = given.clone().next();
+        given.filter(|(_, _, at)| *at < self.point).last().or(first).map(|(_, v, _)| v.as_str())
     }
 }
 
@@ -144,7 +184,7 @@ impl<'d> HostContext<'d> {
             expression_functions.extend(expression_functions_of(doc.text(), tree.root_node()));
         }
         let mut paths = Vec::new();
-        extend_paths(&calls, vec![Frame::of(text, launcher)], &mut paths);
+        extend_paths(&calls, vec![Frame::of(text, launcher, launch.span.start_byte)], &mut paths);
         Some(HostContext { paths, defines, file_constants, type_aliases, device_variables, expression_functions, static_members })
     }
 
@@ -157,7 +197,7 @@ impl<'d> HostContext<'d> {
         let text = text.trim();
         let inner = text.strip_prefix("dim3").map(str::trim).and_then(|t| t.strip_prefix('(').and_then(|t| t.strip_suffix(')')));
         let launcher = self.launcher();
-        let parts = match (inner, launcher.scope.body.and_then(|b| dim3_local(launcher.text, b, text))) {
+        let parts = match (inner, is_identifier(text).then(|| launcher.dim3_components(text)).flatten()) {
             (Some(inner), _) => split_args(inner),
             (None, Some(args)) => args,
             (None, None) => vec![text.to_string()],
@@ -199,14 +239,21 @@ impl<'d> HostContext<'d> {
         rename_identifiers_in(&text, |word| self.device_variables.get(word).map(|s| s.to_string()))
     }
 
-    /// `threads.x` of the launcher's `dim3 threads(32, 8)` → `32`.
+    /// `threads.x` of the launcher's `dim3 threads(32, 8)` → `32`, and `grid.x` after
+    /// `grid.x = n / 256` → `(n / 256)`. A member of a parameter (`dimsA.x` of `const dim3
+    /// &dimsA`) becomes a size named `dimsA_x`, whose value the callers give.
     fn members_resolved(&self, text: &str) -> String {
         let launcher = self.launcher();
         replace_members(text, |object, member| {
-            let component = ["x", "y", "z"].iter().position(|c| *c == member)?;
-            let dims = launcher.scope.body.and_then(|b| dim3_local(launcher.text, b, object))?;
-            let value = dims.get(component).cloned().unwrap_or_else(|| "1".to_string());
-            Some(if is_identifier(&value) || value.parse::<i64>().is_ok() { value } else { format!("({value})") })
+            let parenthesised = |value: String| if is_identifier(&value) || value.parse::<i64>().is_ok() { value } else { format!("({value})") };
+            if let Some(value) = launcher.scope.value_text(&format!("{object}.{member}")) {
+                return Some(parenthesised(strip_casts_everywhere(value)));
+            }
+            let component = ["x", "y", "z"].iter().position(|c| *c == member);
+            if let Some(dims) = component.and_then(|_| launcher.dim3_components(object)) {
+                return Some(parenthesised(dims.get(component?).cloned().unwrap_or_else(|| "1".to_string())));
+            }
+            launcher.params.iter().any(|p| p == object).then(|| format!("{object}_{member}"))
         })
     }
 
@@ -361,13 +408,39 @@ impl<'d> HostContext<'d> {
             let arg = frame.called_by?.template_args().get(index)?.clone();
             return self.eval_text(path, at + 1, &arg, depth + 1);
         }
-        let index = frame.params.iter().position(|p| p == name)?;
-        let arg = frame.argument(index)?;
-        self.eval_text(path, at + 1, &arg, depth + 1)
+        match frame.params.iter().position(|p| p == name) {
+            Some(index) => self.eval_text(path, at + 1, &frame.argument(index)?, depth + 1),
+            // `dimsA_x`, the size [`Self::members_resolved`] names for `dimsA.x`.
+            None => {
+                let (object, member) = name.rsplit_once('_')?;
+                self.eval_member(path, at, object, member, depth + 1)
+            }
+        }
+    }
+
+    /// The value of `object.member` in frame `at`: assigned (`grid.x = ...`), a component of a
+    /// `dim3` constructed there, or the same member of what the caller passed as `object`.
+    fn eval_member(&self, path: &[Frame], at: usize, object: &str, member: &str, depth: usize) -> Option<i64> {
+        let frame = path.get(at)?;
+        if depth > 16 {
+            return None;
+        }
+        if let Some(value) = frame.scope.value_text(&format!("{object}.{member}")) {
+            return self.eval_text(path, at, value, depth + 1);
+        }
+        let component = ["x", "y", "z"].iter().position(|c| *c == member);
+        if let Some(dims) = component.and_then(|_| frame.dim3_components(object)) {
+            return self.eval_text(path, at, dims.get(component?).map_or("1", String::as_str), depth + 1);
+        }
+        let index = frame.params.iter().position(|p| p == object)?;
+        let arg = strip_casts_everywhere(&frame.argument(index)?);
+        let arg = arg.trim_start_matches('&').trim();
+        is_identifier(arg).then(|| self.eval_member(path, at + 1, arg, member, depth + 1)).flatten()
     }
 
     fn eval_text(&self, path: &[Frame], at: usize, text: &str, depth: usize) -> Option<i64> {
-        eval_constant(&strip_casts_everywhere(text), &|name| self.eval_name(path, at, name, depth))
+        let text = replace_members(&strip_casts_everywhere(text), |object, member| self.eval_member(path, at, object, member, depth + 1).map(|v| v.to_string()));
+        eval_constant(&text, &|name| self.eval_name(path, at, name, depth))
     }
 
     /// Where the launcher's `name` gets its value along the first call path, when that is a
@@ -525,7 +598,7 @@ impl<'d> HostContext<'d> {
                 for offset in offsets.iter().filter(|o| !is_zero(o)) {
                     length = format!("{length} - ({offset})");
                 }
-                return Some(self.static_members_resolved(&self.device_sizes_named(&length)));
+                return Some(self.in_spec_names(&length));
             }
             let index = frame.params.iter().position(|p| *p == name)?;
             name = without_pointer_cast(&frame.argument(index)?).to_string();
@@ -743,7 +816,7 @@ fn extend_paths<'d>(calls: &HashMap<&'d str, Vec<Call<'d>>>, path: Vec<Frame<'d>
         }
         let mut next = path.clone();
         next.last_mut().expect("paths start with the launcher").called_by = Some(*call);
-        next.push(Frame::of(call.text, call.caller));
+        next.push(Frame::of(call.text, call.caller, call.node.start_byte()));
         extend_paths(calls, next, out);
     }
 }
@@ -960,6 +1033,20 @@ fn dim3_local(text: &str, body: Node, name: &str) -> Option<Vec<String>> {
     found
 }
 
+/// The extents of a file-scope `dim3 name(...)`, or 1, 1, 1 for a `dim3 name;`.
+fn dim3_global(text: &str, root: Node, name: &str) -> Option<Vec<String>> {
+    let mut cursor = root.walk();
+    let declarations: Vec<Node> = root.named_children(&mut cursor).filter(|n| n.kind() == "declaration").collect();
+    declarations.into_iter().find_map(|node| {
+        let declared = &text[node.byte_range()];
+        let rest = declared.strip_prefix("dim3")?.trim_start().strip_prefix(name)?.trim();
+        if rest == ";" {
+            return Some(vec!["1".to_string()]);
+        }
+        dim3_local(text, node, name)
+    })
+}
+
 /// `(floatX*)dlogits` → `dlogits`.
 fn without_pointer_cast(arg: &str) -> &str {
     let arg = arg.trim();
@@ -996,12 +1083,11 @@ fn malloc_bytes(text: &str, body: Node, name: &str) -> Option<String> {
             continue;
         }
         let Some(f) = node.child_by_field_name("function") else { continue };
-        if !matches!(&text[f.byte_range()], "cudaMalloc" | "cudaMallocManaged" | "cudaMallocAsync") {
+        if !matches!(&text[f.byte_range()], "cudaMalloc" | "cudaMallocManaged" | "cudaMallocAsync" | "cuMemAlloc" | "cuMemAllocManaged") {
             continue;
         }
         let args = node.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
-        let target = args.first().map(|a| a.replace("(void**)", "").replace("(void **)", "").replace(' ', ""));
-        if target.as_deref() == Some(&format!("&{name}")) {
+        if args.first().map(|a| address_taken(a)).as_deref() == Some(name) {
             found = args.get(1).cloned();
         }
     }
@@ -1038,7 +1124,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 /// `h_a.size()` of a `std::vector<float> h_a(n)` → `(n)`.
 fn expand_vector_sizes(bytes: &str, scope: &Scope) -> String {
     let mut out = bytes.to_string();
-    for (name, init) in &scope.values {
+    for (name, init, _) in &scope.values {
         let call = format!("{name}.size()");
         let args = init.trim().strip_prefix('(').and_then(|i| i.strip_suffix(')'));
         if let Some(args) = args.filter(|_| out.contains(&call)) {
@@ -1086,7 +1172,7 @@ mod tests {
 
     #[test]
     fn element_size_is_stripped_from_byte_counts() {
-        let scope = Scope { body: None, values: vec![("bytes".into(), "n * sizeof(float)".into())] };
+        let scope = Scope { body: None, values: vec![("bytes".into(), "n * sizeof(float)".into(), 0)], point: 1 };
         let half = |ty: &str| (ty == "half").then_some((1, 1));
         let float = |ty: &str| (ty == "float").then_some((1, 1));
         assert_eq!(strip_element_size("rows * hidden * sizeof(half)", &half, &scope).as_deref(), Some("rows * hidden"));

@@ -2,6 +2,7 @@
 //! around it. What cannot be inferred is left as [`UNKNOWN`] (or a size missing from the
 //! shape), which the spec validator reports as a diagnostic to fill in.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -10,7 +11,7 @@ use tree_sitter::Node;
 use super::host::HostContext;
 use crate::slice::{device_slice, SliceOptions};
 use crate::spec::{expr, sha256_hex, ArgSpec, Baseline, Dtype, Init, KernelSpec, ParamKind, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
-use crate::syntax::host::declared_name;
+use crate::syntax::host::{declared_name, driver_launches};
 use crate::syntax::{descendants, identifiers_in, Document, Kernel, LaunchSite, Param, TemplateParamKind};
 use crate::workspace::HostDocument;
 
@@ -35,7 +36,8 @@ pub struct LaunchFound {
 pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params: Vec<ParamSpec>, mut restrictions: Vec<String>, slice_options: &SliceOptions, hosts: &[HostDocument]) -> Inferred {
     let model = templated.model();
     let k = model.kernel(kernel).expect("templatize keeps the kernel");
-    let site = find_launch(templated, hosts, kernel);
+    let found = find_launch(templated, hosts, kernel);
+    let site = found.as_ref().map(|(doc, l)| (*doc, l.as_ref()));
     let launch = site.map(|(_, l)| l);
     let documents: Vec<&Document> = std::iter::once(templated).chain(hosts.iter().map(|h| &h.document)).collect();
     let host = site.and_then(|(doc, l)| HostContext::new(&documents, doc, l));
@@ -89,11 +91,14 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         .collect();
 
     let mut choices = Vec::new();
-    if let (Some((doc, l)), Some(h)) = (site, &host) {
-        let in_other_file = !std::ptr::eq(doc, templated);
+    if let (Some((_, l)), Some(h)) = (site, &host) {
         choices = launch_choices(h, &args, &params, &block);
-        if choices.is_empty() && in_other_file {
-            choices.extend(literal_block_choice(kernel, l, &mut grid, &mut block));
+        // A block the lift left literal (in another file, which templatize does not edit, or a
+        // `dim3` of numbers): the spec varies the launch.
+        if choices.is_empty() {
+            let (literal, threads_bound) = literal_block_choices(kernel, l, &mut grid, &mut block);
+            choices.extend(literal);
+            restrictions.extend(threads_bound);
         }
         // Before the compiler options: the search enumerates the parameters in order.
         let at = params.iter().position(|p| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).unwrap_or(params.len());
@@ -176,16 +181,21 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     Inferred { spec, launch: launch_found }
 }
 
-/// The first launch of `kernel`: in its own file, else in the host files; directly, or through
-/// a function pointer (`kernel = &transposeNaive; ... kernel<<<grid, threads>>>(...)`).
-fn find_launch<'a>(templated: &'a Document, hosts: &'a [HostDocument], kernel: &'a str) -> Option<(&'a Document, &'a LaunchSite)> {
-    let documents = || std::iter::once(templated).chain(hosts.iter().map(|h| &h.document));
-    let direct = documents().find_map(|doc| doc.model().launches_of(kernel).next().map(|l| (doc, l)));
-    direct.or_else(|| {
-        documents().find_map(|doc| {
+/// The first launch of `kernel`: in its own file, else in the host files; directly, through a
+/// function pointer (`kernel = &transposeNaive; ... kernel<<<grid, threads>>>(...)`), or through
+/// the driver API (`cuLaunchKernel` of the function `cuModuleGetFunction` named `"kernel"`).
+fn find_launch<'a>(templated: &'a Document, hosts: &'a [HostDocument], kernel: &'a str) -> Option<(&'a Document, Cow<'a, LaunchSite>)> {
+    // The hosts come nearest first, so the launch of the kernel's own program wins over a
+    // namesake's elsewhere in the workspace, whatever its syntax.
+    std::iter::once(templated).chain(hosts.iter().map(|h| &h.document)).find_map(|doc| {
+        let model = doc.model();
+        let direct = || model.launches_of(kernel).next().map(Cow::Borrowed);
+        let through_pointer = || {
             let aliases = pointer_aliases(doc, kernel);
-            doc.model().launches.iter().find(|l| aliases.contains(&l.kernel)).map(|l| (doc, l))
-        })
+            model.launches.iter().find(|l| aliases.contains(&l.kernel)).map(Cow::Borrowed)
+        };
+        let through_driver = || driver_launches(doc, kernel).into_iter().next().map(Cow::Owned);
+        direct().or_else(through_pointer).or_else(through_driver).map(|l| (doc, l))
     })
 }
 
@@ -249,19 +259,58 @@ fn block_values(block: &[String], name: &str, default: i64) -> Vec<i64> {
     values
 }
 
-/// A literal block size at a launch in another file (`k<<<blocks, 256>>>` in `runner.cu`): a
-/// launch parameter, tied into the grid where the grid divides by it. Templatize cannot edit
-/// that file, so the spec varies the launch.
-fn literal_block_choice(kernel: &str, launch: &LaunchSite, grid: &mut [String], block: &mut [String]) -> Option<ParamSpec> {
-    let [only] = block else { return None };
-    let value: i64 = only.trim().parse().ok().filter(|v| *v > 0)?;
-    let name = format!("{}_BLOCK_SIZE", super::param_prefix(kernel));
-    *only = name.clone();
-    for g in grid.iter_mut() {
-        *g = replace_integer(g, value, &name);
+/// The literal extents of a block (`k<<<blocks, 256>>>` in `runner.cu`, `dim3 block(16, 16)`)
+/// as launch parameters, each tied into the grid's extent on its axis where that divides by it;
+/// with the bounds on a block's threads when there are two or more.
+fn literal_block_choices(kernel: &str, launch: &LaunchSite, grid: &mut [String], block: &mut [String]) -> (Vec<ParamSpec>, Vec<String>) {
+    let prefix = super::param_prefix(kernel);
+    let line = launch.span.start.line + 1;
+    let literal: Vec<(usize, i64)> = block.iter().enumerate().filter_map(|(axis, b)| Some((axis, b.trim().parse::<i64>().ok().filter(|v| *v > 1)?))).collect();
+    if literal.is_empty() || block.iter().any(|b| b.trim().parse::<i64>().is_err()) {
+        return (Vec::new(), Vec::new());
     }
-    let origin = format!("block size {value} at the launch on line {}", launch.span.start.line + 1);
-    Some(ParamSpec { values: block_values(block, &name, value), name, kind: ParamKind::Launch, default: value, origin })
+    let mut choices = Vec::new();
+    for &(axis, value) in &literal {
+        let name = match literal.len() {
+            1 => format!("{prefix}_BLOCK_SIZE"),
+            _ => format!("{prefix}_BLOCK_{}", ["X", "Y", "Z"][axis]),
+        };
+        block[axis] = name.clone();
+        match literal.len() {
+            1 => grid.iter_mut().for_each(|g| *g = tied_to_block(g, value, &name)),
+            _ => {
+                if let Some(g) = grid.get_mut(axis) {
+                    *g = tied_to_block(g, value, &name);
+                }
+            }
+        }
+        let origin = format!("block extent {value} at the launch on line {line}");
+        choices.push(ParamSpec { name, kind: ParamKind::Launch, default: value, values: Vec::new(), origin });
+    }
+    if let [only] = choices.as_mut_slice() {
+        only.values = block_values(block, &only.name, only.default);
+        return (choices, Vec::new());
+    }
+    for choice in &mut choices {
+        let mut values: Vec<i64> = (0..=10).map(|p| 1i64 << p).collect();
+        if !values.contains(&choice.default) {
+            values.push(choice.default);
+            values.sort_unstable();
+        }
+        choice.values = values;
+    }
+    let threads = block.iter().map(String::as_str).collect::<Vec<_>>().join(" * ");
+    (choices, vec![format!("{threads} >= 32"), format!("{threads} <= 1024")])
+}
+
+/// A grid extent with the block's literal `value` replaced by its parameter `name`, including
+/// the `value - 1` of a rounding-up division: `(n + 127) / 128` → `(n + (NAME - 1)) / NAME`.
+fn tied_to_block(grid: &str, value: i64, name: &str) -> String {
+    let tied = replace_integer(grid, value, name);
+    if tied == grid || value < 2 {
+        return tied;
+    }
+    replace_integer(&tied, value - 1, &format!("({name} - 1)"))
 }
 
 /// `text` with every integer token equal to `value` replaced by `name`.

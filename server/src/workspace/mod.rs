@@ -141,8 +141,13 @@ impl Workspace {
         let mut wanted: BTreeSet<String> = BTreeSet::from([kernel.to_string()]);
         let mut seen_names = wanted.clone();
         let own = std::fs::read_to_string(kernel_file).map(Document::new).ok();
+        // Nearest first: in a project of many programs (a samples repository), the launch in
+        // the kernel's own folder is the one in question, and the file limit should not be
+        // spent on namesakes elsewhere.
+        let mut by_distance: Vec<(&PathBuf, &FileEntry)> = self.files.iter().collect();
+        by_distance.sort_by_key(|(path, _)| std::cmp::Reverse(shared_components(path, kernel_file)));
         for _ in 0..=MAX_CALL_DEPTH {
-            for (path, entry) in &self.files {
+            for &(path, entry) in &by_distance {
                 if documents.len() >= MAX_HOST_FILES {
                     break;
                 }
@@ -192,6 +197,11 @@ impl Workspace {
     pub fn kernel_files(&self) -> impl Iterator<Item = &Path> {
         self.files.iter().filter(|(_, e)| e.has_kernels).map(|(p, _)| p.as_path())
     }
+}
+
+/// How many leading path components `a` and `b` share.
+fn shared_components(a: &Path, b: &Path) -> usize {
+    a.components().zip(b.components()).take_while(|(x, y)| x == y).count()
 }
 
 /// The files `#include "name"` names in `text`, where they exist next to `path`.
