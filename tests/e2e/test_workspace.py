@@ -43,18 +43,18 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
-    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale"}
-    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale"]:
+    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum"}
+    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     # Never launched (nothing assigns it to the pointer): its launch stays unknown.
     assert by_kernel["copy_twice"]["stage"] == "spec"
     assert any("grid extent x is unknown" in p for p in by_kernel["copy_twice"]["spec_problems"])
-    assert report["totals"] == {"kernels": 11, "ready": 10, "spec": 1}
+    assert report["totals"] == {"kernels": 12, "ready": 11, "spec": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "11 kernels under" in text.stdout and "10 ready to tune (91%)" in text.stdout
+    assert "12 kernels under" in text.stdout and "11 ready to tune (92%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -215,3 +215,14 @@ def test_sizes_in_dim3_references_assigned_grids_and_literal_2d_blocks(tmp_path:
     assert scale["grid"] == ["((image_x * image_y) + SCALE_BLOCK_SIZE - 1) // SCALE_BLOCK_SIZE"]
     assert scale["block"] == ["SCALE_BLOCK_SIZE"]
     assert next(a for a in scale["args"] if a["name"] == "count")["value"] == "image_x * image_y"
+
+
+def test_a_launcher_passed_as_a_function_pointer_gets_the_block_size_its_driver_passes(tmp_path: Path):
+    root = project(tmp_path, "function_pointer")
+    spec = templatized_spec(root, "passed_launcher.cu", "row_sum")
+    # `reduce_rows(..., launch_row_sum, block_sizes[j])` calls `launch(..., block_size)`: the
+    # launcher's `block_size` is main's sweep.
+    block = next(p for p in spec["params"] if p["name"] == "block_size")
+    assert (block["kind"], block["default"], block["values"]) == ("launch", 64, [64, 128, 256])
+    assert spec["shapes"][0] == {"rows": 4096, "cols": 512}
+    assert [a.get("length") for a in spec["args"][:2]] == ["rows", "rows * cols"]

@@ -183,8 +183,17 @@ impl<'d> HostContext<'d> {
             static_members.extend(static_members_of(doc.text(), tree.root_node()));
             expression_functions.extend(expression_functions_of(doc.text(), tree.root_node()));
         }
+        let mut definitions: HashMap<&str, (&str, Node)> = HashMap::new();
+        for doc in documents {
+            if let Some(tree) = doc.tree() {
+                for (name, node) in functions(doc.text(), tree.root_node()) {
+                    definitions.entry(bare_name(name)).or_insert((doc.text(), node));
+                }
+            }
+        }
+        let graph = CallGraph { calls, definitions };
         let mut paths = Vec::new();
-        extend_paths(&calls, vec![Frame::of(text, launcher, launch.span.start_byte)], &mut paths);
+        extend_paths(&graph, vec![Frame::of(text, launcher, launch.span.start_byte)], &mut paths);
         Some(HostContext { paths, defines, file_constants, type_aliases, device_variables, expression_functions, static_members })
     }
 
@@ -797,27 +806,55 @@ fn template_parameter_names_of(text: &str, template: Node) -> Vec<String> {
         .collect()
 }
 
+/// The host functions of the files in view: every call by callee, and every definition.
+struct CallGraph<'d> {
+    calls: HashMap<&'d str, Vec<Call<'d>>>,
+    definitions: HashMap<&'d str, (&'d str, Node<'d>)>,
+}
+
+impl<'d> CallGraph<'d> {
+    /// The calls that reach `function`: by name, and through a function parameter that a
+    /// caller passes it as (`run(launch_softmax_1, 256)`, where `run(Kernel kernel, int
+    /// block)` calls `kernel(..., block)`: the call `kernel(...)` in `run`).
+    fn callers_of(&self, function: &str) -> Vec<Call<'d>> {
+        let mut callers = self.calls.get(function).cloned().unwrap_or_default();
+        for call in self.calls.values().flatten() {
+            let Some(index) = call.args().iter().position(|a| a.trim().trim_start_matches('&') == function) else { continue };
+            let Some(callee) = call.node.child_by_field_name("function").map(|f| f.child_by_field_name("name").unwrap_or(f)) else { continue };
+            let Some(&(text, definition)) = self.definitions.get(bare_name(&call.text[callee.byte_range()])) else { continue };
+            let Some(parameter) = parameters(text, definition).into_iter().nth(index).map(|p| p.name) else { continue };
+            let through_parameter = self.calls.get(parameter.as_str()).into_iter().flatten().filter(|c| c.caller == definition);
+            for c in through_parameter {
+                if !callers.iter().any(|known| known.node == c.node) {
+                    callers.push(*c);
+                }
+            }
+        }
+        callers
+    }
+}
+
 /// Follows the calls of the last frame's function upwards, collecting every path that ends at a
 /// function nobody calls (or at the depth limit).
-fn extend_paths<'d>(calls: &HashMap<&'d str, Vec<Call<'d>>>, path: Vec<Frame<'d>>, out: &mut Vec<Vec<Frame<'d>>>) {
+fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<Vec<Frame<'d>>>) {
     if out.len() >= MAX_PATHS {
         return;
     }
     let last = path.last().expect("paths start with the launcher");
     let name = last.scope.body.and_then(|b| b.parent()).and_then(|f| function_name(last.text, f));
-    let callers = name.and_then(|n| calls.get(bare_name(n))).filter(|_| path.len() < MAX_DEPTH);
-    let Some(callers) = callers.filter(|c| !c.is_empty()) else {
+    let callers = name.filter(|_| path.len() < MAX_DEPTH).map(|n| graph.callers_of(bare_name(n))).unwrap_or_default();
+    if callers.is_empty() {
         out.push(path);
         return;
-    };
+    }
     for call in callers {
         if path.iter().any(|f| f.scope.body == call.caller.child_by_field_name("body")) {
             continue;
         }
         let mut next = path.clone();
-        next.last_mut().expect("paths start with the launcher").called_by = Some(*call);
+        next.last_mut().expect("paths start with the launcher").called_by = Some(call);
         next.push(Frame::of(call.text, call.caller, call.node.start_byte()));
-        extend_paths(calls, next, out);
+        extend_paths(graph, next, out);
     }
 }
 
