@@ -17,7 +17,7 @@ async def test_initialize_announces_sync_hover_symbols_and_the_negotiated_encodi
     caps = result.capabilities
     assert caps.position_encoding == profile.encoding
     assert caps.text_document_sync == types.TextDocumentSyncOptions(
-        open_close=True, change=types.TextDocumentSyncKind.Incremental
+        open_close=True, change=types.TextDocumentSyncKind.Incremental, save=True
     )
     assert caps.hover_provider is True
     assert caps.document_symbol_provider is True

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from editor import CUTUNE_BIN, REPO, open_document
+from editor import CUTUNE_BIN, REPO, logged, open_document
 from test_templatize import code_actions, line_of, resolved
 
 WORKSPACE = REPO / "tests" / "fixtures" / "workspace"
@@ -124,6 +124,34 @@ async def test_the_code_action_templatizes_a_header_kernel_with_its_launch_elsew
     spec = spec_of(spec_text)
     assert spec["template_args"] == ["float"]
     assert next(p for p in spec["params"] if p["name"] == "AXPY_BLOCK_SIZE")["kind"] == "launch"
+
+
+async def test_the_server_indexes_the_workspace_in_the_background_and_refreshes_it_on_save(client, tmp_path: Path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / ".git").mkdir()
+    kernel = root / "scale.cu"
+    kernel.write_text("__global__ void scale(float *x, int n)\n{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) x[i] *= 2.0f;\n}\n")
+    text = kernel.read_text()
+    await open_document(client, kernel.as_uri(), text)
+    await logged(client, types.MessageType.Info, "workspace index of", str(root), "1 files")
+
+    # A launcher written after the index was built, then saved from the editor.
+    runner = root / "runner.cu"
+    runner.write_text("void run(float *x, int n)\n{\n    scale<<<(n + 63) / 64, 64>>>(x, n);\n}\n")
+    await open_document(client, runner.as_uri(), runner.read_text())
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=runner.as_uri())))
+    await logged(client, types.MessageType.Info, "workspace index of", "2 files, 1 read")
+
+    actions = await code_actions(client, kernel.as_uri(), line_of(text, "x[i] *= 2.0f"), 8)
+    action = await resolved(client, next(a for a in actions if "scale" in a.title))
+    spec_text = next(c.edits[0].new_text for c in action.edit.document_changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri.endswith("scale.cutune.toml"))
+    spec = spec_of(spec_text)
+    # The launch in the saved file, through the refreshed index: its literal block is a
+    # launch parameter tied into the grid.
+    assert spec["block"] == ["SCALE_BLOCK_SIZE"]
+    assert spec["grid"] == ["(n + (SCALE_BLOCK_SIZE - 1)) // SCALE_BLOCK_SIZE"]
+    assert not any("still being built" in m.message for m in client.log_messages)
 
 
 def templatized_spec(root: Path, file: str, kernel: str) -> dict:

@@ -15,6 +15,7 @@ use crate::slice::SliceOptions;
 use crate::spec::{self, SpecFile};
 use crate::syntax::{Document, Encoding};
 use crate::template::{self, Templatized};
+use crate::workspace::Workspace;
 
 pub const TEMPLATIZE_TITLE: &str = "Templatize kernel";
 
@@ -57,10 +58,15 @@ const ANNOTATION: &str = "cutune-templatize";
 /// Templatizes `kernel` and builds the edit of the `.cu` file and of its spec. With `annotate`
 /// (the client supports change annotations) every change carries one that needs confirmation.
 /// Errors are messages for the user.
-pub fn templatize_edit(uri: &Uri, doc: &Document, version: i32, kernel: &str, encoding: Encoding, annotate: bool, open_text: OpenText) -> Result<(WorkspaceEdit, Templatized), String> {
+/// `workspace` is the background index of the file's root, when it is built.
+#[allow(clippy::too_many_arguments)]
+pub fn templatize_edit(uri: &Uri, doc: &Document, version: i32, kernel: &str, encoding: Encoding, annotate: bool, open_text: OpenText, workspace: Option<&Workspace>) -> Result<(WorkspaceEdit, Templatized), String> {
     let source_path = uri.to_file_path().map(|p| p.into_owned()).ok_or_else(|| format!("{} is not a file; templatize writes a spec beside the file", uri.as_str()))?;
     // The launch and the host code may be in other files of the workspace.
-    let hosts = crate::workspace::host_documents_near(&source_path, kernel);
+    let hosts = match workspace {
+        Some(workspace) => workspace.host_documents(&source_path, kernel),
+        None => crate::workspace::host_documents_near(&source_path, kernel),
+    };
     let result = template::templatize_with_hosts(doc.text(), kernel, &SliceOptions::for_file(&source_path), &hosts).map_err(|e| e.to_string())?;
     let spec_path = spec::spec_path_for(&source_path);
     let spec_uri = Uri::from_file_path(&spec_path).ok_or_else(|| format!("cannot name the spec file {}", spec_path.display()))?;

@@ -5,11 +5,13 @@
 //! - [`convert`] turns the plain analysis types into protocol types and back;
 //! - [`input`] reads the client's messages, so that a malformed one cannot end the session;
 //! - [`actions`] offers and resolves the code actions (templatize);
+//! - [`index`] keeps the workspace index of each root current in the background;
 //! - [`settings`] reads the client's settings;
 //! - [`tuning`] runs the `Tune kernel` command in the background, with progress.
 
 mod actions;
 mod convert;
+mod index;
 mod input;
 mod ordered;
 mod server;

@@ -11,6 +11,7 @@ use tower_lsp_server::{Client, LanguageServer};
 
 use super::actions::{self, TemplatizeData};
 use super::convert;
+use super::index::Indexes;
 use super::settings::Settings;
 use super::state::{OpenDocument, ServerState};
 use super::tuning::{self, KernelArgument, Status, StatusNotification, Tuning};
@@ -22,6 +23,7 @@ pub struct Backend {
     client: Client,
     state: Arc<ServerState>,
     tuning: Arc<Tuning>,
+    indexes: Arc<Indexes>,
     /// Whether the client fills in a code action's edit through `codeAction/resolve`.
     client_resolves_edits: AtomicBool,
     /// Whether the client shows change annotations (and confirms edits that need it).
@@ -42,6 +44,7 @@ impl Backend {
             client,
             state,
             tuning: Arc::default(),
+            indexes: Arc::default(),
             client_resolves_edits: AtomicBool::new(false),
             client_annotates_edits: AtomicBool::new(false),
             client_shows_progress: AtomicBool::new(false),
@@ -136,15 +139,32 @@ impl Publisher {
 impl Backend {
     /// Templatizes on a blocking thread (it re-parses the file once per transform) and logs
     /// what each transform did.
+    /// Brings the workspace index of `uri`'s root up to date in the background and logs what
+    /// that did; requests meanwhile read the index as it was.
+    fn update_index(&self, uri: &Uri) {
+        let Some(path) = uri.to_file_path().map(|p| p.into_owned()) else { return };
+        let (indexes, client) = (self.indexes.clone(), self.client.clone());
+        tokio::spawn(async move {
+            if let Some(done) = indexes.update(&path).await {
+                let message = format!("cutune: workspace index of {}: {} files, {} read in {} ms", done.root.display(), done.files, done.read, done.millis);
+                client.log_message(MessageType::INFO, message).await;
+            }
+        });
+    }
+
     async fn templatize_action(&self, uri: Uri, kernel: String) -> Result<CodeAction> {
         let open = self.open_document(&uri)?;
+        let workspace = uri.to_file_path().and_then(|p| self.indexes.current(&p));
+        if workspace.is_none() {
+            self.client.log_message(MessageType::INFO, "cutune: the workspace index is still being built; reading the workspace for this action").await;
+        }
         let encoding = self.state.encoding();
         let state = self.state.clone();
         let annotate = self.client_annotates_edits.load(Ordering::SeqCst);
         let (task_uri, task_kernel) = (uri.clone(), kernel.clone());
         let outcome = tokio::task::spawn_blocking(move || {
             let open_text = |u: &Uri| state.snapshot(u).map(|o| o.document.text().to_string());
-            actions::templatize_edit(&task_uri, &open.document, open.version, &task_kernel, encoding, annotate, &open_text)
+            actions::templatize_edit(&task_uri, &open.document, open.version, &task_kernel, encoding, annotate, &open_text, workspace.as_deref())
         })
         .await
         .map_err(|e| Error { code: tower_lsp_server::jsonrpc::ErrorCode::InternalError, message: format!("templatize stopped: {e}").into(), data: None })?;
@@ -375,6 +395,7 @@ impl LanguageServer for Backend {
                 text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
                     open_close: Some(true),
                     change: Some(TextDocumentSyncKind::INCREMENTAL),
+                    save: Some(TextDocumentSyncSaveOptions::Supported(true)),
                     ..TextDocumentSyncOptions::default()
                 })),
                 hover_provider: Some(HoverProviderCapability::Simple(true)),
@@ -509,6 +530,9 @@ impl LanguageServer for Backend {
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
         let uri = params.text_document.uri;
+        if !self.indexes.knows(&actions::path_of(&uri)) {
+            self.update_index(&uri);
+        }
         if let Some(note) = self.state.snapshot(&uri).and_then(|open| unusual_content(&open.document)) {
             self.client.log_message(MessageType::WARNING, format!("cutune: {} {note}", uri.as_str())).await;
         }
@@ -517,6 +541,12 @@ impl LanguageServer for Backend {
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
         self.publish_diagnostics(params.text_document.uri).await;
+    }
+
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        // A saved file may add or drop a launch, a launcher or a size that other kernels' host
+        // code needs: the index re-reads what changed.
+        self.update_index(&params.text_document.uri);
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {

@@ -144,7 +144,7 @@ impl<'d> Scope<'d> {
     fn value_text(&self, name: &str) -> Option<&str> {
         let given = self.values.iter().filter(|(n, _, _)| n == name);
         let first = given.clone().next();
-        given.filter(|(_, _, at)| *at < self.point).last().or(first).map(|(_, v, _)| v.as_str())
+        given.filter(|(_, _, at)| *at < self.point).next_back().or(first).map(|(_, v, _)| v.as_str())
     }
 }
 
