@@ -5,6 +5,7 @@
 # the file or the spec. The projects are not in the repository: fetch them into .corpus/ (see
 # docs/templatize.md, "Real projects") and carry them to the GPU machine.
 #   CUTUNE=target/release/cutune CORPUS=.corpus BUDGET=40 bash tests/gpu/corpus_suite.sh
+# CASES=REGEX runs only the kernels whose name matches it.
 # Reports: $OUT/corpus_<kernel>.json (the tune report) and $OUT/corpus_summary.txt.
 set -u
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -26,7 +27,19 @@ cases=(
   "llm.c dev/cuda/global_norm.cu norm_kernel1"
   "cuda-samples Samples/2_Concepts_and_Techniques/convolutionSeparable/convolutionSeparable.cu convolutionRowsKernel"
   "cuda-samples Samples/0_Introduction/vectorAdd/vectorAdd.cu vectorAdd"
+  "cuda-samples Samples/0_Introduction/vectorAddDrv/vectorAdd_kernel.cu VecAdd_kernel"
+  "cuda-samples Samples/0_Introduction/matrixMul/matrixMul.cu MatrixMulCUDA"
+  "cuda-samples Samples/0_Introduction/asyncAPI/asyncAPI.cu increment_kernel"
+  "cuda-samples Samples/2_Concepts_and_Techniques/shfl_scan/shfl_integral_image.cuh shfl_vertical_shfl"
+  "llm.c dev/cuda/attention_backward.cu softmax_autoregressive_backward_kernel1"
 )
+if [ -n "${CASES:-}" ]; then
+  selected=()
+  for case in "${cases[@]}"; do
+    [[ "${case##* }" =~ $CASES ]] && selected+=("$case")
+  done
+  cases=("${selected[@]}")
+fi
 
 echo "== device"; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/device.csv"
 "$cutune" ceilings > "$out/ceilings.txt" 2>&1 || status=1

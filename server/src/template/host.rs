@@ -27,6 +27,9 @@ pub(super) struct HostContext<'d> {
     /// Host variables that hold a device property: `cuda_num_SMs = prop.multiProcessorCount;`
     /// is `sm_count`.
     device_variables: HashMap<String, &'static str>,
+    /// The values the branches around the launch fix: `block_size` is 16 inside `if (block_size
+    /// == 16)` and 512 under `case 512:` of `switch (threads)`.
+    branch_values: HashMap<String, i64>,
     /// Host functions that only return an expression (`div_up(a, b)`): name → (parameters,
     /// the returned expression), inlined into launch expressions.
     expression_functions: HashMap<String, (Vec<String>, String)>,
@@ -194,7 +197,8 @@ impl<'d> HostContext<'d> {
         let graph = CallGraph { calls, definitions };
         let mut paths = Vec::new();
         extend_paths(&graph, vec![Frame::of(text, launcher, launch.span.start_byte)], &mut paths);
-        Some(HostContext { paths, defines, file_constants, type_aliases, device_variables, expression_functions, static_members })
+        let branch_values = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte).map(|n| branch_values_around(text, n)).unwrap_or_default();
+        Some(HostContext { paths, defines, file_constants, type_aliases, device_variables, branch_values, expression_functions, static_members })
     }
 
     pub(super) fn launcher(&self) -> &Frame<'d> {
@@ -408,6 +412,9 @@ impl<'d> HostContext<'d> {
         if depth > 16 {
             return None;
         }
+        if let Some(value) = self.branch_values.get(name).filter(|_| at == 0) {
+            return Some(*value);
+        }
         let frame = path.get(at)?;
         if let Some(text) = frame.scope.value_text(name) {
             let first = sweep_element(frame, text).map(|(first, _)| first);
@@ -462,6 +469,9 @@ impl<'d> HostContext<'d> {
             let frame = path.get(at)?;
             if self.defines.contains_key(&current) {
                 return None;
+            }
+            if let Some(&value) = self.branch_values.get(&current).filter(|_| at == 0) {
+                return Some(LaunchChoice { default: value, sweep: Vec::new(), origin: format!("`{current}` is {value} in the branch of the launch in `{}`", frame_name(frame)) });
             }
             if let Some(init) = frame.scope.value_text(&current) {
                 if let Some((first, sweep)) = sweep_element(frame, init) {
@@ -804,6 +814,44 @@ fn template_parameter_names_of(text: &str, template: Node) -> Vec<String> {
             Some(text[name.byte_range()].to_string())
         })
         .collect()
+}
+
+/// The names the `if (name == N)` and `switch (name) { case N: }` around `node` fix, with their
+/// values, innermost first.
+fn branch_values_around(text: &str, node: Node) -> HashMap<String, i64> {
+    let mut values = HashMap::new();
+    let mut child = node;
+    for parent in std::iter::successors(node.parent(), |n| n.parent()) {
+        let fixed = match parent.kind() {
+            "if_statement" if parent.child_by_field_name("consequence") == Some(child) => {
+                parent.child_by_field_name("condition").and_then(|c| equality(&text[c.byte_range()]))
+            }
+            "case_statement" => {
+                let value = parent.child_by_field_name("value").and_then(|v| eval_constant(&text[v.byte_range()], &|_| None));
+                let switch = std::iter::successors(parent.parent(), |n| n.parent()).find(|n| n.kind() == "switch_statement");
+                let subject = switch.and_then(|s| s.child_by_field_name("condition")).map(|c| text[c.byte_range()].trim().trim_start_matches('(').trim_end_matches(')').trim().to_string());
+                subject.filter(|s| is_identifier(s)).zip(value)
+            }
+            _ => None,
+        };
+        if let Some((name, value)) = fixed {
+            values.entry(name).or_insert(value);
+        }
+        child = parent;
+    }
+    values
+}
+
+/// `(block_size == 16)` → (`block_size`, 16).
+fn equality(condition: &str) -> Option<(String, i64)> {
+    let inner = condition.trim().trim_start_matches('(').trim_end_matches(')');
+    let (left, right) = inner.split_once("==")?;
+    let (left, right) = (left.trim(), right.trim());
+    match (eval_constant(left, &|_| None), eval_constant(right, &|_| None)) {
+        (None, Some(v)) if is_identifier(left) => Some((left.to_string(), v)),
+        (Some(v), None) if is_identifier(right) => Some((right.to_string(), v)),
+        _ => None,
+    }
 }
 
 /// The host functions of the files in view: every call by callee, and every definition.
@@ -1247,6 +1295,18 @@ mod tests {
     fn caller_names_are_renamed_to_launcher_names() {
         let renamed = rename_identifiers_in("tokens * d_hidden", |w| (w == "d_hidden").then(|| "hidden".to_string()));
         assert_eq!(renamed, "tokens * hidden");
+    }
+
+    #[test]
+    fn the_branches_around_a_launch_fix_the_names_they_compare() {
+        let text = "void run(int block_size, int threads) {\n  if (block_size == 16) {\n    switch (threads) {\n    case 512:\n      k<16><<<g, threads>>>(x);\n      break;\n    }\n  } else {\n    k<32><<<g, 32>>>(x);\n  }\n}\n";
+        let doc = Document::new(text.to_string());
+        let root = doc.tree().unwrap().root_node();
+        let at = |needle: &str| root.descendant_for_byte_range(text.find(needle).unwrap(), text.find(needle).unwrap() + needle.len()).unwrap();
+        let inner = branch_values_around(text, at("k<16>"));
+        assert_eq!(inner, HashMap::from([("block_size".to_string(), 16), ("threads".to_string(), 512)]));
+        // The `else` branch fixes nothing.
+        assert!(branch_values_around(text, at("k<32>")).is_empty());
     }
 
     #[test]

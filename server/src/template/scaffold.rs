@@ -300,7 +300,9 @@ fn literal_block_choices(kernel: &str, launch: &LaunchSite, grid: &mut [String],
         choice.values = values;
     }
     let threads = block.iter().map(String::as_str).collect::<Vec<_>>().join(" * ");
-    (choices, vec![format!("{threads} >= 32"), format!("{threads} <= 1024")])
+    // At least a warp, unless the program's own block is smaller: the default stays in the space.
+    let fewest = literal.iter().map(|(_, v)| v).product::<i64>().min(32);
+    (choices, vec![format!("{threads} >= {fewest}"), format!("{threads} <= 1024")])
 }
 
 /// A grid extent with the block's literal `value` replaced by its parameter `name`, including
