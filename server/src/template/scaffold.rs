@@ -94,8 +94,10 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     if let (Some((_, l)), Some(h)) = (site, &host) {
         choices = launch_choices(h, &args, &params, &block);
         // A block the lift left literal (in another file, which templatize does not edit, or a
-        // `dim3` of numbers): the spec varies the launch.
-        if choices.is_empty() {
+        // `dim3` of numbers): the spec varies the launch. Not when the kernel has fixed-size
+        // `__shared__` arrays: those are laid out for that block (a 32 × 9 tile of sums), and
+        // another block would read past them.
+        if choices.is_empty() && k.shared.iter().all(|s| s.is_extern) {
             let (literal, threads_bound) = literal_block_choices(kernel, l, &mut grid, &mut block);
             choices.extend(literal);
             restrictions.extend(threads_bound);
