@@ -59,10 +59,8 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
     root = project(tmp_path, "runtime_block")
-    run = cutune("templatize", "scale.cu", "--kernel", "scale_rows", "--write", cwd=root)
-    assert run.returncode == 0, run.stderr
-    assert "launch-choices: launch parameters from the launch at line" in run.stderr
-    spec = spec_of((root / "scale.cutune.toml").read_text())
+    spec, report = templatized_spec_and_report(root, "scale.cu", "scale_rows")
+    assert "launch-choices: launch parameters from the launch at line" in report
     block = next(p for p in spec["params"] if p["name"] == "block_size")
     # The sweep's values, the commented-out one left out; the first is the default.
     assert block == {**block, "kind": "launch", "default": 64, "values": [64, 128, 256, 512]}
@@ -70,16 +68,12 @@ def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path
     assert spec["shared_bytes"] == "block_size * 4"
     assert "block_size % 32 == 0" in spec["restrictions"]
     assert spec["shapes"] == [{"rows": 4096, "cols": 1000}]
-    check = cutune("spec", "check", "scale.cutune.toml", cwd=root)
-    assert check.returncode == 0, check.stdout + check.stderr
 
 
 def test_a_kernel_in_a_header_gets_its_launch_type_and_sizes_from_other_files(tmp_path: Path):
     root = project(tmp_path, "split_files")
-    run = cutune("templatize", "kernels.cuh", "--kernel", "axpy", "--write", cwd=root)
-    assert run.returncode == 0, run.stderr
-    assert "launch.cuh:7" in run.stderr
-    spec = spec_of((root / "kernels.cutune.toml").read_text())
+    spec, report = templatized_spec_and_report(root, "kernels.cuh", "axpy")
+    assert "launch.cuh:7" in report
     assert spec["template_args"] == ["float"]
     assert spec["block"] == ["AXPY_BLOCK_SIZE"]
     assert spec["grid"] == ["(n + AXPY_BLOCK_SIZE - 1) // AXPY_BLOCK_SIZE"]
@@ -154,13 +148,19 @@ async def test_the_server_indexes_the_workspace_in_the_background_and_refreshes_
     assert not any("still being built" in m.message for m in client.log_messages)
 
 
-def templatized_spec(root: Path, file: str, kernel: str) -> dict:
+def templatized_spec_and_report(root: Path, file: str, kernel: str) -> tuple[dict, str]:
+    """`cutune templatize --write` of `kernel`, its spec checked: the kernel's spec entry and
+    the transforms' report."""
     run = cutune("templatize", file, "--kernel", kernel, "--write", cwd=root)
     assert run.returncode == 0, run.stderr
     check = cutune("spec", "check", Path(file).with_suffix(".cutune.toml").name, cwd=root)
     assert check.returncode == 0, check.stdout + check.stderr
     specs = tomllib.loads((root / Path(file).with_suffix(".cutune.toml")).read_text())["kernels"]
-    return next(k for k in specs if k["name"] == kernel)
+    return next(k for k in specs if k["name"] == kernel), run.stderr
+
+
+def templatized_spec(root: Path, file: str, kernel: str) -> dict:
+    return templatized_spec_and_report(root, file, kernel)[0]
 
 
 def test_host_values_come_from_static_members_default_arguments_and_helper_functions(tmp_path: Path):

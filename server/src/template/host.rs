@@ -194,7 +194,7 @@ impl<'d> HostContext<'d> {
                 }
             }
         }
-        let graph = CallGraph { calls, definitions };
+        let graph = CallGraph::new(calls, definitions);
         let mut paths = Vec::new();
         extend_paths(&graph, vec![Frame::of(text, launcher, launch.span.start_byte)], &mut paths);
         let branch_values = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte).map(|n| branch_values_around(text, n)).unwrap_or_default();
@@ -858,19 +858,34 @@ fn equality(condition: &str) -> Option<(String, i64)> {
 struct CallGraph<'d> {
     calls: HashMap<&'d str, Vec<Call<'d>>>,
     definitions: HashMap<&'d str, (&'d str, Node<'d>)>,
+    /// The calls that pass a name as an argument, by that name, with the argument's position:
+    /// `run(launch_softmax_1, 256)` under `launch_softmax_1`, at 0.
+    passing: HashMap<String, Vec<(Call<'d>, usize)>>,
 }
 
 impl<'d> CallGraph<'d> {
+    fn new(calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, (&'d str, Node<'d>)>) -> CallGraph<'d> {
+        let mut passing: HashMap<String, Vec<(Call<'d>, usize)>> = HashMap::new();
+        for call in calls.values().flatten() {
+            for (index, arg) in call.args().iter().enumerate() {
+                let name = arg.trim().trim_start_matches('&');
+                if is_identifier(name) {
+                    passing.entry(name.to_string()).or_default().push((*call, index));
+                }
+            }
+        }
+        CallGraph { calls, definitions, passing }
+    }
+
     /// The calls that reach `function`: by name, and through a function parameter that a
     /// caller passes it as (`run(launch_softmax_1, 256)`, where `run(Kernel kernel, int
     /// block)` calls `kernel(..., block)`: the call `kernel(...)` in `run`).
     fn callers_of(&self, function: &str) -> Vec<Call<'d>> {
         let mut callers = self.calls.get(function).cloned().unwrap_or_default();
-        for call in self.calls.values().flatten() {
-            let Some(index) = call.args().iter().position(|a| a.trim().trim_start_matches('&') == function) else { continue };
+        for (call, index) in self.passing.get(function).into_iter().flatten() {
             let Some(callee) = call.node.child_by_field_name("function").map(|f| f.child_by_field_name("name").unwrap_or(f)) else { continue };
             let Some(&(text, definition)) = self.definitions.get(bare_name(&call.text[callee.byte_range()])) else { continue };
-            let Some(parameter) = parameters(text, definition).into_iter().nth(index).map(|p| p.name) else { continue };
+            let Some(parameter) = parameters(text, definition).into_iter().nth(*index).map(|p| p.name) else { continue };
             let through_parameter = self.calls.get(parameter.as_str()).into_iter().flatten().filter(|c| c.caller == definition);
             for c in through_parameter {
                 if !callers.iter().any(|known| known.node == c.node) {
