@@ -43,18 +43,18 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
-    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum"}
-    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum"]:
+    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total"}
+    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     # Never launched (nothing assigns it to the pointer): its launch stays unknown.
     assert by_kernel["copy_twice"]["stage"] == "spec"
     assert any("grid extent x is unknown" in p for p in by_kernel["copy_twice"]["spec_problems"])
-    assert report["totals"] == {"kernels": 12, "ready": 11, "spec": 1}
+    assert report["totals"] == {"kernels": 15, "ready": 14, "spec": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "12 kernels under" in text.stdout and "11 ready to tune (92%)" in text.stdout
+    assert "15 kernels under" in text.stdout and "14 ready to tune (93%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -254,3 +254,50 @@ def test_a_launcher_passed_as_a_function_pointer_gets_the_block_size_its_driver_
     assert (block["kind"], block["default"], block["values"]) == ("launch", 64, [64, 128, 256])
     assert spec["shapes"][0] == {"rows": 4096, "cols": 512}
     assert [a.get("length") for a in spec["args"][:2]] == ["rows", "rows * cols"]
+
+
+def test_file_scope_constants_and_a_buffer_allocated_by_an_init_function(tmp_path: Path):
+    root = project(tmp_path, "helpers_and_globals")
+    spec, _ = templatized_spec_and_report(root, "partials.cu", "scale_partials")
+    assert spec["shapes"] == [{"BIN_COUNT": 64, "PARTIAL_COUNT": 240}]
+    # `d_partials` is allocated in `init_partials`, off the launch's call path.
+    assert spec["args"][0]["length"] == "PARTIAL_COUNT * BIN_COUNT"
+    # A global the command line may change: the program's own value is the default.
+    block = next(p for p in spec["params"] if p["name"] == "threads_per_block")
+    assert block["kind"] == "launch" and block["default"] == 128
+    assert block["origin"] == "`threads_per_block = 128` at file scope"
+
+
+def test_a_grid_from_a_helper_through_references_and_lengths_from_the_kernels_own_bound(tmp_path: Path):
+    root = project(tmp_path, "helpers_and_globals")
+    spec, _ = templatized_spec_and_report(root, "particles.cu", "integrate")
+    # `grid_for(count, 256, blocks, threads)` sets both through references; the 256 it was
+    # given is the block's choice.
+    assert spec["block"] == ["min(INTEGRATE_BLOCK_SIZE, count)"]
+    assert spec["grid"] == ["(count + (min(INTEGRATE_BLOCK_SIZE, count)) - 1) // (min(INTEGRATE_BLOCK_SIZE, count))"]
+    assert next(p for p in spec["params"] if p["name"] == "INTEGRATE_BLOCK_SIZE")["default"] == 256
+    assert spec["shapes"] == [{"count": 16383}]
+    # `pos[i].x += ...` writes `pos`.
+    assert [(a["name"], a.get("length"), a.get("role")) for a in spec["args"][:2]] == [("pos", "(count) * 4", "inout"), ("vel", "(count) * 4", "input")]
+
+
+def test_a_block_dispatched_to_a_generic_lambda_is_a_launch_parameter(tmp_path: Path):
+    root = project(tmp_path, "helpers_and_globals")
+    spec, _ = templatized_spec_and_report(root, "row_sums.cu", "row_total")
+    # `block_const.value` is the `block` that `dispatch_block` switched on.
+    assert spec["template_args"] == ["block"] and spec["block"] == ["block"]
+    block = next(p for p in spec["params"] if p["name"] == "block")
+    assert block["kind"] == "launch" and block["default"] == 256 and block["values"] == [256, 128]
+    assert [a.get("length") for a in spec["args"][:2]] == ["rows * cols", "rows"]
+
+
+async def test_the_code_action_reads_a_grid_set_through_references(client, tmp_path: Path):
+    root = project(tmp_path, "helpers_and_globals")
+    source = root / "particles.cu"
+    text = source.read_text()
+    await open_document(client, source.as_uri(), text)
+    actions = await code_actions(client, source.as_uri(), line_of(text, "pos[i].x += vel[i].x * dt;"), 8)
+    action = await resolved(client, next(a for a in actions if "integrate" in a.title))
+    spec_text = next(c.edits[0].new_text for c in action.edit.document_changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri.endswith("particles.cutune.toml"))
+    spec = spec_of(spec_text)
+    assert spec["block"] == ["min(INTEGRATE_BLOCK_SIZE, count)"] and spec["shapes"] == [{"count": 16383}]

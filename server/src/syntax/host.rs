@@ -46,6 +46,8 @@ pub struct Parameter {
     pub ty: String,
     /// The default argument's text (`float eps = 1e-5f`).
     pub default: Option<String>,
+    /// A non-const reference (`int &blocks`): the function can set the caller's variable.
+    pub out: bool,
 }
 
 /// A function's parameters, in order.
@@ -60,7 +62,9 @@ pub fn parameters(text: &str, function: Node) -> Vec<Parameter> {
                     let name = p.child_by_field_name("declarator").and_then(declared_name);
                     let ty = p.child_by_field_name("type").map_or(String::new(), |t| text[t.byte_range()].to_string());
                     let default = p.child_by_field_name("default_value").map(|v| text[v.byte_range()].to_string());
-                    out.push(Parameter { name: name.map_or(String::new(), |n| text[n.byte_range()].to_string()), ty, default });
+                    let by_reference = p.child_by_field_name("declarator").is_some_and(|d| d.kind() == "reference_declarator");
+                    let is_const = text[p.byte_range()].trim_start().starts_with("const");
+                    out.push(Parameter { name: name.map_or(String::new(), |n| text[n.byte_range()].to_string()), ty, default, out: by_reference && !is_const });
                 }
             }
             break;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use tree_sitter::Node;
 
-use crate::spec::{expr, split_top_level, DEVICE_SIZES};
+use crate::spec::{expr, split_top_level, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::host::{address_taken, call_args, calls_by_callee, declared_name, function_name, functions, local_types, parameters, Call};
 use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, size_of_type, Document, LaunchSite};
 
@@ -22,6 +22,12 @@ pub(super) struct HostContext<'d> {
     defines: HashMap<String, i64>,
     /// File-scope constants defined as another name: `constexpr int kBlock = BLOCK_SIZE;`.
     file_constants: HashMap<String, String>,
+    /// File-scope variables with an initial value that no function assigns another (`static
+    /// const uint PARTIAL_COUNT = 240;`, `int nthreads = 64;` changed only from the command line).
+    globals: HashMap<String, String>,
+    /// Every device allocation in the files, pointer → bytes: a file-scope buffer is often
+    /// allocated in an `init` function off the launch's call path.
+    allocations: HashMap<String, String>,
     /// `typedef float floatX;` and `using floatX = float;` in the branches the preprocessor takes.
     type_aliases: HashMap<String, String>,
     /// Host variables that hold a device property: `cuda_num_SMs = prop.multiProcessorCount;`
@@ -63,12 +69,12 @@ pub(super) struct Frame<'d> {
 
 impl<'d> Frame<'d> {
     /// The frame of `function`, read at byte `point` (the launch or the call towards it).
-    fn of(text: &'d str, function: Node<'d>, point: usize) -> Frame<'d> {
+    fn of(text: &'d str, function: Node<'d>, point: usize, graph: &CallGraph<'d>) -> Frame<'d> {
         let parameters = parameters(text, function);
         let params = parameters.iter().map(|p| p.name.clone()).collect();
         let param_types = parameters.iter().map(|p| p.ty.clone()).collect();
         let param_defaults = parameters.into_iter().map(|p| p.default).collect();
-        Frame { text, scope: Scope::of(text, function, point), params, param_types, param_defaults, template_params: template_parameter_names(text, function), called_by: None }
+        Frame { text, scope: Scope::of(text, function, point, graph), params, param_types, param_defaults, template_params: template_parameter_names(text, function), called_by: None }
     }
 
     /// The argument this function was called with for its parameter `index`, in the next
@@ -118,11 +124,16 @@ struct Scope<'d> {
 }
 
 impl<'d> Scope<'d> {
-    fn of(text: &'d str, function: Node<'d>, point: usize) -> Scope<'d> {
+    fn of(text: &'d str, function: Node<'d>, point: usize, graph: &CallGraph<'d>) -> Scope<'d> {
         let body = function.child_by_field_name("body");
-        let mut values = Vec::new();
+        let dispatched = body.map(|b| dispatched_constants(text, b)).unwrap_or_default();
+        let mut values: Vec<(String, String, usize)> = dispatched.iter().map(|(member, value)| (member.clone(), value.clone(), 0)).collect();
         for node in body.into_iter().flat_map(descendants) {
             let (target, value) = match node.kind() {
+                "call_expression" => {
+                    values.extend(out_arguments(text, node, graph).into_iter().map(|(name, value)| (name, value, node.start_byte())));
+                    continue;
+                }
                 "init_declarator" => (node.child_by_field_name("declarator").and_then(declared_name), node.child_by_field_name("value")),
                 "assignment_expression" if node.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=") => {
                     (node.child_by_field_name("left").filter(|l| matches!(l.kind(), "identifier" | "field_expression")), node.child_by_field_name("right"))
@@ -130,12 +141,13 @@ impl<'d> Scope<'d> {
                 _ => continue,
             };
             let (Some(target), Some(value)) = (target, value) else { continue };
-            let (name, value) = (text[target.byte_range()].replace(' ', ""), &text[value.byte_range()]);
+            let name = text[target.byte_range()].replace(' ', "");
+            let value = replace_members(&text[value.byte_range()], |object, member| dispatched.get(&format!("{object}.{member}")).cloned());
+            let value = value.as_str();
             // `n = n / 2` says nothing about `n` that its earlier value does not, and a value
             // read from the command line (`n = atoi(argv[1])`) overrides the default only when
             // the user asks: the default is the program's own.
-            let from_command_line = identifiers_in(value).any(|w| w == "argv" || w.starts_with("getCmdLineArgument"));
-            if !identifiers_in(value).any(|w| w == name) && !from_command_line {
+            if !identifiers_in(value).any(|w| w == name) && !reads_command_line(value) {
                 values.push((name, value.to_string(), node.start_byte()));
             }
         }
@@ -173,6 +185,9 @@ impl<'d> HostContext<'d> {
         let mut calls: HashMap<&str, Vec<Call>> = HashMap::new();
         let mut defines = HashMap::new();
         let mut file_constants = HashMap::new();
+        let mut globals = HashMap::new();
+        let mut reassigned = std::collections::HashSet::new();
+        let mut allocated = HashMap::new();
         let mut device_variables = HashMap::new();
         let mut static_members = HashMap::new();
         let mut expression_functions = HashMap::new();
@@ -183,6 +198,11 @@ impl<'d> HostContext<'d> {
             calls_by_callee(doc.text(), tree.root_node(), &mut calls);
             defines.extend(doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))));
             file_constants.extend(file_constants_of(doc.text(), tree.root_node()));
+            globals.extend(globals_of(doc.text(), tree.root_node()));
+            reassigned.extend(assigned_in_functions(doc.text(), tree.root_node()));
+            for (pointer, bytes) in allocations(doc.text(), tree.root_node()) {
+                allocated.entry(pointer).or_insert(bytes);
+            }
             static_members.extend(static_members_of(doc.text(), tree.root_node()));
             expression_functions.extend(expression_functions_of(doc.text(), tree.root_node()));
         }
@@ -196,9 +216,10 @@ impl<'d> HostContext<'d> {
         }
         let graph = CallGraph::new(calls, definitions);
         let mut paths = Vec::new();
-        extend_paths(&graph, vec![Frame::of(text, launcher, launch.span.start_byte)], &mut paths);
+        extend_paths(&graph, vec![Frame::of(text, launcher, launch.span.start_byte, &graph)], &mut paths);
         let branch_values = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte).map(|n| branch_values_around(text, n)).unwrap_or_default();
-        Some(HostContext { paths, defines, file_constants, type_aliases, device_variables, branch_values, expression_functions, static_members })
+        globals.retain(|name, _| !reassigned.contains(name));
+        Some(HostContext { paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members })
     }
 
     pub(super) fn launcher(&self) -> &Frame<'d> {
@@ -226,7 +247,8 @@ impl<'d> HostContext<'d> {
         // Locals defined through other locals (`block_y = block_size / 32`, then `grid =
         // ceil_div(N, block_y)`) need a few rounds.
         for _ in 0..4 {
-            let next = rename_identifiers_in(&expanded, |word| {
+            // Members first: `block_dim.y` is a component, not `block_dim`'s whole value.
+            let next = rename_identifiers_in(&self.members_resolved(&expanded), |word| {
                 let init = launcher.value_text(word).map(strip_casts_everywhere)?;
                 // A constant stays a name: a size of the shape, or a launch choice.
                 if eval_constant(&init, &|_| None).is_some() {
@@ -426,6 +448,7 @@ impl<'d> HostContext<'d> {
         }
         match frame.params.iter().position(|p| p == name) {
             Some(index) => self.eval_text(path, at + 1, &frame.argument(index)?, depth + 1),
+            None if self.globals.contains_key(name) => self.eval_text(path, at, &self.globals[name], depth + 1),
             // `dimsA_x`, the size [`Self::members_resolved`] names for `dimsA.x`.
             None => {
                 let (object, member) = name.rsplit_once('_')?;
@@ -487,7 +510,11 @@ impl<'d> HostContext<'d> {
                 let default = self.eval_text(path, at, &init, 0)?;
                 return Some(LaunchChoice { default, sweep: Vec::new(), origin: format!("`{current} = {init}` in `{}`", frame_name(frame)) });
             }
-            let index = frame.params.iter().position(|p| *p == current)?;
+            let Some(index) = frame.params.iter().position(|p| *p == current) else {
+                let init = self.globals.get(&current)?;
+                let default = self.eval_text(path, at, init, 0)?;
+                return Some(LaunchChoice { default, sweep: Vec::new(), origin: format!("`{current} = {init}` at file scope") });
+            };
             let arg = strip_casts_everywhere(&frame.argument(index)?);
             at += 1;
             if is_identifier(&arg) {
@@ -511,7 +538,7 @@ impl<'d> HostContext<'d> {
     /// `run<float>` is `float`).
     pub(super) fn template_argument(&self, text: &str) -> String {
         let Some(path) = self.paths.first() else { return text.to_string() };
-        let mut current = text.trim().to_string();
+        let mut current = self.members_resolved(text.trim());
         for frame in path {
             let Some(index) = frame.template_params.iter().position(|p| *p == current) else { break };
             match frame.called_by.and_then(|c| c.template_args().get(index).cloned()) {
@@ -611,7 +638,7 @@ impl<'d> HostContext<'d> {
                 name = base;
             }
             if let Some(bytes) = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name)) {
-                let length = strip_element_size(&bytes, &|ty| self.elements_per_allocated(ty, element), &frame.scope)?;
+                let length = self.elements_in(&bytes, element, &frame.scope)?;
                 let mut length = self.to_launcher_names(path, at, &length);
                 let is_zero = |offset: &str| split_top_level(offset, '*').iter().any(|f| eval_constant(f, &|_| None) == Some(0));
                 for offset in offsets.iter().filter(|o| !is_zero(o)) {
@@ -619,10 +646,34 @@ impl<'d> HostContext<'d> {
                 }
                 return Some(self.in_spec_names(&length));
             }
-            let index = frame.params.iter().position(|p| *p == name)?;
-            name = without_pointer_cast(&frame.argument(index)?).to_string();
+            match frame.params.iter().position(|p| *p == name) {
+                Some(index) => name = without_pointer_cast(&frame.argument(index)?).to_string(),
+                // A file-scope buffer: the callers see the same one.
+                None if frame.scope.body.is_some_and(|b| local_types(frame.text, b).iter().any(|(n, _)| *n == name)) => return None,
+                None => continue,
+            }
         }
-        None
+        offsets.is_empty().then(|| self.global_buffer_length(&name, element)).flatten()
+    }
+
+    /// The element count of `bytes` of `element`s; a byte count held in a variable or a
+    /// file-scope constant (`DATA_SZ = N * sizeof(float)`) is followed once.
+    fn elements_in(&self, bytes: &str, element: &str, scope: &Scope) -> Option<String> {
+        let bytes = match self.globals.get(bytes.trim()) {
+            Some(global) if scope.value_text(bytes.trim()).is_none() => global.as_str(),
+            _ => bytes,
+        };
+        strip_element_size(bytes, &|ty| self.elements_per_allocated(ty, element), scope)
+    }
+
+    /// The length of a file-scope buffer, allocated anywhere in the files with a byte count of
+    /// constants only: a count that names an allocating function's own variables means nothing
+    /// at the launch.
+    fn global_buffer_length(&self, name: &str, element: &str) -> Option<String> {
+        let length = self.elements_in(self.allocations.get(name)?, element, &Scope { body: None, values: Vec::new(), point: 0 })?;
+        let constant = |w: &str| self.defines.contains_key(w) || self.globals.contains_key(w) || expr::Function::from_name(w).is_some();
+        let all_constant = identifiers_in(&length).all(constant);
+        all_constant.then(|| self.in_spec_names(&length))
     }
 
     /// Rewrites an expression in frame `at`'s names into the launcher's: locals are replaced by
@@ -897,6 +948,72 @@ impl<'d> CallGraph<'d> {
     }
 }
 
+/// The compile-time constants a generic lambda receives from a dispatcher: `auto launch =
+/// [&](auto int_const) { k<int_const.value><<<...>>>(...); }; dispatch_launch(launch,
+/// block_size);`, where the dispatcher calls `launch(std::integral_constant<int, 32>{})` under
+/// `case 32:` of `switch (block_size)`, makes `int_const.value` the value of `block_size`:
+/// member → the variable passed beside the lambda.
+fn dispatched_constants(text: &str, body: Node) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for lambda in descendants(body).filter(|n| n.kind() == "lambda_expression") {
+        let Some(variable) = lambda.parent().filter(|p| p.kind() == "init_declarator").and_then(|d| d.child_by_field_name("declarator")) else { continue };
+        let variable = &text[variable.byte_range()];
+        let Some(list) = lambda.child_by_field_name("declarator").and_then(|d| d.child_by_field_name("parameters")) else { continue };
+        let mut cursor = list.walk();
+        let declared: Vec<Node> = list.named_children(&mut cursor).collect();
+        let [declaration] = declared.as_slice() else { continue };
+        let is_auto = declaration.child_by_field_name("type").is_some_and(|t| &text[t.byte_range()] == "auto");
+        let Some(name) = declaration.child_by_field_name("declarator").and_then(declared_name).filter(|_| is_auto) else { continue };
+        let parameter = &text[name.byte_range()];
+        let dispatch = descendants(body).filter(|n| n.kind() == "call_expression").filter_map(|c| c.child_by_field_name("arguments").map(|a| call_args(text, a)));
+        for args in dispatch.filter(|args| args.iter().any(|a| a.trim() == variable)) {
+            if let [other] = args.iter().filter(|a| a.trim() != variable).collect::<Vec<_>>().as_slice() {
+                if is_identifier(other.trim()) {
+                    out.insert(format!("{parameter}.value"), other.trim().to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The caller's variables that `call` sets through the callee's non-const reference parameters
+/// (`computeGridSize(n, 256, numBlocks, numThreads)` of `void computeGridSize(uint n, uint
+/// blockSize, uint &numBlocks, uint &numThreads)`), each with its value in the caller's names:
+/// the callee's one assignment to the parameter, its parameters replaced by the arguments. `?`
+/// when the callee sets it more than one way or from its own locals: the value from before the
+/// call no longer holds either way.
+fn out_arguments<'d>(text: &str, call: Node, graph: &CallGraph<'d>) -> Vec<(String, String)> {
+    let Some(callee) = call.child_by_field_name("function").map(|f| f.child_by_field_name("name").unwrap_or(f)) else { return Vec::new() };
+    let Some(&(callee_text, definition)) = graph.definitions.get(bare_name(&text[callee.byte_range()])) else { return Vec::new() };
+    let params = parameters(callee_text, definition);
+    let (Some(body), true) = (definition.child_by_field_name("body"), params.iter().any(|p| p.out)) else { return Vec::new() };
+    let args = call.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
+    let locals: Vec<String> = local_types(callee_text, body).into_iter().map(|(name, _)| name).collect();
+    let in_caller_names = |value: &str| {
+        rename_identifiers_in(value, |word| {
+            let arg = params.iter().position(|p| p.name == word).and_then(|i| args.get(i))?;
+            let arg = arg.trim();
+            Some(if is_identifier(arg) || arg.parse::<i64>().is_ok() { arg.to_string() } else { format!("({arg})") })
+        })
+    };
+    let mut out = Vec::new();
+    for (index, param) in params.iter().enumerate().filter(|(_, p)| p.out) {
+        let Some(arg) = args.get(index).map(|a| a.trim()).filter(|a| is_identifier(a)) else { continue };
+        let assignments: Vec<Node> = descendants(body)
+            .filter(|n| matches!(n.kind(), "assignment_expression" | "update_expression"))
+            .filter(|n| n.child_by_field_name("left").or_else(|| n.child_by_field_name("argument")).is_some_and(|l| callee_text[l.byte_range()].trim() == param.name))
+            .collect();
+        let single = match assignments.as_slice() {
+            [only] if only.kind() == "assignment_expression" && only.child_by_field_name("operator").is_some_and(|o| &callee_text[o.byte_range()] == "=") => only.child_by_field_name("right"),
+            _ => None,
+        };
+        let value = single.map(|v| &callee_text[v.byte_range()]).filter(|v| !identifiers_in(v).any(|w| locals.iter().any(|l| l == w)));
+        out.push((arg.to_string(), value.map_or_else(|| UNKNOWN.to_string(), in_caller_names)));
+    }
+    out
+}
+
 /// Follows the calls of the last frame's function upwards, collecting every path that ends at a
 /// function nobody calls (or at the depth limit).
 fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<Vec<Frame<'d>>>) {
@@ -916,7 +1033,7 @@ fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<V
         }
         let mut next = path.clone();
         next.last_mut().expect("paths start with the launcher").called_by = Some(call);
-        next.push(Frame::of(call.text, call.caller, call.node.start_byte()));
+        next.push(Frame::of(call.text, call.caller, call.node.start_byte(), graph));
         extend_paths(graph, next, out);
     }
 }
@@ -1069,6 +1186,38 @@ fn static_members_of(text: &str, root: Node) -> Vec<(String, StaticMembers)> {
     out
 }
 
+/// The file-scope variables of a file that have an initial value: name → its text.
+fn globals_of(text: &str, root: Node) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let mut cursor = root.walk();
+    for decl in root.named_children(&mut cursor).filter(|n| n.kind() == "declaration") {
+        let mut inner = decl.walk();
+        for init in decl.children_by_field_name("declarator", &mut inner).filter(|d| d.kind() == "init_declarator") {
+            let name = init.child_by_field_name("declarator").filter(|d| d.kind() == "identifier");
+            if let (Some(name), Some(value)) = (name, init.child_by_field_name("value")) {
+                out.insert(text[name.byte_range()].to_string(), text[value.byte_range()].to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The names functions assign with `=`, but for values read from the command line, which
+/// change the program's defaults only when the user asks.
+fn assigned_in_functions(text: &str, root: Node) -> Vec<String> {
+    let assignments = descendants(root).filter(|n| n.kind() == "assignment_expression");
+    assignments
+        .filter(|a| !a.child_by_field_name("right").is_some_and(|r| reads_command_line(&text[r.byte_range()])))
+        .filter_map(|a| a.child_by_field_name("left").filter(|l| l.kind() == "identifier"))
+        .map(|l| text[l.byte_range()].to_string())
+        .collect()
+}
+
+/// Whether a value is read from the command line (`atoi(argv[1])`, `getCmdLineArgumentInt`).
+fn reads_command_line(value: &str) -> bool {
+    identifiers_in(value).any(|w| w == "argv" || w.starts_with("getCmdLineArgument"))
+}
+
 fn file_constants_of(text: &str, root: Node) -> HashMap<String, String> {
     let mut out = HashMap::new();
     let mut cursor = root.walk();
@@ -1177,21 +1326,19 @@ fn pointer_offset(text: &str, body: Node, name: &str) -> Option<(String, String)
 
 /// The byte count given to `cudaMalloc(&name, bytes)` (with or without a `(void**)` cast).
 fn malloc_bytes(text: &str, body: Node, name: &str) -> Option<String> {
-    let mut found = None;
-    for node in descendants(body) {
-        if found.is_some() || node.kind() != "call_expression" {
-            continue;
+    allocations(text, body).find(|(target, _)| target == name).map(|(_, bytes)| bytes)
+}
+
+/// The device allocations under `node`: (the pointer allocated, the bytes asked for).
+fn allocations<'t>(text: &'t str, node: Node<'t>) -> impl Iterator<Item = (String, String)> + 't {
+    descendants(node).filter(|n| n.kind() == "call_expression").filter_map(move |call| {
+        let function = call.child_by_field_name("function")?;
+        if !matches!(&text[function.byte_range()], "cudaMalloc" | "cudaMallocManaged" | "cudaMallocAsync" | "cuMemAlloc" | "cuMemAllocManaged") {
+            return None;
         }
-        let Some(f) = node.child_by_field_name("function") else { continue };
-        if !matches!(&text[f.byte_range()], "cudaMalloc" | "cudaMallocManaged" | "cudaMallocAsync" | "cuMemAlloc" | "cuMemAllocManaged") {
-            continue;
-        }
-        let args = node.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
-        if args.first().map(|a| address_taken(a)).as_deref() == Some(name) {
-            found = args.get(1).cloned();
-        }
-    }
-    found
+        let args = call_args(text, call.child_by_field_name("arguments")?);
+        Some((address_taken(args.first()?), args.get(1)?.clone()))
+    })
 }
 
 /// `rows * hidden * sizeof(half)` → `rows * hidden` (for a buffer of halves; `rows * hidden * 2`

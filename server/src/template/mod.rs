@@ -7,6 +7,7 @@
 //! spec scaffold and a report of what each transform did or why it did not.
 
 mod apply;
+mod bounds;
 mod host;
 mod lift;
 mod scaffold;

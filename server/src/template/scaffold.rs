@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use tree_sitter::Node;
 
+use super::bounds::guarded_length;
 use super::host::HostContext;
 use crate::slice::{device_slice, SliceOptions};
 use crate::spec::{expr, sha256_hex, ArgSpec, Baseline, Dtype, Init, KernelSpec, ParamKind, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
@@ -63,6 +64,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let body = super::kernel_definition(templated, k).and_then(|d| d.child_by_field_name("body"));
     let template_args = template_args(k, launch, &params, host.as_ref());
     // `T* y` of a kernel instantiated with `float` is a buffer of floats.
+    let scalars: Vec<&str> = k.params.iter().filter(|p| p.pointer_depth == 0).map(|p| p.name.as_str()).collect();
     let instantiated = |ty: &str| k.template_params.iter().position(|tp| tp.name == ty).and_then(|i| template_args.get(i)).filter(|a| a.as_str() != UNKNOWN).cloned();
     let args: Vec<ArgSpec> = k
         .params
@@ -71,7 +73,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         .map(|(i, p)| {
             let at_launch = launch.and_then(|l| l.args.get(i)).map(|a| a.trim().to_string());
             let element = instantiated(&p.base_type).unwrap_or_else(|| p.base_type.clone());
-            arg_spec(templated, body, p, &element, at_launch.as_deref(), host.as_ref())
+            arg_spec(templated, body, p, &element, at_launch.as_deref(), host.as_ref(), &scalars)
         })
         .collect();
 
@@ -110,9 +112,12 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let mut sizes = BTreeSet::new();
     let expressions = grid.iter().chain(&block).chain(std::iter::once(&shared_bytes));
     let arg_exprs = args.iter().filter_map(|a| if a.dtype.is_float() { a.length.as_ref() } else { a.length.as_ref().or(a.value.as_ref()) });
+    // A buffer's length may name a scalar argument (`n` of `if (i < n)`): its value says what
+    // it is, so it is no size of its own, unless that value is the host's size of that name.
+    let scalar_args: BTreeSet<&str> = args.iter().filter(|a| a.value.as_deref().is_some_and(|v| !identifiers_in(v).any(|w| w == a.name))).map(|a| a.name.as_str()).collect();
     for text in expressions.chain(arg_exprs) {
         for name in identifiers_in(text) {
-            if !param_names.contains(name) && !is_keyword(name) && expr::Function::from_name(name).is_none() {
+            if !param_names.contains(name) && !scalar_args.contains(name) && !is_keyword(name) && expr::Function::from_name(name).is_none() {
                 sizes.insert(name.to_string());
             }
         }
@@ -267,6 +272,20 @@ fn block_values(block: &[String], name: &str, default: i64) -> Vec<i64> {
 fn literal_block_choices(kernel: &str, launch: &LaunchSite, grid: &mut [String], block: &mut [String]) -> (Vec<ParamSpec>, Vec<String>) {
     let prefix = super::param_prefix(kernel);
     let line = launch.span.start.line + 1;
+    // A 1-D block computed around one literal (`min(256, n)`, from a helper's argument): the
+    // literal is the choice.
+    if let [only] = block {
+        let block_sized = |v: &i64| (32..=1024).contains(v) && (*v as u64).is_power_of_two();
+        let literals: Vec<i64> = only.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').filter_map(|t| t.parse().ok()).filter(block_sized).collect();
+        if let ([value], Err(_)) = (literals.as_slice(), only.trim().parse::<i64>()) {
+            let name = format!("{prefix}_BLOCK_SIZE");
+            let origin = format!("{value} in the block extent `{only}` of the launch on line {line}");
+            *only = replace_integer(only, *value, &name);
+            grid.iter_mut().for_each(|g| *g = replace_integer(g, *value, &name));
+            let values = block_values(block, &name, *value);
+            return (vec![ParamSpec { name, kind: ParamKind::Launch, default: *value, values, origin }], Vec::new());
+        }
+    }
     let literal: Vec<(usize, i64)> = block.iter().enumerate().filter_map(|(axis, b)| Some((axis, b.trim().parse::<i64>().ok().filter(|v| *v > 1)?))).collect();
     if literal.is_empty() || block.iter().any(|b| b.trim().parse::<i64>().is_err()) {
         return (Vec::new(), Vec::new());
@@ -398,8 +417,10 @@ fn deduced_type(k: &Kernel, name: &str, launch: &LaunchSite, host: &HostContext)
 }
 
 /// The spec of the kernel parameter `p`, whose element type is `element` (its type, with the
-/// instantiation's type for a template parameter).
-fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_launch: Option<&str>, host: Option<&HostContext>) -> ArgSpec {
+/// instantiation's type for a template parameter). A buffer's length comes from its allocation
+/// in the host code, else from the bounds the kernel checks its index against, which may name
+/// the kernel's `scalars`.
+fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_launch: Option<&str>, host: Option<&HostContext>, scalars: &[&str]) -> ArgSpec {
     let base_type = host.map_or_else(|| element.to_string(), |h| h.resolve_type(element));
     let (dtype, lanes) = dtype_of(&base_type).unwrap_or((Dtype::U8, 0));
     if p.pointer_depth == 0 {
@@ -409,7 +430,9 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         });
         return ArgSpec { name: p.name.clone(), dtype, length: None, role: None, init: None, value: Some(value) };
     }
-    let length = match (lanes, at_launch.and_then(|a| host.and_then(|h| h.buffer_length(a, &base_type)))) {
+    let allocated = at_launch.and_then(|a| host.and_then(|h| h.buffer_length(a, &base_type)));
+    let length = allocated.or_else(|| guarded_length(doc.text(), body?, &p.name, &|name| scalars.contains(&name)));
+    let length = match (lanes, length) {
         (0, _) | (_, None) => UNKNOWN.to_string(),
         (1, Some(len)) => len,
         (lanes, Some(len)) => format!("({len}) * {lanes}"),
@@ -474,7 +497,8 @@ fn role_of(text: &str, body: Node, name: &str) -> Role {
         }
         let Some(parent) = node.parent() else { continue };
         let access = match parent.kind() {
-            "subscript_expression" if parent.child_by_field_name("argument") == Some(node) => parent,
+            // `pos[i].x += v` writes `pos` as much as `pos[i] += v` does.
+            "subscript_expression" if parent.child_by_field_name("argument") == Some(node) => std::iter::successors(Some(parent), |n| n.parent().filter(|p| p.kind() == "field_expression")).last().unwrap_or(parent),
             "pointer_expression" if text[parent.byte_range()].starts_with('*') => parent,
             // Declarations, aliases and arithmetic: the accesses through the alias count.
             "init_declarator" | "pointer_declarator" | "binary_expression" | "parameter_declaration" => continue,

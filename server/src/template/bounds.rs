@@ -1,0 +1,202 @@
+//! Buffer lengths read off the kernel's own bounds checks, for buffers the host code does not
+//! allocate where it can be followed: `if (i < N) C[i] = A[i] + B[i];` touches `C` only below
+//! `N`, so `C` needs `N` elements. A wrong guess cannot pass unseen: verification puts guard
+//! bytes after every buffer, and the original kernel writing past them fails the check.
+
+use tree_sitter::Node;
+
+use crate::syntax::{descendants, identifiers_in};
+
+/// The elements `buffer` needs, when every access to it in `body` is a subscript by an index
+/// the kernel bounds: `i` under `i < n` (an `if`, a loop condition or an early `return` on
+/// `i >= n`) needs `n`; `y * w + x` under `x < w` and `y < h` needs `h * w`. The bounds may
+/// name only what `is_bound_name` accepts (the kernel's scalar parameters). `None` when the
+/// buffer is used any other way (passed on, offset, aliased) or its accesses disagree.
+pub(super) fn guarded_length(text: &str, body: Node, buffer: &str, is_bound_name: &dyn Fn(&str) -> bool) -> Option<String> {
+    let mut length: Option<String> = None;
+    for node in descendants(body).filter(|n| n.kind() == "identifier" && &text[n.byte_range()] == buffer) {
+        let access = node.parent().filter(|p| p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(node))?;
+        let index = access.child_by_field_name("indices").and_then(|i| i.named_child(0))?;
+        let extent = Bounds { text, body, is_bound_name }.extent(index, access)?;
+        match &length {
+            Some(known) if *known != extent => return None,
+            _ => length = Some(extent),
+        }
+    }
+    length
+}
+
+struct Bounds<'t, 'f> {
+    text: &'t str,
+    body: Node<'t>,
+    is_bound_name: &'f dyn Fn(&str) -> bool,
+}
+
+impl Bounds<'_, '_> {
+    /// One past the largest value `index` takes at `at`.
+    fn extent(&self, index: Node, at: Node) -> Option<String> {
+        let index = without_parentheses(index);
+        match index.kind() {
+            "identifier" => self.bound(&self.text[index.byte_range()], at),
+            // `row * width + col` with `col < width`: rows of `width`.
+            "binary_expression" if self.operator(index) == "+" => {
+                let (left, right) = (without_parentheses(index.child_by_field_name("left")?), without_parentheses(index.child_by_field_name("right")?));
+                let (product, column) = if right.kind() == "identifier" { (left, right) } else { (right, left) };
+                if product.kind() != "binary_expression" || self.operator(product) != "*" || column.kind() != "identifier" {
+                    return None;
+                }
+                let width = self.bound(&self.text[column.byte_range()], at)?;
+                let (a, b) = (without_parentheses(product.child_by_field_name("left")?), without_parentheses(product.child_by_field_name("right")?));
+                let row = [(a, b), (b, a)].into_iter().find(|(_, w)| self.text[w.byte_range()].trim() == width).map(|(r, _)| r)?;
+                let rows = (row.kind() == "identifier").then(|| self.bound(&self.text[row.byte_range()], at)).flatten()?;
+                Some(format!("{} * {}", parenthesised(&rows), parenthesised(&width)))
+            }
+            _ => None,
+        }
+    }
+
+    /// The bound the kernel checks `name` against before `at`: an enclosing `if` or loop
+    /// condition, or an early `return` at the top of the body.
+    fn bound(&self, name: &str, at: Node) -> Option<String> {
+        let enclosing = std::iter::successors(at.parent(), |n| n.parent()).take_while(|n| n.id() != self.body.id());
+        let mut child = at;
+        for ancestor in enclosing {
+            let condition = match ancestor.kind() {
+                "if_statement" if ancestor.child_by_field_name("consequence") == Some(child) => ancestor.child_by_field_name("condition").and_then(|c| c.child_by_field_name("value")),
+                "for_statement" if ancestor.child_by_field_name("body") == Some(child) => ancestor.child_by_field_name("condition"),
+                _ => None,
+            };
+            if let Some(bound) = condition.and_then(|c| self.upper_bound(c, name, "&&", false)) {
+                return Some(bound);
+            }
+            child = ancestor;
+        }
+        let mut cursor = self.body.walk();
+        let statements: Vec<Node> = self.body.named_children(&mut cursor).take_while(|s| s.end_byte() <= at.start_byte()).collect();
+        let early_exits = statements.into_iter().filter(|s| s.kind() == "if_statement" && returns(*s));
+        early_exits.filter_map(|s| s.child_by_field_name("condition")?.child_by_field_name("value")).find_map(|c| self.upper_bound(c, name, "||", true))
+    }
+
+    /// The bound on `name` in one of `condition`'s terms joined by `joiner` (`&&` for the
+    /// condition to go on, `||` for an exit's); `negated` reads the exit's terms (`i >= n`).
+    fn upper_bound(&self, condition: Node, name: &str, joiner: &str, negated: bool) -> Option<String> {
+        let condition = without_parentheses(condition);
+        if condition.kind() != "binary_expression" {
+            return None;
+        }
+        let operator = self.operator(condition);
+        let (left, right) = (condition.child_by_field_name("left")?, condition.child_by_field_name("right")?);
+        if operator == joiner {
+            return self.upper_bound(left, name, joiner, negated).or_else(|| self.upper_bound(right, name, joiner, negated));
+        }
+        let (left_text, right_text) = (self.text[left.byte_range()].trim(), self.text[right.byte_range()].trim());
+        // Normalised to `name OP bound`.
+        let (operator, bound) = match (left_text == name, right_text == name) {
+            (true, false) => (operator, right_text),
+            (false, true) => (mirrored(operator)?, left_text),
+            _ => return None,
+        };
+        if !identifiers_in(bound).all(|w| (self.is_bound_name)(w)) || bound.contains(['(', '[', '?', '.']) {
+            return None;
+        }
+        match (operator, negated) {
+            ("<", false) | (">=", true) => Some(bound.to_string()),
+            ("<=", false) | (">", true) => Some(format!("{} + 1", parenthesised(bound))),
+            _ => None,
+        }
+    }
+
+    fn operator(&self, binary: Node) -> &str {
+        binary.child_by_field_name("operator").map_or("", |o| &self.text[o.byte_range()])
+    }
+}
+
+/// `a OP b` is `b mirrored(OP) a`.
+fn mirrored(operator: &str) -> Option<&'static str> {
+    Some(match operator {
+        "<" => ">",
+        ">" => "<",
+        "<=" => ">=",
+        ">=" => "<=",
+        _ => return None,
+    })
+}
+
+/// Whether an `if` does nothing but return.
+fn returns(statement: Node) -> bool {
+    let Some(consequence) = statement.child_by_field_name("consequence") else { return false };
+    if statement.child_by_field_name("alternative").is_some() {
+        return false;
+    }
+    match consequence.kind() {
+        "return_statement" => true,
+        "compound_statement" => consequence.named_child_count() == 1 && consequence.named_child(0).is_some_and(|c| c.kind() == "return_statement"),
+        _ => false,
+    }
+}
+
+fn without_parentheses(mut node: Node) -> Node {
+    while node.kind() == "parenthesized_expression" {
+        match node.named_child(0) {
+            Some(inner) => node = inner,
+            None => break,
+        }
+    }
+    node
+}
+
+fn parenthesised(expression: &str) -> String {
+    if expression.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        expression.to_string()
+    } else {
+        format!("({expression})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::Document;
+
+    fn length_of(source: &str, buffer: &str) -> Option<String> {
+        let doc = Document::new(source.to_string());
+        let root = doc.tree().unwrap().root_node();
+        let function = descendants(root).find(|n| n.kind() == "function_definition").unwrap();
+        let body = function.child_by_field_name("body").unwrap();
+        let scalars = ["n", "w", "h", "len", "rows"];
+        guarded_length(doc.text(), body, buffer, &|name| scalars.contains(&name))
+    }
+
+    #[test]
+    fn an_index_under_an_if_is_bounded_by_its_condition() {
+        let source = "__global__ void add(const float *a, float *c, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) c[i] = a[i] + 1.0f;\n}\n";
+        assert_eq!(length_of(source, "a").as_deref(), Some("n"));
+        assert_eq!(length_of(source, "c").as_deref(), Some("n"));
+    }
+
+    #[test]
+    fn early_returns_and_grid_stride_loops_bound_their_index() {
+        let exit = "__global__ void k(int *data, int len) {\n  int id = blockIdx.x * blockDim.x + threadIdx.x;\n  if (id > len)\n    return;\n  data[id] += 1;\n}\n";
+        assert_eq!(length_of(exit, "data").as_deref(), Some("len + 1"));
+        let stride = "__global__ void k(float *x, int n) {\n  for (int i = threadIdx.x; i < n; i += blockDim.x * gridDim.x) { x[i] *= 2.0f; }\n}\n";
+        assert_eq!(length_of(stride, "x").as_deref(), Some("n"));
+    }
+
+    #[test]
+    fn a_row_major_index_needs_rows_times_width() {
+        let source = "__global__ void k(float *out, int w, int h) {\n  int x = threadIdx.x, y = blockIdx.y;\n  if (x >= w || y >= h) return;\n  out[y * w + x] = 0.0f;\n}\n";
+        assert_eq!(length_of(source, "out").as_deref(), Some("h * w"));
+    }
+
+    #[test]
+    fn unbounded_or_escaping_buffers_have_no_length() {
+        let unguarded = "__global__ void k(float *out, int n) {\n  out[threadIdx.x] = 0.0f;\n}\n";
+        assert_eq!(length_of(unguarded, "out"), None);
+        let passed_on = "__global__ void k(float *out, int n) {\n  int i = threadIdx.x;\n  if (i < n) { out[i] = 0.0f; atomicAdd(out, 1.0f); }\n}\n";
+        assert_eq!(length_of(passed_on, "out"), None);
+        let bound_by_a_local = "__global__ void k(float *out, int n) {\n  int m = n / 2;\n  int i = threadIdx.x;\n  if (i < m) out[i] = 0.0f;\n}\n";
+        assert_eq!(length_of(bound_by_a_local, "out"), None);
+        let disagreeing = "__global__ void k(float *out, int n, int rows) {\n  int i = threadIdx.x;\n  if (i < n) out[i] = 0.0f;\n  if (i < rows) out[i] = 1.0f;\n}\n";
+        assert_eq!(length_of(disagreeing, "out"), None);
+    }
+}
