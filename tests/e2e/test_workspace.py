@@ -43,18 +43,18 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
-    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total"}
-    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total"]:
+    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed"}
+    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     # Never launched (nothing assigns it to the pointer): its launch stays unknown.
     assert by_kernel["copy_twice"]["stage"] == "spec"
     assert any("grid extent x is unknown" in p for p in by_kernel["copy_twice"]["spec_problems"])
-    assert report["totals"] == {"kernels": 15, "ready": 14, "spec": 1}
+    assert report["totals"] == {"kernels": 17, "ready": 16, "spec": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "15 kernels under" in text.stdout and "14 ready to tune (93%)" in text.stdout
+    assert "17 kernels under" in text.stdout and "16 ready to tune (94%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -301,3 +301,18 @@ async def test_the_code_action_reads_a_grid_set_through_references(client, tmp_p
     spec_text = next(c.edits[0].new_text for c in action.edit.document_changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri.endswith("particles.cutune.toml"))
     spec = spec_of(spec_text)
     assert spec["block"] == ["min(INTEGRATE_BLOCK_SIZE, count)"] and spec["shapes"] == [{"count": 16383}]
+
+
+def test_a_null_optional_buffer_an_aligned_struct_and_a_class_template_member_in_the_grid(tmp_path: Path):
+    root = project(tmp_path, "optional_output")
+    stats = templatized_spec(root, "stats.cu", "row_stats_online")
+    # `NULL` passed for `probs`: a null pointer, not a buffer to allocate.
+    probs = next(a for a in stats["args"] if a["name"] == "probs")
+    assert (probs["dtype"], probs["value"]) == ("u64", "0") and "length" not in probs
+    # The `__align__(8)` struct the kernel keeps its running values in reaches NVRTC.
+    assert "struct __align__(8) RunningMax" in stats["baseline"]["source"]
+    check = cutune("check", "stats.cu", "--kernel", "row_stats_online", "--sample", "1", cwd=root)
+    assert check.returncode == 0, check.stdout + check.stderr
+    # `Packed<float>::size` is 16 / sizeof(float).
+    packed = templatized_spec(root, "stats.cu", "scale_packed")
+    assert packed["grid"] == ["((rows * cols) + block * 4 - 1) // (block * 4)"]

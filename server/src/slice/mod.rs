@@ -17,12 +17,11 @@ mod outline;
 #[cfg(test)]
 mod tests;
 
-use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use tree_sitter::{Parser, Tree};
+use tree_sitter::Tree;
 
 pub use compile_commands::{compile_flags_for, CompileFlags};
 
@@ -148,20 +147,10 @@ impl std::fmt::Display for SliceError {
 
 impl std::error::Error for SliceError {}
 
-thread_local! {
-    static PARSER: RefCell<Parser> = RefCell::new({
-        let mut parser = Parser::new();
-        parser.set_language(&crate::syntax::language()).expect("tree-sitter-cuda matches the tree-sitter ABI");
-        parser
-    });
-}
-
 /// `Document` keeps its tree private (and drops it for idle documents), so the slice parses
 /// the text itself; that costs milliseconds and a slice is taken on request, not per keystroke.
 fn parse(text: &str) -> Tree {
-    PARSER
-        .with(|p| p.borrow_mut().parse(text, None))
-        .expect("parsing without a timeout or cancellation always yields a tree")
+    crate::syntax::parse_source(text)
 }
 
 /// The device slice of `doc` for the kernel `kernel` (its name, optionally qualified).

@@ -130,3 +130,11 @@ fn forward_declared_templates_are_kept_with_their_specialisations() {
     assert!(slice.source.starts_with("template <int B> struct bits;\ntemplate <> struct bits<4>"), "{}", slice.source);
     assert!(!slice.source.contains("struct unused"), "{}", slice.source);
 }
+#[test]
+fn an_aligned_struct_is_a_type_the_slice_keeps() {
+    let text = "struct __align__(sizeof(float2)) SumMax\n{\n    float maxval;\n    float sum;\n};\n\n__global__ void k(SumMax *out) { SumMax s; s.sum = 0.0f; out[0] = s; }\n";
+    let doc = crate::syntax::Document::new(text.to_string());
+    assert!(!doc.tree().unwrap().root_node().has_error());
+    let slice = device_slice(&doc, "k", &SliceOptions::default()).unwrap();
+    assert!(slice.source.contains("struct __align__(sizeof(float2)) SumMax"), "{}", slice.source);
+}

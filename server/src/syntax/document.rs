@@ -95,7 +95,46 @@ thread_local! {
 }
 
 fn parse(text: &str, old: Option<&Tree>) -> Option<Tree> {
-    PARSER.with(|p| p.borrow_mut().parse(text, old))
+    PARSER.with(|p| p.borrow_mut().parse(without_alignment(text).as_ref(), old))
+}
+
+/// A fresh tree of `text`, parsed as documents are (`__align__` read as the grammar needs).
+pub fn parse_source(text: &str) -> Tree {
+    parse(text, None).expect("parsing without a timeout or cancellation always yields a tree")
+}
+
+/// `text` with each `__align__(N)` blanked out, byte for byte: the grammar reads `struct
+/// __align__(8) SumMax { ... };` as a function, and loses the struct. The tree's ranges still
+/// index the real text, which keeps the attribute.
+fn without_alignment(text: &str) -> std::borrow::Cow<'_, str> {
+    const ATTRIBUTE: &str = "__align__";
+    if !text.contains(ATTRIBUTE) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = text.as_bytes().to_vec();
+    let mut from = 0;
+    while let Some(at) = text[from..].find(ATTRIBUTE).map(|i| from + i) {
+        let rest = &text[at + ATTRIBUTE.len()..];
+        let open = rest.len() - rest.trim_start().len();
+        let closing = rest.trim_start().strip_prefix('(').and_then(|r| {
+            let mut depth = 1;
+            r.char_indices().find(|&(_, c)| {
+                depth += match c {
+                    '(' => 1,
+                    ')' => -1,
+                    _ => 0,
+                };
+                depth == 0
+            })
+        });
+        let end = match closing {
+            Some((close, _)) => at + ATTRIBUTE.len() + open + 1 + close + 1,
+            None => at + ATTRIBUTE.len(),
+        };
+        out[at..end].iter_mut().filter(|b| **b != b'\n').for_each(|b| *b = b' ');
+        from = end;
+    }
+    std::borrow::Cow::Owned(String::from_utf8(out).expect("only ASCII bytes were replaced, by spaces"))
 }
 
 impl Document {

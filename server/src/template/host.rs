@@ -336,7 +336,12 @@ impl<'d> HostContext<'d> {
         let mut rest = text;
         while let Some(at) = rest.find("::") {
             let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-            let class_start = rest[..at].rfind(|c: char| !is_word(c)).map_or(0, |i| i + 1);
+            // `Packed128<floatX>::size`: the template's arguments belong to the class.
+            let name_end = match rest[..at].strip_suffix('>') {
+                Some(before) => matching_open_angle(before).unwrap_or(at),
+                None => at,
+            };
+            let class_start = rest[..name_end].rfind(|c: char| !is_word(c)).map_or(0, |i| i + 1);
             let member_end = rest[at + 2..].find(|c: char| !is_word(c)).map_or(rest.len(), |i| at + 2 + i);
             match self.static_member(&rest[class_start..at], &rest[at + 2..member_end]) {
                 Some(value) => {
@@ -1144,6 +1149,24 @@ fn expression_functions_of(text: &str, root: Node) -> Vec<(String, (Vec<String>,
 }
 
 /// The index of the `)` that closes the `(` `text` starts with.
+/// Where the `<` that the `>` just past `text` closes is.
+fn matching_open_angle(text: &str) -> Option<usize> {
+    let mut depth = 1;
+    for (i, c) in text.char_indices().rev() {
+        match c {
+            '>' => depth += 1,
+            '<' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 fn matching_paren(text: &str) -> Option<usize> {
     let mut depth = 0;
     for (i, c) in text.char_indices() {

@@ -430,6 +430,11 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         });
         return ArgSpec { name: p.name.clone(), dtype, length: None, role: None, init: None, value: Some(value) };
     }
+    // The program passes no buffer (`fused_classifier<<<...>>>(..., NULL, ...)`): a null
+    // pointer is 8 zero bytes, which a u64 scalar of 0 passes just the same.
+    if at_launch.is_some_and(is_null_pointer) {
+        return ArgSpec { name: p.name.clone(), dtype: Dtype::U64, length: None, role: None, init: None, value: Some("0".to_string()) };
+    }
     let allocated = at_launch.and_then(|a| host.and_then(|h| h.buffer_length(a, &base_type)));
     let length = allocated.or_else(|| guarded_length(doc.text(), body?, &p.name, &|name| scalars.contains(&name)));
     let length = match (lanes, length) {
@@ -444,6 +449,12 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         _ => Some(Init::Integers { low: 0, high: 128 }),
     };
     ArgSpec { name: p.name.clone(), dtype, length: Some(length), role: Some(role), init, value: None }
+}
+
+/// `NULL`, `nullptr` or `0`, cast or not (`(float*)NULL`).
+fn is_null_pointer(argument: &str) -> bool {
+    let bare = argument.rsplit(')').next().unwrap_or(argument).trim();
+    matches!(bare, "NULL" | "nullptr" | "0")
 }
 
 /// The spec dtype of a C type and how many of it one element holds (`half2` is 2 halves);
