@@ -43,18 +43,18 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
-    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed"}
-    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed"]:
+    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows"}
+    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     # Never launched (nothing assigns it to the pointer): its launch stays unknown.
     assert by_kernel["copy_twice"]["stage"] == "spec"
     assert any("grid extent x is unknown" in p for p in by_kernel["copy_twice"]["spec_problems"])
-    assert report["totals"] == {"kernels": 17, "ready": 16, "spec": 1}
+    assert report["totals"] == {"kernels": 19, "ready": 18, "spec": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "17 kernels under" in text.stdout and "16 ready to tune (94%)" in text.stdout
+    assert "19 kernels under" in text.stdout and "18 ready to tune (95%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -316,3 +316,28 @@ def test_a_null_optional_buffer_an_aligned_struct_and_a_class_template_member_in
     # `Packed<float>::size` is 16 / sizeof(float).
     packed = templatized_spec(root, "stats.cu", "scale_packed")
     assert packed["grid"] == ["((rows * cols) + block * 4 - 1) // (block * 4)"]
+
+
+def test_a_header_of_kernels_that_relies_on_its_includer_and_host_macros_for_the_block(tmp_path: Path):
+    root = project(tmp_path, "included_kernels")
+    spec = templatized_spec(root, "filters.cuh", "brighten")
+    # `Pixel` and `scale_pixel` come from image.h, which viewer.cu includes before filters.cuh:
+    # the baseline takes them from there, and compiles.
+    assert "typedef unsigned int Pixel;" in spec["baseline"]["source"]
+    assert next(a for a in spec["args"] if a["name"] == "dst")["dtype"] == "u32"
+    check = cutune("check", "filters.cuh", "--kernel", "brighten", "--sample", "2", cwd=root)
+    assert check.returncode == 0, check.stdout + check.stderr
+    # The header's `TILE_X`/`TILE_Y` only set the launch: launch parameters, bounded together;
+    # `(unsigned int)ceil(w / (float)threads.x)` is a rounded-up division.
+    assert spec["block"] == ["TILE_X", "TILE_Y"]
+    assert spec["grid"] == ["ceil_div(w, TILE_X)", "(h + TILE_Y - 1) // TILE_Y"]
+    tile_x = next(p for p in spec["params"] if p["name"] == "TILE_X")
+    assert (tile_x["kind"], tile_x["default"]) == ("launch", 16)
+    assert "TILE_X * TILE_Y <= 1024" in spec["restrictions"]
+    # `gain` starts at 1.5; the key handler only steps it.
+    gain = next(a for a in spec["args"] if a["name"] == "gain")
+    assert abs(float(gain["value"]) - 1 / 1.5**2) < 1e-12
+
+    # `dim3 threads, blocks;` given their extents by later assignments.
+    fill = templatized_spec(root, "filters.cuh", "fill_rows")
+    assert fill["block"] == ["FILL_ROWS_BLOCK_SIZE"] and fill["grid"] == ["w * h // FILL_ROWS_BLOCK_SIZE"]

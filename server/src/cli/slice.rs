@@ -39,6 +39,7 @@ pub fn run(args: &SliceArgs) -> Result<()> {
                 None => (d.clone(), None),
             })
             .collect(),
+        includer: crate::slice::includer_prelude(&args.file),
     };
     if !args.no_compile_commands {
         if let Some(flags) = compile_flags_for(&args.file) {

@@ -38,6 +38,9 @@ pub struct SliceOptions {
     /// `-D NAME[=VALUE]`; those the slice reads are written at its top, so that it compiles as
     /// the original did. `None` defines the macro as `1`, as `-DNAME` does.
     pub defines: Vec<(String, Option<String>)>,
+    /// What the file that includes this one has before its `#include` line, with that file's
+    /// path: a header of kernels often uses the types and macros its includer declared first.
+    pub includer: Option<(PathBuf, String)>,
 }
 
 impl SliceOptions {
@@ -45,7 +48,7 @@ impl SliceOptions {
     /// before those already given.
     /// Options for a file on disk: its directory, plus its `compile_commands.json` entry.
     pub fn for_file(file: &Path) -> SliceOptions {
-        let options = SliceOptions { file: Some(file.to_path_buf()), ..SliceOptions::default() };
+        let options = SliceOptions { file: Some(file.to_path_buf()), includer: includer_prelude(file), ..SliceOptions::default() };
         match compile_flags_for(file) {
             Some(flags) => options.with_compile_flags(flags),
             None => options,
@@ -217,7 +220,36 @@ fn with_number_type_headers(source: String) -> String {
 /// spec's baseline must be. Lines after an inlined header shift in the slice's notes.
 fn inline_local_headers(text: &str, opts: &SliceOptions) -> String {
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
-    inline_into(text, opts.file.as_deref().and_then(Path::parent), opts, &mut seen, 0)
+    let mut out = String::new();
+    if let Some((includer, prelude)) = &opts.includer {
+        seen.extend(opts.file.as_deref().map(|f| f.canonicalize().unwrap_or_else(|_| f.to_path_buf())));
+        out = inline_into(prelude, includer.parent(), opts, &mut seen, 0);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out + &inline_into(text, opts.file.as_deref().and_then(Path::parent), opts, &mut seen, 0)
+}
+
+/// The first file beside `file` (by name) that includes it with quotes, and its text before that
+/// `#include`: `imageDenoising.cu` declares `TColor` and then includes the kernels' header.
+pub fn includer_prelude(file: &Path) -> Option<(PathBuf, String)> {
+    let name = file.file_name()?.to_str()?;
+    let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut siblings: Vec<PathBuf> = std::fs::read_dir(dir).ok()?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file() && p.file_name() != file.file_name()).collect();
+    siblings.sort();
+    let is_source = |p: &Path| p.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "cu" | "cuh" | "cpp" | "cc" | "h" | "hpp"));
+    siblings.into_iter().filter(|p| is_source(p)).find_map(|path| {
+        let text = std::fs::read_to_string(&path).ok()?;
+        let at = text.split_inclusive('\n').scan(0, |offset, line| {
+            let start = *offset;
+            *offset += line.len();
+            Some((start, line))
+        });
+        let include = at.filter(|(_, line)| line.trim_start().strip_prefix('#').map(str::trim_start).and_then(|l| l.strip_prefix("include")).map(str::trim).is_some_and(|w| w.trim_matches('"') == name || w.starts_with(&format!("\"{name}\""))));
+        let (start, _) = include.into_iter().next()?;
+        Some((path, text[..start].to_string()))
+    })
 }
 
 fn inline_into(text: &str, dir: Option<&Path>, opts: &SliceOptions, seen: &mut BTreeSet<PathBuf>, depth: usize) -> String {

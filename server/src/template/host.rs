@@ -88,7 +88,9 @@ impl<'d> Frame<'d> {
     /// scope (`dim3 grid;` is 1, 1, 1), with the members assigned since (`grid.x = n / 256`).
     fn dim3_components(&self, name: &str) -> Option<Vec<String>> {
         let file = self.scope.body.map(|b| std::iter::successors(Some(b), |n| n.parent()).last().expect("a node is its own ancestor"));
-        let constructed = self.scope.body.and_then(|b| dim3_local(self.text, b, name)).or_else(|| file.and_then(|f| dim3_global(self.text, f, name)));
+        // `threads = dim3(512, 1)`; an `int grid = (n + 255) / 256` is no `dim3`.
+        let assigned_whole = self.scope.value_text(name).filter(|v| v.starts_with("dim3") || v.starts_with('{')).and_then(dim3_arguments);
+        let constructed = assigned_whole.or_else(|| self.scope.body.and_then(|b| dim3_local(self.text, b, name))).or_else(|| file.and_then(|f| dim3_global(self.text, f, name)));
         let assigned: Vec<Option<&str>> = ["x", "y", "z"].iter().map(|axis| self.scope.value_text(&format!("{name}.{axis}"))).collect();
         if constructed.is_none() && assigned.iter().all(Option::is_none) {
             return None;
@@ -243,7 +245,7 @@ impl<'d> HostContext<'d> {
     /// and file constants (`kBlock = BLOCK_SIZE`) replaced by what they stand for.
     pub(super) fn in_spec_names(&self, text: &str) -> String {
         let launcher = &self.launcher().scope;
-        let mut expanded = self.members_resolved(text);
+        let mut expanded = self.members_resolved(&strip_casts_everywhere(text));
         // Locals defined through other locals (`block_y = block_size / 32`, then `grid =
         // ceil_div(N, block_y)`) need a few rounds.
         for _ in 0..4 {
@@ -495,8 +497,10 @@ impl<'d> HostContext<'d> {
         let (mut at, mut current) = (0, name.to_string());
         for _ in 0..16 {
             let frame = path.get(at)?;
-            if self.defines.contains_key(&current) {
-                return None;
+            if let Some(&value) = self.defines.get(&current) {
+                // A macro of the kernel's own file is the defines transform's to lift; one of
+                // another file (a header the launcher includes) only sets the launch here.
+                return (current == name).then(|| LaunchChoice { default: value, sweep: Vec::new(), origin: format!("`#define {current} {value}` in the host code") });
             }
             if let Some(&value) = self.branch_values.get(&current).filter(|_| at == 0) {
                 return Some(LaunchChoice { default: value, sweep: Vec::new(), origin: format!("`{current}` is {value} in the branch of the launch in `{}`", frame_name(frame)) });
@@ -625,6 +629,9 @@ impl<'d> HostContext<'d> {
         }
         if let Some(index) = frame.params.iter().position(|p| p == name) {
             return self.eval_float_text(path, at + 1, &frame.argument(index)?, depth);
+        }
+        if let Some(init) = self.globals.get(name) {
+            return self.eval_float_text(path, at, init, depth);
         }
         self.eval_name(path, at, name, depth).map(|v| v as f64)
     }
@@ -1148,7 +1155,6 @@ fn expression_functions_of(text: &str, root: Node) -> Vec<(String, (Vec<String>,
     out
 }
 
-/// The index of the `)` that closes the `(` `text` starts with.
 /// Where the `<` that the `>` just past `text` closes is.
 fn matching_open_angle(text: &str) -> Option<usize> {
     let mut depth = 1;
@@ -1167,6 +1173,7 @@ fn matching_open_angle(text: &str) -> Option<usize> {
     None
 }
 
+/// The index of the `)` that closes the `(` `text` starts with.
 fn matching_paren(text: &str) -> Option<usize> {
     let mut depth = 0;
     for (i, c) in text.char_indices() {
@@ -1228,12 +1235,18 @@ fn globals_of(text: &str, root: Node) -> HashMap<String, String> {
 /// The names functions assign with `=`, but for values read from the command line, which
 /// change the program's defaults only when the user asks.
 fn assigned_in_functions(text: &str, root: Node) -> Vec<String> {
-    let assignments = descendants(root).filter(|n| n.kind() == "assignment_expression");
-    assignments
-        .filter(|a| !a.child_by_field_name("right").is_some_and(|r| reads_command_line(&text[r.byte_range()])))
-        .filter_map(|a| a.child_by_field_name("left").filter(|l| l.kind() == "identifier"))
-        .map(|l| text[l.byte_range()].to_string())
-        .collect()
+    let mut out = Vec::new();
+    for assignment in descendants(root).filter(|n| n.kind() == "assignment_expression") {
+        let (Some(left), Some(right)) = (assignment.child_by_field_name("left").filter(|l| l.kind() == "identifier"), assignment.child_by_field_name("right")) else { continue };
+        let (name, value) = (&text[left.byte_range()], &text[right.byte_range()]);
+        // `noise += step` and `lerp = MAX(lerp - step, 0)` step from the initial value, which
+        // stays the program's starting point (a key handler's, say).
+        let is_plain = assignment.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=");
+        if is_plain && !identifiers_in(value).any(|w| w == name) && !reads_command_line(value) {
+            out.push(name.to_string());
+        }
+    }
+    out
 }
 
 /// Whether a value is read from the command line (`atoi(argv[1])`, `getCmdLineArgumentInt`).
@@ -1287,36 +1300,37 @@ fn split_args(text: &str) -> Vec<String> {
 
 /// The constructor arguments of `dim3 name(...)` or `dim3 name = dim3(...)`/`{...}` in `body`.
 fn dim3_local(text: &str, body: Node, name: &str) -> Option<Vec<String>> {
-    let mut found = None;
-    for node in descendants(body) {
-        if found.is_some() || node.kind() != "declaration" {
-            continue;
-        }
-        let is_dim3 = node.child_by_field_name("type").is_some_and(|t| &text[t.byte_range()] == "dim3");
-        if !is_dim3 {
-            continue;
-        }
-        let decl = &text[node.byte_range()];
-        let Some(rest) = decl.trim_start_matches("dim3").trim_start().strip_prefix(name) else { continue };
-        let rest = rest.trim_start().trim_start_matches('=').trim().trim_start_matches("dim3").trim().trim_end_matches(';').trim();
-        let inner = rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')).or_else(|| rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')));
-        found = inner.map(split_args);
+    descendants(body).filter(|n| n.kind() == "declaration").find_map(|node| dim3_declared(text, node, name))
+}
+
+/// The extents `declaration` gives the `dim3` named `name`: `dim3 name(a, b)`, `const dim3
+/// name = dim3(a)`, `dim3 name{a}`, or 1, 1, 1 for `dim3 name;`.
+fn dim3_declared(text: &str, declaration: Node, name: &str) -> Option<Vec<String>> {
+    if declaration.child_by_field_name("type").is_none_or(|t| &text[t.byte_range()] != "dim3") {
+        return None;
     }
-    found
+    declaration.children_by_field_name("declarator", &mut declaration.walk()).find_map(|declarator| {
+        if declarator.kind() == "identifier" {
+            return (&text[declarator.byte_range()] == name).then(|| vec!["1".to_string()]);
+        }
+        let declared = declarator.child_by_field_name("declarator").filter(|d| &text[d.byte_range()] == name)?;
+        let value = &text[declarator.byte_range()][declared.end_byte() - declarator.start_byte()..];
+        dim3_arguments(value.trim().trim_start_matches('=').trim())
+    })
+}
+
+/// `(a, b)`, `{a, b}` or `dim3(a, b)` → `[a, b]`.
+fn dim3_arguments(value: &str) -> Option<Vec<String>> {
+    let value = value.trim().trim_start_matches("dim3").trim();
+    let inner = value.strip_prefix('(').and_then(|r| r.strip_suffix(')')).or_else(|| value.strip_prefix('{').and_then(|r| r.strip_suffix('}')))?;
+    balanced(inner).then(|| split_args(inner))
 }
 
 /// The extents of a file-scope `dim3 name(...)`, or 1, 1, 1 for a `dim3 name;`.
 fn dim3_global(text: &str, root: Node, name: &str) -> Option<Vec<String>> {
     let mut cursor = root.walk();
     let declarations: Vec<Node> = root.named_children(&mut cursor).filter(|n| n.kind() == "declaration").collect();
-    declarations.into_iter().find_map(|node| {
-        let declared = &text[node.byte_range()];
-        let rest = declared.strip_prefix("dim3")?.trim_start().strip_prefix(name)?.trim();
-        if rest == ";" {
-            return Some(vec!["1".to_string()]);
-        }
-        dim3_local(text, node, name)
-    })
+    declarations.into_iter().find_map(|node| dim3_declared(text, node, name))
 }
 
 /// `(floatX*)dlogits` → `dlogits`.
@@ -1405,13 +1419,80 @@ fn expand_vector_sizes(bytes: &str, scope: &Scope) -> String {
     out
 }
 
-/// `(size_t)rows * hidden` → `rows * hidden`: integer casts the spec's expressions do not need.
+/// `(size_t)rows * hidden` → `rows * hidden`: integer casts the spec's expressions do not need;
+/// and `(unsigned int)ceil(n / (float)block)`, C's rounded-up division, → `ceil_div(n, block)`.
 fn strip_casts_everywhere(text: &str) -> String {
-    let mut out = text.to_string();
-    for cast in ["(size_t)", "(int)", "(long)", "(long long)", "(unsigned)", "(int64_t)", "(uint64_t)"] {
-        out = out.replace(cast, "");
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('(') {
+        let close = rest[open..].find(')').map(|c| open + c);
+        // `sizeof(int)` and `f(unsigned)` are not casts.
+        let after_name = rest[..open].trim_end().ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+        let is_integer_cast = !after_name && close.is_some_and(|close| is_integer_type(&rest[open + 1..close]));
+        out.push_str(&rest[..open]);
+        match close.filter(|_| is_integer_cast) {
+            Some(close) => rest = &rest[close + 1..],
+            None => {
+                out.push('(');
+                rest = &rest[open + 1..];
+            }
+        }
     }
-    out.trim().to_string()
+    out.push_str(rest);
+    ceil_divisions(out.trim())
+}
+
+/// `unsigned int`, `size_t`, `uint32_t`, `long long`: the integer types a cast names.
+fn is_integer_type(text: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let plain = |w: &str| matches!(w, "int" | "unsigned" | "signed" | "long" | "short" | "const");
+    let named = |w: &str| matches!(w, "size_t" | "ssize_t" | "uint" | "uint32_t" | "int32_t" | "uint64_t" | "int64_t" | "ptrdiff_t");
+    match words.as_slice() {
+        [] => false,
+        [one] => plain(one) || named(one),
+        many => many.iter().all(|w| plain(w)),
+    }
+}
+
+/// `ceil(n / (float)block)` and `ceil(float(n) / block)` → `ceil_div(n, block)`: a division made
+/// in floating point only to round up. Other `ceil`s stay.
+fn ceil_divisions(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("ceil(") {
+        let is_call = !rest[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+        let inner_end = matching_paren(&rest[at + 4..]).map(|e| at + 4 + e);
+        let division = inner_end.filter(|_| is_call).and_then(|end| {
+            let inner = without_float_casts(&rest[at + 5..end]);
+            let [dividend, divisor] = split_top_level(&inner, '/')[..] else { return None };
+            Some((end, format!("ceil_div({}, {})", strip_outer_parens(dividend), strip_outer_parens(divisor))))
+        });
+        match division {
+            Some((end, replaced)) => {
+                out.push_str(&rest[..at]);
+                out.push_str(&replaced);
+                rest = &rest[end + 1..];
+            }
+            None => {
+                out.push_str(&rest[..at + 5]);
+                rest = &rest[at + 5..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `n / (float)block` → `n / block`, and `float(n)`, `(double)n` the same.
+fn without_float_casts(text: &str) -> String {
+    let mut out = text.replace("(float)", "").replace("(double)", "");
+    for function in ["float(", "double("] {
+        while let Some(at) = out.find(function).filter(|&at| !out[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_')) {
+            let Some(end) = matching_paren(&out[at + function.len() - 1..]).map(|e| at + function.len() - 1 + e) else { break };
+            out = format!("{}({}){}", &out[..at], &out[at + function.len()..end], &out[end + 1..]);
+        }
+    }
+    out
 }
 
 pub(super) fn rename_identifiers_in(text: &str, rename: impl Fn(&str) -> Option<String>) -> String {
@@ -1439,6 +1520,24 @@ pub(super) fn rename_identifiers_in(text: &str, rename: impl Fn(&str) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integer_casts_go_and_a_rounded_up_float_division_is_ceil_div() {
+        assert_eq!(strip_casts_everywhere("(unsigned int)ceil(nelem / (float)block.x)"), "ceil_div(nelem, block.x)");
+        assert_eq!(strip_casts_everywhere("(uint32_t)ceil(float(n) / (threads * 2))"), "ceil_div(n, threads * 2)");
+        assert_eq!(strip_casts_everywhere("(size_t)rows * (unsigned long long)cols"), "rows * cols");
+        // Not casts: `sizeof(int)`, a parenthesised expression; a `ceil` of something else stays.
+        assert_eq!(strip_casts_everywhere("n * sizeof(int)"), "n * sizeof(int)");
+        assert_eq!(strip_casts_everywhere("(n + 255) / 256"), "(n + 255) / 256");
+        assert_eq!(strip_casts_everywhere("ceil(log2(n))"), "ceil(log2(n))");
+    }
+
+    #[test]
+    fn a_dim3_is_read_from_constructors_and_braces_not_from_any_parentheses() {
+        assert_eq!(dim3_arguments("dim3(512, 1)"), Some(vec!["512".to_string(), "1".to_string()]));
+        assert_eq!(dim3_arguments("{16, 8}"), Some(vec!["16".to_string(), "8".to_string()]));
+        assert_eq!(dim3_arguments("(n + 255) / (256)"), None);
+    }
 
     #[test]
     fn element_size_is_stripped_from_byte_counts() {

@@ -94,7 +94,11 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
 
     let mut choices = Vec::new();
     if let (Some((_, l)), Some(h)) = (site, &host) {
-        choices = launch_choices(h, &args, &params, &block);
+        // The kernel's own names (a macro that sizes its shared tile) are fixed by its code.
+        let in_body: BTreeSet<&str> = body.map(|b| identifiers_in(&templated.text()[b.byte_range()]).collect()).unwrap_or_default();
+        let threads_bound;
+        (choices, threads_bound) = launch_choices(h, &args, &params, &block, &in_body);
+        restrictions.extend(threads_bound);
         // A block the lift left literal (in another file, which templatize does not edit, or a
         // `dim3` of numbers): the spec varies the launch. Not when the kernel has fixed-size
         // `__shared__` arrays: those are laid out for that block (a 32 × 9 tile of sums), and
@@ -229,23 +233,51 @@ fn pointer_aliases(doc: &Document, kernel: &str) -> BTreeSet<String> {
 /// The block's names that the host program chooses at run time, as launch parameters: a name
 /// in the block that no buffer's length uses (that would make it a size of the problem) and
 /// whose value, followed up the call path, is a constant or a swept array's element.
-fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], block: &[String]) -> Vec<ParamSpec> {
+fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], block: &[String], in_body: &BTreeSet<&str>) -> (Vec<ParamSpec>, Vec<String>) {
     let in_lengths: BTreeSet<&str> = args.iter().filter_map(|a| a.length.as_deref()).flat_map(identifiers_in).collect();
     let mut names: Vec<&str> = Vec::new();
     for name in block.iter().flat_map(|b| identifiers_in(b)) {
-        let known = params.iter().any(|p| p.name == name) || in_lengths.contains(name) || is_keyword(name) || expr::Function::from_name(name).is_some();
+        let known = params.iter().any(|p| p.name == name) || in_lengths.contains(name) || in_body.contains(name) || is_keyword(name) || expr::Function::from_name(name).is_some();
         if !known && !names.contains(&name) {
             names.push(name);
         }
     }
-    names
+    let mut choices: Vec<ParamSpec> = names
         .into_iter()
         .filter_map(|name| {
             let choice = host.launch_choice(name)?;
             let values = if choice.sweep.is_empty() { block_values(block, name, choice.default) } else { choice.sweep.clone() };
             Some(ParamSpec { name: name.to_string(), kind: ParamKind::Launch, default: choice.default, values, origin: choice.origin })
         })
-        .collect()
+        .collect();
+    // Two or more extents (`dim3 threads(TILE_X, TILE_Y)`): each over the powers of two, the
+    // block's threads bounded together.
+    if choices.len() < 2 || choices.iter().any(|c| c.origin.contains("swept")) {
+        return (choices, Vec::new());
+    }
+    for choice in &mut choices {
+        choice.values = powers_of_two_with(choice.default);
+    }
+    let defaults: Vec<i64> = choices.iter().map(|c| c.default).collect();
+    (choices, threads_bounds(block, &defaults))
+}
+
+/// 1 to 1,024 by powers of two, and `default` when it is none of them.
+fn powers_of_two_with(default: i64) -> Vec<i64> {
+    let mut values: Vec<i64> = (0..=10).map(|p| 1i64 << p).collect();
+    if !values.contains(&default) {
+        values.push(default);
+        values.sort_unstable();
+    }
+    values
+}
+
+/// A block's threads between a warp (or the program's own block when smaller: the default stays
+/// in the space) and 1,024, for a block of several varied extents whose defaults are `defaults`.
+fn threads_bounds(block: &[String], defaults: &[i64]) -> Vec<String> {
+    let threads = block.iter().map(String::as_str).collect::<Vec<_>>().join(" * ");
+    let fewest = defaults.iter().product::<i64>().min(32);
+    vec![format!("{threads} >= {fewest}"), format!("{threads} <= 1024")]
 }
 
 /// Powers of two for `name` that give a block of 32 to 1,024 threads, with the other names of
@@ -313,17 +345,10 @@ fn literal_block_choices(kernel: &str, launch: &LaunchSite, grid: &mut [String],
         return (choices, Vec::new());
     }
     for choice in &mut choices {
-        let mut values: Vec<i64> = (0..=10).map(|p| 1i64 << p).collect();
-        if !values.contains(&choice.default) {
-            values.push(choice.default);
-            values.sort_unstable();
-        }
-        choice.values = values;
+        choice.values = powers_of_two_with(choice.default);
     }
-    let threads = block.iter().map(String::as_str).collect::<Vec<_>>().join(" * ");
-    // At least a warp, unless the program's own block is smaller: the default stays in the space.
-    let fewest = literal.iter().map(|(_, v)| v).product::<i64>().min(32);
-    (choices, vec![format!("{threads} >= {fewest}"), format!("{threads} <= 1024")])
+    let defaults: Vec<i64> = literal.iter().map(|(_, v)| *v).collect();
+    (choices, threads_bounds(block, &defaults))
 }
 
 /// A grid extent with the block's literal `value` replaced by its parameter `name`, including
