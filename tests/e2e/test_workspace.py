@@ -43,18 +43,18 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
-    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows"}
-    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows"]:
+    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums"}
+    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     # Never launched (nothing assigns it to the pointer): its launch stays unknown.
     assert by_kernel["copy_twice"]["stage"] == "spec"
     assert any("grid extent x is unknown" in p for p in by_kernel["copy_twice"]["spec_problems"])
-    assert report["totals"] == {"kernels": 19, "ready": 18, "spec": 1}
+    assert report["totals"] == {"kernels": 20, "ready": 19, "spec": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "19 kernels under" in text.stdout and "18 ready to tune (95%)" in text.stdout
+    assert "20 kernels under" in text.stdout and "19 ready to tune (95%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -341,3 +341,10 @@ def test_a_header_of_kernels_that_relies_on_its_includer_and_host_macros_for_the
     # `dim3 threads, blocks;` given their extents by later assignments.
     fill = templatized_spec(root, "filters.cuh", "fill_rows")
     assert fill["block"] == ["FILL_ROWS_BLOCK_SIZE"] and fill["grid"] == ["w * h // FILL_ROWS_BLOCK_SIZE"]
+
+    # The block passed to the kernel as well (`int block_size` strides its loop): still the
+    # host's choice, a launch parameter, and the argument follows it.
+    sums = templatized_spec(root, "filters.cuh", "column_sums")
+    assert sums["block"] == ["block_size"]
+    assert next(p for p in sums["params"] if p["name"] == "block_size")["kind"] == "launch"
+    assert next(a for a in sums["args"] if a["name"] == "block_size")["value"] == "block_size"

@@ -224,6 +224,11 @@ impl<'d> HostContext<'d> {
         Some(HostContext { paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members })
     }
 
+    /// Whether `name` is an object-like `#define` of the files in view.
+    pub(super) fn is_macro(&self, name: &str) -> bool {
+        self.defines.contains_key(name)
+    }
+
     pub(super) fn launcher(&self) -> &Frame<'d> {
         &self.paths[0][0]
     }

@@ -94,8 +94,8 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
 
     let mut choices = Vec::new();
     if let (Some((_, l)), Some(h)) = (site, &host) {
-        // The kernel's own names (a macro that sizes its shared tile) are fixed by its code.
-        let in_body: BTreeSet<&str> = body.map(|b| identifiers_in(&templated.text()[b.byte_range()]).collect()).unwrap_or_default();
+        // A macro the kernel's code uses (to size its shared tile) is fixed by that code.
+        let in_body: BTreeSet<&str> = body.map(|b| identifiers_in(&templated.text()[b.byte_range()]).filter(|w| h.is_macro(w)).collect()).unwrap_or_default();
         let threads_bound;
         (choices, threads_bound) = launch_choices(h, &args, &params, &block, &in_body);
         restrictions.extend(threads_bound);
