@@ -447,9 +447,12 @@ fn deduced_type(k: &Kernel, name: &str, launch: &LaunchSite, host: &HostContext)
 /// the kernel's `scalars`.
 fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_launch: Option<&str>, host: Option<&HostContext>, scalars: &[&str]) -> ArgSpec {
     let base_type = host.map_or_else(|| element.to_string(), |h| h.resolve_type(element));
-    let (dtype, lanes) = dtype_of(&base_type).unwrap_or((Dtype::U8, 0));
+    let number = dtype_of(&base_type);
+    let (dtype, lanes) = number.unwrap_or((Dtype::U8, 0));
     if p.pointer_depth == 0 {
-        let value = at_launch.map_or(UNKNOWN.to_string(), |text| match dtype.is_float() {
+        // A texture object, a struct passed by value: no number stands for it, and the worker
+        // makes none; what the program passes can only be captured from it running.
+        let value = at_launch.filter(|_| number.is_some()).map_or(UNKNOWN.to_string(), |text| match dtype.is_float() {
             true => host.and_then(|h| h.float_value(text)).unwrap_or_else(|| UNKNOWN.to_string()),
             false => host.map_or_else(|| text.to_string(), |h| h.in_spec_names(text)),
         });
