@@ -32,6 +32,12 @@ cases=(
   "cuda-samples Samples/0_Introduction/asyncAPI/asyncAPI.cu increment_kernel"
   "cuda-samples Samples/2_Concepts_and_Techniques/shfl_scan/shfl_integral_image.cuh shfl_vertical_shfl"
   "llm.c dev/cuda/attention_backward.cu softmax_autoregressive_backward_kernel1"
+  "llm.c dev/cuda/softmax_forward.cu softmax_forward_online_kernel2"
+  "llm.c dev/cuda/classifier_fused.cu fused_classifier_kernel3"
+  "cuda-samples Samples/0_Introduction/simpleZeroCopy/simpleZeroCopy.cu vectorAddGPU"
+  "cuda-samples Samples/0_Introduction/simpleStreams/simpleStreams.cu init_array"
+  "cuda-samples Samples/0_Introduction/simpleP2P/simpleP2P.cu SimpleKernel"
+  "cuda-samples Samples/2_Concepts_and_Techniques/shfl_scan/shfl_scan.cu shfl_scan_test"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()
