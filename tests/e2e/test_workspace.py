@@ -43,8 +43,8 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
-    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame"}
-    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums"]:
+    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles"}
+    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     # A texture object is no number the spec can give: left to the user (or a capture).
@@ -53,11 +53,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # Never launched (nothing assigns it to the pointer): its launch stays unknown.
     assert by_kernel["copy_twice"]["stage"] == "spec"
     assert any("grid extent x is unknown" in p for p in by_kernel["copy_twice"]["spec_problems"])
-    assert report["totals"] == {"kernels": 21, "ready": 19, "spec": 2}
+    assert report["totals"] == {"kernels": 22, "ready": 20, "spec": 2}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "21 kernels under" in text.stdout and "19 ready to tune (90%)" in text.stdout
+    assert "22 kernels under" in text.stdout and "20 ready to tune (91%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -316,6 +316,10 @@ def test_a_null_optional_buffer_an_aligned_struct_and_a_class_template_member_in
     assert "struct __align__(8) RunningMax" in stats["baseline"]["source"]
     check = cutune("check", "stats.cu", "--kernel", "row_stats_online", "--sample", "1", cwd=root)
     assert check.returncode == 0, check.stdout + check.stderr
+    # A parameter with a default (`float *tile_sums = NULL`) is still one the kernel takes.
+    tiles = templatized_spec(root, "stats.cu", "sum_tiles")
+    assert [a["name"] for a in tiles["args"]] == ["data", "width", "tile_sums"]
+    assert next(a for a in tiles["args"] if a["name"] == "tile_sums")["length"] == "(rows * cols) // 256"
     # `Packed<float>::size` is 16 / sizeof(float).
     packed = templatized_spec(root, "stats.cu", "scale_packed")
     assert packed["grid"] == ["((rows * cols) + block * 4 - 1) // (block * 4)"]

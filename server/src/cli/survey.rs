@@ -217,7 +217,14 @@ fn spec_problems(path: &Path, kernel: &KernelSpec) -> Vec<String> {
     let source = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let text = spec::render_spec(&SpecFile { version: 1, source, kernels: vec![kernel.clone()] });
     let (_, diagnostics) = spec::parse_spec(&text);
-    diagnostics.into_iter().filter(|d| d.severity == spec::Severity::Error).map(|d| d.message).collect()
+    let mut problems: Vec<String> = diagnostics.into_iter().filter(|d| d.severity == spec::Severity::Error).map(|d| d.message).collect();
+    // A clean spec that the five stages cannot plan on would stop the tune before it starts.
+    if problems.is_empty() {
+        if let Err(e) = crate::verify::plan(kernel, &Configuration::default_of(kernel), &crate::verify::Stage::ALL) {
+            problems.push(format!("verification: {e}"));
+        }
+    }
+    problems
 }
 
 /// Compiles the default configuration: that needs the parameters and template arguments, not

@@ -333,7 +333,8 @@ impl<'t> Extractor<'t, '_> {
 
     fn params(&self, list: Node) -> Vec<Param> {
         named_children(list)
-            .filter(|p| p.kind() == "parameter_declaration")
+            // `int *partial_sums = NULL` is an optional parameter: the kernel still takes it.
+            .filter(|p| matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration"))
             .map(|p| {
                 let mut declarator = p.child_by_field_name("declarator");
                 let mut pointer_depth = 0u8;

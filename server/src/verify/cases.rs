@@ -72,6 +72,10 @@ pub fn plan(kernel: &KernelSpec, config: &Configuration, stages: &[Stage]) -> Re
     let mut plan = Plan::default();
     let mut seen: BTreeSet<(Stage, String)> = BTreeSet::new();
     for &stage in stages {
+        if planner.contiguous.is_none() && matches!(stage, Stage::Shapes | Stage::Edges) {
+            let why = "no size of the spec is contiguous (no buffer's length names one): set `verify.contiguous` to sweep one".to_string();
+            plan.skipped.push(Skipped { stage, label: "generated lengths".into(), why, covered_by: None });
+        }
         for (shape, inputs, runs) in planner.cases(stage) {
             let label = match &inputs {
                 Some(inputs) => format!("{}, {}", shape_label(&shape), inputs.describe()),
@@ -105,7 +109,8 @@ struct Planner<'k> {
     byte_cap: u64,
     /// The smallest spec shape cut down to [`NUMERICS_BYTES`], where both kernels allow it.
     numerics: Shape,
-    contiguous: String,
+    /// `None` when no buffer's length names a size: the generated lengths are left out.
+    contiguous: Option<String>,
 }
 
 impl<'k> Planner<'k> {
@@ -113,9 +118,7 @@ impl<'k> Planner<'k> {
         let sized: Vec<(u64, &Shape)> = kernel.shapes.iter().map(|s| Ok((buffer_bytes(kernel, s)?, s))).collect::<Result<_>>()?;
         let (_, smallest) = sized.iter().min_by_key(|(bytes, _)| *bytes).ok_or_else(|| anyhow!("the spec of `{}` has no shape", kernel.name))?;
         let byte_cap = sized.iter().map(|(bytes, _)| *bytes).max().unwrap_or(0);
-        let contiguous = contiguous_variable(kernel, smallest).ok_or_else(|| {
-            anyhow!("cannot tell which size of `{}` is contiguous: set `verify.contiguous` in the spec to one of its size variables", kernel.name)
-        })?;
+        let contiguous = contiguous_variable(kernel, smallest);
         let mut planner = Planner { kernel, config, default: Configuration::default_of(kernel), smallest: (*smallest).clone(), byte_cap, numerics: (*smallest).clone(), contiguous };
         let numerics = planner.capped(planner.smallest.clone(), NUMERICS_BYTES, true);
         if planner.allowed(&numerics).is_ok() {
@@ -129,7 +132,7 @@ impl<'k> Planner<'k> {
         let spec_shapes = || self.kernel.shapes.iter().cloned();
         match stage {
             Stage::Smoke => vec![(self.smallest.clone(), None, DETERMINISM_RUNS)],
-            Stage::Shapes => spec_shapes().chain(SWEEP_LENGTHS.iter().map(|&n| self.with_contiguous(n))).map(|s| (s, None, 1)).collect(),
+            Stage::Shapes => spec_shapes().chain(SWEEP_LENGTHS.iter().filter_map(|&n| self.with_contiguous(n))).map(|s| (s, None, 1)).collect(),
             Stage::Numerics => Inputs::ALL.into_iter().map(|inputs| (self.numerics.clone(), Some(inputs), 1)).collect(),
             Stage::Determinism => spec_shapes().map(|s| (s, None, DETERMINISM_RUNS)).collect(),
             Stage::Edges => {
@@ -142,17 +145,17 @@ impl<'k> Planner<'k> {
                 }
                 // A single partial block, then lengths misaligned for vectors of 2, 4 and 8.
                 for length in [threads - 1, threads + 1, 4 * threads + 3, 8 * threads + 5] {
-                    shapes.push(self.with_contiguous(length.max(1)));
+                    shapes.extend(self.with_contiguous(length.max(1)));
                 }
                 shapes.into_iter().map(|s| (s, None, 1)).collect()
             }
         }
     }
 
-    fn with_contiguous(&self, length: i64) -> Shape {
+    fn with_contiguous(&self, length: i64) -> Option<Shape> {
         let mut shape = self.smallest.clone();
-        shape.insert(self.contiguous.clone(), length);
-        self.capped(shape, self.byte_cap, false)
+        shape.insert(self.contiguous.clone()?, length);
+        Some(self.capped(shape, self.byte_cap, false))
     }
 
     /// Halves the largest other size until the buffers fit `cap` bytes; when every other size
@@ -160,7 +163,7 @@ impl<'k> Planner<'k> {
     fn capped(&self, mut shape: Shape, cap: u64, contiguous_too: bool) -> Shape {
         while buffer_bytes(self.kernel, &shape).is_ok_and(|bytes| bytes > cap) {
             let largest = |others_only: bool| {
-                shape.iter().filter(|(name, &value)| !(others_only && **name == self.contiguous) && value > 1).max_by_key(|(_, &value)| value).map(|(name, _)| name.clone())
+                shape.iter().filter(|(name, &value)| !(others_only && self.contiguous.as_ref() == Some(*name)) && value > 1).max_by_key(|(_, &value)| value).map(|(name, _)| name.clone())
             };
             let Some(name) = largest(true).or_else(|| largest(false).filter(|_| contiguous_too)) else { break };
             let value = shape[&name];
@@ -319,6 +322,22 @@ mod tests {
         let mut named = rmsnorm.clone();
         named.verify.contiguous = Some("rows".into());
         assert_eq!(contiguous_variable(&named, &named.shapes[0]).as_deref(), Some("rows"));
+    }
+
+    #[test]
+    fn buffers_of_fixed_length_leave_out_the_generated_lengths_and_say_why() {
+        // cuda-samples' simpleP2P: `1024 * 1024 * 16` floats, the grid over `buf_size`.
+        let mut kernel = example("rmsnorm");
+        for arg in kernel.args.iter_mut().filter(|a| a.length.is_some()) {
+            arg.length = Some("1024 * 16".into());
+        }
+        let plan = plan(&kernel, &Configuration::default_of(&kernel), &Stage::ALL).unwrap();
+        assert_eq!(labels(&plan, Stage::Smoke).len(), 1);
+        assert!(!labels(&plan, Stage::Numerics).is_empty());
+        let left_out: Vec<(Stage, &str)> = plan.skipped.iter().filter(|s| s.label == "generated lengths").map(|s| (s.stage, s.why.as_str())).collect();
+        let why = "no size of the spec is contiguous (no buffer's length names one): set `verify.contiguous` to sweep one";
+        assert_eq!(left_out, [(Stage::Shapes, why), (Stage::Edges, why)]);
+        assert!(labels(&plan, Stage::Shapes).iter().all(|l| !l.contains("1023") && !l.contains("50257")));
     }
 
     #[test]
