@@ -43,21 +43,24 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
-    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles"}
-    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles"]:
+    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows"}
+    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     # A texture object is no number the spec can give: left to the user (or a capture).
     assert by_kernel["sample_frame"]["stage"] == "spec"
     assert by_kernel["sample_frame"]["spec_problems"] == ["value of scalar argument `frame` is unknown: write a number or an expression over the sizes, e.g. `h`"]
+    # Left out by the preprocessor: the survey says which condition, not "undefined".
+    assert by_kernel["dump_rows"]["stage"] == "compile"
+    assert by_kernel["dump_rows"]["why"].startswith("the kernel is under `#ifdef WITH_DEBUG_KERNELS`, which this build's macros leave out")
     # Never launched (nothing assigns it to the pointer): its launch stays unknown.
     assert by_kernel["copy_twice"]["stage"] == "spec"
     assert any("grid extent x is unknown" in p for p in by_kernel["copy_twice"]["spec_problems"])
-    assert report["totals"] == {"kernels": 22, "ready": 20, "spec": 2}
+    assert report["totals"] == {"kernels": 24, "ready": 21, "spec": 2, "compile": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "22 kernels under" in text.stdout and "20 ready to tune (91%)" in text.stdout
+    assert "24 kernels under" in text.stdout and "21 ready to tune (88%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -320,6 +323,12 @@ def test_a_null_optional_buffer_an_aligned_struct_and_a_class_template_member_in
     tiles = templatized_spec(root, "stats.cu", "sum_tiles")
     assert [a["name"] for a in tiles["args"]] == ["data", "width", "tile_sums"]
     assert next(a for a in tiles["args"] if a["name"] == "tile_sums")["length"] == "(rows * cols) // 256"
+    # A `__device__` function passed as a template argument reaches the baseline and NVRTC.
+    combine = templatized_spec(root, "stats.cu", "combine_rows")
+    assert combine["template_args"] == ["add_pair"]
+    assert "__device__ float add_pair(float a, float b)" in combine["baseline"]["source"]
+    check = cutune("check", "stats.cu", "--kernel", "combine_rows", "--sample", "1", cwd=root)
+    assert check.returncode == 0, check.stdout + check.stderr
     # `Packed<float>::size` is 16 / sizeof(float).
     packed = templatized_spec(root, "stats.cu", "scale_packed")
     assert packed["grid"] == ["((rows * cols) + block * 4 - 1) // (block * 4)"]

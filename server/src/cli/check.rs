@@ -90,7 +90,7 @@ enum Status {
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let text = read_source(&args.file)?;
     let (kernel, source) = super::kernel_and_source(&args.file, &args.kernel, None, &text)?;
-    let slice_options = SliceOptions::for_file(&args.file);
+    let slice_options = SliceOptions::for_file(&args.file).with_template_args(&kernel.template_args);
     let slice = device_slice(&Document::new(source), &args.kernel, &slice_options).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     for u in &slice.unresolved {
         eprintln!("{}:{}: note: unresolved `{}`: {}", args.file.display(), u.line, u.symbol, u.why);

@@ -200,6 +200,11 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
     survey.execution_params = spec.params.iter().filter(|p| !matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).count();
     survey.spec_problems = spec_problems(path, spec);
     survey.compile = compile_default(&result.text, path, spec, &slice_options, nvrtc, no_nvrtc, arch);
+    if let CompileResult::Failed { reason } = &mut survey.compile {
+        if let Some(condition) = reason.contains(&format!("\"{kernel}\" is undefined")).then(|| excluding_condition(&text, kernel)).flatten() {
+            *reason = format!("the kernel is under `{condition}`, which this build's macros leave out: change them (compile_commands.json, `-D`, or the file's `#define`s) to survey it");
+        }
+    }
     (survey.stage, survey.why) = if let Some(first) = survey.spec_problems.first() {
         (Stage::Spec, first.clone())
     } else if let CompileResult::Failed { reason } | CompileResult::NotRun { reason } = &survey.compile {
@@ -210,6 +215,15 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
         (Stage::Ready, String::new())
     };
     survey
+}
+
+/// The innermost `#if`/`#ifdef` line around the definition of `kernel` in `text`.
+fn excluding_condition(text: &str, kernel: &str) -> Option<String> {
+    let doc = Document::new(text.to_string());
+    let start = doc.model().kernels.iter().find(|k| k.name == kernel)?.span.start_byte;
+    let node = doc.tree()?.root_node().descendant_for_byte_range(start, start)?;
+    let group = std::iter::successors(Some(node), |n| n.parent()).find(|n| n.kind().starts_with("preproc_if"))?;
+    text[group.byte_range()].lines().next().map(|line| line.trim().to_string())
 }
 
 /// The errors `cutune spec check` would report on the scaffold.
@@ -236,7 +250,7 @@ fn compile_default(text: &str, path: &Path, kernel: &KernelSpec, slice_options: 
     if kernel.template_args.iter().any(|a| a.trim() == UNKNOWN) {
         return CompileResult::NotRun { reason: "a template argument is unknown (`?`)".into() };
     }
-    let slice = match device_slice(&Document::new(text.to_string()), &kernel.name, slice_options) {
+    let slice = match device_slice(&Document::new(text.to_string()), &kernel.name, &slice_options.clone().with_template_args(&kernel.template_args)) {
         Ok(slice) => slice,
         Err(e) => return CompileResult::Failed { reason: format!("{}: {e}", path.display()) },
     };

@@ -41,6 +41,9 @@ pub struct SliceOptions {
     /// What the file that includes this one has before its `#include` line, with that file's
     /// path: a header of kernels often uses the types and macros its includer declared first.
     pub includer: Option<(PathBuf, String)>,
+    /// The kernel's template arguments (from its spec): a `__device__` function passed as one
+    /// (`trimul_global<matmul_tri_naive>`) is kept, though only host code names it.
+    pub template_args: Vec<String>,
 }
 
 impl SliceOptions {
@@ -53,6 +56,11 @@ impl SliceOptions {
             Some(flags) => options.with_compile_flags(flags),
             None => options,
         }
+    }
+
+    pub fn with_template_args(mut self, args: &[String]) -> SliceOptions {
+        self.template_args = args.to_vec();
+        self
     }
 
     pub fn with_compile_flags(mut self, flags: CompileFlags) -> SliceOptions {
@@ -188,6 +196,10 @@ pub fn device_slice(doc: &Document, kernel: &str, opts: &SliceOptions) -> Result
 
     let mut slicer = Slicer::new(&outline, opts);
     for &i in &kernels {
+        slicer.keep(i);
+    }
+    let named_by_arguments: Vec<usize> = opts.template_args.iter().flat_map(|a| crate::syntax::identifiers_in(a)).flat_map(|name| slicer.declarations.get(name).cloned().unwrap_or_default()).collect();
+    for i in named_by_arguments {
         slicer.keep(i);
     }
     slicer.keep_includes();

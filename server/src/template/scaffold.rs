@@ -168,7 +168,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
 
     let deterministic = !(body.is_some_and(|b| contains_call(templated.text(), b, "atomicAdd")) && args.iter().any(|a| a.is_buffer() && a.dtype.is_float()));
     // The kernel exists (templatize checked), so slicing cannot fail on it.
-    let source = device_slice(original, kernel, slice_options).map(|s| s.source).unwrap_or_else(|_| original.text().to_string());
+    let source = device_slice(original, kernel, &slice_options.clone().with_template_args(&template_args)).map(|s| s.source).unwrap_or_else(|_| original.text().to_string());
     let launch_found = site.map(|(doc, l)| LaunchFound {
         other_file: hosts.iter().find(|h| std::ptr::eq(&h.document, doc)).map(|h| h.path.clone()),
         line: l.span.start.line + 1,

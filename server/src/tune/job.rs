@@ -64,7 +64,7 @@ pub fn spec_beside(file: &Path, kernel_name: &str) -> Option<KernelSpec> {
 /// [`kernel_and_source`].
 pub fn target(file: &Path, kernel_name: &str, spec_path: Option<&Path>, text: &str) -> Result<(Target, Option<String>)> {
     let (kernel, templatized, note) = kernel_and_source(file, kernel_name, spec_path, text)?;
-    let slice = device_slice(&Document::new(templatized), kernel_name, &SliceOptions::for_file(file)).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    let slice = device_slice(&Document::new(templatized), kernel_name, &SliceOptions::for_file(file).with_template_args(&kernel.template_args)).map_err(|e| anyhow!("{}: {e}", file.display()))?;
     let kernel_sha256 = super::kernel_sha256(text, kernel_name);
     Ok((Target { file: file.display().to_string(), kernel, source: slice.source, kernel_sha256 }, note))
 }
