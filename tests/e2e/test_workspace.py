@@ -309,6 +309,21 @@ async def test_the_code_action_reads_a_grid_set_through_references(client, tmp_p
     assert spec["block"] == ["min(INTEGRATE_BLOCK_SIZE, count)"] and spec["shapes"] == [{"count": 16383}]
 
 
+async def test_the_code_action_slices_a_header_with_its_includer_and_lifts_host_macros(client, tmp_path: Path):
+    root = project(tmp_path, "included_kernels")
+    (root / ".git").mkdir()
+    header = root / "filters.cuh"
+    text = header.read_text()
+    await open_document(client, header.as_uri(), text)
+    await logged(client, types.MessageType.Info, "workspace index of", str(root))
+    actions = await code_actions(client, header.as_uri(), line_of(text, "dst[y * w + x] = scale_pixel"), 8)
+    action = await resolved(client, next(a for a in actions if "brighten" in a.title))
+    spec_text = next(c.edits[0].new_text for c in action.edit.document_changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri.endswith("filters.cutune.toml"))
+    spec = spec_of(spec_text)
+    assert spec["block"] == ["TILE_X", "TILE_Y"] and spec["grid"][0] == "ceil_div(w, TILE_X)"
+    assert "typedef unsigned int Pixel;" in spec["baseline"]["source"]
+
+
 def test_a_null_optional_buffer_an_aligned_struct_and_a_class_template_member_in_the_grid(tmp_path: Path):
     root = project(tmp_path, "optional_output")
     stats = templatized_spec(root, "stats.cu", "row_stats_online")
