@@ -85,6 +85,9 @@ for case in cases:
         verdict = f"{statuses.count('pass')} pass, {statuses.count('fail')} fail, {statuses.count('baseline_failed')} original fails"
     else:
         verdict = "not run"
-    print(f"{kernel:32} {len(r.get('rows', [])):>9} {r.get('baseline_us') or 0:>12.2f} {b.get('time_us') or 0:>9.2f} {b.get('speedup') or 0:>7.2f}x {sol:>5}  {verdict:30} {b.get('config')}")
+    if not b:
+        verdict = f"no verified winner; {len(r.get('rejected', []))} rejected"
+    best = f"{b['time_us']:>9.2f} {b['speedup']:>7.2f}x" if b else f"{'-':>9} {'-':>8}"
+    print(f"{kernel:32} {len(r.get('rows', [])):>9} {r.get('baseline_us') or 0:>12.2f} {best} {sol:>5}  {verdict:30} {b.get('config', '')}")
 PY
 exit $status
