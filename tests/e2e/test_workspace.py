@@ -43,8 +43,8 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
-    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows"}
-    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows"]:
+    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add"}
+    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     # A texture object is no number the spec can give: left to the user (or a capture).
@@ -56,11 +56,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # Never launched (nothing assigns it to the pointer): its launch stays unknown.
     assert by_kernel["copy_twice"]["stage"] == "spec"
     assert any("grid extent x is unknown" in p for p in by_kernel["copy_twice"]["spec_problems"])
-    assert report["totals"] == {"kernels": 24, "ready": 21, "spec": 2, "compile": 1}
+    assert report["totals"] == {"kernels": 25, "ready": 22, "spec": 2, "compile": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "24 kernels under" in text.stdout and "21 ready to tune (88%)" in text.stdout
+    assert "25 kernels under" in text.stdout and "22 ready to tune (88%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -344,6 +344,12 @@ def test_a_null_optional_buffer_an_aligned_struct_and_a_class_template_member_in
     assert "__device__ float add_pair(float a, float b)" in combine["baseline"]["source"]
     check = cutune("check", "stats.cu", "--kernel", "combine_rows", "--sample", "1", cwd=root)
     assert check.returncode == 0, check.stdout + check.stderr
+    # The kernel's `N` is passed the launcher's `N * C`: the launcher's size is renamed.
+    residual = templatized_spec(root, "stats.cu", "residual_add")
+    assert residual["shapes"] == [{"C": 512, "residual_forward_N": 4096}]
+    assert residual["grid"] == ["(residual_forward_N * C + block_size - 1) // block_size"]
+    assert next(a for a in residual["args"] if a["name"] == "N")["value"] == "residual_forward_N * C"
+    assert next(a for a in residual["args"] if a["name"] == "out")["length"] == "residual_forward_N * C"
     # `Packed<float>::size` is 16 / sizeof(float).
     packed = templatized_spec(root, "stats.cu", "scale_packed")
     assert packed["grid"] == ["((rows * cols) + block * 4 - 1) // (block * 4)"]

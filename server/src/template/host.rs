@@ -229,6 +229,11 @@ impl<'d> HostContext<'d> {
         self.defines.contains_key(name)
     }
 
+    /// The name of the function that launches the kernel.
+    pub(super) fn launcher_name(&self) -> String {
+        frame_name(self.launcher())
+    }
+
     pub(super) fn launcher(&self) -> &Frame<'d> {
         &self.paths[0][0]
     }
@@ -1224,8 +1229,7 @@ fn static_members_of(text: &str, root: Node) -> Vec<(String, StaticMembers)> {
 /// The file-scope variables of a file that have an initial value: name → its text.
 fn globals_of(text: &str, root: Node) -> HashMap<String, String> {
     let mut out = HashMap::new();
-    let mut cursor = root.walk();
-    for decl in root.named_children(&mut cursor).filter(|n| n.kind() == "declaration") {
+    for decl in file_scope_declarations(root) {
         let mut inner = decl.walk();
         for init in decl.children_by_field_name("declarator", &mut inner).filter(|d| d.kind() == "init_declarator") {
             let name = init.child_by_field_name("declarator").filter(|d| d.kind() == "identifier");
@@ -1261,8 +1265,7 @@ fn reads_command_line(value: &str) -> bool {
 
 fn file_constants_of(text: &str, root: Node) -> HashMap<String, String> {
     let mut out = HashMap::new();
-    let mut cursor = root.walk();
-    for decl in root.named_children(&mut cursor).filter(|n| n.kind() == "declaration") {
+    for decl in file_scope_declarations(root) {
         let mut inner = decl.walk();
         for init in decl.children_by_field_name("declarator", &mut inner).filter(|d| d.kind() == "init_declarator") {
             if let (Some(name), Some(value)) = (init.child_by_field_name("declarator"), init.child_by_field_name("value")) {
@@ -1333,9 +1336,28 @@ fn dim3_arguments(value: &str) -> Option<Vec<String>> {
 
 /// The extents of a file-scope `dim3 name(...)`, or 1, 1, 1 for a `dim3 name;`.
 fn dim3_global(text: &str, root: Node, name: &str) -> Option<Vec<String>> {
+    file_scope_declarations(root).into_iter().find_map(|node| dim3_declared(text, node, name))
+}
+
+/// The declarations at file scope, those inside `extern "C"` included (`extern "C" const uint
+/// MIN_SHORT_ARRAY_SIZE = 4;`).
+fn file_scope_declarations(root: Node) -> Vec<Node> {
+    let mut out = Vec::new();
     let mut cursor = root.walk();
-    let declarations: Vec<Node> = root.named_children(&mut cursor).filter(|n| n.kind() == "declaration").collect();
-    declarations.into_iter().find_map(|node| dim3_declared(text, node, name))
+    for child in root.named_children(&mut cursor) {
+        match child.kind() {
+            "declaration" => out.push(child),
+            "linkage_specification" => {
+                let Some(body) = child.child_by_field_name("body") else { continue };
+                match body.kind() {
+                    "declaration" => out.push(body),
+                    _ => out.extend(body.named_children(&mut body.walk()).filter(|n| n.kind() == "declaration")),
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// `(floatX*)dlogits` → `dlogits`.

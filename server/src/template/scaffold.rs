@@ -66,7 +66,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     // `T* y` of a kernel instantiated with `float` is a buffer of floats.
     let scalars: Vec<&str> = k.params.iter().filter(|p| p.pointer_depth == 0).map(|p| p.name.as_str()).collect();
     let instantiated = |ty: &str| k.template_params.iter().position(|tp| tp.name == ty).and_then(|i| template_args.get(i)).filter(|a| a.as_str() != UNKNOWN).cloned();
-    let args: Vec<ArgSpec> = k
+    let (args, host_lengths): (Vec<ArgSpec>, Vec<bool>) = k
         .params
         .iter()
         .enumerate()
@@ -75,13 +75,13 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
             let element = instantiated(&p.base_type).unwrap_or_else(|| p.base_type.clone());
             arg_spec(templated, body, p, &element, at_launch.as_deref(), host.as_ref(), &scalars)
         })
-        .collect();
+        .unzip();
 
     // Host expressions are C, where `/` on integers truncates; in the spec `/` is true division.
     grid = grid.iter().map(|g| c_division(g)).collect();
     block = block.iter().map(|b| c_division(b)).collect();
-    let shared_bytes = c_division(&shared_bytes);
-    let args: Vec<ArgSpec> = args
+    let mut shared_bytes = c_division(&shared_bytes);
+    let mut args: Vec<ArgSpec> = args
         .into_iter()
         .map(|mut a| {
             a.length = a.length.map(|l| c_division(&l));
@@ -91,6 +91,10 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
             a
         })
         .collect();
+    let renamed_sizes = match &host {
+        Some(h) => rename_shadowed_sizes(&h.launcher_name(), &mut grid, &mut block, &mut shared_bytes, &mut args, &host_lengths),
+        None => Vec::new(),
+    };
 
     let mut choices = Vec::new();
     if let (Some((_, l)), Some(h)) = (site, &host) {
@@ -128,7 +132,8 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     }
     let mut shapes: Vec<Shape> = Vec::new();
     if let Some(h) = &host {
-        let values: Vec<(String, Vec<Option<i64>>)> = sizes.iter().map(|s| (s.clone(), h.size_values(s))).collect();
+        let host_name = |size: &String| renamed_sizes.iter().find(|(_, renamed)| renamed == size).map_or(size.clone(), |(name, _)| name.clone());
+        let values: Vec<(String, Vec<Option<i64>>)> = sizes.iter().map(|s| (s.clone(), h.size_values(&host_name(s)))).collect();
         for path in 0..h.paths.len() {
             let shape: Shape = values.iter().filter_map(|(s, v)| Some((s.clone(), v[path]?))).collect();
             if !shapes.contains(&shape) {
@@ -445,7 +450,9 @@ fn deduced_type(k: &Kernel, name: &str, launch: &LaunchSite, host: &HostContext)
 /// instantiation's type for a template parameter). A buffer's length comes from its allocation
 /// in the host code, else from the bounds the kernel checks its index against, which may name
 /// the kernel's `scalars`.
-fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_launch: Option<&str>, host: Option<&HostContext>, scalars: &[&str]) -> ArgSpec {
+/// The argument's spec, and whether its length is in the host's names (from an allocation) rather
+/// than the kernel's (from its own bounds).
+fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_launch: Option<&str>, host: Option<&HostContext>, scalars: &[&str]) -> (ArgSpec, bool) {
     let base_type = host.map_or_else(|| element.to_string(), |h| h.resolve_type(element));
     let number = dtype_of(&base_type);
     let (dtype, lanes) = number.unwrap_or((Dtype::U8, 0));
@@ -456,14 +463,15 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
             true => host.and_then(|h| h.float_value(text)).unwrap_or_else(|| UNKNOWN.to_string()),
             false => host.map_or_else(|| text.to_string(), |h| h.in_spec_names(text)),
         });
-        return ArgSpec { name: p.name.clone(), dtype, length: None, role: None, init: None, value: Some(value) };
+        return (ArgSpec { name: p.name.clone(), dtype, length: None, role: None, init: None, value: Some(value) }, false);
     }
     // The program passes no buffer (`fused_classifier<<<...>>>(..., NULL, ...)`): a null
     // pointer is 8 zero bytes, which a u64 scalar of 0 passes just the same.
     if at_launch.is_some_and(is_null_pointer) {
-        return ArgSpec { name: p.name.clone(), dtype: Dtype::U64, length: None, role: None, init: None, value: Some("0".to_string()) };
+        return (ArgSpec { name: p.name.clone(), dtype: Dtype::U64, length: None, role: None, init: None, value: Some("0".to_string()) }, false);
     }
     let allocated = at_launch.and_then(|a| host.and_then(|h| h.buffer_length(a, &base_type)));
+    let from_host = allocated.is_some();
     let length = allocated.or_else(|| guarded_length(doc.text(), body?, &p.name, &|name| scalars.contains(&name)));
     let length = match (lanes, length) {
         (0, _) | (_, None) => UNKNOWN.to_string(),
@@ -476,7 +484,37 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         _ if dtype.is_float() => Some(Init::Uniform { low: -1.0, high: 1.0 }),
         _ => Some(Init::Integers { low: 0, high: 128 }),
     };
-    ArgSpec { name: p.name.clone(), dtype, length: Some(length), role: Some(role), init, value: None }
+    (ArgSpec { name: p.name.clone(), dtype, length: Some(length), role: Some(role), init, value: None }, from_host)
+}
+
+/// A kernel parameter named like one of the host's sizes but passed something else (`N` given
+/// `N * C`, `arrayLength` given `arrayLength / (4 * THREADBLOCK_SIZE)`): the host's size takes its
+/// launcher's name (`residual_forward_N`), so that the spec can tell the two apart. Expressions
+/// in the host's names change (grid, block, shared bytes, scalar values, lengths of host
+/// allocations); lengths read from the kernel's own bounds mean the parameter, and stay.
+/// Returns each (host name, new name).
+fn rename_shadowed_sizes(launcher: &str, grid: &mut [String], block: &mut [String], shared_bytes: &mut String, args: &mut [ArgSpec], host_lengths: &[bool]) -> Vec<(String, String)> {
+    let mut renamed_sizes = Vec::new();
+    let shadowing: Vec<String> = args.iter().filter(|a| a.value.as_deref().is_some_and(|v| v.trim() != a.name && v.trim() != UNKNOWN)).map(|a| a.name.clone()).collect();
+    for name in shadowing {
+        let in_host_names = grid.iter().chain(block.iter()).chain(std::iter::once(&*shared_bytes)).chain(args.iter().filter_map(|a| a.value.as_ref()));
+        let host_length_names = args.iter().zip(host_lengths).filter(|(_, &from_host)| from_host).filter_map(|(a, _)| a.length.as_ref());
+        if !in_host_names.chain(host_length_names).any(|text| identifiers_in(text).any(|w| w == name)) {
+            continue;
+        }
+        let renamed = format!("{launcher}_{name}");
+        let rename = |text: &str| super::host::rename_identifiers_in(text, |w| (w == name).then(|| renamed.clone()));
+        grid.iter_mut().chain(block.iter_mut()).for_each(|e| *e = rename(e));
+        *shared_bytes = rename(shared_bytes);
+        for (arg, &from_host) in args.iter_mut().zip(host_lengths) {
+            arg.value = arg.value.as_deref().map(rename);
+            if from_host {
+                arg.length = arg.length.as_deref().map(rename);
+            }
+        }
+        renamed_sizes.push((name, renamed));
+    }
+    renamed_sizes
 }
 
 /// `NULL`, `nullptr` or `0`, cast or not (`(float*)NULL`).
