@@ -1413,10 +1413,15 @@ fn strip_element_size(bytes: &str, elements_per: &dyn Fn(&str) -> Option<(u64, u
         Some(init) if identifiers_in(bytes).count() == 1 && !bytes.contains('(') => init.trim(),
         _ => bytes,
     };
-    let bytes = expand_vector_sizes(bytes, scope);
+    let bytes = with_sizeof_parenthesised(&expand_vector_sizes(bytes, scope));
     let factors = split_top_level(&bytes, '*');
     let ratio = |f: &str| {
         let f = f.replace(' ', "");
+        // `sizeof *d_results`, `sizeof(d_results[0])`: the size of the buffer's own element.
+        let of_element = f.strip_prefix("sizeof(").and_then(|t| t.strip_suffix(')')).is_some_and(|t| t.starts_with('*') || t.ends_with("[0]"));
+        if of_element {
+            return Some((1, 1));
+        }
         f.strip_prefix("sizeof(").and_then(|t| t.strip_suffix(')')).and_then(elements_per)
     };
     let (position, (numerator, denominator)) = factors.iter().enumerate().find_map(|(i, f)| Some((i, ratio(f)?)))?;
@@ -1430,6 +1435,28 @@ fn strip_element_size(bytes: &str, elements_per: &dyn Fn(&str) -> Option<(u64, u
 
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a.max(1) } else { gcd(b, a % b) }
+}
+
+/// `sizeof *d_results` → `sizeof(*d_results)`: the operand of an unparenthesised `sizeof` is
+/// not a factor of its own.
+fn with_sizeof_parenthesised(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("sizeof") {
+        out.push_str(&rest[..at + 6]);
+        rest = &rest[at + 6..];
+        let operand = rest.trim_start();
+        if let Some(pointer) = operand.strip_prefix('*') {
+            let name_len = pointer.trim_start().find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(pointer.trim_start().len());
+            let name = &pointer.trim_start()[..name_len];
+            if !name.is_empty() {
+                out.push_str(&format!("(*{name})"));
+                rest = &pointer.trim_start()[name_len..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `h_a.size()` of a `std::vector<float> h_a(n)` → `(n)`.
@@ -1564,6 +1591,15 @@ mod tests {
         assert_eq!(dim3_arguments("dim3(512, 1)"), Some(vec!["512".to_string(), "1".to_string()]));
         assert_eq!(dim3_arguments("{16, 8}"), Some(vec!["16".to_string(), "8".to_string()]));
         assert_eq!(dim3_arguments("(n + 255) / (256)"), None);
+    }
+
+    #[test]
+    fn the_size_of_the_buffers_own_element_is_stripped_too() {
+        let scope = Scope { body: None, values: Vec::new(), point: 0 };
+        let unknown = |_: &str| None;
+        assert_eq!(strip_element_size("NUM_OF_BLOCKS * sizeof *devResults", &unknown, &scope).as_deref(), Some("NUM_OF_BLOCKS"));
+        assert_eq!(strip_element_size("n * sizeof(d_out[0])", &unknown, &scope).as_deref(), Some("n"));
+        assert_eq!(strip_element_size("sizeof(*d_out) * rows", &unknown, &scope).as_deref(), Some("rows"));
     }
 
     #[test]
