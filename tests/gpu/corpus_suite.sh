@@ -38,6 +38,10 @@ cases=(
   "cuda-samples Samples/0_Introduction/simpleStreams/simpleStreams.cu init_array"
   "cuda-samples Samples/0_Introduction/simpleP2P/simpleP2P.cu SimpleKernel"
   "cuda-samples Samples/2_Concepts_and_Techniques/shfl_scan/shfl_scan.cu shfl_scan_test"
+  "llm.c dev/cuda/fused_residual_forward.cu residual_forward_kernel1"
+  "llm.c dev/cuda/trimat_forward.cu trimul_global"
+  "cuda-samples Samples/2_Concepts_and_Techniques/scan/scan.cu scanExclusiveShared"
+  "cuda-samples Samples/0_Introduction/fp16ScalarProduct/fp16ScalarProduct.cu scalarProductKernel_native"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()
