@@ -147,6 +147,30 @@ async def test_the_spec_from_the_action_gets_diagnostics_where_values_are_still_
         assert '"?"' in line[d.range.start.character - 1 :], (line, d.range)
 
 
+async def test_a_quick_fix_writes_the_suggested_value_for_a_question_mark(client, tmp_path: Path):
+    # The RMSNorm example's spec with two values taken out.
+    spec_text = (REPO / "examples" / "rmsnorm.cutune.toml").read_text()
+    spec_text = spec_text.replace('length = "hidden"', 'length = "?"', 1).replace('value = "hidden"', 'value = "?"', 1)
+    spec_uri = (tmp_path / "rmsnorm.cutune.toml").as_uri()
+    published = await open_document(client, spec_uri, spec_text, language_id="toml")
+    unknown = [d.message for d in published.diagnostics if "is unknown" in d.message]
+    assert len(unknown) == 2, published.diagnostics
+    length_line = line_of(spec_text, 'length = "?"')
+    [fix] = await code_actions(client, spec_uri, length_line, 10)
+    assert fix.kind == types.CodeActionKind.QuickFix
+    assert fix.title == "Write `hidden * rows` for the `?`"
+    [edit] = fix.edit.changes[spec_uri]
+    assert (edit.range.start.line, edit.new_text) == (length_line, '"hidden * rows"')
+    line = spec_text.split("\n")[length_line]
+    assert line[edit.range.start.character : edit.range.end.character] == '"?"'
+    assert fix.diagnostics and "length of argument `weight` is unknown" in fix.diagnostics[0].message
+    # The scalar's suggestion is a size the spec has.
+    [fix] = await code_actions(client, spec_uri, line_of(spec_text, 'value = "?"'), 9)
+    assert fix.edit.changes[spec_uri][0].new_text == '"hidden"'
+    # Nowhere near a `?`, nothing to fix.
+    assert await code_actions(client, spec_uri, line_of(spec_text, "[[kernels.shapes]]"), 2) == []
+
+
 async def test_a_spec_with_a_syntax_error_gets_one_diagnostic_at_it(client, tmp_path: Path):
     spec_uri = (tmp_path / "broken.cutune.toml").as_uri()
     published = await open_document(client, spec_uri, "version = 1\nsource = \"x.cu\"\nkernels = [\n", language_id="toml")

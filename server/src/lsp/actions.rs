@@ -1,4 +1,5 @@
-//! Code actions: `Templatize kernel NAME`.
+//! Code actions: `Templatize kernel NAME`, and in a spec the quick fixes that write a value
+//! for a `?`.
 //!
 //! The action is offered cheaply (a lookup in the model) and its edit computed on
 //! `codeAction/resolve`, because templatize re-parses the file once per transform and editors
@@ -37,6 +38,28 @@ pub fn kernels_at(doc: &Document, start: usize, end: usize) -> Vec<String> {
         .collect();
     names.dedup();
     names
+}
+
+/// The quick fixes of a spec (`foo.cutune.toml`) within `start..end`: each `?` whose
+/// diagnostic suggests a value the spec's names make sense of gets `Write VALUE`.
+pub fn spec_quick_fixes(uri: &Uri, doc: &Document, encoding: Encoding, start: usize, end: usize) -> Vec<CodeAction> {
+    let (_, diagnostics) = spec::parse_spec(doc.text());
+    diagnostics
+        .iter()
+        .filter(|d| d.range.start <= end && start <= d.range.end)
+        .filter_map(|d| {
+            let value = d.suggestion.as_ref()?;
+            let diagnostic = convert::spec_diagnostic(doc, encoding, d);
+            let edit = TextEdit { range: diagnostic.range, new_text: format!("\"{value}\"") };
+            Some(CodeAction {
+                title: format!("Write `{value}` for the `?`"),
+                kind: Some(CodeActionKind::QUICKFIX),
+                diagnostics: Some(vec![diagnostic]),
+                edit: Some(WorkspaceEdit { changes: Some(HashMap::from([(uri.clone(), vec![edit])])), ..WorkspaceEdit::default() }),
+                ..CodeAction::default()
+            })
+        })
+        .collect()
 }
 
 pub fn unresolved_action(uri: &Uri, kernel: &str) -> CodeAction {

@@ -401,7 +401,7 @@ impl LanguageServer for Backend {
                 hover_provider: Some(HoverProviderCapability::Simple(true)),
                 document_symbol_provider: Some(OneOf::Left(true)),
                 code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
-                    code_action_kinds: Some(vec![CodeActionKind::REFACTOR_REWRITE, CodeActionKind::REFACTOR]),
+                    code_action_kinds: Some(vec![CodeActionKind::REFACTOR_REWRITE, CodeActionKind::REFACTOR, CodeActionKind::QUICKFIX]),
                     resolve_provider: Some(true),
                     ..CodeActionOptions::default()
                 })),
@@ -585,11 +585,17 @@ impl LanguageServer for Backend {
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
         let uri = params.text_document.uri;
         let open = self.open_document(&uri)?;
+        let wanted = params.context.only.as_ref();
+        let wants = |kind: &CodeActionKind| wanted.is_none_or(|kinds| kinds.iter().any(|k| kind.as_str().starts_with(k.as_str())));
+        if convert::is_spec(&uri) && wants(&CodeActionKind::QUICKFIX) {
+            let start = self.offset(&open, params.range.start)?;
+            let end = self.offset(&open, params.range.end)?;
+            let fixes = actions::spec_quick_fixes(&uri, &open.document, self.state.encoding(), start, end);
+            return Ok(Some(fixes.into_iter().map(CodeActionOrCommand::CodeAction).collect()));
+        }
         if !open.is_cuda(&uri) {
             return Ok(None);
         }
-        let wanted = params.context.only.as_ref();
-        let wants = |kind: &CodeActionKind| wanted.is_none_or(|kinds| kinds.iter().any(|k| kind.as_str().starts_with(k.as_str())));
         let start = self.offset(&open, params.range.start)?;
         let end = self.offset(&open, params.range.end)?;
         let mut response = Vec::new();

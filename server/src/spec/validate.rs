@@ -42,6 +42,8 @@ pub struct SpecDiagnostic {
     pub line: u32,
     pub column: u32,
     pub message: String,
+    /// For a `?`: the value the message suggests, which an editor can offer to write.
+    pub suggestion: Option<String>,
 }
 
 /// Parses and checks a spec. The model comes back whenever the TOML deserialises, even when
@@ -142,7 +144,7 @@ enum FieldKind {
 impl<'t> Checker<'t> {
     fn push(&mut self, severity: Severity, range: Range<usize>, message: impl Into<String>) {
         let (line, column) = line_column(self.text, range.start);
-        self.diagnostics.push(SpecDiagnostic { severity, range, line, column, message: message.into() });
+        self.diagnostics.push(SpecDiagnostic { severity, range, line, column, message: message.into(), suggestion: None });
     }
 
     /// The span of the value at `path`, or of the deepest table on the way when the key is absent.
@@ -357,6 +359,12 @@ impl<'t> Checker<'t> {
             };
             let message = format!("{} is unknown: write {wanted}, e.g. `{}`", field.what, field.example);
             self.push(Severity::Error, value_span, message);
+            // Offered to write only when it names what the spec has: `n` in a spec without `n`
+            // is an illustration, not a value.
+            let known = |w: &str| scope.contains(w) || expr::Function::from_name(w).is_some();
+            if let Some(pushed) = self.diagnostics.last_mut().filter(|_| crate::syntax::identifiers_in(&field.example).all(known)) {
+                pushed.suggestion = Some(field.example.to_string());
+            }
             return None;
         }
         let expr = match expr::parse(text) {
