@@ -10,7 +10,7 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from editor import CUTUNE_BIN, REPO, TIMEOUT_S, character, open_document
+from editor import CUTUNE_BIN, REPO, TIMEOUT_S, character, hover, open_document
 
 RMSNORM = REPO / "examples" / "rmsnorm.cu"
 
@@ -169,6 +169,11 @@ async def test_a_quick_fix_writes_the_suggested_value_for_a_question_mark(client
     assert fix.edit.changes[spec_uri][0].new_text == '"hidden"'
     # Nowhere near a `?`, nothing to fix.
     assert await code_actions(client, spec_uri, line_of(spec_text, "[[kernels.shapes]]"), 2) == []
+    # The hover on the `?` says the same, with the value.
+    shown = await hover(client, spec_uri, length_line, 10)
+    assert "length of argument `weight` is unknown" in shown.contents.value
+    assert "Quick fix: write `hidden * rows`." in shown.contents.value
+    assert await hover(client, spec_uri, line_of(spec_text, "[[kernels.shapes]]"), 2) is None
 
 
 async def test_a_spec_with_a_syntax_error_gets_one_diagnostic_at_it(client, tmp_path: Path):

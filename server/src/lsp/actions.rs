@@ -62,6 +62,21 @@ pub fn spec_quick_fixes(uri: &Uri, doc: &Document, encoding: Encoding, start: us
         .collect()
 }
 
+/// The hover on a spec's `?`: what is unknown, what to write, and the value the quick fix
+/// would write.
+pub fn spec_unknown_hover(doc: &Document, encoding: Encoding, offset: usize) -> Option<Hover> {
+    let (_, diagnostics) = spec::parse_spec(doc.text());
+    let unknown = diagnostics.iter().find(|d| d.range.contains(&offset) && doc.text()[d.range.clone()].trim_matches('"') == spec::UNKNOWN)?;
+    let mut markdown = format!("**`?`**: {}", unknown.message);
+    if let Some(value) = &unknown.suggestion {
+        markdown.push_str(&format!("\n\nQuick fix: write `{value}`."));
+    }
+    Some(Hover {
+        contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: markdown }),
+        range: Some(convert::spec_diagnostic(doc, encoding, unknown).range),
+    })
+}
+
 pub fn unresolved_action(uri: &Uri, kernel: &str) -> CodeAction {
     CodeAction {
         title: format!("{TEMPLATIZE_TITLE} {kernel}"),

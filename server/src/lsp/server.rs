@@ -558,6 +558,9 @@ impl LanguageServer for Backend {
         let position = params.text_document_position_params;
         let open = self.open_document(&position.text_document.uri)?;
         let offset = self.offset(&open, position.position)?;
+        if convert::is_spec(&position.text_document.uri) {
+            return Ok(actions::spec_unknown_hover(&open.document, self.state.encoding(), offset));
+        }
         if !open.is_cuda(&position.text_document.uri) {
             return Ok(None);
         }
