@@ -414,26 +414,7 @@ impl<'d> HostContext<'d> {
 
     /// `sizeof(floatX)` → `4`, for the types whose size is known.
     fn sizes_of_types(&self, text: &str) -> String {
-        let mut out = String::with_capacity(text.len());
-        let mut rest = text;
-        while let Some(at) = rest.find("sizeof(") {
-            let preceded_by_word = rest[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
-            let inner_end = rest[at + 7..].find(')').map(|e| at + 7 + e);
-            let bytes = inner_end.filter(|_| !preceded_by_word).and_then(|end| size_of_type(&self.resolve_type(&rest[at + 7..end])).map(|b| (end, b)));
-            match bytes {
-                Some((end, b)) => {
-                    out.push_str(&rest[..at]);
-                    out.push_str(&b.to_string());
-                    rest = &rest[end + 1..];
-                }
-                None => {
-                    out.push_str(&rest[..at + 7]);
-                    rest = &rest[at + 7..];
-                }
-            }
-        }
-        out.push_str(rest);
-        out
+        replace_calls(text, "sizeof", |inner| size_of_type(&self.resolve_type(inner)).map(|b| b.to_string()))
     }
 
     /// The value of a size named at the launch, along each call path that gives one.
@@ -1167,35 +1148,25 @@ fn expression_functions_of(text: &str, root: Node) -> Vec<(String, (Vec<String>,
 
 /// Where the `<` that the `>` just past `text` closes is.
 fn matching_open_angle(text: &str) -> Option<usize> {
-    let mut depth = 1;
-    for (i, c) in text.char_indices().rev() {
-        match c {
-            '>' => depth += 1,
-            '<' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
+    balancing_position(text.char_indices().rev(), '>', '<', 1)
 }
 
 /// The index of the `)` that closes the `(` `text` starts with.
 fn matching_paren(text: &str) -> Option<usize> {
-    let mut depth = 0;
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
+    balancing_position(text.char_indices(), '(', ')', 0)
+}
+
+/// The position, walking `chars`, where `closing` brings the nesting (`depth` to start with,
+/// one deeper at each `opening`) back to zero.
+fn balancing_position(chars: impl Iterator<Item = (usize, char)>, opening: char, closing: char, mut depth: i32) -> Option<usize> {
+    for (i, c) in chars {
+        if c == opening {
+            depth += 1;
+        } else if c == closing {
+            depth -= 1;
+            if depth == 0 {
+                return Some(i);
             }
-            _ => {}
         }
     }
     None
@@ -1511,25 +1482,32 @@ fn is_integer_type(text: &str) -> bool {
 /// `ceil(n / (float)block)` and `ceil(float(n) / block)` → `ceil_div(n, block)`: a division made
 /// in floating point only to round up. Other `ceil`s stay.
 fn ceil_divisions(text: &str) -> String {
+    replace_calls(text, "ceil", |inner| {
+        let inner = without_float_casts(inner);
+        let [dividend, divisor] = split_top_level(&inner, '/')[..] else { return None };
+        Some(format!("ceil_div({}, {})", strip_outer_parens(dividend), strip_outer_parens(divisor)))
+    })
+}
+
+/// Each call `function(inner)` in `text` (not the tail of a longer name) replaced by what
+/// `replace` makes of `inner`; calls it gives `None` for stay.
+fn replace_calls(text: &str, function: &str, replace: impl Fn(&str) -> Option<String>) -> String {
+    let opening = format!("{function}(");
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(at) = rest.find("ceil(") {
+    while let Some(at) = rest.find(&opening) {
         let is_call = !rest[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
-        let inner_end = matching_paren(&rest[at + 4..]).map(|e| at + 4 + e);
-        let division = inner_end.filter(|_| is_call).and_then(|end| {
-            let inner = without_float_casts(&rest[at + 5..end]);
-            let [dividend, divisor] = split_top_level(&inner, '/')[..] else { return None };
-            Some((end, format!("ceil_div({}, {})", strip_outer_parens(dividend), strip_outer_parens(divisor))))
-        });
-        match division {
-            Some((end, replaced)) => {
+        let open = at + function.len();
+        let replaced = matching_paren(&rest[open..]).map(|e| open + e).filter(|_| is_call).and_then(|close| Some((close, replace(&rest[open + 1..close])?)));
+        match replaced {
+            Some((close, replacement)) => {
                 out.push_str(&rest[..at]);
-                out.push_str(&replaced);
-                rest = &rest[end + 1..];
+                out.push_str(&replacement);
+                rest = &rest[close + 1..];
             }
             None => {
-                out.push_str(&rest[..at + 5]);
-                rest = &rest[at + 5..];
+                out.push_str(&rest[..open + 1]);
+                rest = &rest[open + 1..];
             }
         }
     }
