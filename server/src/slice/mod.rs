@@ -251,24 +251,29 @@ pub fn includer_prelude(file: &Path) -> Option<(PathBuf, String)> {
     let mut siblings: Vec<PathBuf> = std::fs::read_dir(dir).ok()?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file() && p.file_name() != file.file_name()).collect();
     siblings.sort();
     let is_source = |p: &Path| p.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "cu" | "cuh" | "cpp" | "cc" | "h" | "hpp"));
+    let written = format!("\"{name}\"");
     siblings.into_iter().filter(|p| is_source(p)).find_map(|path| {
         let text = std::fs::read_to_string(&path).ok()?;
-        let at = text.split_inclusive('\n').scan(0, |offset, line| {
-            let start = *offset;
-            *offset += line.len();
-            Some((start, line))
-        });
-        let include = at.filter(|(_, line)| line.trim_start().strip_prefix('#').map(str::trim_start).and_then(|l| l.strip_prefix("include")).map(str::trim).is_some_and(|w| w.trim_matches('"') == name || w.starts_with(&format!("\"{name}\""))));
-        let (start, _) = include.into_iter().next()?;
-        Some((path, text[..start].to_string()))
+        let mut start = 0;
+        for line in text.split_inclusive('\n') {
+            if quoted_include(line).is_some_and(|w| w.starts_with(&written)) {
+                return Some((path, text[..start].to_string()));
+            }
+            start += line.len();
+        }
+        None
     })
+}
+
+/// What `#include "name"` writes after `include` (`"name"`, with what follows on the line).
+fn quoted_include(line: &str) -> Option<&str> {
+    line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include").map(str::trim).filter(|w| w.starts_with('"'))
 }
 
 fn inline_into(text: &str, dir: Option<&Path>, opts: &SliceOptions, seen: &mut BTreeSet<PathBuf>, depth: usize) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
-        let written = line.trim_start().strip_prefix('#').map(str::trim_start).and_then(|l| l.strip_prefix("include")).map(str::trim).filter(|w| w.starts_with('"'));
-        let header = written.and_then(|w| match includes::classify(w.split_once("//").map_or(w, |(a, _)| a).trim(), dir, &opts.include_dirs) {
+        let header = quoted_include(line).and_then(|w| match includes::classify(w.split_once("//").map_or(w, |(a, _)| a).trim(), dir, &opts.include_dirs) {
             Verdict::Local(path) => Some(path.canonicalize().unwrap_or(path)),
             _ => None,
         });

@@ -1388,12 +1388,12 @@ fn strip_element_size(bytes: &str, elements_per: &dyn Fn(&str) -> Option<(u64, u
     let factors = split_top_level(&bytes, '*');
     let ratio = |f: &str| {
         let f = f.replace(' ', "");
+        let operand = f.strip_prefix("sizeof(")?.strip_suffix(')')?;
         // `sizeof *d_results`, `sizeof(d_results[0])`: the size of the buffer's own element.
-        let of_element = f.strip_prefix("sizeof(").and_then(|t| t.strip_suffix(')')).is_some_and(|t| t.starts_with('*') || t.ends_with("[0]"));
-        if of_element {
+        if operand.starts_with('*') || operand.ends_with("[0]") {
             return Some((1, 1));
         }
-        f.strip_prefix("sizeof(").and_then(|t| t.strip_suffix(')')).and_then(elements_per)
+        elements_per(operand)
     };
     let (position, (numerator, denominator)) = factors.iter().enumerate().find_map(|(i, f)| Some((i, ratio(f)?)))?;
     let mut rest: Vec<String> = factors.iter().enumerate().filter(|(i, _)| *i != position).map(|(_, f)| strip_casts_everywhere(f.trim())).collect();
@@ -1416,13 +1416,11 @@ fn with_sizeof_parenthesised(text: &str) -> String {
     while let Some(at) = rest.find("sizeof") {
         out.push_str(&rest[..at + 6]);
         rest = &rest[at + 6..];
-        let operand = rest.trim_start();
-        if let Some(pointer) = operand.strip_prefix('*') {
-            let name_len = pointer.trim_start().find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(pointer.trim_start().len());
-            let name = &pointer.trim_start()[..name_len];
-            if !name.is_empty() {
-                out.push_str(&format!("(*{name})"));
-                rest = &pointer.trim_start()[name_len..];
+        if let Some(pointer) = rest.trim_start().strip_prefix('*').map(str::trim_start) {
+            let name_len = pointer.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(pointer.len());
+            if name_len > 0 {
+                out.push_str(&format!("(*{})", &pointer[..name_len]));
+                rest = &pointer[name_len..];
             }
         }
     }
@@ -1517,14 +1515,8 @@ fn replace_calls(text: &str, function: &str, replace: impl Fn(&str) -> Option<St
 
 /// `n / (float)block` → `n / block`, and `float(n)`, `(double)n` the same.
 fn without_float_casts(text: &str) -> String {
-    let mut out = text.replace("(float)", "").replace("(double)", "");
-    for function in ["float(", "double("] {
-        while let Some(at) = out.find(function).filter(|&at| !out[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_')) {
-            let Some(end) = matching_paren(&out[at + function.len() - 1..]).map(|e| at + function.len() - 1 + e) else { break };
-            out = format!("{}({}){}", &out[..at], &out[at + function.len()..end], &out[end + 1..]);
-        }
-    }
-    out
+    let out = text.replace("(float)", "").replace("(double)", "");
+    ["float", "double"].iter().fold(out, |out, function| replace_calls(&out, function, |inner| Some(format!("({inner})"))))
 }
 
 pub(super) fn rename_identifiers_in(text: &str, rename: impl Fn(&str) -> Option<String>) -> String {

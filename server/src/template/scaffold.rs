@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use tree_sitter::Node;
 
 use super::bounds::guarded_length;
-use super::host::HostContext;
+use super::host::{HostContext, LaunchChoice};
 use crate::slice::{device_slice, SliceOptions};
 use crate::spec::{expr, sha256_hex, ArgSpec, Baseline, Dtype, Init, KernelSpec, ParamKind, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
 use crate::syntax::host::{declared_name, driver_launches};
@@ -247,17 +247,18 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
             names.push(name);
         }
     }
-    let mut choices: Vec<ParamSpec> = names
+    let found: Vec<(&str, LaunchChoice)> = names.into_iter().filter_map(|name| Some((name, host.launch_choice(name)?))).collect();
+    let swept = found.iter().any(|(_, choice)| !choice.sweep.is_empty());
+    let mut choices: Vec<ParamSpec> = found
         .into_iter()
-        .filter_map(|name| {
-            let choice = host.launch_choice(name)?;
-            let values = if choice.sweep.is_empty() { block_values(block, name, choice.default) } else { choice.sweep.clone() };
-            Some(ParamSpec { name: name.to_string(), kind: ParamKind::Launch, default: choice.default, values, origin: choice.origin })
+        .map(|(name, choice)| {
+            let values = if choice.sweep.is_empty() { block_values(block, name, choice.default) } else { choice.sweep };
+            ParamSpec { name: name.to_string(), kind: ParamKind::Launch, default: choice.default, values, origin: choice.origin }
         })
         .collect();
     // Two or more extents (`dim3 threads(TILE_X, TILE_Y)`): each over the powers of two, the
-    // block's threads bounded together.
-    if choices.len() < 2 || choices.iter().any(|c| c.origin.contains("swept")) {
+    // block's threads bounded together. A program's own sweep stays as it is.
+    if choices.len() < 2 || swept {
         return (choices, Vec::new());
     }
     for choice in &mut choices {
@@ -449,9 +450,8 @@ fn deduced_type(k: &Kernel, name: &str, launch: &LaunchSite, host: &HostContext)
 /// The spec of the kernel parameter `p`, whose element type is `element` (its type, with the
 /// instantiation's type for a template parameter). A buffer's length comes from its allocation
 /// in the host code, else from the bounds the kernel checks its index against, which may name
-/// the kernel's `scalars`.
-/// The argument's spec, and whether its length is in the host's names (from an allocation) rather
-/// than the kernel's (from its own bounds).
+/// the kernel's `scalars`. Returns the spec and whether its length is in the host's names (from
+/// an allocation) rather than the kernel's (from its own bounds).
 fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_launch: Option<&str>, host: Option<&HostContext>, scalars: &[&str]) -> (ArgSpec, bool) {
     let base_type = host.map_or_else(|| element.to_string(), |h| h.resolve_type(element));
     let number = dtype_of(&base_type);
