@@ -40,6 +40,8 @@ enum Command {
     Verify(cutune::cli::verify::VerifyArgs),
     /// Measure the search strategies' sample efficiency on recorded spaces (replays).
     BenchSearch(cutune::cli::search_bench::SearchBenchArgs),
+    /// Run a program (or read a PyTorch or Nsight Systems profile) and rank its kernels by share of GPU time; capture their launches.
+    Profile(cutune::cli::profile::ProfileArgs),
     /// Check that this machine can compile kernels (NVRTC) and measure them (CUDA driver, GPU).
     Doctor(cutune::cli::doctor::DoctorArgs),
     /// Measure the GPU's speed-of-light ceilings (copy bandwidth, FP32 and FP16 rates), cached per device.
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
         Command::Survey(args) => cutune::cli::survey::run(&args),
         Command::Slice(args) => cutune::cli::slice::run(&args),
         Command::Doctor(args) => cutune::cli::doctor::run(&args),
+        Command::Profile(args) => cutune::cli::profile::run(&args),
         Command::Ceilings(args) => cutune::cli::ceilings::run(&args),
         Command::Tune(args) => cutune::cli::tune::run(&args),
         Command::Verify(args) => cutune::cli::verify::run(&args),

@@ -7,6 +7,7 @@ pub mod templatize;
 pub mod spec;
 pub mod slice;
 pub mod doctor;
+pub mod profile;
 pub mod search_bench;
 pub mod survey;
 pub mod tune;

@@ -309,6 +309,12 @@ fn cccl_include_dir_for(library: &Path, include_dir: Option<&Path>) -> Option<Pa
     candidates.into_iter().flatten().find(|dir| dir.join(MARKER).is_file()).map(|dir| std::fs::canonicalize(&dir).unwrap_or(dir))
 }
 
+/// The site-packages folders [`locate`] searches, in its order: where pip puts NVIDIA's
+/// libraries (NVRTC, CUPTI).
+pub fn site_packages() -> Vec<PathBuf> {
+    site_packages_dirs(&mut Vec::new()).into_iter().map(|(_, dir)| dir).collect()
+}
+
 /// Site-packages directories that may hold pip's `nvidia-cuda-nvrtc-cu12`: the active virtual
 /// environment's, the nearest `.venv`'s, then `python3`'s own (user and system site dirs).
 fn site_packages_dirs(attempts: &mut Vec<Attempt>) -> Vec<(String, PathBuf)> {

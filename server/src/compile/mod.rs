@@ -19,7 +19,7 @@ mod program;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
-pub use locate::{Attempt, NvrtcNotFound, INSTALL_HINT, NVRTC_ENV};
+pub use locate::{site_packages, Attempt, NvrtcNotFound, INSTALL_HINT, NVRTC_ENV};
 pub use pool::{Built, CompilePool, Compiled, CubinCache, Failed};
 pub use log::{failure_reason, parse_diagnostics, parse_resources, FailureReason, STATIC_SHARED_LIMIT, CompileDiagnostic, KernelResources, Severity};
 

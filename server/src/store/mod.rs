@@ -8,6 +8,7 @@
 
 mod codec;
 mod error;
+mod profiles;
 mod schema;
 mod t4;
 
@@ -23,6 +24,7 @@ use crate::gpu::{Outcome, RunnerSource, Verdict};
 use crate::space::Configuration;
 
 pub use error::StoreError;
+pub use profiles::KernelShare;
 
 /// Seconds since the Unix epoch: how the store dates runs and evaluations.
 pub fn unix_now() -> i64 {

@@ -85,6 +85,26 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE INDEX verifications_by_key ON verifications (kernel, source_sha256, problems_sha256, device, nvrtc, configuration);",
     // 4: a run's speed-of-light bound and the ceilings it came from, as JSON (`sol::RunBound`).
     "ALTER TABLE runs ADD COLUMN sol TEXT;",
+    // 5: profiles of programs (`cutune profile`) and their kernels' shares of GPU time.
+    "CREATE TABLE profiles (
+        id INTEGER PRIMARY KEY,
+        origin TEXT NOT NULL,
+        gpu_ns INTEGER NOT NULL,
+        kernel_ns INTEGER NOT NULL,
+        profiled_at INTEGER NOT NULL
+    );
+    CREATE TABLE profile_kernels (
+        profile_id INTEGER NOT NULL REFERENCES profiles (id),
+        name TEXT NOT NULL,
+        display TEXT NOT NULL,
+        launches INTEGER NOT NULL,
+        total_ns INTEGER NOT NULL,
+        share REAL NOT NULL,
+        file TEXT,
+        line INTEGER,
+        kernel TEXT
+    );
+    CREATE INDEX profile_kernels_by_kernel ON profile_kernels (kernel, file);",
 ];
 
 /// The version this cutune writes.

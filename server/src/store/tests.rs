@@ -314,7 +314,7 @@ fn a_database_of_a_newer_cutune_is_refused() {
     Connection::open(&path).and_then(|c| c.pragma_update(None, "user_version", schema::SCHEMA_VERSION + 1)).expect("bump version");
     let error = Store::open_file(&path).err().expect("newer schema refused");
     assert!(matches!(error, StoreError::NewerSchema { .. }), "{error:?}");
-    assert!(error.to_string().contains("was written by a newer cutune (schema version 5; this cutune knows up to 4)"), "{error}");
+    assert!(error.to_string().contains("was written by a newer cutune (schema version 6; this cutune knows up to 5)"), "{error}");
 }
 
 #[test]
@@ -435,4 +435,28 @@ fn a_failed_verification_takes_a_configuration_out_of_best_until_it_passes_again
     store.record_verification(&key("s1"), &verification(config(256, 1), true, 3)).expect("verified");
     assert_eq!(store.verifications(&key("s1")).expect("verifications"), [verification(config(512, 4), true, 2), verification(config(256, 1), true, 3)], "the latest of each");
     assert_eq!(store.best(&key("s1")).expect("best"), Some(fast));
+}
+
+#[test]
+fn a_profile_gives_each_workspace_kernel_its_latest_share() {
+    use crate::profile::{rank, GpuTimes, KernelTime, SourceKernel};
+    let store = Store::open_file(&scratch("profile").join("results.db")).expect("store");
+    let profile = |big_ns: u64| {
+        let mut ranking = rank(&GpuTimes {
+            kernels: vec![
+                KernelTime { name: "_Z5scalePffi".into(), launches: 3, total_ns: big_ns },
+                KernelTime { name: "_Z5tinyv".into(), launches: 1, total_ns: 100 },
+            ],
+            other_ns: 0,
+        });
+        ranking.kernels[0].source = Some(SourceKernel { file: "/w/app.cu".into(), line: 3, kernel: "scale".into() });
+        ranking
+    };
+    assert_eq!(store.kernel_share("/w/app.cu", "scale").expect("query"), None);
+    store.record_profile("./app", &profile(300)).expect("first");
+    store.record_profile("./app --big", &profile(900)).expect("second");
+    let share = store.kernel_share("/w/app.cu", "scale").expect("query").expect("profiled");
+    assert_eq!((share.origin.as_str(), share.total_ns, share.launches), ("./app --big", 900, 3));
+    assert!((share.share - 0.9).abs() < 1e-12);
+    assert_eq!(store.kernel_share("/w/other.cu", "scale").expect("query"), None, "the same name in another file is another kernel");
 }

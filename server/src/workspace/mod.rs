@@ -197,6 +197,11 @@ impl Workspace {
     pub fn kernel_files(&self) -> impl Iterator<Item = &Path> {
         self.files.iter().filter(|(_, e)| e.has_kernels).map(|(p, _)| p.as_path())
     }
+
+    /// The files that may define a kernel called `name`.
+    pub fn kernel_files_mentioning<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Path> {
+        self.files.iter().filter(move |(_, e)| e.has_kernels && e.mentions(name)).map(|(p, _)| p.as_path())
+    }
 }
 
 /// How many leading path components `a` and `b` share.
