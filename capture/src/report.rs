@@ -100,6 +100,11 @@ pub struct BlobRange {
 }
 
 impl CapturedParam {
+    /// The argument at `offset` in the parameter buffer, whose bytes are `value`.
+    pub fn new(offset: u64, value: &[u8], buffer: Option<CapturedBuffer>) -> CapturedParam {
+        CapturedParam { offset, size: value.len() as u64, value: hex::encode(value), buffer }
+    }
+
     pub fn value_bytes(&self) -> Result<Vec<u8>, String> {
         hex::decode(&self.value).map_err(|e| format!("value `{}` is not hex: {e}", self.value))
     }
@@ -227,6 +232,32 @@ impl CaptureFile {
             .and_then(|_| file.read_exact(&mut bytes))
             .map_err(|e| fail(format!("cannot read a blob: {e}")))?;
         Ok(bytes)
+    }
+}
+
+impl CaptureFile {
+    /// Whether two blobs hold the same bytes (a buffer before and after the kernel), read a
+    /// piece at a time.
+    pub fn blobs_equal(&self, a: BlobRange, b: BlobRange) -> Result<bool, CaptureError> {
+        const PIECE: u64 = 16 << 20;
+        if a.len != b.len {
+            return Ok(false);
+        }
+        let mut at = 0;
+        while at < a.len {
+            let len = (a.len - at).min(PIECE);
+            let piece = |r: BlobRange| self.read_blob(BlobRange { offset: r.offset + at, len });
+            if piece(a)? != piece(b)? {
+                return Ok(false);
+            }
+            at += len;
+        }
+        Ok(true)
+    }
+
+    /// Where a blob starts in the file.
+    pub fn file_offset(&self, range: BlobRange) -> u64 {
+        PREFIX_BYTES + range.offset
     }
 }
 

@@ -22,6 +22,7 @@ fn buffer(name: &str, n: u64, role: Role) -> Arg {
         role,
         init: Init::Uniform { low: -1.0, high: 1.0 },
         tolerance: Dtype::F32.default_tolerance(),
+        data: None,
     }
 }
 

@@ -8,6 +8,8 @@
 #   3. tests/gpu/profile/inline_scale.py, a PyTorch program whose kernel comes from the
 #      workspace through load_inline: ranked, found and captured (--capture 1);
 #   2b. the time to capture 256 MiB of arguments;
+#   3b. templatize of that kernel, filled from the capture (no hand edit), and a tune whose
+#      candidates are checked on the captured inputs too, with the winner verified;
 #   4. the profiler's overhead on the program's wall time (median of 5, with and without).
 # Reports go to $OUT (or ./gpu-out). The capture library must be beside the binary.
 #   CUTUNE=target/release/cutune bash tests/gpu/profile_suite.sh
@@ -97,6 +99,28 @@ ours = [k for k in kernels if k["source"]]
 assert ours and ours[0]["kernel"]["base"] == "scale_rows" and ours[0]["launches"] == 20, ours
 assert [c["kernel"] for c in report["captures"]] == ["scale_rows"], report["captures"]
 print("torch PASS; problems:", report["problems"])
+EOF
+
+echo "== 3b. tune scale_rows on its captured launch, with no hand edit to the spec"
+"$cutune" templatize "$root/inline_scale.cu" --kernel scale_rows --write 2> "$out/templatize.err" || status=1
+cp "$root/inline_scale.cutune.toml" "$out/" 2>/dev/null
+"$cutune" spec check "$root/inline_scale.cutune.toml" > "$out/spec_check.txt" 2>&1 || status=1
+"$cutune" tune "$root/inline_scale.cu" --kernel scale_rows --budget 24 --json > "$out/tune.json" 2> "$out/tune.err" || status=1
+python3 - "$out/tune.json" "$root/inline_scale.cutune.toml" <<'EOF' || status=1
+import json, sys, tomllib
+report = json.load(open(sys.argv[1]))
+[kernel] = tomllib.load(open(sys.argv[2], "rb"))["kernels"]
+print("spec shapes", kernel["shapes"], "captures", [c["file"] for c in kernel.get("captures", [])])
+assert kernel["shapes"] == [{"cols": 2048, "rows": 4096}], kernel["shapes"]
+assert len(kernel["captures"]) == 1, kernel
+# One problem per shape, then the captured launch on the program's own data.
+assert len(report["baseline"]) == 2, report["baseline"]
+best, verification = report["best"], report["verification"]
+print("baseline", [round(t["median_us"], 2) for t in report["baseline"]], "µs; best", best["config"] if best else None,
+      "speedup", best and best.get("speedup"), "; stop:", report["stop_reason"])
+failed = [c for c in verification["cases"] if c["status"] == "fail"] if verification else None
+assert best and verification and not failed, (verification, failed)
+print("tune on captured data PASS:", len(report["rows"]), "evaluations, failures", report["failures"])
 EOF
 
 echo "== 4. overhead"

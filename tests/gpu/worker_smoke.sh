@@ -4,6 +4,7 @@
 #   - `hello` reports the device's limits;
 #   - a correct candidate passes; a wrong one mismatches at the right index; one that skips an
 #     element shows the NaN poison there; in-out buffers are restored before every check;
+#   - a captured launch's bytes (`data`) replace an input's seeded fill, as far as they reach;
 #   - a launch the driver refuses is a `launch` failure and the worker goes on;
 #   - dynamic shared memory above 48 KiB works (the opt-in is set);
 #   - a kernel whose parameters do not match the spec's arguments is refused before launching;
@@ -81,6 +82,11 @@ extern "C" __global__ void poke_bytes(unsigned char* out, const unsigned char* i
     for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < bytes; i += (unsigned long long)gridDim.x * blockDim.x)
         out[i] = i == at * size + size - 1 ? in[i] ^ 0x40 : in[i];
 }
+// Right except where the input holds 7, which seeded data never does but a capture can.
+extern "C" __global__ void scale_but_sevens(float* out, const float* in, int n, float k) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] == 7.0f ? 0.0f : in[i] * k;
+}
 // y += x: an in-out buffer, so every checked run must start from the same y.
 extern "C" __global__ void accumulate(float* y, const float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -92,7 +98,7 @@ EOF
 "$nvcc" -cubin -arch="$ARCH" -O3 -o "$work/harness.cubin" "$repo/server/src/gpu/harness.cu"
 
 PYTHONUNBUFFERED=1 python3 - "$cutune" "$work/kernels.cubin" "$work" "$work/harness.cubin" <<'EOF'
-import json, os, select, signal, subprocess, sys, time
+import json, os, select, signal, struct, subprocess, sys, time
 
 cutune, cubin, work, harness = sys.argv[1:5]
 failures = []
@@ -267,6 +273,25 @@ check(prepared and prepared["response"] == "prepared", "a second prepare replace
 outcome = measure(worker, kernel("accumulate"))
 check(outcome["outcome"] == "measured" and outcome["verdict"]["status"] == "pass",
       "an in-out kernel matches itself (its buffer is restored first)", outcome)
+
+# A captured launch's input: its bytes, at their offset in the capture file, replace the seeded
+# fill as far as they reach. A kernel wrong only where the input holds 7 shows it.
+SEVENS = 1000
+capture_file = os.path.join(work, "sevens.cutcap")
+with open(capture_file, "wb") as f:
+    f.write(b"\0" * 20 + struct.pack(f"<{SEVENS}f", *[7.0] * SEVENS))
+captured_in = dict(buffer("in", SIZES[0], "input"), data={"file": capture_file, "offset": 20, "bytes": 4 * SEVENS})
+captured = [dict(SCALE_PROBLEMS[0], label="captured", args=[SCALE_PROBLEMS[0]["args"][0], captured_in, *SCALE_PROBLEMS[0]["args"][2:]])]
+one_launch = [kernel("scale")["launches"][0]]
+prepare(worker)
+outcome = measure(worker, kernel("scale_but_sevens"))
+check(outcome["outcome"] == "measured" and outcome["verdict"]["status"] == "pass", "seeded data holds no 7: the kernel passes", outcome)
+prepared = prepare(worker, captured, "scale", one_launch)
+outcome = measure(worker, {"module": {"cubin": cubin, "function": "scale_but_sevens"}, "launches": one_launch})
+verdict = outcome.get("verdict", {})
+check(prepared and prepared["response"] == "prepared" and verdict.get("status") == "mismatch" and verdict.get("index") == 0
+      and verdict.get("mismatches") == SEVENS and verdict.get("expected") == 17.5,
+      f"on the captured input the {SEVENS} sevens are the mismatches", (prepared, outcome))
 
 # Every dtype: data drawn on the device within its distribution, compared on the device.
 DTYPES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "fp8e4m3": 1, "fp8e5m2": 1,

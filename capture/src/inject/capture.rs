@@ -136,14 +136,12 @@ fn begin(runtime: &Runtime, symbol: &str, launch: &Launch) -> Result<Option<Pend
         .iter()
         .zip(&values)
         .zip(&allocations)
-        .map(|((&(offset, size), value), allocation)| CapturedParam {
-            offset,
-            size,
-            value: hex::encode(value),
-            buffer: allocation.map(|(base, bytes)| {
+        .map(|((&(offset, _), value), allocation)| {
+            let buffer = allocation.map(|(base, bytes)| {
                 let address = u64::from_le_bytes(value.as_slice().try_into().expect("8 bytes"));
                 CapturedBuffer { allocation_base: base, allocation_bytes: bytes, bytes: base + bytes - address, before: None, after: None }
-            }),
+            });
+            CapturedParam::new(offset, value, buffer)
         })
         .collect();
     let total: u64 = params.iter().filter_map(|p| p.buffer.as_ref()).map(|b| b.bytes).sum();

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use cutune_capture::report::CaptureFile;
 
 use crate::profile::run::{self, CaptureRequest};
-use crate::profile::{self, import, locate_kernels, rank, Origin, Ranking};
+use crate::profile::{self, captured, import, locate_kernels, rank, Origin, Ranking};
 use crate::store::Store;
 use crate::workspace::{find_root, Limits, Workspace};
 
@@ -19,11 +19,11 @@ pub struct ProfileArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "command")]
     import: Option<PathBuf>,
     /// Capture launches of this kernel (its source name or mangled name); repeatable.
-    #[arg(long = "kernel", value_name = "NAME")]
+    #[arg(long = "kernel", value_name = "NAME", conflicts_with = "import")]
     kernels: Vec<String>,
     /// Capture the N workspace kernels with the largest shares: the program runs twice, once to
     /// rank, once to capture.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "import")]
     capture: usize,
     /// Distinct launch shapes to capture per kernel.
     #[arg(long, value_name = "K", default_value_t = 1)]
@@ -85,9 +85,6 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     let mut captured = run;
     if args.capture > 0 && args.kernels.is_empty() {
         let chosen: Vec<String> = ranking.kernels.iter().filter(|k| k.source.is_some()).take(args.capture).map(|k| k.name.clone()).collect();
-        if args.import.is_some() {
-            bail!("--capture runs the program; with --import there is none to run (give the command after `--` instead)");
-        }
         if chosen.is_empty() {
             problems.push("no kernel of the workspace ran, so none was captured".into());
         } else {
@@ -147,7 +144,7 @@ fn never_launched(wanted: &[String], ranking: &Ranking) -> Vec<String> {
 
 /// Moves captures into `<root>/.cutune/captures/`, named after their kernel; never overwrites.
 fn save_captures(root: &Path, captures: &[CaptureFile], ranking: &Ranking) -> Result<Vec<SavedCapture>> {
-    let folder = root.join(".cutune").join("captures");
+    let folder = captured::captures_folder(root);
     if !captures.is_empty() {
         std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
     }
@@ -160,7 +157,7 @@ fn save_captures(root: &Path, captures: &[CaptureFile], ranking: &Ranking) -> Re
             .find(|k| k.name == header.kernel)
             .map(|k| k.kernel.base.clone())
             .unwrap_or_else(|| profile::kernel_name(&header.kernel).base);
-        let stem: String = base.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+        let stem = captured::capture_stem(&base);
         let path = (0..).map(|i| folder.join(format!("{stem}-{i}.cutcap"))).find(|p| !p.exists()).expect("an unused name");
         move_file(&capture.path, &path)?;
         saved.push(SavedCapture {

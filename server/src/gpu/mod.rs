@@ -120,12 +120,25 @@ pub enum Arg {
         init: Init,
         /// How outputs are compared with the baseline's.
         tolerance: Tolerance,
+        /// Inputs and in-outs of a captured launch: the program's own bytes, which replace
+        /// `init` (as far as they reach).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data: Option<CapturedData>,
     },
     Scalar {
         name: String,
         dtype: Dtype,
         value: f64,
     },
+}
+
+/// Where a buffer's initial bytes lie in a capture file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CapturedData {
+    pub file: PathBuf,
+    /// From the start of the file.
+    pub offset: u64,
+    pub bytes: u64,
 }
 
 /// One problem size: the arguments, filled with seeded random data the same way for the

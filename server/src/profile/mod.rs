@@ -8,6 +8,7 @@
 mod demangle;
 pub mod import;
 mod locate;
+pub mod captured;
 pub mod run;
 
 use std::collections::BTreeMap;

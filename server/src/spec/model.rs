@@ -50,7 +50,20 @@ pub struct KernelSpec {
     pub verify: VerifySpec,
     #[serde(default)]
     pub sol: SolSpec,
+    /// Launches captured from the running program (`cutune profile`): each is measured and
+    /// checked on the program's own data, besides the shapes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captures: Vec<CaptureSpec>,
     pub baseline: Baseline,
+}
+
+/// A captured launch: the file holding its arguments and buffers, relative to the spec, and
+/// the sizes it ran with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureSpec {
+    pub file: String,
+    pub shape: Shape,
 }
 
 fn zero() -> String {

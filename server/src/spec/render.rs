@@ -90,6 +90,12 @@ fn render_kernel(out: &mut String, kernel: &KernelSpec) {
             let _ = writeln!(out, "compute = {}", string(compute.as_str()));
         }
     }
+    for capture in &kernel.captures {
+        out.push_str("\n[[kernels.captures]]\n");
+        let _ = writeln!(out, "file = {}", string(&capture.file));
+        let sizes: Vec<String> = capture.shape.iter().map(|(name, value)| format!("{} = {value}", key(name))).collect();
+        let _ = writeln!(out, "shape = {{ {} }}", sizes.join(", "));
+    }
     out.push_str("\n[kernels.baseline]\n");
     let _ = writeln!(out, "sha256 = {}", string(&kernel.baseline.sha256));
     let _ = writeln!(out, "source = {}", block_string(&kernel.baseline.source));

@@ -140,6 +140,7 @@ pub fn import_t1(json_text: &str) -> Result<T1Import> {
         restrictions,
         verify: VerifySpec::default(),
         sol: SolSpec::default(),
+        captures: Vec::new(),
         baseline: Baseline { sha256: UNKNOWN.to_string(), source: UNKNOWN.to_string() },
     };
     Ok(T1Import { spec: SpecFile { version: 1, source, kernels: vec![kernel] }, notes: notes.0 })

@@ -277,6 +277,33 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     Ok(Templatized { kernel: kernel.to_string(), text: current.text().to_string(), edits, spec, reports })
 }
 
+/// Fills the spec of `result` from the launches `cutune profile` captured under the workspace
+/// `root` (sizes, grid, lengths, template arguments the source could not give), and reports
+/// what each capture filled. The spec names the captures relative to its own folder, beside
+/// `source_file`.
+pub fn fill_from_captures(result: &mut Templatized, root: &Path, source_file: &Path) {
+    let spec_path = crate::spec::spec_path_for(source_file);
+    let spec_dir = spec_path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let spec_dir = spec_dir.canonicalize().unwrap_or_else(|_| spec_dir.to_path_buf());
+    for capture in crate::profile::captured::captures_of(root, &result.kernel) {
+        let capture = match capture {
+            Ok(capture) => capture,
+            Err(why) => {
+                result.reports.push(transform_report("capture", Status::Refused, format!("not used: {why}"), Vec::new()));
+                continue;
+            }
+        };
+        let absolute = capture.path.canonicalize().unwrap_or_else(|_| capture.path.clone());
+        let file = pathdiff::diff_paths(&absolute, &spec_dir).unwrap_or(absolute).to_string_lossy().into_owned();
+        let report = match crate::profile::captured::apply(&mut result.spec, &capture, &file) {
+            Ok(notes) if notes.is_empty() => transform_report("capture", Status::Applied, format!("the launch captured in {file} agrees with the source; tuning also runs on its data"), Vec::new()),
+            Ok(notes) => transform_report("capture", Status::Applied, format!("from the launch captured in {file}: {}", notes.join("; ")), Vec::new()),
+            Err(why) => transform_report("capture", Status::Refused, why, Vec::new()),
+        };
+        result.reports.push(report);
+    }
+}
+
 /// Where the spec's launch was read, and the host program's launch choices lifted from it.
 fn launch_report(inferred: &scaffold::Inferred) -> TransformReport {
     let Some(found) = &inferred.launch else {

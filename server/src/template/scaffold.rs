@@ -192,6 +192,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         restrictions,
         verify: VerifySpec { tolerances: Vec::new(), deterministic, contiguous: None },
         sol: SolSpec::default(),
+        captures: Vec::new(),
         baseline: Baseline { sha256: sha256_hex(&source), source },
     };
     Inferred { spec, launch: launch_found }

@@ -20,10 +20,24 @@ use crate::template;
 /// The kernel's spec and the templatized source: from `spec_path` (default: the spec beside the
 /// file) when it has this kernel, else from templatizing `text` in memory. The note says when
 /// the source was templatized in memory, for the user's log.
+/// Capture files in the spec are named relative to it; the returned spec names them in full.
 pub fn kernel_and_source(file: &Path, kernel_name: &str, spec_path: Option<&Path>, text: &str) -> Result<(KernelSpec, String, Option<String>)> {
     let spec_path = spec_path.map_or_else(|| spec::spec_path_for(file), Path::to_path_buf);
-    let in_memory = || template::templatize_with_hosts(text, kernel_name, &SliceOptions::for_file(file), &crate::workspace::host_documents_near(file, kernel_name)).map_err(|e| anyhow!("{}: {e}", file.display()));
-    if let Ok(spec_text) = std::fs::read_to_string(&spec_path) {
+    let (mut kernel, source, note) = spec_or_templatized(file, kernel_name, &spec_path, text)?;
+    let spec_dir = spec_path.parent().unwrap_or(Path::new("."));
+    for capture in &mut kernel.captures {
+        capture.file = spec_dir.join(&capture.file).to_string_lossy().into_owned();
+    }
+    Ok((kernel, source, note))
+}
+
+fn spec_or_templatized(file: &Path, kernel_name: &str, spec_path: &Path, text: &str) -> Result<(KernelSpec, String, Option<String>)> {
+    let in_memory = || {
+        let mut result = template::templatize_with_hosts(text, kernel_name, &SliceOptions::for_file(file), &crate::workspace::host_documents_near(file, kernel_name)).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+        template::fill_from_captures(&mut result, &crate::workspace::find_root(file), file);
+        Ok::<_, anyhow::Error>(result)
+    };
+    if let Ok(spec_text) = std::fs::read_to_string(spec_path) {
         let (spec_file, diagnostics) = spec::parse_spec(&spec_text);
         let errors: Vec<String> = diagnostics
             .iter()

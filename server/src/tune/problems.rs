@@ -2,8 +2,12 @@
 
 use anyhow::{anyhow, bail, Result};
 
-use crate::gpu::{Arg, Problem};
-use crate::spec::{self, expr, Init, KernelSpec, Shape};
+use std::path::Path;
+
+use cutune_capture::report::CaptureFile;
+
+use crate::gpu::{Arg, CapturedData, Problem};
+use crate::spec::{self, expr, CaptureSpec, Init, KernelSpec, Role, Shape};
 
 /// Inputs are filled the same way for the baseline and every candidate; this seed is part of
 /// the results' key, so changing it re-measures.
@@ -11,19 +15,37 @@ pub const DATA_SEED: u64 = 0x5eed;
 
 /// One [`Problem`] per shape of the spec, in order. Buffer lengths and scalar values are
 /// evaluated with every parameter at its default: they describe the problem, not the code.
+/// The spec's captured launches follow, each on the program's own data.
 pub fn problems(kernel: &KernelSpec) -> Result<Vec<Problem>> {
     if kernel.shapes.is_empty() {
         bail!("the spec of `{}` has no shape to measure on", kernel.name);
     }
-    kernel
-        .shapes
-        .iter()
-        .enumerate()
-        .map(|(index, shape)| {
-            let label = shape_label(shape);
-            problem(kernel, shape, &label, DATA_SEED.wrapping_add(index as u64)).map_err(|e| anyhow!("shape {} ({label}): {e}", index + 1))
-        })
-        .collect()
+    let shapes = kernel.shapes.iter().enumerate().map(|(index, shape)| {
+        let label = shape_label(shape);
+        problem(kernel, shape, &label, DATA_SEED.wrapping_add(index as u64)).map_err(|e| anyhow!("shape {} ({label}): {e}", index + 1))
+    });
+    let captured = kernel.captures.iter().enumerate().map(|(index, capture)| {
+        let seed = DATA_SEED.wrapping_add((kernel.shapes.len() + index) as u64);
+        captured_problem(kernel, capture, seed).map_err(|e| anyhow!("captured launch {}: {e}", capture.file))
+    });
+    shapes.chain(captured).collect()
+}
+
+/// The problem of a captured launch: its shape's arguments, its inputs filled from the file.
+fn captured_problem(kernel: &KernelSpec, capture: &CaptureSpec, seed: u64) -> Result<Problem> {
+    let file = CaptureFile::open(Path::new(&capture.file))?;
+    let name = Path::new(&capture.file).file_name().map_or(capture.file.clone(), |n| n.to_string_lossy().into_owned());
+    let mut problem = problem(kernel, &capture.shape, &format!("captured {name}"), seed)?;
+    if file.capture.params.len() != problem.args.len() {
+        bail!("the capture has {} arguments, the kernel {}", file.capture.params.len(), problem.args.len());
+    }
+    for (arg, captured) in problem.args.iter_mut().zip(&file.capture.params) {
+        let (Arg::Buffer { role, data, .. }, Some(buffer)) = (arg, &captured.buffer) else { continue };
+        if let (Some(before), true) = (buffer.before, *role != Role::Output) {
+            *data = Some(CapturedData { file: file.path.clone(), offset: file.file_offset(before), bytes: before.len });
+        }
+    }
+    Ok(problem)
 }
 
 /// `hidden=4096 rows=4095`.
@@ -48,7 +70,7 @@ pub fn problem(kernel: &KernelSpec, shape: &Shape, label: &str, seed: u64) -> Re
                     let role = arg.role.ok_or_else(|| anyhow!("argument `{}`: no role (input, output or inout)", arg.name))?;
                     // Outputs are poisoned before every run; their fill only matters for inouts.
                     let init = arg.init.clone().unwrap_or(Init::Uniform { low: -1.0, high: 1.0 });
-                    Ok(Arg::Buffer { name: arg.name.clone(), dtype: arg.dtype, length: length as u64, role, init, tolerance: kernel.verify.tolerance(arg.dtype) })
+                    Ok(Arg::Buffer { name: arg.name.clone(), dtype: arg.dtype, length: length as u64, role, init, tolerance: kernel.verify.tolerance(arg.dtype), data: None })
                 }
                 (None, Some(value)) => Ok(Arg::Scalar { name: arg.name.clone(), dtype: arg.dtype, value: evaluate("value", value)?.as_f64() }),
                 (None, None) => bail!("argument `{}` has neither a length (a buffer) nor a value (a scalar)", arg.name),
@@ -87,5 +109,26 @@ mod tests {
         kernel.args[1].length = Some("rows * width".into());
         let error = problems(&kernel).unwrap_err().to_string();
         assert!(error.starts_with("shape 1 (hidden=4096 rows=4095): argument `in`: length `rows * width`"), "{error}");
+    }
+
+    #[test]
+    fn a_captured_launch_is_one_more_problem_on_the_programs_inputs() {
+        use crate::profile::captured::{apply, test_capture};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scale_rows-0.cutcap");
+        test_capture::write_capture(&path, &test_capture::Launch { rows: 8, cols: 16, in_written: false });
+        let mut kernel = crate::template::templatize(test_capture::SOURCE, "scale_rows", &Default::default()).unwrap().spec;
+        let file = CaptureFile::open(&path).unwrap();
+        apply(&mut kernel, &file, &path.to_string_lossy()).unwrap();
+        kernel.shapes.push(Shape::from([("rows".to_string(), 64), ("cols".to_string(), 64)]));
+
+        let problems = problems(&kernel).unwrap();
+
+        assert_eq!(problems.iter().map(|p| p.label.as_str()).collect::<Vec<_>>(), ["cols=16 rows=8", "cols=64 rows=64", "captured scale_rows-0.cutcap"]);
+        let data: Vec<Option<&CapturedData>> = problems[2].args.iter().map(|a| if let Arg::Buffer { data, .. } = a { data.as_ref() } else { None }).collect();
+        let input = file.capture.params[1].buffer.as_ref().unwrap().before.unwrap();
+        assert_eq!(data[0], None, "an output starts poisoned, not from the capture");
+        assert_eq!(data[1], Some(&CapturedData { file: path.clone(), offset: file.file_offset(input), bytes: 8 * 16 * 4 }));
+        assert!(problems[..2].iter().all(|p| p.args.iter().all(|a| !matches!(a, Arg::Buffer { data: Some(_), .. }))));
     }
 }

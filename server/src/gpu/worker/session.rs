@@ -77,6 +77,9 @@ struct Buffer {
     expected: Option<DeviceBuffer>,
     /// Outputs and in-outs, in checks of repeated runs: the first run's result.
     first_run: Option<DeviceBuffer>,
+    /// Inputs and in-outs of a captured launch: the program's bytes, copied over the fill
+    /// before every checked run.
+    captured: Option<DeviceBuffer>,
 }
 
 struct ProblemData {
@@ -330,6 +333,18 @@ fn check_signature(kernel: &[usize], spec: &[(String, usize)]) -> Result<(), Fai
     Ok(())
 }
 
+/// The captured bytes of a buffer of `bytes` bytes: as many as both have.
+fn read_captured(data: &crate::gpu::CapturedData, bytes: usize) -> Result<Vec<u8>, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let len = (data.bytes as usize).min(bytes);
+    let mut file = std::fs::File::open(&data.file).map_err(|e| format!("cannot open the capture {}: {e}", data.file.display()))?;
+    let mut captured = vec![0u8; len];
+    file.seek(SeekFrom::Start(data.offset))
+        .and_then(|_| file.read_exact(&mut captured))
+        .map_err(|e| format!("cannot read {len} captured bytes from {}: {e}", data.file.display()))?;
+    Ok(captured)
+}
+
 impl ProblemData {
     fn allocate(problem: &Problem, keep_first_run: bool) -> Result<ProblemData, Failure> {
         let refuse = |message| Failure::new(FailureKind::Worker, format!("problem `{}`: {message}", problem.label));
@@ -342,7 +357,7 @@ impl ProblemData {
         for arg in &problem.args {
             let seed = seeds.next_u64();
             match arg {
-                crate::gpu::Arg::Buffer { name, dtype, length, role, init, tolerance } => {
+                crate::gpu::Arg::Buffer { name, dtype, length, role, init, tolerance, data } => {
                     check_init(init).map_err(|why| refuse(format!("buffer `{name}`: {why}")))?;
                     let bytes = usize::try_from(*length)
                         .ok()
@@ -352,6 +367,15 @@ impl ProblemData {
                     let written = *role != Role::Input;
                     let expected = if written { Some(allocate(name, bytes)?) } else { None };
                     let first_run = if written && keep_first_run { Some(allocate(name, bytes)?) } else { None };
+                    let captured = match data.as_ref().filter(|_| *role != Role::Output) {
+                        Some(data) => {
+                            let bytes_read = read_captured(data, bytes).map_err(|why| refuse(format!("buffer `{name}`: {why}")))?;
+                            let captured = allocate(name, bytes_read.len())?;
+                            captured.upload(&bytes_read).map_err(|f| refuse(format!("cannot upload the captured bytes of `{name}`: {}", f.describe())))?;
+                            Some(captured)
+                        }
+                        None => None,
+                    };
                     parameters.push(device.pointer());
                     parameter_sizes.push((name.clone(), std::mem::size_of::<u64>()));
                     buffers.push(Buffer {
@@ -366,6 +390,7 @@ impl ProblemData {
                         device,
                         expected,
                         first_run,
+                        captured,
                     });
                 }
                 crate::gpu::Arg::Scalar { name, dtype, value } => {
@@ -392,7 +417,10 @@ impl ProblemData {
         for buffer in &self.buffers {
             match buffer.role {
                 Role::Output => buffer.device.fill(POISON),
-                Role::Input | Role::InOut => harness.fill(&buffer.device, buffer.dtype, &buffer.init, buffer.length, buffer.seed),
+                // A capture shorter than the buffer leaves the fill in the rest.
+                Role::Input | Role::InOut => harness
+                    .fill(&buffer.device, buffer.dtype, &buffer.init, buffer.length, buffer.seed)
+                    .and_then(|()| buffer.captured.as_ref().map_or(Ok(()), |captured| buffer.device.copy_from(captured))),
             }
             .and_then(|()| buffer.device.fill_from(buffer.bytes, GUARD))
             .map_err(Failure::driver(FailureKind::Worker, &setting_up))?;

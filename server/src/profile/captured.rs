@@ -1,0 +1,355 @@
+//! What a captured launch tells a spec: the sizes the program ran with (its scalar arguments),
+//! the grid, the template arguments, each buffer's extent and whether the kernel wrote it.
+//! Captures fill what the source could not say; what it did say is kept, and checked against
+//! them.
+
+use std::path::{Path, PathBuf};
+
+use cutune_capture::report::{CaptureFile, CapturedParam, CAPTURE_EXTENSION};
+
+use crate::gpu::worker::data;
+use crate::spec::{environment, expr, CaptureSpec, Dtype, KernelSpec, Role, Shape, UNKNOWN};
+use crate::syntax::identifiers_in;
+
+use super::kernel_name;
+
+/// The folder, under a workspace root, where `cutune profile` keeps captures.
+pub fn captures_folder(root: &Path) -> PathBuf {
+    root.join(".cutune").join("captures")
+}
+
+/// The name captures of `kernel` (a source name) take: `<stem>-<N>.cutcap`.
+pub fn capture_stem(kernel: &str) -> String {
+    kernel.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect()
+}
+
+/// The captures of `kernel` (a source name) under `root`, in name order: each opened, or why
+/// it cannot be used (a truncated file, another kernel's launch).
+pub fn captures_of(root: &Path, kernel: &str) -> Vec<Result<CaptureFile, String>> {
+    let Ok(entries) = std::fs::read_dir(captures_folder(root)) else { return Vec::new() };
+    let stem = capture_stem(kernel);
+    let is_this_kernels = |path: &Path| {
+        path.extension().is_some_and(|e| e == CAPTURE_EXTENSION)
+            && path.file_stem().and_then(|s| s.to_str()).and_then(|s| s.rsplit_once('-')).is_some_and(|(name, index)| name == stem && index.parse::<u32>().is_ok())
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| is_this_kernels(p)).collect();
+    paths.sort();
+    paths.iter().map(|path| open_capture_of(path, kernel)).collect()
+}
+
+fn open_capture_of(path: &Path, kernel: &str) -> Result<CaptureFile, String> {
+    let file = CaptureFile::open(path).map_err(|e| e.to_string())?;
+    let captured = kernel_name(&file.capture.kernel);
+    if captured.base != kernel {
+        return Err(format!("{}: a launch of `{}`, not of `{kernel}`", path.display(), captured.display()));
+    }
+    Ok(file)
+}
+
+/// Fills `spec` from `capture`, whose file the spec will name as `file`: returns what it
+/// changed, for the templatize report, or why the capture does not fit the kernel.
+pub fn apply(spec: &mut KernelSpec, capture: &CaptureFile, file: &str) -> Result<Vec<String>, String> {
+    let header = &capture.capture;
+    if header.params.len() != spec.args.len() {
+        return Err(format!("{}: the capture has {} arguments, the kernel {}", capture.path.display(), header.params.len(), spec.args.len()));
+    }
+    let mut notes = Vec::new();
+    let mut shape = spec.shapes.first().cloned().unwrap_or_default();
+    fill_template_args(spec, &header.kernel, &mut notes);
+    fill_scalars(spec, &header.params, &mut shape, &mut notes)?;
+    fill_extents(spec, "grid", header.grid, &shape, &mut notes);
+    fill_extents(spec, "block", header.block, &shape, &mut notes);
+    fill_buffers(spec, capture, &shape, &mut notes)?;
+    if spec.shapes.iter().all(Shape::is_empty) {
+        spec.shapes = vec![shape.clone()];
+    } else if !spec.shapes.contains(&shape) {
+        spec.shapes.insert(0, shape.clone());
+    }
+    spec.captures.retain(|c| c.file != file);
+    spec.captures.push(CaptureSpec { file: file.to_string(), shape });
+    Ok(notes)
+}
+
+fn fill_template_args(spec: &mut KernelSpec, mangled: &str, notes: &mut Vec<String>) {
+    let name = kernel_name(mangled);
+    if name.template_args.len() != spec.template_args.len() {
+        return;
+    }
+    for (arg, captured) in spec.template_args.iter_mut().zip(name.template_args) {
+        if arg.trim() == UNKNOWN {
+            notes.push(format!("template argument `{captured}` from the captured launch"));
+            *arg = captured;
+        }
+    }
+}
+
+/// A scalar whose value is a size (`n`) gives that size; one the source could not express
+/// (`?`, or host code such as `x.size(0)`) becomes a size of its own name, or a number.
+fn fill_scalars(spec: &mut KernelSpec, params: &[CapturedParam], shape: &mut Shape, notes: &mut Vec<String>) -> Result<(), String> {
+    let param_names: Vec<String> = spec.params.iter().map(|p| p.name.clone()).collect();
+    for (arg, captured) in spec.args.iter_mut().zip(params) {
+        let Some(value) = arg.value.clone() else { continue };
+        let bytes = captured.value_bytes()?;
+        let number = decode(arg.dtype, &bytes).ok_or_else(|| format!("argument `{}`: {} bytes do not hold a {:?}", arg.name, bytes.len(), arg.dtype))?;
+        let size = value.trim();
+        let is_size = is_identifier(size) && !param_names.iter().any(|p| p == size);
+        if is_size && !arg.dtype.is_float() {
+            if shape.insert(size.to_string(), number as i64) != Some(number as i64) {
+                notes.push(format!("size `{size}` = {} from argument `{}` of the captured launch", number as i64, arg.name));
+            }
+        } else if expr::parse(size).is_err() || size == UNKNOWN {
+            if arg.dtype.is_float() {
+                arg.value = Some(format_number(number));
+            } else {
+                shape.insert(arg.name.clone(), number as i64);
+                arg.value = Some(arg.name.clone());
+            }
+            notes.push(format!("argument `{}` = {} from the captured launch (the source gave `{value}`)", arg.name, format_number(number)));
+        }
+    }
+    Ok(())
+}
+
+/// Grid or block extents the spec cannot evaluate become a size of equal value, or the number.
+fn fill_extents(spec: &mut KernelSpec, what: &str, captured: [u32; 3], shape: &Shape, notes: &mut Vec<String>) {
+    let env = environment(spec, shape, &|p| p.default);
+    let extents = if what == "grid" { &mut spec.grid } else { &mut spec.block };
+    let dims = captured.iter().rposition(|&e| e != 1).map_or(1, |last| last + 1).max(extents.len());
+    extents.resize(dims, "1".to_string());
+    for (axis, (extent, &value)) in extents.iter_mut().zip(&captured).enumerate() {
+        let evaluated = expr::parse(extent).ok().and_then(|e| e.eval(&|n| env.get(n).copied()).ok()).and_then(|v| v.as_integer());
+        match evaluated {
+            Some(v) if v == value as i64 => {}
+            Some(v) => notes.push(format!("{what} extent {axis} `{extent}` gives {v}, but the program launched {value}: check the spec's sizes")),
+            None => {
+                let named = shape.iter().find(|(_, v)| **v == value as i64).map(|(name, _)| name.clone());
+                let replacement = named.unwrap_or_else(|| value.to_string());
+                notes.push(format!("{what} extent {axis} = `{replacement}` from the captured launch (the source gave `{extent}`)"));
+                *extent = replacement;
+            }
+        }
+    }
+}
+
+/// Lengths the spec lacks become the captured extent (a product of sizes when one matches);
+/// a buffer the kernel changed is written, whatever the source suggested.
+fn fill_buffers(spec: &mut KernelSpec, capture: &CaptureFile, shape: &Shape, notes: &mut Vec<String>) -> Result<(), String> {
+    let sizes = sizes_in_argument_order(spec, shape);
+    for (arg, captured) in spec.args.iter_mut().zip(&capture.capture.params) {
+        let (Some(length), Some(buffer)) = (&arg.length, &captured.buffer) else { continue };
+        let elements = buffer.bytes / data::element_bytes(arg.dtype) as u64;
+        let known = expr::parse(length).is_ok() && identifiers_in(length).all(|w| shape.contains_key(w));
+        if length.trim() == UNKNOWN || !known {
+            let replacement = product_of_sizes(&sizes, elements).unwrap_or_else(|| elements.to_string());
+            notes.push(format!("length of `{}` = `{replacement}` from the captured allocation (the source gave `{length}`)", arg.name));
+            arg.length = Some(replacement);
+        }
+        if let (Some(before), Some(after), Some(Role::Input)) = (buffer.before, buffer.after, arg.role) {
+            if !capture.blobs_equal(before, after).map_err(|e| e.to_string())? {
+                notes.push(format!("buffer `{}` is written: the captured launch changed it", arg.name));
+                arg.role = Some(Role::InOut);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The shape's positive sizes, those the kernel's arguments pass first, in their order: a
+/// product of them then reads as the kernel's own (`rows * cols`).
+fn sizes_in_argument_order(spec: &KernelSpec, shape: &Shape) -> Vec<(String, i64)> {
+    let position = |name: &str| spec.args.iter().position(|a| a.value.as_deref().map(str::trim) == Some(name)).unwrap_or(usize::MAX);
+    let mut sizes: Vec<(String, i64)> = shape.iter().filter(|(_, v)| **v > 0).map(|(n, v)| (n.clone(), *v)).collect();
+    sizes.sort_by_key(|(name, _)| position(name));
+    sizes
+}
+
+/// `rows * cols` when the product of one to three sizes is `elements`.
+fn product_of_sizes(sizes: &[(String, i64)], elements: u64) -> Option<String> {
+    let target = elements as i64;
+    for (i, (a, va)) in sizes.iter().enumerate() {
+        if *va == target {
+            return Some((*a).clone());
+        }
+        for (j, (b, vb)) in sizes.iter().enumerate().skip(i + 1) {
+            if va.checked_mul(*vb) == Some(target) {
+                return Some(format!("{a} * {b}"));
+            }
+            for (c, vc) in sizes.iter().skip(j + 1) {
+                if va.checked_mul(*vb).and_then(|p| p.checked_mul(*vc)) == Some(target) {
+                    return Some(format!("{a} * {b} * {c}"));
+                }
+            }
+        }
+    }
+    None
+}
+
+fn is_identifier(text: &str) -> bool {
+    text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn format_number(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{}", value as i64)
+    } else {
+        format!("{value}")
+    }
+}
+
+/// A scalar argument's value from its bytes.
+fn decode(dtype: Dtype, bytes: &[u8]) -> Option<f64> {
+    (bytes.len() >= data::element_bytes(dtype)).then(|| data::decode(dtype, bytes).as_f64())
+}
+
+/// Captures of a small kernel, written as the capture library writes them, for tests here and
+/// in the stages that read captures.
+#[cfg(test)]
+pub(crate) mod test_capture {
+    use std::path::Path;
+
+    use cutune_capture::report::{BlobRange, Capture, CapturedBuffer, CapturedParam, CaptureWriter};
+
+    /// A kernel whose launcher takes its sizes from tensors: the source cannot say them.
+    pub const SOURCE: &str = r#"__global__ void scale_rows(float *out, const float *in, const float *weight, int rows, int cols) {
+    int row = blockIdx.x;
+    for (int col = threadIdx.x; col < cols; col += blockDim.x) {
+        out[row * cols + col] = in[row * cols + col] * weight[col];
+    }
+}
+
+void scale_rows_op(Tensor in, Tensor weight, Tensor out) {
+    int rows = in.size(0);
+    int cols = in.size(1);
+    scale_rows<<<rows, 256>>>(out.data_ptr(), in.data_ptr(), weight.data_ptr(), rows, cols);
+}
+"#;
+
+    pub struct Launch {
+        pub rows: u32,
+        pub cols: u32,
+        /// Whether `in` changes during the launch (a kernel that writes it).
+        pub in_written: bool,
+    }
+
+    /// Writes a capture of `scale_rows` as the capture library would: each buffer's bytes
+    /// before and after.
+    pub fn write_capture(path: &Path, launch: &Launch) {
+        write_capture_of(path, "_Z10scale_rowsPfPKfS1_ii", launch);
+    }
+
+    pub fn write_capture_of(path: &Path, mangled: &str, launch: &Launch) {
+        let elements = (launch.rows * launch.cols) as usize;
+        let mut writer = CaptureWriter::create(path).unwrap();
+        let blob = |writer: &mut CaptureWriter, bytes: &[u8]| {
+            let offset = writer.position();
+            writer.append(bytes).unwrap();
+            Some(BlobRange { offset, len: bytes.len() as u64 })
+        };
+        let floats = |n: usize, value: f32| value.to_le_bytes().repeat(n);
+        let buffer = |writer: &mut CaptureWriter, offset: u64, before: Vec<u8>, after: Vec<u8>| {
+            let (base, bytes) = (0x7000_0000 + (offset << 24), before.len() as u64);
+            let buffer = CapturedBuffer { allocation_base: base, allocation_bytes: bytes, bytes, before: blob(writer, &before), after: blob(writer, &after) };
+            CapturedParam::new(offset, &base.to_le_bytes(), Some(buffer))
+        };
+        let out = buffer(&mut writer, 0, floats(elements, 0.0), floats(elements, 2.0));
+        let input = buffer(&mut writer, 8, floats(elements, 1.0), floats(elements, if launch.in_written { 3.0 } else { 1.0 }));
+        let weight = buffer(&mut writer, 16, floats(launch.cols as usize, 2.0), floats(launch.cols as usize, 2.0));
+        let scalar = |offset: u64, value: u32| CapturedParam::new(offset, &value.to_le_bytes(), None);
+        let params = vec![out, input, weight, scalar(24, launch.rows), scalar(28, launch.cols)];
+        let capture = Capture { kernel: mangled.into(), grid: [launch.rows, 1, 1], block: [256, 1, 1], shared_bytes: 0, params, buffers_omitted: None, seconds: 0.0 };
+        writer.finish(&capture).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_capture::{write_capture, write_capture_of, Launch, SOURCE};
+    use super::*;
+    use crate::slice::SliceOptions;
+    use crate::template::templatize;
+
+    fn templatized() -> KernelSpec {
+        templatize(SOURCE, "scale_rows", &SliceOptions::default()).expect("templatizes").spec
+    }
+
+    fn arg<'s>(spec: &'s KernelSpec, name: &str) -> &'s crate::spec::ArgSpec {
+        spec.args.iter().find(|a| a.name == name).unwrap()
+    }
+
+    #[test]
+    fn a_capture_gives_the_sizes_grid_and_lengths_the_source_could_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scale_rows-0.cutcap");
+        write_capture(&path, &Launch { rows: 64, cols: 48, in_written: false });
+        let mut spec = templatized();
+        assert_eq!((arg(&spec, "rows").value.as_deref(), arg(&spec, "out").length.as_deref()), (Some("in.size(0)"), Some("?")), "the source alone cannot say them");
+
+        let notes = apply(&mut spec, &CaptureFile::open(&path).unwrap(), "captures/scale_rows-0.cutcap").unwrap();
+
+        let shape = &spec.shapes[0];
+        assert_eq!((shape.get("rows"), shape.get("cols")), (Some(&64), Some(&48)), "{notes:?}");
+        assert_eq!(arg(&spec, "rows").value.as_deref(), Some("rows"));
+        assert_eq!(arg(&spec, "cols").value.as_deref(), Some("cols"));
+        assert_eq!(spec.grid[0], "rows", "{notes:?}");
+        assert_eq!(arg(&spec, "out").length.as_deref(), Some("rows * cols"));
+        assert_eq!(arg(&spec, "weight").length.as_deref(), Some("cols"));
+        assert_eq!(arg(&spec, "in").role, Some(Role::Input));
+        assert_eq!(spec.captures, vec![CaptureSpec { file: "captures/scale_rows-0.cutcap".into(), shape: shape.clone() }]);
+    }
+
+    #[test]
+    fn a_buffer_the_launch_changed_is_written_whatever_the_source_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scale_rows-0.cutcap");
+        write_capture(&path, &Launch { rows: 8, cols: 32, in_written: true });
+        let mut spec = templatized();
+        let notes = apply(&mut spec, &CaptureFile::open(&path).unwrap(), "c.cutcap").unwrap();
+        assert_eq!(arg(&spec, "in").role, Some(Role::InOut));
+        assert!(notes.iter().any(|n| n.contains("buffer `in` is written")), "{notes:?}");
+    }
+
+    #[test]
+    fn what_the_source_said_is_kept_and_a_disagreement_is_noted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scale_rows-0.cutcap");
+        write_capture(&path, &Launch { rows: 16, cols: 32, in_written: false });
+        let mut spec = templatized();
+        spec.shapes = vec![Shape::from([("rows".to_string(), 16), ("cols".to_string(), 32)])];
+        spec.grid = vec!["rows * 2".into()];
+        let notes = apply(&mut spec, &CaptureFile::open(&path).unwrap(), "c.cutcap").unwrap();
+        assert_eq!(spec.grid, vec!["rows * 2".to_string()]);
+        assert!(notes.iter().any(|n| n.contains("grid extent 0 `rows * 2` gives 32, but the program launched 16")), "{notes:?}");
+        assert_eq!(spec.shapes.len(), 1, "the captured shape is the source's: {:?}", spec.shapes);
+    }
+
+    #[test]
+    fn a_capture_of_another_signature_is_refused_with_the_file_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scale_rows-0.cutcap");
+        write_capture(&path, &Launch { rows: 4, cols: 4, in_written: false });
+        let mut spec = templatized();
+        spec.args.pop();
+        let why = apply(&mut spec, &CaptureFile::open(&path).unwrap(), "c.cutcap").unwrap_err();
+        assert!(why.contains("scale_rows-0.cutcap") && why.contains("5 arguments, the kernel 4"), "{why}");
+    }
+
+    #[test]
+    fn captures_of_a_kernel_are_found_by_name_and_broken_ones_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = captures_folder(dir.path());
+        std::fs::create_dir_all(&folder).unwrap();
+        write_capture(&folder.join("scale_rows-0.cutcap"), &Launch { rows: 4, cols: 4, in_written: false });
+        std::fs::write(folder.join("scale_rows-1.cutcap"), b"cutune capture\n\0truncated").unwrap();
+        write_capture_of(&folder.join("other_kernel-0.cutcap"), "_Z12other_kernelPfPKfS1_ii", &Launch { rows: 4, cols: 4, in_written: false });
+        std::fs::copy(folder.join("other_kernel-0.cutcap"), folder.join("scale_rows-2.cutcap")).unwrap();
+
+        let found = captures_of(dir.path(), "scale_rows");
+
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert_eq!(found[0].as_ref().unwrap().path, folder.join("scale_rows-0.cutcap"));
+        let truncated = found[1].as_ref().unwrap_err();
+        assert!(truncated.contains("scale_rows-1.cutcap") && truncated.contains("too short"), "{truncated}");
+        let misnamed = found[2].as_ref().unwrap_err();
+        assert!(misnamed.contains("scale_rows-2.cutcap") && misnamed.contains("not of `scale_rows`"), "{misnamed}");
+    }
+}

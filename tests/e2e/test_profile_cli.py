@@ -1,0 +1,147 @@
+"""`cutune profile` through the real binary, without a GPU: imported profiles ranked and mapped
+to the workspace's kernels, the errors a user can meet, and captures read back into specs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import struct
+import subprocess
+import tomllib
+from pathlib import Path
+
+from captures import Buffer, floats, write_capture
+from editor import CUTUNE_BIN, REPO
+
+# The custom kernel of the GPU suite's PyTorch program: its sizes come from tensors.
+EXTENSION = REPO / "tests" / "gpu" / "profile" / "inline_scale.cu"
+SCALE_ROWS = "_Z10scale_rowsPfPKfS1_ii"
+
+
+def cutune(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    # The workspaces lie outside the repository, whose .venv holds pip's NVRTC.
+    env = {**os.environ, "VIRTUAL_ENV": str(REPO / ".venv")}
+    return subprocess.run([str(CUTUNE_BIN), *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+
+
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / ".git").mkdir()
+    shutil.copy(EXTENSION, tmp_path / "scale.cu")
+    return tmp_path
+
+
+def torch_trace(path: Path) -> Path:
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "scale_rows(float*, float const*, float const*, int, int)", "dur": 30.0},
+        {"ph": "X", "cat": "kernel", "name": "scale_rows(float*, float const*, float const*, int, int)", "dur": 30.0},
+        {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4>(int)", "dur": 20.0},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "dur": 20.0},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::softmax", "dur": 500.0},
+    ]
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_an_imported_torch_trace_is_ranked_and_mapped_to_the_workspace(tmp_path: Path):
+    root = workspace(tmp_path)
+    trace = torch_trace(root / "trace.json")
+
+    result = cutune("profile", "--import", str(trace), cwd=root)
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "100.0 µs of GPU time, 80.0 µs in 2 kernels" in lines[0], result.stdout
+    scale = next(line for line in lines if "scale_rows" in line)
+    assert scale.split()[:2] == ["60.0%", "60.0"] and scale.rstrip().endswith("scale.cu:5"), scale
+    other = next(line for line in lines if "at::native::vectorized_elementwise" in line)
+    assert "20.0%" in other and other.rstrip().endswith("not in the workspace"), other
+
+    as_json = json.loads(cutune("profile", "--import", str(trace), "--json", cwd=root).stdout)
+    [first, second] = as_json["ranking"]["kernels"]
+    assert (first["kernel"]["base"], first["launches"], round(first["share"], 3)) == ("scale_rows", 2, 0.6)
+    assert first["source"]["file"].endswith("scale.cu") and second["source"] is None
+    assert (root / ".cutune").is_dir(), "the profile is kept in the workspace's store"
+
+
+def test_an_nsys_sqlite_export_is_ranked(tmp_path: Path):
+    root = workspace(tmp_path)
+    export = root / "run.sqlite"
+    with sqlite3.connect(export) as db:
+        db.executescript(
+            """CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+               CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, demangledName INTEGER, shortName INTEGER);
+               INSERT INTO StringIds VALUES (1, 'scale_rows(float*, float const*, float const*, int, int)'), (2, 'gemm_kernel');
+               INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (0, 3000, 1, 1), (5000, 6000, 2, 2);"""
+        )
+
+    result = cutune("profile", "--import", str(export), "--json", cwd=root)
+
+    assert result.returncode == 0, result.stderr
+    kernels = json.loads(result.stdout)["ranking"]["kernels"]
+    assert [(k["kernel"]["base"], round(k["share"], 2)) for k in kernels] == [("scale_rows", 0.75), ("gemm_kernel", 0.25)]
+
+
+def test_what_cannot_be_profiled_is_said_with_the_programs_own_status(tmp_path: Path):
+    root = workspace(tmp_path)
+
+    no_command = cutune("profile", cwd=root)
+    assert no_command.returncode != 0 and "no command to profile: give it after `--`" in no_command.stderr
+
+    failing = cutune("profile", "--", "sh", "-c", "echo own output; exit 3", cwd=root)
+    assert failing.returncode != 0
+    assert "own output" in failing.stdout + failing.stderr, "the program's output is passed through"
+    assert "failed (exit status: 3); its profile was not kept" in failing.stderr, failing.stderr
+
+    no_cuda = cutune("profile", "--", "true", cwd=root)
+    assert no_cuda.returncode != 0 and "never initialised CUDA" in no_cuda.stderr, no_cuda.stderr
+
+    missing = cutune("profile", "--import", "nowhere.json", cwd=root)
+    assert missing.returncode != 0 and "nowhere.json" in missing.stderr
+
+    both = cutune("profile", "--import", str(torch_trace(root / "t.json")), "--capture", "1", cwd=root)
+    assert both.returncode != 0 and "cannot be used with" in both.stderr
+    assert not (root / ".cutune" / "captures").exists()
+
+
+def capture_scale_rows(root: Path, rows: int, cols: int, name: str = "scale_rows-0.cutcap") -> Path:
+    path = root / ".cutune" / "captures" / name
+    before_out, after_out = floats(rows * cols, 0.0), floats(rows * cols, 0.5)
+    data_in, weight = floats(rows * cols, 1.0), floats(cols, 0.5)
+    args = [Buffer(before_out, after_out), Buffer(data_in, data_in), Buffer(weight, weight), struct.pack("<i", rows), struct.pack("<i", cols)]
+    write_capture(path, SCALE_ROWS, (rows, 1, 1), (256, 1, 1), args)
+    return path
+
+
+def test_templatize_fills_the_spec_from_a_captured_launch_and_it_compiles(tmp_path: Path):
+    root = workspace(tmp_path)
+    capture_scale_rows(root, rows=96, cols=160)
+
+    result = cutune("templatize", "scale.cu", "--kernel", "scale_rows", "--write", cwd=root)
+
+    assert result.returncode == 0, result.stderr
+    assert "applied: capture: from the launch captured in .cutune/captures/scale_rows-0.cutcap" in result.stderr, result.stderr
+    [kernel] = tomllib.loads((root / "scale.cutune.toml").read_text())["kernels"]
+    assert kernel["shapes"] == [{"cols": 160, "rows": 96}]
+    assert kernel["grid"] == ["rows"]
+    args = {a["name"]: a for a in kernel["args"]}
+    assert (args["out"]["length"], args["in"]["length"], args["weight"]["length"]) == ("rows * cols", "rows * cols", "cols")
+    assert (args["rows"]["value"], args["cols"]["value"]) == ("rows", "cols")
+    assert kernel["captures"] == [{"file": ".cutune/captures/scale_rows-0.cutcap", "shape": {"cols": 160, "rows": 96}}]
+    checked = cutune("spec", "check", "scale.cutune.toml", cwd=root)
+    assert checked.returncode == 0 and "0 errors" in checked.stdout, checked.stdout
+    compiled = cutune("check", "scale.cu", "--kernel", "scale_rows", "--sample", "4", "--json", cwd=root)
+    assert compiled.returncode == 0, compiled.stderr
+
+
+def test_a_broken_capture_is_named_and_the_spec_left_to_the_source(tmp_path: Path):
+    root = workspace(tmp_path)
+    path = capture_scale_rows(root, rows=8, cols=8)
+    path.write_bytes(path.read_bytes()[:-12])
+
+    result = cutune("templatize", "scale.cu", "--kernel", "scale_rows", "--diff", cwd=root)
+
+    assert result.returncode == 0, result.stderr
+    assert "refused: capture: not used:" in result.stderr and "scale_rows-0.cutcap" in result.stderr, result.stderr
+    assert "captures" not in result.stdout
