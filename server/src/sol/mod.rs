@@ -237,10 +237,11 @@ pub struct RunBound {
 }
 
 impl RunBound {
-    /// The bound of `kernel`'s shapes, in spec order, with the default configuration.
+    /// The bound of the problems `kernel` is measured on (its shapes, then its captured
+    /// launches), with the default configuration.
     pub fn of(kernel: &KernelSpec, ceilings: &Ceilings) -> Result<RunBound, String> {
         let mut run = RunBound { bound_us: 0.0, memory_us: 0.0, compute_us: 0.0, compute: kernel.sol.compute.unwrap_or_default(), ceilings: ceilings.clone() };
-        for (index, shape) in kernel.shapes.iter().enumerate() {
+        for (index, shape) in kernel.problem_shapes().enumerate() {
             let bound = bound_for(kernel, shape, None, ceilings).map_err(|why| format!("shape {}: {why}", index + 1))?;
             run.bound_us += bound.bound_us();
             run.memory_us += bound.memory_us;

@@ -57,6 +57,14 @@ pub struct KernelSpec {
     pub baseline: Baseline,
 }
 
+impl KernelSpec {
+    /// The shapes of the problems the kernel is measured on, in their order: the spec's
+    /// shapes, then each captured launch's.
+    pub fn problem_shapes(&self) -> impl Iterator<Item = &Shape> {
+        self.shapes.iter().chain(self.captures.iter().map(|c| &c.shape))
+    }
+}
+
 /// A captured launch: the file holding its arguments and buffers, relative to the spec, and
 /// the sizes it ran with.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -247,7 +247,7 @@ impl SearchSpace for SpecSpace {
 
     fn is_feasible(&self, point: &[usize]) -> bool {
         let config = self.config(point);
-        self.kernel.shapes.iter().all(|shape| space::check_restrictions(&self.kernel, shape, &config).is_ok())
+        self.kernel.problem_shapes().all(|shape| space::check_restrictions(&self.kernel, shape, &config).is_ok())
     }
 }
 
@@ -273,7 +273,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
     let nvrtc_version = key.nvrtc.clone();
     let default = Configuration::default_of(kernel);
     let launches = |config: &Configuration| -> Result<Vec<LaunchDims>, space::Infeasible> {
-        kernel.shapes.iter().map(|shape| space::launch_dims(kernel, shape, config)).collect()
+        kernel.problem_shapes().map(|shape| space::launch_dims(kernel, shape, config)).collect()
     };
 
     let pool = match (runner.needs_code(), tools.nvrtc) {
