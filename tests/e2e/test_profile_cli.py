@@ -145,3 +145,28 @@ def test_a_broken_capture_is_named_and_the_spec_left_to_the_source(tmp_path: Pat
     assert result.returncode == 0, result.stderr
     assert "refused: capture: not used:" in result.stderr and "scale_rows-0.cutcap" in result.stderr, result.stderr
     assert "captures" not in result.stdout
+
+
+def test_a_tuned_kernel_shows_what_it_saves_the_program(tmp_path: Path):
+    (tmp_path / ".git").mkdir()
+    shutil.copy(REPO / "examples" / "rmsnorm.cu", tmp_path / "rmsnorm.cu")
+    spec = REPO / "bench" / "kernel_tuner" / "rmsnorm_8192.cutune.toml"
+    recording = REPO / "tests" / "fixtures" / "replay" / "rmsnorm_8192_h100.t4.json"
+    tuned = cutune("tune", "rmsnorm.cu", "--kernel", "rmsnorm_kernel", "--spec", str(spec), "--replay", str(recording), cwd=tmp_path)
+    assert tuned.returncode == 0 and "1.95× the original" in tuned.stdout, tuned.stdout + tuned.stderr
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "rmsnorm_kernel(__half*, __half const*, __half const*, int, float)", "dur": 50.0},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "dur": 50.0},
+    ]
+    (tmp_path / "trace.json").write_text(json.dumps({"traceEvents": events}))
+
+    result = cutune("profile", "--import", "trace.json", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stdout.splitlines() if "rmsnorm_kernel" in line)
+    # Amdahl: half the GPU time, 1.946× faster, saves 0.5 × (1 − 1/1.946) of it.
+    assert line.rstrip().endswith("· tuned 1.95×: saves 24.3% of the GPU time"), line
+    kernels = json.loads(cutune("profile", "--import", "trace.json", "--json", cwd=tmp_path).stdout)["ranking"]["kernels"]
+    ranked = next(k for k in kernels if k["kernel"]["base"] == "rmsnorm_kernel")
+    assert "tuned" not in next(k for k in kernels if k["kernel"]["base"] == "gemm")
+    assert abs(ranked["tuned"]["gain"] - 0.5 * (1 - 1 / ranked["tuned"]["speedup"])) < 1e-9

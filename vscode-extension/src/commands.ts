@@ -32,11 +32,13 @@ export const KERNEL_COMMANDS: readonly KernelCommand[] = [
 ];
 
 export const STOP_COMMAND = { id: 'cutune.palette.stop', serverCommand: 'cutune.stopTuning' };
+export const SHOW_PROFILE_COMMAND = { id: 'cutune.palette.showProfile', serverCommand: 'cutune.showProfile' };
+export const PROFILE_COMMAND = 'cutune.palette.profile';
 export const RESTART_COMMAND = 'cutune.palette.restartServer';
 export const SHOW_OUTPUT_COMMAND = 'cutune.palette.showOutput';
 
 /** Every server command id the palette commands send. */
-export const SERVER_COMMANDS: readonly string[] = [...KERNEL_COMMANDS.map((c) => c.serverCommand), STOP_COMMAND.serverCommand];
+export const SERVER_COMMANDS: readonly string[] = [...KERNEL_COMMANDS.map((c) => c.serverCommand), STOP_COMMAND.serverCommand, SHOW_PROFILE_COMMAND.serverCommand];
 
 /** Documents the server analyses: by language id, or by extension whatever the language. */
 export function isCudaDocument(document: vscode.TextDocument): boolean {
@@ -75,7 +77,8 @@ export async function kernelArgument(
   return chosen === undefined ? undefined : { uri, kernel: chosen };
 }
 
-/** A server command's argument: a kernel, or nothing (`{}`: stop every run). */
+/** A server command's argument: a kernel, a file (`cutune.showProfile`), or nothing (`{}`:
+ *  stop every run). */
 export type ServerArgument = CommandArgument | Record<string, never>;
 
 /** Sends `workspace/executeCommand`; rejects with the server's error. */

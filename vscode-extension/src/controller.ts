@@ -5,7 +5,19 @@
 
 import * as vscode from 'vscode';
 
-import { KERNEL_COMMANDS, RESTART_COMMAND, SHOW_OUTPUT_COMMAND, STOP_COMMAND, runKernelCommand, runStop, type SendCommand, type ServerArgument } from './commands';
+import {
+  KERNEL_COMMANDS,
+  PROFILE_COMMAND,
+  RESTART_COMMAND,
+  SHOW_OUTPUT_COMMAND,
+  SHOW_PROFILE_COMMAND,
+  STOP_COMMAND,
+  runKernelCommand,
+  runStop,
+  type SendCommand,
+  type ServerArgument,
+} from './commands';
+import { runProfile, runShowProfile } from './profile';
 import { SERVER_ARGUMENTS, locateServer } from './serverPath';
 import { SECTION } from './settings';
 import { RUNNING_UNREPORTED, STARTING, STATUS_NOTIFICATION, parseStatus, statusView, stoppedView, type StatusView } from './status';
@@ -40,6 +52,8 @@ const SEVERITY: Record<StatusView['severity'], vscode.LanguageStatusSeverity> = 
 
 export class Controller implements vscode.Disposable {
   private client: ServerClient | undefined;
+  /** The binary the running server was started from; `cutune profile` runs it too. */
+  private serverCommand: string | undefined;
   private readonly statusItem: vscode.LanguageStatusItem;
   private readonly disposables: vscode.Disposable[] = [];
 
@@ -67,6 +81,8 @@ export class Controller implements vscode.Disposable {
     return [
       ...KERNEL_COMMANDS.map((command) => vscode.commands.registerCommand(command.id, () => runKernelCommand(command, send))),
       vscode.commands.registerCommand(STOP_COMMAND.id, () => runStop(send)),
+      vscode.commands.registerCommand(SHOW_PROFILE_COMMAND.id, () => runShowProfile(send)),
+      vscode.commands.registerCommand(PROFILE_COMMAND, () => runProfile(this.serverCommand, send)),
       vscode.commands.registerCommand(RESTART_COMMAND, () => this.restart()),
       vscode.commands.registerCommand(SHOW_OUTPUT_COMMAND, () => this.output.show(true)),
     ];
@@ -99,6 +115,7 @@ export class Controller implements vscode.Disposable {
     this.output.appendLine(`starting ${[location.command, ...SERVER_ARGUMENTS].join(' ')}`);
     const client = this.createClient({ command: location.command, args: [...SERVER_ARGUMENTS], cwd: workspaceFolder, outputChannel: this.output });
     this.client = client;
+    this.serverCommand = location.command;
     // Events of a client that has been replaced (restart) are not news.
     const current = () => this.client === client;
     let reported = false;
@@ -139,6 +156,7 @@ export class Controller implements vscode.Disposable {
   async stop(): Promise<void> {
     const client = this.client;
     this.client = undefined;
+    this.serverCommand = undefined;
     if (client !== undefined) {
       await this.release(client);
     }

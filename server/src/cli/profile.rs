@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use cutune_capture::report::CaptureFile;
 
 use crate::profile::run::{self, CaptureRequest};
-use crate::profile::{self, captured, import, locate_kernels, rank, Origin, Ranking};
+use crate::profile::{self, captured, format_ns, import, locate_kernels, rank, share, Origin, Ranking};
 use crate::store::Store;
 use crate::workspace::{find_root, Limits, Workspace};
 
@@ -80,6 +80,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
     let mut ranking = rank(&times);
     let workspace = Workspace::build(&root, Limits::default());
     locate_kernels(&workspace, &mut ranking.kernels);
+    share::attach_tuned_gains(&mut ranking);
 
     let mut problems: Vec<String> = run.as_ref().map(|r| r.problems.clone()).unwrap_or_default();
     let mut captured = run;
@@ -204,9 +205,10 @@ fn render(origin: &Origin, ranking: &Ranking, captures: &[SavedCapture], root: &
             Some(s) => format!("{}:{}", relative(&s.file, root).display(), s.line),
             None => "not in the workspace".into(),
         };
+        let tuned = kernel.tuned.map(|t| format!(" · tuned {:.2}×: saves {:.1}% of the GPU time", t.speedup, t.gain * 100.0)).unwrap_or_default();
         let _ = writeln!(
             out,
-            "{:>6.1}%  {:>10}  {:>8}  {:<40}  {source}",
+            "{:>6.1}%  {:>10}  {:>8}  {:<40}  {source}{tuned}",
             kernel.share * 100.0,
             format_ns(kernel.total_ns),
             kernel.launches,
@@ -243,12 +245,4 @@ fn shorten(text: &str, width: usize) -> String {
     }
     let kept: String = text.chars().take(width - 1).collect();
     format!("{kept}…")
-}
-
-pub fn format_ns(ns: u64) -> String {
-    match ns {
-        n if n >= 1_000_000_000 => format!("{:.2} s", n as f64 / 1e9),
-        n if n >= 1_000_000 => format!("{:.2} ms", n as f64 / 1e6),
-        n => format!("{:.1} µs", n as f64 / 1e3),
-    }
 }

@@ -15,6 +15,7 @@ use super::index::Indexes;
 use super::settings::Settings;
 use super::state::{OpenDocument, ServerState};
 use super::tuning::{self, KernelArgument, Status, StatusNotification, Tuning};
+use crate::profile::share;
 use crate::syntax::{self, Analysis, Document, Encoding, MAX_ANALYZED_BYTES};
 use crate::tune::results::KernelResults;
 use crate::tune::{definition_sha256, job};
@@ -466,6 +467,11 @@ impl LanguageServer for Backend {
                 let stopped = self.tuning.stop();
                 Ok(Some(json!({ "stopping": stopped })))
             }
+            tuning::SHOW_PROFILE => {
+                // Any file of the workspace names it; `null` when it has no profile yet.
+                let path = actions::path_of(&argument()?.uri);
+                Ok(Some(json!(crate::profile::share::latest_profile(&path))))
+            }
             other => Err(Error { code: ErrorCode::MethodNotFound, message: format!("cutune has no command `{other}`").into(), data: None }),
         }
     }
@@ -508,13 +514,24 @@ impl LanguageServer for Backend {
             if !in_range(at) {
                 continue;
             }
-            let Some(results) = self.publisher().results(&file, &kernel.name) else { continue };
+            let results = self.publisher().results(&file, &kernel.name);
+            let share = share::share_of(&file, &kernel.name);
+            let tuned = results.as_ref().map(|r| r.hint(&definition_sha256(open.document.text(), kernel)));
+            let profiled = share.as_ref().map(|s| match results.as_ref().and_then(KernelResults::best_speedup) {
+                Some(speedup) => share::gain_hint(s, speedup),
+                None => share::share_hint(s),
+            });
+            let label = match (tuned, profiled) {
+                (Some(tuned), Some(profiled)) => format!("{tuned} · {profiled}"),
+                (Some(only), None) | (None, Some(only)) => only,
+                (None, None) => continue,
+            };
             hints.push(InlayHint {
                 position: at,
-                label: InlayHintLabel::String(results.hint(&definition_sha256(open.document.text(), kernel))),
+                label: InlayHintLabel::String(label),
                 kind: None,
                 text_edits: None,
-                tooltip: Some(InlayHintTooltip::String("cutune: best verified speedup over the original kernel; hover the kernel for the table".into())),
+                tooltip: Some(InlayHintTooltip::String("cutune: best verified speedup over the original kernel, and the kernel's share of the profiled program's GPU time; hover the kernel for details".into())),
                 padding_left: Some(true),
                 padding_right: None,
                 data: None,
@@ -565,10 +582,16 @@ impl LanguageServer for Backend {
             return Ok(None);
         }
         let Some(mut info) = syntax::hover(open.document.model(), offset) else { return Ok(None) };
-        let tuned = open.document.model().kernels.iter().find(|k| k.is_definition && k.name_span.start_byte <= offset && offset <= k.name_span.end_byte);
-        if let Some(results) = tuned.and_then(|k| self.publisher().results(&actions::path_of(&position.text_document.uri), &k.name)) {
+        let file = actions::path_of(&position.text_document.uri);
+        let definition = open.document.model().kernels.iter().find(|k| k.is_definition && k.name_span.start_byte <= offset && offset <= k.name_span.end_byte);
+        let results = definition.and_then(|k| self.publisher().results(&file, &k.name));
+        if let Some(results) = &results {
             info.markdown.push_str("\n\n---\n\n");
             info.markdown.push_str(&results.hover());
+        }
+        if let Some(share) = definition.and_then(|k| share::share_of(&file, &k.name)) {
+            info.markdown.push_str("\n\n---\n\n");
+            info.markdown.push_str(&share::share_hover(&share, results.as_ref().and_then(KernelResults::best_speedup)));
         }
         Ok(Some(Hover {
             contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: info.markdown }),

@@ -27,8 +27,10 @@ pub const VERIFY: &str = "cutune.verify";
 pub const STOP: &str = "cutune.stopTuning";
 pub const APPLY_BEST: &str = "cutune.applyBest";
 pub const TEMPLATIZE: &str = "cutune.templatize";
+/// The kernels of the latest profile of the argument's workspace, by share.
+pub const SHOW_PROFILE: &str = "cutune.showProfile";
 /// The commands this server carries out (`workspace/executeCommand`).
-pub const COMMANDS: [&str; 5] = [TUNE, VERIFY, STOP, APPLY_BEST, TEMPLATIZE];
+pub const COMMANDS: [&str; 6] = [TUNE, VERIFY, STOP, APPLY_BEST, TEMPLATIZE, SHOW_PROFILE];
 
 /// The argument of a kernel command: the kernel by name, or the position of the cursor in it.
 #[derive(Debug, Deserialize)]

@@ -10,6 +10,7 @@ pub mod import;
 mod locate;
 pub mod captured;
 pub mod run;
+pub mod share;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -47,6 +48,9 @@ pub struct RankedKernel {
     pub share: f64,
     /// Where the workspace defines it, when it does.
     pub source: Option<SourceKernel>,
+    /// What its tuning gains the program, once cutune has tuned it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tuned: Option<share::TunedGain>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -75,6 +79,7 @@ pub fn rank(times: &GpuTimes) -> Ranking {
             total_ns,
             share: if gpu_ns == 0 { 0.0 } else { total_ns as f64 / gpu_ns as f64 },
             source: None,
+            tuned: None,
         })
         .collect();
     kernels.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then_with(|| a.name.cmp(&b.name)));
@@ -88,6 +93,15 @@ pub fn projected_gain(share: f64, speedup: f64) -> f64 {
         return 0.0;
     }
     share * (1.0 - 1.0 / speedup)
+}
+
+/// `2.50 ms`, `830.0 µs`: a GPU time for people.
+pub fn format_ns(ns: u64) -> String {
+    match ns {
+        n if n >= 1_000_000_000 => format!("{:.2} s", n as f64 / 1e9),
+        n if n >= 1_000_000 => format!("{:.2} ms", n as f64 / 1e6),
+        n => format!("{:.1} µs", n as f64 / 1e3),
+    }
 }
 
 /// Where a profile came from, for reports and the store.

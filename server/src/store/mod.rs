@@ -24,7 +24,7 @@ use crate::gpu::{Outcome, RunnerSource, Verdict};
 use crate::space::Configuration;
 
 pub use error::StoreError;
-pub use profiles::KernelShare;
+pub use profiles::{KernelShare, ProfiledKernel, StoredProfile};
 
 /// Seconds since the Unix epoch: how the store dates runs and evaluations.
 pub fn unix_now() -> i64 {

@@ -17,6 +17,28 @@ pub struct KernelShare {
     pub profiled_at: i64,
 }
 
+/// The latest profile as stored: its kernels ranked, for a list the editor shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredProfile {
+    pub origin: String,
+    pub profiled_at: i64,
+    pub gpu_ns: u64,
+    pub kernels: Vec<ProfiledKernel>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfiledKernel {
+    /// The demangled name, without parameters.
+    pub display: String,
+    pub launches: u64,
+    pub total_ns: u64,
+    pub share: f64,
+    /// Where the workspace defines it (file, 1-based line, source name), when it does.
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub kernel: Option<String>,
+}
+
 impl Store {
     /// Stores a ranking, in one transaction; returns its id.
     pub fn record_profile(&self, origin: &str, ranking: &Ranking) -> Result<i64, StoreError> {
@@ -76,5 +98,35 @@ impl Store {
             )
             .optional()
             .map_err(|e| self.error(e))
+    }
+
+    /// The newest profile, its kernels by share.
+    pub fn latest_profile(&self) -> Result<Option<StoredProfile>, StoreError> {
+        let connection = self.connection();
+        let newest = connection
+            .query_row("SELECT id, origin, profiled_at, gpu_ns FROM profiles ORDER BY id DESC LIMIT 1", [], |row| {
+                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?, row.get::<_, i64>(2)?, row.get::<_, i64>(3)?))
+            })
+            .optional()
+            .map_err(|e| self.error(e))?;
+        let Some((id, origin, profiled_at, gpu_ns)) = newest else { return Ok(None) };
+        let mut query = connection
+            .prepare("SELECT display, launches, total_ns, share, file, line, kernel FROM profile_kernels WHERE profile_id = ?1 ORDER BY total_ns DESC, name")
+            .map_err(|e| self.error(e))?;
+        let kernels = query
+            .query_map([id], |row| {
+                Ok(ProfiledKernel {
+                    display: row.get(0)?,
+                    launches: row.get::<_, i64>(1)? as u64,
+                    total_ns: row.get::<_, i64>(2)? as u64,
+                    share: row.get(3)?,
+                    file: row.get(4)?,
+                    line: row.get::<_, Option<i64>>(5)?.map(|l| l as u32),
+                    kernel: row.get(6)?,
+                })
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.error(e))?;
+        Ok(Some(StoredProfile { origin, profiled_at, gpu_ns: gpu_ns as u64, kernels }))
     }
 }

@@ -445,7 +445,7 @@ fn a_profile_gives_each_workspace_kernel_its_latest_share() {
         let mut ranking = rank(&GpuTimes {
             kernels: vec![
                 KernelTime { name: "_Z5scalePffi".into(), launches: 3, total_ns: big_ns },
-                KernelTime { name: "_Z5tinyv".into(), launches: 1, total_ns: 100 },
+                KernelTime { name: "_Z4tinyv".into(), launches: 1, total_ns: 100 },
             ],
             other_ns: 0,
         });
@@ -459,4 +459,8 @@ fn a_profile_gives_each_workspace_kernel_its_latest_share() {
     assert_eq!((share.origin.as_str(), share.total_ns, share.launches), ("./app --big", 900, 3));
     assert!((share.share - 0.9).abs() < 1e-12);
     assert_eq!(store.kernel_share("/w/other.cu", "scale").expect("query"), None, "the same name in another file is another kernel");
+    let latest = store.latest_profile().expect("query").expect("profiled");
+    assert_eq!((latest.origin.as_str(), latest.gpu_ns), ("./app --big", 1000));
+    let listed: Vec<(&str, u64, Option<&str>, Option<u32>)> = latest.kernels.iter().map(|k| (k.display.as_str(), k.total_ns, k.file.as_deref(), k.line)).collect();
+    assert_eq!(listed, [("scale", 900, Some("/w/app.cu"), Some(3)), ("tiny", 100, None, None)]);
 }

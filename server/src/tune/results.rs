@@ -54,6 +54,11 @@ impl KernelResults {
         self.evaluations.iter().find(|e| counts_as_correct(e) && self.verification(e).is_none_or(|v| v.passed))
     }
 
+    /// The speedup of [`KernelResults::best`] over the original kernel.
+    pub fn best_speedup(&self) -> Option<f64> {
+        self.best().and_then(|best| self.speedup(best))
+    }
+
     /// The latest verification of `evaluation`'s configuration.
     pub fn verification(&self, evaluation: &Evaluation) -> Option<&Verification> {
         self.verifications.iter().find(|v| v.config == evaluation.config)

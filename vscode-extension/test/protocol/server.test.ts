@@ -4,6 +4,8 @@
  */
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, beforeEach, test } from 'node:test';
 
@@ -14,9 +16,10 @@ import type * as vscode from 'vscode';
 import manifest from '../../package.json';
 import { changedSettings, currentSettings } from '../../src/client';
 import { KERNEL_COMMANDS, SERVER_COMMANDS, STOP_COMMAND, kernelArgument, type ServerArgument } from '../../src/commands';
+import { profileItems, type StoredProfile } from '../../src/profile';
 import { parseStatus } from '../../src/status';
 import { editorAt } from '../editors';
-import { DocumentSymbol, Position, Range, stub } from '../stub/vscode';
+import { DocumentSymbol, Position, Range, Uri, stub } from '../stub/vscode';
 import { serverBinary, Session } from './session';
 
 const FIXTURE = path.join(__dirname, '../../../tests/e2e/fixtures/kernels.cu');
@@ -172,6 +175,25 @@ test('kernel commands take a kernel picked by name', { timeout: 120_000 }, async
     await checkAccepted(t, command, { uri: document.uri, kernel: 'scale' });
   }
   await checkAccepted(t, STOP_COMMAND.serverCommand, {});
+});
+
+test('"Show profile" lists what the server answers for a profiled workspace', async () => {
+  const events = [
+    { ph: 'X', cat: 'kernel', name: 'scale(float*, float const*, int)', dur: 30 },
+    { ph: 'X', cat: 'kernel', name: 'ampere_sgemm_64x32_nn', dur: 10 },
+  ];
+  fs.writeFileSync(path.join(session.folder, 'trace.json'), JSON.stringify({ traceEvents: events }));
+  execFileSync(serverBinary(), ['profile', '--import', 'trace.json'], { cwd: session.folder, stdio: 'pipe' });
+  const answer = await session.connection.sendRequest('workspace/executeCommand', { command: 'cutune.showProfile', arguments: [{ uri: document.uri }] });
+  stub.workspaceFolders = [{ uri: Uri.file(fs.realpathSync(session.folder)) }];
+  const items = profileItems(answer as StoredProfile);
+  assert.deepEqual(
+    items.map((item) => [item.label, item.description, item.detail]),
+    [
+      ['75.0%  scale', '30.0 µs · 1 launch', `${path.basename(document.file)}:5`],
+      ['25.0%  ampere_sgemm_64x32_nn', '10.0 µs · 1 launch', 'not in the workspace'],
+    ],
+  );
 });
 
 test('every cutune/status the server sent is one the status item understands', () => {

@@ -140,9 +140,13 @@ export const stub = {
   messages: [] as { severity: 'warning' | 'error'; text: string; actions: string[] }[],
   /** The answer of the next `showErrorMessage`. */
   errorChoice: undefined as string | undefined,
-  /** What `showQuickPick` picks from the items offered; undefined cancels. */
+  /** The answer of the next `showWarningMessage`. */
+  warningChoice: undefined as string | undefined,
+  /** What `showQuickPick` picks from the items offered (by label); undefined cancels. */
   quickPick: (items: string[]): string | undefined => items[0],
   quickPicks: [] as string[][],
+  /** Documents shown with `showTextDocument`: path and the selection's start line. */
+  shownDocuments: [] as { path: string; line: number | undefined }[],
   statusItems: [] as LanguageStatusItem[],
   output: [] as string[],
   outputShown: 0,
@@ -169,8 +173,10 @@ export const stub = {
     stub.activeTextEditor = undefined;
     stub.messages = [];
     stub.errorChoice = undefined;
+    stub.warningChoice = undefined;
     stub.quickPick = (items) => items[0];
     stub.quickPicks = [];
+    stub.shownDocuments = [];
     stub.statusItems = [];
     stub.output = [];
     stub.outputShown = 0;
@@ -186,15 +192,21 @@ export const window = {
   },
   showWarningMessage(text: string, ...actions: string[]): Promise<string | undefined> {
     stub.messages.push({ severity: 'warning', text, actions });
-    return Promise.resolve(undefined);
+    return Promise.resolve(stub.warningChoice);
   },
   showErrorMessage(text: string, ...actions: string[]): Promise<string | undefined> {
     stub.messages.push({ severity: 'error', text, actions });
     return Promise.resolve(stub.errorChoice);
   },
-  showQuickPick(items: string[]): Promise<string | undefined> {
-    stub.quickPicks.push(items);
-    return Promise.resolve(stub.quickPick(items));
+  showQuickPick<T extends string | { label: string }>(items: readonly T[]): Promise<T | undefined> {
+    const labels = items.map((item) => (typeof item === 'string' ? item : item.label));
+    stub.quickPicks.push(labels);
+    const picked = stub.quickPick(labels);
+    return Promise.resolve(items.find((_, i) => labels[i] === picked));
+  },
+  showTextDocument(document: { uri: Uri }, options?: { selection?: Range }): Promise<void> {
+    stub.shownDocuments.push({ path: document.uri.path, line: options?.selection?.start.line });
+    return Promise.resolve();
   },
   createOutputChannel(name: string) {
     return {
@@ -219,6 +231,13 @@ export const workspace = {
     };
   },
   onDidChangeConfiguration: configurationChanged.event,
+  asRelativePath(path: string): string {
+    const folder = stub.workspaceFolders?.[0]?.uri.path;
+    return folder !== undefined && path.startsWith(`${folder}/`) ? path.slice(folder.length + 1) : path;
+  },
+  openTextDocument(uri: Uri): Promise<{ uri: Uri }> {
+    return Promise.resolve({ uri });
+  },
 };
 
 export const languages = {

@@ -174,8 +174,10 @@ test('the palette commands are registered and reach the server; restart and show
   await controller.start();
   assert.deepEqual(stub.registered().sort(), [
     'cutune.palette.applyBest',
+    'cutune.palette.profile',
     'cutune.palette.restartServer',
     'cutune.palette.showOutput',
+    'cutune.palette.showProfile',
     'cutune.palette.stop',
     'cutune.palette.templatize',
     'cutune.palette.tune',
@@ -184,9 +186,11 @@ test('the palette commands are registered and reach the server; restart and show
   stub.activeTextEditor = editorAt('/work/k.cu', 1, 2);
   await vscode.commands.executeCommand('cutune.palette.applyBest');
   await vscode.commands.executeCommand('cutune.palette.stop');
+  await vscode.commands.executeCommand('cutune.palette.showProfile');
   assert.deepEqual(clients[0].sent, [
     { command: 'cutune.applyBest', argument: { uri: 'file:///work/k.cu', position: { line: 1, character: 2 } } },
     { command: 'cutune.stopTuning', argument: {} },
+    { command: 'cutune.showProfile', argument: { uri: 'file:///work/k.cu' } },
   ]);
   await vscode.commands.executeCommand('cutune.palette.showOutput');
   assert.equal(stub.outputShown, 1);

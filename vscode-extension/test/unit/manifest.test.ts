@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 
 import manifest from '../../package.json';
-import { KERNEL_COMMANDS, RESTART_COMMAND, SERVER_COMMANDS, SHOW_OUTPUT_COMMAND, STOP_COMMAND } from '../../src/commands';
+import { KERNEL_COMMANDS, PROFILE_COMMAND, RESTART_COMMAND, SERVER_COMMANDS, SHOW_OUTPUT_COMMAND, SHOW_PROFILE_COMMAND, STOP_COMMAND } from '../../src/commands';
 import { SERVER_SETTING_KEYS } from '../../src/settings';
 
 type Setting = {
@@ -22,7 +22,7 @@ const settings = manifest.contributes.configuration.properties as Record<string,
 
 test('the settings are the server path, the trace and the server settings, each described, with the agreed defaults', () => {
   const keys = Object.keys(settings).sort();
-  const expected = ['cutune.server.path', 'cutune.trace.server', ...SERVER_SETTING_KEYS.map((k) => `cutune.${k}`)].sort();
+  const expected = ['cutune.server.path', 'cutune.trace.server', 'cutune.profileCommand', ...SERVER_SETTING_KEYS.map((k) => `cutune.${k}`)].sort();
   assert.deepEqual(keys, expected);
   for (const [key, setting] of Object.entries(settings)) {
     const description = setting.description ?? setting.markdownDescription ?? '';
@@ -40,6 +40,7 @@ test('the settings are the server path, the trace and the server settings, each 
     'cutune.nvrtcPath': ['string', ''],
     'cutune.resultsLocation': ['string', ''],
     'cutune.replay': ['string', ''],
+    'cutune.profileCommand': ['string', ''],
     'cutune.trace.server': ['string', 'off'],
   });
   assert.deepEqual(settings['cutune.strategy'].enum, ['brute-force', 'random', 'annealing', 'genetic', 'model']);
@@ -58,15 +59,17 @@ test('the palette commands are named "cutune: ..." and none takes a server comma
     'cutune.palette.stop': 'cutune: Stop tuning',
     'cutune.palette.restartServer': 'cutune: Restart language server',
     'cutune.palette.showOutput': 'cutune: Show output',
+    'cutune.palette.profile': 'cutune: Profile program',
+    'cutune.palette.showProfile': 'cutune: Show profile',
   });
-  const implemented = [...KERNEL_COMMANDS.map((c) => c.id), STOP_COMMAND.id, RESTART_COMMAND, SHOW_OUTPUT_COMMAND];
+  const implemented = [...KERNEL_COMMANDS.map((c) => c.id), STOP_COMMAND.id, RESTART_COMMAND, SHOW_OUTPUT_COMMAND, PROFILE_COMMAND, SHOW_PROFILE_COMMAND.id];
   assert.deepEqual(Object.keys(titles).sort(), implemented.sort());
   // vscode-languageclient registers the server's command ids; a second registration would fail.
   assert.deepEqual(
     Object.keys(titles).filter((id) => SERVER_COMMANDS.includes(id)),
     [],
   );
-  assert.deepEqual(SERVER_COMMANDS, ['cutune.templatize', 'cutune.tune', 'cutune.verify', 'cutune.applyBest', 'cutune.stopTuning']);
+  assert.deepEqual(SERVER_COMMANDS, ['cutune.templatize', 'cutune.tune', 'cutune.verify', 'cutune.applyBest', 'cutune.stopTuning', 'cutune.showProfile']);
   for (const item of manifest.contributes.menus['editor/context']) {
     assert.ok(item.command in titles, `${item.command} in the context menu is a contributed command`);
   }
