@@ -170,3 +170,36 @@ def test_a_tuned_kernel_shows_what_it_saves_the_program(tmp_path: Path):
     ranked = next(k for k in kernels if k["kernel"]["base"] == "rmsnorm_kernel")
     assert "tuned" not in next(k for k in kernels if k["kernel"]["base"] == "gemm")
     assert abs(ranked["tuned"]["gain"] - 0.5 * (1 - 1 / ranked["tuned"]["speedup"])) < 1e-9
+
+
+def test_a_capture_gives_a_library_kernel_its_type_block_size_and_sizes(tmp_path: Path):
+    # The library instantiates the reduction for several types and dispatches the block size by
+    # a switch; nothing in the workspace says which the program runs.
+    (tmp_path / ".git").mkdir()
+    shutil.copy(REPO / "tests" / "fixtures" / "workspace" / "dispatched_reduction" / "block_sum.cu", tmp_path / "block_sum.cu")
+    static = cutune("templatize", "block_sum.cu", "--kernel", "block_sum", "--diff", cwd=tmp_path)
+    assert 'template_args = ["?", "blockSize"]' in static.stdout and '"blockSize == threads"' in static.stdout, static.stdout
+    n, blocks = 1 << 16, 64
+    ones = struct.pack(f"<{n}i", *([1] * n))
+    sums = struct.pack(f"<{blocks}i", *([n // blocks] * blocks))
+    args = [Buffer(ones, ones), Buffer(bytes(4 * blocks), sums), struct.pack("<I", n)]
+    # block_sum<int, 128u>(int const*, int*, unsigned int), launched with 128 threads.
+    write_capture(tmp_path / ".cutune" / "captures" / "block_sum-0.cutcap", "_Z9block_sumIiLj128EEvPKT_PS0_j", (blocks, 1, 1), (128, 1, 1), args)
+
+    result = cutune("templatize", "block_sum.cu", "--kernel", "block_sum", "--write", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "`blockSize` starts from 128, the program's value (the source suggested 256)" in result.stderr, result.stderr
+    [kernel] = tomllib.loads((tmp_path / "block_sum.cutune.toml").read_text())["kernels"]
+    assert kernel["template_args"] == ["int", "blockSize"]
+    assert kernel["shared_bytes"] == "threads * 4", "sizeof(T) of the captured type"
+    assert kernel["restrictions"] == ["blockSize == threads"]
+    defaults = {p["name"]: p["default"] for p in kernel["params"]}
+    assert (defaults["blockSize"], defaults["threads"]) == (128, 128)
+    args = {a["name"]: a for a in kernel["args"]}
+    assert (args["in"]["dtype"], args["in"]["length"], args["out"]["length"], args["n"]["value"]) == ("i32", "size", "64", "size")
+    assert kernel["shapes"] == [{"size": n}]
+    checked = cutune("spec", "check", "block_sum.cutune.toml", cwd=tmp_path)
+    assert checked.returncode == 0 and "0 errors, 0 warnings" in checked.stdout, checked.stdout
+    compiled = cutune("check", "block_sum.cu", "--kernel", "block_sum", "--json", cwd=tmp_path)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr

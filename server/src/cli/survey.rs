@@ -188,11 +188,8 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
     };
     let slice_options = SliceOptions::for_file(path);
     let hosts = workspace.host_documents(path, kernel);
-    let result = match template::templatize_with_hosts(&text, kernel, &slice_options, &hosts) {
-        Ok(mut result) => {
-            template::fill_from_captures(&mut result, workspace.root(), path);
-            result
-        }
+    let result = match template::templatize_in_workspace(&text, kernel, path, &slice_options, &hosts, workspace.root()) {
+        Ok(result) => result,
         Err(e) => {
             survey.why = e.to_string();
             return survey;

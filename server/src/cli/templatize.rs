@@ -26,8 +26,8 @@ pub struct TemplatizeArgs {
 pub fn run(args: &TemplatizeArgs) -> Result<()> {
     let text = read_source(&args.file)?;
     let hosts = crate::workspace::host_documents_near(&args.file, &args.kernel);
-    let mut result = template::templatize_with_hosts(&text, &args.kernel, &crate::slice::SliceOptions::for_file(&args.file), &hosts).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
-    template::fill_from_captures(&mut result, &crate::workspace::find_root(&args.file), &args.file);
+    let root = crate::workspace::find_root(&args.file);
+    let result = template::templatize_in_workspace(&text, &args.kernel, &args.file, &crate::slice::SliceOptions::for_file(&args.file), &hosts, &root).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     eprint!("{}", template::report(&args.file, &result));
     let spec_path = spec::spec_path_for(&args.file);
     let old_spec = read_spec(&spec_path)?;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use cutune_capture::report::{CaptureFile, CapturedParam, CAPTURE_EXTENSION};
 
 use crate::gpu::worker::data;
-use crate::spec::{environment, expr, CaptureSpec, Dtype, KernelSpec, Role, Shape, UNKNOWN};
+use crate::spec::{environment, expr, CaptureSpec, Dtype, KernelSpec, ParamKind, ParamSpec, Role, Shape, UNKNOWN};
 use crate::syntax::identifiers_in;
 
 use super::kernel_name;
@@ -60,14 +60,25 @@ pub fn apply(spec: &mut KernelSpec, capture: &CaptureFile, file: &str) -> Result
     fill_extents(spec, "grid", header.grid, &shape, &mut notes);
     fill_extents(spec, "block", header.block, &shape, &mut notes);
     fill_buffers(spec, capture, &shape, &mut notes)?;
-    if spec.shapes.iter().all(Shape::is_empty) {
-        spec.shapes = vec![shape.clone()];
-    } else if !spec.shapes.contains(&shape) {
-        spec.shapes.insert(0, shape.clone());
-    }
+    place_first(&mut spec.shapes, &shape, &mut notes);
     spec.captures.retain(|c| c.file != file);
     spec.captures.push(CaptureSpec { file: file.to_string(), shape });
     Ok(notes)
+}
+
+/// Open template arguments (`?`) take the program's; a tuning parameter in their place starts
+/// from the program's value.
+/// The captured shape becomes the first (the one the program runs); the source's shapes that
+/// name the same sizes stay after it, those that name fewer (a call path that reached the
+/// launch without them) go.
+fn place_first(shapes: &mut Vec<Shape>, captured: &Shape, notes: &mut Vec<String>) {
+    let complete = |s: &Shape| captured.keys().all(|size| s.contains_key(size));
+    let incomplete = shapes.iter().filter(|s| !complete(s)).count();
+    if incomplete > 0 {
+        notes.push(format!("{incomplete} shape(s) of the source that do not name every size left out"));
+    }
+    shapes.retain(|s| s != captured && complete(s));
+    shapes.insert(0, captured.clone());
 }
 
 fn fill_template_args(spec: &mut KernelSpec, mangled: &str, notes: &mut Vec<String>) {
@@ -79,7 +90,34 @@ fn fill_template_args(spec: &mut KernelSpec, mangled: &str, notes: &mut Vec<Stri
         if arg.trim() == UNKNOWN {
             notes.push(format!("template argument `{captured}` from the captured launch"));
             *arg = captured;
+        } else if let (Some(param), Some(value)) = (spec.params.iter_mut().find(|p| p.name == arg.trim()), integer_argument(&captured)) {
+            start_from(param, value, notes);
         }
+    }
+}
+
+/// A template argument as the demangler writes an integer or a bool (`(unsigned int)256`,
+/// `256u`, `true`).
+fn integer_argument(text: &str) -> Option<i64> {
+    let value = text.strip_prefix('(').and_then(|t| t.split_once(')')).map_or(text, |(_, v)| v).trim();
+    match value {
+        "true" => Some(1),
+        "false" => Some(0),
+        _ => value.trim_end_matches(['u', 'U', 'l', 'L']).parse().ok(),
+    }
+}
+
+/// The program ran with `value`: the parameter's default (the original kernel, the baseline)
+/// becomes it.
+fn start_from(param: &mut ParamSpec, value: i64, notes: &mut Vec<String>) {
+    if param.default == value {
+        return;
+    }
+    notes.push(format!("`{}` starts from {value}, the program's value (the source suggested {})", param.name, param.default));
+    param.default = value;
+    if !param.values.contains(&value) {
+        param.values.push(value);
+        param.values.sort_unstable();
     }
 }
 
@@ -110,8 +148,15 @@ fn fill_scalars(spec: &mut KernelSpec, params: &[CapturedParam], shape: &mut Sha
     Ok(())
 }
 
-/// Grid or block extents the spec cannot evaluate become a size of equal value, or the number.
+/// Grid or block extents the spec cannot evaluate become a size of equal value, or the number;
+/// an extent that is a launch parameter starts from the program's value.
 fn fill_extents(spec: &mut KernelSpec, what: &str, captured: [u32; 3], shape: &Shape, notes: &mut Vec<String>) {
+    let extents = if what == "grid" { &spec.grid } else { &spec.block };
+    for (extent, &value) in extents.iter().zip(&captured) {
+        if let Some(param) = spec.params.iter_mut().find(|p| p.name == extent.trim() && p.kind == ParamKind::Launch) {
+            start_from(param, value as i64, notes);
+        }
+    }
     let env = environment(spec, shape, &|p| p.default);
     let extents = if what == "grid" { &mut spec.grid } else { &mut spec.block };
     let dims = captured.iter().rposition(|&e| e != 1).map_or(1, |last| last + 1).max(extents.len());
@@ -351,5 +396,23 @@ mod tests {
         assert!(truncated.contains("scale_rows-1.cutcap") && truncated.contains("too short"), "{truncated}");
         let misnamed = found[2].as_ref().unwrap_err();
         assert!(misnamed.contains("scale_rows-2.cutcap") && misnamed.contains("not of `scale_rows`"), "{misnamed}");
+    }
+
+    #[test]
+    fn template_arguments_read_as_the_demangler_writes_them() {
+        assert_eq!(integer_argument("(unsigned int)256"), Some(256));
+        assert_eq!(integer_argument("128u"), Some(128));
+        assert_eq!(integer_argument("true"), Some(1));
+        assert_eq!(integer_argument("float"), None);
+    }
+
+    #[test]
+    fn the_captured_shape_goes_first_and_incomplete_ones_go() {
+        let shape = |pairs: &[(&str, i64)]| pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect::<Shape>();
+        let mut shapes = vec![shape(&[("n", 1)]), shape(&[]), shape(&[("n", 4096)])];
+        let mut notes = Vec::new();
+        place_first(&mut shapes, &shape(&[("n", 4096)]), &mut notes);
+        assert_eq!(shapes, [shape(&[("n", 4096)]), shape(&[("n", 1)])]);
+        assert_eq!(notes, ["1 shape(s) of the source that do not name every size left out"]);
     }
 }

@@ -396,7 +396,14 @@ impl<'t> Checker<'t> {
     fn check_unknown_strings(&mut self, k: usize, kernel: &KernelSpec) {
         for (i, arg) in kernel.template_args.iter().enumerate() {
             if is_unknown(arg) {
-                let message = format!("template argument {} is unknown: write a type or a parameter, e.g. `{}`", i + 1, kernel.params.first().map_or("float", |p| p.name.as_str()));
+                // A template parameter not yet passed is the likelier fill than a type.
+                let unused = kernel.params.iter().find(|p| p.kind == ParamKind::Template && !kernel.template_args.iter().any(|a| a.trim() == p.name));
+                let example = unused.map_or("float", |p| p.name.as_str());
+                let message = format!(
+                    "template argument {} is unknown: write the type or value the program instantiates (e.g. `{example}`), or capture a launch (`cutune profile --kernel {} -- CMD`) and templatize again",
+                    i + 1,
+                    kernel.name
+                );
                 self.at(Severity::Error, &[K("kernels"), I(k), K("template_args"), I(i)], message);
             }
         }

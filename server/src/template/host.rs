@@ -1489,7 +1489,7 @@ fn ceil_divisions(text: &str) -> String {
 
 /// Each call `function(inner)` in `text` (not the tail of a longer name) replaced by what
 /// `replace` makes of `inner`; calls it gives `None` for stay.
-fn replace_calls(text: &str, function: &str, replace: impl Fn(&str) -> Option<String>) -> String {
+pub(super) fn replace_calls(text: &str, function: &str, replace: impl Fn(&str) -> Option<String>) -> String {
     let opening = format!("{function}(");
     let mut out = String::with_capacity(text.len());
     let mut rest = text;

@@ -19,6 +19,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use serde::Serialize;
+use cutune_capture::report::CaptureFile;
 use tree_sitter::Node;
 
 use crate::slice::SliceOptions;
@@ -277,15 +278,26 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     Ok(Templatized { kernel: kernel.to_string(), text: current.text().to_string(), edits, spec, reports })
 }
 
-/// Fills the spec of `result` from the launches `cutune profile` captured under the workspace
-/// `root` (sizes, grid, lengths, template arguments the source could not give), and reports
-/// what each capture filled. The spec names the captures relative to its own folder, beside
-/// `source_file`.
-pub fn fill_from_captures(result: &mut Templatized, root: &Path, source_file: &Path) {
+/// [`templatize_with_hosts`] for `file` in the workspace at `root`, with the launches of the
+/// kernel that `cutune profile` captured there: the program's instantiation gives template
+/// arguments the source leaves open, and each capture fills what else the source could not
+/// say (sizes, grid, lengths, written buffers), reported as a `capture` line.
+pub fn templatize_in_workspace(text: &str, kernel: &str, file: &Path, slice_options: &SliceOptions, hosts: &[HostDocument], root: &Path) -> Result<Templatized, TemplatizeError> {
+    let captures = crate::profile::captured::captures_of(root, kernel);
+    let instantiation = captures.iter().flatten().next().map(|c| crate::profile::kernel_name(&c.capture.kernel).template_args).unwrap_or_default();
+    let options = if slice_options.template_args.is_empty() { slice_options.clone().with_template_args(&instantiation) } else { slice_options.clone() };
+    let mut result = templatize_with_hosts(text, kernel, &options, hosts)?;
+    fill_from_captures(&mut result, captures, file);
+    Ok(result)
+}
+
+/// Fills the spec of `result` from `captures` and reports what each filled. The spec names the
+/// captures relative to its own folder, beside `source_file`.
+fn fill_from_captures(result: &mut Templatized, captures: Vec<Result<CaptureFile, String>>, source_file: &Path) {
     let spec_path = crate::spec::spec_path_for(source_file);
     let spec_dir = spec_path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let spec_dir = spec_dir.canonicalize().unwrap_or_else(|_| spec_dir.to_path_buf());
-    for capture in crate::profile::captured::captures_of(root, &result.kernel) {
+    for capture in captures {
         let capture = match capture {
             Ok(capture) => capture,
             Err(why) => {

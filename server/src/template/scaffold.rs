@@ -57,12 +57,20 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
             }
         }
     }
-    let shared_bytes = launch.and_then(|l| l.shared_bytes.as_ref()).map_or("0".to_string(), |e| match &host {
+    let mut shared_bytes = launch.and_then(|l| l.shared_bytes.as_ref()).map_or("0".to_string(), |e| match &host {
         Some(h) => h.in_spec_names(&e.text),
         None => e.text.trim().to_string(),
     });
     let body = super::kernel_definition(templated, k).and_then(|d| d.child_by_field_name("body"));
-    let template_args = template_args(k, launch, &params, host.as_ref());
+    let template_args = template_args(k, launch, &params, host.as_ref(), &slice_options.template_args);
+    // `sizeof(T)` in the launcher's arithmetic, where the launch passes its own `T` on and the
+    // program's instantiation gave the type.
+    if let Some(l) = launch {
+        let passed_on = |text: &str| sizes_of_passed_types(text, l, &template_args);
+        grid = grid.iter().map(|g| passed_on(g)).collect();
+        block = block.iter().map(|b| passed_on(b)).collect();
+        shared_bytes = passed_on(&shared_bytes);
+    }
     // `T* y` of a kernel instantiated with `float` is a buffer of floats.
     let scalars: Vec<&str> = k.params.iter().filter(|p| p.pointer_depth == 0).map(|p| p.name.as_str()).collect();
     let instantiated = |ty: &str| k.template_params.iter().position(|tp| tp.name == ty).and_then(|i| template_args.get(i)).filter(|a| a.as_str() != UNKNOWN).cloned();
@@ -112,6 +120,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
             choices.extend(literal);
             restrictions.extend(threads_bound);
         }
+        restrictions.extend(template_block_ties(k, l, &params, &choices, &block));
         // Before the compiler options: the search enumerates the parameters in order.
         let at = params.iter().position(|p| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).unwrap_or(params.len());
         params.splice(at..at, choices.iter().cloned());
@@ -425,7 +434,12 @@ fn c_division(text: &str) -> String {
     out
 }
 
-fn template_args(k: &Kernel, launch: Option<&LaunchSite>, params: &[ParamSpec], host: Option<&HostContext>) -> Vec<String> {
+/// The kernel's template arguments: a lifted parameter's name, else what the launch gives,
+/// resolved along the host's call path. Where the source leaves one open (`?`, or a host
+/// template's own parameter `T` that no call instantiates), `instantiation` (the program's
+/// launch, captured) gives it.
+fn template_args(k: &Kernel, launch: Option<&LaunchSite>, params: &[ParamSpec], host: Option<&HostContext>, instantiation: &[String]) -> Vec<String> {
+    let open = |arg: &str| arg == UNKNOWN || k.template_params.iter().any(|tp| tp.name == arg);
     k.template_params
         .iter()
         .enumerate()
@@ -434,10 +448,36 @@ fn template_args(k: &Kernel, launch: Option<&LaunchSite>, params: &[ParamSpec], 
             _ => launch
                 .and_then(|l| l.template_args.get(i))
                 .map(|a| host.map_or_else(|| a.text.trim().to_string(), |h| h.template_argument(&a.text)))
+                .filter(|arg| !open(arg))
                 .or_else(|| tp.default.clone())
                 .or_else(|| deduced_type(k, &tp.name, launch?, host?))
+                .filter(|arg| !open(arg))
+                .or_else(|| instantiation.get(i).cloned())
                 .unwrap_or_else(|| UNKNOWN.to_string()),
         })
+        .collect()
+}
+
+/// `sizeof(T)` → `4` where the launch passes the name `T` as a template argument that became
+/// `int`.
+fn sizes_of_passed_types(text: &str, launch: &LaunchSite, template_args: &[String]) -> String {
+    super::host::replace_calls(text, "sizeof", |inner| {
+        let at = launch.template_args.iter().position(|a| a.text.trim() == inner.trim())?;
+        crate::syntax::size_of_type(template_args.get(at)?).map(|bytes| bytes.to_string())
+    })
+}
+
+/// `case 256: reduce<T, 256><<<grid, threads>>>` with `threads` a launch choice of 256 there:
+/// the template parameter is the block size the kernel was written for, so the two move
+/// together (`blockSize == threads`); apart, the kernel reduces over threads that do not exist.
+fn template_block_ties(k: &Kernel, launch: &LaunchSite, params: &[ParamSpec], choices: &[ParamSpec], block: &[String]) -> Vec<String> {
+    let [block] = block else { return Vec::new() };
+    let Some(choice) = choices.iter().find(|c| &c.name == block) else { return Vec::new() };
+    k.template_params
+        .iter()
+        .zip(&launch.template_args)
+        .filter(|(tp, arg)| arg.value == Some(choice.default) && params.iter().any(|p| p.name == tp.name && p.kind == ParamKind::Template))
+        .map(|(tp, _)| format!("{} == {}", tp.name, choice.name))
         .collect()
 }
 

@@ -33,9 +33,8 @@ pub fn kernel_and_source(file: &Path, kernel_name: &str, spec_path: Option<&Path
 
 fn spec_or_templatized(file: &Path, kernel_name: &str, spec_path: &Path, text: &str) -> Result<(KernelSpec, String, Option<String>)> {
     let in_memory = || {
-        let mut result = template::templatize_with_hosts(text, kernel_name, &SliceOptions::for_file(file), &crate::workspace::host_documents_near(file, kernel_name)).map_err(|e| anyhow!("{}: {e}", file.display()))?;
-        template::fill_from_captures(&mut result, &crate::workspace::find_root(file), file);
-        Ok::<_, anyhow::Error>(result)
+        let hosts = crate::workspace::host_documents_near(file, kernel_name);
+        template::templatize_in_workspace(text, kernel_name, file, &SliceOptions::for_file(file), &hosts, &crate::workspace::find_root(file)).map_err(|e| anyhow!("{}: {e}", file.display()))
     };
     if let Ok(spec_text) = std::fs::read_to_string(spec_path) {
         let (spec_file, diagnostics) = spec::parse_spec(&spec_text);
