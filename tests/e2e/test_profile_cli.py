@@ -185,11 +185,15 @@ def test_a_capture_gives_a_library_kernel_its_type_block_size_and_sizes(tmp_path
     args = [Buffer(ones, ones), Buffer(bytes(4 * blocks), sums), struct.pack("<I", n)]
     # block_sum<int, 128u>(int const*, int*, unsigned int), launched with 128 threads.
     write_capture(tmp_path / ".cutune" / "captures" / "block_sum-0.cutcap", "_Z9block_sumIiLj128EEvPKT_PS0_j", (blocks, 1, 1), (128, 1, 1), args)
+    # The program's final pass: block_sum<int, 64u> over the 64 partial sums, another kernel.
+    final = [Buffer(sums, sums), Buffer(bytes(4), struct.pack("<i", n)), struct.pack("<I", blocks)]
+    write_capture(tmp_path / ".cutune" / "captures" / "block_sum-1.cutcap", "_Z9block_sumIiLj64EEvPKT_PS0_j", (1, 1, 1), (64, 1, 1), final)
 
     result = cutune("templatize", "block_sum.cu", "--kernel", "block_sum", "--write", cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
     assert "`blockSize` starts from 128, the program's value (the source suggested 256)" in result.stderr, result.stderr
+    assert "block_sum-1.cutcap launched another instantiation, `block_sum<int, (unsigned int)64>`" in result.stderr, result.stderr
     [kernel] = tomllib.loads((tmp_path / "block_sum.cutune.toml").read_text())["kernels"]
     assert kernel["template_args"] == ["int", "blockSize"]
     assert kernel["shared_bytes"] == "threads * 4", "sizeof(T) of the captured type"

@@ -257,12 +257,46 @@ pub fn includer_prelude(file: &Path) -> Option<(PathBuf, String)> {
         let mut start = 0;
         for line in text.split_inclusive('\n') {
             if quoted_include(line).is_some_and(|w| w.starts_with(&written)) {
-                return Some((path, text[..start].to_string()));
+                return Some((path, in_including_branch(&text[..start])));
             }
             start += line.len();
         }
         None
     })
+}
+
+/// The text before an `#include` line, as the branch it sits in sees it: a conditional still
+/// open there (`#if CUDART_VERSION >= 2020` … `#include "kernel.cuh"` … `#endif`) is taken, so
+/// its directive and its other branches go, and what the prelude leaves is balanced.
+fn in_including_branch(prelude: &str) -> String {
+    // Per open conditional: where its directive starts, and where the branch now open starts.
+    let mut open: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    for line in prelude.split_inclusive('\n') {
+        let directive = line.trim_start().strip_prefix('#').map(|d| d.trim_start().split(|c: char| !c.is_ascii_alphabetic()).next().unwrap_or(""));
+        match directive {
+            Some("if" | "ifdef" | "ifndef") => open.push((start, start + line.len())),
+            Some("elif" | "else") => {
+                if let Some(last) = open.last_mut() {
+                    last.1 = start + line.len();
+                }
+            }
+            Some("endif") => {
+                open.pop();
+            }
+            _ => {}
+        }
+        start += line.len();
+    }
+    // Outermost first, each cut from its directive to its open branch.
+    let mut kept = String::with_capacity(prelude.len());
+    let mut at = 0;
+    for (directive, branch) in open {
+        kept.push_str(&prelude[at..directive]);
+        at = branch;
+    }
+    kept.push_str(&prelude[at..]);
+    kept
 }
 
 /// What `#include "name"` writes after `include` (`"name"`, with what follows on the line).

@@ -138,3 +138,11 @@ fn an_aligned_struct_is_a_type_the_slice_keeps() {
     let slice = device_slice(&doc, "k", &SliceOptions::default()).unwrap();
     assert!(slice.source.contains("struct __align__(sizeof(float2)) SumMax"), "{}", slice.source);
 }
+
+#[test]
+fn an_includer_prelude_is_the_branch_that_includes_the_header() {
+    let prelude = "#define A 1\n#if VERSION >= 2\n#define B 2\n#ifdef OLD\nint old;\n#else\nint fresh;\n";
+    assert_eq!(super::in_including_branch(prelude), "#define A 1\n#define B 2\nint fresh;\n");
+    let balanced = "#ifdef X\nint x;\n#endif\nint y;\n";
+    assert_eq!(super::in_including_branch(balanced), balanced);
+}

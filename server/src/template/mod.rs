@@ -297,14 +297,23 @@ fn fill_from_captures(result: &mut Templatized, captures: Vec<Result<CaptureFile
     let spec_path = crate::spec::spec_path_for(source_file);
     let spec_dir = spec_path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let spec_dir = spec_dir.canonicalize().unwrap_or_else(|_| spec_dir.to_path_buf());
+    // The spec tunes one instantiation: the first capture's. Others (a final pass launched with
+    // another block size) are other kernels to the compiler.
+    let mut instantiation: Option<String> = None;
     for capture in captures {
         let capture = match capture {
-            Ok(capture) => capture,
+            Ok(capture) if instantiation.as_ref().is_none_or(|first| *first == capture.capture.kernel) => capture,
+            Ok(other) => {
+                let why = format!("not used: {} launched another instantiation, `{}`", other.path.display(), crate::profile::kernel_name(&other.capture.kernel).display());
+                result.reports.push(transform_report("capture", Status::Refused, why, Vec::new()));
+                continue;
+            }
             Err(why) => {
                 result.reports.push(transform_report("capture", Status::Refused, format!("not used: {why}"), Vec::new()));
                 continue;
             }
         };
+        instantiation.get_or_insert_with(|| capture.capture.kernel.clone());
         let absolute = capture.path.canonicalize().unwrap_or_else(|_| capture.path.clone());
         let file = pathdiff::diff_paths(&absolute, &spec_dir).unwrap_or(absolute).to_string_lossy().into_owned();
         let report = match crate::profile::captured::apply(&mut result.spec, &capture, &file) {
