@@ -200,6 +200,8 @@ def test_a_capture_gives_a_library_kernel_its_type_block_size_and_sizes(tmp_path
     assert kernel["restrictions"] == ["blockSize == threads"]
     defaults = {p["name"]: p["default"] for p in kernel["params"]}
     assert (defaults["blockSize"], defaults["threads"]) == (128, 128)
+    # The block sizes the switch instantiates, and no other: the kernel is known to work there.
+    assert next(p for p in kernel["params"] if p["name"] == "blockSize")["values"] == [64, 128, 256]
     args = {a["name"]: a for a in kernel["args"]}
     assert (args["in"]["dtype"], args["in"]["length"], args["out"]["length"], args["n"]["value"]) == ("i32", "size", "64", "size")
     assert kernel["shapes"] == [{"size": n}]

@@ -103,14 +103,24 @@ impl Transform for TemplateParams {
                     continue;
                 }
             };
-            if at_launches.iter().any(|&(v, _)| v != default) {
+            // The values the code instantiates (a `switch` over block sizes) are the ones the
+            // kernel is known to work with; a value it never instantiates may break an
+            // assumption (a shared-memory tree written for at most 512 threads).
+            let mut instantiated: Vec<i64> = at_launches.iter().map(|&(v, _)| v).collect();
+            instantiated.sort_unstable();
+            instantiated.dedup();
+            if instantiated.len() > 1 {
                 let seen: Vec<String> = at_launches.iter().map(|(v, line)| format!("{v} (line {line})")).collect();
                 rewrite.notes.push(Note {
                     line: Some(tp.span.start.line + 1),
-                    message: format!("launches instantiate `{}` differently: {}; the spec starts from {default}", tp.name, seen.join(", ")),
+                    message: format!("launches instantiate `{}` differently: {}; the spec tries those values and starts from {default}", tp.name, seen.join(", ")),
                 });
             }
-            let values = if looks_like_block_size(&tp.name) { block_values() } else { factor_values(default) };
+            let values = match instantiated.len() {
+                0 | 1 if looks_like_block_size(&tp.name) => block_values(),
+                0 | 1 => factor_values(default),
+                _ => instantiated,
+            };
             let origin = format!("template parameter `{}` of `{}`", tp.name, unit.kernel.name);
             rewrite.params.push(param(&tp.name, ParamKind::Template, default, values, origin));
         }
