@@ -23,6 +23,7 @@ fn buffer(name: &str, n: u64, role: Role) -> Arg {
         init: Init::Uniform { low: -1.0, high: 1.0 },
         tolerance: Dtype::F32.default_tolerance(),
         data: None,
+        compare: Default::default(),
     }
 }
 

@@ -128,6 +128,7 @@ def test_templatize_fills_the_spec_from_a_captured_launch_and_it_compiles(tmp_pa
     args = {a["name"]: a for a in kernel["args"]}
     assert (args["out"]["length"], args["in"]["length"], args["weight"]["length"]) == ("rows * cols", "rows * cols", "cols")
     assert (args["rows"]["value"], args["cols"]["value"]) == ("rows", "cols")
+    assert "compare" not in args["out"], "an element per thread is compared element by element"
     assert kernel["captures"] == [{"file": ".cutune/captures/scale_rows-0.cutcap", "shape": {"cols": 160, "rows": 96}}]
     checked = cutune("spec", "check", "scale.cutune.toml", cwd=root)
     assert checked.returncode == 0 and "0 errors" in checked.stdout, checked.stdout
@@ -204,6 +205,8 @@ def test_a_capture_gives_a_library_kernel_its_type_block_size_and_sizes(tmp_path
     assert next(p for p in kernel["params"] if p["name"] == "blockSize")["values"] == [64, 128, 256]
     args = {a["name"]: a for a in kernel["args"]}
     assert (args["in"]["dtype"], args["in"]["length"], args["out"]["length"], args["n"]["value"]) == ("i32", "size", "64", "size")
+    # One partial sum per block: another block size partitions the sum differently.
+    assert args["out"]["compare"] == "sum" and "compare" not in args["in"]
     assert kernel["shapes"] == [{"size": n}]
     checked = cutune("spec", "check", "block_sum.cutune.toml", cwd=tmp_path)
     assert checked.returncode == 0 and "0 errors, 0 warnings" in checked.stdout, checked.stdout

@@ -124,12 +124,19 @@ pub enum Arg {
         /// `init` (as far as they reach).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         data: Option<CapturedData>,
+        /// Element by element, or by the sum of the elements written (per-block partials).
+        #[serde(default, skip_serializing_if = "is_elements")]
+        compare: crate::spec::Compare,
     },
     Scalar {
         name: String,
         dtype: Dtype,
         value: f64,
     },
+}
+
+fn is_elements(compare: &crate::spec::Compare) -> bool {
+    *compare == crate::spec::Compare::Elements
 }
 
 /// Where a buffer's initial bytes lie in a capture file.

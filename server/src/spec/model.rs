@@ -117,6 +117,22 @@ pub struct ArgSpec {
     /// Scalars: the value, an expression over sizes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// Outputs: how a candidate's output is compared with the original's; element by element
+    /// when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compare: Option<Compare>,
+}
+
+/// How an output is compared with the original kernel's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Compare {
+    /// Element by element, each within the tolerance.
+    #[default]
+    Elements,
+    /// By the sum of the elements written: per-block partial results (`out[blockIdx.x]`),
+    /// which another block size partitions differently, though their sum is the same.
+    Sum,
 }
 
 impl ArgSpec {

@@ -128,6 +128,13 @@ fn render_arg(out: &mut String, arg: &ArgSpec) {
     if let Some(value) = &arg.value {
         let _ = writeln!(out, "value = {}", string(value));
     }
+    if let Some(compare) = arg.compare {
+        let compare = match compare {
+            Compare::Elements => "elements",
+            Compare::Sum => "sum",
+        };
+        let _ = writeln!(out, "compare = {}", string(compare));
+    }
 }
 
 fn dtype(d: Dtype) -> &'static str {
@@ -216,7 +223,7 @@ mod tests {
         }
         for r in [Role::Input, Role::Output, Role::InOut] {
             let mut out = String::new();
-            render_arg(&mut out, &ArgSpec { name: "x".into(), dtype: Dtype::F32, length: None, role: Some(r), init: None, value: None });
+            render_arg(&mut out, &ArgSpec { name: "x".into(), dtype: Dtype::F32, length: None, role: Some(r), init: None, value: None, compare: None });
             assert!(out.contains(&format!("role = \"{}\"", serde_name(&r))), "{out}");
         }
     }

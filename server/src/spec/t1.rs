@@ -403,7 +403,7 @@ fn import_arguments(ks: &Map<String, Json>, params: &[ParamSpec], notes: &mut No
             continue;
         };
         let fill_value = a.get("FillValue").and_then(Json::as_f64);
-        let mut arg = ArgSpec { name: name.clone(), dtype, length: None, role: None, init: None, value: None };
+        let mut arg = ArgSpec { name: name.clone(), dtype, length: None, role: None, init: None, value: None, compare: None };
         match a.get("MemoryType").and_then(Json::as_str) {
             Some("Vector") => {
                 arg.length = Some(match a.get("Size").and_then(size_field) {

@@ -11,7 +11,7 @@ use tree_sitter::Node;
 use super::bounds::guarded_length;
 use super::host::{HostContext, LaunchChoice};
 use crate::slice::{device_slice, SliceOptions};
-use crate::spec::{expr, sha256_hex, ArgSpec, Baseline, Dtype, Init, KernelSpec, ParamKind, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
+use crate::spec::{expr, sha256_hex, ArgSpec, Baseline, Compare, Dtype, Init, KernelSpec, ParamKind, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
 use crate::syntax::host::{declared_name, driver_launches};
 use crate::syntax::{descendants, identifiers_in, Document, Kernel, LaunchSite, Param, TemplateParamKind};
 use crate::workspace::HostDocument;
@@ -99,6 +99,9 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
             a
         })
         .collect();
+    if let Some(b) = body {
+        mark_partial_results(templated.text(), b, k, &mut args);
+    }
     let renamed_sizes = match &host {
         Some(h) => rename_shadowed_sizes(&h.launcher_name(), &mut grid, &mut block, &mut shared_bytes, &mut args, &host_lengths),
         None => Vec::new(),
@@ -504,12 +507,12 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
             true => host.and_then(|h| h.float_value(text)).unwrap_or_else(|| UNKNOWN.to_string()),
             false => host.map_or_else(|| text.to_string(), |h| h.in_spec_names(text)),
         });
-        return (ArgSpec { name: p.name.clone(), dtype, length: None, role: None, init: None, value: Some(value) }, false);
+        return (ArgSpec { name: p.name.clone(), dtype, length: None, role: None, init: None, value: Some(value), compare: None }, false);
     }
     // The program passes no buffer (`fused_classifier<<<...>>>(..., NULL, ...)`): a null
     // pointer is 8 zero bytes, which a u64 scalar of 0 passes just the same.
     if at_launch.is_some_and(is_null_pointer) {
-        return (ArgSpec { name: p.name.clone(), dtype: Dtype::U64, length: None, role: None, init: None, value: Some("0".to_string()) }, false);
+        return (ArgSpec { name: p.name.clone(), dtype: Dtype::U64, length: None, role: None, init: None, value: Some("0".to_string()), compare: None }, false);
     }
     let allocated = at_launch.and_then(|a| host.and_then(|h| h.buffer_length(a, &base_type)));
     let from_host = allocated.is_some();
@@ -525,7 +528,36 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         _ if dtype.is_float() => Some(Init::Uniform { low: -1.0, high: 1.0 }),
         _ => Some(Init::Integers { low: 0, high: 128 }),
     };
-    (ArgSpec { name: p.name.clone(), dtype, length: Some(length), role: Some(role), init, value: None }, from_host)
+    (ArgSpec { name: p.name.clone(), dtype, length: Some(length), role: Some(role), init, value: None, compare: None }, from_host)
+}
+
+/// Outputs of one partial result per block, where each block's share of the input follows the
+/// block size or the grid: compared by their sum, which no partition changes. One block per row
+/// (`out[blockIdx.x]` of `in[blockIdx.x * hidden + i]`) stays compared element by element.
+fn mark_partial_results(text: &str, body: Node, k: &Kernel, args: &mut [ArgSpec]) {
+    let code: String = text[body.byte_range()].chars().filter(|c| !c.is_whitespace()).collect();
+    let block_sizes: Vec<&str> = std::iter::once("blockDim.x").chain(k.template_params.iter().map(|tp| tp.name.as_str())).collect();
+    let partitioned = code.contains("gridDim")
+        || block_sizes.iter().any(|b| [format!("blockIdx.x*{b}"), format!("blockIdx.x*({b}"), format!("{b}*blockIdx.x")].iter().any(|p| code.contains(p.as_str())));
+    if !partitioned {
+        return;
+    }
+    for arg in args.iter_mut().filter(|a| a.role == Some(Role::Output)) {
+        if writes_only_per_block(text, body, &arg.name) {
+            arg.compare = Some(Compare::Sum);
+        }
+    }
+}
+
+/// Whether every write to `name` is `name[blockIdx.x] = …`: one partial result per block, as
+/// the first pass of a reduction leaves them.
+fn writes_only_per_block(text: &str, body: Node, name: &str) -> bool {
+    let mut writes = descendants(body)
+        .filter(|n| n.kind() == "assignment_expression")
+        .filter_map(|a| a.child_by_field_name("left"))
+        .filter(|left| left.kind() == "subscript_expression" && left.child_by_field_name("argument").is_some_and(|arg| &text[arg.byte_range()] == name))
+        .peekable();
+    writes.peek().is_some() && writes.all(|left| left.child_by_field_name("indices").or_else(|| left.child_by_field_name("index")).is_some_and(|i| text[i.byte_range()].trim_matches(['[', ']', ' ']) == "blockIdx.x"))
 }
 
 /// A kernel parameter named like one of the host's sizes but passed something else (`N` given

@@ -70,7 +70,8 @@ pub fn problem(kernel: &KernelSpec, shape: &Shape, label: &str, seed: u64) -> Re
                     let role = arg.role.ok_or_else(|| anyhow!("argument `{}`: no role (input, output or inout)", arg.name))?;
                     // Outputs are poisoned before every run; their fill only matters for inouts.
                     let init = arg.init.clone().unwrap_or(Init::Uniform { low: -1.0, high: 1.0 });
-                    Ok(Arg::Buffer { name: arg.name.clone(), dtype: arg.dtype, length: length as u64, role, init, tolerance: kernel.verify.tolerance(arg.dtype), data: None })
+                    let (tolerance, compare) = (kernel.verify.tolerance(arg.dtype), arg.compare.unwrap_or_default());
+                    Ok(Arg::Buffer { name: arg.name.clone(), dtype: arg.dtype, length: length as u64, role, init, tolerance, data: None, compare })
                 }
                 (None, Some(value)) => Ok(Arg::Scalar { name: arg.name.clone(), dtype: arg.dtype, value: evaluate("value", value)?.as_f64() }),
                 (None, None) => bail!("argument `{}` has neither a length (a buffer) nor a value (a scalar)", arg.name),

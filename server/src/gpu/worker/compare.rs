@@ -2,7 +2,9 @@
 //! element-wise rule (tolerances, NaN, infinities, integers) runs on the device, in
 //! `gpu/harness.cu`.
 
+use crate::gpu::worker::data::{decode, element_bytes};
 use crate::gpu::Verdict;
+use crate::spec::{Dtype, Tolerance};
 
 /// One output buffer compared.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -16,6 +18,34 @@ pub struct BufferComparison {
     pub unwritten: u64,
     /// Of the other mismatches: NaN or infinite where the reference is finite.
     pub not_finite: u64,
+}
+
+/// Compares two buffers of per-block partial results by the sums of the elements written
+/// (an element still all `poison` bytes was not: another grid writes another count). The sums
+/// agree within `atol + rtol × Σ|x|` over the expected elements, the scale of the rounding that
+/// adding in another order brings. A mismatch is reported at index 0, with the two sums.
+pub fn compare_sums(expected: &[u8], actual: &[u8], dtype: Dtype, tolerance: &Tolerance, poison: u8) -> BufferComparison {
+    let size = element_bytes(dtype);
+    // Kahan–Babuška (Neumaier) sums: the partials may be many and of mixed sign.
+    let sum = |bytes: &[u8]| {
+        let (mut sum, mut carry, mut magnitude) = (0.0f64, 0.0f64, 0.0f64);
+        for element in bytes.chunks_exact(size).filter(|e| e.iter().any(|&b| b != poison)) {
+            let x = decode(dtype, element).as_f64();
+            let t = sum + x;
+            carry += if sum.abs() >= x.abs() { (sum - t) + x } else { (x - t) + sum };
+            sum = t;
+            magnitude += x.abs();
+        }
+        (sum + carry, magnitude)
+    };
+    let ((want, scale), (got, _)) = (sum(expected), sum(actual));
+    let error = (got - want).abs();
+    let allowed = tolerance.atol + tolerance.rtol * scale;
+    let relative = if want == 0.0 { error } else { error / want.abs() };
+    if error <= allowed || (want.is_nan() && got.is_nan()) {
+        return BufferComparison { max_abs_error: error, max_rel_error: relative, ..BufferComparison::default() };
+    }
+    BufferComparison { first_mismatch: Some((0, want, got)), mismatches: 1, max_abs_error: error, max_rel_error: relative, unwritten: 0, not_finite: u64::from(!got.is_finite()) }
 }
 
 /// Gathers the comparisons of every output of every problem into one [`Verdict`]: the first
@@ -104,5 +134,25 @@ mod tests {
         builder.add(0, "out", BufferComparison { max_abs_error: 1e-5, max_rel_error: 1e-6, ..BufferComparison::default() });
         builder.add(1, "out", BufferComparison { max_abs_error: 2e-5, max_rel_error: 1e-7, ..BufferComparison::default() });
         assert_eq!(builder.finish(), Verdict::Pass { max_abs_error: 2e-5, max_rel_error: 1e-6 });
+    }
+
+    #[test]
+    fn partials_compare_by_their_sum_whatever_the_partition() {
+        let ints = |values: &[i32]| values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+        let exact = Dtype::I32.default_tolerance();
+        // 64 blocks' partials against 32 blocks' (the rest never written: poison).
+        let expected = ints(&[10, 20, 30, 40]);
+        let mut fewer = ints(&[30, 70]);
+        fewer.extend([0xFF; 8]);
+        assert_eq!(compare_sums(&expected, &fewer, Dtype::I32, &exact, 0xFF), BufferComparison::default());
+        let wrong = compare_sums(&expected, &ints(&[10, 20, 30, 41]), Dtype::I32, &exact, 0xFF);
+        assert_eq!((wrong.first_mismatch, wrong.mismatches), (Some((0, 100.0, 101.0)), 1));
+        // Floats: another order of addition rounds differently, within the scale of the terms.
+        let floats = |values: &[f32]| values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+        let f32_tolerance = Dtype::F32.default_tolerance();
+        let near = compare_sums(&floats(&[1e4, -1e4, 0.5]), &floats(&[0.50005]), Dtype::F32, &f32_tolerance, 0xFF);
+        assert_eq!(near.mismatches, 0, "{near:?}");
+        let far = compare_sums(&floats(&[1e4, -1e4, 0.5]), &floats(&[1.5]), Dtype::F32, &f32_tolerance, 0xFF);
+        assert_eq!(far.mismatches, 1, "{far:?}");
     }
 }

@@ -8,9 +8,9 @@ use std::time::Instant;
 use crate::gpu::protocol::TimingPolicy;
 use crate::gpu::{Check, CheckRequest, FailureKind, Kernel, LaunchDims, Outcome, Problem, Timing, Verdict};
 use crate::space::SplitMix64;
-use crate::spec::{Dtype, Init, Role, Tolerance};
+use crate::spec::{Compare, Dtype, Init, Role, Tolerance};
 
-use super::compare::{BufferComparison, VerdictBuilder};
+use super::compare::{compare_sums, BufferComparison, VerdictBuilder};
 use super::cuda::{self, DeviceBuffer, DriverFailure, Event, Function};
 use super::data::{check_init, decode, element_bytes, pack_scalar};
 use super::device::Gpu;
@@ -80,6 +80,7 @@ struct Buffer {
     /// Inputs and in-outs of a captured launch: the program's bytes, copied over the fill
     /// before every checked run.
     captured: Option<DeviceBuffer>,
+    compare: Compare,
 }
 
 struct ProblemData {
@@ -205,6 +206,14 @@ impl Session {
                 }
             }
             for (buffer, summary) in problem.written().zip(values.chunks_exact(SUMMARY_BYTES)) {
+                if buffer.compare == Compare::Sum {
+                    if let Some(expected) = buffer.reference(reference) {
+                        let whole = |b: &DeviceBuffer| b.read(0, buffer.bytes).map_err(Failure::driver(FailureKind::Worker, &reading));
+                        let tolerance = buffer.tolerance_against(reference);
+                        verdict.add(index, &format!("Σ {}", buffer.name), compare_sums(&whole(expected)?, &whole(&buffer.device)?, buffer.dtype, &tolerance, POISON));
+                    }
+                    continue;
+                }
                 let summary = Summary::read(summary);
                 let first_mismatch = match (summary.first_index, buffer.reference(reference)) {
                     (Some(at), Some(expected)) => {
@@ -302,6 +311,14 @@ impl Session {
 
 impl Buffer {
     /// What this buffer's outputs are compared with.
+    /// The tolerance of a comparison with `reference`: none when it must be bitwise.
+    fn tolerance_against(&self, reference: Reference) -> Tolerance {
+        match reference {
+            Reference::FirstRun { bitwise: true } => Tolerance { dtype: self.dtype, atol: 0.0, rtol: 0.0 },
+            _ => self.tolerance.clone(),
+        }
+    }
+
     fn reference(&self, reference: Reference) -> Option<&DeviceBuffer> {
         match reference {
             Reference::Baseline => self.expected.as_ref(),
@@ -357,7 +374,7 @@ impl ProblemData {
         for arg in &problem.args {
             let seed = seeds.next_u64();
             match arg {
-                crate::gpu::Arg::Buffer { name, dtype, length, role, init, tolerance, data } => {
+                crate::gpu::Arg::Buffer { name, dtype, length, role, init, tolerance, data, compare } => {
                     check_init(init).map_err(|why| refuse(format!("buffer `{name}`: {why}")))?;
                     let bytes = usize::try_from(*length)
                         .ok()
@@ -391,6 +408,7 @@ impl ProblemData {
                         expected,
                         first_run,
                         captured,
+                        compare: *compare,
                     });
                 }
                 crate::gpu::Arg::Scalar { name, dtype, value } => {
@@ -464,11 +482,8 @@ impl ProblemData {
         self.summaries.upload(&start).map_err(failed())?;
         let summary = |slot: usize| self.summaries.pointer() + (slot * SUMMARY_BYTES) as u64;
         for (slot, buffer) in self.written().enumerate() {
-            let Some(expected) = buffer.reference(reference) else { continue };
-            let tolerance = match reference {
-                Reference::FirstRun { bitwise: true } => Tolerance { dtype: buffer.dtype, atol: 0.0, rtol: 0.0 },
-                _ => buffer.tolerance.clone(),
-            };
+            let Some(expected) = buffer.reference(reference).filter(|_| buffer.compare == Compare::Elements) else { continue };
+            let tolerance = buffer.tolerance_against(reference);
             harness.compare(expected.pointer(), buffer.device.pointer(), buffer.dtype, buffer.length, &tolerance, summary(slot)).map_err(failed())?;
         }
         let exact = Tolerance { dtype: Dtype::U8, atol: 0.0, rtol: 0.0 };
