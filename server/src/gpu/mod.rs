@@ -135,6 +135,17 @@ pub enum Arg {
     },
 }
 
+/// How a verdict names an output compared by its sum (`Σ out`), and reads the name back.
+pub fn summed(arg: &str) -> String {
+    format!("{SUMMED}{arg}")
+}
+
+pub fn summed_arg(label: &str) -> Option<&str> {
+    label.strip_prefix(SUMMED)
+}
+
+const SUMMED: &str = "Σ ";
+
 fn is_elements(compare: &crate::spec::Compare) -> bool {
     *compare == crate::spec::Compare::Elements
 }

@@ -164,6 +164,11 @@ impl fmt::Display for Finding {
             Finding::NotFinite { arg, index, expected, actual, count } => {
                 write!(f, "produces NaN or infinity where the original does not: `{arg}`[{index}] = {actual}, expected {expected} ({count} elements)")
             }
+            Finding::Wrong { arg, expected, actual, max_abs_error, max_rel_error, .. } if crate::gpu::summed_arg(arg).is_some() => write!(
+                f,
+                "wrong output: the sum of `{}` is {actual}, expected {expected} (per-block partial results, compared by their sum); abs error {max_abs_error:.3e}, rel error {max_rel_error:.3e}",
+                crate::gpu::summed_arg(arg).unwrap_or(arg)
+            ),
             Finding::Wrong { arg, index, expected, actual, mismatches, max_abs_error, max_rel_error } => write!(
                 f,
                 "wrong output: `{arg}`[{index}] = {actual}, expected {expected}; {mismatches} elements out of tolerance, max abs error {max_abs_error:.3e}, max rel error {max_rel_error:.3e}"
@@ -222,6 +227,9 @@ mod tests {
         assert_eq!(nan.to_string(), "produces NaN or infinity where the original does not: `out`[7] = NaN, expected 1.5 (10 elements)");
         let wrong = Finding::of_verdict(&mismatch(0, 0)).unwrap();
         assert!(wrong.to_string().starts_with("wrong output: `out`[7] = NaN, expected 1.5; 10 elements out of tolerance, max abs error 2.500e-1"), "{wrong}");
+        let summed = Verdict::Mismatch { problem: 0, arg: crate::gpu::summed("partials"), index: 0, expected: 100.0, actual: 50.0, mismatches: 1, max_abs_error: 50.0, max_rel_error: 0.5, unwritten: 0, not_finite: 0 };
+        let wrong_sum = Finding::of_verdict(&summed).unwrap().to_string();
+        assert!(wrong_sum.starts_with("wrong output: the sum of `partials` is 50, expected 100 (per-block partial results, compared by their sum)"), "{wrong_sum}");
         assert_eq!(Finding::of_verdict(&pass()), None);
         assert_eq!(Finding::of_verdict(&Verdict::Unchecked), None);
         let bounds = Finding::of_verdict(&Verdict::OutOfBounds { problem: 0, arg: "out".into(), bytes: 512, first_offset: 0 }).unwrap();

@@ -210,7 +210,7 @@ impl Session {
                     if let Some(expected) = buffer.reference(reference) {
                         let whole = |b: &DeviceBuffer| b.read(0, buffer.bytes).map_err(Failure::driver(FailureKind::Worker, &reading));
                         let tolerance = buffer.tolerance_against(reference);
-                        verdict.add(index, &format!("Σ {}", buffer.name), compare_sums(&whole(expected)?, &whole(&buffer.device)?, buffer.dtype, &tolerance, POISON));
+                        verdict.add(index, &crate::gpu::summed(&buffer.name), compare_sums(&whole(expected)?, &whole(&buffer.device)?, buffer.dtype, &tolerance, POISON));
                     }
                     continue;
                 }
