@@ -389,3 +389,26 @@ def test_a_header_of_kernels_that_relies_on_its_includer_and_host_macros_for_the
     assert sums["block"] == ["block_size"]
     assert next(p for p in sums["params"] if p["name"] == "block_size")["kind"] == "launch"
     assert next(a for a in sums["args"] if a["name"] == "block_size")["value"] == "block_size"
+
+
+def test_check_compiles_a_spec_whose_sizes_are_still_unknown_and_refuses_an_open_template_argument(tmp_path: Path):
+    # Sizes from tensors (`in.size(0)`): the spec has errors, but compiling needs only the
+    # parameters and template arguments.
+    (tmp_path / ".git").mkdir()
+    shutil.copy(REPO / "tests" / "gpu" / "profile" / "inline_scale.cu", tmp_path / "scale.cu")
+    assert cutune("templatize", "scale.cu", "--kernel", "scale_rows", "--write", cwd=tmp_path).returncode == 0
+    assert cutune("spec", "check", "scale.cutune.toml", cwd=tmp_path).returncode == 1
+
+    checked = cutune("check", "scale.cu", "--kernel", "scale_rows", "--sample", "3", "--json", cwd=tmp_path)
+
+    assert checked.returncode == 0, checked.stderr
+    assert "compiling anyway, without the checks that need the launch" in checked.stderr
+    report = json.loads(checked.stdout)
+    assert report["compiled"] == 3 and all(r["status"] == "compiled" for r in report["results"]), report
+
+    # A library kernel whose element type no call picks: nothing to compile yet.
+    shutil.copy(WORKSPACE / "dispatched_reduction" / "block_sum.cu", tmp_path / "block_sum.cu")
+    assert cutune("templatize", "block_sum.cu", "--kernel", "block_sum", "--write", cwd=tmp_path).returncode == 0
+    refused = cutune("check", "block_sum.cu", "--kernel", "block_sum", cwd=tmp_path)
+    assert refused.returncode != 0
+    assert "template argument 1 of `block_sum` is unknown (`?`): compiling needs it" in refused.stderr, refused.stderr

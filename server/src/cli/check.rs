@@ -15,6 +15,7 @@ use crate::slice::{device_slice, SliceOptions};
 use crate::space::{self, Configuration, Space};
 use crate::spec::{self, KernelSpec};
 use crate::syntax::Document;
+use crate::tune::job::SpecErrors;
 
 #[derive(clap::Args)]
 pub struct CheckArgs {
@@ -89,14 +90,23 @@ enum Status {
 
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let text = read_source(&args.file)?;
-    let (kernel, source) = super::kernel_and_source(&args.file, &args.kernel, None, &text)?;
+    // Compiling needs the parameters and template arguments, not the shapes: a spec with `?`
+    // sizes still compiles, without the checks that need the launch.
+    let (kernel, source, note) = crate::tune::job::kernel_and_source_with(&args.file, &args.kernel, None, &text, SpecErrors::Allow)?;
+    if let Some(note) = note {
+        eprintln!("{note}");
+    }
+    if let Some(open) = kernel.template_args.iter().position(|a| a.trim() == spec::UNKNOWN) {
+        bail!("{}: template argument {} of `{}` is unknown (`?`): compiling needs it; `cutune spec check` says how to fill it", args.file.display(), open + 1, kernel.name);
+    }
     let slice_options = SliceOptions::for_file(&args.file).with_template_args(&kernel.template_args);
     let slice = device_slice(&Document::new(source), &args.kernel, &slice_options).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     for u in &slice.unresolved {
         eprintln!("{}:{}: note: unresolved `{}`: {}", args.file.display(), u.line, u.symbol, u.why);
     }
     let nvrtc = Nvrtc::locate(args.nvrtc.as_deref()).map_err(|e| anyhow::anyhow!("{e}\n(set {NVRTC_ENV} or pass --nvrtc to choose a library)"))?;
-    let Some(shape) = kernel.shapes.first() else { bail!("{}: the spec of `{}` has no shape", args.file.display(), kernel.name) };
+    let shape = kernel.shapes.first().cloned().unwrap_or_default();
+    let shape = &shape;
 
     let space = Space::new(&kernel);
     let limit = if args.all {
@@ -147,12 +157,16 @@ fn parse_shard(text: &str) -> std::result::Result<(usize, usize), String> {
 /// Checks every configuration: restrictions first, then a compile on a pool of threads.
 fn check_all(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &str, arch: &str, configs: &[Configuration], jobs: Option<usize>) -> Vec<ConfigResult> {
     let default = Configuration::default_of(kernel);
-    super::parallel_map(configs, jobs, |config| check_one(nvrtc, kernel, shape, source, arch, config, *config == default))
+    // A spec whose launch cannot be evaluated yet (`?` sizes; the original's launch fails) is
+    // compiled without the checks that need the launch.
+    let launch_known = space::launch_dims(kernel, shape, &default).is_ok();
+    super::parallel_map(configs, jobs, |config| check_one(nvrtc, kernel, shape, source, arch, config, *config == default, launch_known))
 }
 
-fn check_one(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &str, arch: &str, config: &Configuration, is_default: bool) -> ConfigResult {
+#[allow(clippy::too_many_arguments)]
+fn check_one(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &str, arch: &str, config: &Configuration, is_default: bool, launch_known: bool) -> ConfigResult {
     let mut result = ConfigResult { config: config.clone(), is_default, status: Status::Infeasible, reason: None, resources: None, compile_ms: 0.0 };
-    if let Err(infeasible) = space::check_restrictions(kernel, shape, config) {
+    if let Err(infeasible) = space::check_restrictions(kernel, shape, config).or_else(|e| if launch_known { Err(e) } else { restrictions_without_launch(kernel, shape, config) }) {
         result.reason = Some(infeasible.reason);
         return result;
     }
@@ -177,7 +191,7 @@ fn check_one(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &s
             let lowered = output.lowered_names.first().map(|(_, l)| l.clone());
             let resources = output.kernels.iter().find(|k| Some(&k.name) == lowered.as_ref()).or(output.kernels.first()).cloned();
             result.status = Status::Compiled;
-            if let Some(r) = &resources {
+            if let Some(r) = resources.as_ref().filter(|_| launch_known) {
                 if let Err(reason) = fits_the_architecture(kernel, shape, config, arch, r) {
                     result.status = Status::Infeasible;
                     result.reason = Some(reason);
@@ -187,6 +201,19 @@ fn check_one(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &s
         }
     }
     result
+}
+
+/// The restrictions that evaluate without the launch's unknowns: one that names them is left
+/// for when the spec is complete.
+fn restrictions_without_launch(kernel: &KernelSpec, shape: &spec::Shape, config: &Configuration) -> Result<(), space::Infeasible> {
+    let env = space::environment(kernel, shape, config);
+    for restriction in &kernel.restrictions {
+        let value = spec::expr::parse(restriction).ok().and_then(|e| e.eval(&|n| env.get(n).copied()).ok());
+        if value.is_some_and(|v| !v.is_true()) {
+            return Err(space::Infeasible { reason: format!("restriction `{restriction}` is false") });
+        }
+    }
+    Ok(())
 }
 
 /// Limits that only the compiled kernel reveals (registers and shared memory per block, and

@@ -22,8 +22,23 @@ use crate::template;
 /// the source was templatized in memory, for the user's log.
 /// Capture files in the spec are named relative to it; the returned spec names them in full.
 pub fn kernel_and_source(file: &Path, kernel_name: &str, spec_path: Option<&Path>, text: &str) -> Result<(KernelSpec, String, Option<String>)> {
+    kernel_and_source_with(file, kernel_name, spec_path, text, SpecErrors::Refuse)
+}
+
+/// What to do with a spec that has errors.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum SpecErrors {
+    /// Stop, listing them: running needs every value.
+    Refuse,
+    /// Go on with the spec as it reads, saying them in the note: compiling needs only the
+    /// parameters and template arguments, not the shapes.
+    Allow,
+}
+
+/// [`kernel_and_source`], with `errors` deciding what a spec with errors does.
+pub fn kernel_and_source_with(file: &Path, kernel_name: &str, spec_path: Option<&Path>, text: &str, errors: SpecErrors) -> Result<(KernelSpec, String, Option<String>)> {
     let spec_path = spec_path.map_or_else(|| spec::spec_path_for(file), Path::to_path_buf);
-    let (mut kernel, source, note) = spec_or_templatized(file, kernel_name, &spec_path, text)?;
+    let (mut kernel, source, note) = spec_or_templatized(file, kernel_name, &spec_path, text, errors)?;
     let spec_dir = spec_path.parent().unwrap_or(Path::new("."));
     for capture in &mut kernel.captures {
         capture.file = spec_dir.join(&capture.file).to_string_lossy().into_owned();
@@ -31,7 +46,7 @@ pub fn kernel_and_source(file: &Path, kernel_name: &str, spec_path: Option<&Path
     Ok((kernel, source, note))
 }
 
-fn spec_or_templatized(file: &Path, kernel_name: &str, spec_path: &Path, text: &str) -> Result<(KernelSpec, String, Option<String>)> {
+fn spec_or_templatized(file: &Path, kernel_name: &str, spec_path: &Path, text: &str, allow: SpecErrors) -> Result<(KernelSpec, String, Option<String>)> {
     let in_memory = || {
         let hosts = crate::workspace::host_documents_near(file, kernel_name);
         template::templatize_in_workspace(text, kernel_name, file, &SliceOptions::for_file(file), &hosts, &crate::workspace::find_root(file)).map_err(|e| anyhow!("{}: {e}", file.display()))
@@ -43,17 +58,20 @@ fn spec_or_templatized(file: &Path, kernel_name: &str, spec_path: &Path, text: &
             .filter(|d| d.severity == spec::Severity::Error)
             .map(|d| format!("{}:{}:{}: error: {}", spec_path.display(), d.line + 1, d.column + 1, d.message))
             .collect();
-        if !errors.is_empty() {
-            bail!("{}\nthe spec has errors; `cutune spec check {}` lists them", errors.join("\n"), spec_path.display());
-        }
+        let said = match (errors.is_empty(), allow) {
+            (true, _) => None,
+            (false, SpecErrors::Refuse) => bail!("{}\nthe spec has errors; `cutune spec check {}` lists them", errors.join("\n"), spec_path.display()),
+            (false, SpecErrors::Allow) => Some(format!("{}\nthe spec has {} error(s); compiling anyway, without the checks that need the launch", errors.join("\n"), errors.len())),
+        };
         if let Some(kernel) = spec_file.and_then(|f| f.kernels.into_iter().find(|k| k.name == kernel_name)) {
             // A spec beside a file that was not rewritten (only its spec was kept, as in
             // `examples/`): the parameters exist only in the templatized text.
             let rewritten = kernel.params.iter().filter(|p| p.kind == spec::ParamKind::Define).all(|p| text.contains(&format!("#ifndef {}", p.name)));
             if rewritten {
-                return Ok((kernel, text.to_string(), None));
+                return Ok((kernel, text.to_string(), said));
             }
             let note = format!("{}: the source does not define the spec's parameters; using it templatized in memory", file.display());
+            let note = said.map_or(note.clone(), |said| format!("{said}\n{note}"));
             return Ok((kernel, in_memory()?.text, Some(note)));
         }
     }
