@@ -509,13 +509,14 @@ impl LanguageServer for Backend {
                 data: None,
             });
         }
+        let shares = share::FileShares::of(&file);
         for kernel in open.document.model().kernels.iter().filter(|k| k.is_definition) {
             let at = convert::range(&open.document, encoding, kernel.name_span).end;
             if !in_range(at) {
                 continue;
             }
             let results = self.publisher().results(&file, &kernel.name);
-            let share = share::share_of(&file, &kernel.name);
+            let share = shares.share(&kernel.name);
             let tuned = results.as_ref().map(|r| r.hint(&definition_sha256(open.document.text(), kernel)));
             let profiled = share.as_ref().map(|s| match results.as_ref().and_then(KernelResults::best_speedup) {
                 Some(speedup) => share::gain_hint(s, speedup),
@@ -589,7 +590,7 @@ impl LanguageServer for Backend {
             info.markdown.push_str("\n\n---\n\n");
             info.markdown.push_str(&results.hover());
         }
-        if let Some(share) = definition.and_then(|k| share::share_of(&file, &k.name)) {
+        if let Some(share) = definition.and_then(|k| share::FileShares::of(&file).share(&k.name)) {
             info.markdown.push_str("\n\n---\n\n");
             info.markdown.push_str(&share::share_hover(&share, results.as_ref().and_then(KernelResults::best_speedup)));
         }

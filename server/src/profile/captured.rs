@@ -70,8 +70,6 @@ pub fn apply(spec: &mut KernelSpec, capture: &CaptureFile, file: &str) -> Result
     Ok(notes)
 }
 
-/// Open template arguments (`?`) take the program's; a tuning parameter in their place starts
-/// from the program's value.
 /// The program's shape replaces the source's: those came from call paths the program may never
 /// take (a test sweep from 1 element up, a path that skips the launch's own arithmetic), and a
 /// kernel may assume what its real callers guarantee (`n >= 2 * blockSize`).
@@ -83,6 +81,8 @@ fn replace_shapes(shapes: &mut Vec<Shape>, captured: &Shape, notes: &mut Vec<Str
     *shapes = vec![captured.clone()];
 }
 
+/// Open template arguments (`?`) take the program's; a tuning parameter in their place starts
+/// from the program's value.
 fn fill_template_args(spec: &mut KernelSpec, mangled: &str, notes: &mut Vec<String>) {
     let name = kernel_name(mangled);
     if name.template_args.len() != spec.template_args.len() {
@@ -182,10 +182,12 @@ fn fill_extents(spec: &mut KernelSpec, what: &str, captured: [u32; 3], shape: &S
 /// a buffer the kernel changed is written, whatever the source suggested.
 fn fill_buffers(spec: &mut KernelSpec, capture: &CaptureFile, shape: &Shape, notes: &mut Vec<String>) -> Result<(), String> {
     let sizes = sizes_in_argument_order(spec, shape);
+    // A length over sizes and parameters (`blocks * BLOCK`) is the source's and stays.
+    let names = environment(spec, shape, &|p| p.default);
     for (arg, captured) in spec.args.iter_mut().zip(&capture.capture.params) {
         let (Some(length), Some(buffer)) = (&arg.length, &captured.buffer) else { continue };
         let elements = buffer.bytes / data::element_bytes(arg.dtype) as u64;
-        let known = expr::parse(length).is_ok() && identifiers_in(length).all(|w| shape.contains_key(w));
+        let known = expr::parse(length).is_ok() && identifiers_in(length).all(|w| names.contains_key(w) || expr::Function::from_name(w).is_some());
         if length.trim() == UNKNOWN || !known {
             let replacement = product_of_sizes(&sizes, elements).unwrap_or_else(|| elements.to_string());
             notes.push(format!("length of `{}` = `{replacement}` from the captured allocation (the source gave `{length}`)", arg.name));
@@ -363,8 +365,11 @@ mod tests {
         let mut spec = templatized();
         spec.shapes = vec![Shape::from([("rows".to_string(), 16), ("cols".to_string(), 32)])];
         spec.grid = vec!["rows * 2".into()];
+        let over_a_parameter = "ceil_div(cols * SCALE_ROWS_BLOCK_SIZE, SCALE_ROWS_BLOCK_SIZE)";
+        spec.args.iter_mut().find(|a| a.name == "weight").unwrap().length = Some(over_a_parameter.into());
         let notes = apply(&mut spec, &CaptureFile::open(&path).unwrap(), "c.cutcap").unwrap();
         assert_eq!(spec.grid, vec!["rows * 2".to_string()]);
+        assert_eq!(arg(&spec, "weight").length.as_deref(), Some(over_a_parameter), "{notes:?}");
         assert!(notes.iter().any(|n| n.contains("grid extent 0 `rows * 2` gives 32, but the program launched 16")), "{notes:?}");
         assert_eq!(spec.shapes.len(), 1, "the captured shape is the source's: {:?}", spec.shapes);
     }

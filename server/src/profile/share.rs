@@ -30,13 +30,25 @@ fn workspace_store(path: &Path) -> Option<Store> {
     Store::open(&root).map_err(|e| tracing::warn!("reading the profile of {}: {e}", root.display())).ok()
 }
 
-/// The share of `kernel`, defined in `file`, in the newest profile of the file's workspace that
-/// ran it.
-pub fn share_of(file: &Path, kernel: &str) -> Option<KernelShare> {
-    let store = workspace_store(file)?;
-    // Profiles name files as the workspace index found them: canonical paths.
-    let file = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
-    store.kernel_share(&file.to_string_lossy(), kernel).map_err(|e| tracing::warn!("reading the share of `{kernel}`: {e}")).ok().flatten()
+/// The profiled shares of one file's kernels: the file's workspace store, opened once for a
+/// request that asks about several kernels.
+pub struct FileShares {
+    store: Option<Store>,
+    /// As profiles name files: the canonical path the workspace index found.
+    file: String,
+}
+
+impl FileShares {
+    pub fn of(file: &Path) -> FileShares {
+        let canonical = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
+        FileShares { store: workspace_store(file), file: canonical.to_string_lossy().into_owned() }
+    }
+
+    /// The share of `kernel` in the newest profile of the workspace that ran it.
+    pub fn share(&self, kernel: &str) -> Option<KernelShare> {
+        let store = self.store.as_ref()?;
+        store.kernel_share(&self.file, kernel).map_err(|e| tracing::warn!("reading the share of `{kernel}`: {e}")).ok().flatten()
+    }
 }
 
 /// The newest profile of the workspace holding `path`.
