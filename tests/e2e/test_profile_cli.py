@@ -204,7 +204,7 @@ def test_a_capture_gives_a_library_kernel_its_type_block_size_and_sizes(tmp_path
     # The block sizes the switch instantiates, and no other: the kernel is known to work there.
     assert next(p for p in kernel["params"] if p["name"] == "blockSize")["values"] == [64, 128, 256]
     args = {a["name"]: a for a in kernel["args"]}
-    assert (args["in"]["dtype"], args["in"]["length"], args["out"]["length"], args["n"]["value"]) == ("i32", "size", "64", "size")
+    assert (args["in"]["dtype"], args["in"]["length"], args["out"]["length"], args["n"]["value"]) == ("i32", "n", "64", "size")
     # One partial sum per block: another block size partitions the sum differently.
     assert args["out"]["compare"] == "sum" and "compare" not in args["in"]
     assert kernel["shapes"] == [{"size": n}]
