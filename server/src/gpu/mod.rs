@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{Dtype, Init, Role, Tolerance};
+use crate::spec::{Dtype, Init, Role, TextureAddress, TextureFilter, TextureLayout, TextureRead, Tolerance};
 
 /// The worker's verification kernels (seeded data, comparison with the baseline), compiled by
 /// the tuner for the device like any kernel and sent with `Prepare`.
@@ -132,6 +132,22 @@ pub enum Arg {
         name: String,
         dtype: Dtype,
         value: f64,
+    },
+    /// A texture object over data filled as `init` says, made once per problem: kernels
+    /// cannot write a texture, so it needs no refill.
+    Texture {
+        name: String,
+        /// One channel's type.
+        dtype: Dtype,
+        /// Texels along x, y, z, as many as the layout has (layers and faces last).
+        extent: Vec<u64>,
+        layout: TextureLayout,
+        channels: u32,
+        filter: TextureFilter,
+        address: TextureAddress,
+        normalized_coords: bool,
+        read: TextureRead,
+        init: Init,
     },
 }
 

@@ -143,7 +143,8 @@ impl Bound {
 /// The bound of `config` (the default configuration when `None`) on `shape`.
 ///
 /// Bytes come from `sol.bytes` when the spec has it. Otherwise every buffer argument counts
-/// once, at its length times its element size: inputs read, outputs written, and in-outs once
+/// once, at its length times its element size, and every texture once, at its texels times
+/// its texel size: inputs read, outputs written, and in-outs once
 /// too. Templatize marks every non-const pointer in-out, even one the kernel only writes, and
 /// counting those twice could put the bound above a correct kernel's time; the bound must stay
 /// a lower bound, since a time below it is flagged as an error. Flops come from `sol.flops`,
@@ -182,6 +183,13 @@ pub fn bound_for(kernel: &KernelSpec, shape: &Shape, config: Option<&Configurati
             for arg in &kernel.args {
                 if let Some(length) = &arg.length {
                     bytes += evaluate(&format!("length of argument `{}`", arg.name), length)? * element_bytes(arg.dtype) as f64;
+                }
+                if let Some(texture) = &arg.texture {
+                    let mut values = texture.channels as f64 * element_bytes(arg.dtype) as f64;
+                    for (i, extent) in texture.extent.iter().enumerate() {
+                        values *= evaluate(&format!("extent {} of texture `{}`", i + 1, arg.name), extent)?;
+                    }
+                    bytes += values;
                 }
             }
             bytes

@@ -121,6 +121,80 @@ pub struct ArgSpec {
     /// when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compare: Option<Compare>,
+    /// Texture objects (`cudaTextureObject_t`): the texture the tuner makes and passes, read
+    /// only, filled as `init` says; `dtype` is the type of one channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub texture: Option<TextureSpec>,
+}
+
+/// A texture object's data and how the kernel samples it, as the program sets it up
+/// (`cudaMallocArray`, `cudaResourceDesc`, `cudaTextureDesc`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextureSpec {
+    /// Texels along x, y, z: 1 to 3 expressions over the sizes. A layered texture's last
+    /// extent is its number of layers; a cube map has 6 square faces (`[w, w, 6]`).
+    pub extent: Vec<String>,
+    #[serde(default)]
+    pub layout: TextureLayout,
+    /// Channels per texel: 1, 2 or 4 (`float4` is 4 channels of `f32`).
+    #[serde(default = "one")]
+    pub channels: u32,
+    #[serde(default)]
+    pub filter: TextureFilter,
+    #[serde(default)]
+    pub address: TextureAddress,
+    /// Coordinates in [0, 1) rather than texels.
+    #[serde(default)]
+    pub normalized_coords: bool,
+    #[serde(default)]
+    pub read: TextureRead,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// What holds a texture's texels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TextureLayout {
+    /// A CUDA array of 1 to 3 dimensions (`tex1D`, `tex2D`, `tex3D`).
+    #[default]
+    Array,
+    /// A layered array: `tex1DLayered`, `tex2DLayered`; the last extent counts the layers.
+    Layered,
+    /// A cube map array of 6 faces (`texCubemap`).
+    Cubemap,
+    /// Plain device memory read with `tex1Dfetch`.
+    Linear,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TextureFilter {
+    #[default]
+    Point,
+    Linear,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TextureAddress {
+    #[default]
+    Clamp,
+    Wrap,
+    Mirror,
+    Border,
+}
+
+/// Whether integer texels read as they are or as floats in [0, 1] (or [-1, 1] when signed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TextureRead {
+    #[default]
+    Element,
+    NormalizedFloat,
 }
 
 /// How an output is compared with the original kernel's.
@@ -138,6 +212,10 @@ pub enum Compare {
 impl ArgSpec {
     pub fn is_buffer(&self) -> bool {
         self.length.is_some()
+    }
+
+    pub fn is_texture(&self) -> bool {
+        self.texture.is_some()
     }
 }
 

@@ -128,6 +128,9 @@ fn render_arg(out: &mut String, arg: &ArgSpec) {
     if let Some(value) = &arg.value {
         let _ = writeln!(out, "value = {}", string(value));
     }
+    if let Some(texture) = &arg.texture {
+        let _ = writeln!(out, "texture = {}", texture_table(texture));
+    }
     if let Some(compare) = arg.compare {
         let compare = match compare {
             Compare::Elements => "elements",
@@ -135,6 +138,35 @@ fn render_arg(out: &mut String, arg: &ArgSpec) {
         };
         let _ = writeln!(out, "compare = {}", string(compare));
     }
+}
+
+/// `{ extent = ["w", "h"], channels = 4, filter = "linear", ... }`: the fields that differ from
+/// the defaults, besides the extent.
+fn texture_table(texture: &TextureSpec) -> String {
+    // The enums' serde names are their TOML words.
+    fn word<T: serde::Serialize>(value: &T) -> String {
+        toml::Value::try_from(value).map(|v| v.to_string()).unwrap_or_default()
+    }
+    let mut fields = vec![format!("extent = {}", string_array(&texture.extent))];
+    if texture.layout != TextureLayout::default() {
+        fields.push(format!("layout = {}", word(&texture.layout)));
+    }
+    if texture.channels != 1 {
+        fields.push(format!("channels = {}", texture.channels));
+    }
+    if texture.filter != TextureFilter::default() {
+        fields.push(format!("filter = {}", word(&texture.filter)));
+    }
+    if texture.address != TextureAddress::default() {
+        fields.push(format!("address = {}", word(&texture.address)));
+    }
+    if texture.normalized_coords {
+        fields.push("normalized_coords = true".to_string());
+    }
+    if texture.read != TextureRead::default() {
+        fields.push(format!("read = {}", word(&texture.read)));
+    }
+    format!("{{ {} }}", fields.join(", "))
 }
 
 fn dtype(d: Dtype) -> &'static str {
@@ -223,7 +255,7 @@ mod tests {
         }
         for r in [Role::Input, Role::Output, Role::InOut] {
             let mut out = String::new();
-            render_arg(&mut out, &ArgSpec { name: "x".into(), dtype: Dtype::F32, length: None, role: Some(r), init: None, value: None, compare: None });
+            render_arg(&mut out, &ArgSpec { name: "x".into(), dtype: Dtype::F32, length: None, role: Some(r), init: None, value: None, compare: None, texture: None });
             assert!(out.contains(&format!("role = \"{}\"", serde_name(&r))), "{out}");
         }
     }

@@ -403,7 +403,7 @@ fn import_arguments(ks: &Map<String, Json>, params: &[ParamSpec], notes: &mut No
             continue;
         };
         let fill_value = a.get("FillValue").and_then(Json::as_f64);
-        let mut arg = ArgSpec { name: name.clone(), dtype, length: None, role: None, init: None, value: None, compare: None };
+        let mut arg = ArgSpec { name: name.clone(), dtype, length: None, role: None, init: None, value: None, compare: None, texture: None };
         match a.get("MemoryType").and_then(Json::as_str) {
             Some("Vector") => {
                 arg.length = Some(match a.get("Size").and_then(size_field) {
@@ -549,6 +549,9 @@ pub fn export_t1(spec: &SpecFile, kernel_name: &str) -> Result<T1Export> {
         let names: Vec<&str> = spec.kernels.iter().map(|k| k.name.as_str()).collect();
         bail!("no kernel `{kernel_name}` in the spec (it has {})", if names.is_empty() { "none".into() } else { names.join(", ") });
     };
+    if let Some(texture) = kernel.args.iter().find(|a| a.is_texture()) {
+        bail!("argument `{}` is a texture, which T1 has no way to describe", texture.name);
+    }
     let mut notes = Notes(Vec::new());
     let shape = kernel.shapes.first().cloned().unwrap_or_default();
     if kernel.shapes.len() > 1 {

@@ -254,6 +254,11 @@ impl<'t> Checker<'t> {
                 let what = format!("value of scalar argument `{}`", arg.name);
                 fields.push((Field { path: base(&[K("args"), I(a), K("value")]), kind: FieldKind::Scalar, what, example: first_size.clone() }, value));
             }
+            for (i, extent) in arg.texture.iter().flat_map(|t| t.extent.iter().enumerate()) {
+                let axis = ["x", "y", "z"].get(i).copied().unwrap_or("?");
+                let what = format!("extent {axis} of texture `{}`", arg.name);
+                fields.push((Field { path: base(&[K("args"), I(a), K("texture"), K("extent"), I(i)]), kind: FieldKind::Length, what, example: first_size.clone() }, extent));
+            }
         }
         for (r, text) in kernel.restrictions.iter().enumerate() {
             let example = format!("{first_param} <= 1024");
@@ -414,13 +419,52 @@ impl<'t> Checker<'t> {
         }
     }
 
+    /// A texture argument: its data layout as CUDA can make it, and sampling its texels allows.
+    fn check_texture(&mut self, path: &[Seg], name: &str, arg: &ArgSpec, texture: &TextureSpec) {
+        if arg.length.is_some() || arg.value.is_some() {
+            self.at(Severity::Error, path, format!("texture `{name}` has a length or a value: a texture's size is its `extent`, so remove them"));
+        }
+        let dims = texture.extent.len();
+        let (fewest, most) = match texture.layout {
+            TextureLayout::Linear => (1, 1),
+            TextureLayout::Array => (1, 3),
+            TextureLayout::Layered => (2, 3),
+            TextureLayout::Cubemap => (3, 3),
+        };
+        if dims < fewest || dims > most {
+            let layout = format!("{:?}", texture.layout).to_lowercase();
+            let message = format!("texture `{name}` has {dims} extents; a {layout} texture has {fewest} to {most} (a layered one ends with its layers, a cube map is [w, w, 6])");
+            self.at(Severity::Error, path, message);
+        } else if texture.layout == TextureLayout::Cubemap && texture.extent[2].trim() != "6" {
+            self.at(Severity::Error, path, format!("texture `{name}` is a cube map, which has 6 faces: its extent is [w, w, 6]"));
+        }
+        if ![1, 2, 4].contains(&texture.channels) {
+            self.at(Severity::Error, path, format!("texture `{name}` has {} channels; CUDA textures have 1, 2 or 4", texture.channels));
+        }
+        let integer = matches!(arg.dtype, Dtype::I8 | Dtype::I16 | Dtype::I32 | Dtype::U8 | Dtype::U16 | Dtype::U32);
+        if !(integer || matches!(arg.dtype, Dtype::F16 | Dtype::F32)) {
+            self.at(Severity::Error, path, format!("texture `{name}` has texels of {:?}; CUDA textures hold f16, f32 or 8-, 16- and 32-bit integers", arg.dtype));
+        }
+        let narrow = matches!(arg.dtype, Dtype::I8 | Dtype::I16 | Dtype::U8 | Dtype::U16);
+        if texture.read == TextureRead::NormalizedFloat && !narrow {
+            self.at(Severity::Error, path, format!("texture `{name}` reads normalized floats, which only 8- and 16-bit integer texels have"));
+        }
+        if texture.filter == TextureFilter::Linear && integer && texture.read == TextureRead::Element {
+            self.at(Severity::Error, path, format!("texture `{name}` filters linearly, which needs float texels or read = \"normalized_float\""));
+        }
+    }
+
     fn check_args(&mut self, k: usize, kernel: &KernelSpec) {
         for (a, arg) in kernel.args.iter().enumerate() {
             let path = |key: &'static str| [K("kernels"), I(k), K("args"), I(a), K(key)];
             let name = &arg.name;
+            if let Some(texture) = &arg.texture {
+                self.check_texture(&path("texture"), name, arg, texture);
+            }
             match (&arg.length, &arg.value) {
+                _ if arg.is_texture() => {}
                 (Some(_), Some(_)) => self.at(Severity::Error, &path("value"), format!("argument `{name}` has both a length (a buffer) and a value (a scalar): keep one")),
-                (None, None) => self.at(Severity::Error, &path("name"), format!("argument `{name}` has neither a length (a buffer) nor a value (a scalar)")),
+                (None, None) => self.at(Severity::Error, &path("name"), format!("argument `{name}` has neither a length (a buffer), a value (a scalar) nor a texture")),
                 (Some(_), None) => {
                     if arg.role.is_none() {
                         let message = format!("buffer `{name}` has no role: add role = \"input\", \"output\" or \"inout\"");

@@ -507,12 +507,12 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
             true => host.and_then(|h| h.float_value(text)).unwrap_or_else(|| UNKNOWN.to_string()),
             false => host.map_or_else(|| text.to_string(), |h| h.in_spec_names(text)),
         });
-        return (ArgSpec { name: p.name.clone(), dtype, length: None, role: None, init: None, value: Some(value), compare: None }, false);
+        return (ArgSpec { name: p.name.clone(), dtype, length: None, role: None, init: None, value: Some(value), compare: None, texture: None }, false);
     }
     // The program passes no buffer (`fused_classifier<<<...>>>(..., NULL, ...)`): a null
     // pointer is 8 zero bytes, which a u64 scalar of 0 passes just the same.
     if at_launch.is_some_and(is_null_pointer) {
-        return (ArgSpec { name: p.name.clone(), dtype: Dtype::U64, length: None, role: None, init: None, value: Some("0".to_string()), compare: None }, false);
+        return (ArgSpec { name: p.name.clone(), dtype: Dtype::U64, length: None, role: None, init: None, value: Some("0".to_string()), compare: None, texture: None }, false);
     }
     let allocated = at_launch.and_then(|a| host.and_then(|h| h.buffer_length(a, &base_type)));
     let from_host = allocated.is_some();
@@ -528,7 +528,7 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         _ if dtype.is_float() => Some(Init::Uniform { low: -1.0, high: 1.0 }),
         _ => Some(Init::Integers { low: 0, high: 128 }),
     };
-    (ArgSpec { name: p.name.clone(), dtype, length: Some(length), role: Some(role), init, value: None, compare: None }, from_host)
+    (ArgSpec { name: p.name.clone(), dtype, length: Some(length), role: Some(role), init, value: None, compare: None, texture: None }, from_host)
 }
 
 /// Outputs of one partial result per block, where each block's share of the input follows the

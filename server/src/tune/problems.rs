@@ -64,6 +64,26 @@ pub fn problem(kernel: &KernelSpec, shape: &Shape, label: &str, seed: u64) -> Re
             let evaluate = |what: &str, text: &str| {
                 expr::parse(text).map_err(|e| e.message).and_then(|e| e.eval(&lookup).map_err(|e| e.message)).map_err(|why| anyhow!("argument `{}`: {what} `{text}`: {why}", arg.name))
             };
+            if let Some(texture) = &arg.texture {
+                let extent = texture
+                    .extent
+                    .iter()
+                    .map(|text| evaluate("texture extent", text)?.as_integer().filter(|&n| n > 0).map(|n| n as u64).ok_or_else(|| anyhow!("argument `{}`: texture extent `{text}` is not a positive integer", arg.name)))
+                    .collect::<Result<Vec<_>>>()?;
+                let init = arg.init.clone().unwrap_or(Init::Uniform { low: -1.0, high: 1.0 });
+                return Ok(Arg::Texture {
+                    name: arg.name.clone(),
+                    dtype: arg.dtype,
+                    extent,
+                    layout: texture.layout,
+                    channels: texture.channels,
+                    filter: texture.filter,
+                    address: texture.address,
+                    normalized_coords: texture.normalized_coords,
+                    read: texture.read,
+                    init,
+                });
+            }
             match (&arg.length, &arg.value) {
                 (Some(length), _) => {
                     let length = evaluate("length", length)?.as_integer().filter(|&n| n > 0).ok_or_else(|| anyhow!("argument `{}`: length `{length}` is not a positive integer", arg.name))?;

@@ -208,7 +208,7 @@ pub fn contiguous_variable(kernel: &KernelSpec, shape: &Shape) -> Option<String>
         .zip(&kernel.args)
         .filter_map(|(arg, spec)| match arg {
             Arg::Buffer { length, dtype, .. } => Some((length * element_bytes(*dtype), spec)),
-            Arg::Scalar { .. } => None,
+            Arg::Scalar { .. } | Arg::Texture { .. } => None,
         })
         .max_by_key(|(bytes, _)| *bytes)?
         .1;
@@ -224,6 +224,7 @@ fn buffer_bytes(kernel: &KernelSpec, shape: &Shape) -> Result<u64> {
         .iter()
         .map(|arg| match arg {
             Arg::Buffer { length, dtype, .. } => length.saturating_mul(element_bytes(*dtype)),
+            Arg::Texture { extent, channels, dtype, .. } => extent.iter().product::<u64>().saturating_mul(*channels as u64 * element_bytes(*dtype)),
             Arg::Scalar { .. } => 0,
         })
         .sum())
@@ -278,10 +279,16 @@ impl Inputs {
     fn apply(self, problem: &mut Problem) -> bool {
         let mut replaced = false;
         for arg in &mut problem.args {
-            let Arg::Buffer { dtype, role, init, tolerance, .. } = arg else { continue };
-            *tolerance = Tolerance { dtype: *dtype, atol: tolerance.atol * NUMERICS_TOLERANCE_SCALE, rtol: tolerance.rtol * NUMERICS_TOLERANCE_SCALE };
-            if *role != Role::Output && dtype.is_float() && matches!(init, Init::Uniform { .. } | Init::Normal { .. }) {
-                *init = self.init(*dtype);
+            let (dtype, read, init) = match arg {
+                Arg::Buffer { dtype, role, init, tolerance, .. } => {
+                    *tolerance = Tolerance { dtype: *dtype, atol: tolerance.atol * NUMERICS_TOLERANCE_SCALE, rtol: tolerance.rtol * NUMERICS_TOLERANCE_SCALE };
+                    (*dtype, *role != Role::Output, init)
+                }
+                Arg::Texture { dtype, init, .. } => (*dtype, true, init),
+                Arg::Scalar { .. } => continue,
+            };
+            if read && dtype.is_float() && matches!(init, Init::Uniform { .. } | Init::Normal { .. }) {
+                *init = self.init(dtype);
                 replaced = true;
             }
         }

@@ -214,6 +214,103 @@ fn default_stream() -> sys::CUstream {
     std::ptr::null_mut()
 }
 
+/// How a texture object is made: the texels' format, where they lie, and how they are sampled.
+pub struct TextureDesc {
+    pub format: sys::CUarray_format,
+    pub channels: u32,
+    /// Bytes per texel, all channels.
+    pub texel_bytes: usize,
+    /// Width, height and depth as `cuArray3DCreate` takes them (0 for a dimension the array
+    /// lacks; layers and cube faces are the depth); `None` for a texture over linear memory.
+    pub array: Option<[usize; 3]>,
+    /// `CUDA_ARRAY3D_LAYERED` or `CUDA_ARRAY3D_CUBEMAP`, or 0.
+    pub array_flags: u32,
+    pub address: sys::CUaddress_mode,
+    pub filter: sys::CUfilter_mode,
+    /// `CU_TRSF_*`: normalized coordinates, integers read as integers.
+    pub flags: u32,
+}
+
+/// A texture object and the CUDA array holding its texels (none over linear memory, which
+/// reads the buffer it was made from); destroyed on drop.
+pub struct TextureObject {
+    handle: sys::CUtexObject,
+    array: sys::CUarray,
+}
+
+impl TextureObject {
+    /// A texture over `data`: copied into a new array, or read where it lies when linear.
+    pub fn over(data: &DeviceBuffer, desc: &TextureDesc) -> CudaResult<TextureObject> {
+        let mut object = TextureObject { handle: 0, array: std::ptr::null_mut() };
+        let mut resource: sys::CUDA_RESOURCE_DESC = unsafe { std::mem::zeroed() };
+        match desc.array {
+            Some([width, height, depth]) => {
+                let array_desc = sys::CUDA_ARRAY3D_DESCRIPTOR {
+                    Width: width,
+                    Height: height,
+                    Depth: depth,
+                    Format: desc.format,
+                    NumChannels: desc.channels,
+                    Flags: desc.array_flags,
+                };
+                // SAFETY: valid descriptor and out-pointer; destroyed in Drop.
+                during("cuArray3DCreate", unsafe { sys::cuArray3DCreate_v2(&mut object.array, &array_desc) }.result())?;
+                // SAFETY: a plain-old-data struct whose unused fields must be zero.
+                let mut copy: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+                copy.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+                copy.srcDevice = data.pointer();
+                copy.srcPitch = width * desc.texel_bytes;
+                copy.srcHeight = height.max(1);
+                copy.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_ARRAY;
+                copy.dstArray = object.array;
+                copy.WidthInBytes = width * desc.texel_bytes;
+                copy.Height = height.max(1);
+                copy.Depth = depth.max(1);
+                // SAFETY: `data` holds width × height × depth texels, the array as many.
+                during("cuMemcpy3D", unsafe { sys::cuMemcpy3D_v2(&copy) }.result())?;
+                resource.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY;
+                resource.res.array.hArray = object.array;
+            }
+            None => {
+                resource.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_LINEAR;
+                resource.res.linear = sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_3 {
+                    devPtr: data.pointer(),
+                    format: desc.format,
+                    numChannels: desc.channels,
+                    sizeInBytes: data.bytes,
+                };
+            }
+        }
+        // SAFETY: a plain-old-data struct whose unused fields must be zero.
+        let mut texture: sys::CUDA_TEXTURE_DESC = unsafe { std::mem::zeroed() };
+        texture.addressMode = [desc.address; 3];
+        texture.filterMode = desc.filter;
+        texture.flags = desc.flags;
+        // SAFETY: valid descriptors and out-pointer; destroyed in Drop.
+        during("cuTexObjectCreate", unsafe { sys::cuTexObjectCreate(&mut object.handle, &resource, &texture, std::ptr::null()) }.result())?;
+        Ok(object)
+    }
+
+    /// The handle a kernel's `cudaTextureObject_t` parameter takes.
+    pub fn handle(&self) -> u64 {
+        self.handle
+    }
+}
+
+impl Drop for TextureObject {
+    fn drop(&mut self) {
+        // SAFETY: made in `over`; a zero handle or null array was never made.
+        unsafe {
+            if self.handle != 0 {
+                let _ = sys::cuTexObjectDestroy(self.handle);
+            }
+            if !self.array.is_null() {
+                let _ = sys::cuArrayDestroy(self.array);
+            }
+        }
+    }
+}
+
 /// A cubin loaded into the context; unloaded on drop.
 pub struct LoadedModule {
     module: sys::CUmodule,

@@ -11,7 +11,7 @@ use crate::space::SplitMix64;
 use crate::spec::{Compare, Dtype, Init, Role, Tolerance};
 
 use super::compare::{compare_sums, BufferComparison, VerdictBuilder};
-use super::cuda::{self, DeviceBuffer, DriverFailure, Event, Function};
+use super::cuda::{self, DeviceBuffer, DriverFailure, Event, Function, TextureDesc, TextureObject};
 use super::data::{check_init, decode, element_bytes, pack_scalar};
 use super::device::Gpu;
 use super::harness::{Harness, Summary, SUMMARY_BYTES, SUMMARY_START};
@@ -83,9 +83,18 @@ struct Buffer {
     compare: Compare,
 }
 
+/// A texture argument: its object, and the data it was made from (which a linear texture
+/// reads where it lies). The object is declared first, so it is destroyed first.
+struct Texture {
+    _object: TextureObject,
+    _data: DeviceBuffer,
+}
+
 struct ProblemData {
     label: String,
     buffers: Vec<Buffer>,
+    /// Read-only, so made and filled once.
+    _textures: Vec<Texture>,
     /// One slot per kernel parameter, in order: a buffer's device address or a scalar's bytes.
     parameters: Vec<u64>,
     /// Each parameter's name and size in bytes, to check the kernel's signature against.
@@ -123,7 +132,7 @@ impl Session {
     }
 
     fn allocate(problems: &[Problem], harness: Harness, keep_first_run: bool) -> Result<Session, Failure> {
-        let problems = problems.iter().map(|p| ProblemData::allocate(p, keep_first_run)).collect::<Result<Vec<_>, _>>()?;
+        let problems = problems.iter().map(|p| ProblemData::allocate(p, &harness, keep_first_run)).collect::<Result<Vec<_>, _>>()?;
         let failed = |f: DriverFailure| Failure::new(FailureKind::Worker, format!("cannot allocate the guard reference: {}", f.describe()));
         let guard = DeviceBuffer::new(GUARD_BYTES).map_err(failed)?;
         guard.fill(GUARD).map_err(failed)?;
@@ -350,6 +359,68 @@ fn check_signature(kernel: &[usize], spec: &[(String, usize)]) -> Result<(), Fai
     Ok(())
 }
 
+/// Values (texels × channels) of a texture argument; 0 for other arguments.
+fn texture_values(arg: &crate::gpu::Arg) -> u64 {
+    match arg {
+        crate::gpu::Arg::Texture { extent, channels, .. } => extent.iter().product::<u64>() * *channels as u64,
+        _ => 0,
+    }
+}
+
+/// How the driver makes a texture argument: its array's format and shape, and its sampling.
+fn texture_desc(arg: &crate::gpu::Arg) -> Result<TextureDesc, String> {
+    use crate::spec::{TextureAddress, TextureFilter, TextureLayout, TextureRead};
+    use cudarc::driver::sys::{self, CUaddress_mode, CUarray_format, CUfilter_mode};
+    let crate::gpu::Arg::Texture { dtype, extent, layout, channels, filter, address, normalized_coords, read, .. } = arg else {
+        return Err("not a texture".into());
+    };
+    let format = match dtype {
+        Dtype::F16 => CUarray_format::CU_AD_FORMAT_HALF,
+        Dtype::F32 => CUarray_format::CU_AD_FORMAT_FLOAT,
+        Dtype::I8 => CUarray_format::CU_AD_FORMAT_SIGNED_INT8,
+        Dtype::I16 => CUarray_format::CU_AD_FORMAT_SIGNED_INT16,
+        Dtype::I32 => CUarray_format::CU_AD_FORMAT_SIGNED_INT32,
+        Dtype::U8 => CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8,
+        Dtype::U16 => CUarray_format::CU_AD_FORMAT_UNSIGNED_INT16,
+        Dtype::U32 => CUarray_format::CU_AD_FORMAT_UNSIGNED_INT32,
+        other => return Err(format!("CUDA textures cannot hold {other:?} texels")),
+    };
+    let size = |i: usize| extent.get(i).map_or(0, |&n| n as usize);
+    let (array, array_flags) = match (layout, extent.len()) {
+        (TextureLayout::Linear, 1) => (None, 0),
+        (TextureLayout::Array, 1..=3) => (Some([size(0), size(1), size(2)]), 0),
+        (TextureLayout::Layered, 2) => (Some([size(0), 0, size(1)]), sys::CUDA_ARRAY3D_LAYERED),
+        (TextureLayout::Layered, 3) => (Some([size(0), size(1), size(2)]), sys::CUDA_ARRAY3D_LAYERED),
+        (TextureLayout::Cubemap, 3) => (Some([size(0), size(1), size(2)]), sys::CUDA_ARRAY3D_CUBEMAP),
+        (layout, dims) => return Err(format!("a {layout:?} texture cannot have {dims} extents")),
+    };
+    let mut flags = 0;
+    if *normalized_coords {
+        flags |= sys::CU_TRSF_NORMALIZED_COORDINATES;
+    }
+    if *read == TextureRead::Element && !dtype.is_float() {
+        flags |= sys::CU_TRSF_READ_AS_INTEGER;
+    }
+    Ok(TextureDesc {
+        format,
+        channels: *channels,
+        texel_bytes: element_bytes(*dtype) * *channels as usize,
+        array,
+        array_flags,
+        address: match address {
+            TextureAddress::Clamp => CUaddress_mode::CU_TR_ADDRESS_MODE_CLAMP,
+            TextureAddress::Wrap => CUaddress_mode::CU_TR_ADDRESS_MODE_WRAP,
+            TextureAddress::Mirror => CUaddress_mode::CU_TR_ADDRESS_MODE_MIRROR,
+            TextureAddress::Border => CUaddress_mode::CU_TR_ADDRESS_MODE_BORDER,
+        },
+        filter: match filter {
+            TextureFilter::Point => CUfilter_mode::CU_TR_FILTER_MODE_POINT,
+            TextureFilter::Linear => CUfilter_mode::CU_TR_FILTER_MODE_LINEAR,
+        },
+        flags,
+    })
+}
+
 /// The captured bytes of a buffer of `bytes` bytes: as many as both have.
 fn read_captured(data: &crate::gpu::CapturedData, bytes: usize) -> Result<Vec<u8>, String> {
     use std::io::{Read, Seek, SeekFrom};
@@ -363,14 +434,14 @@ fn read_captured(data: &crate::gpu::CapturedData, bytes: usize) -> Result<Vec<u8
 }
 
 impl ProblemData {
-    fn allocate(problem: &Problem, keep_first_run: bool) -> Result<ProblemData, Failure> {
+    fn allocate(problem: &Problem, harness: &Harness, keep_first_run: bool) -> Result<ProblemData, Failure> {
         let refuse = |message| Failure::new(FailureKind::Worker, format!("problem `{}`: {message}", problem.label));
         let allocate = |name: &str, bytes: usize| {
             DeviceBuffer::new(bytes).map_err(|f| refuse(format!("cannot allocate {bytes} bytes for buffer `{name}`: {}", f.describe())))
         };
         // Each argument gets its own seed, drawn in argument order from the problem's seed.
         let mut seeds = SplitMix64::new(problem.seed);
-        let (mut buffers, mut parameters, mut parameter_sizes) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut buffers, mut parameters, mut parameter_sizes, mut textures) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for arg in &problem.args {
             let seed = seeds.next_u64();
             match arg {
@@ -415,11 +486,23 @@ impl ProblemData {
                     parameters.push(pack_scalar(name, *dtype, *value).map_err(refuse)?);
                     parameter_sizes.push((name.clone(), element_bytes(*dtype)));
                 }
+                crate::gpu::Arg::Texture { name, dtype, init, .. } => {
+                    check_init(init).map_err(|why| refuse(format!("texture `{name}`: {why}")))?;
+                    let desc = texture_desc(arg).map_err(|why| refuse(format!("texture `{name}`: {why}")))?;
+                    let values = texture_values(arg);
+                    let data = allocate(name, values as usize * element_bytes(*dtype))?;
+                    let making = |f: DriverFailure| refuse(format!("cannot make texture `{name}`: {}", f.describe()));
+                    harness.fill(&data, *dtype, init, values, seed).map_err(making)?;
+                    let object = TextureObject::over(&data, &desc).map_err(making)?;
+                    parameters.push(object.handle());
+                    parameter_sizes.push((name.clone(), std::mem::size_of::<u64>()));
+                    textures.push(Texture { _object: object, _data: data });
+                }
             }
         }
         let written = buffers.iter().filter(|b| b.role != Role::Input).count();
         let summaries = allocate("(comparison summaries)", (written + buffers.len()) * SUMMARY_BYTES)?;
-        Ok(ProblemData { label: problem.label.clone(), buffers, parameters, parameter_sizes, summaries })
+        Ok(ProblemData { label: problem.label.clone(), buffers, _textures: textures, parameters, parameter_sizes, summaries })
     }
 
     /// The output and in-out buffers, in argument order.
