@@ -6,9 +6,18 @@ use std::collections::HashMap;
 
 use tree_sitter::Node;
 
-use crate::spec::{expr, split_top_level, DEVICE_SIZES, UNKNOWN};
+use super::texture::{self, TextureSetup};
+use crate::spec::{expr, split_top_level, Dtype, TextureLayout, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::host::{address_taken, call_args, calls_by_callee, declared_name, function_name, functions, local_types, parameters, Call};
 use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, size_of_type, Document, LaunchSite};
+
+/// The host calls that make texture objects and their arrays.
+const TEXTURE_CALLS: [&str; 3] = ["cudaCreateTextureObject", "cudaMallocArray", "cudaMalloc3DArray"];
+
+/// `tex` of `&tex`, without spaces.
+fn without_address(arg: &str) -> String {
+    arg.trim().trim_start_matches('&').split_whitespace().collect()
+}
 
 /// How many call paths (and so shapes) are followed at most, and how deep.
 const MAX_PATHS: usize = 8;
@@ -42,6 +51,9 @@ pub(super) struct HostContext<'d> {
     /// The static constant members of classes and class templates: `Packed128` → `size` →
     /// (`[ElementType]`, `sizeof(int4) / sizeof(ElementType)`).
     static_members: HashMap<String, StaticMembers>,
+    /// The calls that make texture objects and the arrays behind them, by callee:
+    /// `cudaCreateTextureObject`, `cudaMallocArray`, `cudaMalloc3DArray`.
+    texture_calls: HashMap<&'static str, Vec<Call<'d>>>,
 }
 
 /// A class's template parameters and its `static constexpr` members' initialisers.
@@ -216,12 +228,112 @@ impl<'d> HostContext<'d> {
                 }
             }
         }
+        let texture_calls = TEXTURE_CALLS.iter().map(|&name| (name, calls.get(name).cloned().unwrap_or_default())).collect();
         let graph = CallGraph::new(calls, definitions);
         let mut paths = Vec::new();
         extend_paths(&graph, vec![Frame::of(text, launcher, launch.span.start_byte, &graph)], &mut paths);
         let branch_values = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte).map(|n| branch_values_around(text, n)).unwrap_or_default();
         globals.retain(|name, _| !reassigned.contains(name));
-        Some(HostContext { paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members })
+        Some(HostContext { paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, texture_calls })
+    }
+
+    /// How the program makes the texture object the launcher passes as `arg`: the
+    /// `cudaCreateTextureObject` that sets it, on the call path (followed through the callers'
+    /// arguments) or anywhere in the files (an object kept at file scope); then the descriptors
+    /// it is given, and the array or memory they name.
+    pub(super) fn texture_setup(&self, arg: &str) -> Option<TextureSetup> {
+        let path = self.paths.first()?;
+        let mut names: Vec<(usize, String)> = Vec::new();
+        let mut name = without_address(arg);
+        for (at, frame) in path.iter().enumerate() {
+            names.push((at, name.clone()));
+            let Some(passed) = frame.params.iter().position(|p| *p == name).and_then(|index| frame.argument(index)) else { break };
+            name = without_address(&passed);
+        }
+        let frame_of = |call: &Call| path.iter().position(|f| f.scope.body.is_some() && f.scope.body == call.caller.child_by_field_name("body"));
+        let object_of = |call: &Call| call.args().first().map(|a| without_address(a));
+        let creates = self.texture_calls.get("cudaCreateTextureObject")?;
+        let on_path = creates.iter().find(|c| names.iter().any(|(at, n)| object_of(c).as_ref() == Some(n) && frame_of(c) == Some(*at)));
+        let create = on_path.or_else(|| creates.iter().find(|c| names.iter().any(|(_, n)| object_of(c).as_ref() == Some(n))))?;
+        let body = create.caller.child_by_field_name("body")?;
+        let values = texture::values_in(create.text, body);
+        let args = create.args();
+        let mut setup = TextureSetup::default();
+        if let Some(desc) = args.get(2) {
+            texture::sampling(&values, &without_address(desc), &mut setup);
+        }
+        let resource = without_address(args.get(1)?);
+        let field = |name: &str| values.iter().rev().find(|(left, _)| *left == format!("{resource}.{name}")).map(|(_, value)| value.as_str());
+        let in_spec = |extent: &str| self.extent_in_spec_names(path, frame_of(create), extent);
+        match field("resType") {
+            Some("cudaResourceTypeLinear") => {
+                setup.layout = Some(TextureLayout::Linear);
+                setup.texels = field("res.linear.desc").map(|d| self.channel_formats(&d, create.text, body)).unwrap_or_default();
+            }
+            Some("cudaResourceTypePitch2D") => {
+                setup.texels = field("res.pitch2D.desc").map(|d| self.channel_formats(&d, create.text, body)).unwrap_or_default();
+                setup.extent = ["res.pitch2D.width", "res.pitch2D.height"].iter().map(|f| field(f).map_or(UNKNOWN.to_string(), in_spec)).collect();
+            }
+            _ => {
+                let array = field("res.array.array")?.to_string();
+                self.array_setup(path, &array, create, &mut setup);
+            }
+        }
+        Some(setup)
+    }
+
+    /// The extent, format and layout of the CUDA array `array`, from the `cudaMallocArray` or
+    /// `cudaMalloc3DArray` that makes it (in the function that makes the texture, else anywhere).
+    fn array_setup(&self, path: &[Frame], array: &str, create: &Call, setup: &mut TextureSetup) {
+        let allocations = ["cudaMallocArray", "cudaMalloc3DArray"].iter().flat_map(|&f| self.texture_calls.get(f).into_iter().flatten().map(move |c| (f, c)));
+        let allocations: Vec<(&str, &Call)> = allocations.filter(|(_, c)| c.args().first().map(|a| without_address(a)).as_deref() == Some(array)).collect();
+        let Some(&(function, alloc)) = allocations.iter().find(|(_, c)| c.caller == create.caller).or(allocations.first()) else { return };
+        let Some(body) = alloc.caller.child_by_field_name("body") else { return };
+        let frame = path.iter().position(|f| f.scope.body == Some(body));
+        let args = alloc.args();
+        let values = texture::values_in(alloc.text, body);
+        let mut extent: Vec<String> = match function {
+            "cudaMallocArray" => args.iter().skip(2).take(2).cloned().collect(),
+            _ => {
+                let given = args.get(2).map(|e| without_address(e)).unwrap_or_default();
+                let made = if given.starts_with("make_cudaExtent") { Some(given.clone()) } else { values.iter().rev().find(|(n, _)| *n == given).map(|(_, v)| v.clone()) };
+                made.and_then(|m| Some(split_args(m.strip_prefix("make_cudaExtent")?.trim().strip_prefix('(')?.strip_suffix(')')?))).unwrap_or_default()
+            }
+        };
+        while extent.len() > 1 && extent.last().is_some_and(|e| e.trim() == "0") {
+            extent.pop();
+        }
+        setup.extent = extent.iter().map(|e| self.extent_in_spec_names(path, frame, e)).collect();
+        let flags = args.get(if function == "cudaMallocArray" { 4 } else { 3 }).map_or("", String::as_str);
+        if flags.contains("cudaArrayLayered") {
+            setup.layout = Some(TextureLayout::Layered);
+        } else if flags.contains("cudaArrayCubemap") {
+            setup.layout = Some(TextureLayout::Cubemap);
+        }
+        setup.texels = args.get(1).map(|d| self.channel_formats(&without_address(d), alloc.text, body)).unwrap_or_default();
+    }
+
+    /// The formats a channel format descriptor may hold: made in place, or every value the
+    /// function (or the file scope) gives the variable.
+    fn channel_formats(&self, desc: &str, text: &str, body: Node) -> Vec<(Dtype, u32)> {
+        if let Some(format) = texture::channel_format(desc) {
+            return vec![format];
+        }
+        let given = texture::values_in(text, body).into_iter().filter(|(name, _)| name == desc).map(|(_, value)| value);
+        given.chain(self.globals.get(desc).cloned()).filter_map(|value| texture::channel_format(&value)).collect()
+    }
+
+    /// An array extent in the spec's names. In a function on the call path (frame `at`), the
+    /// callers' arguments name it; elsewhere (an array made in an `init` function), it is kept
+    /// only when every name in it is a constant or a parameter of the launcher of that name.
+    fn extent_in_spec_names(&self, path: &[Frame], at: Option<usize>, extent: &str) -> String {
+        let extent = strip_casts_everywhere(extent);
+        if let Some(at) = at {
+            return self.in_spec_names(&self.to_launcher_names(path, at, &extent));
+        }
+        let known = |w: &str| self.defines.contains_key(w) || self.globals.contains_key(w) || self.launcher().params.iter().any(|p| p == w);
+        let all_known = identifiers_in(&extent).all(known);
+        if all_known { self.in_spec_names(&extent) } else { UNKNOWN.to_string() }
     }
 
     /// Whether `name` is an object-like `#define` of the files in view.

@@ -12,6 +12,7 @@ mod host;
 mod lift;
 mod scaffold;
 mod strategy;
+mod texture;
 
 pub use apply::{apply_defaults, current_values, AppliedDefaults};
 

@@ -10,6 +10,7 @@ use tree_sitter::Node;
 
 use super::bounds::guarded_length;
 use super::host::{HostContext, LaunchChoice};
+use super::texture;
 use crate::slice::{device_slice, SliceOptions};
 use crate::spec::{expr, sha256_hex, ArgSpec, Baseline, Compare, Dtype, Init, KernelSpec, ParamKind, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
 use crate::syntax::host::{declared_name, driver_launches};
@@ -93,6 +94,9 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         .into_iter()
         .map(|mut a| {
             a.length = a.length.map(|l| c_division(&l));
+            if let Some(texture) = &mut a.texture {
+                texture.extent = texture.extent.iter().map(|e| c_division(e)).collect();
+            }
             if !a.dtype.is_float() {
                 a.value = a.value.map(|v| c_division(&v));
             }
@@ -132,6 +136,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let mut sizes = BTreeSet::new();
     let expressions = grid.iter().chain(&block).chain(std::iter::once(&shared_bytes));
     let arg_exprs = args.iter().filter_map(|a| if a.dtype.is_float() { a.length.as_ref() } else { a.length.as_ref().or(a.value.as_ref()) });
+    let arg_exprs = arg_exprs.chain(args.iter().flat_map(|a| a.texture.iter().flat_map(|t| &t.extent)));
     // A buffer's length may name a scalar argument (`n` of `if (i < n)`): its value says what
     // it is, so it is no size of its own, unless that value is the host's size of that name.
     let scalar_args: BTreeSet<&str> = args.iter().filter(|a| a.value.as_deref().is_some_and(|v| !identifiers_in(v).any(|w| w == a.name))).map(|a| a.name.as_str()).collect();
@@ -500,8 +505,11 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
     let base_type = host.map_or_else(|| element.to_string(), |h| h.resolve_type(element));
     let number = dtype_of(&base_type);
     let (dtype, lanes) = number.unwrap_or((Dtype::U8, 0));
+    if p.pointer_depth == 0 && texture::is_texture_type(&base_type) {
+        return (texture::texture_arg(doc, body, &p.name, at_launch, host), false);
+    }
     if p.pointer_depth == 0 {
-        // A texture object, a struct passed by value: no number stands for it, and the worker
+        // A surface object, a struct passed by value: no number stands for it, and the worker
         // makes none; what the program passes can only be captured from it running.
         let value = at_launch.filter(|_| number.is_some()).map_or(UNKNOWN.to_string(), |text| match dtype.is_float() {
             true => host.and_then(|h| h.float_value(text)).unwrap_or_else(|| UNKNOWN.to_string()),

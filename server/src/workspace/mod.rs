@@ -146,6 +146,16 @@ impl Workspace {
         // spent on namesakes elsewhere.
         let mut by_distance: Vec<(&PathBuf, &FileEntry)> = self.files.iter().collect();
         by_distance.sort_by_key(|(path, _)| std::cmp::Reverse(shared_components(path, kernel_file)));
+        // The files that include a header of kernels: their file-scope objects (a texture
+        // object made in an `init` function, a buffer) are what the launches pass.
+        if let Some(stem) = kernel_file.file_stem().and_then(|s| s.to_str()) {
+            for &(path, _) in by_distance.iter().filter(|(path, entry)| *path != kernel_file && entry.mentions(stem)).take(MAX_HOST_FILES) {
+                let Ok(text) = std::fs::read_to_string(path) else { continue };
+                if quoted_includes(path, &text).contains(kernel_file) {
+                    documents.push(HostDocument { path: path.clone(), document: Document::new(text) });
+                }
+            }
+        }
         for _ in 0..=MAX_CALL_DEPTH {
             for &(path, entry) in &by_distance {
                 if documents.len() >= MAX_HOST_FILES {
