@@ -43,13 +43,18 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
+    kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
+    assert len(kernels) == len(set(kernels)) == 29
+    by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
     assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum"}
     for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
-    # A texture object is no number the spec can give: left to the user (or a capture).
+    textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
+    assert [(k["kernel"], k["stage"]) for k in textures] == [("blur_rows", "ready"), ("shade", "ready"), ("resample", "ready")]
+    # A texture object the program never makes (it passes 0): its extent is left to the user.
     assert by_kernel["sample_frame"]["stage"] == "spec"
-    assert by_kernel["sample_frame"]["spec_problems"] == ["value of scalar argument `frame` is unknown: write a number or an expression over the sizes, e.g. `h`"]
+    assert by_kernel["sample_frame"]["spec_problems"] == ["extent x of texture `frame` is unknown: write an expression over the sizes and parameters, e.g. `h`"]
     # Left out by the preprocessor: the survey says which condition, not "undefined".
     assert by_kernel["dump_rows"]["stage"] == "compile"
     assert by_kernel["dump_rows"]["why"].startswith("the kernel is under `#ifdef WITH_DEBUG_KERNELS`, which this build's macros leave out")
@@ -60,11 +65,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # fills them from a capture).
     assert by_kernel["block_sum"]["stage"] == "spec"
     assert "capture a launch (`cutune profile --kernel block_sum -- CMD`)" in by_kernel["block_sum"]["spec_problems"][0]
-    assert report["totals"] == {"kernels": 26, "ready": 22, "spec": 3, "compile": 1}
+    assert report["totals"] == {"kernels": 29, "ready": 25, "spec": 3, "compile": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "26 kernels under" in text.stdout and "22 ready to tune (85%)" in text.stdout
+    assert "29 kernels under" in text.stdout and "25 ready to tune (86%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -171,6 +176,57 @@ def templatized_spec_and_report(root: Path, file: str, kernel: str) -> tuple[dic
 
 def templatized_spec(root: Path, file: str, kernel: str) -> dict:
     return templatized_spec_and_report(root, file, kernel)[0]
+
+
+def test_texture_objects_become_textures_with_the_programs_extent_format_and_sampling(tmp_path: Path):
+    root = project(tmp_path, "textures")
+    # Made in main, passed down by a launcher: a float array, filtered linearly.
+    blur = templatized_spec(root, "image_kernels.cuh", "blur_rows")
+    src = next(a for a in blur["args"] if a["name"] == "src")
+    assert src == {"name": "src", "dtype": "f32", "init": {"dist": "uniform", "low": -1.0, "high": 1.0}, "texture": {"extent": ["width", "height"], "filter": "linear"}}
+    assert blur["shapes"][0] == {"width": 1280, "height": 720}
+
+    # Made at file scope by an upload function main calls: bytes read back as floats.
+    shade = templatized_spec(root, "image_kernels.cuh", "shade")
+    pixels = next(a for a in shade["args"] if a["name"] == "pixels")
+    assert pixels["dtype"] == "u8" and pixels["init"] == {"dist": "integers", "low": 0, "high": 128}
+    assert pixels["texture"] == {"extent": ["width", "height"], "channels": 4, "read": "normalized_float"}
+
+    # Returned by a helper that takes the sizes: a 3D array sampled at normalized coordinates.
+    resample = templatized_spec(root, "image_kernels.cuh", "resample")
+    volume = next(a for a in resample["args"] if a["name"] == "volume")
+    assert volume["texture"] == {"extent": ["nx", "ny", "nz"], "filter": "linear", "address": "wrap", "normalized_coords": True}
+
+    checked = cutune("check", "image_kernels.cuh", "--kernel", "shade", "--sample", "2", "--json", cwd=root)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert json.loads(checked.stdout)["failed"] == 0
+
+
+def test_a_texture_the_spec_cannot_make_is_refused_with_the_reason(tmp_path: Path):
+    root = project(tmp_path, "textures")
+    assert cutune("templatize", "image_kernels.cuh", "--kernel", "shade", "--write", cwd=root).returncode == 0
+    spec_path = root / "image_kernels.cutune.toml"
+    text = spec_path.read_text()
+    # Linear filtering of integers read as integers, and a cube map of 5 faces.
+    broken = text.replace('channels = 4, read = "normalized_float"', 'channels = 4, filter = "linear"').replace('extent = ["width", "height"]', 'extent = ["width", "width", "5"], layout = "cubemap"')
+    spec_path.write_text(broken)
+    check = cutune("spec", "check", spec_path.name, cwd=root)
+    assert check.returncode == 1
+    assert "texture `pixels` is a cube map, which has 6 faces: its extent is [w, w, 6]" in check.stdout + check.stderr
+    assert 'texture `pixels` filters linearly, which needs float texels or read = "normalized_float"' in check.stdout + check.stderr
+
+
+async def test_the_code_action_makes_a_texture_argument_of_a_header_kernel(client, tmp_path: Path):
+    root = project(tmp_path, "textures")
+    header = root / "image_kernels.cuh"
+    text = header.read_text()
+    await open_document(client, header.as_uri(), text)
+    actions = await code_actions(client, header.as_uri(), line_of(text, "sum += tex2D<float>"), 8)
+    action = await resolved(client, next(a for a in actions if "blur_rows" in a.title))
+    changes = action.edit.document_changes
+    spec_text = next(c.edits[0].new_text for c in changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri.endswith("image_kernels.cutune.toml"))
+    src = next(a for a in spec_of(spec_text)["args"] if a["name"] == "src")
+    assert src["texture"] == {"extent": ["width", "height"], "filter": "linear"}
 
 
 def test_host_values_come_from_static_members_default_arguments_and_helper_functions(tmp_path: Path):

@@ -315,3 +315,21 @@ fn a_replay_has_no_device_to_measure_and_gets_the_labelled_datasheet() {
     assert_eq!(ceilings.origin, CeilingsOrigin::Datasheet { entry: "H100 SXM".into() });
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn default_bytes_count_a_texture_once_at_its_texels_times_its_texel_size() {
+    let (mut kernel, shape) = rmsnorm_8192();
+    let buffers = bound_for(&kernel, &shape, None, &measured_h100()).unwrap().bytes;
+    let texture = crate::spec::TextureSpec {
+        extent: vec!["hidden".into(), "rows".into()],
+        layout: Default::default(),
+        channels: 4,
+        filter: Default::default(),
+        address: Default::default(),
+        normalized_coords: false,
+        read: Default::default(),
+    };
+    kernel.args.push(crate::spec::ArgSpec { name: "pixels".into(), dtype: crate::spec::Dtype::U8, length: None, role: None, init: None, value: None, compare: None, texture: Some(texture) });
+    let bound = bound_for(&kernel, &shape, None, &measured_h100()).unwrap();
+    assert_eq!(bound.bytes - buffers, (8192 * 8192 * 4) as f64);
+}

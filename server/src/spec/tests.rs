@@ -558,3 +558,44 @@ fn tuning_sets_the_device_sizes_of_every_shape_to_the_measuring_gpu() {
     assert_eq!(on_smaller.shapes[1], kernel.shapes[1]);
     assert_eq!(with_device_sizes(&kernel, 0, 0).shapes, kernel.shapes);
 }
+
+/// The valid spec with its `in` buffer made a texture: `[[kernels.args]]` with `texture`.
+fn with_texture(texture: &str, dtype: &str) -> String {
+    valid_toml().replace("name = \"in\"\ndtype = \"f16\"\nlength = \"rows * hidden\"\nrole = \"input\"", &format!("name = \"in\"\ndtype = \"{dtype}\"\ntexture = {texture}"))
+}
+
+#[test]
+fn a_texture_argument_reads_back_and_renders_its_sampling() {
+    let text = with_texture(r#"{ extent = ["hidden", "rows"], channels = 4, filter = "linear", address = "wrap", normalized_coords = true, read = "normalized_float" }"#, "u8");
+    let (spec, diagnostics) = parse_spec(&text);
+    assert_eq!(describe(&text, &diagnostics), "");
+    let spec = spec.unwrap();
+    let texture = spec.kernels[0].args[1].texture.clone().unwrap();
+    assert_eq!(texture.extent, ["hidden", "rows"]);
+    assert_eq!((texture.channels, texture.filter, texture.address, texture.read), (4, TextureFilter::Linear, TextureAddress::Wrap, TextureRead::NormalizedFloat));
+    let rendered = render_spec(&spec);
+    assert!(rendered.contains(r#"texture = { extent = ["hidden", "rows"], channels = 4, filter = "linear", address = "wrap", normalized_coords = true, read = "normalized_float" }"#), "{rendered}");
+    assert_eq!(parse_spec(&rendered).0, Some(spec));
+    // Defaults are left out: one float channel, point sampling, clamped, texel coordinates.
+    let plain = with_texture(r#"{ extent = ["hidden"] }"#, "f32");
+    let rendered = render_spec(&parse_spec(&plain).0.unwrap());
+    assert!(rendered.contains("texture = { extent = [\"hidden\"] }\n"), "{rendered}");
+}
+
+#[test]
+fn textures_cuda_cannot_make_are_errors_that_say_why() {
+    let cases = [
+        (r#"{ extent = ["hidden"], channels = 3 }"#, "f32", "texture `in` has 3 channels; CUDA textures have 1, 2 or 4"),
+        (r#"{ extent = ["hidden", "hidden", "5"], layout = "cubemap" }"#, "f32", "texture `in` is a cube map, which has 6 faces: its extent is [w, w, 6]"),
+        (r#"{ extent = ["hidden", "rows"], layout = "linear" }"#, "f32", "texture `in` has 2 extents; a linear texture has 1 to 1"),
+        (r#"{ extent = ["hidden"] }"#, "f64", "texture `in` has texels of F64; CUDA textures hold f16, f32 or 8-, 16- and 32-bit integers"),
+        (r#"{ extent = ["hidden"], read = "normalized_float" }"#, "i32", "texture `in` reads normalized floats, which only 8- and 16-bit integer texels have"),
+        (r#"{ extent = ["hidden"], filter = "linear" }"#, "u8", "texture `in` filters linearly, which needs float texels or read = \"normalized_float\""),
+        (r#"{ extent = ["?"] }"#, "f32", "extent x of texture `in` is unknown"),
+    ];
+    for (texture, dtype, expected) in cases {
+        let text = with_texture(texture, dtype);
+        let found = describe(&text, &diagnostics_of(&text));
+        assert!(found.contains(expected), "{texture} {dtype}: {found}");
+    }
+}

@@ -264,7 +264,7 @@ impl<'d> HostContext<'d> {
         }
         let resource = without_address(args.get(1)?);
         let field = |name: &str| values.iter().rev().find(|(left, _)| *left == format!("{resource}.{name}")).map(|(_, value)| value.as_str());
-        let in_spec = |extent: &str| self.extent_in_spec_names(path, frame_of(create), extent);
+        let in_spec = |extent: &str| self.extent_in_spec_names(path, create, extent);
         match field("resType") {
             Some("cudaResourceTypeLinear") => {
                 setup.layout = Some(TextureLayout::Linear);
@@ -289,7 +289,6 @@ impl<'d> HostContext<'d> {
         let allocations: Vec<(&str, &Call)> = allocations.filter(|(_, c)| c.args().first().map(|a| without_address(a)).as_deref() == Some(array)).collect();
         let Some(&(function, alloc)) = allocations.iter().find(|(_, c)| c.caller == create.caller).or(allocations.first()) else { return };
         let Some(body) = alloc.caller.child_by_field_name("body") else { return };
-        let frame = path.iter().position(|f| f.scope.body == Some(body));
         let args = alloc.args();
         let values = texture::values_in(alloc.text, body);
         let mut extent: Vec<String> = match function {
@@ -303,7 +302,7 @@ impl<'d> HostContext<'d> {
         while extent.len() > 1 && extent.last().is_some_and(|e| e.trim() == "0") {
             extent.pop();
         }
-        setup.extent = extent.iter().map(|e| self.extent_in_spec_names(path, frame, e)).collect();
+        setup.extent = extent.iter().map(|e| self.extent_in_spec_names(path, alloc, e)).collect();
         let flags = args.get(if function == "cudaMallocArray" { 4 } else { 3 }).map_or("", String::as_str);
         if flags.contains("cudaArrayLayered") {
             setup.layout = Some(TextureLayout::Layered);
@@ -323,17 +322,39 @@ impl<'d> HostContext<'d> {
         given.chain(self.globals.get(desc).cloned()).filter_map(|value| texture::channel_format(&value)).collect()
     }
 
-    /// An array extent in the spec's names. In a function on the call path (frame `at`), the
-    /// callers' arguments name it; elsewhere (an array made in an `init` function), it is kept
-    /// only when every name in it is a constant or a parameter of the launcher of that name.
-    fn extent_in_spec_names(&self, path: &[Frame], at: Option<usize>, extent: &str) -> String {
+    /// An extent given in the function that makes a texture (or its array), in the spec's
+    /// names. On the call path, the callers' arguments name it; in a function a frame of the
+    /// path calls (`volume = make_volume(nx, ny, nz)`), that call's arguments do. Elsewhere (an
+    /// `init` function), it is kept only when every name in it is a constant or a parameter of
+    /// the launcher of that name.
+    fn extent_in_spec_names(&self, path: &[Frame], made_in: &Call, extent: &str) -> String {
         let extent = strip_casts_everywhere(extent);
-        if let Some(at) = at {
+        let body = made_in.caller.child_by_field_name("body");
+        if let Some(at) = path.iter().position(|f| f.scope.body.is_some() && f.scope.body == body) {
             return self.in_spec_names(&self.to_launcher_names(path, at, &extent));
+        }
+        if let Some((at, args)) = self.call_from_path(path, made_in) {
+            let params = crate::syntax::host::parameter_names(made_in.text, made_in.caller);
+            let passed = rename_identifiers_in(&extent, |w| {
+                let arg = args.get(params.iter().position(|p| p == w)?)?;
+                Some(if is_identifier(arg) { arg.clone() } else { format!("({arg})") })
+            });
+            return self.in_spec_names(&self.to_launcher_names(path, at, &passed));
         }
         let known = |w: &str| self.defines.contains_key(w) || self.globals.contains_key(w) || self.launcher().params.iter().any(|p| p == w);
         let all_known = identifiers_in(&extent).all(known);
         if all_known { self.in_spec_names(&extent) } else { UNKNOWN.to_string() }
+    }
+
+    /// The first call, in a function of the call path, of the function `call` is in: the frame
+    /// and the call's arguments.
+    fn call_from_path(&self, path: &[Frame], call: &Call) -> Option<(usize, Vec<String>)> {
+        let name = function_name(call.text, call.caller)?;
+        path.iter().enumerate().find_map(|(at, frame)| {
+            let calls = descendants(frame.scope.body?).filter(|n| n.kind() == "call_expression");
+            let found = calls.filter(|n| n.child_by_field_name("function").is_some_and(|f| bare_name(&frame.text[f.byte_range()]) == bare_name(name))).next()?;
+            Some((at, call_args(frame.text, found.child_by_field_name("arguments")?)))
+        })
     }
 
     /// Whether `name` is an object-like `#define` of the files in view.

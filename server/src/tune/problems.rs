@@ -152,4 +152,26 @@ mod tests {
         assert_eq!(data[1], Some(&CapturedData { file: path.clone(), offset: file.file_offset(input), bytes: 8 * 16 * 4 }));
         assert!(problems[..2].iter().all(|p| p.args.iter().all(|a| !matches!(a, Arg::Buffer { data: Some(_), .. }))));
     }
+
+    #[test]
+    fn a_texture_argument_gets_its_extent_and_sampling() {
+        let mut kernel = rmsnorm();
+        let input = kernel.args.iter_mut().find(|a| a.name == "in").unwrap();
+        input.length = None;
+        input.role = None;
+        input.texture = Some(crate::spec::TextureSpec {
+            extent: vec!["hidden".into(), "rows".into()],
+            layout: crate::spec::TextureLayout::Array,
+            channels: 2,
+            filter: crate::spec::TextureFilter::Linear,
+            address: crate::spec::TextureAddress::Wrap,
+            normalized_coords: true,
+            read: crate::spec::TextureRead::Element,
+        });
+        let problems = problems(&kernel).unwrap();
+        let Arg::Texture { extent, channels, filter, normalized_coords, .. } = &problems[0].args[1] else { panic!("{:?}", problems[0].args[1]) };
+        let shape = &kernel.shapes[0];
+        assert_eq!(extent, &vec![shape["hidden"] as u64, shape["rows"] as u64]);
+        assert_eq!((*channels, *filter, *normalized_coords), (2, crate::spec::TextureFilter::Linear, true));
+    }
 }

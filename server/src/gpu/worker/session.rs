@@ -630,4 +630,35 @@ mod tests {
         let failure = check_signature(&[8, 8, 8], &spec).unwrap_err();
         assert!(failure.message.contains("parameter 3 of the kernel is 8 bytes, but the spec's argument `n` is 4 bytes"), "{}", failure.message);
     }
+
+    fn texture(dtype: Dtype, extent: Vec<u64>, layout: crate::spec::TextureLayout, read: crate::spec::TextureRead) -> crate::gpu::Arg {
+        crate::gpu::Arg::Texture {
+            name: "tex".into(),
+            dtype,
+            extent,
+            layout,
+            channels: 4,
+            filter: crate::spec::TextureFilter::Point,
+            address: crate::spec::TextureAddress::Clamp,
+            normalized_coords: false,
+            read,
+            init: Init::Integers { low: 0, high: 128 },
+        }
+    }
+
+    #[test]
+    fn textures_become_arrays_of_their_layout_and_read_integers_as_integers() {
+        use crate::spec::{TextureLayout, TextureRead};
+        use cudarc::driver::sys;
+        let layered = texture_desc(&texture(Dtype::U8, vec![64, 8], TextureLayout::Layered, TextureRead::Element)).unwrap();
+        assert_eq!((layered.array, layered.array_flags, layered.texel_bytes), (Some([64, 0, 8]), sys::CUDA_ARRAY3D_LAYERED, 4));
+        assert_eq!(layered.flags, sys::CU_TRSF_READ_AS_INTEGER);
+        let normalized = texture_desc(&texture(Dtype::U8, vec![64, 32], TextureLayout::Array, TextureRead::NormalizedFloat)).unwrap();
+        assert_eq!((normalized.array, normalized.flags), (Some([64, 32, 0]), 0));
+        let cube = texture_desc(&texture(Dtype::F32, vec![16, 16, 6], TextureLayout::Cubemap, TextureRead::Element)).unwrap();
+        assert_eq!((cube.array, cube.array_flags, cube.flags, cube.texel_bytes), (Some([16, 16, 6]), sys::CUDA_ARRAY3D_CUBEMAP, 0, 16));
+        assert!(texture_desc(&texture(Dtype::F32, vec![16], TextureLayout::Linear, TextureRead::Element)).unwrap().array.is_none());
+        assert_eq!(texture_values(&texture(Dtype::F32, vec![16, 16, 6], TextureLayout::Cubemap, TextureRead::Element)), 16 * 16 * 6 * 4);
+        assert!(texture_desc(&texture(Dtype::F64, vec![16], TextureLayout::Array, TextureRead::Element)).unwrap_err().contains("F64"));
+    }
 }
