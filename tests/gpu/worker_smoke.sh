@@ -7,6 +7,8 @@
 #   - a captured launch's bytes (`data`) replace an input's seeded fill, as far as they reach;
 #   - a launch the driver refuses is a `launch` failure and the worker goes on;
 #   - dynamic shared memory above 48 KiB works (the opt-in is set);
+#   - texture objects hold the seeded texels (2D and 3D arrays) and read bytes as normalized
+#     floats when the spec says so;
 #   - a kernel whose parameters do not match the spec's arguments is refused before launching;
 #   - an out-of-bounds or trapping kernel is a `fault`, the worker exits, and a new one works;
 #   - a kernel that never ends leaves the worker silent (the client's watchdog labels that
@@ -91,6 +93,38 @@ extern "C" __global__ void scale_but_sevens(float* out, const float* in, int n, 
 extern "C" __global__ void accumulate(float* y, const float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] += x[i];
+}
+// Texture objects the worker makes: texel (x, y, z) of a float texture, or its neighbour along
+// `shift` (which differs unless the texture is constant).
+__device__ float texel(cudaTextureObject_t t, int i, int w, int h, int d, int shift) {
+    int x = i % w, y = (i / w) % h, z = i / (w * h);
+    return d > 1 ? tex3D<float>(t, x + 0.5f, y + 0.5f, z + 0.5f + shift) : tex2D<float>(t, x + 0.5f + shift, y + 0.5f);
+}
+extern "C" __global__ void tex_copy(float* out, cudaTextureObject_t t, int w, int h, int d) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < w * h * d) out[i] = texel(t, i, w, h, d, 0);
+}
+extern "C" __global__ void tex_copy_shifted(float* out, cudaTextureObject_t t, int w, int h, int d) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < w * h * d) out[i] = texel(t, i, w, h, d, 1);
+}
+// Bytes read as normalized floats are in [0, 1], and not all 0.
+extern "C" __global__ void tex_normalized(float* out, cudaTextureObject_t t, int w, int h, int d) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < w * h) {
+        float4 p = tex2D<float4>(t, i % w, i / w);
+        out[i] = (p.x >= 0.0f && p.x <= 1.0f && p.w >= 0.0f && p.w <= 1.0f) ? 1.0f : 0.0f;
+    }
+    if (i == 0) {
+        float sum = 0.0f;
+        for (int x = 0; x < 16; x++) sum += tex2D<float4>(t, x, 0).x;
+        out[w * h] = sum > 0.0f ? 1.0f : 0.0f;
+    }
+}
+extern "C" __global__ void tex_ones(float* out, cudaTextureObject_t t, int w, int h, int d) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < w * h) out[i] = 1.0f;
+    if (i == 0) out[w * h] = 1.0f;
 }
 EOF
 "$nvcc" -cubin -arch="$ARCH" -O3 -o "$work/kernels.cubin" "$work/kernels.cu"
@@ -320,6 +354,37 @@ for dtype, size in DTYPES.items():
           and verdict.get("status") == "mismatch" and verdict.get("index") == 777 and verdict.get("mismatches") == 1
           and isinstance(expected, (int, float)) and low <= expected <= high and expected != 0,
           f"{dtype}: seeded data in range, a copy passes, a poked element is the one mismatch", (prepared, same, poked))
+
+# Texture objects: a CUDA array the worker fills from the seed (2D and 3D), sampled as the
+# spec says, and bytes read as normalized floats.
+def texture_problem(extent, dtype="f32", channels=1, read="element", init=None, out=None):
+    w, h, d = (list(extent) + [1, 1])[:3]
+    texture = {"kind": "texture", "name": "t", "dtype": dtype, "extent": list(extent), "layout": "array", "channels": channels,
+               "filter": "point", "address": "clamp", "normalized_coords": False, "read": read,
+               "init": init or {"dist": "uniform", "low": -1.0, "high": 1.0}}
+    scalars = [{"kind": "scalar", "name": n, "dtype": "i32", "value": v} for n, v in (("w", w), ("h", h), ("d", d))]
+    return [{"label": f"texture {extent}", "seed": 5, "args": [buffer("out", out or w * h * d, "output"), texture, *scalars]}]
+
+
+def on_texture(function, count):
+    return {"module": {"cubin": cubin, "function": function}, "launches": [{"grid": [(count + 255) // 256, 1, 1], "block": [256, 1, 1], "shared_bytes": 0}]}
+
+
+for extent in ([1000, 301], [64, 48, 20]):
+    count = 1
+    for e in extent:
+        count *= e
+    prepared = prepare(worker, texture_problem(extent), "tex_copy", on_texture("tex_copy", count)["launches"])
+    same = measure(worker, on_texture("tex_copy", count))
+    shifted = measure(worker, on_texture("tex_copy_shifted", count))
+    check(prepared and prepared["response"] == "prepared" and same and same["verdict"]["status"] == "pass"
+          and shifted and shifted["verdict"]["status"] == "mismatch" and shifted["verdict"]["mismatches"] > count // 2,
+          f"a {len(extent)}D texture holds seeded texels: a copy passes, a shifted copy mismatches", (prepared, same, shifted))
+rgba = texture_problem([640, 480], "u8", 4, "normalized_float", {"dist": "integers", "low": 0, "high": 256}, out=640 * 480 + 1)
+prepared = prepare(worker, rgba, "tex_ones", on_texture("tex_ones", 640 * 480)["launches"])
+normalized = measure(worker, on_texture("tex_normalized", 640 * 480))
+check(prepared and prepared["response"] == "prepared" and normalized and normalized["verdict"]["status"] == "pass",
+      "RGBA bytes read as normalized floats are in [0, 1] and not all zero", (prepared, normalized))
 
 worker.ask({"request": "shutdown"}, timeout=0)
 check(worker.exited_within(10) == 0, "shutdown ends the worker cleanly")
