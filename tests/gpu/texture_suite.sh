@@ -3,7 +3,7 @@
 # `cutune templatize --write` (the texture's extent, format and sampling read off the host
 # code), `cutune spec check`, `cutune tune --budget B` (the worker makes the CUDA array and the
 # texture object; the winner is verified in five stages). Our own fixture always; with CORPUS
-# (the folder holding NVIDIA/cuda-samples' `Samples`, see docs/templatize.md) three samples too.
+# (the folder holding NVIDIA/cuda-samples' `Samples`, see docs/templatize.md) four samples too.
 # A summary line per case goes to $OUT/summary.txt.
 #   CUTUNE=target/gpu/cutune [CORPUS=.corpus/cuda-samples] bash tests/gpu/texture_suite.sh
 set -u
@@ -24,7 +24,8 @@ if [ -n "${CORPUS:-}" ]; then
   CASES="$CASES
 convolutionRowsKernel|$samples/2_Concepts_and_Techniques/convolutionTexture|convolutionTexture.cu|convolutionRowsKernel
 convolutionColumnsKernel|$samples/2_Concepts_and_Techniques/convolutionTexture|convolutionTexture.cu|convolutionColumnsKernel
-transformKernel|$samples/0_Introduction/simpleTexture|simpleTexture.cu|transformKernel"
+layeredTransform|$samples/0_Introduction/simpleLayeredTexture|simpleLayeredTexture.cu|transformKernel
+cubemapTransform|$samples/0_Introduction/simpleCubemapTexture|simpleCubemapTexture.cu|transformKernel"
 fi
 
 while IFS='|' read -r name folder file kernel; do

@@ -642,7 +642,8 @@ impl<'t> Checker<'t> {
                 .collect();
             if let Err(e) = expr.eval(&|n| env.get(n).copied()) {
                 let span = self.span(&field.path);
-                self.push(Severity::Warning, span, format!("{}: {e} (scalars may use sizes and parameters, not other scalars)", field.what));
+                // Nothing can run without it: the buffers' lengths and the launch often follow it.
+                self.push(Severity::Error, span, format!("{}: {e} (scalars may use sizes and parameters, not other scalars)", field.what));
             }
         }
     }

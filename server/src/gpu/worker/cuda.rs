@@ -242,6 +242,7 @@ impl TextureObject {
     /// A texture over `data`: copied into a new array, or read where it lies when linear.
     pub fn over(data: &DeviceBuffer, desc: &TextureDesc) -> CudaResult<TextureObject> {
         let mut object = TextureObject { handle: 0, array: std::ptr::null_mut() };
+        // SAFETY: all-zero is a valid resource descriptor (an array, no flags), filled below.
         let mut resource: sys::CUDA_RESOURCE_DESC = unsafe { std::mem::zeroed() };
         match desc.array {
             Some([width, height, depth]) => {
@@ -255,17 +256,33 @@ impl TextureObject {
                 };
                 // SAFETY: valid descriptor and out-pointer; destroyed in Drop.
                 during("cuArray3DCreate", unsafe { sys::cuArray3DCreate_v2(&mut object.array, &array_desc) }.result())?;
-                // SAFETY: a plain-old-data struct whose unused fields must be zero.
-                let mut copy: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
-                copy.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-                copy.srcDevice = data.pointer();
-                copy.srcPitch = width * desc.texel_bytes;
-                copy.srcHeight = height.max(1);
-                copy.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_ARRAY;
-                copy.dstArray = object.array;
-                copy.WidthInBytes = width * desc.texel_bytes;
-                copy.Height = height.max(1);
-                copy.Depth = depth.max(1);
+                let copy = sys::CUDA_MEMCPY3D {
+                    srcXInBytes: 0,
+                    srcY: 0,
+                    srcZ: 0,
+                    srcLOD: 0,
+                    srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+                    srcHost: std::ptr::null(),
+                    srcDevice: data.pointer(),
+                    srcArray: std::ptr::null_mut(),
+                    reserved0: std::ptr::null_mut(),
+                    srcPitch: width * desc.texel_bytes,
+                    srcHeight: height.max(1),
+                    dstXInBytes: 0,
+                    dstY: 0,
+                    dstZ: 0,
+                    dstLOD: 0,
+                    dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_ARRAY,
+                    dstHost: std::ptr::null_mut(),
+                    dstDevice: 0,
+                    dstArray: object.array,
+                    reserved1: std::ptr::null_mut(),
+                    dstPitch: 0,
+                    dstHeight: 0,
+                    WidthInBytes: width * desc.texel_bytes,
+                    Height: height.max(1),
+                    Depth: depth.max(1),
+                };
                 // SAFETY: `data` holds width × height × depth texels, the array as many.
                 during("cuMemcpy3D", unsafe { sys::cuMemcpy3D_v2(&copy) }.result())?;
                 resource.resType = sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY;
@@ -281,7 +298,8 @@ impl TextureObject {
                 };
             }
         }
-        // SAFETY: a plain-old-data struct whose unused fields must be zero.
+        // SAFETY: all-zero is a valid texture descriptor (wrap, point, no flags, no mipmaps);
+        // its unused fields must be zero.
         let mut texture: sys::CUDA_TEXTURE_DESC = unsafe { std::mem::zeroed() };
         texture.addressMode = [desc.address; 3];
         texture.filterMode = desc.filter;
