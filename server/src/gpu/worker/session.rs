@@ -154,9 +154,11 @@ impl Session {
     /// was lost (a fault), after which the worker must exit.
     pub fn check(gpu: &Gpu, modules: &mut Modules, request: &CheckRequest, harness: Harness) -> (Check, bool) {
         let lost = |failure: &Failure| failure.kind == FailureKind::Fault;
+        // A problem that cannot be set up (a texture beyond the device's limits, memory) is
+        // one the original cannot run either: nothing to compare the candidate on.
         let session = match Session::allocate(&request.problems, harness, request.runs > 1) {
             Ok(session) => session,
-            Err(failure) => return (Check::Failed { kind: failure.kind, message: failure.message }, false),
+            Err(failure) => return (Check::BaselineFailed { kind: failure.kind, message: failure.message }, false),
         };
         // The original's own guards are checked too: a problem the original writes past (sizes
         // it does not support) cannot tell anything about the candidate.
