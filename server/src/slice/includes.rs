@@ -134,6 +134,10 @@ pub(super) const STANDARD_MACROS: [(&str, &str); 12] = [
     ("M_SQRT2", "1.41421356237309504880"),
 ];
 
+/// Types glibc's `<sys/types.h>` declares, which every nvcc compile of a `.cu` file sees (the
+/// runtime's headers include it) and NVRTC does not: SGEMM kernels index with `uint`.
+pub(super) const HOST_TYPES: [(&str, &str); 3] = [("uint", "unsigned int"), ("ushort", "unsigned short"), ("ulong", "unsigned long")];
+
 /// Whether a dropped header (as written: `<cmath>`) is one of those that define
 /// [`STANDARD_MACROS`].
 pub(super) fn declares_standard_macros(written: &str) -> bool {

@@ -99,6 +99,9 @@ pub enum SliceItemKind {
     /// A macro of a dropped C header (`INFINITY`, `FLT_MAX`) that kept code uses, written at
     /// the top with a definition device code can use.
     StandardMacro,
+    /// A type the host's C library declares for every nvcc compile (`uint` of `<sys/types.h>`)
+    /// that kept code uses, written at the top as its typedef: NVRTC has no host headers.
+    HostType,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -243,20 +246,32 @@ fn inline_local_headers(text: &str, opts: &SliceOptions) -> String {
     out + &inline_into(text, opts.file.as_deref().and_then(Path::parent), opts, &mut seen, 0)
 }
 
-/// The first file beside `file` (by name) that includes it with quotes, and its text before that
-/// `#include`: `imageDenoising.cu` declares `TColor` and then includes the kernels' header.
+/// The first file beside `file` (by name), else in the folder above, that includes it with
+/// quotes, and its text before that `#include`: `imageDenoising.cu` declares `TColor` and then
+/// includes the kernels' header; `src/kernels.cuh` includes `"kernels/10_warptiling.cuh"`,
+/// which declares `WARPSIZE`, before `"kernels/11_double_buffering.cuh"`, which uses it.
 pub fn includer_prelude(file: &Path) -> Option<(PathBuf, String)> {
     let name = file.file_name()?.to_str()?;
     let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut siblings: Vec<PathBuf> = std::fs::read_dir(dir).ok()?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file() && p.file_name() != file.file_name()).collect();
-    siblings.sort();
+    let beside = (dir.to_path_buf(), format!("\"{name}\""));
+    let above = dir.file_name().and_then(|d| d.to_str()).zip(dir.parent()).map(|(folder, parent)| {
+        let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+        (parent.to_path_buf(), format!("\"{folder}/{name}\""))
+    });
+    std::iter::once(beside).chain(above).find_map(|(folder, written)| including_file(&folder, file, &written))
+}
+
+/// The first source file of `folder` (by name), other than `file`, with a quoted include
+/// written `written`, and its text before it, as the including branch sees it.
+fn including_file(folder: &Path, file: &Path, written: &str) -> Option<(PathBuf, String)> {
+    let mut candidates: Vec<PathBuf> = std::fs::read_dir(folder).ok()?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file() && p.file_name() != file.file_name()).collect();
+    candidates.sort();
     let is_source = |p: &Path| p.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "cu" | "cuh" | "cpp" | "cc" | "h" | "hpp"));
-    let written = format!("\"{name}\"");
-    siblings.into_iter().filter(|p| is_source(p)).find_map(|path| {
+    candidates.into_iter().filter(|p| is_source(p)).find_map(|path| {
         let text = std::fs::read_to_string(&path).ok()?;
         let mut start = 0;
         for line in text.split_inclusive('\n') {
-            if quoted_include(line).is_some_and(|w| w.starts_with(&written)) {
+            if quoted_include(line).is_some_and(|w| w.starts_with(written)) {
                 return Some((path, in_including_branch(&text[..start])));
             }
             start += line.len();
@@ -571,6 +586,12 @@ impl<'a> Slicer<'a> {
             if dropped_c_header && self.used_names.contains(name) && !self.declarations.contains_key(name) {
                 let _ = writeln!(source, "#define {name} {definition}");
                 kept.push(SliceItem { kind: SliceItemKind::StandardMacro, name: name.to_string(), line: 0 });
+            }
+        }
+        for (name, definition) in includes::HOST_TYPES {
+            if self.used_names.contains(name) && !self.declarations.contains_key(name) {
+                let _ = writeln!(source, "typedef {definition} {name};");
+                kept.push(SliceItem { kind: SliceItemKind::HostType, name: name.to_string(), line: 0 });
             }
         }
         let mut emitter = Emitter { text, slicer: &self, out: source, kept, last_end: None };

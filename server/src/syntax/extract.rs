@@ -1026,6 +1026,6 @@ fn is_integer_type(ty: &str) -> bool {
         "int" | "unsigned" | "unsigned int" | "signed" | "long" | "unsigned long" | "long long"
             | "unsigned long long" | "short" | "unsigned short" | "size_t" | "int32_t" | "uint32_t"
             | "int64_t" | "uint64_t" | "int16_t" | "uint16_t" | "int8_t" | "uint8_t" | "char"
-            | "bool" | "auto"
+            | "bool" | "auto" | "uint" | "ushort" | "ulong"
     ) || ty.starts_with("std::size_t")
 }

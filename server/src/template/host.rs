@@ -19,6 +19,9 @@ fn without_address(arg: &str) -> String {
     arg.trim().trim_start_matches('&').split_whitespace().collect()
 }
 
+/// The index a range-based `for` reads its elements at, as the sweep it is.
+const RANGE_INDEX: &str = "each";
+
 /// How many call paths (and so shapes) are followed at most, and how deep.
 const MAX_PATHS: usize = 8;
 const MAX_DEPTH: usize = 5;
@@ -148,13 +151,27 @@ impl<'d> Scope<'d> {
                     values.extend(out_arguments(text, node, graph).into_iter().map(|(name, value)| (name, value, node.start_byte())));
                     continue;
                 }
+                // `for (int size : SIZE)`: each of `SIZE`'s elements in turn, read as a sweep.
+                "for_range_loop" => {
+                    let name = node.child_by_field_name("declarator").and_then(declared_name);
+                    let range = node.child_by_field_name("right").filter(|r| r.kind() == "identifier");
+                    if let (Some(name), Some(range)) = (name, range) {
+                        values.push((text[name.byte_range()].to_string(), format!("{}[{RANGE_INDEX}]", &text[range.byte_range()]), node.start_byte()));
+                    }
+                    continue;
+                }
                 "init_declarator" => (node.child_by_field_name("declarator").and_then(declared_name), node.child_by_field_name("value")),
                 "assignment_expression" if node.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=") => {
                     (node.child_by_field_name("left").filter(|l| matches!(l.kind(), "identifier" | "field_expression")), node.child_by_field_name("right"))
                 }
                 _ => continue,
             };
-            let (Some(target), Some(value)) = (target, value) else { continue };
+            let (Some(target), Some(mut value)) = (target, value) else { continue };
+            // `m = n = k = size`: each of them is `size`.
+            while value.kind() == "assignment_expression" && value.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=") {
+                let Some(right) = value.child_by_field_name("right") else { break };
+                value = right;
+            }
             let name = text[target.byte_range()].replace(' ', "");
             let value = replace_members(&text[value.byte_range()], |object, member| dispatched.get(&format!("{object}.{member}")).cloned());
             let value = value.as_str();
@@ -570,7 +587,7 @@ impl<'d> HostContext<'d> {
         }
         let frame = path.get(at)?;
         if let Some(text) = frame.scope.value_text(name) {
-            let first = sweep_element(frame, text).map(|(first, _)| first);
+            let first = list_element(frame, text).or_else(|| sweep_element(frame, text).map(|(first, _)| first));
             return self.eval_text(path, at, first.as_deref().unwrap_or(text), depth + 1);
         }
         if let Some(index) = frame.template_params.iter().position(|p| p == name) {
@@ -609,6 +626,9 @@ impl<'d> HostContext<'d> {
     }
 
     fn eval_text(&self, path: &[Frame], at: usize, text: &str, depth: usize) -> Option<i64> {
+        if let Some(element) = path.get(at).and_then(|frame| list_element(frame, text)).filter(|_| depth < 16) {
+            return self.eval_text(path, at, &element, depth + 1);
+        }
         let text = replace_members(&strip_casts_everywhere(text), |object, member| self.eval_member(path, at, object, member, depth + 1).map(|v| v.to_string()));
         eval_constant(&text, &|name| self.eval_name(path, at, name, depth))
     }
@@ -827,6 +847,10 @@ impl<'d> HostContext<'d> {
                 }
                 let init = frame.scope.value_text(word)?;
                 let init = strip_casts_everywhere(init);
+                // A constant of the caller (`max_size = SIZE[SIZE.size() - 1]`) is its value.
+                if let Some(value) = self.eval_text(path, level, &init, 0) {
+                    return Some(value.to_string());
+                }
                 let renamed = rename_identifiers_in(&init, |w| args.iter().position(|a| a.trim() == w).and_then(|j| below.params.get(j).cloned()));
                 Some(format!("({renamed})"))
             });
@@ -956,6 +980,18 @@ fn is_identifier(text: &str) -> bool {
 
 /// `block_sizes[j]` where the frame has `int block_sizes[] = {32, 64, 128}`: the first element's
 /// text and every element's value.
+/// `SIZE[SIZE.size() - 1]` where `SIZE` is `{128, 256, 4096}`: the element at a constant index
+/// of a list the frame initialises, `X.size()` counting its elements.
+fn list_element(frame: &Frame, init: &str) -> Option<String> {
+    let (array, index) = init.trim().strip_suffix(']')?.split_once('[')?;
+    let array = array.trim();
+    let elements = without_comments(frame.scope.value_text(array)?.trim().strip_prefix('{')?.strip_suffix('}')?);
+    let elements: Vec<String> = split_args(&elements).into_iter().filter(|e| !e.is_empty()).collect();
+    let index = replace_calls(&index.replace(&format!("{array}.size"), "size_of_list"), "size_of_list", |_| Some(elements.len().to_string()));
+    let at = usize::try_from(eval_constant(&index, &|_| None)?).ok()?;
+    elements.get(at).cloned()
+}
+
 fn sweep_element(frame: &Frame, init: &str) -> Option<(String, Vec<i64>)> {
     let array = init.trim().strip_suffix(']')?.split_once('[')?.0.trim();
     let elements = without_comments(frame.scope.value_text(array)?.trim().strip_prefix('{')?.strip_suffix('}')?);
@@ -1275,6 +1311,17 @@ fn expression_functions_of(text: &str, root: Node) -> Vec<(String, (Vec<String>,
         let Some(value) = statement.named_child(0).filter(|_| statement.kind() == "return_statement") else { continue };
         let params = parameters(text, function).into_iter().map(|p| p.name).collect();
         out.push((bare_name(name).to_string(), (params, strip_casts_everywhere(&text[value.byte_range()]))));
+    }
+    // Function-like macros are the same to a launch expression: `CEIL_DIV(M, N)` where
+    // `#define CEIL_DIV(M, N) (((M) + (N)-1) / (N))`.
+    for node in descendants(root).filter(|n| n.kind() == "preproc_function_def") {
+        let (Some(name), Some(params), Some(value)) = (node.child_by_field_name("name"), node.child_by_field_name("parameters"), node.child_by_field_name("value")) else { continue };
+        let mut cursor = params.walk();
+        let params: Vec<String> = params.named_children(&mut cursor).map(|p| text[p.byte_range()].trim().to_string()).collect();
+        let body = text[value.byte_range()].trim();
+        if !params.iter().any(|p| p == "...") && !body.contains('#') && !body.contains(';') {
+            out.push((text[name.byte_range()].to_string(), (params, strip_casts_everywhere(body))));
+        }
     }
     out
 }

@@ -92,10 +92,15 @@ impl Transform for TemplateParams {
                 .filter_map(|l| Some((l.template_args.get(index)?.value?, l.span.start.line + 1)))
                 .collect();
             let from_default = tp.default.as_deref().and_then(|d| parse_int_literal(d.trim()));
-            let default = match (at_launches.first(), from_default) {
-                (Some(&(value, _)), _) => value,
-                (None, Some(value)) => value,
-                (None, None) => {
+            let from_host = unit.host_instantiation.get(index).and_then(|v| v.as_ref());
+            let default = match (at_launches.first(), from_default, from_host) {
+                (Some(&(value, _)), _, _) => value,
+                (None, Some(value), _) => value,
+                (None, None, Some(host)) => {
+                    rewrite.notes.push(Note { line: Some(tp.span.start.line + 1), message: format!("template parameter `{}` is {} at the launch in {}", tp.name, host.value, host.origin) });
+                    host.value
+                }
+                (None, None, None) => {
                     rewrite.notes.push(Note {
                         line: Some(tp.span.start.line + 1),
                         message: format!("template parameter `{}` has no value in this file (no launch instantiates it): give it one in the spec", tp.name),

@@ -77,6 +77,9 @@ pub struct Unit<'a> {
     /// Upper-case stem for new parameter names: `rmsnorm_kernel` gives `RMSNORM`.
     pub prefix: &'a str,
     pub lifted: &'a [ParamSpec],
+    /// What a launch in another file instantiates each template parameter with, where it is an
+    /// integer the host code settles (`const uint BM = 64;` in the launcher).
+    pub host_instantiation: &'a [Option<scaffold::HostValue>],
 }
 
 impl<'a> Unit<'a> {
@@ -249,6 +252,7 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     }
     check_templatizable(&original, kernel)?;
     let prefix = param_prefix(kernel);
+    let host_instantiation = scaffold::host_template_values(&original, kernel, hosts);
     let mut current = original.clone();
     let mut params: Vec<ParamSpec> = Vec::new();
     let mut restrictions: Vec<String> = Vec::new();
@@ -256,7 +260,7 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     for transform in lift::transforms() {
         let model = current.model().clone();
         let k = model.kernel(kernel).expect("every kept rewrite keeps the kernel");
-        let unit = Unit { doc: &current, model: &model, kernel: k, prefix: &prefix, lifted: &params };
+        let unit = Unit { doc: &current, model: &model, kernel: k, prefix: &prefix, lifted: &params, host_instantiation: &host_instantiation };
         let report = match transform.apply(&unit) {
             Outcome::Applied(rewrite) => match rewritten(&current, kernel, &rewrite.edits) {
                 Ok(next) => {

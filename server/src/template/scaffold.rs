@@ -176,9 +176,19 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
             shapes.push(tail);
         }
     }
-    if !choices.is_empty() {
+    // A block the kernel's template parameters make (`dim3 block((BM * BN) / TM)` in the
+    // launcher): the parameters move it, so its thread count is bounded as a launch choice's is.
+    let block_params: Vec<&ParamSpec> = params.iter().filter(|p| p.kind == ParamKind::Template && block.iter().any(|b| identifiers_in(b).any(|w| w == p.name))).collect();
+    if choices.is_empty() && !block_params.is_empty() {
+        let defaults: std::collections::HashMap<&str, i64> = params.iter().map(|p| (p.name.as_str(), p.default)).collect();
+        let threads = block.iter().map(|b| expr::parse(b).ok()?.eval_integer(&|n| defaults.get(n).map(|v| expr::Value::Int(*v))).ok()).collect::<Option<Vec<i64>>>();
+        if let Some(threads) = threads {
+            restrictions.extend(threads_bounds(&block, &[threads.iter().product()]).into_iter().filter(|r| !restrictions.contains(r)).collect::<Vec<_>>());
+        }
+    }
+    if !choices.is_empty() || !block_params.is_empty() {
         let known = |text: &str| identifiers_in(text).all(|w| param_names.contains(w) || sizes.contains(w) || expr::Function::from_name(w).is_some());
-        let mentions_choice = |text: &str| identifiers_in(text).any(|w| choices.iter().any(|c| c.name == w));
+        let mentions_choice = |text: &str| identifiers_in(text).any(|w| choices.iter().any(|c| c.name == w) || block_params.iter().any(|p| p.name == w));
         let host_asserts = host.as_ref().map(|h| h.assertions()).unwrap_or_default();
         let kernel_asserts = body.map(|b| block_assertions(templated.text(), b, &block)).unwrap_or_default();
         for condition in host_asserts.into_iter().chain(kernel_asserts).map(|c| c_division(&c)) {
@@ -213,6 +223,38 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         baseline: Baseline { sha256: sha256_hex(&source), source },
     };
     Inferred { spec, launch: launch_found }
+}
+
+/// An integer a launch in another file gives a template parameter, and where.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostValue {
+    pub value: i64,
+    /// `runner.cu:189 (`BM = 64` in `runSgemm1DBlocktiling`)`.
+    pub origin: String,
+}
+
+/// Per template parameter of `kernel`, the integer the launch in the host files instantiates
+/// it with, when the host code settles it (`sgemm<BM, BN><<<...>>>` after `const uint BM = 64;`).
+/// Launches in the kernel's own file are the template-params transform's to read.
+pub fn host_template_values(doc: &Document, kernel: &str, hosts: &[HostDocument]) -> Vec<Option<HostValue>> {
+    let Some((launch_doc, launch)) = find_launch(doc, hosts, kernel) else { return Vec::new() };
+    let Some(host) = hosts.iter().find(|h| std::ptr::eq(&h.document, launch_doc)) else { return Vec::new() };
+    let documents: Vec<&Document> = std::iter::once(doc).chain(hosts.iter().map(|h| &h.document)).collect();
+    let Some(context) = HostContext::new(&documents, launch_doc, &launch) else { return Vec::new() };
+    let file = host.path.file_name().map_or_else(|| host.path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let at = format!("{file}:{}", launch.span.start.line + 1);
+    launch
+        .template_args
+        .iter()
+        .map(|arg| {
+            if let Some(value) = arg.value {
+                return Some(HostValue { value, origin: at.clone() });
+            }
+            let text = context.template_argument(&arg.text);
+            let choice = context.launch_choice(text.trim())?;
+            Some(HostValue { value: choice.default, origin: format!("{at} ({})", choice.origin) })
+        })
+        .collect()
 }
 
 /// The first launch of `kernel`: in its own file, else in the host files; directly, through a
