@@ -44,10 +44,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 29
+    assert len(kernels) == len(set(kernels)) == 30
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum"}
-    for ready in ["scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -65,11 +65,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # fills them from a capture).
     assert by_kernel["block_sum"]["stage"] == "spec"
     assert "capture a launch (`cutune profile --kernel block_sum -- CMD`)" in by_kernel["block_sum"]["spec_problems"][0]
-    assert report["totals"] == {"kernels": 29, "ready": 25, "spec": 3, "compile": 1}
+    assert report["totals"] == {"kernels": 30, "ready": 26, "spec": 3, "compile": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "29 kernels under" in text.stdout and "25 ready to tune (86%)" in text.stdout
+    assert "30 kernels under" in text.stdout and "26 ready to tune (87%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -168,7 +168,7 @@ def templatized_spec_and_report(root: Path, file: str, kernel: str) -> tuple[dic
     the transforms' report."""
     run = cutune("templatize", file, "--kernel", kernel, "--write", cwd=root)
     assert run.returncode == 0, run.stderr
-    check = cutune("spec", "check", Path(file).with_suffix(".cutune.toml").name, cwd=root)
+    check = cutune("spec", "check", str(Path(file).with_suffix(".cutune.toml")), cwd=root)
     assert check.returncode == 0, check.stdout + check.stderr
     specs = tomllib.loads((root / Path(file).with_suffix(".cutune.toml")).read_text())["kernels"]
     return next(k for k in specs if k["name"] == kernel), run.stderr
@@ -200,6 +200,51 @@ def test_texture_objects_become_textures_with_the_programs_extent_format_and_sam
     checked = cutune("check", "image_kernels.cuh", "--kernel", "shade", "--sample", "2", "--json", cwd=root)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert json.loads(checked.stdout)["failed"] == 0
+
+
+def test_template_parameters_a_launcher_elsewhere_instantiates_from_its_constants_are_tuned(tmp_path: Path):
+    root = project(tmp_path, "tiled_gemm")
+    (root / ".git").mkdir()
+    spec, report = templatized_spec_and_report(root, "src/kernels/tile_gemm.cuh", "tile_gemm")
+    assert "template parameter `TILE_M` is 64 at the launch in runner.cu:11" in report
+    assert spec["template_args"] == ["TILE_M", "TILE_N", "TILE_K", "ROWS_PER_THREAD"]
+    params = {p["name"]: p for p in spec["params"]}
+    assert [(params[n]["kind"], params[n]["default"]) for n in spec["template_args"]] == [("template", 64), ("template", 64), ("template", 8), ("template", 8)]
+    # The launcher's arithmetic and the function-like macro it uses, in the kernel's names.
+    assert spec["block"] == ["(TILE_M * TILE_N) // ROWS_PER_THREAD"]
+    assert spec["grid"] == ["(((N) + (TILE_N)-1) // (TILE_N))", "(((M) + (TILE_M)-1) // (TILE_M))"]
+    # The kernel's own assumptions about its block, and the hardware's.
+    assert spec["restrictions"] == [
+        "(TILE_M * TILE_N) // ROWS_PER_THREAD >= 32",
+        "(TILE_M * TILE_N) // ROWS_PER_THREAD <= 1024",
+        "TILE_M * TILE_K == ((TILE_M * TILE_N) // ROWS_PER_THREAD)",
+        "TILE_N * TILE_K == ((TILE_M * TILE_N) // ROWS_PER_THREAD)",
+    ]
+    # `for (int size : sizes) { m = n = k = size; ... }`: the first of the sweep; buffers of the
+    # largest, `sizes[sizes.size() - 1]`.
+    assert spec["shapes"] == [{"M": 256, "N": 256, "K": 256}]
+    assert [a.get("length") for a in spec["args"][3:]] == ["2048 * 2048"] * 3
+    # `uint` and `LANES` (declared by the header that kernels.cuh, one folder up, includes first)
+    # reach NVRTC through the slice.
+    checked = cutune("check", "src/kernels/tile_gemm.cuh", "--kernel", "tile_gemm", "--json", cwd=root)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert json.loads(checked.stdout)["results"][0]["status"] == "compiled"
+
+
+async def test_the_code_action_tunes_the_template_parameters_a_launcher_elsewhere_instantiates(client, tmp_path: Path):
+    root = project(tmp_path, "tiled_gemm")
+    # A project's root (its `.git`) spans src/ and src/kernels/, where the launch and the kernel are.
+    (root / ".git").mkdir()
+    header = root / "src" / "kernels" / "tile_gemm.cuh"
+    text = header.read_text()
+    await open_document(client, header.as_uri(), text)
+    actions = await code_actions(client, header.as_uri(), line_of(text, "float b = b_tile"), 8)
+    action = await resolved(client, next(a for a in actions if "tile_gemm" in a.title))
+    changes = action.edit.document_changes
+    spec_text = next(c.edits[0].new_text for c in changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri.endswith("tile_gemm.cutune.toml"))
+    spec = spec_of(spec_text)
+    assert spec["template_args"] == ["TILE_M", "TILE_N", "TILE_K", "ROWS_PER_THREAD"]
+    assert next(p for p in spec["params"] if p["name"] == "ROWS_PER_THREAD")["default"] == 8
 
 
 def test_a_texture_the_spec_cannot_make_is_refused_with_the_reason(tmp_path: Path):

@@ -15,7 +15,7 @@ use crate::space::{self, Configuration};
 use crate::spec::{self, KernelSpec, ParamKind, SpecFile, UNKNOWN};
 use crate::syntax::Document;
 use crate::template;
-use crate::workspace::{find_root, Limits, Workspace};
+use crate::workspace::{find_root, is_marked_root, Limits, Workspace};
 
 #[derive(clap::Args)]
 pub struct SurveyArgs {
@@ -106,12 +106,14 @@ pub fn run(args: &SurveyArgs) -> Result<()> {
     }
     let dir = args.dir.canonicalize()?;
     // The folder's own listing says which kernels to survey; each file's host code is looked
-    // for in its own workspace (the nearest root above it), as the editor would.
+    // for in its own workspace (the nearest root above it), as the editor would. A file with
+    // no marked root of its own belongs to the folder surveyed, not to its own subfolder.
     let listing = Workspace::build(&dir, Limits::default());
+    let dir_root = find_root(&dir);
     let mut workspaces: BTreeMap<PathBuf, Workspace> = BTreeMap::new();
     let mut targets: Vec<Target> = Vec::new();
     for path in listing.kernel_files().filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("cu" | "cuh" | "h" | "hpp" | "inl"))) {
-        let root = find_root(path);
+        let root = Some(find_root(path)).filter(|r| is_marked_root(r)).unwrap_or_else(|| dir_root.clone());
         workspaces.entry(root.clone()).or_insert_with(|| Workspace::build(&root, Limits::default()));
         targets.extend(kernels_in(path).into_iter().map(|(kernel, line)| Target { path: path.to_path_buf(), kernel, line, root: root.clone() }));
     }

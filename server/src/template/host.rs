@@ -847,8 +847,9 @@ impl<'d> HostContext<'d> {
                 }
                 let init = frame.scope.value_text(word)?;
                 let init = strip_casts_everywhere(init);
-                // A constant of the caller (`max_size = SIZE[SIZE.size() - 1]`) is its value.
-                if let Some(value) = self.eval_text(path, level, &init, 0) {
+                // An element of the caller's constant list (`max_size = SIZE[SIZE.size() - 1]`),
+                // which the spec cannot index, is its value.
+                if let Some(value) = list_element(frame, &init).and_then(|element| self.eval_text(path, level, &element, 0)) {
                     return Some(value.to_string());
                 }
                 let renamed = rename_identifiers_in(&init, |w| args.iter().position(|a| a.trim() == w).and_then(|j| below.params.get(j).cloned()));

@@ -32,9 +32,15 @@ pub fn find_root(start: &Path) -> PathBuf {
     let folder = if start.is_dir() { start.clone() } else { start.parent().map(Path::to_path_buf).unwrap_or_default() };
     folder
         .ancestors()
-        .find(|dir| [".cutune", "compile_commands.json", ".git"].iter().any(|marker| dir.join(marker).exists()))
+        .find(|dir| is_marked_root(dir))
         .map(Path::to_path_buf)
         .unwrap_or(folder)
+}
+
+/// Whether `dir` holds what makes a folder a workspace root: `.cutune`, `compile_commands.json`
+/// or `.git`.
+pub fn is_marked_root(dir: &Path) -> bool {
+    [".cutune", "compile_commands.json", ".git"].iter().any(|marker| dir.join(marker).exists())
 }
 
 pub(super) fn is_source(path: &Path) -> bool {
