@@ -179,7 +179,9 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     // A block the kernel's template parameters make (`dim3 block((BM * BN) / TM)` in the
     // launcher): the parameters move it, so its thread count is bounded as a launch choice's is.
     let block_params: Vec<&ParamSpec> = params.iter().filter(|p| p.kind == ParamKind::Template && block.iter().any(|b| identifiers_in(b).any(|w| w == p.name))).collect();
-    if choices.is_empty() && !block_params.is_empty() {
+    // A block that is one parameter (`THREADS`) already has its values in range.
+    let block_is_arithmetic = block.iter().any(|b| !params.iter().any(|p| p.name == b.trim()) && b.trim().parse::<i64>().is_err());
+    if choices.is_empty() && !block_params.is_empty() && block_is_arithmetic {
         let defaults: std::collections::HashMap<&str, i64> = params.iter().map(|p| (p.name.as_str(), p.default)).collect();
         let threads = block.iter().map(|b| expr::parse(b).ok()?.eval_integer(&|n| defaults.get(n).map(|v| expr::Value::Int(*v))).ok()).collect::<Option<Vec<i64>>>();
         if let Some(threads) = threads {
