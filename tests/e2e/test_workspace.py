@@ -220,9 +220,9 @@ def test_template_parameters_a_launcher_elsewhere_instantiates_from_its_constant
         "TILE_M * TILE_K == ((TILE_M * TILE_N) // ROWS_PER_THREAD)",
         "TILE_N * TILE_K == ((TILE_M * TILE_N) // ROWS_PER_THREAD)",
     ]
-    # `for (int size : sizes) { m = n = k = size; ... }`: the first of the sweep; buffers of the
-    # largest, `sizes[sizes.size() - 1]`.
-    assert spec["shapes"] == [{"M": 256, "N": 256, "K": 256}]
+    # `for (int size : sizes) { m = n = k = size; ... }`: the largest of the sweep; buffers of
+    # `sizes[sizes.size() - 1]` elements squared.
+    assert spec["shapes"] == [{"M": 2048, "N": 2048, "K": 2048}]
     assert [a.get("length") for a in spec["args"][3:]] == ["2048 * 2048"] * 3
     # `uint` and `LANES` (declared by the header that kernels.cuh, one folder up, includes first)
     # reach NVRTC through the slice.

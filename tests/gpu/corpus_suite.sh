@@ -42,6 +42,10 @@ cases=(
   "llm.c dev/cuda/trimat_forward.cu trimul_global"
   "cuda-samples Samples/2_Concepts_and_Techniques/scan/scan.cu scanExclusiveShared"
   "cuda-samples Samples/0_Introduction/fp16ScalarProduct/fp16ScalarProduct.cu scalarProductKernel_native"
+  "SGEMM_CUDA src/kernels/3_kernel_shared_mem_blocking.cuh sgemm_shared_mem_block"
+  "SGEMM_CUDA src/kernels/4_kernel_1D_blocktiling.cuh sgemm1DBlocktiling"
+  "SGEMM_CUDA src/kernels/5_kernel_2D_blocktiling.cuh sgemm2DBlocktiling"
+  "SGEMM_CUDA src/kernels/6_kernel_vectorize.cuh sgemmVectorize"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()

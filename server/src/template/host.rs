@@ -587,8 +587,14 @@ impl<'d> HostContext<'d> {
         }
         let frame = path.get(at)?;
         if let Some(text) = frame.scope.value_text(name) {
-            let first = list_element(frame, text).or_else(|| sweep_element(frame, text).map(|(first, _)| first));
-            return self.eval_text(path, at, first.as_deref().unwrap_or(text), depth + 1);
+            // A size a range-based `for` sweeps (`for (int size : SIZE) { m = size; ... }`): the
+            // largest, the problem a benchmark loop builds up to; an indexed sweep's first.
+            let ranged = |(first, values): (String, Vec<i64>)| match text.trim().ends_with(&format!("[{RANGE_INDEX}]")) {
+                true => values.iter().max().map_or(first, i64::to_string),
+                false => first,
+            };
+            let value = list_element(frame, text).or_else(|| sweep_element(frame, text).map(ranged));
+            return self.eval_text(path, at, value.as_deref().unwrap_or(text), depth + 1);
         }
         if let Some(index) = frame.template_params.iter().position(|p| p == name) {
             let arg = frame.called_by?.template_args().get(index)?.clone();
