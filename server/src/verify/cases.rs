@@ -160,14 +160,30 @@ impl<'k> Planner<'k> {
 
     /// Halves the largest other size until the buffers fit `cap` bytes; when every other size
     /// is 1, the contiguous size too if `contiguous_too`.
+    /// A size that no buffer's length names is kept: halving it saves no memory, and only makes
+    /// a shape the kernel may not support (a GEMM over fixed `4096 * 4096` buffers at M = 1).
     fn capped(&self, mut shape: Shape, cap: u64, contiguous_too: bool) -> Shape {
-        while buffer_bytes(self.kernel, &shape).is_ok_and(|bytes| bytes > cap) {
+        let mut kept: BTreeSet<String> = BTreeSet::new();
+        loop {
+            let Ok(bytes) = buffer_bytes(self.kernel, &shape) else { break };
+            if bytes <= cap {
+                break;
+            }
             let largest = |others_only: bool| {
-                shape.iter().filter(|(name, &value)| !(others_only && self.contiguous.as_ref() == Some(*name)) && value > 1).max_by_key(|(_, &value)| value).map(|(name, _)| name.clone())
+                shape
+                    .iter()
+                    .filter(|(name, &value)| !(others_only && self.contiguous.as_ref() == Some(*name)) && value > 1 && !kept.contains(*name))
+                    .max_by_key(|(_, &value)| value)
+                    .map(|(name, _)| name.clone())
             };
             let Some(name) = largest(true).or_else(|| largest(false).filter(|_| contiguous_too)) else { break };
-            let value = shape[&name];
-            shape.insert(name, (value + 1) / 2);
+            let mut halved = shape.clone();
+            halved.insert(name.clone(), (shape[&name] + 1) / 2);
+            if buffer_bytes(self.kernel, &halved).is_ok_and(|smaller| smaller < bytes) {
+                shape = halved;
+            } else {
+                kept.insert(name);
+            }
         }
         shape
     }
@@ -426,6 +442,21 @@ mod tests {
         kernel.restrictions.push("rows == 2".into());
         let kept = plan(&kernel, &Configuration::default_of(&kernel), &[Stage::Numerics]).unwrap();
         assert_eq!(kept.cases[0].label, "hidden=16777216 rows=2, inputs near the dtype's maximum");
+    }
+
+    #[test]
+    fn numerics_keep_the_sizes_no_buffer_length_names() {
+        // Fixed-size buffers (a benchmark allocating its largest problem once): halving `rows`
+        // would save nothing, so the shape stays as the spec gives it.
+        let mut kernel = example("rmsnorm");
+        kernel.shapes.truncate(1);
+        kernel.shapes[0].insert("hidden".into(), 4096);
+        kernel.shapes[0].insert("rows".into(), 4096);
+        for arg in kernel.args.iter_mut().filter(|a| a.is_buffer()) {
+            arg.length = Some("4096 * 4096".into());
+        }
+        let plan = plan(&kernel, &Configuration::default_of(&kernel), &[Stage::Numerics]).unwrap();
+        assert_eq!(plan.cases[0].label, "hidden=4096 rows=4096, inputs near the dtype's maximum");
     }
 
     #[test]
