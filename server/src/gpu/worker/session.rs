@@ -179,6 +179,25 @@ impl Session {
             }
             Ok(_) => {}
         }
+        // The original again, after the other shared-memory pattern: an output that changes
+        // (threads racing on one element, shared memory read before it is written: a GEMM
+        // without bounds checks at M = 1) is one the original does not define here.
+        let again = session
+            .run(gpu, modules, &request.baseline, None, &[], SHARED_PATTERNS[1], |problem| problem.compare(&session.harness, &session.guard, Reference::Baseline))
+            .and_then(|_| session.verdict(Reference::Baseline));
+        match again {
+            Err(failure) => {
+                let faulted = lost(&failure);
+                return (Check::BaselineFailed { kind: failure.kind, message: failure.message }, faulted);
+            }
+            Ok(Verdict::Mismatch { arg, index, expected, actual, mismatches, .. }) => {
+                let message = format!(
+                    "the original gives another output on a second run here: `{arg}`[{index}] = {actual}, first {expected} ({mismatches} elements differ); it does not define the result on this problem"
+                );
+                return (Check::BaselineFailed { kind: FailureKind::Launch, message }, false);
+            }
+            Ok(_) => {}
+        }
         let mut verdicts = Vec::new();
         for run in 0..request.runs.max(1) as usize {
             let reference = if run == 0 { Reference::Baseline } else { Reference::FirstRun { bitwise: request.bitwise } };
