@@ -35,6 +35,17 @@ def spec_of(text: str) -> dict:
     return tomllib.loads(text)["kernels"][0]
 
 
+async def code_action_spec(client, source: Path, anchor: str, kernel: str) -> dict:
+    """The spec entry that the *Templatize kernel* code action at `anchor` in `source` writes."""
+    text = source.read_text()
+    await open_document(client, source.as_uri(), text)
+    actions = await code_actions(client, source.as_uri(), line_of(text, anchor), 8)
+    action = await resolved(client, next(a for a in actions if kernel in a.title))
+    spec_name = source.with_suffix(".cutune.toml").name
+    spec_text = next(c.edits[0].new_text for c in action.edit.document_changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri.endswith(spec_name))
+    return spec_of(spec_text)
+
+
 def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path: Path):
     root = tmp_path / "workspace"
     shutil.copytree(WORKSPACE, root)
@@ -123,14 +134,7 @@ def test_a_kernel_launched_through_a_function_pointer_and_a_typedef_from_a_heade
 
 async def test_the_code_action_templatizes_a_header_kernel_with_its_launch_elsewhere(client, tmp_path: Path):
     root = project(tmp_path, "split_files")
-    header = root / "kernels.cuh"
-    text = header.read_text()
-    await open_document(client, header.as_uri(), text)
-    actions = await code_actions(client, header.as_uri(), line_of(text, "y[i] = a * x[i]"), 8)
-    action = await resolved(client, next(a for a in actions if "axpy" in a.title))
-    changes = action.edit.document_changes
-    spec_text = next(c.edits[0].new_text for c in changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri.endswith("kernels.cutune.toml"))
-    spec = spec_of(spec_text)
+    spec = await code_action_spec(client, root / "kernels.cuh", "y[i] = a * x[i]", "axpy")
     assert spec["template_args"] == ["float"]
     assert next(p for p in spec["params"] if p["name"] == "AXPY_BLOCK_SIZE")["kind"] == "launch"
 
@@ -235,14 +239,7 @@ async def test_the_code_action_tunes_the_template_parameters_a_launcher_elsewher
     root = project(tmp_path, "tiled_gemm")
     # A project's root (its `.git`) spans src/ and src/kernels/, where the launch and the kernel are.
     (root / ".git").mkdir()
-    header = root / "src" / "kernels" / "tile_gemm.cuh"
-    text = header.read_text()
-    await open_document(client, header.as_uri(), text)
-    actions = await code_actions(client, header.as_uri(), line_of(text, "float b = b_tile"), 8)
-    action = await resolved(client, next(a for a in actions if "tile_gemm" in a.title))
-    changes = action.edit.document_changes
-    spec_text = next(c.edits[0].new_text for c in changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri.endswith("tile_gemm.cutune.toml"))
-    spec = spec_of(spec_text)
+    spec = await code_action_spec(client, root / "src" / "kernels" / "tile_gemm.cuh", "float b = b_tile", "tile_gemm")
     assert spec["template_args"] == ["TILE_M", "TILE_N", "TILE_K", "ROWS_PER_THREAD"]
     assert next(p for p in spec["params"] if p["name"] == "ROWS_PER_THREAD")["default"] == 8
 
@@ -263,14 +260,8 @@ def test_a_texture_the_spec_cannot_make_is_refused_with_the_reason(tmp_path: Pat
 
 async def test_the_code_action_makes_a_texture_argument_of_a_header_kernel(client, tmp_path: Path):
     root = project(tmp_path, "textures")
-    header = root / "image_kernels.cuh"
-    text = header.read_text()
-    await open_document(client, header.as_uri(), text)
-    actions = await code_actions(client, header.as_uri(), line_of(text, "sum += tex2D<float>"), 8)
-    action = await resolved(client, next(a for a in actions if "blur_rows" in a.title))
-    changes = action.edit.document_changes
-    spec_text = next(c.edits[0].new_text for c in changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri.endswith("image_kernels.cutune.toml"))
-    src = next(a for a in spec_of(spec_text)["args"] if a["name"] == "src")
+    spec = await code_action_spec(client, root / "image_kernels.cuh", "sum += tex2D<float>", "blur_rows")
+    src = next(a for a in spec["args"] if a["name"] == "src")
     assert src["texture"] == {"extent": ["width", "height"], "filter": "linear"}
 
 
