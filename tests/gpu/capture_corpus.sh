@@ -39,28 +39,12 @@ print(k['stage'], len(k.get('spec_problems') or []))")
   (cd "$ws" && "$cutune" templatize "$file" --kernel "$kernel" --write 2> "$log.templatize.err" && cp "${file%.*}.cutune.toml" "$log.cutune.toml")
   (cd "$ws" && "$cutune" spec check "${file%.*}.cutune.toml" > "$log.spec_check.txt" 2>&1) || status=1
   (cd "$ws" && timeout 240 "$cutune" tune "$file" --kernel "$kernel" --budget "$budget" --json > "$log.tune.json" 2> "$log.tune.err")
-  python3 - "$name" "$static" "$log" <<'PY' | tee -a "$out/summary.txt" || status=1
+  profiled=$(python3 -c "
 import json, sys
-name, static, log = sys.argv[1:4]
-profile = json.load(open(log + ".profile.json"))
-ours = [k for k in profile["ranking"]["kernels"] if k["source"]]
-share = f"{ours[0]['share']:.1%} of GPU time" if ours else "not ranked"
-captures = len(profile["captures"])
-spec = open(log + ".spec_check.txt").read().strip().splitlines()[-1]
-try:
-    tune = json.load(open(log + ".tune.json"))
-except (OSError, ValueError):
-    print(f"{name}: static stage {static}; {share}, {captures} capture(s); {spec}; tune did not finish: {open(log + '.tune.err').read().strip()[-300:]}")
-    sys.exit(1)
-best, verification = tune["best"], tune["verification"]
-failed = [c for c in verification["cases"] if c["status"] == "fail"] if verification else None
-verified = "no verification" if verification is None else (f"{len(verification['cases'])} cases pass" if not failed else f"verification failed: {failed[0]['label']}")
-sol = f"{best['sol_percent']:.0f}% SOL" if best and best.get("sol_percent") else "-"
-print(f"{name}: static stage {static}; {share}, {captures} capture(s); {spec}; baseline {tune['baseline_us']:.2f} µs over {len(tune['baseline'])} problems, "
-      f"best {best['time_us']:.2f} µs ({best['speedup']:.2f}×, {sol}) {dict(best['config'])}; {verified}; {len(tune['rows'])} evaluated, failures {tune['failures']}"
-      if best else f"{name}: static stage {static}; {share}; {spec}; no correct configuration; failures {tune['failures']}")
-sys.exit(0 if best and verification and not failed else 1)
-PY
+profile = json.load(open('$log.profile.json'))
+ours = [k for k in profile['ranking']['kernels'] if k['source']]
+print((f\"{ours[0]['share']:.1%} of GPU time\" if ours else 'not ranked') + f\", {len(profile['captures'])} capture(s)\")")
+  python3 "$repo/tests/gpu/tune_line.py" "$name" "$log" "static stage $static" "$profiled" | tee -a "$out/summary.txt" || status=1
 done <<< "$CASES"
 echo "== status $status"
 exit $status

@@ -36,24 +36,7 @@ while IFS='|' read -r name folder file kernel; do
   (cd "$ws" && "$cutune" templatize "$file" --kernel "$kernel" --write 2> "$log.templatize.err" && cp "${file%.*}.cutune.toml" "$log.cutune.toml")
   (cd "$ws" && "$cutune" spec check "${file%.*}.cutune.toml" > "$log.spec_check.txt" 2>&1) || status=1
   (cd "$ws" && timeout 240 "$cutune" tune "$file" --kernel "$kernel" --budget "$budget" --json > "$log.tune.json" 2> "$log.tune.err")
-  python3 - "$name" "$log" <<'PY' | tee -a "$out/summary.txt" || status=1
-import json, sys
-name, log = sys.argv[1:3]
-spec = open(log + ".spec_check.txt").read().strip().splitlines()[-1]
-try:
-    tune = json.load(open(log + ".tune.json"))
-except (OSError, ValueError):
-    print(f"{name}: {spec}; tune did not finish: {open(log + '.tune.err').read().strip()[-400:]}")
-    sys.exit(1)
-best, verification = tune["best"], tune["verification"]
-failed = [c for c in verification["cases"] if c["status"] == "fail"] if verification else None
-verified = "no verification" if verification is None else (f"{len(verification['cases'])} cases pass" if not failed else f"verification failed: {failed[0]['label']}: {failed[0].get('detail', '')}")
-sol = f"{best['sol_percent']:.0f}% SOL" if best and best.get("sol_percent") else "-"
-print(f"{name}: {spec}; baseline {tune['baseline_us']:.2f} µs over {len(tune['baseline'])} problems, "
-      f"best {best['time_us']:.2f} µs ({best['speedup']:.2f}×, {sol}) {dict(best['config'])}; {verified}; {len(tune['rows'])} evaluated, failures {tune['failures']}"
-      if best else f"{name}: {spec}; no correct configuration; failures {tune['failures']}")
-sys.exit(0 if best and verification and not failed else 1)
-PY
+  python3 "$repo/tests/gpu/tune_line.py" "$name" "$log" | tee -a "$out/summary.txt" || status=1
 done <<< "$CASES"
 echo "== status $status"
 exit $status
