@@ -177,24 +177,19 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         }
     }
     // A block the kernel's template parameters make (`dim3 block((BM * BN) / TM)` in the
-    // launcher): the parameters move it, so its thread count is bounded as a launch choice's is.
+    // launcher) moves with them, as a block of launch choices does.
     let block_params: Vec<&ParamSpec> = params.iter().filter(|p| p.kind == ParamKind::Template && block.iter().any(|b| identifiers_in(b).any(|w| w == p.name))).collect();
-    // A block that is one parameter (`THREADS`) already has its values in range.
-    let block_is_arithmetic = block.iter().any(|b| !params.iter().any(|p| p.name == b.trim()) && b.trim().parse::<i64>().is_err());
-    if choices.is_empty() && !block_params.is_empty() && block_is_arithmetic {
-        let defaults: std::collections::HashMap<&str, i64> = params.iter().map(|p| (p.name.as_str(), p.default)).collect();
-        let threads = block.iter().map(|b| expr::parse(b).ok()?.eval_integer(&|n| defaults.get(n).map(|v| expr::Value::Int(*v))).ok()).collect::<Option<Vec<i64>>>();
-        if let Some(threads) = threads {
-            restrictions.extend(threads_bounds(&block, &[threads.iter().product()]).into_iter().filter(|r| !restrictions.contains(r)).collect::<Vec<_>>());
-        }
+    if choices.is_empty() {
+        let bounds = template_block_bounds(&params, &block);
+        restrictions.extend(bounds.into_iter().filter(|r| !restrictions.contains(r)).collect::<Vec<_>>());
     }
     if !choices.is_empty() || !block_params.is_empty() {
         let known = |text: &str| identifiers_in(text).all(|w| param_names.contains(w) || sizes.contains(w) || expr::Function::from_name(w).is_some());
-        let mentions_choice = |text: &str| identifiers_in(text).any(|w| choices.iter().any(|c| c.name == w) || block_params.iter().any(|p| p.name == w));
+        let moves_the_block = |text: &str| identifiers_in(text).any(|w| choices.iter().any(|c| c.name == w) || block_params.iter().any(|p| p.name == w));
         let host_asserts = host.as_ref().map(|h| h.assertions()).unwrap_or_default();
         let kernel_asserts = body.map(|b| block_assertions(templated.text(), b, &block)).unwrap_or_default();
         for condition in host_asserts.into_iter().chain(kernel_asserts).map(|c| c_division(&c)) {
-            if mentions_choice(&condition) && known(&condition) && expr::parse(&condition).is_ok() && !restrictions.contains(&condition) {
+            if moves_the_block(&condition) && known(&condition) && expr::parse(&condition).is_ok() && !restrictions.contains(&condition) {
                 restrictions.push(condition);
             }
         }
@@ -225,6 +220,21 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         baseline: Baseline { sha256: sha256_hex(&source), source },
     };
     Inferred { spec, launch: launch_found }
+}
+
+/// The thread-count bounds of a block computed from template parameters (`(BM * BN) // TM`),
+/// at 32 (fewer when the default block has fewer) to 1,024 threads. None for a block that is
+/// one parameter (`THREADS`), whose values are already in range, or that no parameter makes.
+fn template_block_bounds(params: &[ParamSpec], block: &[String]) -> Vec<String> {
+    let is_template = |w: &str| params.iter().any(|p| p.kind == ParamKind::Template && p.name == w);
+    let made_by_template = block.iter().any(|b| identifiers_in(b).any(is_template));
+    let arithmetic = block.iter().any(|b| !params.iter().any(|p| p.name == b.trim()) && b.trim().parse::<i64>().is_err());
+    if !(made_by_template && arithmetic) {
+        return Vec::new();
+    }
+    let defaults: std::collections::HashMap<&str, i64> = params.iter().map(|p| (p.name.as_str(), p.default)).collect();
+    let threads = block.iter().map(|b| expr::parse(b).ok()?.eval_integer(&|n| defaults.get(n).map(|v| expr::Value::Int(*v))).ok()).collect::<Option<Vec<i64>>>();
+    threads.map_or_else(Vec::new, |threads| threads_bounds(block, &[threads.iter().product()]))
 }
 
 /// An integer a launch in another file gives a template parameter, and where.
