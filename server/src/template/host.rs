@@ -161,6 +161,8 @@ impl<'d> Scope<'d> {
                     continue;
                 }
                 "init_declarator" => (node.child_by_field_name("declarator").and_then(declared_name), node.child_by_field_name("value")),
+                // `enum { SHMEM_SZ = MAX(...) };` in the function: a constant like another.
+                "enumerator" => (node.child_by_field_name("name"), node.child_by_field_name("value")),
                 "assignment_expression" if node.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=") => {
                     (node.child_by_field_name("left").filter(|l| matches!(l.kind(), "identifier" | "field_expression")), node.child_by_field_name("right"))
                 }
@@ -1731,6 +1733,24 @@ pub(super) fn rename_identifiers_in(text: &str, rename: impl Fn(&str) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scope_reads_local_enums_chained_assignments_range_loops_and_list_elements() {
+        let text = "void run() {\n  enum { SHMEM_SZ = 2 * TILE };\n  std::vector<int> sizes = {256, 1024, 2048};\n  long m, n, largest;\n  largest = sizes[sizes.size() - 1];\n  for (int size : sizes) {\n    m = n = size;\n    go(m, n);\n  }\n}\n";
+        let doc = Document::new(text.to_string());
+        let root = doc.tree().unwrap().root_node();
+        let function = descendants(root).find(|n| n.kind() == "function_definition").unwrap();
+        let graph = CallGraph::new(HashMap::new(), HashMap::new());
+        let frame = Frame::of(text, function, text.find("go(").unwrap(), &graph);
+        assert_eq!(frame.scope.value_text("SHMEM_SZ"), Some("2 * TILE"));
+        assert_eq!(frame.scope.value_text("m"), Some("size"));
+        assert_eq!(frame.scope.value_text("n"), Some("size"));
+        assert_eq!(frame.scope.value_text("size"), Some("sizes[each]"));
+        assert_eq!(list_element(&frame, "sizes[sizes.size() - 1]").as_deref(), Some("2048"));
+        assert_eq!(list_element(&frame, "sizes[0]").as_deref(), Some("256"));
+        assert_eq!(list_element(&frame, "sizes[5]"), None);
+        assert_eq!(sweep_element(&frame, "sizes[each]").map(|(_, values)| values), Some(vec![256, 1024, 2048]));
+    }
 
     #[test]
     fn integer_casts_go_and_a_rounded_up_float_division_is_ceil_div() {
