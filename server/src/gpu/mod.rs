@@ -151,6 +151,26 @@ pub enum Arg {
     },
 }
 
+impl Arg {
+    /// Values the argument holds on the device: a buffer's elements, a texture's texels times
+    /// its channels; none for a scalar.
+    pub fn values(&self) -> u64 {
+        match self {
+            Arg::Buffer { length, .. } => *length,
+            Arg::Texture { extent, channels, .. } => extent.iter().product::<u64>().saturating_mul(*channels as u64),
+            Arg::Scalar { .. } => 0,
+        }
+    }
+
+    /// Bytes the argument takes on the device (a scalar's are passed, not allocated: 0).
+    pub fn device_bytes(&self) -> u64 {
+        match self {
+            Arg::Buffer { dtype, .. } | Arg::Texture { dtype, .. } => self.values().saturating_mul(worker::data::element_bytes(*dtype) as u64),
+            Arg::Scalar { .. } => 0,
+        }
+    }
+}
+
 /// How a verdict names an output compared by its sum (`Σ out`), and reads the name back.
 pub fn summed(arg: &str) -> String {
     format!("{SUMMED}{arg}")

@@ -222,32 +222,18 @@ pub fn contiguous_variable(kernel: &KernelSpec, shape: &Shape) -> Option<String>
         .args
         .iter()
         .zip(&kernel.args)
-        .filter_map(|(arg, spec)| match arg {
-            Arg::Buffer { length, dtype, .. } => Some((length * element_bytes(*dtype), spec)),
-            Arg::Scalar { .. } | Arg::Texture { .. } => None,
-        })
+        .filter(|(arg, _)| matches!(arg, Arg::Buffer { .. }))
+        .map(|(arg, spec)| (arg.device_bytes(), spec))
         .max_by_key(|(bytes, _)| *bytes)?
         .1;
     let length = expr::parse(largest.length.as_deref()?).ok()?;
     length.names().into_iter().rev().map(|(name, _)| name).find(|name| shape.contains_key(*name)).map(str::to_string)
 }
 
-/// The total bytes of a shape's buffers.
+/// The total bytes of a shape's buffers and textures.
 fn buffer_bytes(kernel: &KernelSpec, shape: &Shape) -> Result<u64> {
     let problem = problem(kernel, shape, &shape_label(shape), 0)?;
-    Ok(problem
-        .args
-        .iter()
-        .map(|arg| match arg {
-            Arg::Buffer { length, dtype, .. } => length.saturating_mul(element_bytes(*dtype)),
-            Arg::Texture { extent, channels, dtype, .. } => extent.iter().product::<u64>().saturating_mul(*channels as u64 * element_bytes(*dtype)),
-            Arg::Scalar { .. } => 0,
-        })
-        .sum())
-}
-
-fn element_bytes(dtype: Dtype) -> u64 {
-    crate::gpu::worker::data::element_bytes(dtype) as u64
+    Ok(problem.args.iter().map(Arg::device_bytes).sum())
 }
 
 /// The adversarial inputs of the numerics stage. Each replaces the data of every

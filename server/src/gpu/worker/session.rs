@@ -380,14 +380,6 @@ fn check_signature(kernel: &[usize], spec: &[(String, usize)]) -> Result<(), Fai
     Ok(())
 }
 
-/// Values (texels × channels) of a texture argument; 0 for other arguments.
-fn texture_values(arg: &crate::gpu::Arg) -> u64 {
-    match arg {
-        crate::gpu::Arg::Texture { extent, channels, .. } => extent.iter().product::<u64>() * *channels as u64,
-        _ => 0,
-    }
-}
-
 /// How the driver makes a texture argument: its array's format and shape, and its sampling.
 fn texture_desc(arg: &crate::gpu::Arg) -> Result<TextureDesc, String> {
     use crate::spec::{TextureAddress, TextureFilter, TextureLayout, TextureRead};
@@ -510,8 +502,8 @@ impl ProblemData {
                 crate::gpu::Arg::Texture { name, dtype, init, .. } => {
                     check_init(init).map_err(|why| refuse(format!("texture `{name}`: {why}")))?;
                     let desc = texture_desc(arg).map_err(|why| refuse(format!("texture `{name}`: {why}")))?;
-                    let values = texture_values(arg);
-                    let data = allocate(name, values as usize * element_bytes(*dtype))?;
+                    let values = arg.values();
+                    let data = allocate(name, arg.device_bytes() as usize)?;
                     let making = |f: DriverFailure| refuse(format!("cannot make texture `{name}`: {}", f.describe()));
                     harness.fill(&data, *dtype, init, values, seed).map_err(making)?;
                     let object = TextureObject::over(&data, &desc).map_err(making)?;
@@ -679,7 +671,8 @@ mod tests {
         let cube = texture_desc(&texture(Dtype::F32, vec![16, 16, 6], TextureLayout::Cubemap, TextureRead::Element)).unwrap();
         assert_eq!((cube.array, cube.array_flags, cube.flags, cube.texel_bytes), (Some([16, 16, 6]), sys::CUDA_ARRAY3D_CUBEMAP, 0, 16));
         assert!(texture_desc(&texture(Dtype::F32, vec![16], TextureLayout::Linear, TextureRead::Element)).unwrap().array.is_none());
-        assert_eq!(texture_values(&texture(Dtype::F32, vec![16, 16, 6], TextureLayout::Cubemap, TextureRead::Element)), 16 * 16 * 6 * 4);
+        let cube_texels = texture(Dtype::F32, vec![16, 16, 6], TextureLayout::Cubemap, TextureRead::Element);
+        assert_eq!((cube_texels.values(), cube_texels.device_bytes()), (16 * 16 * 6 * 4, 16 * 16 * 6 * 4 * 4));
         assert!(texture_desc(&texture(Dtype::F64, vec![16], TextureLayout::Array, TextureRead::Element)).is_err_and(|why| why.contains("F64")));
     }
 }
