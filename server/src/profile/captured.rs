@@ -105,7 +105,8 @@ fn integer_argument(text: &str) -> Option<i64> {
     match value {
         "true" => Some(1),
         "false" => Some(0),
-        _ => value.trim_end_matches(['u', 'U', 'l', 'L']).parse().ok(),
+        // Negative values are written as such (`-1`); the rest as C literals (`128u`, `0x80`).
+        _ => crate::syntax::parse_int_literal(value).or_else(|| value.parse().ok()),
     }
 }
 

@@ -109,12 +109,7 @@ fn render_arg(out: &mut String, arg: &ArgSpec) {
         let _ = writeln!(out, "length = {}", string(length));
     }
     if let Some(role) = arg.role {
-        let role = match role {
-            Role::Input => "input",
-            Role::Output => "output",
-            Role::InOut => "inout",
-        };
-        let _ = writeln!(out, "role = {}", string(role));
+        let _ = writeln!(out, "role = {}", word(&role));
     }
     if let Some(init) = &arg.init {
         let init = match init {
@@ -132,21 +127,13 @@ fn render_arg(out: &mut String, arg: &ArgSpec) {
         let _ = writeln!(out, "texture = {}", texture_table(texture));
     }
     if let Some(compare) = arg.compare {
-        let compare = match compare {
-            Compare::Elements => "elements",
-            Compare::Sum => "sum",
-        };
-        let _ = writeln!(out, "compare = {}", string(compare));
+        let _ = writeln!(out, "compare = {}", word(&compare));
     }
 }
 
 /// `{ extent = ["w", "h"], channels = 4, filter = "linear", ... }`: the fields that differ from
 /// the defaults, besides the extent.
 fn texture_table(texture: &TextureSpec) -> String {
-    // The enums' serde names are their TOML words.
-    fn word<T: serde::Serialize>(value: &T) -> String {
-        toml::Value::try_from(value).map(|v| v.to_string()).unwrap_or_default()
-    }
     let mut fields = vec![format!("extent = {}", string_array(&texture.extent))];
     if texture.layout != TextureLayout::default() {
         fields.push(format!("layout = {}", word(&texture.layout)));
@@ -167,6 +154,12 @@ fn texture_table(texture: &TextureSpec) -> String {
         fields.push(format!("read = {}", word(&texture.read)));
     }
     format!("{{ {} }}", fields.join(", "))
+}
+
+/// A unit enum's TOML string, its serde name (`Role::InOut` is `"inout"`), so that what is
+/// written reads back as the same value.
+fn word<T: serde::Serialize>(value: &T) -> String {
+    toml::Value::try_from(value).map(|v| v.to_string()).unwrap_or_default()
 }
 
 fn dtype(d: Dtype) -> &'static str {
