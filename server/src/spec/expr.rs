@@ -863,17 +863,33 @@ fn level(kind: &ExprKind) -> u8 {
     }
 }
 
+/// The two ways an expression is printed: in Python, for code that evaluates it, or in the
+/// spec's own words, for people who read the spec.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Style {
+    Python,
+    Spec,
+}
+
 impl Expr {
     /// Prints in Python syntax (which this language also reads), with the fewest parentheses,
     /// renaming names through `rename` (`None` keeps a name). `ceil_div(a, b)`, which Python
     /// lacks, is written `-(-a // b)`.
     pub fn to_python(&self, rename: &dyn Fn(&str) -> Option<String>) -> String {
         let mut out = String::new();
-        self.write_python(&mut out, 0, rename);
+        self.write(&mut out, 0, Style::Python, rename);
         out
     }
 
-    fn write_python(&self, out: &mut String, min_level: u8, rename: &dyn Fn(&str) -> Option<String>) {
+    /// Prints as a spec is written (C's `c ? a : b`, `&&`, `ceil_div(a, b)`), with the fewest
+    /// parentheses.
+    pub fn to_spec_text(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out, 0, Style::Spec, &|_| None);
+        out
+    }
+
+    fn write(&self, out: &mut String, min_level: u8, style: Style, rename: &dyn Fn(&str) -> Option<String>) {
         let own = level(&self.kind);
         let parenthesise = own < min_level;
         if parenthesise {
@@ -892,15 +908,18 @@ impl Expr {
                 out.push_str(match op {
                     UnaryOp::Neg => "-",
                     UnaryOp::Plus => "+",
+                    UnaryOp::Not | UnaryOp::NotKeyword if style == Style::Spec => "!",
                     UnaryOp::Not | UnaryOp::NotKeyword => "not ",
                     UnaryOp::BitNot => "~",
                 });
-                e.write_python(out, own, rename);
+                // C's `!` binds tighter than anything but a call.
+                let operand = if style == Style::Spec && matches!(op, UnaryOp::Not | UnaryOp::NotKeyword) { 8 } else { own };
+                e.write(out, operand, style, rename);
             }
             ExprKind::Binary(BinaryOp::Pow, a, b) => {
-                a.write_python(out, 10, rename);
+                a.write(out, 10, style, rename);
                 out.push_str(" ** ");
-                b.write_python(out, 8, rename);
+                b.write(out, 8, style, rename);
             }
             ExprKind::Binary(op, a, b) => {
                 let sym = match op {
@@ -910,16 +929,18 @@ impl Expr {
                     BinaryOp::Div => "/",
                     BinaryOp::FloorDiv => "//",
                     BinaryOp::Rem => "%",
+                    BinaryOp::And if style == Style::Spec => "&&",
+                    BinaryOp::Or if style == Style::Spec => "||",
                     BinaryOp::And => "and",
                     BinaryOp::Or => "or",
                     BinaryOp::Pow => unreachable!("handled above"),
                 };
-                a.write_python(out, own, rename);
+                a.write(out, own, style, rename);
                 let _ = write!(out, " {sym} ");
-                b.write_python(out, own + 1, rename);
+                b.write(out, own + 1, style, rename);
             }
             ExprKind::Compare(first, rest) => {
-                first.write_python(out, 6, rename);
+                first.write(out, 6, style, rename);
                 for (op, e) in rest {
                     let sym = match op {
                         CompareOp::Lt => "<",
@@ -930,21 +951,28 @@ impl Expr {
                         CompareOp::Ne => "!=",
                     };
                     let _ = write!(out, " {sym} ");
-                    e.write_python(out, 6, rename);
+                    e.write(out, 6, style, rename);
                 }
             }
-            ExprKind::Conditional { condition, if_true, if_false } => {
-                if_true.write_python(out, 2, rename);
-                out.push_str(" if ");
-                condition.write_python(out, 2, rename);
-                out.push_str(" else ");
-                if_false.write_python(out, 1, rename);
+            ExprKind::Conditional { condition, if_true, if_false } if style == Style::Spec => {
+                condition.write(out, 2, style, rename);
+                out.push_str(" ? ");
+                if_true.write(out, 2, style, rename);
+                out.push_str(" : ");
+                if_false.write(out, 1, style, rename);
             }
-            ExprKind::Call(Function::CeilDiv, args) => {
+            ExprKind::Conditional { condition, if_true, if_false } => {
+                if_true.write(out, 2, style, rename);
+                out.push_str(" if ");
+                condition.write(out, 2, style, rename);
+                out.push_str(" else ");
+                if_false.write(out, 1, style, rename);
+            }
+            ExprKind::Call(Function::CeilDiv, args) if style == Style::Python => {
                 out.push_str("-(-");
-                args[0].write_python(out, 8, rename);
+                args[0].write(out, 8, style, rename);
                 out.push_str(" // ");
-                args[1].write_python(out, 8, rename);
+                args[1].write(out, 8, style, rename);
                 out.push(')');
             }
             ExprKind::Call(f, args) => {
@@ -954,7 +982,7 @@ impl Expr {
                     if i > 0 {
                         out.push_str(", ");
                     }
-                    a.write_python(out, 0, rename);
+                    a.write(out, 0, style, rename);
                 }
                 out.push(')');
             }
@@ -1044,6 +1072,25 @@ mod tests {
         // Short-circuit: the division by zero is never evaluated.
         assert_eq!(int("0 and 1 / 0"), 0);
         assert_eq!(int("1 or 1 / 0"), 1);
+    }
+
+    #[test]
+    fn spec_text_is_c_with_the_fewest_parentheses_and_means_the_same() {
+        for (text, printed) in [
+            ("((a) + ((b) * 2))", "a + b * 2"),
+            ("(a + b) * 2", "(a + b) * 2"),
+            ("(c < 3) ? (x) : ((d) ? y : z)", "c < 3 ? x : d ? y : z"),
+            ("((c) ? x : y) ? 1 : 2", "(c ? x : y) ? 1 : 2"),
+            ("!(a < b) && c || d", "!(a < b) && c || d"),
+            ("ceil_div((n), (t * 2))", "ceil_div(n, t * 2)"),
+            ("a - (b - c)", "a - (b - c)"),
+            ("(a // b) // c", "a // b // c"),
+        ] {
+            let expr = parse(text).unwrap();
+            assert_eq!(expr.to_spec_text(), printed, "{text}");
+            let vars = [("a", Value::Int(7)), ("b", Value::Int(3)), ("c", Value::Int(2)), ("d", Value::Int(0)), ("x", Value::Int(5)), ("y", Value::Int(9)), ("z", Value::Int(11)), ("n", Value::Int(100)), ("t", Value::Int(8))];
+            assert_eq!(eval_in(printed, &vars), eval_in(text, &vars), "{text} and {printed} differ");
+        }
     }
 
     #[test]

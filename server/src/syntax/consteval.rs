@@ -153,14 +153,24 @@ impl Parser<'_> {
         let mut lhs = self.unary()?;
         loop {
             match self.peek() {
+                // Only the branch taken is evaluated: `n < 256 ? next_pow2(n) : 256` is 256 for
+                // a large `n`, though `next_pow2` means nothing here.
                 Some(Token::Op("?")) if min_power == 0 => {
                     self.pos += 1;
-                    let then = self.expr(0)?;
-                    if !self.eat(":") {
-                        return None;
+                    if lhs != 0 {
+                        let then = self.expr(0)?;
+                        if !self.eat(":") {
+                            return None;
+                        }
+                        self.skip_branch(false)?;
+                        lhs = then;
+                    } else {
+                        self.skip_branch(true)?;
+                        if !self.eat(":") {
+                            return None;
+                        }
+                        lhs = self.expr(0)?;
                     }
-                    let otherwise = self.expr(0)?;
-                    lhs = if lhs != 0 { then } else { otherwise };
                 }
                 Some(Token::Op(op)) => {
                     let Some(power) = binary_power(op) else { break };
@@ -176,6 +186,27 @@ impl Parser<'_> {
             }
         }
         Some(lhs)
+    }
+
+    /// Steps over a conditional's branch without evaluating it: the `then` branch up to its
+    /// `:`, or the `else` branch up to the end of the conditional (a `)`, `,` or `:` of an
+    /// enclosing expression, or the end). `None` when the parentheses do not balance.
+    fn skip_branch(&mut self, then: bool) -> Option<()> {
+        let (mut depth, mut nested) = (0i32, 0);
+        while let Some(token) = self.peek() {
+            match token {
+                Token::Op("(") => depth += 1,
+                Token::Op(")") if depth == 0 => return (!then).then_some(()),
+                Token::Op(")") => depth -= 1,
+                Token::Op(",") if depth == 0 => return (!then).then_some(()),
+                Token::Op("?") if depth == 0 => nested += 1,
+                Token::Op(":") if depth == 0 && nested == 0 => return Some(()),
+                Token::Op(":") if depth == 0 => nested -= 1,
+                _ => {}
+            }
+            self.pos += 1;
+        }
+        (!then && depth == 0).then_some(())
     }
 
     fn unary(&mut self) -> Option<i64> {
@@ -288,6 +319,16 @@ mod tests {
         assert_eq!(eval("32 * 33 * 4", &no_names), Some(4224));
         assert_eq!(eval("1 ? 64 : 128", &no_names), Some(64));
         assert_eq!(eval("(16) /* rows */", &no_names), Some(16));
+    }
+
+    #[test]
+    fn conditionals_evaluate_only_the_branch_taken() {
+        let n = |value: i64| move |name: &str| (name == "n").then_some(value);
+        assert_eq!(eval("n < 256 ? next_pow2(n) : 256", &n(1 << 24)), Some(256));
+        assert_eq!(eval("n >= 256 ? 256 : next_pow2(n)", &n(1 << 24)), Some(256));
+        assert_eq!(eval("n < 256 ? next_pow2(n) : 256", &n(3)), None);
+        assert_eq!(eval("(n < 3 ? f(n, 2) : n > 5 ? 7 : g(1)) + 1", &n(9)), Some(8));
+        assert_eq!(eval("n ? 1 : (2", &n(1)), None);
     }
 
     #[test]

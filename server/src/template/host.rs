@@ -3,9 +3,11 @@
 //! the sizes and to find the launch choices the program makes at run time.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use tree_sitter::Node;
 
+use super::callee;
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::host::{address_taken, call_args, calls_by_callee, declared_name, function_name, functions, local_types, parameters, Call};
@@ -22,8 +24,10 @@ fn without_address(arg: &str) -> String {
 /// The index a range-based `for` reads its elements at, as the sweep it is.
 const RANGE_INDEX: &str = "each";
 
-/// How many call paths (and so shapes) are followed at most, and how deep.
+/// How many call paths (and so shapes) are kept at most, how many are read to choose them
+/// from, and how deep.
 const MAX_PATHS: usize = 8;
+const MAX_PATHS_READ: usize = 64;
 const MAX_DEPTH: usize = 5;
 
 /// Every path of calls that reaches a launch, from the files given. Each path gives one shape
@@ -57,6 +61,13 @@ pub(super) struct HostContext<'d> {
     /// The calls that make texture objects and the arrays behind them, by callee:
     /// `cudaCreateTextureObject`, `cudaMallocArray`, `cudaMalloc3DArray`.
     texture_calls: HashMap<&'static str, Vec<Call<'d>>>,
+}
+
+/// A file whose host code may be on a launch's call path, with the folder it is in (`None` for
+/// a text that has no file).
+pub(super) struct HostFile<'d> {
+    pub document: &'d Document,
+    pub folder: Option<&'d Path>,
 }
 
 /// A class's template parameters and its `static constexpr` members' initialisers.
@@ -138,6 +149,9 @@ struct Scope<'d> {
     values: Vec<(String, String, usize)>,
     /// The byte offset the values are read at.
     point: usize,
+    /// The variables a call sets through reference parameters, with the callee's name:
+    /// `numThreads` → `getNumBlocksAndThreads`.
+    set_by: HashMap<String, String>,
 }
 
 impl<'d> Scope<'d> {
@@ -145,10 +159,15 @@ impl<'d> Scope<'d> {
         let body = function.child_by_field_name("body");
         let dispatched = body.map(|b| dispatched_constants(text, b)).unwrap_or_default();
         let mut values: Vec<(String, String, usize)> = dispatched.iter().map(|(member, value)| (member.clone(), value.clone(), 0)).collect();
+        let mut set_by = HashMap::new();
         for node in body.into_iter().flat_map(descendants) {
             let (target, value) = match node.kind() {
                 "call_expression" => {
-                    values.extend(out_arguments(text, node, graph).into_iter().map(|(name, value)| (name, value, node.start_byte())));
+                    let callee = node.child_by_field_name("function").map(|f| bare_name(&text[f.byte_range()]).to_string());
+                    for (name, value) in out_arguments(text, node, graph) {
+                        set_by.extend(callee.clone().map(|c| (name.clone(), c)));
+                        values.push((name, value, node.start_byte()));
+                    }
                     continue;
                 }
                 // `for (int size : SIZE)`: each of `SIZE`'s elements in turn, read as a sweep.
@@ -184,7 +203,7 @@ impl<'d> Scope<'d> {
                 values.push((name, value.to_string(), node.start_byte()));
             }
         }
-        Scope { body, values, point }
+        Scope { body, values, point, set_by }
     }
 
     /// The value `name` holds at the scope's point: the last one given before it, else (a value
@@ -209,9 +228,10 @@ pub(super) struct LaunchChoice {
 }
 
 impl<'d> HostContext<'d> {
-    /// The context of `launch`, which is in `launch_doc`; `documents` are every file whose
+    /// The context of `launch`, which is in `launch_doc`; `files` are every file whose
     /// functions may be on the call path (`launch_doc` among them).
-    pub(super) fn new(documents: &[&'d Document], launch_doc: &'d Document, launch: &LaunchSite) -> Option<HostContext<'d>> {
+    pub(super) fn new(files: &[HostFile<'d>], launch_doc: &'d Document, launch: &LaunchSite) -> Option<HostContext<'d>> {
+        let documents: Vec<&Document> = files.iter().map(|f| f.document).collect();
         let text = launch_doc.text();
         let root = launch_doc.tree()?.root_node();
         let launcher = descendants(root).filter(|n| n.kind() == "function_definition").filter(|n| n.byte_range().contains(&launch.span.start_byte)).last()?;
@@ -225,7 +245,7 @@ impl<'d> HostContext<'d> {
         let mut static_members = HashMap::new();
         let mut expression_functions = HashMap::new();
         let type_aliases = type_aliases(&documents.iter().map(|d| d.text()).collect::<Vec<_>>());
-        for doc in documents {
+        for doc in &documents {
             device_variables.extend(device_variables_of(doc.text()));
             let Some(tree) = doc.tree() else { continue };
             calls_by_callee(doc.text(), tree.root_node(), &mut calls);
@@ -240,7 +260,7 @@ impl<'d> HostContext<'d> {
             expression_functions.extend(expression_functions_of(doc.text(), tree.root_node()));
         }
         let mut definitions: HashMap<&str, (&str, Node)> = HashMap::new();
-        for doc in documents {
+        for doc in &documents {
             if let Some(tree) = doc.tree() {
                 for (name, node) in functions(doc.text(), tree.root_node()) {
                     definitions.entry(bare_name(name)).or_insert((doc.text(), node));
@@ -248,9 +268,9 @@ impl<'d> HostContext<'d> {
             }
         }
         let texture_calls = TEXTURE_CALLS.iter().map(|&name| (name, calls.get(name).cloned().unwrap_or_default())).collect();
-        let graph = CallGraph::new(calls, definitions);
-        let mut paths = Vec::new();
-        extend_paths(&graph, vec![Frame::of(text, launcher, launch.span.start_byte, &graph)], &mut paths);
+        let folders = files.iter().map(|f| (f.document.text().as_ptr(), f.folder)).collect();
+        let graph = CallGraph::new(calls, definitions, folders);
+        let paths = call_paths(&graph, Frame::of(text, launcher, launch.span.start_byte, &graph));
         let branch_values = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte).map(|n| branch_values_around(text, n)).unwrap_or_default();
         globals.retain(|name, _| !reassigned.contains(name));
         Some(HostContext { paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, texture_calls })
@@ -401,6 +421,71 @@ impl<'d> HostContext<'d> {
             (None, None) => vec![text.to_string()],
         };
         parts.iter().map(|p| self.in_spec_names(p)).collect()
+    }
+
+    /// `text` (a grid extent or a buffer length, in the spec's names) with each launcher
+    /// parameter that the caller works out from the block it passes beside it
+    /// (`getNumBlocksAndThreads(..., numBlocks, numThreads)`, then `reduce(size, numThreads,
+    /// numBlocks)`) replaced by that work, in the launcher's names: the grid and the buffers
+    /// sized by it move with the block the spec varies. Conditions of that work which the
+    /// launch's branch settles (`case 6:` of `switch (whichKernel)`) take their branch.
+    pub(super) fn worked_out_by_caller(&self, text: &str, block: &[String]) -> String {
+        let in_block = |word: &str| block.iter().any(|b| identifiers_in(b).any(|w| w == word));
+        let known = |word: &str| self.launcher().params.iter().any(|p| p == word) || self.defines.contains_key(word) || expr::Function::from_name(word).is_some();
+        let settle = |name: &str| match in_block(name) {
+            true => None,
+            false => self.branch_values.get(name).copied().or_else(|| self.defines.get(name).copied()),
+        };
+        let decide = |condition: &str| eval_constant(condition, &settle);
+        let worked_out = rename_identifiers_in(text, |word| {
+            let value = callee::settled_conditionals(&self.computed_by_caller(word)?, &decide);
+            let usable = expr::parse(&value).is_ok() && identifiers_in(&value).all(known) && identifiers_in(&value).any(in_block);
+            usable.then(|| format!("({value})"))
+        });
+        match worked_out == text {
+            true => worked_out,
+            false => callee::readable(&super::scaffold::c_division(&self.in_spec_names(&worked_out))),
+        }
+    }
+
+    /// The value a caller gives the launcher's parameter `name`, when it computes it (not a
+    /// constant, which stays a size), in the launcher's names. The parameter may be passed down
+    /// through several functions first; names of the computing function that do not reach the
+    /// launcher (`maxBlocks = 64`) are replaced by their values.
+    fn computed_by_caller(&self, name: &str) -> Option<String> {
+        let path = self.paths.first()?;
+        let mut current = name.to_string();
+        for at in 0..path.len() - 1 {
+            let index = path[at].params.iter().position(|p| *p == current)?;
+            let arg = strip_casts_everywhere(&path[at].argument(index)?).trim().to_string();
+            let caller = &path[at + 1];
+            if let Some(value) = caller.scope.value_text(&arg) {
+                if eval_constant(value, &|_| None).is_some() {
+                    return None;
+                }
+                let value = rename_identifiers_in(value, |word| match Self::launcher_parameter_of(path, at + 1, word) {
+                    Some(_) => None,
+                    None => self.eval_text(path, at + 1, word, 0).map(|v| v.to_string()),
+                });
+                return Some(self.in_spec_names(&self.to_launcher_names(path, at + 1, &value)));
+            }
+            if !is_identifier(&arg) {
+                return None;
+            }
+            current = arg;
+        }
+        None
+    }
+
+    /// The launcher parameter that frame `at`'s `name` is passed down to, argument by argument.
+    fn launcher_parameter_of(path: &[Frame], at: usize, name: &str) -> Option<String> {
+        let mut current = name.to_string();
+        for level in (1..=at).rev() {
+            let below = &path[level - 1];
+            let args = below.called_with().unwrap_or_default();
+            current = args.iter().position(|a| a.trim() == current).and_then(|j| below.params.get(j))?.clone();
+        }
+        Some(current)
     }
 
     /// A launch expression with the launcher's computed locals (`blocks = (n + 255) / 256`)
@@ -584,7 +669,10 @@ impl<'d> HostContext<'d> {
         if depth > 16 {
             return None;
         }
-        if let Some(value) = self.branch_values.get(name).filter(|_| at == 0) {
+        // The launch's branch (`case 0:` of `switch (whichKernel)`) fixes what the callers pass
+        // down to that name too.
+        let in_launcher = if at == 0 { Some(name.to_string()) } else { Self::launcher_parameter_of(path, at, name) };
+        if let Some(value) = in_launcher.and_then(|n| self.branch_values.get(&n)) {
             return Some(*value);
         }
         let frame = path.get(at)?;
@@ -669,7 +757,11 @@ impl<'d> HostContext<'d> {
                     continue;
                 }
                 let default = self.eval_text(path, at, &init, 0)?;
-                return Some(LaunchChoice { default, sweep: Vec::new(), origin: format!("`{current} = {init}` in `{}`", frame_name(frame)) });
+                let origin = match frame.scope.set_by.get(&current) {
+                    Some(callee) => format!("`{current}` as `{callee}` sets it in `{}`", frame_name(frame)),
+                    None => format!("`{current} = {init}` in `{}`", frame_name(frame)),
+                };
+                return Some(LaunchChoice { default, sweep: Vec::new(), origin });
             }
             let Some(index) = frame.params.iter().position(|p| *p == current) else {
                 let init = self.globals.get(&current)?;
@@ -802,7 +894,7 @@ impl<'d> HostContext<'d> {
                 name = base;
             }
             if let Some(bytes) = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name)) {
-                let length = self.elements_in(&bytes, element, &frame.scope)?;
+                let length = self.elements_in(&bytes, element, &frame.scope, &|ty| self.type_at(path, at, ty))?;
                 let mut length = self.to_launcher_names(path, at, &length);
                 let is_zero = |offset: &str| split_top_level(offset, '*').iter().any(|f| eval_constant(f, &|_| None) == Some(0));
                 for offset in offsets.iter().filter(|o| !is_zero(o)) {
@@ -822,19 +914,34 @@ impl<'d> HostContext<'d> {
 
     /// The element count of `bytes` of `element`s; a byte count held in a variable or a
     /// file-scope constant (`DATA_SZ = N * sizeof(float)`) is followed once.
-    fn elements_in(&self, bytes: &str, element: &str, scope: &Scope) -> Option<String> {
+    /// `instantiated` names the types of the allocating function's template parameters.
+    fn elements_in(&self, bytes: &str, element: &str, scope: &Scope, instantiated: &dyn Fn(&str) -> String) -> Option<String> {
         let bytes = match self.globals.get(bytes.trim()) {
             Some(global) if scope.value_text(bytes.trim()).is_none() => global.as_str(),
             _ => bytes,
         };
-        strip_element_size(bytes, &|ty| self.elements_per_allocated(ty, element), scope)
+        strip_element_size(bytes, &|ty| self.elements_per_allocated(&instantiated(ty), element), scope)
+    }
+
+    /// The type frame `at` calls `ty`: a host template's type parameter (`T` of `runTest<T>`)
+    /// is what its callers instantiate it with (`runTest<int>`).
+    fn type_at(&self, path: &[Frame], at: usize, ty: &str) -> String {
+        let mut current = ty.trim().to_string();
+        for frame in &path[at.min(path.len())..] {
+            let Some(index) = frame.template_params.iter().position(|p| *p == current) else { break };
+            match frame.called_by.and_then(|c| c.template_args().get(index).cloned()) {
+                Some(arg) => current = arg,
+                None => break,
+            }
+        }
+        current
     }
 
     /// The length of a file-scope buffer, allocated anywhere in the files with a byte count of
     /// constants only: a count that names an allocating function's own variables means nothing
     /// at the launch.
     fn global_buffer_length(&self, name: &str, element: &str) -> Option<String> {
-        let length = self.elements_in(self.allocations.get(name)?, element, &Scope { body: None, values: Vec::new(), point: 0 })?;
+        let length = self.elements_in(self.allocations.get(name)?, element, &Scope { body: None, values: Vec::new(), point: 0, set_by: HashMap::new() }, &|ty| ty.to_string())?;
         let constant = |w: &str| self.defines.contains_key(w) || self.globals.contains_key(w) || expr::Function::from_name(w).is_some();
         let all_constant = identifiers_in(&length).all(constant);
         all_constant.then(|| self.in_spec_names(&length))
@@ -1093,10 +1200,12 @@ struct CallGraph<'d> {
     /// The calls that pass a name as an argument, by that name, with the argument's position:
     /// `run(launch_softmax_1, 256)` under `launch_softmax_1`, at 0.
     passing: HashMap<String, Vec<(Call<'d>, usize)>>,
+    /// The folder of each file, by the address of its text.
+    folders: HashMap<*const u8, Option<&'d Path>>,
 }
 
 impl<'d> CallGraph<'d> {
-    fn new(calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, (&'d str, Node<'d>)>) -> CallGraph<'d> {
+    fn new(calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, (&'d str, Node<'d>)>, folders: HashMap<*const u8, Option<&'d Path>>) -> CallGraph<'d> {
         let mut passing: HashMap<String, Vec<(Call<'d>, usize)>> = HashMap::new();
         for call in calls.values().flatten() {
             for (index, arg) in call.args().iter().enumerate() {
@@ -1106,7 +1215,7 @@ impl<'d> CallGraph<'d> {
                 }
             }
         }
-        CallGraph { calls, definitions, passing }
+        CallGraph { calls, definitions, passing, folders }
     }
 
     /// The calls that reach `function`: by name, and through a function parameter that a
@@ -1124,6 +1233,13 @@ impl<'d> CallGraph<'d> {
                     callers.push(*c);
                 }
             }
+        }
+        // In a project of many programs (a samples repository), `runTest` and `main` are in
+        // every folder: the calls beside the function's definition are its program's.
+        let folder = |text: &str| self.folders.get(&text.as_ptr()).copied().flatten();
+        let home = self.definitions.get(function).and_then(|(text, _)| folder(text));
+        if home.is_some() && callers.iter().any(|c| folder(c.text) == home) {
+            callers.retain(|c| folder(c.text) == home);
         }
         callers
     }
@@ -1160,45 +1276,53 @@ fn dispatched_constants(text: &str, body: Node) -> HashMap<String, String> {
 
 /// The caller's variables that `call` sets through the callee's non-const reference parameters
 /// (`computeGridSize(n, 256, numBlocks, numThreads)` of `void computeGridSize(uint n, uint
-/// blockSize, uint &numBlocks, uint &numThreads)`), each with its value in the caller's names:
-/// the callee's one assignment to the parameter, its parameters replaced by the arguments. `?`
-/// when the callee sets it more than one way or from its own locals: the value from before the
-/// call no longer holds either way.
+/// blockSize, uint &numBlocks, uint &numThreads)`), each with its value in the caller's names
+/// (see [`callee::reference_values`]): conditions that the literal arguments settle take their
+/// branch, the others stay conditionals for the launch's own branch to settle. `?` when the
+/// value cannot be told: the value from before the call no longer holds either way.
 fn out_arguments<'d>(text: &str, call: Node, graph: &CallGraph<'d>) -> Vec<(String, String)> {
     let Some(callee) = call.child_by_field_name("function").map(|f| f.child_by_field_name("name").unwrap_or(f)) else { return Vec::new() };
     let Some(&(callee_text, definition)) = graph.definitions.get(bare_name(&text[callee.byte_range()])) else { return Vec::new() };
     let params = parameters(callee_text, definition);
     let (Some(body), true) = (definition.child_by_field_name("body"), params.iter().any(|p| p.out)) else { return Vec::new() };
     let args = call.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
-    let locals: Vec<String> = local_types(callee_text, body).into_iter().map(|(name, _)| name).collect();
+    let argument = |word: &str| params.iter().position(|p| p.name == word).and_then(|i| args.get(i)).map(|a| a.trim());
     let in_caller_names = |value: &str| {
         rename_identifiers_in(value, |word| {
-            let arg = params.iter().position(|p| p.name == word).and_then(|i| args.get(i))?;
-            let arg = arg.trim();
+            let arg = argument(word)?;
             Some(if is_identifier(arg) || arg.parse::<i64>().is_ok() { arg.to_string() } else { format!("({arg})") })
         })
     };
+    let literal = |word: &str| argument(word).and_then(|a| eval_constant(a, &|_| None));
+    let decide = |condition: &str| eval_constant(condition, &literal);
+    let outs: Vec<String> = params.iter().filter(|p| p.out).map(|p| p.name.clone()).collect();
+    let values = callee::reference_values(callee_text, body, &outs, &decide);
     let mut out = Vec::new();
-    for (index, param) in params.iter().enumerate().filter(|(_, p)| p.out) {
-        let Some(arg) = args.get(index).map(|a| a.trim()).filter(|a| is_identifier(a)) else { continue };
-        let assignments: Vec<Node> = descendants(body)
-            .filter(|n| matches!(n.kind(), "assignment_expression" | "update_expression"))
-            .filter(|n| n.child_by_field_name("left").or_else(|| n.child_by_field_name("argument")).is_some_and(|l| callee_text[l.byte_range()].trim() == param.name))
-            .collect();
-        let single = match assignments.as_slice() {
-            [only] if only.kind() == "assignment_expression" && only.child_by_field_name("operator").is_some_and(|o| &callee_text[o.byte_range()] == "=") => only.child_by_field_name("right"),
-            _ => None,
-        };
-        let value = single.map(|v| &callee_text[v.byte_range()]).filter(|v| !identifiers_in(v).any(|w| locals.iter().any(|l| l == w)));
-        out.push((arg.to_string(), value.map_or_else(|| UNKNOWN.to_string(), in_caller_names)));
+    for (param, value) in values {
+        let Some(arg) = argument(&param).filter(|a| is_identifier(a)) else { continue };
+        out.push((arg.to_string(), value.map_or_else(|| UNKNOWN.to_string(), |v| in_caller_names(&v))));
     }
     out
+}
+
+/// The call paths that reach `launcher`, those of the program's own run first: a path through a
+/// call made only when the user asks for it on the command line (a `-shmoo` sweep from one
+/// element up) is no shape the program runs by default, and is kept only when there is no other.
+fn call_paths<'d>(graph: &CallGraph<'d>, launcher: Frame<'d>) -> Vec<Vec<Frame<'d>>> {
+    let mut paths = Vec::new();
+    extend_paths(graph, vec![launcher], &mut paths);
+    let asked = |path: &Vec<Frame>| path.iter().filter_map(|f| f.called_by).any(|c| asked_for_on_command_line(&c));
+    if paths.iter().any(|p| !asked(p)) {
+        paths.retain(|p| !asked(p));
+    }
+    paths.truncate(MAX_PATHS);
+    paths
 }
 
 /// Follows the calls of the last frame's function upwards, collecting every path that ends at a
 /// function nobody calls (or at the depth limit).
 fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<Vec<Frame<'d>>>) {
-    if out.len() >= MAX_PATHS {
+    if out.len() >= MAX_PATHS_READ {
         return;
     }
     let last = path.last().expect("paths start with the launcher");
@@ -1416,6 +1540,39 @@ fn assigned_in_functions(text: &str, root: Node) -> Vec<String> {
         }
     }
     out
+}
+
+/// Whether `call` runs only when the user asks for it on the command line: it is in the branch
+/// of an `if` whose condition reads the command line (`if (argc > 2)`), or a variable set only
+/// from it (`if (runShmoo)` after `bool runShmoo = checkCmdLineFlag(argc, argv, "shmoo")`).
+fn asked_for_on_command_line(call: &Call) -> bool {
+    let text = call.text;
+    let Some(body) = call.caller.child_by_field_name("body") else { return false };
+    let reads_flag = |value: &str| reads_command_line(value) || identifiers_in(value).any(|w| w == "argc" || w == "checkCmdLineFlag");
+    // Only from it: `kernel_num = 1`, changed by `atoi(argv[1])`, is the program's choice too.
+    let set_from_flag = |name: &str| {
+        let values: Vec<&str> = descendants(body)
+            .filter_map(|n| match n.kind() {
+                "init_declarator" => n.child_by_field_name("declarator").zip(n.child_by_field_name("value")),
+                "assignment_expression" => n.child_by_field_name("left").zip(n.child_by_field_name("right")),
+                _ => None,
+            })
+            .filter(|(target, _)| text[target.byte_range()].trim() == name)
+            .map(|(_, value)| &text[value.byte_range()])
+            .collect();
+        !values.is_empty() && values.iter().all(|v| reads_flag(v))
+    };
+    let mut child = call.node;
+    for parent in std::iter::successors(call.node.parent(), |n| n.parent()).take_while(|n| *n != body) {
+        if parent.kind() == "if_statement" && parent.child_by_field_name("consequence") == Some(child) {
+            let condition = parent.child_by_field_name("condition").map_or("", |c| &text[c.byte_range()]);
+            if reads_flag(condition) || identifiers_in(condition).any(set_from_flag) {
+                return true;
+            }
+        }
+        child = parent;
+    }
+    false
 }
 
 /// Whether a value is read from the command line (`atoi(argv[1])`, `getCmdLineArgumentInt`).
@@ -1740,7 +1897,7 @@ mod tests {
         let doc = Document::new(text.to_string());
         let root = doc.tree().unwrap().root_node();
         let function = descendants(root).find(|n| n.kind() == "function_definition").unwrap();
-        let graph = CallGraph::new(HashMap::new(), HashMap::new());
+        let graph = CallGraph::new(HashMap::new(), HashMap::new(), HashMap::new());
         let frame = Frame::of(text, function, text.find("go(").unwrap(), &graph);
         assert_eq!(frame.scope.value_text("SHMEM_SZ"), Some("2 * TILE"));
         assert_eq!(frame.scope.value_text("m"), Some("size"));
@@ -1772,7 +1929,7 @@ mod tests {
 
     #[test]
     fn the_size_of_the_buffers_own_element_is_stripped_too() {
-        let scope = Scope { body: None, values: Vec::new(), point: 0 };
+        let scope = Scope { body: None, values: Vec::new(), point: 0, set_by: HashMap::new() };
         let unknown = |_: &str| None;
         assert_eq!(strip_element_size("NUM_OF_BLOCKS * sizeof *devResults", &unknown, &scope).as_deref(), Some("NUM_OF_BLOCKS"));
         assert_eq!(strip_element_size("n * sizeof(d_out[0])", &unknown, &scope).as_deref(), Some("n"));
@@ -1781,7 +1938,7 @@ mod tests {
 
     #[test]
     fn element_size_is_stripped_from_byte_counts() {
-        let scope = Scope { body: None, values: vec![("bytes".into(), "n * sizeof(float)".into(), 0)], point: 1 };
+        let scope = Scope { body: None, values: vec![("bytes".into(), "n * sizeof(float)".into(), 0)], point: 1, set_by: HashMap::new() };
         let half = |ty: &str| (ty == "half").then_some((1, 1));
         let float = |ty: &str| (ty == "float").then_some((1, 1));
         assert_eq!(strip_element_size("rows * hidden * sizeof(half)", &half, &scope).as_deref(), Some("rows * hidden"));

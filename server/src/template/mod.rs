@@ -8,6 +8,7 @@
 
 mod apply;
 mod bounds;
+mod callee;
 mod host;
 mod lift;
 mod scaffold;
@@ -252,7 +253,7 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     }
     check_templatizable(&original, kernel)?;
     let prefix = param_prefix(kernel);
-    let host_instantiation = scaffold::host_template_values(&original, kernel, hosts);
+    let host_instantiation = scaffold::host_template_values(&original, slice_options.file.as_deref(), kernel, hosts);
     let mut current = original.clone();
     let mut params: Vec<ParamSpec> = Vec::new();
     let mut restrictions: Vec<String> = Vec::new();

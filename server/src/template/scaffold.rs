@@ -4,12 +4,12 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tree_sitter::Node;
 
 use super::bounds::guarded_length;
-use super::host::{HostContext, LaunchChoice};
+use super::host::{HostContext, HostFile, LaunchChoice};
 use super::texture;
 use crate::slice::{device_slice, SliceOptions};
 use crate::spec::{expr, sha256_hex, ArgSpec, Baseline, Compare, Dtype, Init, KernelSpec, ParamKind, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
@@ -41,11 +41,14 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let found = find_launch(templated, hosts, kernel);
     let site = found.as_ref().map(|(doc, l)| (*doc, l.as_ref()));
     let launch = site.map(|(_, l)| l);
-    let documents: Vec<&Document> = std::iter::once(templated).chain(hosts.iter().map(|h| &h.document)).collect();
-    let host = site.and_then(|(doc, l)| HostContext::new(&documents, doc, l));
+    let files = host_files(templated, slice_options.file.as_deref(), hosts);
+    let host = site.and_then(|(doc, l)| HostContext::new(&files, doc, l));
 
     let (mut grid, mut block) = match (launch, &host) {
-        (Some(l), Some(h)) => (h.dims(&l.grid.text), h.dims(&l.block.text)),
+        (Some(l), Some(h)) => {
+            let block = h.dims(&l.block.text);
+            (h.dims(&l.grid.text).iter().map(|g| h.worked_out_by_caller(g, &block)).collect(), block)
+        }
         (Some(l), None) => (vec![l.grid.text.trim().to_string()], vec![l.block.text.trim().to_string()]),
         (None, _) => (vec![UNKNOWN.to_string()], vec![UNKNOWN.to_string()]),
     };
@@ -131,6 +134,13 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         // Before the compiler options: the search enumerates the parameters in order.
         let at = params.iter().position(|p| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).unwrap_or(params.len());
         params.splice(at..at, choices.iter().cloned());
+    }
+    // A buffer the caller sizes by the grid it works out (one partial sum per block) moves with
+    // the block too; after the choices, which take a name a length uses for a size.
+    if let Some(h) = &host {
+        for arg in &mut args {
+            arg.length = arg.length.take().map(|l| h.worked_out_by_caller(&l, &block));
+        }
     }
     let param_names: BTreeSet<&str> = params.iter().map(|p| p.name.as_str()).collect();
     let mut sizes = BTreeSet::new();
@@ -248,11 +258,11 @@ pub struct HostValue {
 /// Per template parameter of `kernel`, the integer the launch in the host files instantiates
 /// it with, when the host code settles it (`sgemm<BM, BN><<<...>>>` after `const uint BM = 64;`).
 /// Launches in the kernel's own file are the template-params transform's to read.
-pub fn host_template_values(doc: &Document, kernel: &str, hosts: &[HostDocument]) -> Vec<Option<HostValue>> {
+pub fn host_template_values(doc: &Document, kernel_file: Option<&Path>, kernel: &str, hosts: &[HostDocument]) -> Vec<Option<HostValue>> {
     let Some((launch_doc, launch)) = find_launch(doc, hosts, kernel) else { return Vec::new() };
     let Some(host) = hosts.iter().find(|h| std::ptr::eq(&h.document, launch_doc)) else { return Vec::new() };
-    let documents: Vec<&Document> = std::iter::once(doc).chain(hosts.iter().map(|h| &h.document)).collect();
-    let Some(context) = HostContext::new(&documents, launch_doc, &launch) else { return Vec::new() };
+    let files = host_files(doc, kernel_file, hosts);
+    let Some(context) = HostContext::new(&files, launch_doc, &launch) else { return Vec::new() };
     let file = host.path.file_name().map_or_else(|| host.path.display().to_string(), |n| n.to_string_lossy().into_owned());
     let at = format!("{file}:{}", launch.span.start.line + 1);
     launch
@@ -267,6 +277,12 @@ pub fn host_template_values(doc: &Document, kernel: &str, hosts: &[HostDocument]
             Some(HostValue { value: choice.default, origin: format!("{at} ({})", choice.origin) })
         })
         .collect()
+}
+
+/// The kernel's file and the host files, each with its folder.
+fn host_files<'a>(kernel_doc: &'a Document, kernel_file: Option<&'a Path>, hosts: &'a [HostDocument]) -> Vec<HostFile<'a>> {
+    let own = HostFile { document: kernel_doc, folder: kernel_file.and_then(Path::parent) };
+    std::iter::once(own).chain(hosts.iter().map(|h| HostFile { document: &h.document, folder: h.path.parent() })).collect()
 }
 
 /// The first launch of `kernel`: in its own file, else in the host files; directly, through a
@@ -480,7 +496,7 @@ fn block_assertions(text: &str, body: Node, block: &[String]) -> Vec<String> {
 
 /// A C integer expression in the spec's language: `/` becomes `//`. Sizes and block counts are
 /// non-negative, where flooring and C's truncation agree.
-fn c_division(text: &str) -> String {
+pub(super) fn c_division(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 4);
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
