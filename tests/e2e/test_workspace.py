@@ -55,10 +55,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 30
+    assert len(kernels) == len(set(kernels)) == 32
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -76,11 +76,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # fills them from a capture).
     assert by_kernel["block_sum"]["stage"] == "spec"
     assert "capture a launch (`cutune profile --kernel block_sum -- CMD`)" in by_kernel["block_sum"]["spec_problems"][0]
-    assert report["totals"] == {"kernels": 30, "ready": 26, "spec": 3, "compile": 1}
+    assert report["totals"] == {"kernels": 32, "ready": 28, "spec": 3, "compile": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "30 kernels under" in text.stdout and "26 ready to tune (87%)" in text.stdout
+    assert "32 kernels under" in text.stdout and "28 ready to tune (88%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -242,6 +242,45 @@ async def test_the_code_action_tunes_the_template_parameters_a_launcher_elsewher
     spec = await code_action_spec(client, root / "src" / "kernels" / "tile_gemm.cuh", "float b = b_tile", "tile_gemm")
     assert spec["template_args"] == ["TILE_M", "TILE_N", "TILE_K", "ROWS_PER_THREAD"]
     assert next(p for p in spec["params"] if p["name"] == "ROWS_PER_THREAD")["default"] == 8
+
+
+def test_a_helper_that_sets_the_launch_through_reference_parameters_gives_grid_block_and_type(tmp_path: Path):
+    root = project(tmp_path, "launch_helper")
+    (root / ".git").mkdir()
+    # `case 1:` of the variant settles the helper's conditions: two elements per thread, at most
+    # `max_blocks` blocks; the unrolled kernel's template block moves with the launch's.
+    unrolled, report = templatized_spec_and_report(root, "partial_sums.cu", "partial_sums_unrolled")
+    assert unrolled["template_args"] == ["int", "THREADS"]
+    assert unrolled["grid"] == ["min(128, ceil_div(n, threads * 2))"]
+    assert unrolled["block"] == ["threads"]
+    assert "THREADS == threads" in unrolled["restrictions"]
+    # One partial sum per block: the buffer the program sizes by the helper's grid.
+    assert [a.get("length") for a in unrolled["args"][:2]] == ["n", "min(128, ceil_div(n, threads * 2))"]
+    # The program's own run (not the `--sweep` from one element up), and its main's first type,
+    # not the `run<double>` of the other program beside it.
+    assert unrolled["shapes"] == [{"n": 4194304}]
+    threads = next(p for p in unrolled["params"] if p["name"] == "threads")
+    assert threads == {**threads, "kind": "launch", "default": 256}
+
+    # `case 0:`: one element per thread; the helper's thread count, a conditional over a
+    # function the spec cannot call, evaluated where the size settles it.
+    plain, report = templatized_spec_and_report(root, "partial_sums.cu", "partial_sums")
+    assert plain["grid"] == ["ceil_div(n, threads)"]
+    threads = next(p for p in plain["params"] if p["name"] == "threads")
+    assert threads == {**threads, "kind": "launch", "default": 256, "origin": "`threads` as `launch_shape` sets it in `run`"}
+    assert "`threads` = 256 (`threads` as `launch_shape` sets it in `run`)" in report
+    checked = cutune("check", "partial_sums.cu", "--kernel", "partial_sums_unrolled", "--sample", "6", "--json", cwd=root)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    results = json.loads(checked.stdout)
+    assert results["failed"] == 0 and results["compiled"] > 0, results
+
+
+async def test_the_code_action_reads_a_launch_helper_with_reference_parameters(client, tmp_path: Path):
+    root = project(tmp_path, "launch_helper")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "partial_sums.cu", "sum += in[i + THREADS]", "partial_sums_unrolled")
+    assert spec["grid"] == ["min(128, ceil_div(n, threads * 2))"]
+    assert spec["template_args"] == ["int", "THREADS"]
 
 
 def test_a_texture_the_spec_cannot_make_is_refused_with_the_reason(tmp_path: Path):

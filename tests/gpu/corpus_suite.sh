@@ -46,6 +46,10 @@ cases=(
   "SGEMM_CUDA src/kernels/4_kernel_1D_blocktiling.cuh sgemm1DBlocktiling"
   "SGEMM_CUDA src/kernels/5_kernel_2D_blocktiling.cuh sgemm2DBlocktiling"
   "SGEMM_CUDA src/kernels/6_kernel_vectorize.cuh sgemmVectorize"
+  "cuda-samples Samples/2_Concepts_and_Techniques/reduction/reduction_kernel.cu reduce0"
+  "cuda-samples Samples/2_Concepts_and_Techniques/reduction/reduction_kernel.cu reduce6"
+  "cuda-samples Samples/2_Concepts_and_Techniques/reduction/reduction_kernel.cu reduce7"
+  "cuda-samples Samples/2_Concepts_and_Techniques/threadFenceReduction/threadFenceReduction_kernel.cuh reduceMultiPass"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()
