@@ -86,7 +86,8 @@ pub fn problem(kernel: &KernelSpec, shape: &Shape, label: &str, seed: u64) -> Re
             }
             match (&arg.length, &arg.value) {
                 (Some(length), _) => {
-                    let length = evaluate("length", length)?.as_integer().filter(|&n| n > 0).ok_or_else(|| anyhow!("argument `{}`: length `{length}` is not a positive integer", arg.name))?;
+                    let largest = largest_length(kernel, shape, length).map_err(|why| anyhow!("argument `{}`: length `{length}`: {why}", arg.name))?;
+                    let length = largest.filter(|&n| n > 0).ok_or_else(|| anyhow!("argument `{}`: length `{length}` is not a positive integer", arg.name))?;
                     let role = arg.role.ok_or_else(|| anyhow!("argument `{}`: no role (input, output or inout)", arg.name))?;
                     // Outputs are poisoned before every run; their fill only matters for inouts.
                     let init = arg.init.clone().unwrap_or(Init::Uniform { low: -1.0, high: 1.0 });
@@ -99,6 +100,34 @@ pub fn problem(kernel: &KernelSpec, shape: &Shape, label: &str, seed: u64) -> Re
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Problem { label: label.to_string(), args, seed })
+}
+
+/// How many configurations of the parameters a length names are tried for its largest value.
+const MOST_LENGTH_CONFIGURATIONS: usize = 4096;
+
+/// A buffer's length on `shape`: the largest over the values of the parameters it names (one
+/// partial result per block, the block a parameter), since the buffer is made once for every
+/// configuration. What a configuration leaves unwritten keeps the poison, which a comparison by
+/// sum skips. `None` when the value is not an integer.
+fn largest_length(kernel: &KernelSpec, shape: &Shape, text: &str) -> std::result::Result<Option<i64>, String> {
+    let parsed = expr::parse(text).map_err(|e| e.message)?;
+    let names = parsed.free_variables();
+    let varied: Vec<&spec::ParamSpec> = kernel.params.iter().filter(|p| names.contains(&p.name) && !p.values.is_empty()).collect();
+    let product = varied.iter().try_fold(1usize, |n, p| n.checked_mul(p.values.len())).filter(|&n| n <= MOST_LENGTH_CONFIGURATIONS);
+    let mut largest: Option<i64> = None;
+    for index in 0..product.unwrap_or(1) {
+        let chosen = |param: &spec::ParamSpec| match varied.iter().position(|p| p.name == param.name) {
+            Some(at) if product.is_some() => {
+                let stride: usize = varied[..at].iter().map(|p| p.values.len()).product();
+                param.values[(index / stride) % param.values.len()]
+            }
+            _ => param.default,
+        };
+        let env = spec::environment(kernel, shape, &chosen);
+        let Some(value) = parsed.eval(&|n| env.get(n).copied()).map_err(|e| e.message)?.as_integer() else { return Ok(None) };
+        largest = Some(largest.map_or(value, |l: i64| l.max(value)));
+    }
+    Ok(largest)
 }
 
 #[cfg(test)]
@@ -122,6 +151,22 @@ mod tests {
         assert_eq!((name.as_str(), *value), ("hidden", 4096.0));
         let Arg::Scalar { value, .. } = &problems[0].args[4] else { panic!() };
         assert!((value - 1e-6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_length_that_names_a_parameter_holds_what_any_configuration_writes() {
+        let mut kernel = rmsnorm();
+        let block = kernel.params.iter().find(|p| p.name == "BLOCK_SIZE").expect("a block parameter").clone();
+        let output = kernel.args.iter_mut().find(|a| a.name == "out").expect("an output");
+        output.length = Some(format!("ceil_div(rows * 64, {})", block.name));
+        let smallest = *block.values.iter().min().expect("values");
+        let problems = problems(&kernel).unwrap();
+        let rows = kernel.shapes[0]["rows"];
+        let length = problems[0].args.iter().find_map(|a| match a {
+            Arg::Buffer { name, length, .. } if name == "out" => Some(*length as i64),
+            _ => None,
+        });
+        assert_eq!(length, Some((rows * 64 + smallest - 1) / smallest));
     }
 
     #[test]
