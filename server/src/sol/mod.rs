@@ -16,7 +16,7 @@ pub use measure::{ceilings_for, measured, Found};
 
 use crate::gpu::worker::data::element_bytes;
 use crate::space::{self, Configuration};
-use crate::spec::{expr, KernelSpec, Shape, SolCompute};
+use crate::spec::{expr, KernelSpec, Role, Shape, SolCompute};
 
 /// What the device can do at best: the rates the bound divides by.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -142,13 +142,12 @@ impl Bound {
 
 /// The bound of `config` (the default configuration when `None`) on `shape`.
 ///
-/// Bytes come from `sol.bytes` when the spec has it. Otherwise every buffer argument counts
-/// once, at its length times its element size, and every texture once, at its texels times
-/// its texel size: inputs read, outputs written, and in-outs once
-/// too. Templatize marks every non-const pointer in-out, even one the kernel only writes, and
-/// counting those twice could put the bound above a correct kernel's time; the bound must stay
-/// a lower bound, since a time below it is flagged as an error. Flops come from `sol.flops`,
-/// else 0, at the rate `sol.compute` names (FP32 by default).
+/// Bytes come from `sol.bytes` when the spec has it. Otherwise every buffer argument counts at
+/// its length times its element size, once for an input or an output and twice for an in-out
+/// (read, then written), and every texture once, at its texels times its texel size.
+/// Templatize gives a buffer the role the kernel's body shows (following aliases, casts and the
+/// file's own functions), so that in-out means read and written. Flops come from
+/// `sol.flops`, else 0, at the rate `sol.compute` names (FP32 by default).
 ///
 /// Expressions see the shape's sizes, the configuration's parameters and the scalar arguments,
 /// as grid and block do. An error names the field and the expression.
@@ -182,7 +181,9 @@ pub fn bound_for(kernel: &KernelSpec, shape: &Shape, config: Option<&Configurati
             let mut bytes = 0.0;
             for arg in &kernel.args {
                 if let Some(length) = &arg.length {
-                    bytes += evaluate(&format!("length of argument `{}`", arg.name), length)? * element_bytes(arg.dtype) as f64;
+                    // An in-out buffer is read and then written: its bytes cross twice.
+                    let passes = if arg.role == Some(Role::InOut) { 2.0 } else { 1.0 };
+                    bytes += passes * evaluate(&format!("length of argument `{}`", arg.name), length)? * element_bytes(arg.dtype) as f64;
                 }
                 if let Some(texture) = &arg.texture {
                     let mut values = texture.channels as f64 * element_bytes(arg.dtype) as f64;

@@ -37,15 +37,19 @@ fn rmsnorm_8192_at_3001_gbs_is_bound_at_89_4_us() {
 }
 
 #[test]
-fn default_bytes_count_every_buffer_once_in_outs_included() {
-    // The example's `out` is in-out (templatize marks it so), `in` and `weight` are inputs.
-    let (kernel, shape) = rmsnorm_8192();
+fn default_bytes_count_inputs_and_outputs_once_and_in_outs_twice() {
+    // The example's `out` is written only, `in` and `weight` are read.
+    let (mut kernel, shape) = rmsnorm_8192();
     assert!(kernel.sol.bytes.is_none());
-    assert_eq!(kernel.args.iter().find(|a| a.name == "out").and_then(|a| a.role), Some(crate::spec::Role::InOut));
+    assert_eq!(kernel.args.iter().find(|a| a.name == "out").and_then(|a| a.role), Some(crate::spec::Role::Output));
     let bound = bound_for(&kernel, &shape, None, &measured_h100()).unwrap();
     assert_eq!(bound.bytes, (2 * 8192 * 8192 * 2 + 8192 * 2) as f64);
     assert!((bound.memory_us - 89.45).abs() < 0.01, "{bound:?}");
     assert_eq!(bound.flops, 0.0);
+    // Updated in place, the same buffer crosses twice.
+    kernel.args.iter_mut().find(|a| a.name == "out").expect("out").role = Some(crate::spec::Role::InOut);
+    let in_place = bound_for(&kernel, &shape, None, &measured_h100()).unwrap();
+    assert_eq!(in_place.bytes, (3 * 8192 * 8192 * 2 + 8192 * 2) as f64);
 }
 
 #[test]

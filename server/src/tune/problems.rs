@@ -146,7 +146,7 @@ mod tests {
         assert_eq!(problems.len(), 1);
         assert_eq!(problems[0].label, "hidden=4096 rows=4095");
         let Arg::Buffer { length, role, .. } = &problems[0].args[0] else { panic!("{:?}", problems[0].args[0]) };
-        assert_eq!((*length, *role), (4095 * 4096, Role::InOut));
+        assert_eq!((*length, *role), (4095 * 4096, Role::Output));
         let Arg::Scalar { name, value, .. } = &problems[0].args[3] else { panic!() };
         assert_eq!((name.as_str(), *value), ("hidden", 4096.0));
         let Arg::Scalar { value, .. } = &problems[0].args[4] else { panic!() };
