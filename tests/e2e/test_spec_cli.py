@@ -91,6 +91,20 @@ def test_check_reports_an_edited_baseline_as_a_warning(tmp_path):
     assert "warning: the baseline source does not match its sha256" in result.stdout
 
 
+def test_check_warns_of_an_in_out_buffer_the_original_kernel_only_writes(tmp_path):
+    # Specs written before roles were read from the body marked every non-const pointer in-out;
+    # the bound counts an in-out buffer twice.
+    baseline = "__global__ void scale(float* x, int n) { x[threadIdx.x] = 1.0f; }\n"
+    text = VALID_SPEC.replace(BASELINE, baseline).replace(hashlib.sha256(BASELINE.encode()).hexdigest(), hashlib.sha256(baseline.encode()).hexdigest())
+    spec = write(tmp_path, "scale.cutune.toml", text)
+    result = cutune("spec", "check", str(spec))
+    assert result.returncode == 0, result.stdout
+    line_of = next(i for i, l in enumerate(text.splitlines()) if l == 'role = "inout"') + 1
+    assert f'{spec}:{line_of}:8: warning: `x` is in-out, but the original kernel only writes it: the bound counts an in-out buffer twice; its role is "output"' in result.stdout.splitlines(), result.stdout
+    fixed = write(tmp_path, "scale.cutune.toml", text.replace('role = "inout"', 'role = "output"'))
+    assert cutune("spec", "check", str(fixed)).stdout == f"{fixed}: 0 errors, 0 warnings\n"
+
+
 @pytest.mark.parametrize(
     ("content", "expected"),
     [

@@ -284,6 +284,7 @@ impl<'t> Checker<'t> {
         self.check_verify(k, kernel);
         self.check_sol(k, kernel);
         self.check_baseline(k, kernel);
+        self.check_roles(k, kernel);
         self.check_default_configuration(k, kernel, &parsed);
     }
 
@@ -547,6 +548,33 @@ impl<'t> Checker<'t> {
                 compute.as_str()
             );
             self.at(Severity::Warning, &[K("kernels"), I(k), K("sol"), K("compute")], message);
+        }
+    }
+
+    /// Holds each in-out buffer up against what the original kernel does with it: the bound
+    /// counts an in-out buffer twice, so one the kernel only writes (or only reads) would put
+    /// the bound above what a correct kernel can reach. Specs written before roles were read
+    /// from the body marked every non-const pointer in-out.
+    fn check_roles(&mut self, k: usize, kernel: &KernelSpec) {
+        if is_unknown(&kernel.baseline.source) {
+            return;
+        }
+        let original = crate::syntax::Document::new(kernel.baseline.source.clone());
+        let Some(tree) = original.tree() else { return };
+        let text = original.text();
+        let is_kernel = |f: &tree_sitter::Node| crate::syntax::host::function_name(text, *f).is_some_and(|n| n == kernel.name) && f.child_by_field_name("body").is_some();
+        let Some(body) = crate::syntax::descendants(tree.root_node()).filter(|n| n.kind() == "function_definition").find(is_kernel).and_then(|f| f.child_by_field_name("body")) else { return };
+        for (a, arg) in kernel.args.iter().enumerate() {
+            if arg.role != Some(Role::InOut) {
+                continue;
+            }
+            let (does, role) = match crate::syntax::access_of(text, body, &arg.name) {
+                crate::syntax::Access::ReadsAndWrites | crate::syntax::Access::Untouched => continue,
+                crate::syntax::Access::Writes => ("only writes", "output"),
+                crate::syntax::Access::Reads => ("only reads", "input"),
+            };
+            let message = format!("`{}` is in-out, but the original kernel {does} it: the bound counts an in-out buffer twice; its role is \"{role}\"", arg.name);
+            self.at(Severity::Warning, &[K("kernels"), I(k), K("args"), I(a), K("role")], message);
         }
     }
 

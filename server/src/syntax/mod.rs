@@ -2,6 +2,7 @@
 //!
 //! Parsing never fails: a broken file still yields a model, plus its syntax errors.
 
+mod access;
 mod checks;
 mod consteval;
 mod document;
@@ -15,6 +16,7 @@ pub mod host;
 mod incremental;
 mod model;
 
+pub use access::{access_of, Access};
 pub use consteval::{eval as eval_constant, parse_int_literal, size_of_type};
 pub use float_eval::eval_float;
 pub use checks::{check, format_bytes, Finding, Severity};

@@ -14,7 +14,7 @@ use super::texture;
 use crate::slice::{device_slice, SliceOptions};
 use crate::spec::{expr, sha256_hex, ArgSpec, Baseline, Compare, Dtype, Init, KernelSpec, ParamKind, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
 use crate::syntax::host::{declared_name, driver_launches};
-use crate::syntax::{descendants, identifiers_in, Document, Kernel, LaunchSite, Param, TemplateParamKind};
+use crate::syntax::{access_of, descendants, identifiers_in, Access, Document, Kernel, LaunchSite, Param, TemplateParamKind};
 use crate::workspace::HostDocument;
 
 /// What the scaffold found besides the spec: where the launch it read is, and the launch
@@ -600,7 +600,7 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         (1, Some(len)) => len,
         (lanes, Some(len)) => format!("({len}) * {lanes}"),
     };
-    let role = if p.is_const { Role::Input } else { body.map_or(Role::InOut, |b| role_of(doc.text(), b, &p.name, 0)) };
+    let role = if p.is_const { Role::Input } else { body.map_or(Role::InOut, |b| role_for(access_of(doc.text(), b, &p.name))) };
     let init = match role {
         Role::Output => None,
         _ if dtype.is_float() => Some(Init::Uniform { low: -1.0, high: 1.0 }),
@@ -702,123 +702,13 @@ fn dtype_of(ty: &str) -> Option<(Dtype, u32)> {
     })
 }
 
-/// How many calls deep [`role_of`] follows a buffer into the file's own functions.
-const MAX_ROLE_DEPTH: usize = 4;
-
-/// Whether the kernel writes the buffer `name` points to, reads it, or both, following pointers
-/// derived from it (`half* row = out + offset`) and into the file's functions it is passed to
-/// (`store(out + i, v)`), `depth` calls down.
-fn role_of(text: &str, body: Node, name: &str, depth: usize) -> Role {
-    let mut names: BTreeSet<String> = BTreeSet::from([name.to_string()]);
-    // Aliases first: declarations whose initial value mentions a tracked pointer.
-    for node in descendants(body) {
-        if node.kind() == "init_declarator" {
-            let value = node.child_by_field_name("value").map(|v| &text[v.byte_range()]).unwrap_or("");
-            let declarator = node.child_by_field_name("declarator");
-            if declarator.is_some_and(|d| d.kind() == "pointer_declarator") && identifiers_in(value).any(|w| names.contains(w)) {
-                if let Some(alias) = declarator.and_then(declared_name) {
-                    names.insert(text[alias.byte_range()].to_string());
-                }
-            }
-        }
+/// The spec's role for what the kernel does with a buffer.
+fn role_for(access: Access) -> Role {
+    match access {
+        Access::Reads | Access::Untouched => Role::Input,
+        Access::Writes => Role::Output,
+        Access::ReadsAndWrites => Role::InOut,
     }
-    let (mut reads, mut writes) = (false, false);
-    for node in descendants(body) {
-        if node.kind() != "identifier" || !names.contains(&text[node.byte_range()]) {
-            continue;
-        }
-        // `*reinterpret_cast<uint4*>(out + i) = v` writes `out` as `out[i] = v` does.
-        let Some(pointer) = pointer_of(text, node) else { continue };
-        let Some(parent) = pointer.parent() else { continue };
-        let access = match parent.kind() {
-            // `pos[i].x += v` writes `pos` as much as `pos[i] += v` does.
-            "subscript_expression" if parent.child_by_field_name("argument") == Some(pointer) => std::iter::successors(Some(parent), |n| n.parent().filter(|p| p.kind() == "field_expression")).last().unwrap_or(parent),
-            "pointer_expression" if text[parent.byte_range()].starts_with('*') => parent,
-            // Declarations, aliases and comparisons: the accesses through the alias count.
-            "init_declarator" | "pointer_declarator" | "binary_expression" | "parameter_declaration" => continue,
-            // Passed to a function of the file: what that function does with it.
-            "argument_list" if depth < MAX_ROLE_DEPTH => {
-                let role = passed_role(text, parent, pointer, depth);
-                reads |= role != Role::Output;
-                writes |= role != Role::Input;
-                continue;
-            }
-            // Passed on elsewhere (`atomicAdd(out, v)`): assume both.
-            _ => {
-                reads = true;
-                writes = true;
-                continue;
-            }
-        };
-        match access.parent() {
-            Some(a) if a.kind() == "assignment_expression" && a.child_by_field_name("left") == Some(access) => {
-                writes = true;
-                if a.child_by_field_name("operator").is_some_and(|op| &text[op.byte_range()] != "=") {
-                    reads = true;
-                }
-            }
-            Some(u) if u.kind() == "update_expression" || (u.kind() == "pointer_expression" && text[u.byte_range()].starts_with('&')) => {
-                reads = true;
-                writes = true;
-            }
-            _ => reads = true,
-        }
-    }
-    match (reads, writes) {
-        (true, true) => Role::InOut,
-        (false, true) => Role::Output,
-        _ => Role::Input,
-    }
-}
-
-/// What the function called with `arguments` does with the buffer passed as `argument`: read,
-/// write or both, from its body when the file defines it; both when it does not (`atomicAdd`).
-fn passed_role(text: &str, arguments: Node, argument: Node, depth: usize) -> Role {
-    let callee = arguments.parent().filter(|c| c.kind() == "call_expression").and_then(|c| c.child_by_field_name("function"));
-    let callee = callee.map(|f| f.child_by_field_name("name").unwrap_or(f)).map(|f| &text[f.byte_range()]);
-    let mut cursor = arguments.walk();
-    let index = arguments.named_children(&mut cursor).position(|a| a == argument);
-    let root = std::iter::successors(Some(arguments), |n| n.parent()).last().expect("a node has a root");
-    let definition = callee.and_then(|name| crate::syntax::host::functions(text, root).into_iter().find(|(f, _)| *f == name).map(|(_, node)| node));
-    let parameter = definition.zip(index).and_then(|(d, i)| crate::syntax::host::parameters(text, d).into_iter().nth(i)).filter(|p| !p.name.is_empty());
-    match (definition.and_then(|d| d.child_by_field_name("body")), parameter) {
-        (Some(body), Some(parameter)) => role_of(text, body, &parameter.name, depth + 1),
-        _ => Role::InOut,
-    }
-}
-
-/// The expression that still points into the buffer `identifier` names: the identifier with
-/// the pointer arithmetic (`out + i`), parentheses and pointer casts (`(float4*)p`,
-/// `reinterpret_cast<uint4*>(p)`) around it. `None` where it becomes a number: an alignment
-/// test (`(unsigned long long)(p) % 16`) neither reads nor writes the buffer.
-fn pointer_of<'t>(text: &str, identifier: Node<'t>) -> Option<Node<'t>> {
-    const CASTS: [&str; 3] = ["reinterpret_cast", "static_cast", "const_cast"];
-    let mut current = identifier;
-    while let Some(parent) = current.parent() {
-        match parent.kind() {
-            "parenthesized_expression" => {}
-            "binary_expression" if matches!(parent.child_by_field_name("operator").map(|o| &text[o.byte_range()]), Some("+" | "-")) => {}
-            "cast_expression" => {
-                let to_pointer = parent.child_by_field_name("type").is_some_and(|t| text[t.byte_range()].contains('*'));
-                if !to_pointer {
-                    return None;
-                }
-            }
-            "argument_list" => {
-                let call = parent.parent().filter(|c| c.kind() == "call_expression");
-                let cast = call.and_then(|c| c.child_by_field_name("function")).filter(|f| f.kind() == "template_function");
-                let Some(cast) = cast.filter(|f| f.child_by_field_name("name").is_some_and(|n| CASTS.contains(&&text[n.byte_range()]))) else { break };
-                if !cast.child_by_field_name("arguments").is_some_and(|a| text[a.byte_range()].contains('*')) {
-                    return None;
-                }
-                current = call.expect("a cast is a call");
-                continue;
-            }
-            _ => break,
-        }
-        current = parent;
-    }
-    Some(current)
 }
 
 fn contains_call(text: &str, body: Node, function: &str) -> bool {
@@ -837,34 +727,6 @@ mod tests {
     fn c_division_truncates_in_the_spec_too() {
         assert_eq!(c_division("(n + B - 1) / B"), "(n + B - 1) // B");
         assert_eq!(c_division("a // b / c"), "a // b // c");
-    }
-
-    fn role_in(source: &str, name: &str) -> Role {
-        let doc = Document::new(source.to_string());
-        let root = doc.tree().expect("parses").root_node();
-        let kernel = descendants(root).filter(|n| n.kind() == "function_definition").find(|f| doc.text()[f.byte_range()].contains("__global__")).expect("a kernel");
-        role_of(doc.text(), kernel.child_by_field_name("body").expect("a body"), name, 0)
-    }
-
-    #[test]
-    fn roles_follow_casts_aliases_and_the_files_functions() {
-        let aligned = "__global__ void k(float* out, const float* in, int n) {
-            float* row = out + blockIdx.x * n;
-            bool aligned = (unsigned long long)(row) % 16 == 0;
-            if (aligned) { *reinterpret_cast<float4*>(row + 4 * threadIdx.x) = make_float4(0, 0, 0, 0); }
-            else { row[threadIdx.x] = in[threadIdx.x]; }
-        }";
-        assert_eq!(role_in(aligned, "out"), Role::Output);
-        let cast_only = "__global__ void k(float* out) { *((float2*)out + threadIdx.x) = make_float2(1, 2); }";
-        assert_eq!(role_in(cast_only, "out"), Role::Output);
-        let helpers = "__device__ void put(float* p, float v) { p[0] = v; }
-            __device__ void bump(float* p, float v) { p[0] += v; }
-            __global__ void k(float* a, float* b, float* c) { put(a + threadIdx.x, 1.0f); bump(b, 2.0f); atomicAdd(c, 1.0f); }";
-        assert_eq!(role_in(helpers, "a"), Role::Output);
-        assert_eq!(role_in(helpers, "b"), Role::InOut);
-        assert_eq!(role_in(helpers, "c"), Role::InOut);
-        let read_back = "__global__ void k(float* y, int n) { y[threadIdx.x] = 1.0f; __syncthreads(); float s = y[n - 1 - threadIdx.x]; y[threadIdx.x] = s; }";
-        assert_eq!(role_in(read_back, "y"), Role::InOut);
     }
 
     #[test]

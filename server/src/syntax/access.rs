@@ -1,0 +1,180 @@
+//! What a kernel does with the buffers its pointer parameters point to: read them, write them,
+//! or both. Templatize gives the spec's roles from it, and `spec check` holds a spec's roles up
+//! against the original kernel, since the bound counts a buffer read and written twice.
+
+use std::collections::BTreeSet;
+
+use tree_sitter::Node;
+
+use super::host::declared_name;
+use super::{descendants, identifiers_in};
+
+/// What a kernel does with a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Neither read nor written through the pointer (passed as `NULL`, or not used).
+    Untouched,
+    Reads,
+    Writes,
+    ReadsAndWrites,
+}
+
+/// How many calls deep [`access_of`] follows a buffer into the file's own functions.
+const MAX_ROLE_DEPTH: usize = 4;
+
+/// Whether the kernel whose body is `body` writes the buffer `name` points to, reads it, or both,
+/// following pointers derived from it (`half* row = out + offset`), pointer casts and the
+/// file's functions it is passed to (`store(out + i, v)`).
+pub fn access_of(text: &str, body: Node, name: &str) -> Access {
+    access_at_depth(text, body, name, 0)
+}
+
+fn access_at_depth(text: &str, body: Node, name: &str, depth: usize) -> Access {
+    let mut names: BTreeSet<String> = BTreeSet::from([name.to_string()]);
+    // Aliases first: declarations whose initial value mentions a tracked pointer.
+    for node in descendants(body) {
+        if node.kind() == "init_declarator" {
+            let value = node.child_by_field_name("value").map(|v| &text[v.byte_range()]).unwrap_or("");
+            let declarator = node.child_by_field_name("declarator");
+            if declarator.is_some_and(|d| d.kind() == "pointer_declarator") && identifiers_in(value).any(|w| names.contains(w)) {
+                if let Some(alias) = declarator.and_then(declared_name) {
+                    names.insert(text[alias.byte_range()].to_string());
+                }
+            }
+        }
+    }
+    let (mut reads, mut writes) = (false, false);
+    for node in descendants(body) {
+        if node.kind() != "identifier" || !names.contains(&text[node.byte_range()]) {
+            continue;
+        }
+        // `*reinterpret_cast<uint4*>(out + i) = v` writes `out` as `out[i] = v` does.
+        let Some(pointer) = pointer_of(text, node) else { continue };
+        let Some(parent) = pointer.parent() else { continue };
+        let access = match parent.kind() {
+            // `pos[i].x += v` writes `pos` as much as `pos[i] += v` does.
+            "subscript_expression" if parent.child_by_field_name("argument") == Some(pointer) => std::iter::successors(Some(parent), |n| n.parent().filter(|p| p.kind() == "field_expression")).last().unwrap_or(parent),
+            "pointer_expression" if text[parent.byte_range()].starts_with('*') => parent,
+            // Declarations, aliases and comparisons: the accesses through the alias count.
+            "init_declarator" | "pointer_declarator" | "binary_expression" | "parameter_declaration" => continue,
+            // Passed to a function of the file: what that function does with it.
+            "argument_list" if depth < MAX_ROLE_DEPTH => {
+                let access = passed_access(text, parent, pointer, depth);
+                reads |= matches!(access, Access::Reads | Access::ReadsAndWrites);
+                writes |= matches!(access, Access::Writes | Access::ReadsAndWrites);
+                continue;
+            }
+            // Passed on elsewhere (`atomicAdd(out, v)`): assume both.
+            _ => {
+                reads = true;
+                writes = true;
+                continue;
+            }
+        };
+        match access.parent() {
+            Some(a) if a.kind() == "assignment_expression" && a.child_by_field_name("left") == Some(access) => {
+                writes = true;
+                if a.child_by_field_name("operator").is_some_and(|op| &text[op.byte_range()] != "=") {
+                    reads = true;
+                }
+            }
+            Some(u) if u.kind() == "update_expression" || (u.kind() == "pointer_expression" && text[u.byte_range()].starts_with('&')) => {
+                reads = true;
+                writes = true;
+            }
+            _ => reads = true,
+        }
+    }
+    match (reads, writes) {
+        (true, true) => Access::ReadsAndWrites,
+        (false, true) => Access::Writes,
+        (true, false) => Access::Reads,
+        (false, false) => Access::Untouched,
+    }
+}
+
+/// What the function called with `arguments` does with the buffer passed as `argument`: read,
+/// write or both, from its body when the file defines it; both when it does not (`atomicAdd`).
+fn passed_access(text: &str, arguments: Node, argument: Node, depth: usize) -> Access {
+    let callee = arguments.parent().filter(|c| c.kind() == "call_expression").and_then(|c| c.child_by_field_name("function"));
+    let callee = callee.map(|f| f.child_by_field_name("name").unwrap_or(f)).map(|f| &text[f.byte_range()]);
+    let mut cursor = arguments.walk();
+    let index = arguments.named_children(&mut cursor).position(|a| a == argument);
+    let root = std::iter::successors(Some(arguments), |n| n.parent()).last().expect("a node has a root");
+    let definition = callee.and_then(|name| super::host::functions(text, root).into_iter().find(|(f, _)| *f == name).map(|(_, node)| node));
+    let parameter = definition.zip(index).and_then(|(d, i)| super::host::parameters(text, d).into_iter().nth(i)).filter(|p| !p.name.is_empty());
+    match (definition.and_then(|d| d.child_by_field_name("body")), parameter) {
+        (Some(body), Some(parameter)) => access_at_depth(text, body, &parameter.name, depth + 1),
+        _ => Access::ReadsAndWrites,
+    }
+}
+
+/// The expression that still points into the buffer `identifier` names: the identifier with
+/// the pointer arithmetic (`out + i`), parentheses and pointer casts (`(float4*)p`,
+/// `reinterpret_cast<uint4*>(p)`) around it. `None` where it becomes a number: an alignment
+/// test (`(unsigned long long)(p) % 16`) neither reads nor writes the buffer.
+fn pointer_of<'t>(text: &str, identifier: Node<'t>) -> Option<Node<'t>> {
+    const CASTS: [&str; 3] = ["reinterpret_cast", "static_cast", "const_cast"];
+    let mut current = identifier;
+    while let Some(parent) = current.parent() {
+        match parent.kind() {
+            "parenthesized_expression" => {}
+            "binary_expression" if matches!(parent.child_by_field_name("operator").map(|o| &text[o.byte_range()]), Some("+" | "-")) => {}
+            "cast_expression" => {
+                let to_pointer = parent.child_by_field_name("type").is_some_and(|t| text[t.byte_range()].contains('*'));
+                if !to_pointer {
+                    return None;
+                }
+            }
+            "argument_list" => {
+                let call = parent.parent().filter(|c| c.kind() == "call_expression");
+                let cast = call.and_then(|c| c.child_by_field_name("function")).filter(|f| f.kind() == "template_function");
+                let Some(cast) = cast.filter(|f| f.child_by_field_name("name").is_some_and(|n| CASTS.contains(&&text[n.byte_range()]))) else { break };
+                if !cast.child_by_field_name("arguments").is_some_and(|a| text[a.byte_range()].contains('*')) {
+                    return None;
+                }
+                current = call.expect("a cast is a call");
+                continue;
+            }
+            _ => break,
+        }
+        current = parent;
+    }
+    Some(current)
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::Document;
+
+    fn access_in(source: &str, name: &str) -> Access {
+        let doc = Document::new(source.to_string());
+        let root = doc.tree().expect("parses").root_node();
+        let kernel = descendants(root).filter(|n| n.kind() == "function_definition").find(|f| doc.text()[f.byte_range()].contains("__global__")).expect("a kernel");
+        access_of(doc.text(), kernel.child_by_field_name("body").expect("a body"), name)
+    }
+
+    #[test]
+    fn accesses_follow_casts_aliases_and_the_files_functions() {
+        let aligned = "__global__ void k(float* out, const float* in, int n) {
+            float* row = out + blockIdx.x * n;
+            bool aligned = (unsigned long long)(row) % 16 == 0;
+            if (aligned) { *reinterpret_cast<float4*>(row + 4 * threadIdx.x) = make_float4(0, 0, 0, 0); }
+            else { row[threadIdx.x] = in[threadIdx.x]; }
+        }";
+        assert_eq!(access_in(aligned, "out"), Access::Writes);
+        let cast_only = "__global__ void k(float* out) { *((float2*)out + threadIdx.x) = make_float2(1, 2); }";
+        assert_eq!(access_in(cast_only, "out"), Access::Writes);
+        let helpers = "__device__ void put(float* p, float v) { p[0] = v; }
+            __device__ void bump(float* p, float v) { p[0] += v; }
+            __global__ void k(float* a, float* b, float* c) { put(a + threadIdx.x, 1.0f); bump(b, 2.0f); atomicAdd(c, 1.0f); }";
+        assert_eq!(access_in(helpers, "a"), Access::Writes);
+        assert_eq!(access_in(helpers, "b"), Access::ReadsAndWrites);
+        assert_eq!(access_in(helpers, "c"), Access::ReadsAndWrites);
+        let read_back = "__global__ void k(float* y, int n) { y[threadIdx.x] = 1.0f; __syncthreads(); float s = y[n - 1 - threadIdx.x]; y[threadIdx.x] = s; }";
+        assert_eq!(access_in(read_back, "y"), Access::ReadsAndWrites);
+    }
+
+}
