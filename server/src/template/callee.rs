@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use tree_sitter::Node;
 
+use super::host::{matching_paren, rename_identifiers_in};
 use crate::spec::expr::{self, BinaryOp, CompareOp, Expr, ExprKind, Function};
 use crate::syntax::{descendants, identifiers_in};
 
@@ -156,7 +157,7 @@ impl Reader<'_> {
     fn value_of(&self, text: &str, target: &str, state: &State) -> Slot {
         let mut reads = Vec::new();
         let mut known = true;
-        let value = rename(text, |word| {
+        let value = rename_identifiers_in(text, |word| {
             let is_out = self.outs.iter().any(|o| o == word);
             let slot = state.values.get(word);
             match slot {
@@ -188,7 +189,7 @@ impl Reader<'_> {
     /// now; `None` when one of them has none.
     fn condition_of(&self, text: &str, state: &State) -> Option<String> {
         let mut known = true;
-        let value = rename(text, |word| match state.values.get(word).map(|s| &s.value) {
+        let value = rename_identifiers_in(text, |word| match state.values.get(word).map(|s| &s.value) {
             Some(Some(value)) => Some(format!("({value})")),
             Some(None) => {
                 known = false;
@@ -258,40 +259,6 @@ fn merged(condition: Option<&str>, if_true: State, if_false: State) -> State {
     out
 }
 
-/// `text` with each identifier (not a member: `prop.x`'s `x` stays) that `replace` gives a
-/// value for replaced.
-fn rename(text: &str, mut replace: impl FnMut(&str) -> Option<String>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut word = String::new();
-    let mut previous = ' ';
-    let flush = |word: &mut String, out: &mut String, after_dot: bool, replace: &mut dyn FnMut(&str) -> Option<String>| {
-        if word.is_empty() {
-            return;
-        }
-        let is_name = word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
-        match (is_name && !after_dot).then(|| replace(word)).flatten() {
-            Some(value) => out.push_str(&value),
-            None => out.push_str(word),
-        }
-        word.clear();
-    };
-    let mut word_after_dot = false;
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() || c == '_' {
-            if word.is_empty() {
-                word_after_dot = previous == '.' || (previous == '>' && out.ends_with("->"));
-            }
-            word.push(c);
-        } else {
-            flush(&mut word, &mut out, word_after_dot, &mut replace);
-            out.push(c);
-        }
-        previous = c;
-    }
-    flush(&mut word, &mut out, word_after_dot, &mut replace);
-    out
-}
-
 /// `text` with each conditional whose condition `resolve` settles replaced by the branch it
 /// takes: `(kind < 3) ? (a) : (b)` is `(b)` where `kind` is 6.
 pub(super) fn settled_conditionals(text: &str, resolve: &dyn Fn(&str) -> Option<i64>) -> String {
@@ -311,7 +278,7 @@ fn settled_in_groups(text: &str, resolve: &dyn Fn(&str) -> Option<i64>) -> Strin
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(open) = rest.find('(') {
-        let Some(close) = closing(&rest[open..]).map(|c| open + c) else { break };
+        let Some(close) = matching_paren(&rest[open..]).map(|c| open + c) else { break };
         out.push_str(&rest[..=open]);
         out.push_str(&settled_conditionals(&rest[open + 1..close], resolve));
         out.push(')');
@@ -350,24 +317,6 @@ fn top_level_conditional(text: &str) -> Option<(usize, usize)> {
                     return Some((question?, i));
                 }
                 nested -= 1;
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The offset of the `)` that closes the `(` `text` starts with.
-fn closing(text: &str) -> Option<usize> {
-    let mut depth = 0;
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
             }
             _ => {}
         }

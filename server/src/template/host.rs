@@ -1465,7 +1465,7 @@ fn matching_open_angle(text: &str) -> Option<usize> {
 }
 
 /// The index of the `)` that closes the `(` `text` starts with.
-fn matching_paren(text: &str) -> Option<usize> {
+pub(super) fn matching_paren(text: &str) -> Option<usize> {
     balancing_position(text.char_indices(), '(', ')', 0)
 }
 
@@ -1865,25 +1865,30 @@ fn without_float_casts(text: &str) -> String {
     ["float", "double"].iter().fold(out, |out, function| replace_calls(&out, function, |inner| Some(format!("({inner})"))))
 }
 
-pub(super) fn rename_identifiers_in(text: &str, rename: impl Fn(&str) -> Option<String>) -> String {
+pub(super) fn rename_identifiers_in(text: &str, mut rename: impl FnMut(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut word = String::new();
-    let flush = |word: &mut String, out: &mut String| {
+    // A member (`grid.x`, `p->n`) is the object's, whatever else shares its name.
+    let mut is_member = false;
+    let mut flush = |word: &mut String, out: &mut String, is_member: bool| {
         if !word.is_empty() {
             let starts_ident = word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
-            out.push_str(&starts_ident.then(|| rename(word)).flatten().unwrap_or_else(|| word.clone()));
+            out.push_str(&(starts_ident && !is_member).then(|| rename(word)).flatten().unwrap_or_else(|| word.clone()));
             word.clear();
         }
     };
     for c in text.chars() {
         if c.is_ascii_alphanumeric() || c == '_' {
+            if word.is_empty() {
+                is_member = out.ends_with('.') || out.ends_with("->");
+            }
             word.push(c);
         } else {
-            flush(&mut word, &mut out);
+            flush(&mut word, &mut out, is_member);
             out.push(c);
         }
     }
-    flush(&mut word, &mut out);
+    flush(&mut word, &mut out, is_member);
     out
 }
 
