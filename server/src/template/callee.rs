@@ -16,7 +16,8 @@ const DEVICE_LIMITS: [&str; 6] = ["maxGridSize", "maxThreadsPerBlock", "maxThrea
 
 /// The value each of `outs` (the callee's reference parameters) holds when `body` returns, in
 /// the callee's names, for those the body sets; `None` where it cannot be told: set in a loop or
-/// a `switch`, from the callee's own state, or after a `return` under a condition.
+/// a `switch`, or from the callee's own state; all are `None` when the body may return early
+/// (a `return` under a condition), which this reading does not follow.
 ///
 /// Statements are read in order. An `if` whose condition `decide` settles takes that branch; one
 /// it does not gives each name the branches set differently a conditional, `(c) ? (a) : (b)`;
@@ -52,7 +53,7 @@ struct State {
     versions: HashMap<String, u32>,
     /// The statements read so far end in a `return`.
     returned: bool,
-    /// A `return` under a condition was passed: what is set afterwards holds only sometimes.
+    /// A `return` under a condition was passed: what the body leaves holds only sometimes.
     tainted_after_return: bool,
 }
 
