@@ -556,12 +556,12 @@ impl<'t> Checker<'t> {
     /// the bound above what a correct kernel can reach. Specs written before roles were read
     /// from the body marked every non-const pointer in-out.
     fn check_roles(&mut self, k: usize, kernel: &KernelSpec) {
-        if is_unknown(&kernel.baseline.source) {
+        // Parsed only when there is an in-out buffer to check: this runs on every edit of a spec.
+        if is_unknown(&kernel.baseline.source) || !kernel.args.iter().any(|a| a.role == Some(Role::InOut)) {
             return;
         }
-        let original = crate::syntax::Document::new(kernel.baseline.source.clone());
-        let Some(tree) = original.tree() else { return };
-        let text = original.text();
+        let text = kernel.baseline.source.as_str();
+        let tree = crate::syntax::parse_source(text);
         let is_kernel = |f: &tree_sitter::Node| crate::syntax::host::function_name(text, *f).is_some_and(|n| n == kernel.name) && f.child_by_field_name("body").is_some();
         let Some(body) = crate::syntax::descendants(tree.root_node()).filter(|n| n.kind() == "function_definition").find(is_kernel).and_then(|f| f.child_by_field_name("body")) else { return };
         for (a, arg) in kernel.args.iter().enumerate() {

@@ -163,10 +163,11 @@ impl<'d> Scope<'d> {
         for node in body.into_iter().flat_map(descendants) {
             let (target, value) = match node.kind() {
                 "call_expression" => {
-                    let callee = node.child_by_field_name("function").map(|f| bare_name(&text[f.byte_range()]).to_string());
-                    for (name, value) in out_arguments(text, node, graph) {
-                        set_by.extend(callee.clone().map(|c| (name.clone(), c)));
-                        values.push((name, value, node.start_byte()));
+                    if let Some((callee, set)) = out_arguments(text, node, graph) {
+                        for (name, value) in set {
+                            set_by.insert(name.clone(), callee.to_string());
+                            values.push((name, value, node.start_byte()));
+                        }
                     }
                     continue;
                 }
@@ -1280,11 +1281,12 @@ fn dispatched_constants(text: &str, body: Node) -> HashMap<String, String> {
 /// (see [`callee::reference_values`]): conditions that the literal arguments settle take their
 /// branch, the others stay conditionals for the launch's own branch to settle. `?` when the
 /// value cannot be told: the value from before the call no longer holds either way.
-fn out_arguments<'d>(text: &str, call: Node, graph: &CallGraph<'d>) -> Vec<(String, String)> {
-    let Some(callee) = call.child_by_field_name("function").map(|f| f.child_by_field_name("name").unwrap_or(f)) else { return Vec::new() };
-    let Some(&(callee_text, definition)) = graph.definitions.get(bare_name(&text[callee.byte_range()])) else { return Vec::new() };
+fn out_arguments<'t>(text: &'t str, call: Node, graph: &CallGraph) -> Option<(&'t str, Vec<(String, String)>)> {
+    let callee = call.child_by_field_name("function").map(|f| f.child_by_field_name("name").unwrap_or(f))?;
+    let callee = bare_name(&text[callee.byte_range()]);
+    let &(callee_text, definition) = graph.definitions.get(callee)?;
     let params = parameters(callee_text, definition);
-    let (Some(body), true) = (definition.child_by_field_name("body"), params.iter().any(|p| p.out)) else { return Vec::new() };
+    let (Some(body), true) = (definition.child_by_field_name("body"), params.iter().any(|p| p.out)) else { return None };
     let args = call.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
     let argument = |word: &str| params.iter().position(|p| p.name == word).and_then(|i| args.get(i)).map(|a| a.trim());
     let in_caller_names = |value: &str| {
@@ -1302,7 +1304,7 @@ fn out_arguments<'d>(text: &str, call: Node, graph: &CallGraph<'d>) -> Vec<(Stri
         let Some(arg) = argument(&param).filter(|a| is_identifier(a)) else { continue };
         out.push((arg.to_string(), value.map_or_else(|| UNKNOWN.to_string(), |v| in_caller_names(&v))));
     }
-    out
+    Some((callee, out))
 }
 
 /// The call paths that reach `launcher`, those of the program's own run first: a path through a
