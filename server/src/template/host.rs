@@ -1322,7 +1322,7 @@ fn call_paths<'d>(graph: &CallGraph<'d>, launcher: Frame<'d>) -> Vec<Vec<Frame<'
 }
 
 /// Follows the calls of the last frame's function upwards, collecting every path that ends at a
-/// function nobody calls (or at the depth limit).
+/// function nobody else on the path calls (or at the depth limit).
 fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<Vec<Frame<'d>>>) {
     if out.len() >= MAX_PATHS_READ {
         return;
@@ -1330,14 +1330,13 @@ fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<V
     let last = path.last().expect("paths start with the launcher");
     let name = last.scope.body.and_then(|b| b.parent()).and_then(|f| function_name(last.text, f));
     let callers = name.filter(|_| path.len() < MAX_DEPTH).map(|n| graph.callers_of(bare_name(n))).unwrap_or_default();
+    // A caller already on the path (recursion) leads nowhere new.
+    let callers: Vec<_> = callers.into_iter().filter(|call| !path.iter().any(|f| f.scope.body == call.caller.child_by_field_name("body"))).collect();
     if callers.is_empty() {
         out.push(path);
         return;
     }
     for call in callers {
-        if path.iter().any(|f| f.scope.body == call.caller.child_by_field_name("body")) {
-            continue;
-        }
         let mut next = path.clone();
         next.last_mut().expect("paths start with the launcher").called_by = Some(call);
         next.push(Frame::of(call.text, call.caller, call.node.start_byte(), graph));

@@ -26,15 +26,27 @@ impl Default for Limits {
 }
 
 /// The workspace root for `start` (a file or folder): the nearest ancestor holding `.cutune`,
-/// `compile_commands.json` or `.git`, else `start`'s own folder.
+/// `compile_commands.json` or `.git`, else `start`'s own folder. A folder that root's
+/// `.gitignore` leaves out (vendored code, a checkout of another project) is no part of its
+/// index, so there the root is the outermost ignored folder above `start`.
 pub fn find_root(start: &Path) -> PathBuf {
     let start = start.canonicalize().unwrap_or_else(|_| start.to_path_buf());
     let folder = if start.is_dir() { start.clone() } else { start.parent().map(Path::to_path_buf).unwrap_or_default() };
-    folder
-        .ancestors()
-        .find(|dir| is_marked_root(dir))
-        .map(Path::to_path_buf)
-        .unwrap_or(folder)
+    let Some(marked) = folder.ancestors().find(|dir| is_marked_root(dir)) else { return folder };
+    outermost_ignored(marked, &folder).unwrap_or_else(|| marked.to_path_buf())
+}
+
+/// The outermost folder from `root` down to `folder` that `root`'s ignore files exclude.
+fn outermost_ignored(root: &Path, folder: &Path) -> Option<PathBuf> {
+    let mut rules = ignore::gitignore::GitignoreBuilder::new(root);
+    for name in [".gitignore", ".ignore"] {
+        // A missing or unreadable file adds no rules.
+        let _ = rules.add(root.join(name));
+    }
+    let rules = rules.build().ok()?;
+    let mut below_root: Vec<&Path> = folder.ancestors().take_while(|dir| *dir != root).collect();
+    below_root.reverse();
+    below_root.into_iter().find(|dir| rules.matched(dir, true).is_ignore()).map(Path::to_path_buf)
 }
 
 /// Whether `dir` holds what makes a folder a workspace root: `.cutune`, `compile_commands.json`

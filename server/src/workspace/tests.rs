@@ -41,6 +41,18 @@ fn the_root_is_the_nearest_folder_with_a_marker() {
 }
 
 #[test]
+fn a_folder_the_root_ignores_is_a_root_of_its_own() {
+    let scratch = Scratch::new("ignored_root");
+    scratch.write("proj/.cutune", "");
+    scratch.write("proj/.gitignore", "/vendor/\n*.o\n");
+    let vendored = scratch.write("proj/vendor/lib/src/k.cu", "");
+    let own = scratch.write("proj/src/k.cu", "");
+    assert_eq!(find_root(&vendored), scratch.0.join("proj/vendor"));
+    assert_eq!(find_root(&scratch.0.join("proj/vendor/lib")), scratch.0.join("proj/vendor"));
+    assert_eq!(find_root(&own), scratch.0.join("proj"));
+}
+
+#[test]
 fn the_index_reads_sources_respects_gitignore_and_its_limits() {
     let scratch = Scratch::new("walk");
     scratch.write(".gitignore", "build/\n");
