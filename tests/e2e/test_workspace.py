@@ -115,6 +115,22 @@ def test_a_kernel_in_a_header_gets_its_launch_type_and_sizes_from_other_files(tm
     assert json.loads(check.stdout)["failed"] == 0
 
 
+def test_a_project_checked_out_in_a_folder_the_outer_repository_ignores_is_read_as_its_own(tmp_path: Path):
+    # `vendor/` is ignored by the outer repository, whose index leaves it out: the vendored
+    # project is a workspace of its own, where its launches are.
+    outer = tmp_path / "outer"
+    (outer / ".git").mkdir(parents=True)
+    (outer / ".gitignore").write_text("/vendor/\n")
+    root = outer / "vendor" / "split_files"
+    shutil.copytree(WORKSPACE / "split_files", root, ignore=shutil.ignore_patterns("compile_commands.json"))
+    spec, report = templatized_spec_and_report(root, "kernels.cuh", "axpy")
+    assert "launch.cuh:7" in report
+    assert spec["shapes"][0] == {"n": 4194304}
+    survey = cutune("survey", str(outer / "vendor"), "--json")
+    assert survey.returncode == 0, survey.stderr
+    assert json.loads(survey.stdout)["root"] == str((outer / "vendor").resolve())
+
+
 def test_a_kernel_launched_through_a_function_pointer_and_a_typedef_from_a_header(tmp_path: Path):
     root = project(tmp_path, "function_pointer")
     run = cutune("templatize", "copy.cu", "--kernel", "copy_plain", "--write", cwd=root)
