@@ -4,6 +4,7 @@ workspace edit of the `.cu` file (the same text as `cutune templatize`) and of i
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import tomllib
 from pathlib import Path
@@ -182,3 +183,51 @@ async def test_a_spec_with_a_syntax_error_gets_one_diagnostic_at_it(client, tmp_
     [d] = published.diagnostics
     assert d.severity == types.DiagnosticSeverity.Error
     assert d.range.start.line in (2, 3)
+
+
+ROWS_KERNEL = """\
+// Adds a bias to every row of a matrix: a line over eighty columns the formatter leaves alone.
+__global__ void add_bias(float *out, const float *in, const float *bias, int cols) {
+    const float *row = in + (size_t)blockIdx.x * cols;
+    float *out_row = out + (size_t)blockIdx.x * cols;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) {
+        out_row[i] = row[i] + bias[i];
+    }
+}
+
+void add_bias_rows(float *out, const float *in, const float *bias, int rows, int cols) {
+    add_bias<<<rows, 128>>>(out, in, bias, cols);
+}
+"""
+
+
+def templatize_rows(folder: Path, style: str | None) -> tuple[str, str]:
+    """The file `cutune templatize --write` leaves, and what it said, with clang-format (pip's)
+    on the PATH and `style` as the project's .clang-format."""
+    folder.mkdir()
+    (folder / ".cutune").write_text("")
+    if style is not None:
+        (folder / ".clang-format").write_text(style)
+    source = folder / "rows.cu"
+    source.write_text(ROWS_KERNEL)
+    env = {**os.environ, "PATH": f"{REPO / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    run = subprocess.run([str(CUTUNE_BIN), "templatize", str(source), "--kernel", "add_bias", "--write"], capture_output=True, text=True, env=env, check=True)
+    return source.read_text(), run.stderr
+
+
+def test_the_lines_templatize_writes_follow_the_files_indentation_and_the_projects_clang_format(tmp_path: Path):
+    plain, said = templatize_rows(tmp_path / "plain", None)
+    assert "clang-format" not in said
+    # Without a style: the file's own four-space step, the moved loop bodies one step deeper.
+    assert "\n    {\n        typedef typename cutune_bits<ADD_BIAS_VEC * sizeof(float)>::type float_bits;\n" in plain
+    assert "\n            for (int i_lane = 0; i_lane < ADD_BIAS_VEC; ++i_lane) {\n                out_row_v[i_lane] = row_v[i_lane] + bias_v[i_lane];\n            }\n" in plain
+
+    formatted, said = templatize_rows(tmp_path / "styled", "BasedOnStyle: LLVM\nIndentWidth: 4\nColumnLimit: 80\n")
+    assert "formatted with clang-format" in said
+    original = ROWS_KERNEL.splitlines()
+    new = formatted.splitlines()
+    # Every line of the user's that templatize did not change is still there, long or not.
+    assert original[1] in new and len(original[1]) > 80
+    written = [line for line in new if line not in original and "<<<" not in line]
+    assert written and all(len(line) <= 80 for line in written), [line for line in written if len(line) > 80]
+    assert "        const bool i_aligned =\n            (unsigned long long)out_row % (ADD_BIAS_VEC * sizeof(float)) == 0 &&\n" in formatted

@@ -27,8 +27,11 @@ pub fn run(args: &TemplatizeArgs) -> Result<()> {
     let text = read_source(&args.file)?;
     let hosts = crate::workspace::host_documents_near(&args.file, &args.kernel);
     let root = crate::workspace::find_root(&args.file);
-    let result = template::templatize_in_workspace(&text, &args.kernel, &args.file, &crate::slice::SliceOptions::for_file(&args.file), &hosts, &root).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    let mut result = template::templatize_in_workspace(&text, &args.kernel, &args.file, &crate::slice::SliceOptions::for_file(&args.file), &hosts, &root).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     eprint!("{}", template::report(&args.file, &result));
+    if template::format_changes(&mut result, &text, &args.file, &template::ClangFormat) {
+        eprintln!("{}: the changed lines are formatted with clang-format and the project's .clang-format", args.file.display());
+    }
     let spec_path = spec::spec_path_for(&args.file);
     let old_spec = read_spec(&spec_path)?;
     let source_name = args.file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();

@@ -106,7 +106,8 @@ pub fn templatize_edit(uri: &Uri, doc: &Document, version: i32, kernel: &str, en
         None => crate::workspace::host_documents_near(&source_path, kernel),
     };
     let root = workspace.map_or_else(|| crate::workspace::find_root(&source_path), |w| w.root().to_path_buf());
-    let result = template::templatize_in_workspace(doc.text(), kernel, &source_path, &SliceOptions::for_file(&source_path), &hosts, &root).map_err(|e| e.to_string())?;
+    let mut result = template::templatize_in_workspace(doc.text(), kernel, &source_path, &SliceOptions::for_file(&source_path), &hosts, &root).map_err(|e| e.to_string())?;
+    template::format_changes(&mut result, doc.text(), &source_path, &template::ClangFormat);
     let spec_path = spec::spec_path_for(&source_path);
     let spec_uri = Uri::from_file_path(&spec_path).ok_or_else(|| format!("cannot name the spec file {}", spec_path.display()))?;
     let old_spec_text = open_text(&spec_uri).or_else(|| std::fs::read_to_string(&spec_path).ok());

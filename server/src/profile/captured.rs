@@ -9,7 +9,7 @@ use cutune_capture::report::{CaptureFile, CapturedParam, CAPTURE_EXTENSION};
 
 use crate::gpu::worker::data;
 use crate::spec::{environment, expr, CaptureSpec, Dtype, KernelSpec, ParamKind, ParamSpec, Role, Shape, UNKNOWN};
-use crate::syntax::identifiers_in;
+use crate::syntax::{identifiers_in, is_identifier};
 
 use super::kernel_name;
 
@@ -232,10 +232,6 @@ fn product_of_sizes(sizes: &[(String, i64)], elements: u64) -> Option<String> {
         }
     }
     None
-}
-
-fn is_identifier(text: &str) -> bool {
-    text.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn format_number(value: f64) -> String {

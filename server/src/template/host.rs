@@ -11,7 +11,7 @@ use super::callee;
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::host::{address_taken, call_args, calls_by_callee, declared_name, function_name, functions, local_types, parameters, Call};
-use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, size_of_type, Document, LaunchSite};
+use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, is_identifier, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
 const TEXTURE_CALLS: [&str; 3] = ["cudaCreateTextureObject", "cudaMallocArray", "cudaMalloc3DArray"];
@@ -1089,10 +1089,6 @@ fn frame_name(frame: &Frame) -> String {
 
 fn join(values: &[i64]) -> String {
     values.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
-}
-
-fn is_identifier(text: &str) -> bool {
-    text.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// `block_sizes[j]` where the frame has `int block_sizes[] = {32, 64, 128}`: the first element's

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use tree_sitter::Node;
 
-use super::{Note, Outcome, Rewrite, TextEdit, Transform, Unit};
+use super::{define_guard, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
 use crate::syntax::{descendants, parse_int_literal, Span, TemplateParamKind, TunableKind};
 
@@ -89,7 +89,7 @@ impl Transform for TemplateParams {
             let at_launches: Vec<(i64, u32)> = unit
                 .model
                 .launches_of(&unit.kernel.name)
-                .filter_map(|l| Some((l.template_args.get(index)?.value?, l.span.start.line + 1)))
+                .filter_map(|l| Some((l.template_args.get(index)?.value?, unit.line_at(l.span))))
                 .collect();
             let from_default = tp.default.as_deref().and_then(|d| parse_int_literal(d.trim()));
             let from_host = unit.host_instantiation.get(index).and_then(|v| v.as_ref());
@@ -97,12 +97,12 @@ impl Transform for TemplateParams {
                 (Some(&(value, _)), _, _) => value,
                 (None, Some(value), _) => value,
                 (None, None, Some(host)) => {
-                    rewrite.notes.push(Note { line: Some(tp.span.start.line + 1), message: format!("template parameter `{}` is {} at the launch in {}", tp.name, host.value, host.origin) });
+                    rewrite.notes.push(Note { line: Some(unit.line_at(tp.span)), message: format!("template parameter `{}` is {} at the launch in {}", tp.name, host.value, host.origin) });
                     host.value
                 }
                 (None, None, None) => {
                     rewrite.notes.push(Note {
-                        line: Some(tp.span.start.line + 1),
+                        line: Some(unit.line_at(tp.span)),
                         message: format!("template parameter `{}` has no value in this file (no launch instantiates it): give it one in the spec", tp.name),
                     });
                     continue;
@@ -117,7 +117,7 @@ impl Transform for TemplateParams {
             if instantiated.len() > 1 {
                 let seen: Vec<String> = at_launches.iter().map(|(v, line)| format!("{v} (line {line})")).collect();
                 rewrite.notes.push(Note {
-                    line: Some(tp.span.start.line + 1),
+                    line: Some(unit.line_at(tp.span)),
                     message: format!("launches instantiate `{}` differently: {}; the spec tries those values and starts from {default}", tp.name, seen.join(", ")),
                 });
             }
@@ -165,7 +165,7 @@ impl Transform for Defines {
                 continue;
             }
             let Some(define) = unit.model.defines.iter().find(|d| d.name == name) else { continue };
-            let line = Some(define.span.start.line + 1);
+            let line = Some(unit.line_at(define.span));
             if FIXED_NAMES.contains(&name) {
                 continue;
             }
@@ -181,7 +181,7 @@ impl Transform for Defines {
             } else {
                 factor_values(default)
             };
-            let origin = format!("`#define {name}` at line {}", define.span.start.line + 1);
+            let origin = format!("`#define {name}` at line {}", unit.line_at(define.span));
             rewrite.params.push(param(name, ParamKind::Define, default, values, origin));
             lifted.push(name.to_string());
             if !is_overridable(unit, name, define.span) {
@@ -214,7 +214,7 @@ fn tie_tiles_to_defines(unit: &Unit, rewrite: &mut Rewrite) {
         let [define] = matching.as_slice() else { continue };
         rewrite.edits.push(TextEdit { range: site.span.start_byte..site.span.end_byte, new_text: define.name.clone() });
         rewrite.notes.push(Note {
-            line: Some(site.span.start.line + 1),
+            line: Some(unit.line_at(site.span)),
             message: format!("shared array dimension {value} is now `{}`, which has that value, so the array follows it", define.name),
         });
     }
@@ -225,7 +225,7 @@ fn define_param(unit: &Unit, name: &str, used_at: &str) -> Option<ParamSpec> {
     let d = unit.model.defines.iter().find(|d| d.name == name)?;
     let default = d.value.filter(|_| is_int_literal(&d.value_text))?;
     let values = if default == 0 { vec![1, 2, 4, 8] } else { factor_values(default) };
-    Some(param(name, ParamKind::Define, default, values, format!("`#define {name}` at line {}, used by {used_at}", d.span.start.line + 1)))
+    Some(param(name, ParamKind::Define, default, values, format!("`#define {name}` at line {}, used by {used_at}", unit.line_at(d.span))))
 }
 
 /// Whether the define already sits in an `#ifndef NAME` guard of its own name.
@@ -272,7 +272,7 @@ impl Transform for BlockSize {
         }
         let mut block = None;
         for launch in &launches {
-            let line = launch.block.span.start.line + 1;
+            let line = unit.line_at(launch.block.span);
             let text = launch.block.text.trim();
             let value = match block_source(unit, launch, text) {
                 BlockSource::Literal(value) => value,
@@ -355,7 +355,7 @@ impl Transform for BlockSize {
         rewrite.edits.sort_by_key(|e| e.range.start);
         rewrite.edits.dedup();
         rewrite.notes.dedup();
-        let lines: Vec<String> = launches.iter().map(|l| (l.span.start.line + 1).to_string()).collect();
+        let lines: Vec<String> = launches.iter().map(|l| unit.line_at(l.span).to_string()).collect();
         let origin = format!("block size {b} of the launches at line {}", lines.join(", "));
         rewrite.params.push(param(&name, ParamKind::Define, b, block_values(), origin));
         rewrite.summary = format!("block size {b} is `{name}` at {} launch(es) and {} place(s) in the kernel", launches.len(), rewritten_in_kernel.len());
@@ -419,7 +419,7 @@ fn block_source(unit: &Unit, launch: &crate::syntax::LaunchSite, text: &str) -> 
         Some(ConstantValue::Name(name)) => return BlockSource::ConstantOfDefine(name),
         None => {}
     }
-    let line = launch.block.span.start.line + 1;
+    let line = unit.line_at(launch.block.span);
     BlockSource::RunTime(format!("the block size `{text}` at line {line} is chosen by the host code at run time: see launch-choices"))
 }
 
@@ -506,7 +506,7 @@ fn enumerators(node: Node) -> impl Iterator<Item = Node> {
 /// follow.
 fn lift_constant(unit: &Unit, constant: &str, value: i64, literal: Span) -> Outcome {
     let name = unit.fresh_name("BLOCK_SIZE");
-    let line = literal.start.line + 1;
+    let line = unit.line_at(literal);
     Outcome::Applied(Rewrite {
         edits: vec![
             unit.define_block_at(literal.start_byte.min(unit.kernel.span.start_byte), &name, &value.to_string()),
@@ -525,10 +525,10 @@ fn lift_define_behind_constant(unit: &Unit, constant: &str, define: &str) -> Out
         return Outcome::Refused(Note { line: None, message: format!("the block size `{constant}` is `{define}`, which this file does not define") });
     };
     let Some(value) = d.value.filter(|_| is_int_literal(&d.value_text)) else {
-        return Outcome::Refused(Note { line: Some(d.span.start.line + 1), message: format!("`{define}` is not an integer literal: not lifted") });
+        return Outcome::Refused(Note { line: Some(unit.line_at(d.span)), message: format!("`{define}` is not an integer literal: not lifted") });
     };
     let edits = if is_overridable(unit, define, d.span) { Vec::new() } else { vec![wrap_in_ifndef(unit, define, d.span)] };
-    let origin = format!("block size `{constant}` = `{define}` = {value} at line {}", d.span.start.line + 1);
+    let origin = format!("block size `{constant}` = `{define}` = {value} at line {}", unit.line_at(d.span));
     Outcome::Applied(Rewrite {
         edits,
         params: vec![param(define, ParamKind::Define, value, block_values(), origin)],
@@ -618,7 +618,7 @@ impl Transform for MinBlocksPerSm {
         }
         let default = min_blocks.value.expect("an integer literal has a value");
         let name = unit.fresh_name("MIN_BLOCKS");
-        let origin = format!("`__launch_bounds__` minimum blocks per SM at line {}", min_blocks.span.start.line + 1);
+        let origin = format!("`__launch_bounds__` minimum blocks per SM at line {}", unit.line_at(min_blocks.span));
         Outcome::Applied(Rewrite {
             edits: vec![
                 unit.define_block(&name, &default.to_string()),
@@ -648,7 +648,7 @@ fn unroll_constant(name: &str) -> String {
 /// The parameter's guard followed by the constant the pragma reads.
 fn unroll_parameter_block(unit: &Unit, name: &str, value: i64) -> TextEdit {
     let mut edit = unit.define_block(name, &value.to_string());
-    edit.new_text.push_str(&format!("enum {{ {} = {name} }};\n", unroll_constant(name)));
+    edit.new_text = format!("{}enum {{ {} = {name} }};\n\n", define_guard(name, &value.to_string()), unroll_constant(name));
     edit
 }
 
@@ -753,7 +753,7 @@ impl Transform for SharedPadding {
         let mut rewrite = Rewrite::default();
         let mut names: Vec<String> = Vec::new();
         for tile in tiles {
-            let line = tile.span.start.line + 1;
+            let line = unit.line_at(tile.span);
             let padded_by = unit.model.defines.iter().find(|d| d.name.contains("PAD") && super::contains_identifier(&tile.dims[1].text, &d.name));
             if let Some(pad) = padded_by {
                 rewrite.notes.push(Note { line: Some(line), message: format!("`{}` is already padded by `{}`", tile.name, pad.name) });

@@ -10,11 +10,14 @@ mod apply;
 mod bounds;
 mod callee;
 mod host;
+mod format;
+mod layout;
 mod lift;
 mod scaffold;
 mod strategy;
 mod texture;
 
+pub use format::{format_changes, ClangFormat, Formatter};
 pub use apply::{apply_defaults, current_values, AppliedDefaults};
 
 use std::ops::Range;
@@ -81,6 +84,53 @@ pub struct Unit<'a> {
     /// What a launch in another file instantiates each template parameter with, where it is an
     /// integer the host code settles (`const uint BM = 64;` in the launcher).
     pub host_instantiation: &'a [Option<scaffold::HostValue>],
+    /// How the lines of `doc` map back to the user's file, before earlier transforms.
+    pub origins: &'a LineOrigins,
+}
+
+/// The line edits of the transforms applied so far, to say every line in the user's file as
+/// it was, not in the text the earlier transforms left.
+#[derive(Default)]
+pub struct LineOrigins {
+    /// Per applied rewrite, its edits as (first line, lines removed, lines added), 0-based, in
+    /// the text before it, in order.
+    rewrites: Vec<Vec<(u32, u32, u32)>>,
+}
+
+impl LineOrigins {
+    fn record(&mut self, before: &str, edits: &[TextEdit]) {
+        let mut shifts: Vec<(u32, u32, u32)> = edits
+            .iter()
+            .map(|e| {
+                let newlines = |t: &str| t.matches('\n').count() as u32;
+                (newlines(&before[..e.range.start]), newlines(&before[e.range.clone()]), newlines(&e.new_text))
+            })
+            .collect();
+        shifts.sort_unstable();
+        self.rewrites.push(shifts);
+    }
+
+    /// The 0-based line of the original text that `line` of the current text came from; a line
+    /// a rewrite wrote is the line the rewrite starts at.
+    fn original(&self, line: u32) -> u32 {
+        self.rewrites.iter().rev().fold(line, |line, shifts| line_before(shifts, line))
+    }
+}
+
+/// The line of the text before one rewrite's `shifts` that `line` of the text after it came from.
+fn line_before(shifts: &[(u32, u32, u32)], line: u32) -> u32 {
+    let mut delta: i64 = 0;
+    for &(first, removed, added) in shifts {
+        let start = (first as i64 + delta) as u32;
+        if line < start {
+            break;
+        }
+        if line <= start + added {
+            return first;
+        }
+        delta += added as i64 - removed as i64;
+    }
+    (line as i64 - delta) as u32
 }
 
 impl<'a> Unit<'a> {
@@ -101,9 +151,14 @@ impl<'a> Unit<'a> {
         self.kernel_node()?.child_by_field_name("body")
     }
 
-    /// 1-based line of a byte offset.
+    /// 1-based line of a byte offset, in the user's file as it was before templatize.
     pub fn line_of(&self, offset: usize) -> u32 {
-        self.doc.position(crate::syntax::Encoding::Utf8, offset).line + 1
+        self.origins.original(self.doc.position(crate::syntax::Encoding::Utf8, offset).line) + 1
+    }
+
+    /// 1-based line, in the user's file, where `span` starts.
+    pub fn line_at(&self, span: Span) -> u32 {
+        self.line_of(span.start_byte)
     }
 
     /// A name for a new parameter that no identifier in the file uses yet.
@@ -128,7 +183,8 @@ impl<'a> Unit<'a> {
     /// the kernel.
     pub fn define_block_at(&self, offset: usize, name: &str, value: &str) -> TextEdit {
         let at = line_start(self.text(), offset);
-        TextEdit { range: at..at, new_text: format!("#ifndef {name}\n#define {name} {value}\n#endif\n") }
+        // A blank line parts it from what follows, as a person would leave one.
+        TextEdit { range: at..at, new_text: format!("{}\n", define_guard(name, value)) }
     }
 
     /// Start of the line where the kernel's leading comments (or the kernel) begin.
@@ -258,13 +314,15 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     let mut params: Vec<ParamSpec> = Vec::new();
     let mut restrictions: Vec<String> = Vec::new();
     let mut reports = Vec::new();
+    let mut origins = LineOrigins::default();
     for transform in lift::transforms() {
         let model = current.model().clone();
         let k = model.kernel(kernel).expect("every kept rewrite keeps the kernel");
-        let unit = Unit { doc: &current, model: &model, kernel: k, prefix: &prefix, lifted: &params, host_instantiation: &host_instantiation };
+        let unit = Unit { doc: &current, model: &model, kernel: k, prefix: &prefix, lifted: &params, host_instantiation: &host_instantiation, origins: &origins };
         let report = match transform.apply(&unit) {
             Outcome::Applied(rewrite) => match rewritten(&current, kernel, &rewrite.edits) {
                 Ok(next) => {
+                    origins.record(current.text(), &rewrite.edits);
                     params.extend(rewrite.params);
                     restrictions.extend(rewrite.restrictions);
                     current = next;
@@ -277,7 +335,10 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
         };
         reports.push(report);
     }
-    let inferred = scaffold::infer(&original, &current, kernel, params, restrictions, slice_options, hosts);
+    let mut inferred = scaffold::infer(&original, &current, kernel, params, restrictions, slice_options, hosts);
+    if let Some(launch) = inferred.launch.as_mut().filter(|l| l.other_file.is_none()) {
+        launch.line = origins.original(launch.line - 1) + 1;
+    }
     reports.push(launch_report(&inferred));
     let spec = inferred.spec;
     let edits = line_edits(text, current.text());
@@ -455,6 +516,11 @@ fn line_offsets(text: &str) -> Vec<usize> {
     starts
 }
 
+/// `#define name value` unless the build defines `name`.
+fn define_guard(name: &str, value: &str) -> String {
+    format!("#ifndef {name}\n#define {name} {value}\n#endif\n")
+}
+
 fn line_start(text: &str, offset: usize) -> usize {
     text[..offset].rfind('\n').map_or(0, |i| i + 1)
 }
@@ -498,6 +564,26 @@ mod tests {
         let edits = line_edits(old, new);
         assert_eq!(apply_edits(old, &edits).unwrap(), new);
         assert_eq!(edits.len(), 2, "{edits:?}");
+    }
+
+    #[test]
+    fn lines_after_rewrites_are_said_as_they_were_in_the_users_file() {
+        let original = "a\nb\nloop\nc\n";
+        let mut origins = LineOrigins::default();
+        // Two lines inserted above `a`, then `loop` replaced by three lines.
+        let insert = [TextEdit { range: 0..0, new_text: "#x\n#y\n".into() }];
+        origins.record(original, &insert);
+        let once = apply_edits(original, &insert).unwrap();
+        let at = once.find("loop").unwrap();
+        let replace = [TextEdit { range: at..at + 4, new_text: "#if\nloop\n#else".into() }];
+        origins.record(&once, &replace);
+        let twice = apply_edits(&once, &replace).unwrap();
+        let line_of = |needle: &str| twice[..twice.find(needle).unwrap()].matches('\n').count() as u32;
+        assert_eq!(origins.original(line_of("#x")), 0);
+        assert_eq!(origins.original(line_of("a")), 0);
+        assert_eq!(origins.original(line_of("b")), 1);
+        assert_eq!(origins.original(line_of("#else")), 2);
+        assert_eq!(origins.original(line_of("c")), 3);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use tree_sitter::Node;
 
+use super::layout::{indent_step, joined, leading_whitespace, operand, shifted};
 use super::{contains_identifier, line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
 use crate::syntax::{descendants, identifiers_in, size_of_type};
@@ -136,7 +137,7 @@ impl Transform for GridStrideItems {
         for launch in &launches {
             let grid = launch.grid.text.trim();
             if grid.starts_with("dim3") || grid.contains(',') {
-                return Outcome::Refused(Note { line: Some(launch.span.start.line + 1), message: format!("the grid `{grid}` is not one-dimensional") });
+                return Outcome::Refused(Note { line: Some(unit.line_at(launch.span)), message: format!("the grid `{grid}` is not one-dimensional") });
             }
         }
         let name = unit.fresh_name("ITEMS_PER_THREAD");
@@ -328,7 +329,7 @@ fn vec_bits_edit(unit: &Unit) -> TextEdit {
          template <> struct cutune_bits<4> {{ typedef unsigned int type; }};\n\
          template <> struct cutune_bits<8> {{ typedef uint2 type; }};\n\
          template <> struct cutune_bits<16> {{ typedef uint4 type; }};\n\
-         #endif\n"
+         #endif\n\n"
     );
     edit
 }
@@ -357,15 +358,25 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) 
     let text = unit.text();
     let start = loop_start_with_pragmas(text, l.node.start_byte());
     let original = &text[start..l.node.end_byte()];
-    let loop_line = &text[line_start(text, l.node.start_byte())..l.node.end_byte()];
-    let indent: String = loop_line.chars().take_while(|c| c.is_whitespace()).collect();
-    let (i, ty, end) = (&l.var, &l.var_type, l.end.trim());
+    let indent = leading_whitespace(&text[line_start(text, l.node.start_byte())..]);
+    let step = indent_step(text);
+    let (inner, innermost) = (format!("{indent}{step}"), format!("{indent}{step}{step}"));
+    let (i, ty, end) = (&l.var, &l.var_type, operand(&l.end));
     let vec_i = local_name(unit, &format!("{i}_vec"));
     let lane = local_name(unit, &format!("{i}_lane"));
     let limit = local_name(unit, &format!("{i}_vec_end"));
     let aligned = local_name(unit, &format!("{i}_aligned"));
     let locals: Vec<(String, &Access)> = accesses.iter().map(|a| (local_name(unit, &format!("{}_v", a.pointer)), a)).collect();
-    let bits = |a: &Access| format!("typename cutune_bits<{vec} * sizeof({})>::type", a.element);
+    // One name per element type for the register that holds `{vec}` of them.
+    let mut bit_types: Vec<(String, String)> = Vec::new();
+    for a in accesses {
+        let element = plain_element(&a.element);
+        if !bit_types.iter().any(|(e, _)| *e == element) {
+            let name = local_name(unit, &format!("{}_bits", element.replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_")));
+            bit_types.push((element, name));
+        }
+    }
+    let bits = |a: &Access| bit_types.iter().find(|(e, _)| *e == plain_element(&a.element)).expect("every element has a type").1.clone();
 
     // The body with every `p[i]` read from and written to the lane of a local vector.
     let mut lane_body = String::new();
@@ -381,30 +392,34 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) 
     }
     lane_body.push_str(&text[at..l.body.end_byte()]);
 
-    let guard: Vec<String> = accesses.iter().map(|a| format!("(unsigned long long)({}) % ({vec} * sizeof({})) == 0", a.pointer, a.element)).collect();
-    let mut out = String::new();
-    out.push_str(&format!("#if {vec} == 1\n{original}\n#else\n"));
-    out.push_str(&format!("{indent}{{\n"));
-    out.push_str(&format!("{indent}  const bool {aligned} = {};\n", guard.join(" && ")));
-    out.push_str(&format!("{indent}  const {ty} {limit} = {aligned} ? ({end}) - ({end}) % {vec} : 0;\n"));
-    out.push_str(&format!("{indent}  for ({ty} {vec_i} = threadIdx.x * {vec}; {vec_i} < {limit}; {vec_i} += blockDim.x * {vec}) {{\n"));
+    let guard: Vec<String> = accesses.iter().map(|a| format!("(unsigned long long){} % ({vec} * sizeof({})) == 0", operand(&a.pointer), plain_element(&a.element))).collect();
+    let mut out = format!("#if {vec} == 1\n{original}\n#else\n{indent}{{\n");
+    for (element, name) in &bit_types {
+        out.push_str(&format!("{inner}typedef typename cutune_bits<{vec} * sizeof({element})>::type {name};\n"));
+    }
+    out.push_str(&joined(&format!("{inner}const bool {aligned} = "), &guard, "&&", ";\n"));
+    out.push_str(&format!("{inner}const {ty} {limit} = {aligned} ? {end} - {end} % {vec} : 0;\n"));
+    out.push_str(&format!("{inner}for ({ty} {vec_i} = threadIdx.x * {vec}; {vec_i} < {limit}; {vec_i} += blockDim.x * {vec}) {{\n"));
     // Each vector lives in a register of the access's size, viewed as elements by the lanes.
     for (local, a) in &locals {
-        let element = a.element.replace("const ", "").replace("__restrict__", "").trim().to_string();
-        let read = if a.read { format!(" = *reinterpret_cast<const {}*>({} + {vec_i})", bits(a), a.pointer) } else { String::new() };
-        out.push_str(&format!("{indent}    {} {local}_bits{read};\n", bits(a)));
-        out.push_str(&format!("{indent}    {element}* {local} = reinterpret_cast<{element}*>(&{local}_bits);\n"));
+        let (element, bits) = (plain_element(&a.element), bits(a));
+        let read = if a.read { format!(" = *reinterpret_cast<const {bits}*>({} + {vec_i})", a.pointer) } else { String::new() };
+        out.push_str(&format!("{innermost}{bits} {local}_bits{read};\n"));
+        out.push_str(&format!("{innermost}{element}* {local} = reinterpret_cast<{element}*>(&{local}_bits);\n"));
     }
     // A loop of a constant `{vec}` trips: the compiler unrolls it without being asked.
-    out.push_str(&format!("{indent}    for (int {lane} = 0; {lane} < {vec}; ++{lane}) {lane_body}\n"));
+    out.push_str(&format!("{innermost}for (int {lane} = 0; {lane} < {vec}; ++{lane}) {}\n", shifted(&lane_body, &format!("{step}{step}"))));
     for (local, a) in locals.iter().filter(|(_, a)| a.written) {
-        out.push_str(&format!("{indent}    *reinterpret_cast<{b}*>({p} + {vec_i}) = {local}_bits;\n", b = bits(a), p = a.pointer));
+        out.push_str(&format!("{innermost}*reinterpret_cast<{}*>({} + {vec_i}) = {local}_bits;\n", bits(a), a.pointer));
     }
-    out.push_str(&format!("{indent}  }}\n"));
-    out.push_str(&format!(
-        "{indent}  for ({ty} {i} = {limit} + threadIdx.x; {i} < {end}; {i} += blockDim.x) {}\n",
-        &text[l.body.byte_range()]
-    ));
+    out.push_str(&format!("{inner}}}\n"));
+    let tail_body = shifted(&text[l.body.byte_range()], &step);
+    out.push_str(&format!("{inner}for ({ty} {i} = {limit} + threadIdx.x; {i} < {end}; {i} += blockDim.x) {tail_body}\n"));
     out.push_str(&format!("{indent}}}\n#endif"));
     out
+}
+
+/// An element type without its qualifiers: `const half __restrict__` → `half`.
+fn plain_element(element: &str) -> String {
+    element.split_whitespace().filter(|w| !matches!(*w, "const" | "__restrict__" | "__restrict" | "volatile")).collect::<Vec<_>>().join(" ")
 }
