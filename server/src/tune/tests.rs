@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::gpu::{DeviceInfo, Problem, Timing, Verdict};
+use crate::gpu::{DeviceInfo, Kernel, Problem, Timing, Verdict};
 use crate::spec::{self, Shape};
 
 /// Times each configuration by its `BLOCK_SIZE`, as recorded measurements.

@@ -1,0 +1,61 @@
+//! The baseline stage: the original kernel and the verification kernels, compiled side by side
+//! with the search's first candidates, the baseline measured, and the speed-of-light bound the
+//! run is judged against.
+
+use anyhow::{anyhow, Context, Result};
+
+use super::search_loop::{Feed, Proposals};
+use super::{verification, Observer, Session, Tools};
+use crate::gpu::{Kernel, Module, Runner, Timing};
+use crate::sol::{self, RunBound};
+use crate::space::Configuration;
+use crate::spec::KernelSpec;
+
+/// Compiles the baseline (the original kernel) and the verification kernels ahead of the first
+/// candidates, which the search proposes meanwhile, and has the runner measure the baseline.
+/// Returns its timings and the proposals that need no compile.
+pub(super) fn prepare(session: &Session, feed: &mut Feed, runner: &mut dyn Runner, observer: &mut dyn Observer) -> Result<(Vec<Timing>, Proposals)> {
+    let kernel = session.kernel;
+    let (baseline_kernel, harness, early) = match &session.pool {
+        Some(pool) => {
+            const BASELINE: usize = usize::MAX;
+            const HARNESS: usize = usize::MAX - 1;
+            pool.submit(vec![(BASELINE, verification::baseline_request(kernel, &session.arch)), (HARNESS, verification::harness_request(&session.arch))]);
+            let early = if observer.cancelled() { Vec::new() } else { feed.ask(session)? };
+            let (mut baseline, mut harness) = (None, None);
+            let mut candidates = Vec::new();
+            while baseline.is_none() || harness.is_none() {
+                let built = pool.recv().ok_or_else(|| anyhow!("the compiler threads stopped"))?;
+                match built.id {
+                    BASELINE => baseline = Some(built.result),
+                    HARNESS => harness = Some(built.result),
+                    _ => candidates.push(built),
+                }
+            }
+            // Candidates that came back first (cached ones) are measured after the baseline.
+            pool.put_back(candidates);
+            let baseline = baseline.expect("received").map_err(|f| anyhow!("the baseline (the original `{}`) does not compile: {}\n{}", kernel.name, f.message, f.log.trim_end()))?;
+            let harness = harness.expect("received").map_err(|f| anyhow!("cutune's verification kernels do not compile with this NVRTC: {}\n{}", f.message, f.log.trim_end()))?;
+            let launches = session.launches(&Configuration::default_of(kernel)).map_err(|i| anyhow!("the baseline's launch: {}", i.reason))?;
+            (Kernel { module: Module { cubin: baseline.cubin, function: baseline.function }, launches }, harness.cubin, early)
+        }
+        None => (Kernel { module: Module { cubin: Default::default(), function: kernel.name.clone() }, launches: Vec::new() }, Default::default(), Vec::new()),
+    };
+    let timings = runner.prepare(&session.problems, &baseline_kernel, &harness).with_context(|| format!("running the baseline `{}` on {}", kernel.name, session.device.name))?;
+    Ok((timings, early))
+}
+
+/// The speed-of-light bound of `kernel` on the runner's device: its ceilings are measured once
+/// per device and cached; a replay uses those cached for its device, else the datasheet's,
+/// labelled. `None` (with a warning in the log) where there is none.
+pub(super) fn speed_of_light(kernel: &KernelSpec, runner: &mut dyn Runner, tools: &Tools) -> Option<RunBound> {
+    let ceilings = if runner.needs_code() {
+        sol::ceilings_for(runner, tools.nvrtc, &tools.ceilings_dir, false).map_err(|e| format!("{e:#}"))
+    } else {
+        let device = runner.device().name.clone();
+        sol::measured(runner, None, &tools.ceilings_dir, false)
+            .map(|found| found.ceilings)
+            .or_else(|_| sol::Ceilings::datasheet(&device).ok_or_else(|| format!("cutune has no datasheet figures for {device}")))
+    };
+    ceilings.and_then(|ceilings| RunBound::of(kernel, &ceilings)).map_err(|why| tracing::warn!("no speed-of-light bound for `{}`: {why}", kernel.name)).ok()
+}
