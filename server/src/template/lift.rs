@@ -20,6 +20,7 @@ pub fn transforms() -> Vec<Box<dyn Transform>> {
         Box::new(SharedPadding),
         Box::new(super::strategy::GridStrideItems),
         Box::new(super::strategy::VectorizeRowLoops),
+        Box::new(super::warp_reduce::WarpShuffleReduce),
         Box::new(CompilerOptions),
     ]
 }
@@ -28,8 +29,8 @@ pub fn transforms() -> Vec<Box<dyn Transform>> {
 const FIXED_NAMES: [&str; 6] = ["WARP_SIZE", "WARPSIZE", "FULL_MASK", "WARP_MASK", "LANE_MASK", "NUM_BANKS"];
 
 /// Name fragments that mark a `#define` as an execution choice.
-const CHOICE_WORDS: [&str; 15] = [
-    "BLOCK", "THREAD", "TILE", "UNROLL", "VEC", "ITEMS", "PER_THREAD", "WARPS", "STAGES", "PAD", "BM", "BN", "BK", "TM", "TN",
+const CHOICE_WORDS: [&str; 16] = [
+    "BLOCK", "THREAD", "TILE", "UNROLL", "VEC", "ITEMS", "PER_THREAD", "WARPS", "STAGES", "PAD", "SHUFFLE", "BM", "BN", "BK", "TM", "TN",
 ];
 
 fn param(name: &str, kind: ParamKind, default: i64, values: impl IntoIterator<Item = i64>, origin: String) -> ParamSpec {
@@ -44,8 +45,12 @@ fn block_values() -> Vec<i64> {
     vec![32, 64, 128, 256, 512, 1024]
 }
 
-/// Powers of two from a quarter to four times the default.
+/// Powers of two from a quarter to four times the default; off and on for a default of 0.
 fn factor_values(default: i64) -> Vec<i64> {
+    // A switch, or a padding of nothing: off or on.
+    if default == 0 {
+        return vec![0, 1];
+    }
     let low = (default / 4).max(1);
     std::iter::successors(Some(1i64), |v| v.checked_mul(2))
         .skip_while(|&v| v < low)

@@ -16,6 +16,7 @@ mod lift;
 mod scaffold;
 mod strategy;
 mod texture;
+mod warp_reduce;
 
 pub use format::{format_changes, ClangFormat, Formatter};
 pub use apply::{apply_defaults, current_values, AppliedDefaults};
@@ -159,6 +160,13 @@ impl<'a> Unit<'a> {
     /// 1-based line, in the user's file, where `span` starts.
     pub fn line_at(&self, span: Span) -> u32 {
         self.line_of(span.start_byte)
+    }
+
+    /// A local name for a rewrite's code that the kernel does not use yet: `wanted`, else
+    /// `wanted2`, `wanted3`…
+    pub fn local_name(&self, wanted: &str) -> String {
+        let body = self.body().map(|b| &self.text()[b.byte_range()]).unwrap_or("");
+        std::iter::once(wanted.to_string()).chain((2..).map(|i| format!("{wanted}{i}"))).find(|n| !contains_identifier(body, n)).expect("an unbounded sequence of names has a free one")
     }
 
     /// A name for a new parameter that no identifier in the file uses yet.

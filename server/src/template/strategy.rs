@@ -84,13 +84,14 @@ fn for_loops(root: Node) -> Vec<Node> {
     descendants(root).filter(|n| n.kind() == "for_statement").collect()
 }
 
-/// Whether `node` sits in the `#if NAME == 1` branch of an earlier rewrite.
-fn inside_earlier_rewrite(unit: &Unit, node: Node) -> bool {
+/// Whether `node` sits in the original's branch of an earlier rewrite: `#if NAME == 1` (a
+/// vector width) or `#if NAME == 0` (a switch), where `NAME` is a `#define` of the file.
+pub(super) fn inside_earlier_rewrite(unit: &Unit, node: Node) -> bool {
     std::iter::successors(node.parent(), |n| n.parent()).any(|n| {
         n.kind() == "preproc_if"
             && n.child_by_field_name("condition").is_some_and(|c| {
                 let text = &unit.text()[c.byte_range()];
-                text.split_once("==").is_some_and(|(name, one)| one.trim() == "1" && unit.model.defines.iter().any(|d| d.name == name.trim()))
+                text.split_once("==").is_some_and(|(name, value)| matches!(value.trim(), "0" | "1") && unit.model.defines.iter().any(|d| d.name == name.trim()))
             })
     })
 }
@@ -143,7 +144,7 @@ impl Transform for GridStrideItems {
         let name = unit.fresh_name("ITEMS_PER_THREAD");
         for launch in &launches {
             let grid = launch.grid.text.trim();
-            let new_text = format!("(({grid}) + {name} - 1) / {name}");
+            let new_text = format!("({} + {name} - 1) / {name}", operand(grid));
             rewrite.edits.push(TextEdit { range: launch.grid.span.start_byte..launch.grid.span.end_byte, new_text });
         }
         rewrite.edits.push(unit.define_block(&name, "1"));
@@ -348,11 +349,6 @@ fn loop_start_with_pragmas(text: &str, loop_start: usize) -> usize {
     start
 }
 
-/// A local name for the rewrite that the kernel does not use yet.
-fn local_name(unit: &Unit, wanted: &str) -> String {
-    let body = unit.body().map(|b| &unit.text()[b.byte_range()]).unwrap_or("");
-    std::iter::once(wanted.to_string()).chain((2..).map(|i| format!("{wanted}{i}"))).find(|n| !contains_identifier(body, n)).expect("unbounded")
-}
 
 fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) -> String {
     let text = unit.text();
@@ -362,17 +358,17 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) 
     let step = indent_step(text);
     let (inner, innermost) = (format!("{indent}{step}"), format!("{indent}{step}{step}"));
     let (i, ty, end) = (&l.var, &l.var_type, operand(&l.end));
-    let vec_i = local_name(unit, &format!("{i}_vec"));
-    let lane = local_name(unit, &format!("{i}_lane"));
-    let limit = local_name(unit, &format!("{i}_vec_end"));
-    let aligned = local_name(unit, &format!("{i}_aligned"));
-    let locals: Vec<(String, &Access)> = accesses.iter().map(|a| (local_name(unit, &format!("{}_v", a.pointer)), a)).collect();
+    let vec_i = unit.local_name(&format!("{i}_vec"));
+    let lane = unit.local_name(&format!("{i}_lane"));
+    let limit = unit.local_name(&format!("{i}_vec_end"));
+    let aligned = unit.local_name(&format!("{i}_aligned"));
+    let locals: Vec<(String, &Access)> = accesses.iter().map(|a| (unit.local_name(&format!("{}_v", a.pointer)), a)).collect();
     // One name per element type for the register that holds `{vec}` of them.
     let mut bit_types: Vec<(String, String)> = Vec::new();
     for a in accesses {
         let element = plain_element(&a.element);
         if !bit_types.iter().any(|(e, _)| *e == element) {
-            let name = local_name(unit, &format!("{}_bits", element.replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_")));
+            let name = unit.local_name(&format!("{}_bits", element.replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_")));
             bit_types.push((element, name));
         }
     }
