@@ -54,6 +54,17 @@ pub(super) fn operand(expr: &str) -> String {
     if is_identifier(expr) || is_number { expr.to_string() } else { format!("({expr})") }
 }
 
+/// `expr` as a factor of a product (`expr * V`, `n + expr`): bare when it is a name, a member
+/// (`threadIdx.x`), a number or already a product of those, else in parentheses.
+pub(super) fn factor(expr: &str) -> String {
+    let expr = expr.trim();
+    let simple = expr.split('*').all(|part| {
+        let part = part.trim();
+        !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+    });
+    if simple { expr.to_string() } else { format!("({expr})") }
+}
+
 /// `head` followed by `terms` joined by ` op `, on one line when it fits in the line width,
 /// else one term per line aligned under the first (`op` ending each broken line).
 pub(super) fn joined(head: &str, terms: &[String], op: &str, tail: &str) -> String {
@@ -63,6 +74,18 @@ pub(super) fn joined(head: &str, terms: &[String], op: &str, tail: &str) -> Stri
     }
     let align = " ".repeat(head.len());
     format!("{head}{}{tail}", terms.join(&format!(" {op}\n{align}")))
+}
+
+/// `for (init; condition; update) {` at `indent`, on one line when it fits in the line width,
+/// else one clause a line aligned after `for (`.
+pub(super) fn for_header(indent: &str, init: &str, condition: &str, update: &str) -> String {
+    let clauses = [format!("{init};"), format!("{condition};"), format!("{update}) {{")];
+    let one_line = format!("{indent}for ({} {} {}", clauses[0], clauses[1], clauses[2]);
+    if one_line.len() <= LINE_WIDTH {
+        return one_line;
+    }
+    let align = format!("{indent}     ");
+    format!("{indent}for ({}\n{align}{}\n{align}{}", clauses[0], clauses[1], clauses[2])
 }
 
 #[cfg(test)]
@@ -90,6 +113,21 @@ mod tests {
         assert_eq!(operand(" 4096 "), "4096");
         assert_eq!(operand("n * 2"), "(n * 2)");
         assert_eq!(operand("p->n"), "(p->n)");
+    }
+
+    #[test]
+    fn a_long_for_header_breaks_at_its_clauses() {
+        assert_eq!(for_header("  ", "int i = 0", "i < n", "++i"), "  for (int i = 0; i < n; ++i) {");
+        let long = for_header("    ", "int i_vec = (blockIdx.x * blockDim.x + threadIdx.x) * VEC", "i_vec < i_vec_end", "i_vec += blockDim.x * gridDim.x * VEC");
+        assert_eq!(long, "    for (int i_vec = (blockIdx.x * blockDim.x + threadIdx.x) * VEC;\n         i_vec < i_vec_end;\n         i_vec += blockDim.x * gridDim.x * VEC) {");
+    }
+
+    #[test]
+    fn factors_of_a_product_keep_products_bare() {
+        assert_eq!(factor("threadIdx.x"), "threadIdx.x");
+        assert_eq!(factor("blockDim.x * gridDim.x"), "blockDim.x * gridDim.x");
+        assert_eq!(factor("blockIdx.x * blockDim.x + threadIdx.x"), "(blockIdx.x * blockDim.x + threadIdx.x)");
+        assert_eq!(factor("n / 2"), "(n / 2)");
     }
 
     #[test]

@@ -66,6 +66,10 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         None => e.text.trim().to_string(),
     });
     let body = super::kernel_definition(templated, k).and_then(|d| d.child_by_field_name("body"));
+    // Lengths and roles are read from the kernel as the user wrote it: the rewrites' loops (a
+    // vector loop up to `i_vec_end`) say less about the buffers than the original's.
+    let original_kernel = original.model().kernels.iter().find(|o| o.is_definition && o.name == kernel).cloned();
+    let original_body = original_kernel.as_ref().and_then(|o| super::kernel_definition(original, o)).and_then(|d| d.child_by_field_name("body"));
     let template_args = template_args(k, launch, &params, host.as_ref(), &slice_options.template_args);
     // `sizeof(T)` in the launcher's arithmetic, where the launch passes its own `T` on and the
     // program's instantiation gave the type.
@@ -85,7 +89,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         .map(|(i, p)| {
             let at_launch = launch.and_then(|l| l.args.get(i)).map(|a| a.trim().to_string());
             let element = instantiated(&p.base_type).unwrap_or_else(|| p.base_type.clone());
-            arg_spec(templated, body, p, &element, at_launch.as_deref(), host.as_ref(), &scalars)
+            arg_spec(original, original_body, p, &element, at_launch.as_deref(), host.as_ref(), &scalars)
         })
         .unzip();
 

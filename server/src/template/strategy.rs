@@ -6,7 +6,7 @@
 
 use tree_sitter::Node;
 
-use super::layout::{indent_step, joined, leading_whitespace, operand, shifted};
+use super::layout::{factor, for_header, indent_step, joined, leading_whitespace, operand, shifted};
 use super::{contains_identifier, line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
 use crate::syntax::{descendants, identifiers_in, size_of_type};
@@ -16,7 +16,8 @@ use crate::syntax::{descendants, identifiers_in, size_of_type};
 pub struct GridStrideItems;
 
 /// Vectorised global loads and stores of width V in row loops
-/// (`for (i = threadIdx.x; i < n; i += blockDim.x)`), with an alignment guard and a scalar tail.
+/// (`for (i = threadIdx.x; i < n; i += blockDim.x)`) and grid-stride loops, with an alignment
+/// guard and a scalar tail.
 pub struct VectorizeRowLoops;
 
 /// The helper type that moves V elements as one 2-, 4-, 8- or 16-byte access.
@@ -31,6 +32,11 @@ fn is_grid_stride_start(text: &str) -> bool {
         normalized(text).as_str(),
         "blockIdx.x*blockDim.x+threadIdx.x" | "threadIdx.x+blockIdx.x*blockDim.x" | "blockDim.x*blockIdx.x+threadIdx.x" | "threadIdx.x+blockDim.x*blockIdx.x"
     )
+}
+
+/// `for (i = threadIdx.x; …; i += blockDim.x)`: a block's threads across a row.
+fn is_row_loop(l: &SimpleLoop) -> bool {
+    normalized(&l.start) == "threadIdx.x" && normalized(&l.step) == "blockDim.x"
 }
 
 fn is_grid_stride_step(text: &str) -> bool {
@@ -177,10 +183,10 @@ impl Transform for VectorizeRowLoops {
             .into_iter()
             .filter(|n| !inside_earlier_rewrite(unit, *n))
             .filter_map(|n| simple_loop(text, n))
-            .filter(|l| normalized(&l.start) == "threadIdx.x" && normalized(&l.step) == "blockDim.x")
+            .filter(|l| is_row_loop(l) || is_grid_stride_start(&l.start) && is_grid_stride_step(&l.step))
             .collect();
         if row_loops.is_empty() {
-            return Outcome::NotApplicable("no row loop `for (i = threadIdx.x; i < n; i += blockDim.x)` left to vectorise".into());
+            return Outcome::NotApplicable("no row loop `for (i = threadIdx.x; i < n; i += blockDim.x)` or grid-stride loop left to vectorise".into());
         }
         let mut accepted = Vec::new();
         let mut notes = Vec::new();
@@ -207,9 +213,9 @@ impl Transform for VectorizeRowLoops {
             rewrite.edits.push(TextEdit { range: start..l.node.end_byte(), new_text: vectorized_loop(unit, l, accesses, &name) });
             lines.push(unit.line_of(l.node.start_byte()).to_string());
         }
-        let origin = format!("vector width of the row loops at line {}; 1 is the original scalar loop", lines.join(", "));
+        let origin = format!("vector width of the loops at line {}; 1 is the original scalar loop", lines.join(", "));
         rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 1, values, origin });
-        rewrite.summary = format!("row loop(s) at line {} load and store `{name}` elements at a time when aligned", lines.join(", "));
+        rewrite.summary = format!("loop(s) at line {} load and store `{name}` elements at a time when aligned", lines.join(", "));
         Outcome::Applied(rewrite)
     }
 }
@@ -262,7 +268,76 @@ fn loop_accesses(unit: &Unit, l: &SimpleLoop) -> Result<Vec<Access>, String> {
             return Err(format!("`{}` is written and also used another way in the loop: not vectorised", a.pointer));
         }
     }
+    accumulators_combined(unit, l)?;
     Ok(accesses)
+}
+
+/// Whether every local the loop accumulates into (`sum += …` on a name declared outside it) is
+/// combined over the threads after the loop: stored to shared memory at the thread's index,
+/// passed to a warp shuffle (or a function of the file that shuffles), or added atomically.
+/// The vector loop hands each thread other elements than the scalar loop: the threads' total is
+/// the same, each thread's share is not.
+fn accumulators_combined(unit: &Unit, l: &SimpleLoop) -> Result<(), String> {
+    let text = unit.text();
+    let Some(body) = unit.body() else { return Ok(()) };
+    let declared_inside: Vec<&str> = descendants(l.body).filter(|n| n.kind() == "init_declarator").filter_map(|d| d.child_by_field_name("declarator")).map(|n| &text[n.byte_range()]).collect();
+    let mut accumulators: Vec<&str> = descendants(l.body)
+        .filter(|n| matches!(n.kind(), "assignment_expression" | "update_expression"))
+        .filter_map(|n| n.child_by_field_name("left").or_else(|| n.child_by_field_name("argument")))
+        .filter(|left| left.kind() == "identifier")
+        .map(|left| &text[left.byte_range()])
+        .filter(|name| !declared_inside.contains(name))
+        .collect();
+    accumulators.sort_unstable();
+    accumulators.dedup();
+    let shuffling = shuffling_functions(unit);
+    for name in accumulators {
+        let after = names_in(text, body, name).into_iter().filter(|n| n.start_byte() >= l.node.end_byte());
+        let combined = after.into_iter().any(|use_| {
+            std::iter::successors(use_.parent(), |p| p.parent()).take_while(|p| p.kind() != "expression_statement" && p.kind() != "compound_statement").any(|p| match p.kind() {
+                "call_expression" => p.child_by_field_name("function").is_some_and(|f| {
+                    let callee = &text[f.byte_range()];
+                    callee.contains("shfl") || callee.starts_with("atomic") || shuffling.iter().any(|s| s == callee)
+                }),
+                "assignment_expression" => p.child_by_field_name("left").filter(|left| left.kind() == "subscript_expression").is_some_and(|left| {
+                    let array = left.child_by_field_name("argument").map(|a| &text[a.byte_range()]);
+                    let index = subscript_index(left).map(|i| text[i.byte_range()].trim().to_string());
+                    array.is_some_and(|a| unit.kernel.shared.iter().any(|s| s.name == a)) && index.is_some_and(|i| is_thread_index(unit, &i))
+                }),
+                _ => false,
+            })
+        });
+        if !combined {
+            return Err(format!(
+                "`{name}` gathers each thread's share of the loop and is not combined over the threads after it (in shared memory at the thread's index, by shuffles or atomically): a vector loop gives each thread other elements, not vectorised"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The functions of the file whose bodies shuffle values between a warp's lanes.
+fn shuffling_functions(unit: &Unit) -> Vec<String> {
+    let Some(tree) = unit.doc.tree() else { return Vec::new() };
+    let text = unit.text();
+    descendants(tree.root_node())
+        .filter(|n| n.kind() == "function_definition" && text[n.byte_range()].contains("__shfl"))
+        .filter_map(|f| crate::syntax::host::function_name(text, f).map(|name| name.to_string()))
+        .collect()
+}
+
+/// Whether `name` is `threadIdx.x`, or a local of the kernel set to it once and never assigned
+/// again (`const int tid = threadIdx.x;`).
+pub(super) fn is_thread_index(unit: &Unit, name: &str) -> bool {
+    if normalized(name) == "threadIdx.x" {
+        return true;
+    }
+    let Some(body) = unit.body() else { return false };
+    let text = unit.text();
+    let set = descendants(body).filter(|n| n.kind() == "init_declarator").any(|d| {
+        d.child_by_field_name("declarator").is_some_and(|n| &text[n.byte_range()] == name) && d.child_by_field_name("value").is_some_and(|v| normalized(&text[v.byte_range()]) == "threadIdx.x")
+    });
+    set && !names_in(text, body, name).into_iter().any(|n| is_assigned(text, n))
 }
 
 /// The `p[i]` whose index is exactly the node `index`.
@@ -395,7 +470,10 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) 
     }
     out.push_str(&joined(&format!("{inner}const bool {aligned} = "), &guard, "&&", ";\n"));
     out.push_str(&format!("{inner}const {ty} {limit} = {aligned} ? {end} - {end} % {vec} : 0;\n"));
-    out.push_str(&format!("{inner}for ({ty} {vec_i} = threadIdx.x * {vec}; {vec_i} < {limit}; {vec_i} += blockDim.x * {vec}) {{\n"));
+    // Thread t's chunks of `{vec}` are those its scalar loop would start at, times `{vec}`.
+    let (first, stride) = (factor(&l.start), factor(&l.step));
+    out.push_str(&for_header(&inner, &format!("{ty} {vec_i} = {first} * {vec}"), &format!("{vec_i} < {limit}"), &format!("{vec_i} += {stride} * {vec}")));
+    out.push('\n');
     // Each vector lives in a register of the access's size, viewed as elements by the lanes.
     for (local, a) in &locals {
         let (element, bits) = (plain_element(&a.element), bits(a));
@@ -410,7 +488,9 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) 
     }
     out.push_str(&format!("{inner}}}\n"));
     let tail_body = shifted(&text[l.body.byte_range()], &step);
-    out.push_str(&format!("{inner}for ({ty} {i} = {limit} + threadIdx.x; {i} < {end}; {i} += blockDim.x) {tail_body}\n"));
+    let (start, step) = (l.start.trim(), l.step.trim());
+    let tail_header = for_header(&inner, &format!("{ty} {i} = {limit} + {}", factor(start)), &format!("{i} < {end}"), &format!("{i} += {step}"));
+    out.push_str(&format!("{} {tail_body}\n", tail_header.strip_suffix(" {").expect("a for header ends with its brace")));
     out.push_str(&format!("{indent}}}\n#endif"));
     out
 }

@@ -7,10 +7,10 @@
 use tree_sitter::Node;
 
 use super::layout::{indent_step, leading_whitespace};
-use super::strategy::inside_earlier_rewrite;
+use super::strategy::{inside_earlier_rewrite, is_thread_index};
 use super::{line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
-use crate::syntax::{descendants, is_identifier, parse_int_literal};
+use crate::syntax::{descendants, parse_int_literal};
 
 pub struct WarpShuffleReduce;
 
@@ -111,23 +111,6 @@ fn tree_reduction<'t>(unit: &Unit<'t>, node: Node<'t>) -> Option<Tree<'t>> {
         return None;
     }
     Some(Tree { node, array: array.clone(), element: shared.element_type.clone(), thread, count })
-}
-
-/// `threadIdx.x`, or a local set to it once and never assigned again.
-fn is_thread_index(unit: &Unit, name: &str) -> bool {
-    if name == "threadIdx.x" {
-        return true;
-    }
-    let Some(body) = unit.body() else { return false };
-    let text = unit.text();
-    let set_once = descendants(body).filter(|n| n.kind() == "init_declarator").any(|d| {
-        d.child_by_field_name("declarator").is_some_and(|n| &text[n.byte_range()] == name) && d.child_by_field_name("value").is_some_and(|v| squeezed(&text[v.byte_range()]) == "threadIdx.x")
-    });
-    let assigned = descendants(body).any(|n| {
-        matches!(n.kind(), "assignment_expression" | "update_expression")
-            && n.child_by_field_name("left").or_else(|| n.child_by_field_name("argument")).is_some_and(|l| &text[l.byte_range()] == name)
-    });
-    is_identifier(name) && set_once && !assigned
 }
 
 /// Whether every block is a whole number of warps, which the shuffles need: the tree's size is
