@@ -231,3 +231,36 @@ def test_the_lines_templatize_writes_follow_the_files_indentation_and_the_projec
     written = [line for line in new if line not in original and "<<<" not in line]
     assert written and all(len(line) <= 80 for line in written), [line for line in written if len(line) > 80]
     assert "        const bool i_aligned =\n            (unsigned long long)out_row % (ADD_BIAS_VEC * sizeof(float)) == 0 &&\n" in formatted
+
+
+def test_the_rewrites_that_change_memory_traffic_are_offered_or_refused_with_the_reason(tmp_path: Path):
+    source = tmp_path / "block_reduce.cu"
+    source.write_text((REPO / "examples" / "block_reduce.cu").read_text())
+    (tmp_path / ".cutune").write_text("")
+    run = subprocess.run([str(CUTUNE_BIN), "templatize", str(source), "--kernel", "block_reduce_sum_kernel"], capture_output=True, text=True, check=True)
+    assert "applied: vectorize: loop(s) at line 30" in run.stderr
+    assert "applied: warp-shuffle-reduce: tree reduction(s) at line 36" in run.stderr
+    assert "#if BLOCK_REDUCE_SUM_WARP_SHUFFLE == 0\n  for (int s = BLOCK / 2; s > 0; s >>= 1) {" in run.stdout
+    assert "__shfl_xor_sync(0xffffffff, sdata_sum, offset);" in run.stdout
+
+    # A per-thread sum written out per block, and a tree the shuffles cannot take.
+    refused = tmp_path / "refused.cu"
+    refused.write_text(
+        "#define THREADS 256\n"
+        "__global__ void first_lane_sums(float* out, const float* x, int n) {\n"
+        "  __shared__ float part[THREADS];\n"
+        "  float s = 0.f;\n"
+        "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) s += x[i];\n"
+        "  part[threadIdx.x] = s;\n"
+        "  __syncthreads();\n"
+        "  for (int k = blockDim.x / 2; k > 0; k >>= 1) {\n"
+        "    if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];\n"
+        "    __syncthreads();\n"
+        "  }\n"
+        "  if (threadIdx.x == 0) out[blockIdx.x] = part[0] + s;\n"
+        "}\n"
+        "void run(float* out, const float* x, int n) { first_lane_sums<<<n / THREADS, THREADS>>>(out, x, n); }\n"
+    )
+    run = subprocess.run([str(CUTUNE_BIN), "templatize", str(refused), "--kernel", "first_lane_sums"], capture_output=True, text=True, check=True)
+    assert "refused: vectorize: `s` gathers each thread's share of the loop and is not combined over the threads after it" in run.stderr, run.stderr
+    assert "refused: warp-shuffle-reduce: line 8: the tree's size `blockDim.x` is no literal or parameter whose values are whole warps" in run.stderr, run.stderr

@@ -291,39 +291,70 @@ fn accumulators_combined(unit: &Unit, l: &SimpleLoop) -> Result<(), String> {
     accumulators.sort_unstable();
     accumulators.dedup();
     let shuffling = shuffling_functions(unit);
+    let combines = |node: Node| {
+        std::iter::successors(node.parent(), |p| p.parent()).take_while(|p| p.kind() != "expression_statement" && p.kind() != "compound_statement").any(|p| match p.kind() {
+            "call_expression" => p.child_by_field_name("function").is_some_and(|f| {
+                let callee = &text[f.byte_range()];
+                callee.contains("shfl") || callee.starts_with("atomic") || shuffling.iter().any(|s| s == callee)
+            }),
+            "assignment_expression" => p.child_by_field_name("left").filter(|left| left.kind() == "subscript_expression").is_some_and(|left| {
+                let array = left.child_by_field_name("argument").map(|a| &text[a.byte_range()]);
+                let index = subscript_index(left).map(|i| text[i.byte_range()].trim().to_string());
+                array.is_some_and(|a| unit.kernel.shared.iter().any(|s| s.name == a)) && index.is_some_and(|i| is_thread_index(unit, &i))
+            }),
+            _ => false,
+        })
+    };
     for name in accumulators {
-        let after = names_in(text, body, name).into_iter().filter(|n| n.start_byte() >= l.node.end_byte());
-        let combined = after.into_iter().any(|use_| {
-            std::iter::successors(use_.parent(), |p| p.parent()).take_while(|p| p.kind() != "expression_statement" && p.kind() != "compound_statement").any(|p| match p.kind() {
-                "call_expression" => p.child_by_field_name("function").is_some_and(|f| {
-                    let callee = &text[f.byte_range()];
-                    callee.contains("shfl") || callee.starts_with("atomic") || shuffling.iter().any(|s| s == callee)
-                }),
-                "assignment_expression" => p.child_by_field_name("left").filter(|left| left.kind() == "subscript_expression").is_some_and(|left| {
-                    let array = left.child_by_field_name("argument").map(|a| &text[a.byte_range()]);
-                    let index = subscript_index(left).map(|i| text[i.byte_range()].trim().to_string());
-                    array.is_some_and(|a| unit.kernel.shared.iter().any(|s| s.name == a)) && index.is_some_and(|i| is_thread_index(unit, &i))
-                }),
-                _ => false,
-            })
-        });
-        if !combined {
-            return Err(format!(
-                "`{name}` gathers each thread's share of the loop and is not combined over the threads after it (in shared memory at the thread's index, by shuffles or atomically): a vector loop gives each thread other elements, not vectorised"
-            ));
+        let not_combined = || {
+            format!(
+                "`{name}` gathers each thread's share of the loop and is not combined over the threads after it (in shared memory at the thread's index, by shuffles or atomically) before it is read: a vector loop gives each thread other elements, not vectorised"
+            )
+        };
+        let mut combined = false;
+        for use_ in names_in(text, body, name).into_iter().filter(|n| n.start_byte() >= l.node.end_byte()) {
+            let assignment = use_.parent().filter(|p| p.kind() == "assignment_expression" && p.child_by_field_name("left") == Some(use_));
+            if let Some(assignment) = assignment {
+                // `sum = warp_sum(sum)` or a new value: the thread's share is gone from here on.
+                let right = assignment.child_by_field_name("right");
+                let replaced = right.is_some_and(|r| names_in(text, r, name).iter().all(|n| combines(*n)));
+                let plain = assignment.child_by_field_name("operator").is_some_and(|op| &text[op.byte_range()] == "=");
+                if plain && replaced {
+                    combined = true;
+                    break;
+                }
+                return Err(not_combined());
+            }
+            if !combines(use_) {
+                return Err(not_combined());
+            }
+            combined = true;
+        }
+        if !combined && names_in(text, body, name).iter().any(|n| n.start_byte() >= l.node.end_byte()) {
+            return Err(not_combined());
         }
     }
     Ok(())
 }
 
-/// The functions of the file whose bodies shuffle values between a warp's lanes.
+/// The functions of the file that shuffle values between a warp's lanes, themselves or through
+/// another such function (`block_sum` calling `warp_sum`).
 fn shuffling_functions(unit: &Unit) -> Vec<String> {
     let Some(tree) = unit.doc.tree() else { return Vec::new() };
     let text = unit.text();
-    descendants(tree.root_node())
-        .filter(|n| n.kind() == "function_definition" && text[n.byte_range()].contains("__shfl"))
-        .filter_map(|f| crate::syntax::host::function_name(text, f).map(|name| name.to_string()))
-        .collect()
+    let functions: Vec<(&str, &str)> = descendants(tree.root_node())
+        .filter(|n| n.kind() == "function_definition")
+        .filter_map(|f| Some((crate::syntax::host::function_name(text, f)?, &text[f.byte_range()])))
+        .collect();
+    let mut shuffling: Vec<String> = Vec::new();
+    loop {
+        let calls_one = |body: &str| body.contains("__shfl") || crate::syntax::identifiers_in(body).any(|w| shuffling.iter().any(|s| s == w));
+        let more: Vec<String> = functions.iter().filter(|(name, body)| !shuffling.iter().any(|s| s == name) && calls_one(body)).map(|(name, _)| name.to_string()).collect();
+        if more.is_empty() {
+            return shuffling;
+        }
+        shuffling.extend(more);
+    }
 }
 
 /// Whether `name` is `threadIdx.x`, or a local of the kernel set to it once and never assigned
