@@ -6,6 +6,7 @@ pub mod cli;
 pub mod compile;
 pub mod gpu;
 pub mod lsp;
+pub mod mcp;
 pub mod profile;
 pub mod search;
 pub mod slice;

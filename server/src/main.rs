@@ -15,6 +15,8 @@ struct Cli {
 enum Command {
     /// Run the language server on stdin/stdout.
     Lsp,
+    /// Run the Model Context Protocol server on stdin/stdout, for coding agents.
+    Mcp,
     /// List the kernels, launch sites, tunable sites and findings of a CUDA file.
     Kernels {
         file: PathBuf,
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Lsp => return ExitCode::from(cutune::lsp::run_stdio() as u8),
+        Command::Mcp => cutune::mcp::run_stdio(),
         Command::Kernels { file, json } => cutune::cli::kernels(&file, json).map(|out| print!("{out}")),
         Command::Bench(args) => cutune::cli::bench::run(&args),
         Command::Templatize(args) => cutune::cli::templatize::run(&args),

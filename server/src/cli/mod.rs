@@ -17,7 +17,7 @@ pub mod worker;
 use std::fmt::Write;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 use crate::spec::KernelSpec;
 
@@ -42,22 +42,7 @@ pub fn parallel_map<T: Sync, R: Send>(items: &[T], jobs: Option<usize>, f: impl 
     results.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect()
 }
 
-/// Reads a source file as UTF-8, naming the file and the first bad byte otherwise.
-pub fn read_source(path: &Path) -> Result<String> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    match String::from_utf8(bytes) {
-        Ok(text) => Ok(text),
-        Err(e) => {
-            let offset = e.utf8_error().valid_up_to();
-            let line = e.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
-            bail!(
-                "{}:{line}: not UTF-8 text (invalid byte 0x{:02x} at offset {offset}); is this a CUDA source file?",
-                path.display(),
-                e.as_bytes()[offset]
-            )
-        }
-    }
-}
+pub use crate::workspace::read_source;
 
 #[derive(serde::Serialize)]
 struct KernelsReport<'a> {

@@ -12,7 +12,7 @@ use super::read_source;
 use crate::compile::Nvrtc;
 use crate::slice::{device_slice, SliceOptions};
 use crate::space::{self, Configuration};
-use crate::spec::{self, KernelSpec, ParamKind, SpecFile, UNKNOWN};
+use crate::spec::{KernelSpec, ParamKind, UNKNOWN};
 use crate::syntax::Document;
 use crate::template;
 use crate::workspace::{find_root, is_marked_root, Limits, Workspace};
@@ -200,7 +200,7 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
     let spec = &result.spec;
     survey.params = spec.params.iter().map(|p| format!("{}={}", p.name, p.default)).collect();
     survey.execution_params = spec.params.iter().filter(|p| !matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).count();
-    survey.spec_problems = spec_problems(path, spec);
+    survey.spec_problems = template::spec_problems(path, spec);
     survey.compile = compile_default(&result.text, path, spec, &slice_options, nvrtc, no_nvrtc, arch);
     if let CompileResult::Failed { reason } = &mut survey.compile {
         if let Some(condition) = reason.contains(&format!("\"{kernel}\" is undefined")).then(|| excluding_condition(&text, kernel)).flatten() {
@@ -228,20 +228,6 @@ fn excluding_condition(text: &str, kernel: &str) -> Option<String> {
     text[group.byte_range()].lines().next().map(|line| line.trim().to_string())
 }
 
-/// The errors `cutune spec check` would report on the scaffold.
-fn spec_problems(path: &Path, kernel: &KernelSpec) -> Vec<String> {
-    let source = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let text = spec::render_spec(&SpecFile { version: 1, source, kernels: vec![kernel.clone()] });
-    let (_, diagnostics) = spec::parse_spec(&text);
-    let mut problems: Vec<String> = diagnostics.into_iter().filter(|d| d.severity == spec::Severity::Error).map(|d| d.message).collect();
-    // A clean spec that the five stages cannot plan on would stop the tune before it starts.
-    if problems.is_empty() {
-        if let Err(e) = crate::verify::plan(kernel, &Configuration::default_of(kernel), &crate::verify::Stage::ALL) {
-            problems.push(format!("verification: {e}"));
-        }
-    }
-    problems
-}
 
 /// Compiles the default configuration: that needs the parameters and template arguments, not
 /// the shapes, so it runs whatever else the spec lacks.

@@ -10,6 +10,7 @@ mod apply;
 mod bounds;
 mod callee;
 mod host;
+mod file;
 mod format;
 mod layout;
 mod lift;
@@ -18,6 +19,7 @@ mod strategy;
 mod texture;
 mod warp_reduce;
 
+pub use file::{spec_problems, templatize_file, TemplatizedFile};
 pub use format::{format_changes, ClangFormat, Formatter};
 pub use apply::{apply_defaults, current_values, AppliedDefaults};
 

@@ -243,5 +243,23 @@ pub struct HostDocument {
     pub document: Document,
 }
 
+/// Reads a source file as UTF-8, naming the file and the first bad byte otherwise.
+pub fn read_source(path: &Path) -> anyhow::Result<String> {
+    use anyhow::Context;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(e) => {
+            let offset = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
+            anyhow::bail!(
+                "{}:{line}: not UTF-8 text (invalid byte 0x{:02x} at offset {offset}); is this a CUDA source file?",
+                path.display(),
+                e.as_bytes()[offset]
+            )
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

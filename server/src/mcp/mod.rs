@@ -1,0 +1,242 @@
+//! `cutune mcp`: a Model Context Protocol server over stdio, so that a coding agent can list a
+//! file's kernels, templatize one and read its tuning results. Only this module knows MCP; each
+//! tool is thin over the same stages as the CLI and the language server, and runs them on a
+//! blocking thread so that the protocol keeps answering.
+
+use std::path::{Path, PathBuf};
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{ServerCapabilities, ServerConfig};
+use rmcp::{schemars, tool, tool_handler, tool_router, Json, ServerHandler, ServiceExt};
+use serde::{Deserialize, Serialize};
+
+use crate::tune::results::KernelResults;
+
+/// Serves MCP on stdin/stdout until the client closes it.
+pub fn run_stdio() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async {
+        let service = Cutune::new().serve(rmcp::transport::stdio()).await?;
+        service.waiting().await?;
+        Ok(())
+    })
+}
+
+#[derive(Clone)]
+struct Cutune {
+    tool_router: ToolRouter<Self>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct FileArgs {
+    /// Path of the CUDA source file (`.cu`, `.cuh`), absolute or relative to the server's
+    /// working folder.
+    file: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct KernelArgs {
+    /// Path of the CUDA source file.
+    file: String,
+    /// Name of the `__global__` function.
+    kernel: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct TemplatizeArgs {
+    /// Path of the CUDA source file.
+    file: String,
+    /// Name of the `__global__` function.
+    kernel: String,
+    /// Rewrite the file in place and write its spec (`FILE.cutune.toml`) beside it; otherwise
+    /// nothing is written and the diff says what would change.
+    #[serde(default)]
+    write: bool,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+struct KernelList {
+    file: String,
+    kernels: Vec<KernelEntry>,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+struct KernelEntry {
+    name: String,
+    /// 1-based line of the definition (or declaration).
+    line: u32,
+    signature: String,
+    is_definition: bool,
+    template_params: Vec<String>,
+    /// 1-based lines of the launches (`<<<…>>>`) in this file.
+    launches: Vec<u32>,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+struct TemplatizeOutcome {
+    kernel: String,
+    /// The tuning parameters, in the spec's order, each with its default (the original value).
+    parameters: Vec<Parameter>,
+    /// One line per transform: applied, skipped or refused, and why.
+    report: Vec<String>,
+    /// What the spec still lacks (`?` values), from `cutune spec check`; empty when it is ready.
+    spec_problems: Vec<String>,
+    /// Unified diffs of the source and of the spec.
+    diff: String,
+    /// The files written (with `write`), else empty.
+    written: Vec<String>,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+struct Parameter {
+    name: String,
+    kind: String,
+    default: i64,
+    values: Vec<i64>,
+    origin: String,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+struct TuningResults {
+    kernel: String,
+    /// Whether the kernel has been tuned from this file; the other fields are empty if not.
+    tuned: bool,
+    /// The GPU the results were measured on (or `replay`).
+    measured_on: String,
+    baseline_us: Option<f64>,
+    /// The speed-of-light bound of the run, in µs.
+    bound_us: Option<f64>,
+    /// The fastest configuration that matched the original kernel and did not fail verification.
+    best: Option<Configuration>,
+    /// The kernel's definition changed since the run: tune again.
+    stale: bool,
+    /// The results as the editor's hover shows them (Markdown).
+    summary: String,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+struct Configuration {
+    values: Vec<(String, i64)>,
+    time_us: f64,
+    speedup: Option<f64>,
+    /// Percent of the speed-of-light bound.
+    sol_percent: Option<f64>,
+    /// Whether it passed the five verification stages.
+    verified: bool,
+}
+
+#[tool_router]
+impl Cutune {
+    fn new() -> Cutune {
+        Cutune { tool_router: Self::tool_router() }
+    }
+
+    #[tool(description = "List the CUDA kernels of a file: name, line, signature, template parameters and the lines that launch each.")]
+    async fn list_kernels(&self, Parameters(args): Parameters<FileArgs>) -> Result<Json<KernelList>, String> {
+        blocking(move || list_kernels(&path_of(&args.file)?)).await
+    }
+
+    #[tool(description = "Turn a kernel's execution choices (block size, tiles, unroll factors, vector widths…) into parameters whose defaults are the original values, and write its tuning spec. Without `write`, returns the diff and writes nothing.")]
+    async fn templatize(&self, Parameters(args): Parameters<TemplatizeArgs>) -> Result<Json<TemplatizeOutcome>, String> {
+        blocking(move || templatize(&path_of(&args.file)?, &args.kernel, args.write)).await
+    }
+
+    #[tool(description = "The latest tuning results of a kernel from the results store: the best verified configuration, its speedup over the original, its percent of the speed of light, and whether the kernel changed since.")]
+    async fn results(&self, Parameters(args): Parameters<KernelArgs>) -> Result<Json<TuningResults>, String> {
+        blocking(move || results(&path_of(&args.file)?, &args.kernel)).await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Cutune {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+            "cutune makes CUDA kernels fast: list a file's kernels, templatize one (its choices become parameters, the original values the defaults), then read its tuning results. Files are paths on this machine.",
+        )
+    }
+}
+
+/// Runs a stage on a blocking thread; a panic is an error for the client, not the end of the
+/// server.
+async fn blocking<T: Send + 'static>(stage: impl FnOnce() -> Result<T, String> + Send + 'static) -> Result<Json<T>, String> {
+    match tokio::task::spawn_blocking(stage).await {
+        Ok(result) => result.map(Json),
+        Err(e) => Err(format!("cutune failed inside: {e}")),
+    }
+}
+
+/// `file` as an existing path, or an error that names it.
+fn path_of(file: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(file);
+    if !path.is_file() {
+        return Err(format!("{file}: no such file"));
+    }
+    Ok(path)
+}
+
+fn list_kernels(path: &Path) -> Result<KernelList, String> {
+    let text = crate::workspace::read_source(path).map_err(|e| format!("{e:#}"))?;
+    let document = crate::syntax::Document::new(text);
+    let model = document.model();
+    let kernels = model
+        .kernels
+        .iter()
+        .map(|k| KernelEntry {
+            name: k.name.clone(),
+            line: k.name_span.start.line + 1,
+            signature: k.signature.clone(),
+            is_definition: k.is_definition,
+            template_params: k.template_params.iter().map(|p| p.name.clone()).collect(),
+            launches: model.launches_of(&k.name).map(|l| l.span.start.line + 1).collect(),
+        })
+        .collect();
+    Ok(KernelList { file: path.display().to_string(), kernels })
+}
+
+fn templatize(path: &Path, kernel: &str, write: bool) -> Result<TemplatizeOutcome, String> {
+    let templatized = crate::template::templatize_file(path, kernel).map_err(|e| format!("{e:#}"))?;
+    let spec = &templatized.result.spec;
+    let parameters = spec
+        .params
+        .iter()
+        .map(|p| Parameter { name: p.name.clone(), kind: serde_json::to_value(p.kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(), default: p.default, values: p.values.clone(), origin: p.origin.clone() })
+        .collect();
+    let report = crate::template::report(path, &templatized.result).lines().map(str::to_string).collect();
+    let spec_problems = crate::template::spec_problems(path, spec);
+    let mut written = Vec::new();
+    if write {
+        templatized.write().map_err(|e| format!("{e:#}"))?;
+        written = vec![path.display().to_string(), templatized.spec_path.display().to_string()];
+    }
+    Ok(TemplatizeOutcome { kernel: kernel.to_string(), parameters, report, spec_problems, diff: templatized.diff(), written })
+}
+
+fn results(path: &Path, kernel: &str) -> Result<TuningResults, String> {
+    let text = crate::workspace::read_source(path).map_err(|e| format!("{e:#}"))?;
+    if !crate::syntax::analyze(&text).kernels.iter().any(|k| k.name == kernel) {
+        return Err(format!("{}: no kernel named `{kernel}`", path.display()));
+    }
+    let workspace = crate::tune::job::workspace_for(path, None);
+    let found = KernelResults::latest(&workspace, path, kernel).map_err(|e| format!("reading the results of `{kernel}`: {e}"))?;
+    let Some(found) = found else {
+        return Ok(TuningResults { kernel: kernel.to_string(), tuned: false, measured_on: String::new(), baseline_us: None, bound_us: None, best: None, stale: false, summary: format!("`{kernel}` has not been tuned from {}", path.display()) });
+    };
+    let best = found.best().map(|e| Configuration {
+        values: e.config.0.clone(),
+        time_us: crate::tune::objective(e).unwrap_or_default(),
+        speedup: found.best_speedup(),
+        sol_percent: found.run.info.sol.as_ref().zip(crate::tune::objective(e)).map(|(bound, time)| bound.percent(time)),
+        verified: found.verification(e).is_some_and(|v| v.passed),
+    });
+    Ok(TuningResults {
+        kernel: kernel.to_string(),
+        tuned: true,
+        measured_on: found.origin(),
+        baseline_us: found.run.info.baseline_us,
+        bound_us: found.run.info.sol.as_ref().map(|b| b.bound_us),
+        best,
+        stale: found.is_stale(&crate::tune::kernel_sha256(&text, kernel)),
+        summary: found.hover(),
+    })
+}

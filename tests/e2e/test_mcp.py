@@ -1,0 +1,101 @@
+"""`cutune mcp` driven by a real MCP client (the Python SDK's stdio client, from pip), as a
+coding agent drives it: the tools and their schemas, listing kernels, templatizing with and
+without writing, the results of a tune (a replay, no GPU), and clear errors."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from editor import CUTUNE_BIN, REPO
+
+RMSNORM = REPO / "examples" / "rmsnorm.cu"
+SPEC = REPO / "bench" / "kernel_tuner" / "rmsnorm_8192.cutune.toml"
+RECORDING = REPO / "tests" / "fixtures" / "replay" / "rmsnorm_8192_h100.t4.json"
+
+
+@asynccontextmanager
+async def session(cwd: Path = REPO):
+    params = StdioServerParameters(command=str(CUTUNE_BIN), args=["mcp"], cwd=str(cwd), env={"VIRTUAL_ENV": str(REPO / ".venv")})
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as client:
+            await client.initialize()
+            yield client
+
+
+async def call(client: ClientSession, tool: str, **arguments) -> dict:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+async def error_of(client: ClientSession, tool: str, **arguments) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result.structured_content
+    return result.content[0].text
+
+
+async def test_the_tools_have_schemas_and_list_a_files_kernels():
+    async with session() as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert sorted(tools) == ["list_kernels", "results", "templatize"]
+        assert tools["templatize"].input_schema["required"] == ["file", "kernel"]
+        assert "write" in tools["templatize"].input_schema["properties"]
+        assert tools["results"].output_schema is not None
+        listed = await call(client, "list_kernels", file="examples/rmsnorm.cu")
+        [kernel] = listed["kernels"]
+        assert kernel["name"] == "rmsnorm_kernel" and kernel["line"] == 25 and kernel["launches"] == [54]
+
+
+async def test_templatize_shows_the_diff_and_writes_only_when_asked(tmp_path: Path):
+    source = tmp_path / "rmsnorm.cu"
+    shutil.copy(RMSNORM, source)
+    (tmp_path / ".cutune").write_text("")
+    async with session(tmp_path) as client:
+        dry = await call(client, "templatize", file="rmsnorm.cu", kernel="rmsnorm_kernel")
+        assert source.read_text() == RMSNORM.read_text() and not (tmp_path / "rmsnorm.cutune.toml").exists()
+        assert dry["written"] == [] and "+#ifndef RMSNORM_VEC" in dry["diff"]
+        names = [p["name"] for p in dry["parameters"]]
+        assert names == ["BLOCK_SIZE", "RMSNORM_UNROLL", "RMSNORM_VEC", "RMSNORM_WARP_SHUFFLE", "fast_math", "max_registers"]
+        assert dry["spec_problems"] == []
+        assert any("applied: vectorize" in line for line in dry["report"])
+
+        wrote = await call(client, "templatize", file="rmsnorm.cu", kernel="rmsnorm_kernel", write=True)
+        assert wrote["written"] == ["rmsnorm.cu", "rmsnorm.cutune.toml"]
+        assert "#ifndef RMSNORM_VEC" in source.read_text()
+        assert 'name = "rmsnorm_kernel"' in (tmp_path / "rmsnorm.cutune.toml").read_text()
+
+
+async def test_results_say_what_a_tune_found_and_when_there_is_none(tmp_path: Path):
+    source = tmp_path / "rmsnorm.cu"
+    shutil.copy(RMSNORM, source)
+    async with session() as client:
+        untuned = await call(client, "results", file=str(source), kernel="rmsnorm_kernel")
+        assert untuned["tuned"] is False and untuned["best"] is None
+        tune = [str(CUTUNE_BIN), "tune", str(source), "--kernel", "rmsnorm_kernel", "--spec", str(SPEC), "--replay", str(RECORDING)]
+        subprocess.run(tune, capture_output=True, text=True, check=True, timeout=300)
+        tuned = await call(client, "results", file=str(source), kernel="rmsnorm_kernel")
+        assert tuned["tuned"] is True and tuned["measured_on"] == "replay" and tuned["stale"] is False
+        assert dict(tuned["best"]["values"]) == {"BLOCK_SIZE": 512, "RMSNORM_VEC": 8}
+        assert round(tuned["best"]["time_us"], 2) == 97.06 and round(tuned["best"]["speedup"], 2) == 1.95
+        assert tuned["bound_us"] is not None and "97.06" in tuned["summary"]
+
+
+async def test_bad_input_gets_an_error_that_names_the_problem(tmp_path: Path):
+    broken = tmp_path / "rmsnorm.cu"
+    shutil.copy(RMSNORM, broken)
+    (tmp_path / "rmsnorm.cutune.toml").write_text("version = [\n")
+    async with session() as client:
+        assert await error_of(client, "list_kernels", file="missing.cu") == "missing.cu: no such file"
+        unknown = await error_of(client, "templatize", file="examples/rmsnorm.cu", kernel="nope")
+        assert "examples/rmsnorm.cu" in unknown and "nope" in unknown, unknown
+        assert await error_of(client, "results", file="examples/rmsnorm.cu", kernel="nope") == "examples/rmsnorm.cu: no kernel named `nope`"
+        spec_error = await error_of(client, "templatize", file=str(broken), kernel="rmsnorm_kernel")
+        assert "rmsnorm.cutune.toml:" in spec_error and "the existing spec does not parse" in spec_error, spec_error
+        # The server is still there after each error.
+        assert (await call(client, "list_kernels", file="examples/rmsnorm.cu"))["kernels"]
