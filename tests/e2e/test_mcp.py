@@ -4,7 +4,9 @@ without writing, the results of a tune (a replay, no GPU), and clear errors."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+import sqlite3
 import subprocess
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -43,7 +45,7 @@ async def error_of(client: ClientSession, tool: str, **arguments) -> str:
 async def test_the_tools_have_schemas_and_list_a_files_kernels():
     async with session() as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert sorted(tools) == ["list_kernels", "results", "templatize"]
+        assert sorted(tools) == ["list_kernels", "results", "templatize", "tune"]
         assert tools["templatize"].input_schema["required"] == ["file", "kernel"]
         assert "write" in tools["templatize"].input_schema["properties"]
         assert tools["results"].output_schema is not None
@@ -99,3 +101,59 @@ async def test_bad_input_gets_an_error_that_names_the_problem(tmp_path: Path):
         assert "rmsnorm.cutune.toml:" in spec_error and "the existing spec does not parse" in spec_error, spec_error
         # The server is still there after each error.
         assert (await call(client, "list_kernels", file="examples/rmsnorm.cu"))["kernels"]
+
+
+def replay_project(tmp_path: Path) -> Path:
+    """rmsnorm.cu with the spec of the recorded space beside it; the file itself not rewritten,
+    so each tune templatizes it in memory first."""
+    source = tmp_path / "rmsnorm.cu"
+    shutil.copy(RMSNORM, source)
+    shutil.copy(SPEC, tmp_path / "rmsnorm.cutune.toml")
+    return source
+
+
+async def test_tune_sends_progress_and_returns_the_verified_best_of_a_replay(tmp_path: Path):
+    source = replay_project(tmp_path)
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, total, message))
+
+    async with session() as client:
+        result = await client.call_tool("tune", {"file": str(source), "kernel": "rmsnorm_kernel", "budget": 30, "replay": str(RECORDING)}, progress_callback=progress)
+        assert not result.is_error, result.content
+        outcome = result.structured_content
+        assert outcome["measured_on"].startswith("replay of ") and outcome["measured_on"].endswith("rmsnorm_8192_h100.t4.json")
+        assert outcome["stop_reason"] == "space exhausted" and outcome["evaluated"] == 24
+        assert dict(outcome["best"]["values"]) == {"BLOCK_SIZE": 512, "RMSNORM_VEC": 8}
+        assert round(outcome["best"]["time_us"], 2) == 97.06
+        # One notification per evaluation, out of the budget.
+        assert [done for done, _, _ in seen] == list(range(1, 25)), seen
+        assert all(total == 30 for _, total, _ in seen)
+        assert "best 97.06 µs (1.95×)" in seen[-1][2]
+        # What the tune stored is what `results` reads.
+        stored = await call(client, "results", file=str(source), kernel="rmsnorm_kernel")
+        assert stored["stop_reason"] == "space exhausted" and dict(stored["best"]["values"]) == {"BLOCK_SIZE": 512, "RMSNORM_VEC": 8}
+
+
+async def test_cancelling_a_tune_stops_it_and_keeps_what_it_measured(tmp_path: Path):
+    source = replay_project(tmp_path)
+    async with session() as client:
+        # The run spends its first tens of milliseconds templatizing the file in memory, so the
+        # cancellation arrives before the search, as the editor's stop does.
+        call = asyncio.create_task(client.call_tool("tune", {"file": str(source), "kernel": "rmsnorm_kernel", "replay": str(RECORDING)}))
+        await asyncio.sleep(0.005)
+        call.cancel()
+        for _ in range(100):
+            stored = await call_results(client, source)
+            if stored["stop_reason"]:
+                break
+            await asyncio.sleep(0.05)
+        assert stored["stop_reason"] == "cancelled", stored
+    with sqlite3.connect(tmp_path / ".cutune" / "results.db") as db:
+        (evaluations,) = db.execute("select count(*) from evaluations").fetchone()
+    assert evaluations < 24
+
+
+async def call_results(client: ClientSession, source: Path) -> dict:
+    return await call(client, "results", file=str(source), kernel="rmsnorm_kernel")

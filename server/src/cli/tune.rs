@@ -3,17 +3,14 @@
 //! every evaluation in `.cutune/results.db`, and print the best configurations.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::read_source;
-use crate::compile::CubinCache;
 use crate::gpu::RunnerSource;
 use crate::search::StrategyName;
-use crate::space::Configuration;
-use crate::store::{Evaluation, Store};
+use crate::store::Evaluation;
 use crate::tune::{self, job, Observer, Progress, TuneOptions, TuneReport};
 
 #[derive(clap::Args)]
@@ -85,24 +82,11 @@ pub struct TuneArgs {
 }
 
 pub fn run(args: &TuneArgs) -> Result<()> {
-    let started = Instant::now();
-    let text = read_source(&args.file)?;
-    let (target, note) = job::target(&args.file, &args.kernel, args.spec.as_deref(), &text)?;
-    if let Some(note) = note {
-        eprintln!("{note}");
+    if !(0.0..=1.0).contains(&args.sol_stop) {
+        return Err(anyhow!("--sol-stop {} must be a fraction between 0 and 1 (0.95: stop within 95% of the speed of light; 0: never)", args.sol_stop));
     }
-    let workspace = job::workspace_for(&args.file, args.workspace.as_deref());
-    let store = Store::open(&workspace)?;
-    let strategy = args.strategy.unwrap_or_else(|| job::default_strategy(&target.kernel, args.budget));
-
-    let default = Configuration::default_of(&target.kernel);
-    let (mut runner, nvrtc) = job::start_tools(args.device, args.replay.as_deref(), args.nvrtc.as_deref(), default)
-        .map_err(|e| if job::is_no_device(&e) { anyhow!("{e}\n(to study a space without a GPU, replay recorded measurements with --replay FILE)") } else { e })?;
-    let target = target.on_device(runner.device());
-    // --no-cache: a folder of this process's own, removed afterwards.
-    let cache_dir = if args.no_cache { job::cubin_dir(&workspace).with_file_name(format!("cubins-{}", std::process::id())) } else { job::cubin_dir(&workspace) };
     let options = TuneOptions {
-        strategy,
+        strategy: StrategyName::BruteForce,
         seed: args.seed,
         budget: Some(args.budget),
         time_limit: args.time,
@@ -114,25 +98,32 @@ pub fn run(args: &TuneArgs) -> Result<()> {
         verify_best: !args.no_verify,
         sol_stop: (args.sol_stop > 0.0).then_some(args.sol_stop),
     };
-    if !(0.0..=1.0).contains(&args.sol_stop) {
-        return Err(anyhow!("--sol-stop {} must be a fraction between 0 and 1 (0.95: stop within 95% of the speed of light; 0: never)", args.sol_stop));
-    }
-    let mut bar = Bar::new(args.budget, runner.source(), args.json);
-    let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(&cache_dir), store: &store, ceilings_dir: crate::sol::cache::default_dir() };
-    // Reading the spec, slicing, opening the store, starting the worker and loading NVRTC.
-    let startup_seconds = started.elapsed().as_secs_f64();
-    let report = tune::tune(&target, runner.as_mut(), &tools, &options, &mut bar);
+    let request = job::FileTune {
+        file: &args.file,
+        kernel: &args.kernel,
+        spec: args.spec.as_deref(),
+        workspace: args.workspace.as_deref(),
+        replay: args.replay.as_deref(),
+        device: args.device,
+        nvrtc: args.nvrtc.as_deref(),
+        no_cache: args.no_cache,
+        strategy: args.strategy,
+        options,
+    };
+    let (tuned, bar) = job::tune_file(request, |source, note| {
+        if let Some(note) = note {
+            eprintln!("{note}");
+        }
+        Bar::new(args.budget, source, args.json)
+    })?;
     bar.bar.finish_and_clear();
-    if args.no_cache {
-        let _ = std::fs::remove_dir_all(&cache_dir);
-    }
-    let report = report?;
+    let tuned = tuned?;
     if args.json {
-        let mut json = serde_json::to_value(&report)?;
-        json["startup_seconds"] = startup_seconds.into();
+        let mut json = serde_json::to_value(&tuned.report)?;
+        json["startup_seconds"] = tuned.startup_seconds.into();
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
-        print!("{}", table(&report, args.top));
+        print!("{}", table(&tuned.report, args.top));
     }
     Ok(())
 }

@@ -7,11 +7,15 @@ use std::path::{Path, PathBuf};
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{ServerCapabilities, ServerConfig};
-use rmcp::{schemars, tool, tool_handler, tool_router, Json, ServerHandler, ServiceExt};
+use rmcp::model::{ProgressNotificationParam, ServerCapabilities, ServerConfig};
+use rmcp::service::RequestContext;
+use rmcp::{schemars, tool, tool_handler, tool_router, Json, RoleServer, ServerHandler, ServiceExt};
 use serde::{Deserialize, Serialize};
 
+use crate::search::StrategyName;
+use crate::store::Evaluation;
 use crate::tune::results::KernelResults;
+use crate::tune::{job, Observer, Progress, TuneOptions};
 
 /// Serves MCP on stdin/stdout until the client closes it.
 pub fn run_stdio() -> anyhow::Result<()> {
@@ -53,6 +57,43 @@ struct TemplatizeArgs {
     /// nothing is written and the diff says what would change.
     #[serde(default)]
     write: bool,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct TuneArgs {
+    /// Path of the CUDA source file; its spec (`FILE.cutune.toml`) is read from beside it, or
+    /// the kernel is templatized in memory when there is none.
+    file: String,
+    /// Name of the `__global__` function.
+    kernel: String,
+    /// Most configurations to evaluate (default 200).
+    budget: Option<u64>,
+    /// Wall-time limit of the search in seconds.
+    time_seconds: Option<u64>,
+    /// `brute-force`, `random`, `annealing`, `genetic` or `model` (default: brute force when the
+    /// whole space fits the budget, else the model).
+    strategy: Option<String>,
+    /// A recording of measurements to replay instead of measuring on the GPU (a T4 `.json` or a
+    /// Kernel Tuner cache file): for trying the loop on a machine without a GPU.
+    replay: Option<String>,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+struct TuneOutcome {
+    kernel: String,
+    /// The GPU measured on, or the recording replayed.
+    measured_on: String,
+    /// Why the search stopped (`cancelled` when the client cancelled it).
+    stop_reason: String,
+    evaluated: usize,
+    baseline_us: Option<f64>,
+    bound_us: Option<f64>,
+    /// The fastest configuration that passed verification (or, for a replay, the recording's).
+    best: Option<Configuration>,
+    /// Faster configurations that failed verification, with the first failure.
+    rejected: Vec<String>,
+    /// Reasons configurations could not run, with how many.
+    failures: Vec<(String, u64)>,
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
@@ -111,6 +152,8 @@ struct TuningResults {
     best: Option<Configuration>,
     /// The kernel's definition changed since the run: tune again.
     stale: bool,
+    /// Why the latest run stopped (`cancelled`, `space exhausted`, …); empty while it runs.
+    stop_reason: String,
     /// The results as the editor's hover shows them (Markdown).
     summary: String,
 }
@@ -140,6 +183,27 @@ impl Cutune {
     #[tool(description = "Turn a kernel's execution choices (block size, tiles, unroll factors, vector widths…) into parameters whose defaults are the original values, and write its tuning spec. Without `write`, returns the diff and writes nothing.")]
     async fn templatize(&self, Parameters(args): Parameters<TemplatizeArgs>) -> Result<Json<TemplatizeOutcome>, String> {
         blocking(move || templatize(&path_of(&args.file)?, &args.kernel, args.write)).await
+    }
+
+    #[tool(description = "Tune a kernel on this machine's GPU (or on a replay of recorded measurements): a constrained search of its parameters, every candidate compiled with NVRTC, timed, and checked against the original kernel; the winner verified in five stages. Sends progress notifications when the request has a progress token; cancelling the request stops the search within one measurement, keeping what was measured.")]
+    async fn tune(&self, Parameters(args): Parameters<TuneArgs>, context: RequestContext<RoleServer>) -> Result<Json<TuneOutcome>, String> {
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<(u64, Option<u64>, String)>();
+        let cancel = context.ct.clone();
+        let tuning = tokio::task::spawn_blocking(move || tune(&args, ProgressSender { sender, cancelled: Box::new(move || cancel.is_cancelled()) }));
+        if let Some(token) = context.meta.get_progress_token() {
+            while let Some((evaluated, budget, message)) = receiver.recv().await {
+                let mut progress = ProgressNotificationParam::new(token.clone(), evaluated as f64).with_message(message);
+                if let Some(budget) = budget {
+                    progress = progress.with_total(budget as f64);
+                }
+                // A client gone away is the cancellation's business, not progress's.
+                let _ = context.peer.notify_progress(progress).await;
+            }
+        }
+        match tuning.await {
+            Ok(result) => result.map(Json),
+            Err(e) => Err(format!("cutune failed inside: {e}")),
+        }
     }
 
     #[tool(description = "The latest tuning results of a kernel from the results store: the best verified configuration, its speedup over the original, its percent of the speed of light, and whether the kernel changed since.")]
@@ -220,7 +284,7 @@ fn results(path: &Path, kernel: &str) -> Result<TuningResults, String> {
     let workspace = crate::tune::job::workspace_for(path, None);
     let found = KernelResults::latest(&workspace, path, kernel).map_err(|e| format!("reading the results of `{kernel}`: {e}"))?;
     let Some(found) = found else {
-        return Ok(TuningResults { kernel: kernel.to_string(), tuned: false, measured_on: String::new(), baseline_us: None, bound_us: None, best: None, stale: false, summary: format!("`{kernel}` has not been tuned from {}", path.display()) });
+        return Ok(TuningResults { kernel: kernel.to_string(), tuned: false, measured_on: String::new(), baseline_us: None, bound_us: None, best: None, stale: false, stop_reason: String::new(), summary: format!("`{kernel}` has not been tuned from {}", path.display()) });
     };
     let best = found.best().map(|e| Configuration {
         values: e.config.0.clone(),
@@ -237,6 +301,56 @@ fn results(path: &Path, kernel: &str) -> Result<TuningResults, String> {
         bound_us: found.run.info.sol.as_ref().map(|b| b.bound_us),
         best,
         stale: found.is_stale(&crate::tune::kernel_sha256(&text, kernel)),
+        stop_reason: found.run.stop_reason.clone().unwrap_or_default(),
         summary: found.hover(),
+    })
+}
+
+/// The tuner's progress, handed to the protocol's side, and the client's cancellation.
+struct ProgressSender {
+    sender: tokio::sync::mpsc::UnboundedSender<(u64, Option<u64>, String)>,
+    cancelled: Box<dyn Fn() -> bool + Send>,
+}
+
+impl Observer for ProgressSender {
+    fn evaluated(&mut self, evaluation: &Evaluation, progress: &Progress) {
+        let best = match (progress.best_us, progress.best_speedup) {
+            (Some(time), Some(speedup)) => format!("best {time:.2} µs ({speedup:.2}×)"),
+            (Some(time), None) => format!("best {time:.2} µs"),
+            _ => "no configuration matched the original yet".to_string(),
+        };
+        // The receiver is gone only once the request is answered.
+        let _ = self.sender.send((progress.evaluated, progress.budget, format!("{best}; last {}", evaluation.config)));
+    }
+
+    fn cancelled(&self) -> bool {
+        (self.cancelled)()
+    }
+}
+
+fn tune(args: &TuneArgs, observer: ProgressSender) -> Result<TuneOutcome, String> {
+    let file = path_of(&args.file)?;
+    let strategy = args.strategy.as_deref().map(|s| <StrategyName as clap::ValueEnum>::from_str(s, true)).transpose().map_err(|e| format!("strategy: {e}"))?;
+    let replay = args.replay.as_deref().map(path_of).transpose()?;
+    let options = TuneOptions { time_limit: args.time_seconds.map(std::time::Duration::from_secs), ..TuneOptions::brute_force(Some(args.budget.unwrap_or(200))) };
+    let request = job::FileTune { file: &file, kernel: &args.kernel, spec: None, workspace: None, replay: replay.as_deref(), device: 0, nvrtc: None, no_cache: false, strategy, options };
+    let (tuned, _) = job::tune_file(request, |_, _| observer).map_err(|e| format!("{e:#}"))?;
+    let report = tuned.map_err(|e| format!("{e:#}"))?.report;
+    let best = report.best.as_ref().and_then(|row| {
+        Some(Configuration { values: row.config.0.clone(), time_us: row.time_us?, speedup: row.speedup, sol_percent: row.sol_percent, verified: report.verification.is_some() })
+    });
+    Ok(TuneOutcome {
+        kernel: report.kernel.clone(),
+        measured_on: match &report.source {
+            crate::gpu::RunnerSource::Replay { from } => format!("replay of {from}"),
+            crate::gpu::RunnerSource::Device => report.device.clone(),
+        },
+        stop_reason: report.stop_reason.clone(),
+        evaluated: report.rows.len(),
+        baseline_us: report.baseline_us,
+        bound_us: report.sol.as_ref().map(|b| b.bound_us),
+        best,
+        rejected: report.rejected.iter().map(|r| format!("{}: {}", r.config, r.summary)).collect(),
+        failures: report.failures.into_iter().collect(),
     })
 }

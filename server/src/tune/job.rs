@@ -100,6 +100,59 @@ pub fn target(file: &Path, kernel_name: &str, spec_path: Option<&Path>, text: &s
     Ok((Target { file: file.display().to_string(), kernel, source: slice.source, kernel_sha256 }, note))
 }
 
+/// A tune of one kernel of a file on disk, as the CLI and the MCP server ask for it.
+pub struct FileTune<'a> {
+    pub file: &'a Path,
+    pub kernel: &'a str,
+    /// The spec to use instead of the one beside the file.
+    pub spec: Option<&'a Path>,
+    /// Where `.cutune/` lives (default: the file's folder).
+    pub workspace: Option<&'a Path>,
+    /// A recording to replay instead of measuring on `device`.
+    pub replay: Option<&'a Path>,
+    pub device: u32,
+    pub nvrtc: Option<&'a Path>,
+    /// Compile every configuration again (a cubin cache of this process's own, removed after).
+    pub no_cache: bool,
+    /// `None`: brute force when the space fits the budget, else the model.
+    pub strategy: Option<StrategyName>,
+    /// The engine's options; its strategy is set from `strategy`.
+    pub options: super::TuneOptions,
+}
+
+/// A finished tune of a file: the report, and how long the set-up took (reading, slicing,
+/// opening the store, starting the worker, loading NVRTC).
+pub struct FileTuned {
+    pub report: super::TuneReport,
+    pub startup_seconds: f64,
+}
+
+/// Tunes `request.kernel` of `request.file`. `observer` is made once the runner is known (a
+/// replay says so), with the note on where the spec came from, and is returned with the
+/// result, which carries the tuner's error if it failed.
+pub fn tune_file<O: super::Observer>(request: FileTune, observer: impl FnOnce(&crate::gpu::RunnerSource, Option<&str>) -> O) -> Result<(Result<FileTuned>, O)> {
+    let started = std::time::Instant::now();
+    let text = crate::workspace::read_source(request.file)?;
+    let (target, note) = target(request.file, request.kernel, request.spec, &text)?;
+    let workspace = workspace_for(request.file, request.workspace);
+    let store = crate::store::Store::open(&workspace)?;
+    let budget = request.options.budget.unwrap_or(u64::MAX);
+    let options = super::TuneOptions { strategy: request.strategy.unwrap_or_else(|| default_strategy(&target.kernel, budget)), ..request.options };
+    let default = Configuration::default_of(&target.kernel);
+    let (mut runner, nvrtc) = start_tools(request.device, request.replay, request.nvrtc, default)
+        .map_err(|e| if is_no_device(&e) { anyhow!("{e}\n(to study a space without a GPU, replay recorded measurements with --replay FILE)") } else { e })?;
+    let target = target.on_device(runner.device());
+    let cache_dir = if request.no_cache { cubin_dir(&workspace).with_file_name(format!("cubins-{}", std::process::id())) } else { cubin_dir(&workspace) };
+    let mut observer = observer(runner.source(), note.as_deref());
+    let tools = super::Tools { nvrtc: nvrtc.as_ref(), cache: crate::compile::CubinCache::new(&cache_dir), store: &store, ceilings_dir: crate::sol::cache::default_dir() };
+    let startup_seconds = started.elapsed().as_secs_f64();
+    let report = super::tune(&target, runner.as_mut(), &tools, &options, &mut observer);
+    if request.no_cache {
+        let _ = std::fs::remove_dir_all(&cache_dir);
+    }
+    Ok((report.map(|report| FileTuned { report, startup_seconds }), observer))
+}
+
 /// Where a run keeps its results (`.cutune/` inside): the given folder, else the file's.
 pub fn workspace_for(file: &Path, results: Option<&Path>) -> PathBuf {
     match results {
