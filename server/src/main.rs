@@ -38,6 +38,8 @@ enum Command {
     Slice(cutune::cli::slice::SliceArgs),
     /// Search a kernel's parameters on the GPU (or a replay), checking every candidate against the original.
     Tune(cutune::cli::tune::TuneArgs),
+    /// Run another implementation of a kernel (an agent's rewrite) against the original: timed in the same run, verified in five stages.
+    Compare(cutune::cli::compare::CompareArgs),
     /// Verify one configuration against the original kernel in five stages (smoke, shapes, numerics, determinism, edges).
     Verify(cutune::cli::verify::VerifyArgs),
     /// Measure the search strategies' sample efficiency on recorded spaces (replays).
@@ -76,6 +78,7 @@ fn main() -> ExitCode {
         Command::Ceilings(args) => cutune::cli::ceilings::run(&args),
         Command::Tune(args) => cutune::cli::tune::run(&args),
         Command::Verify(args) => cutune::cli::verify::run(&args),
+        Command::Compare(args) => cutune::cli::compare::run(&args),
         Command::BenchSearch(args) => cutune::cli::search_bench::run(&args),
         Command::Worker(args) => cutune::cli::worker::run(&args),
     };

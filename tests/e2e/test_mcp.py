@@ -45,7 +45,7 @@ async def error_of(client: ClientSession, tool: str, **arguments) -> str:
 async def test_the_tools_have_schemas_and_list_a_files_kernels():
     async with session() as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert sorted(tools) == ["list_kernels", "results", "templatize", "tune"]
+        assert sorted(tools) == ["compare", "list_kernels", "results", "templatize", "tune"]
         assert tools["templatize"].input_schema["required"] == ["file", "kernel"]
         assert "write" in tools["templatize"].input_schema["properties"]
         assert tools["results"].output_schema is not None
@@ -99,6 +99,9 @@ async def test_bad_input_gets_an_error_that_names_the_problem(tmp_path: Path):
         assert await error_of(client, "results", file="examples/rmsnorm.cu", kernel="nope") == "examples/rmsnorm.cu: no kernel named `nope`"
         spec_error = await error_of(client, "templatize", file=str(broken), kernel="rmsnorm_kernel")
         assert "rmsnorm.cutune.toml:" in spec_error and "the existing spec does not parse" in spec_error, spec_error
+        other = await error_of(client, "compare", file="examples/rmsnorm.cu", kernel="rmsnorm_kernel", candidate_file="tests/fixtures/compare/rmsnorm_other_signature.cu")
+        assert "its `rmsnorm_kernel` does not take what `rmsnorm_kernel` of examples/rmsnorm.cu takes" in other, other
+        assert "const float* __restrict__ weight" in other
         # The server is still there after each error.
         assert (await call(client, "list_kernels", file="examples/rmsnorm.cu"))["kernels"]
 

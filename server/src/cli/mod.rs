@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod ceilings;
 pub mod check;
+pub mod compare;
 pub mod templatize;
 pub mod spec;
 pub mod slice;

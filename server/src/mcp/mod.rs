@@ -78,6 +78,19 @@ struct TuneArgs {
     replay: Option<String>,
 }
 
+#[derive(Deserialize, schemars::JsonSchema)]
+struct CompareArgs {
+    /// Path of the CUDA source file of the original kernel; its spec is read from beside it.
+    file: String,
+    /// Name of the original `__global__` function.
+    kernel: String,
+    /// Path of the file with the other implementation.
+    candidate_file: String,
+    /// Its kernel's name, when not the original's. It must take the same parameters; it
+    /// launches as the spec says the original does.
+    candidate_kernel: Option<String>,
+}
+
 #[derive(Serialize, schemars::JsonSchema)]
 struct TuneOutcome {
     kernel: String,
@@ -204,6 +217,11 @@ impl Cutune {
             Ok(result) => result.map(Json),
             Err(e) => Err(format!("cutune failed inside: {e}")),
         }
+    }
+
+    #[tool(description = "Run another implementation of a kernel (your rewrite, in another file, with the same parameters) against the original on this machine's GPU: both timed in the same run, the candidate checked on the spec's shapes and verified in five stages (smoke, shapes, numerics, determinism, edges). Returns the two times, the speedup, the percent of the speed-of-light bound, and whether it is verified or its first failure (stage, shape, index, values). A time below the bound is flagged as a likely wrong measurement. The result is stored like a tuning evaluation.")]
+    async fn compare(&self, Parameters(args): Parameters<CompareArgs>) -> Result<Json<job::Comparison>, String> {
+        blocking(move || compare(&args)).await
     }
 
     #[tool(description = "The latest tuning results of a kernel from the results store: the best verified configuration, its speedup over the original, its percent of the speed of light, and whether the kernel changed since.")]
@@ -353,4 +371,12 @@ fn tune(args: &TuneArgs, observer: ProgressSender) -> Result<TuneOutcome, String
         rejected: report.rejected.iter().map(|r| format!("{}: {}", r.config, r.summary)).collect(),
         failures: report.failures.into_iter().collect(),
     })
+}
+
+fn compare(args: &CompareArgs) -> Result<job::Comparison, String> {
+    let file = path_of(&args.file)?;
+    let candidate = path_of(&args.candidate_file)?;
+    let request = job::FileTune { file: &file, kernel: &args.kernel, spec: None, workspace: None, replay: None, device: 0, nvrtc: None, no_cache: false, strategy: None, options: TuneOptions::brute_force(Some(1)) };
+    let (tuned, _) = job::compare_file(request, &candidate, args.candidate_kernel.as_deref(), |_, _| crate::tune::Silent).map_err(|e| format!("{e:#}"))?;
+    Ok(job::Comparison::of(&tuned.map_err(|e| format!("{e:#}"))?.report))
 }

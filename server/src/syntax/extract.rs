@@ -1015,6 +1015,35 @@ pub fn is_identifier(text: &str) -> bool {
     text.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// `text` with each identifier that `rename` names written as that name; members (`grid.x`,
+/// `p->n`) are left alone.
+pub fn rename_identifiers_in(text: &str, mut rename: impl FnMut(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    // A member (`grid.x`, `p->n`) is the object's, whatever else shares its name.
+    let mut is_member = false;
+    let mut flush = |word: &mut String, out: &mut String, is_member: bool| {
+        if !word.is_empty() {
+            let starts_ident = word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+            out.push_str(&(starts_ident && !is_member).then(|| rename(word)).flatten().unwrap_or_else(|| word.clone()));
+            word.clear();
+        }
+    };
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            if word.is_empty() {
+                is_member = out.ends_with('.') || out.ends_with("->");
+            }
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out, is_member);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out, is_member);
+    out
+}
+
 pub fn identifiers_in(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_'))

@@ -21,7 +21,7 @@ pub use consteval::{eval as eval_constant, parse_int_literal, size_of_type};
 pub use float_eval::eval_float;
 pub use checks::{check, format_bytes, Finding, Severity};
 pub use document::{parse_source, Analysis, Change, Document, EditError, Encoding, TextPosition, MAX_ANALYZED_BYTES};
-pub use extract::{compile_queries, descendants, identifiers_in, is_identifier};
+pub use extract::{compile_queries, descendants, identifiers_in, is_identifier, rename_identifiers_in};
 pub use hover::{hover, HoverInfo};
 pub use model::*;
 

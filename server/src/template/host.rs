@@ -11,7 +11,7 @@ use super::callee;
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::host::{address_taken, call_args, calls_by_callee, declared_name, function_name, functions, local_types, parameters, Call};
-use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, is_identifier, size_of_type, Document, LaunchSite};
+use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, is_identifier, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
 const TEXTURE_CALLS: [&str; 3] = ["cudaCreateTextureObject", "cudaMallocArray", "cudaMalloc3DArray"];
@@ -1862,32 +1862,6 @@ fn without_float_casts(text: &str) -> String {
     ["float", "double"].iter().fold(out, |out, function| replace_calls(&out, function, |inner| Some(format!("({inner})"))))
 }
 
-pub(super) fn rename_identifiers_in(text: &str, mut rename: impl FnMut(&str) -> Option<String>) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut word = String::new();
-    // A member (`grid.x`, `p->n`) is the object's, whatever else shares its name.
-    let mut is_member = false;
-    let mut flush = |word: &mut String, out: &mut String, is_member: bool| {
-        if !word.is_empty() {
-            let starts_ident = word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
-            out.push_str(&(starts_ident && !is_member).then(|| rename(word)).flatten().unwrap_or_else(|| word.clone()));
-            word.clear();
-        }
-    };
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() || c == '_' {
-            if word.is_empty() {
-                is_member = out.ends_with('.') || out.ends_with("->");
-            }
-            word.push(c);
-        } else {
-            flush(&mut word, &mut out, is_member);
-            out.push(c);
-        }
-    }
-    flush(&mut word, &mut out, is_member);
-    out
-}
 
 #[cfg(test)]
 mod tests {

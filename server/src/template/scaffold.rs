@@ -658,7 +658,7 @@ fn rename_shadowed_sizes(launcher: &str, grid: &mut [String], block: &mut [Strin
             continue;
         }
         let renamed = format!("{launcher}_{name}");
-        let rename = |text: &str| super::host::rename_identifiers_in(text, |w| (w == name).then(|| renamed.clone()));
+        let rename = |text: &str| crate::syntax::rename_identifiers_in(text, |w| (w == name).then(|| renamed.clone()));
         grid.iter_mut().chain(block.iter_mut()).for_each(|e| *e = rename(e));
         *shared_bytes = rename(shared_bytes);
         for (arg, &from_host) in args.iter_mut().zip(host_lengths) {

@@ -134,13 +134,99 @@ pub fn tune_file<O: super::Observer>(request: FileTune, observer: impl FnOnce(&c
     let started = std::time::Instant::now();
     let text = crate::workspace::read_source(request.file)?;
     let (target, note) = target(request.file, request.kernel, request.spec, &text)?;
+    tune_target(target, note, request, started, "(to study a space without a GPU, replay recorded measurements with --replay FILE)", observer)
+}
+
+/// Another implementation of `request.kernel` with the same parameters (an agent's or a
+/// person's rewrite, in `candidate`, named `candidate_kernel` or like the original), run as a
+/// tune of a space of one point: measured in the same run as the original, checked against it
+/// on the spec's shapes, verified in five stages, bounded by the speed of light, and stored.
+/// Both launch as the spec says the original does, at its defaults.
+pub fn compare_file<O: super::Observer>(request: FileTune, candidate: &Path, candidate_kernel: Option<&str>, observer: impl FnOnce(&crate::gpu::RunnerSource, Option<&str>) -> O) -> Result<(Result<FileTuned>, O)> {
+    let started = std::time::Instant::now();
+    let text = crate::workspace::read_source(request.file)?;
+    let (mut target, note) = target(request.file, request.kernel, request.spec, &text)?;
+    let candidate_text = crate::workspace::read_source(candidate)?;
+    let name = candidate_kernel.unwrap_or(request.kernel);
+    same_parameters(&text, request.file, request.kernel, &candidate_text, candidate, name)?;
+    let slice = device_slice(&Document::new(candidate_text.clone()), name, &SliceOptions::for_file(candidate).with_template_args(&target.kernel.template_args)).map_err(|e| anyhow!("{}: {e}", candidate.display()))?;
+    // The tuner compiles and launches the spec's kernel name: the candidate takes it.
+    target.source = crate::syntax::rename_identifiers_in(&slice.source, |w| (w == name).then(|| request.kernel.to_string()));
+    target.file = candidate.display().to_string();
+    target.kernel_sha256 = super::kernel_sha256(&candidate_text, name);
+    for param in &mut target.kernel.params {
+        param.values = vec![param.default];
+    }
+    target.kernel.restrictions.clear();
+    let request = FileTune { strategy: Some(StrategyName::BruteForce), options: super::TuneOptions { budget: Some(1), sol_stop: None, ..request.options }, ..request };
+    tune_target(target, note, request, started, "(a comparison runs both kernels: it needs the GPU)", observer)
+}
+
+/// What a comparison found, read from its one-point tune.
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct Comparison {
+    /// The GPU measured on.
+    pub measured_on: String,
+    /// The original kernel's time: the sum over the spec's shapes of the medians, in µs.
+    pub original_us: Option<f64>,
+    pub candidate_us: Option<f64>,
+    pub speedup: Option<f64>,
+    pub bound_us: Option<f64>,
+    pub sol_percent: Option<f64>,
+    /// It matched the original on the spec's shapes and passed the five verification stages.
+    pub verified: bool,
+    /// Otherwise the first failure: the stage, the shape, the index and the values, or why it
+    /// did not run (a time below the speed of light is one: more likely a wrong measurement).
+    pub failure: Option<String>,
+}
+
+impl Comparison {
+    pub fn of(report: &super::TuneReport) -> Comparison {
+        let row = report.rows.first();
+        let verified = report.verification.as_ref().is_some_and(|v| v.failure().is_none()) && report.best.is_some();
+        let failure = (!verified).then(|| {
+            report.rejected.first().map(|r| r.summary.clone()).or_else(|| row.map(|r| r.status.clone())).unwrap_or_else(|| report.stop_reason.clone())
+        });
+        Comparison {
+            measured_on: report.device.clone(),
+            original_us: report.baseline_us,
+            candidate_us: row.and_then(|r| r.time_us),
+            speedup: row.and_then(|r| r.time_us).zip(report.baseline_us).map(|(t, b)| b / t),
+            bound_us: report.sol.as_ref().map(|b| b.bound_us),
+            sol_percent: row.and_then(|r| r.time_us).zip(report.sol.as_ref()).map(|(t, b)| b.percent(t)),
+            verified,
+            failure,
+        }
+    }
+}
+
+/// The candidate's kernel takes what the original takes: the same number of parameters, each
+/// of the same type (names may differ).
+fn same_parameters(text: &str, file: &Path, kernel: &str, candidate_text: &str, candidate: &Path, candidate_kernel: &str) -> Result<()> {
+    let signature = |text: &str, path: &Path, name: &str| -> Result<(String, Vec<String>)> {
+        let model = crate::syntax::analyze(text);
+        let found = model.kernels.into_iter().find(|k| k.is_definition && k.name == name).ok_or_else(|| anyhow!("{}: no kernel `{name}` is defined there", path.display()))?;
+        let types = found.params.iter().map(|p| p.ty.replace("__restrict__", "").split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+        Ok((found.signature, types))
+    };
+    let (original, original_types) = signature(text, file, kernel)?;
+    let (other, other_types) = signature(candidate_text, candidate, candidate_kernel)?;
+    if original_types != other_types {
+        bail!("{}: its `{candidate_kernel}` does not take what `{kernel}` of {} takes, so it cannot run in its place:\n  candidate: {other}\n  original:  {original}", candidate.display(), file.display());
+    }
+    Ok(())
+}
+
+/// The tune of `target` that [`tune_file`] and [`compare_file`] run; `without_gpu` is added to
+/// the error when there is no GPU, to say what to do instead.
+fn tune_target<O: super::Observer>(target: Target, note: Option<String>, request: FileTune, started: std::time::Instant, without_gpu: &str, observer: impl FnOnce(&crate::gpu::RunnerSource, Option<&str>) -> O) -> Result<(Result<FileTuned>, O)> {
     let workspace = workspace_for(request.file, request.workspace);
     let store = crate::store::Store::open(&workspace)?;
     let budget = request.options.budget.unwrap_or(u64::MAX);
     let options = super::TuneOptions { strategy: request.strategy.unwrap_or_else(|| default_strategy(&target.kernel, budget)), ..request.options };
     let default = Configuration::default_of(&target.kernel);
     let (mut runner, nvrtc) = start_tools(request.device, request.replay, request.nvrtc, default)
-        .map_err(|e| if is_no_device(&e) { anyhow!("{e}\n(to study a space without a GPU, replay recorded measurements with --replay FILE)") } else { e })?;
+        .map_err(|e| if is_no_device(&e) { anyhow!("{e}\n{without_gpu}") } else { e })?;
     let target = target.on_device(runner.device());
     let cache_dir = if request.no_cache { cubin_dir(&workspace).with_file_name(format!("cubins-{}", std::process::id())) } else { cubin_dir(&workspace) };
     let mut observer = observer(runner.source(), note.as_deref());
