@@ -45,7 +45,7 @@ async def error_of(client: ClientSession, tool: str, **arguments) -> str:
 async def test_the_tools_have_schemas_and_list_a_files_kernels():
     async with session() as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert sorted(tools) == ["compare", "list_kernels", "results", "templatize", "tune"]
+        assert sorted(tools) == ["compare", "list_kernels", "results", "templatize", "tune", "verify"]
         assert tools["templatize"].input_schema["required"] == ["file", "kernel"]
         assert "write" in tools["templatize"].input_schema["properties"]
         assert tools["results"].output_schema is not None
@@ -102,6 +102,10 @@ async def test_bad_input_gets_an_error_that_names_the_problem(tmp_path: Path):
         other = await error_of(client, "compare", file="examples/rmsnorm.cu", kernel="rmsnorm_kernel", candidate_file="tests/fixtures/compare/rmsnorm_other_signature.cu")
         assert "its `rmsnorm_kernel` does not take what `rmsnorm_kernel` of examples/rmsnorm.cu takes" in other, other
         assert "const float* __restrict__ weight" in other
+        bogus = await error_of(client, "verify", file="examples/rmsnorm.cu", kernel="rmsnorm_kernel", stages=["smoke", "bogus"])
+        assert bogus == "unknown stage `bogus`: the stages are smoke, shapes, numerics, determinism, edges"
+        not_a_parameter = await error_of(client, "verify", file="examples/rmsnorm.cu", kernel="rmsnorm_kernel", config="BLOCK=64")
+        assert "`BLOCK` is not a parameter of this kernel (its parameters: BLOCK_SIZE, RMSNORM_UNROLL, RMSNORM_VEC, RMSNORM_WARP_SHUFFLE" in not_a_parameter, not_a_parameter
         # The server is still there after each error.
         assert (await call(client, "list_kernels", file="examples/rmsnorm.cu"))["kernels"]
 

@@ -7,10 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Result};
 
-use super::read_source;
-use crate::compile::CubinCache;
-use crate::store::Store;
-use crate::tune::{self, job, verification};
+use crate::tune::job;
 use crate::verify::{CaseStatus, Report, Stage};
 
 #[derive(clap::Args)]
@@ -53,30 +50,22 @@ pub fn run(args: &VerifyArgs) -> Result<()> {
             .map(|name| Stage::from_name(name.trim()).ok_or_else(|| anyhow!("unknown stage `{name}`: the stages are smoke, shapes, numerics, determinism, edges")))
             .collect::<Result<Vec<_>>>()?
     };
-    let text = read_source(&args.file)?;
-    let (target, note) = job::target(&args.file, &args.kernel, args.spec.as_deref(), &text)?;
-    if let Some(note) = note {
-        eprintln!("{note}");
-    }
-    let (in_file, notes) = job::configuration_in_file(&text, &target.kernel);
-    for note in notes {
-        eprintln!("{}: {note}", args.file.display());
-    }
-    let config = match &args.config {
-        Some(assignments) => job::configuration_with(&in_file, assignments).map_err(|e| anyhow!("--config: {e}"))?,
-        None => in_file,
+    let request = job::FileVerify {
+        file: &args.file,
+        kernel: &args.kernel,
+        spec: args.spec.as_deref(),
+        workspace: args.workspace.as_deref(),
+        device: args.device,
+        nvrtc: args.nvrtc.as_deref(),
+        config: args.config.as_deref(),
+        stages: &stages,
+        keep_going: args.keep_going,
     };
-    let workspace = job::workspace_for(&args.file, args.workspace.as_deref());
-    let store = Store::open(&workspace)?;
-    let default = crate::space::Configuration::default_of(&target.kernel);
-    let (mut runner, nvrtc) = job::start_tools(args.device, None, args.nvrtc.as_deref(), default)?;
-    let target = target.on_device(runner.device());
-    let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(job::cubin_dir(&workspace)), store: &store, ceilings_dir: crate::sol::cache::default_dir() };
-    let report = verification::verify_configuration(&target, runner.as_mut(), &tools, &config, &stages, args.keep_going, &|| false)?;
+    let (report, device) = job::verify_file(request, &mut |note| eprintln!("{note}"), &|| false)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", table(&report, &runner.device().name));
+        print!("{}", table(&report, &device));
     }
     if report.failure().is_some() {
         bail!("{} {}: {}", report.kernel, report.config, report.summary());

@@ -91,6 +91,31 @@ struct CompareArgs {
     candidate_kernel: Option<String>,
 }
 
+#[derive(Deserialize, schemars::JsonSchema)]
+struct VerifyArgs {
+    /// Path of the CUDA source file; its spec is read from beside it.
+    file: String,
+    /// Name of the `__global__` function.
+    kernel: String,
+    /// Parameters to set, `NAME=VALUE,…` (e.g. `BLOCK_SIZE=512,RMSNORM_VEC=4`); the others keep
+    /// the values the file runs now.
+    config: Option<String>,
+    /// Stages to run, of `smoke`, `shapes`, `numerics`, `determinism`, `edges` (default: all).
+    stages: Option<Vec<String>>,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+struct VerifyOutcome {
+    kernel: String,
+    /// The configuration verified.
+    config: Vec<(String, i64)>,
+    device: String,
+    passed: bool,
+    summary: String,
+    /// One entry per case run: its stage, what it runs, and `pass`, or the failure.
+    cases: Vec<(String, String, String)>,
+}
+
 #[derive(Serialize, schemars::JsonSchema)]
 struct TuneOutcome {
     kernel: String,
@@ -222,6 +247,11 @@ impl Cutune {
     #[tool(description = "Run another implementation of a kernel (your rewrite, in another file, with the same parameters) against the original on this machine's GPU: both timed in the same run, the candidate checked on the spec's shapes and verified in five stages (smoke, shapes, numerics, determinism, edges). Returns the two times, the speedup, the percent of the speed-of-light bound, and whether it is verified or its first failure (stage, shape, index, values). A time below the bound is flagged as a likely wrong measurement. The result is stored like a tuning evaluation.")]
     async fn compare(&self, Parameters(args): Parameters<CompareArgs>) -> Result<Json<job::Comparison>, String> {
         blocking(move || compare(&args)).await
+    }
+
+    #[tool(description = "Verify one configuration of a kernel against the original on this machine's GPU in five stages: smoke, shapes (the spec's and odd ones), numerics (inputs that stress precision), determinism, edges (guard bytes around every buffer). Stops at the first failure, which names the stage, the shape, the index and the values.")]
+    async fn verify(&self, Parameters(args): Parameters<VerifyArgs>) -> Result<Json<VerifyOutcome>, String> {
+        blocking(move || verify(&args)).await
     }
 
     #[tool(description = "The latest tuning results of a kernel from the results store: the best verified configuration, its speedup over the original, its percent of the speed of light, and whether the kernel changed since.")]
@@ -379,4 +409,28 @@ fn compare(args: &CompareArgs) -> Result<job::Comparison, String> {
     let request = job::FileTune { file: &file, kernel: &args.kernel, spec: None, workspace: None, replay: None, device: 0, nvrtc: None, no_cache: false, strategy: None, options: TuneOptions::brute_force(Some(1)) };
     let (tuned, _) = job::compare_file(request, &candidate, args.candidate_kernel.as_deref(), |_, _| crate::tune::Silent).map_err(|e| format!("{e:#}"))?;
     Ok(job::Comparison::of(&tuned.map_err(|e| format!("{e:#}"))?.report))
+}
+
+fn verify(args: &VerifyArgs) -> Result<VerifyOutcome, String> {
+    use crate::verify::{CaseStatus, Stage};
+    let file = path_of(&args.file)?;
+    let stages = match &args.stages {
+        None => Stage::ALL.to_vec(),
+        Some(names) => names.iter().map(|n| Stage::from_name(n.trim()).ok_or_else(|| format!("unknown stage `{n}`: the stages are smoke, shapes, numerics, determinism, edges"))).collect::<Result<_, _>>()?,
+    };
+    let request = job::FileVerify { file: &file, kernel: &args.kernel, spec: None, workspace: None, device: 0, nvrtc: None, config: args.config.as_deref(), stages: &stages, keep_going: false };
+    let (report, device) = job::verify_file(request, &mut |_| {}, &|| false).map_err(|e| format!("{e:#}"))?;
+    let cases = report
+        .cases
+        .iter()
+        .map(|case| {
+            let status = match &case.status {
+                CaseStatus::Pass { .. } => "pass".to_string(),
+                CaseStatus::Fail { finding } => finding.to_string(),
+                CaseStatus::BaselineFailed { message } => format!("not compared: the original fails here ({})", message.lines().next().unwrap_or_default()),
+            };
+            (case.stage.name().to_string(), case.label.clone(), status)
+        })
+        .collect();
+    Ok(VerifyOutcome { kernel: report.kernel.clone(), config: report.config.0.clone(), device, passed: report.passed(), summary: report.summary(), cases })
 }

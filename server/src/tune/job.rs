@@ -162,6 +162,47 @@ pub fn compare_file<O: super::Observer>(request: FileTune, candidate: &Path, can
     tune_target(target, note, request, started, "(a comparison runs both kernels: it needs the GPU)", observer)
 }
 
+/// The five verification stages (or some) on one configuration of a file's kernel, as the CLI
+/// and the MCP server ask for it.
+pub struct FileVerify<'a> {
+    pub file: &'a Path,
+    pub kernel: &'a str,
+    pub spec: Option<&'a Path>,
+    pub workspace: Option<&'a Path>,
+    pub device: u32,
+    pub nvrtc: Option<&'a Path>,
+    /// `NAME=V,…` over the values the file runs now.
+    pub config: Option<&'a str>,
+    pub stages: &'a [crate::verify::Stage],
+    /// Every case instead of stopping at the first failure.
+    pub keep_going: bool,
+}
+
+/// Runs [`FileVerify`] on the GPU; `note` hears where the spec came from and values of the
+/// file it could not read. Returns the report and the device's name.
+pub fn verify_file(request: FileVerify, note: &mut dyn FnMut(&str), cancelled: &dyn Fn() -> bool) -> Result<(crate::verify::Report, String)> {
+    let text = crate::workspace::read_source(request.file)?;
+    let (target, spec_note) = target(request.file, request.kernel, request.spec, &text)?;
+    if let Some(spec_note) = spec_note {
+        note(&spec_note);
+    }
+    let (in_file, notes) = configuration_in_file(&text, &target.kernel);
+    for value_note in notes {
+        note(&format!("{}: {value_note}", request.file.display()));
+    }
+    let config = match request.config {
+        Some(assignments) => configuration_with(&in_file, assignments).map_err(|e| anyhow!("--config: {e}"))?,
+        None => in_file,
+    };
+    let workspace = workspace_for(request.file, request.workspace);
+    let store = crate::store::Store::open(&workspace)?;
+    let (mut runner, nvrtc) = start_tools(request.device, None, request.nvrtc, Configuration::default_of(&target.kernel))?;
+    let target = target.on_device(runner.device());
+    let tools = super::Tools { nvrtc: nvrtc.as_ref(), cache: crate::compile::CubinCache::new(cubin_dir(&workspace)), store: &store, ceilings_dir: crate::sol::cache::default_dir() };
+    let report = super::verification::verify_configuration(&target, runner.as_mut(), &tools, &config, request.stages, request.keep_going, cancelled)?;
+    Ok((report, runner.device().name.clone()))
+}
+
 /// What a comparison found, read from its one-point tune.
 #[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct Comparison {
