@@ -22,8 +22,8 @@ RECORDING = REPO / "tests" / "fixtures" / "replay" / "rmsnorm_8192_h100.t4.json"
 
 
 @asynccontextmanager
-async def session(cwd: Path = REPO):
-    params = StdioServerParameters(command=str(CUTUNE_BIN), args=["mcp"], cwd=str(cwd), env={"VIRTUAL_ENV": str(REPO / ".venv")})
+async def session(cwd: Path = REPO, env: dict[str, str] | None = None):
+    params = StdioServerParameters(command=str(CUTUNE_BIN), args=["mcp"], cwd=str(cwd), env={"VIRTUAL_ENV": str(REPO / ".venv"), **(env or {})})
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as client:
             await client.initialize()
@@ -45,7 +45,7 @@ async def error_of(client: ClientSession, tool: str, **arguments) -> str:
 async def test_the_tools_have_schemas_and_list_a_files_kernels():
     async with session() as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert sorted(tools) == ["compare", "list_kernels", "results", "templatize", "tune", "verify"]
+        assert sorted(tools) == ["compare", "list_kernels", "results", "speed_of_light", "templatize", "tune", "verify"]
         assert tools["templatize"].input_schema["required"] == ["file", "kernel"]
         assert "write" in tools["templatize"].input_schema["properties"]
         assert tools["results"].output_schema is not None
@@ -164,3 +164,19 @@ async def test_cancelling_a_tune_stops_it_and_keeps_what_it_measured(tmp_path: P
 
 async def call_results(client: ClientSession, source: Path) -> dict:
     return await call(client, "results", file=str(source), kernel="rmsnorm_kernel")
+
+
+async def test_the_speed_of_light_is_the_bytes_over_the_bandwidth_and_says_where_its_ceilings_come_from(tmp_path: Path):
+    # An empty cache: nothing measured on this machine.
+    async with session(env={"XDG_CACHE_HOME": str(tmp_path)}) as client:
+        bound = await call(client, "speed_of_light", file="examples/rmsnorm.cu", kernel="rmsnorm_kernel", device="NVIDIA H100 80GB HBM3")
+        assert "datasheet" in bound["ceilings"] and "H100 SXM" in bound["ceilings"], bound["ceilings"]
+        [shape] = bound["shapes"]
+        assert shape["shape"] == "hidden=4096 rows=4095" and shape["limit"] == "memory"
+        # `in` read and `out` written (4095 × 4096 halves each), `weight` read (4096 halves).
+        assert shape["bytes"] == 2 * 4095 * 4096 * 2 + 4096 * 2
+        assert abs(bound["bound_us"] - shape["bytes"] / 3350e3) < 0.01, bound
+        nothing_measured = await error_of(client, "speed_of_light", file="examples/rmsnorm.cu", kernel="rmsnorm_kernel")
+        assert "no ceilings have been measured on this machine: run `cutune ceilings` on the GPU" in nothing_measured
+        unknown = await error_of(client, "speed_of_light", file="examples/rmsnorm.cu", kernel="rmsnorm_kernel", device="Voodoo2")
+        assert unknown == "cutune has no datasheet figures for `Voodoo2`"

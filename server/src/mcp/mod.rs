@@ -116,6 +116,41 @@ struct VerifyOutcome {
     cases: Vec<(String, String, String)>,
 }
 
+#[derive(Deserialize, schemars::JsonSchema)]
+struct SolArgs {
+    /// Path of the CUDA source file; its spec is read from beside it (or the kernel is
+    /// templatized in memory when there is none).
+    file: String,
+    /// Name of the `__global__` function.
+    kernel: String,
+    /// A GPU by the name its driver reports (`NVIDIA H100 80GB HBM3`, `NVIDIA A100-SXM4-80GB`,
+    /// `NVIDIA L4`…) to bound against its datasheet figures; default: the ceilings
+    /// `cutune ceilings` last measured on this machine.
+    device: Option<String>,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+struct SolOutcome {
+    kernel: String,
+    /// The ceilings the bound divides by, and where they come from (measured, or datasheet).
+    ceilings: String,
+    /// The bound over the spec's shapes (what a tune is measured on), in µs.
+    bound_us: f64,
+    /// One entry per shape: what it is, bytes moved, flops, the memory and compute terms in µs,
+    /// and which limits it.
+    shapes: Vec<SolShape>,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+struct SolShape {
+    shape: String,
+    bytes: f64,
+    flops: f64,
+    memory_us: f64,
+    compute_us: f64,
+    limit: String,
+}
+
 #[derive(Serialize, schemars::JsonSchema)]
 struct TuneOutcome {
     kernel: String,
@@ -252,6 +287,11 @@ impl Cutune {
     #[tool(description = "Verify one configuration of a kernel against the original on this machine's GPU in five stages: smoke, shapes (the spec's and odd ones), numerics (inputs that stress precision), determinism, edges (guard bytes around every buffer). Stops at the first failure, which names the stage, the shape, the index and the values.")]
     async fn verify(&self, Parameters(args): Parameters<VerifyArgs>) -> Result<Json<VerifyOutcome>, String> {
         blocking(move || verify(&args)).await
+    }
+
+    #[tool(description = "The speed-of-light bound of a kernel on the spec's shapes: the bytes it must move and the flops it must do, over the device's copy bandwidth and arithmetic rate, with which term limits each shape. A measured time below it is a wrong measurement; the gap to it is what a rewrite can still win.")]
+    async fn speed_of_light(&self, Parameters(args): Parameters<SolArgs>) -> Result<Json<SolOutcome>, String> {
+        blocking(move || speed_of_light(&args)).await
     }
 
     #[tool(description = "The latest tuning results of a kernel from the results store: the best verified configuration, its speedup over the original, its percent of the speed of light, and whether the kernel changed since.")]
@@ -433,4 +473,28 @@ fn verify(args: &VerifyArgs) -> Result<VerifyOutcome, String> {
         })
         .collect();
     Ok(VerifyOutcome { kernel: report.kernel.clone(), config: report.config.0.clone(), device, passed: report.passed(), summary: report.summary(), cases })
+}
+
+fn speed_of_light(args: &SolArgs) -> Result<SolOutcome, String> {
+    let file = path_of(&args.file)?;
+    let text = crate::workspace::read_source(&file).map_err(|e| format!("{e:#}"))?;
+    let (kernel, _, _) = job::kernel_and_source(&file, &args.kernel, None, &text).map_err(|e| format!("{e:#}"))?;
+    let ceilings = match &args.device {
+        Some(device) => crate::sol::Ceilings::datasheet(device).ok_or_else(|| format!("cutune has no datasheet figures for `{device}`"))?,
+        None => crate::sol::cache::newest(&crate::sol::cache::default_dir())
+            .ok_or("no ceilings have been measured on this machine: run `cutune ceilings` on the GPU, or name a `device` for its datasheet figures")?,
+    };
+    let mut shapes = Vec::new();
+    let mut bound_us = 0.0;
+    for shape in kernel.problem_shapes() {
+        let label = shape.iter().map(|(name, value)| format!("{name}={value}")).collect::<Vec<_>>().join(" ");
+        let bound = crate::sol::bound_for(&kernel, shape, None, &ceilings).map_err(|e| format!("{label}: {e}"))?;
+        bound_us += bound.bound_us();
+        let limit = match bound.limit() {
+            crate::sol::Limit::Memory => "memory",
+            crate::sol::Limit::Compute => "compute",
+        };
+        shapes.push(SolShape { shape: label, bytes: bound.bytes, flops: bound.flops, memory_us: bound.memory_us, compute_us: bound.compute_us, limit: limit.to_string() });
+    }
+    Ok(SolOutcome { kernel: args.kernel.clone(), ceilings: ceilings.to_string(), bound_us, shapes })
 }

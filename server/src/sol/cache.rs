@@ -104,3 +104,13 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// The most recently measured ceilings in `dir` (any device), for a bound asked for away from
+/// the GPU; `None` when none are cached there.
+pub fn newest(dir: &Path) -> Option<Ceilings> {
+    let measured_at = |c: &Ceilings| match c.origin {
+        super::CeilingsOrigin::Measured { measured_at, .. } => measured_at,
+        super::CeilingsOrigin::Datasheet { .. } => 0,
+    };
+    std::fs::read_dir(dir).ok()?.filter_map(|e| load(&e.ok()?.path()).ok().flatten()).max_by_key(measured_at)
+}
