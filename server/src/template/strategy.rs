@@ -311,7 +311,6 @@ fn accumulators_combined(unit: &Unit, l: &SimpleLoop) -> Result<(), String> {
                 "`{name}` gathers each thread's share of the loop and is not combined over the threads after it (in shared memory at the thread's index, by shuffles or atomically) before it is read: a vector loop gives each thread other elements, not vectorised"
             )
         };
-        let mut combined = false;
         for use_ in names_in(text, body, name).into_iter().filter(|n| n.start_byte() >= l.node.end_byte()) {
             let assignment = use_.parent().filter(|p| p.kind() == "assignment_expression" && p.child_by_field_name("left") == Some(use_));
             if let Some(assignment) = assignment {
@@ -320,7 +319,6 @@ fn accumulators_combined(unit: &Unit, l: &SimpleLoop) -> Result<(), String> {
                 let replaced = right.is_some_and(|r| names_in(text, r, name).iter().all(|n| combines(*n)));
                 let plain = assignment.child_by_field_name("operator").is_some_and(|op| &text[op.byte_range()] == "=");
                 if plain && replaced {
-                    combined = true;
                     break;
                 }
                 return Err(not_combined());
@@ -328,10 +326,6 @@ fn accumulators_combined(unit: &Unit, l: &SimpleLoop) -> Result<(), String> {
             if !combines(use_) {
                 return Err(not_combined());
             }
-            combined = true;
-        }
-        if !combined && names_in(text, body, name).iter().any(|n| n.start_byte() >= l.node.end_byte()) {
-            return Err(not_combined());
         }
     }
     Ok(())
