@@ -150,6 +150,7 @@ impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Finding::Failed { kind, message } => write!(f, "{}: {}", kind_label(*kind), message.lines().next().unwrap_or_default()),
+            Finding::OutOfBounds { arg, bytes, first_offset: 0 } => write!(f, "writes out of bounds: {bytes} bytes after the end of `{arg}` changed, starting right at its end"),
             Finding::OutOfBounds { arg, bytes, first_offset } => write!(
                 f,
                 "writes out of bounds: {bytes} bytes after the end of `{arg}` changed, the first {first_offset} bytes past its end"
@@ -233,7 +234,7 @@ mod tests {
         assert_eq!(Finding::of_verdict(&pass()), None);
         assert_eq!(Finding::of_verdict(&Verdict::Unchecked), None);
         let bounds = Finding::of_verdict(&Verdict::OutOfBounds { problem: 0, arg: "out".into(), bytes: 512, first_offset: 0 }).unwrap();
-        assert_eq!(bounds.to_string(), "writes out of bounds: 512 bytes after the end of `out` changed, the first 0 bytes past its end");
+        assert_eq!(bounds.to_string(), "writes out of bounds: 512 bytes after the end of `out` changed, starting right at its end");
     }
 
     #[test]
