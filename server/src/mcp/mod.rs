@@ -162,7 +162,7 @@ struct TuneOutcome {
     baseline_us: Option<f64>,
     bound_us: Option<f64>,
     /// The fastest configuration that passed verification (or, for a replay, the recording's).
-    best: Option<Configuration>,
+    best: Option<MeasuredConfiguration>,
     /// Faster configurations that failed verification, with the first failure.
     rejected: Vec<String>,
     /// Reasons configurations could not run, with how many.
@@ -222,7 +222,7 @@ struct TuningResults {
     /// The speed-of-light bound of the run, in µs.
     bound_us: Option<f64>,
     /// The fastest configuration that matched the original kernel and did not fail verification.
-    best: Option<Configuration>,
+    best: Option<MeasuredConfiguration>,
     /// The kernel's definition changed since the run: tune again.
     stale: bool,
     /// Why the latest run stopped (`cancelled`, `space exhausted`, …); empty while it runs.
@@ -232,7 +232,8 @@ struct TuningResults {
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
-struct Configuration {
+/// A configuration that ran, with its measurement.
+struct MeasuredConfiguration {
     values: Vec<(String, i64)>,
     time_us: f64,
     speedup: Option<f64>,
@@ -374,7 +375,7 @@ fn results(path: &Path, kernel: &str) -> Result<TuningResults, String> {
     let Some(found) = found else {
         return Ok(TuningResults { kernel: kernel.to_string(), tuned: false, measured_on: String::new(), baseline_us: None, bound_us: None, best: None, stale: false, stop_reason: String::new(), summary: format!("`{kernel}` has not been tuned from {}", path.display()) });
     };
-    let best = found.best().map(|e| Configuration {
+    let best = found.best().map(|e| MeasuredConfiguration {
         values: e.config.0.clone(),
         time_us: crate::tune::objective(e).unwrap_or_default(),
         speedup: found.best_speedup(),
@@ -425,7 +426,7 @@ fn tune(args: &TuneArgs, observer: ProgressSender) -> Result<TuneOutcome, String
     let (tuned, _) = job::tune_file(request, |_, _| observer).map_err(|e| format!("{e:#}"))?;
     let report = tuned.map_err(|e| format!("{e:#}"))?.report;
     let best = report.best.as_ref().and_then(|row| {
-        Some(Configuration { values: row.config.0.clone(), time_us: row.time_us?, speedup: row.speedup, sol_percent: row.sol_percent, verified: report.verification.is_some() })
+        Some(MeasuredConfiguration { values: row.config.0.clone(), time_us: row.time_us?, speedup: row.speedup, sol_percent: row.sol_percent, verified: report.verification.is_some() })
     });
     Ok(TuneOutcome {
         kernel: report.kernel.clone(),

@@ -224,7 +224,8 @@ pub struct Comparison {
 impl Comparison {
     pub fn of(report: &super::TuneReport) -> Comparison {
         let row = report.rows.first();
-        let verified = report.verification.as_ref().is_some_and(|v| v.failure().is_none()) && report.best.is_some();
+        // The tune keeps a verification only for the configuration that passed it, its best.
+        let verified = report.best.is_some() && report.verification.is_some();
         let failure = (!verified).then(|| {
             report.rejected.first().map(|r| r.summary.clone()).or_else(|| row.map(|r| r.status.clone())).unwrap_or_else(|| report.stop_reason.clone())
         });
