@@ -231,8 +231,8 @@ struct TuningResults {
     summary: String,
 }
 
-#[derive(Serialize, schemars::JsonSchema)]
 /// A configuration that ran, with its measurement.
+#[derive(Serialize, schemars::JsonSchema)]
 struct MeasuredConfiguration {
     values: Vec<(String, i64)>,
     time_us: f64,
