@@ -274,7 +274,8 @@ fn loop_accesses(unit: &Unit, l: &SimpleLoop) -> Result<Vec<Access>, String> {
 
 /// Whether every local the loop accumulates into (`sum += …` on a name declared outside it) is
 /// combined over the threads after the loop: stored to shared memory at the thread's index,
-/// passed to a warp shuffle (or a function of the file that shuffles), or added atomically.
+/// passed to a shuffle or a reduction (by name, or a function of the file that shuffles), or
+/// added atomically.
 /// The vector loop hands each thread other elements than the scalar loop: the threads' total is
 /// the same, each thread's share is not.
 fn accumulators_combined(unit: &Unit, l: &SimpleLoop) -> Result<(), String> {
@@ -295,7 +296,7 @@ fn accumulators_combined(unit: &Unit, l: &SimpleLoop) -> Result<(), String> {
         std::iter::successors(node.parent(), |p| p.parent()).take_while(|p| p.kind() != "expression_statement" && p.kind() != "compound_statement").any(|p| match p.kind() {
             "call_expression" => p.child_by_field_name("function").is_some_and(|f| {
                 let callee = &text[f.byte_range()];
-                callee.contains("shfl") || callee.starts_with("atomic") || shuffling.iter().any(|s| s == callee)
+                combines_threads(callee) || shuffling.iter().any(|s| s == callee)
             }),
             "assignment_expression" => p.child_by_field_name("left").filter(|left| left.kind() == "subscript_expression").is_some_and(|left| {
                 let array = left.child_by_field_name("argument").map(|a| &text[a.byte_range()]);
@@ -329,6 +330,15 @@ fn accumulators_combined(unit: &Unit, l: &SimpleLoop) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Whether a call of `callee` combines a value over threads by its name: a shuffle
+/// (`__shfl_xor_sync`), a reduction (`cg::reduce`, `__reduce_add_sync`, CUB's
+/// `BlockReduce(…).Reduce`, a helper of another file such as `blockReduceSum`), CUB's `.Sum`,
+/// or an atomic.
+fn combines_threads(callee: &str) -> bool {
+    let lower = callee.to_ascii_lowercase();
+    lower.contains("shfl") || lower.contains("reduce") || lower.starts_with("atomic") || callee.ends_with(".Sum")
 }
 
 /// The functions of the file that shuffle values between a warp's lanes, themselves or through
