@@ -5,6 +5,7 @@ without writing, the results of a tune (a replay, no GPU), and clear errors."""
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -13,8 +14,10 @@ from pathlib import Path
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
 
 from editor import CUTUNE_BIN, REPO
+from test_profile_cli import torch_trace
 
 RMSNORM = REPO / "examples" / "rmsnorm.cu"
 SPEC = REPO / "bench" / "kernel_tuner" / "rmsnorm_8192.cutune.toml"
@@ -45,7 +48,7 @@ async def error_of(client: ClientSession, tool: str, **arguments) -> str:
 async def test_the_tools_have_schemas_and_list_a_files_kernels():
     async with session() as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-        assert sorted(tools) == ["compare", "list_kernels", "results", "speed_of_light", "templatize", "tune", "verify"]
+        assert sorted(tools) == ["check", "compare", "list_kernels", "profile", "results", "speed_of_light", "templatize", "tune", "verify"]
         assert tools["templatize"].input_schema["required"] == ["file", "kernel"]
         assert "write" in tools["templatize"].input_schema["properties"]
         assert tools["results"].output_schema is not None
@@ -180,3 +183,72 @@ async def test_the_speed_of_light_is_the_bytes_over_the_bandwidth_and_says_where
         assert "no ceilings have been measured on this machine: run `cutune ceilings` on the GPU" in nothing_measured
         unknown = await error_of(client, "speed_of_light", file="examples/rmsnorm.cu", kernel="rmsnorm_kernel", device="Voodoo2")
         assert unknown == "cutune has no datasheet figures for `Voodoo2`"
+
+
+async def test_check_compiles_a_sample_of_the_space_without_a_gpu():
+    async with session() as client:
+        checked = await call(client, "check", file="examples/rmsnorm.cu", kernel="rmsnorm_kernel", sample=4)
+        assert checked["arch"] == "sm_90" and checked["checked"] == 4 and checked["failed"] == 0, checked
+        assert checked["compiled"] + checked["infeasible"] == 4
+        [default] = [r for r in checked["results"] if r["is_default"]]
+        assert default["status"] == "compiled" and default["registers"] > 0 and dict(default["values"])["BLOCK_SIZE"] == 256, default
+        # The whole space, for another architecture.
+        whole = await call(client, "check", file="examples/rmsnorm.cu", kernel="rmsnorm_kernel", sample=0, arch="sm_80")
+        assert whole["checked"] == whole["space_size"] and whole["arch"] == "sm_80"
+
+
+async def test_profile_ranks_an_imported_trace_and_a_program_cannot_write_into_the_protocol(tmp_path: Path):
+    (tmp_path / ".git").mkdir()
+    shutil.copy(REPO / "tests" / "gpu" / "profile" / "inline_scale.cu", tmp_path / "scale.cu")
+    trace = torch_trace(tmp_path / "trace.json")
+    async with session(tmp_path) as client:
+        ranked = await call(client, "profile", **{"import": str(trace)})
+        assert ranked["origin"].startswith(str(trace)) and ranked["gpu_ns"] == 100_000 and ranked["kernel_ns"] == 80_000
+        first, second = ranked["kernels"]
+        assert first["name"] == "scale_rows" and first["launches"] == 2 and round(first["share"], 2) == 0.6
+        assert first["source"] == f"{tmp_path / 'scale.cu'}:5" and second["source"] is None
+        # A program that prints and reads: its output must not reach the protocol's stream,
+        # nor may it read the client's requests.
+        no_cuda = await error_of(client, "profile", command=["sh", "-c", "echo not a protocol message; cat"])
+        assert "never initialised CUDA, so there is nothing to profile" in no_cuda, no_cuda
+        assert await error_of(client, "profile") == "give a `command` to run, or a profile to `import`"
+        assert (await call(client, "list_kernels", file="scale.cu"))["kernels"]
+
+
+async def test_the_spec_and_results_are_resources(tmp_path: Path):
+    source = replay_project(tmp_path)
+    async with session(tmp_path) as client:
+        listed = sorted(str(r.uri) for r in (await client.list_resources()).resources)
+        assert listed == ["cutune://results/rmsnorm.cu?kernel=rmsnorm_kernel", "cutune://spec/rmsnorm.cu"], listed
+        templates = sorted(t.uri_template for t in (await client.list_resource_templates()).resource_templates)
+        assert templates == ["cutune://results/{+file}{?kernel}", "cutune://spec/{+file}"]
+        spec = (await client.read_resource("cutune://spec/rmsnorm.cu")).contents[0]
+        assert spec.mime_type == "application/toml" and spec.text == (tmp_path / "rmsnorm.cutune.toml").read_text()
+        await call(client, "tune", file=str(source), kernel="rmsnorm_kernel", budget=30, replay=str(RECORDING))
+        results = json.loads((await client.read_resource("cutune://results/rmsnorm.cu?kernel=rmsnorm_kernel")).contents[0].text)
+        assert results["tuned"] is True and dict(results["best"]["values"]) == {"BLOCK_SIZE": 512, "RMSNORM_VEC": 8}
+        for uri, said in [
+            ("cutune://spec/missing.cu", "missing.cutune.toml: No such file"),
+            ("cutune://results/rmsnorm.cu", "name the kernel, as cutune://results/FILE?kernel=NAME"),
+            ("cutune://results/rmsnorm.cu?kernel=nope", "rmsnorm.cu: no kernel named `nope`"),
+            ("file:///etc/passwd", "cutune's resources are cutune://spec/FILE and cutune://results/FILE?kernel=NAME"),
+        ]:
+            try:
+                await client.read_resource(uri)
+            except MCPError as error:
+                assert said in error.error.message, (uri, error.error.message)
+            else:
+                raise AssertionError(f"{uri} was read")
+
+
+async def test_one_gpu_job_at_a_time_the_second_is_refused_with_what_runs(tmp_path: Path):
+    source = replay_project(tmp_path)
+    async with session() as client:
+        tune = client.call_tool("tune", {"file": str(source), "kernel": "rmsnorm_kernel", "replay": str(RECORDING)})
+        verify = client.call_tool("verify", {"file": str(source), "kernel": "rmsnorm_kernel"})
+        tuned, verified = await asyncio.gather(tune, verify)
+        assert not tuned.is_error, tuned.content
+        assert verified.is_error and verified.content[0].text == "the GPU is busy tuning `rmsnorm_kernel`: cancel that request or wait for it (one GPU job at a time)", verified.content
+        # Once the tune is over, the slot is free again (this machine has no GPU to verify on).
+        after = await error_of(client, "verify", file=str(source), kernel="rmsnorm_kernel")
+        assert "the GPU is busy" not in after, after

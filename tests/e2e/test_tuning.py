@@ -10,6 +10,8 @@ import asyncio
 import os
 import sqlite3
 import subprocess
+
+import pytest
 from pathlib import Path
 
 from lsprotocol import types
@@ -297,3 +299,36 @@ async def test_without_a_gpu_verifying_says_it_needs_one_even_with_a_replay_set(
     assert "Verifying runs the kernel, so it needs a GPU (a replay cannot verify)" in warning.message
     await eventually(client, lambda: any(s.get("state") == "verifying" for s in client.statuses), "the verifying status")
     await eventually(client, lambda: any(s.get("state") == "no-device" for s in client.statuses), "the no-device status")
+
+
+async def test_compare_runs_another_implementation_and_says_what_keeps_it_from_running(client, tmp_path):
+    source = project(tmp_path)
+    await configure(client, resultsLocation=str(tmp_path), replay=str(RECORDING))
+    uri = source.as_uri()
+    await open_document(client, uri, source.read_text())
+    candidates = REPO / "tests" / "fixtures" / "compare"
+
+    try:
+        await command(client, "cutune.compare", {"uri": uri, "kernel": KERNEL, "candidate": str(tmp_path / "missing.cu")})
+    except Exception as error:
+        assert f"{tmp_path / 'missing.cu'}: no such file" in str(error)
+    else:
+        raise AssertionError("compared with a missing file")
+
+    # Another signature is said before any GPU is sought; the file is given as a URI here.
+    seen = len(client.messages)
+    other = (candidates / "rmsnorm_other_signature.cu").as_uri()
+    assert await command(client, "cutune.compare", {"uri": uri, "kernel": KERNEL, "candidate": other}) == {"started": KERNEL}
+    error = await eventually(client, lambda: next((m for m in client.messages[seen:] if "comparing" in m.message), None), "the comparison's message")
+    assert error.type == types.MessageType.Error
+    assert f"its `{KERNEL}` does not take what `{KERNEL}` of {source} takes" in error.message, error.message
+    await eventually(client, lambda: any(s.get("state") == "comparing" for s in client.statuses), "the comparing status")
+
+    if os.path.exists("/dev/nvidia0"):
+        pytest.skip("a GPU machine: the comparison itself is the GPU suite's (tests/gpu/compare_suite.sh)")
+    # The fast variant's kernel has another name: the only kernel of its file is taken. A replay
+    # is set, but a comparison runs both kernels.
+    seen = len(client.messages)
+    await command(client, "cutune.compare", {"uri": uri, "kernel": KERNEL, "candidate": str(candidates / "rmsnorm_fast.cu")})
+    warning = await eventually(client, lambda: next((m for m in client.messages[seen:] if "no CUDA device found" in m.message), None), "the no-device warning")
+    assert warning.type == types.MessageType.Warning and "Comparing runs both kernels, so it needs a GPU" in warning.message

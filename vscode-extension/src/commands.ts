@@ -32,13 +32,19 @@ export const KERNEL_COMMANDS: readonly KernelCommand[] = [
 ];
 
 export const STOP_COMMAND = { id: 'cutune.palette.stop', serverCommand: 'cutune.stopTuning' };
+export const COMPARE_COMMAND = { id: 'cutune.palette.compare', serverCommand: 'cutune.compare' };
 export const SHOW_PROFILE_COMMAND = { id: 'cutune.palette.showProfile', serverCommand: 'cutune.showProfile' };
 export const PROFILE_COMMAND = 'cutune.palette.profile';
 export const RESTART_COMMAND = 'cutune.palette.restartServer';
 export const SHOW_OUTPUT_COMMAND = 'cutune.palette.showOutput';
 
 /** Every server command id the palette commands send. */
-export const SERVER_COMMANDS: readonly string[] = [...KERNEL_COMMANDS.map((c) => c.serverCommand), STOP_COMMAND.serverCommand, SHOW_PROFILE_COMMAND.serverCommand];
+export const SERVER_COMMANDS: readonly string[] = [
+  ...KERNEL_COMMANDS.map((c) => c.serverCommand),
+  STOP_COMMAND.serverCommand,
+  SHOW_PROFILE_COMMAND.serverCommand,
+  COMPARE_COMMAND.serverCommand,
+];
 
 /** Documents the server analyses: by language id, or by extension whatever the language. */
 export function isCudaDocument(document: vscode.TextDocument): boolean {
@@ -77,9 +83,15 @@ export async function kernelArgument(
   return chosen === undefined ? undefined : { uri, kernel: chosen };
 }
 
-/** A server command's argument: a kernel, a file (`cutune.showProfile`), or nothing (`{}`:
- *  stop every run). */
-export type ServerArgument = CommandArgument | Record<string, never>;
+/** `cutune.compare`'s argument: the original kernel, and the file of the other implementation
+ *  (the server takes its kernel of the same name, else its only kernel). */
+export interface CompareArgument extends CommandArgument {
+  candidate: string;
+}
+
+/** A server command's argument: a kernel, a file (`cutune.showProfile`), a comparison, or
+ *  nothing (`{}`: stop every run). */
+export type ServerArgument = CommandArgument | CompareArgument | Record<string, never>;
 
 /** Sends `workspace/executeCommand`; rejects with the server's error. */
 export type SendCommand = (command: string, argument: ServerArgument) => Promise<unknown>;
@@ -99,6 +111,30 @@ export async function runKernelCommand(command: KernelCommand, send: SendCommand
     return;
   }
   await sendReportingErrors(send, command.serverCommand, argument, `cannot ${command.verb} the kernel`);
+}
+
+/** Runs another implementation (a file the user picks) against the active editor's kernel. */
+export async function runCompare(send: SendCommand): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (editor === undefined || !isCudaDocument(editor.document)) {
+    void vscode.window.showWarningMessage('cutune: open a CUDA file (.cu, .cuh) and put the cursor in the kernel to compare another implementation with.');
+    return;
+  }
+  const symbols = await documentSymbols(editor.document.uri);
+  const argument = await kernelArgument(editor, symbols, (kernels) => vscode.window.showQuickPick(kernels, { placeHolder: 'Kernel to compare with' }));
+  if (argument === undefined) {
+    return;
+  }
+  const chosen = await vscode.window.showOpenDialog({
+    canSelectMany: false,
+    filters: { CUDA: ['cu', 'cuh'] },
+    openLabel: 'Compare',
+    title: 'The other implementation: a kernel with the same parameters',
+  });
+  if (chosen === undefined || chosen.length === 0) {
+    return;
+  }
+  await sendReportingErrors(send, COMPARE_COMMAND.serverCommand, { ...argument, candidate: chosen[0].toString() }, 'cannot compare');
 }
 
 /** Stops every tuning run of the session. */

@@ -6,6 +6,7 @@
 import * as vscode from 'vscode';
 
 import {
+  COMPARE_COMMAND,
   KERNEL_COMMANDS,
   PROFILE_COMMAND,
   RESTART_COMMAND,
@@ -13,6 +14,7 @@ import {
   SHOW_PROFILE_COMMAND,
   STOP_COMMAND,
   runKernelCommand,
+  runCompare,
   runStop,
   type SendCommand,
   type ServerArgument,
@@ -81,6 +83,7 @@ export class Controller implements vscode.Disposable {
     return [
       ...KERNEL_COMMANDS.map((command) => vscode.commands.registerCommand(command.id, () => runKernelCommand(command, send))),
       vscode.commands.registerCommand(STOP_COMMAND.id, () => runStop(send)),
+      vscode.commands.registerCommand(COMPARE_COMMAND.id, () => runCompare(send)),
       vscode.commands.registerCommand(SHOW_PROFILE_COMMAND.id, () => runShowProfile(send)),
       vscode.commands.registerCommand(PROFILE_COMMAND, () => runProfile(this.serverCommand, send)),
       vscode.commands.registerCommand(RESTART_COMMAND, () => this.restart()),

@@ -4,18 +4,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
-use anyhow::{bail, Result};
-use serde::Serialize;
+use anyhow::Result;
 
-use super::read_source;
-use crate::compile::{Nvrtc, NVRTC_ENV};
-use crate::slice::{device_slice, SliceOptions};
-use crate::space::{self, Configuration, Space};
-use crate::spec::{self, KernelSpec};
-use crate::syntax::Document;
-use crate::tune::job::SpecErrors;
+use crate::compile::check::Status;
+use crate::tune::job::{check_file, FileCheck, FileChecked};
 
 #[derive(clap::Args)]
 pub struct CheckArgs {
@@ -50,94 +43,21 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
-/// Spaces larger than this are not compiled whole, even with `--all`.
-const MAX_ALL: u64 = 100_000;
-
-#[derive(Serialize)]
-struct Report {
-    file: String,
-    kernel: String,
-    arch: String,
-    nvrtc: String,
-    space_size: u64,
-    checked: usize,
-    compiled: usize,
-    infeasible: usize,
-    failed: usize,
-    wall_seconds: f64,
-    results: Vec<ConfigResult>,
-}
-
-#[derive(Serialize, Clone)]
-struct ConfigResult {
-    config: Configuration,
-    is_default: bool,
-    status: Status,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    resources: Option<crate::compile::KernelResources>,
-    compile_ms: f64,
-}
-
-#[derive(Serialize, Clone, Copy, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-enum Status {
-    Compiled,
-    Infeasible,
-    Failed,
-}
-
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
-    let text = read_source(&args.file)?;
-    // Compiling needs the parameters and template arguments, not the shapes: a spec with `?`
-    // sizes still compiles, without the checks that need the launch.
-    let (kernel, source, note) = crate::tune::job::kernel_and_source_with(&args.file, &args.kernel, None, &text, SpecErrors::Allow)?;
-    if let Some(note) = note {
+    let request = FileCheck {
+        file: &args.file,
+        kernel: &args.kernel,
+        arch: &args.arch,
+        sample: (!args.all).then_some(args.sample),
+        seed: args.seed,
+        shard: args.shard,
+        jobs: args.jobs,
+        nvrtc: args.nvrtc.as_deref(),
+    };
+    let report = check_file(request)?;
+    for note in &report.notes {
         eprintln!("{note}");
     }
-    if let Some(open) = kernel.template_args.iter().position(|a| a.trim() == spec::UNKNOWN) {
-        bail!("{}: template argument {} of `{}` is unknown (`?`): compiling needs it; `cutune spec check` says how to fill it", args.file.display(), open + 1, kernel.name);
-    }
-    let slice_options = SliceOptions::for_file(&args.file).with_template_args(&kernel.template_args);
-    let slice = device_slice(&Document::new(source), &args.kernel, &slice_options).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
-    for u in &slice.unresolved {
-        eprintln!("{}:{}: note: unresolved `{}`: {}", args.file.display(), u.line, u.symbol, u.why);
-    }
-    let nvrtc = Nvrtc::locate(args.nvrtc.as_deref()).map_err(|e| anyhow::anyhow!("{e}\n(set {NVRTC_ENV} or pass --nvrtc to choose a library)"))?;
-    let shape = kernel.shapes.first().cloned().unwrap_or_default();
-    let shape = &shape;
-
-    let space = Space::new(&kernel);
-    let limit = if args.all {
-        if space.count() > MAX_ALL {
-            bail!("the space of `{}` has {} configurations; check a sample (--sample N) instead", kernel.name, space.count());
-        }
-        space.count()
-    } else {
-        args.sample.max(1)
-    };
-    let mut configs = space.sample(limit, args.seed);
-    if let Some((index, count)) = args.shard {
-        configs = configs.into_iter().enumerate().filter(|(i, _)| i % count == index).map(|(_, c)| c).collect();
-    }
-    let started = Instant::now();
-    let results = check_all(&nvrtc, &kernel, shape, &slice.source, &args.arch, &configs, args.jobs);
-    let count = |s: Status| results.iter().filter(|r| r.status == s).count();
-    let (major, minor) = nvrtc.version();
-    let report = Report {
-        file: args.file.display().to_string(),
-        kernel: kernel.name.clone(),
-        arch: args.arch.clone(),
-        nvrtc: format!("{major}.{minor} ({})", nvrtc.library_path().display()),
-        space_size: space.count(),
-        checked: results.len(),
-        compiled: count(Status::Compiled),
-        infeasible: count(Status::Infeasible),
-        failed: count(Status::Failed),
-        wall_seconds: started.elapsed().as_secs_f64(),
-        results,
-    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -154,77 +74,7 @@ fn parse_shard(text: &str) -> std::result::Result<(usize, usize), String> {
     }
 }
 
-/// Checks every configuration: restrictions first, then a compile on a pool of threads.
-fn check_all(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &str, arch: &str, configs: &[Configuration], jobs: Option<usize>) -> Vec<ConfigResult> {
-    let default = Configuration::default_of(kernel);
-    // A spec whose launch cannot be evaluated yet (`?` sizes; the original's launch fails) is
-    // compiled without the checks that need the launch.
-    let launch_known = space::launch_dims(kernel, shape, &default).is_ok();
-    super::parallel_map(configs, jobs, |config| check_one(nvrtc, kernel, shape, source, arch, config, *config == default, launch_known))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn check_one(nvrtc: &Nvrtc, kernel: &KernelSpec, shape: &spec::Shape, source: &str, arch: &str, config: &Configuration, is_default: bool, launch_known: bool) -> ConfigResult {
-    let mut result = ConfigResult { config: config.clone(), is_default, status: Status::Infeasible, reason: None, resources: None, compile_ms: 0.0 };
-    if let Err(infeasible) = space::check_restrictions(kernel, shape, config).or_else(|e| if launch_known { Err(e) } else { restrictions_without_launch(kernel, shape, config) }) {
-        result.reason = Some(infeasible.reason);
-        return result;
-    }
-    let request = space::compile_request(kernel, source, arch, config);
-    let started = Instant::now();
-    let compiled = nvrtc.compile(&request);
-    result.compile_ms = started.elapsed().as_secs_f64() * 1e3;
-    match compiled {
-        Err(failure) => {
-            match crate::compile::failure_reason(&failure.message, &failure.log) {
-                reason @ crate::compile::FailureReason::StaticShared { .. } => {
-                    result.reason = Some(reason.to_string());
-                    result.resources = crate::compile::parse_resources(&failure.log).into_iter().next();
-                }
-                reason @ crate::compile::FailureReason::Error(_) => {
-                    result.status = Status::Failed;
-                    result.reason = Some(reason.to_string());
-                }
-            }
-        }
-        Ok(output) => {
-            let lowered = output.lowered_names.first().map(|(_, l)| l.clone());
-            let resources = output.kernels.iter().find(|k| Some(&k.name) == lowered.as_ref()).or(output.kernels.first()).cloned();
-            result.status = Status::Compiled;
-            if let Some(r) = resources.as_ref().filter(|_| launch_known) {
-                if let Err(reason) = fits_the_architecture(kernel, shape, config, arch, r) {
-                    result.status = Status::Infeasible;
-                    result.reason = Some(reason);
-                }
-            }
-            result.resources = resources;
-        }
-    }
-    result
-}
-
-/// The restrictions that evaluate without the launch's unknowns: one that names them is left
-/// for when the spec is complete.
-fn restrictions_without_launch(kernel: &KernelSpec, shape: &spec::Shape, config: &Configuration) -> Result<(), space::Infeasible> {
-    let env = space::environment(kernel, shape, config);
-    for restriction in &kernel.restrictions {
-        let value = spec::expr::parse(restriction).ok().and_then(|e| e.eval(&|n| env.get(n).copied()).ok());
-        if value.is_some_and(|v| !v.is_true()) {
-            return Err(space::Infeasible { reason: format!("restriction `{restriction}` is false") });
-        }
-    }
-    Ok(())
-}
-
-/// Limits that only the compiled kernel reveals (registers and shared memory per block, and
-/// whether any block fits an SM), against the architecture's documented limits.
-fn fits_the_architecture(kernel: &KernelSpec, shape: &spec::Shape, config: &Configuration, arch: &str, r: &crate::compile::KernelResources) -> Result<(), String> {
-    let Some(device) = crate::gpu::DeviceInfo::datasheet(arch) else { return Ok(()) };
-    let dims = space::launch_dims(kernel, shape, config).map_err(|i| i.reason)?;
-    space::fit(&device, dims.threads(), r, dims.shared_bytes as u64).map(|_| ()).map_err(|i| i.reason)
-}
-
-fn table(report: &Report) -> String {
+fn table(report: &FileChecked) -> String {
     let mut out = format!(
         "{} `{}` for {} with NVRTC {}: {} configurations in the space, {} checked\n",
         report.file, report.kernel, report.arch, report.nvrtc, report.space_size, report.checked

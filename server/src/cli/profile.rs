@@ -4,13 +4,12 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
-use cutune_capture::report::CaptureFile;
+use anyhow::{Context, Result};
 
-use crate::profile::run::{self, CaptureRequest};
-use crate::profile::{self, captured, format_ns, import, locate_kernels, rank, share, Origin, Ranking};
-use crate::store::Store;
-use crate::workspace::{find_root, Limits, Workspace};
+use crate::profile::job::{profile, ProfileRequest, SavedCapture};
+use crate::profile::run::ProgramIo;
+use crate::profile::{format_ns, Origin, Ranking};
+use crate::workspace::find_root;
 
 #[derive(clap::Args)]
 pub struct ProfileArgs {
@@ -43,17 +42,30 @@ pub struct ProfileArgs {
     command: Vec<String>,
 }
 
-/// A capture moved into the workspace.
-#[derive(serde::Serialize)]
-struct SavedCapture {
-    path: PathBuf,
-    kernel: String,
-    grid: [u32; 3],
-    block: [u32; 3],
-    arguments: usize,
-    buffer_bytes: u64,
-    buffers_omitted: Option<String>,
-    seconds: f64,
+pub fn run(args: &ProfileArgs) -> Result<()> {
+    let cwd = std::env::current_dir().context("cannot read the current folder")?;
+    let request = ProfileRequest {
+        command: args.command.clone(),
+        import: args.import.clone(),
+        kernels: args.kernels.clone(),
+        capture_top: args.capture,
+        shapes_per_kernel: args.shapes,
+        capture_bytes: args.capture_bytes,
+        root: args.root.clone().unwrap_or_else(|| find_root(&cwd)),
+        directory: cwd,
+        io: if args.json { ProgramIo::OutputToStderr } else { ProgramIo::Inherit },
+    };
+    let profiled = profile(&request)?;
+    if args.json {
+        let report = Report { origin: &profiled.origin, ranking: &profiled.ranking, captures: &profiled.captures, problems: &profiled.problems };
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render(&profiled.origin, &profiled.ranking, &profiled.captures, &request.root));
+    }
+    for problem in &profiled.problems {
+        eprintln!("warning: {problem}");
+    }
+    Ok(())
 }
 
 #[derive(serde::Serialize)]
@@ -62,129 +74,6 @@ struct Report<'a> {
     ranking: &'a Ranking,
     captures: &'a [SavedCapture],
     problems: &'a [String],
-}
-
-pub fn run(args: &ProfileArgs) -> Result<()> {
-    let cwd = std::env::current_dir().context("cannot read the current folder")?;
-    let root = args.root.clone().unwrap_or_else(|| find_root(&cwd));
-    let (origin, times, run) = match &args.import {
-        Some(path) => {
-            let (format, times) = import::import(path)?;
-            (Origin::Import { path: path.clone(), format }, times, None)
-        }
-        None => {
-            let first = run_program(args, &args.kernels)?;
-            (Origin::Run { command: args.command.clone(), directory: cwd.clone() }, first.gpu_times(), Some(first))
-        }
-    };
-    let mut ranking = rank(&times);
-    let workspace = Workspace::build(&root, Limits::default());
-    locate_kernels(&workspace, &mut ranking.kernels);
-    share::attach_tuned_gains(&mut ranking);
-
-    let mut problems: Vec<String> = run.as_ref().map(|r| r.problems.clone()).unwrap_or_default();
-    let mut captured = run;
-    if args.capture > 0 && args.kernels.is_empty() {
-        let chosen: Vec<String> = ranking.kernels.iter().filter(|k| k.source.is_some()).take(args.capture).map(|k| k.name.clone()).collect();
-        if chosen.is_empty() {
-            problems.push("no kernel of the workspace ran, so none was captured".into());
-        } else {
-            let second = run_program(args, &chosen)?;
-            problems.extend(second.problems.iter().cloned());
-            captured = Some(second);
-        }
-    }
-    let saved = match &captured {
-        Some(run) => save_captures(&root, &run.captures, &ranking)?,
-        None => Vec::new(),
-    };
-    problems.extend(never_launched(&args.kernels, &ranking));
-
-    let store = Store::open(&root)?;
-    store.record_profile(&origin.describe(), &ranking)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&Report { origin: &origin, ranking: &ranking, captures: &saved, problems: &problems })?);
-    } else {
-        print!("{}", render(&origin, &ranking, &saved, &root));
-    }
-    for problem in &problems {
-        eprintln!("warning: {problem}");
-    }
-    Ok(())
-}
-
-/// Runs the program once, capturing `kernels`; a failed program or one that never used CUDA
-/// is an error, with the program's own status.
-fn run_program(args: &ProfileArgs, kernels: &[String]) -> Result<run::Run> {
-    let request = CaptureRequest { kernels: kernels.to_vec(), shapes_per_kernel: args.shapes, cap_bytes: args.capture_bytes };
-    let finished = run::run(&args.command, &request, args.json)?;
-    let shown = shlex::try_join(args.command.iter().map(String::as_str)).unwrap_or_else(|_| args.command.join(" "));
-    if !finished.status.success() {
-        bail!("`{shown}` failed ({}); its profile was not kept", finished.status);
-    }
-    if finished.profiles.is_empty() {
-        if let Some(problem) = finished.problems.first() {
-            bail!("{problem}");
-        }
-        bail!("`{shown}` never initialised CUDA, so there is nothing to profile (the capture library was not loaded)");
-    }
-    Ok(finished)
-}
-
-/// The kernels asked for by name that no launch in the ranking matches.
-fn never_launched(wanted: &[String], ranking: &Ranking) -> Vec<String> {
-    wanted
-        .iter()
-        .filter(|name| !ranking.kernels.iter().any(|k| &k.name == *name || k.kernel.base == **name || k.kernel.qualified == **name))
-        .map(|name| {
-            let ran: Vec<String> = ranking.kernels.iter().take(8).map(|k| k.kernel.display()).collect();
-            format!("kernel `{name}` was never launched, so it was not captured (launched: {})", if ran.is_empty() { "none".into() } else { ran.join(", ") })
-        })
-        .collect()
-}
-
-/// Moves captures into `<root>/.cutune/captures/`, named after their kernel; never overwrites.
-fn save_captures(root: &Path, captures: &[CaptureFile], ranking: &Ranking) -> Result<Vec<SavedCapture>> {
-    let folder = captured::captures_folder(root);
-    if !captures.is_empty() {
-        std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
-    }
-    let mut saved = Vec::new();
-    for capture in captures {
-        let header = &capture.capture;
-        let base = ranking
-            .kernels
-            .iter()
-            .find(|k| k.name == header.kernel)
-            .map(|k| k.kernel.base.clone())
-            .unwrap_or_else(|| profile::kernel_name(&header.kernel).base);
-        let stem = captured::capture_stem(&base);
-        let path = (0..).map(|i| folder.join(format!("{stem}-{i}.cutcap"))).find(|p| !p.exists()).expect("an unused name");
-        move_file(&capture.path, &path)?;
-        saved.push(SavedCapture {
-            path,
-            kernel: base,
-            grid: header.grid,
-            block: header.block,
-            arguments: header.params.len(),
-            buffer_bytes: header.params.iter().filter_map(|p| p.buffer.as_ref()).map(|b| b.bytes).sum(),
-            buffers_omitted: header.buffers_omitted.clone(),
-            seconds: header.seconds,
-        });
-    }
-    Ok(saved)
-}
-
-/// A rename, or a copy and delete across file systems (the run's folder is under /tmp).
-fn move_file(from: &Path, to: &Path) -> Result<()> {
-    if std::fs::rename(from, to).is_ok() {
-        return Ok(());
-    }
-    let partial = to.with_extension("partial");
-    std::fs::copy(from, &partial).with_context(|| format!("cannot copy the capture to {}", partial.display()))?;
-    std::fs::rename(&partial, to).with_context(|| format!("cannot name the capture {}", to.display()))?;
-    let _ = std::fs::remove_file(from);
-    Ok(())
 }
 
 fn render(origin: &Origin, ranking: &Ranking, captures: &[SavedCapture], root: &Path) -> String {

@@ -165,7 +165,7 @@ struct Target {
 }
 
 fn survey_all(workspaces: &BTreeMap<PathBuf, Workspace>, targets: &[Target], nvrtc: Option<&Nvrtc>, no_nvrtc: Option<String>, arch: &str, jobs: Option<usize>) -> Vec<KernelSurvey> {
-    super::parallel_map(targets, jobs, |t| survey_one(&workspaces[&t.root], &t.path, &t.kernel, t.line, nvrtc, no_nvrtc.as_deref(), arch))
+    crate::compile::parallel_map(targets, jobs, |t| survey_one(&workspaces[&t.root], &t.path, &t.kernel, t.line, nvrtc, no_nvrtc.as_deref(), arch))
 }
 
 /// One kernel through templatize, the spec check and a compile of its default configuration.

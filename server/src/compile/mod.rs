@@ -11,6 +11,7 @@
 //! versions differs there; the file name appears only with `-lineinfo` or `-G` (`.file`).
 
 pub mod batch;
+pub mod check;
 mod locate;
 mod log;
 pub mod pool;
@@ -20,7 +21,7 @@ use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
 pub use locate::{site_packages, Attempt, NvrtcNotFound, INSTALL_HINT, NVRTC_ENV};
-pub use pool::{Built, CompilePool, Compiled, CubinCache, Failed};
+pub use pool::{parallel_map, Built, CompilePool, Compiled, CubinCache, Failed};
 pub use log::{failure_reason, parse_diagnostics, parse_resources, FailureReason, STATIC_SHARED_LIMIT, CompileDiagnostic, KernelResources, Severity};
 
 use program::Program;

@@ -300,3 +300,22 @@ fn finish(cache: &CubinCache, key: &str, cubin: PathBuf, function: String, kerne
     cache.put(key, &Entry::Compiled { cubin: file, function: function.clone(), resources: resources.clone(), compile_ms });
     Compiled { cubin, function, resources, compile_ms, cached: false }
 }
+
+/// `f` of every item on a pool of `jobs` threads (default: up to 4, where NVRTC stops
+/// scaling), results in the items' order.
+pub fn parallel_map<T: Sync, R: Send>(items: &[T], jobs: Option<usize>, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let results: std::sync::Mutex<Vec<Option<R>>> = std::sync::Mutex::new((0..items.len()).map(|_| None).collect());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get().min(4))).max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(item) = items.get(i) else { break };
+                let result = f(item);
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(result);
+            });
+        }
+    });
+    results.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect()
+}

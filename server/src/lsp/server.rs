@@ -453,6 +453,16 @@ impl LanguageServer for Backend {
         match params.command.as_str() {
             tuning::TUNE => self.start_gpu_job(argument()?, tuning::Work::Tune).await,
             tuning::VERIFY => self.start_gpu_job(argument()?, tuning::Work::Verify).await,
+            tuning::COMPARE => {
+                let value = params.arguments.first().cloned().unwrap_or(Value::Null);
+                let argument: tuning::CompareArgument = serde_json::from_value(value)
+                    .map_err(|e| Error::invalid_params(format!("{} takes {{uri, kernel, candidate, candidateKernel?}}: {e}", params.command)))?;
+                let candidate = argument.candidate_path();
+                if !candidate.is_file() {
+                    return Err(Error::invalid_params(format!("{}: no such file", candidate.display())));
+                }
+                self.start_gpu_job(argument.original, tuning::Work::Compare { candidate, candidate_kernel: argument.candidate_kernel }).await
+            }
             tuning::APPLY_BEST => self.apply_best(argument()?).await,
             tuning::TEMPLATIZE => {
                 // The code action's edit, applied through `workspace/applyEdit`.

@@ -29,8 +29,10 @@ pub const APPLY_BEST: &str = "cutune.applyBest";
 pub const TEMPLATIZE: &str = "cutune.templatize";
 /// The kernels of the latest profile of the argument's workspace, by share.
 pub const SHOW_PROFILE: &str = "cutune.showProfile";
+/// Another implementation of a kernel run against the original ([`CompareArgument`]).
+pub const COMPARE: &str = "cutune.compare";
 /// The commands this server carries out (`workspace/executeCommand`).
-pub const COMMANDS: [&str; 6] = [TUNE, VERIFY, STOP, APPLY_BEST, TEMPLATIZE, SHOW_PROFILE];
+pub const COMMANDS: [&str; 7] = [TUNE, VERIFY, STOP, APPLY_BEST, TEMPLATIZE, SHOW_PROFILE, COMPARE];
 
 /// The argument of a kernel command: the kernel by name, or the position of the cursor in it.
 #[derive(Debug, Deserialize)]
@@ -38,6 +40,26 @@ pub struct KernelArgument {
     pub uri: Uri,
     pub kernel: Option<String>,
     pub position: Option<Position>,
+}
+
+/// The argument of [`COMPARE`]: the original kernel, and the file (a path or a `file:` URI) of
+/// the implementation to run in its place, with its kernel's name when not the original's.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompareArgument {
+    #[serde(flatten)]
+    pub original: KernelArgument,
+    pub candidate: String,
+    pub candidate_kernel: Option<String>,
+}
+
+impl CompareArgument {
+    pub fn candidate_path(&self) -> PathBuf {
+        match self.candidate.parse::<Uri>() {
+            Ok(uri) if self.candidate.starts_with("file:") => super::actions::path_of(&uri),
+            _ => PathBuf::from(&self.candidate),
+        }
+    }
 }
 
 /// `cutune/status`: what the editor's status item shows.
@@ -77,7 +99,7 @@ impl Tuning {
     pub fn begin(&self, kernel: &str, with_progress: bool) -> Result<(u64, Arc<AtomicBool>, Option<ProgressToken>), String> {
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(run) = running.as_ref() {
-            return Err(format!("`{}` is being tuned or verified on the GPU; stop that first (cutune: Stop tuning)", run.kernel));
+            return Err(format!("`{}` is being tuned, verified or compared on the GPU; stop that first (cutune: Stop tuning)", run.kernel));
         }
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let token = with_progress.then(|| ProgressToken::String(format!("cutune-tune-{id}")));
@@ -130,11 +152,13 @@ pub struct Job {
     pub work: Work,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Work {
     Tune,
     /// The five verification stages on the configuration the file's text runs now.
     Verify,
+    /// Another implementation run against the original, in the same run, at its defaults.
+    Compare { candidate: PathBuf, candidate_kernel: Option<String> },
 }
 
 /// What the blocking thread tells the editor side.
@@ -147,6 +171,7 @@ enum Event {
 enum Done {
     Tuned(TuneReport),
     Verified(verify::Report),
+    Compared(TuneReport),
 }
 
 struct Reporter {
@@ -167,35 +192,51 @@ impl Observer for Reporter {
 /// The job itself, on a blocking thread.
 fn execute(job: &Job, mut reporter: Reporter) -> Result<Done> {
     let (target, _) = job::target(&job.file, &job.kernel, None, &job.text)?;
+    // A candidate that cannot run in the original's place is said before any GPU is sought.
+    let target = match &job.work {
+        Work::Compare { candidate, candidate_kernel } => job::candidate_target(target, &job.text, candidate, candidate_kernel.as_deref())?,
+        Work::Tune | Work::Verify => target,
+    };
     let workspace = job::workspace_for(&job.file, job.settings.results_location.as_deref());
     let store = Store::open(&workspace)?;
     let budget = job.settings.budget;
     let strategy = job.settings.strategy.unwrap_or_else(|| job::default_strategy(&target.kernel, budget));
     let default = Configuration::default_of(&target.kernel);
-    // Verifying runs code: a replay cannot.
-    let replay = if job.work == Work::Verify { None } else { job.settings.replay.as_deref() };
+    // Verifying and comparing run code: a replay cannot.
+    let replay = if job.work == Work::Tune { job.settings.replay.as_deref() } else { None };
     let (mut runner, nvrtc) = job::start_tools(job.settings.device, replay, job.settings.nvrtc_path.as_deref(), default)?;
     let target = target.on_device(runner.device());
     let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(job::cubin_dir(&workspace)), store: &store, ceilings_dir: crate::sol::cache::default_dir() };
-    if job.work == Work::Verify {
-        let (config, _) = job::configuration_in_file(&job.text, &target.kernel);
-        let _ = reporter.events.send(Event::Started { device: runner.device().name.clone(), source: runner.source().clone(), total: 0 });
-        let cancel = reporter.cancel.clone();
-        let report = verification::verify_configuration(&target, runner.as_mut(), &tools, &config, &Stage::ALL, false, &|| cancel.load(Ordering::SeqCst))?;
-        return Ok(Done::Verified(report));
+    let started = |total| Event::Started { device: runner.device().name.clone(), source: runner.source().clone(), total };
+    match &job.work {
+        Work::Verify => {
+            let (config, _) = job::configuration_in_file(&job.text, &target.kernel);
+            let _ = reporter.events.send(started(0));
+            let cancel = reporter.cancel.clone();
+            let report = verification::verify_configuration(&target, runner.as_mut(), &tools, &config, &Stage::ALL, false, &|| cancel.load(Ordering::SeqCst))?;
+            Ok(Done::Verified(report))
+        }
+        Work::Compare { .. } => {
+            let _ = reporter.events.send(started(1));
+            let options = job::comparison_options(TuneOptions::brute_force(Some(1)));
+            tune::tune(&target, runner.as_mut(), &tools, &options, &mut reporter).map(Done::Compared)
+        }
+        Work::Tune => {
+            let total = Space::new(&target.kernel).count().min(budget);
+            let _ = reporter.events.send(started(total));
+            let options = TuneOptions { strategy, ..TuneOptions::brute_force(Some(budget)) };
+            tune::tune(&target, runner.as_mut(), &tools, &options, &mut reporter).map(Done::Tuned)
+        }
     }
-    let total = Space::new(&target.kernel).count().min(budget);
-    let _ = reporter.events.send(Event::Started { device: runner.device().name.clone(), source: runner.source().clone(), total });
-    let options = TuneOptions { strategy, ..TuneOptions::brute_force(Some(budget)) };
-    tune::tune(&target, runner.as_mut(), &tools, &options, &mut reporter).map(Done::Tuned)
 }
 
 /// Runs `job` to its end, reporting as it goes; `token` when the client shows progress.
 pub async fn run(client: Client, tuning: Arc<Tuning>, job: Job, id: u64, cancel: Arc<AtomicBool>, token: Option<ProgressToken>, refresh_hints: bool) {
-    let (kernel, work) = (job.kernel.clone(), job.work);
+    let (kernel, work) = (job.kernel.clone(), job.work.clone());
     let (doing, busy) = match work {
         Work::Tune => ("Tuning", "tuning"),
         Work::Verify => ("Verifying", "verifying"),
+        Work::Compare { .. } => ("Comparing", "comparing"),
     };
     let progress = match token {
         Some(token) => Some(client.progress(token, format!("{doing} {kernel}")).with_message("starting").with_percentage(0).with_cancel_button().begin().await),
@@ -221,8 +262,8 @@ pub async fn run(client: Client, tuning: Arc<Tuning>, job: Job, id: u64, cancel:
                     RunnerSource::Device => name,
                 });
                 total = count;
-                if work == Work::Verify {
-                    let message = "running the five stages".to_string();
+                if work != Work::Tune {
+                    let message = if work == Work::Verify { "running the five stages" } else { "timing both, then the five stages" }.to_string();
                     if let Some(progress) = &progress {
                         progress.report_with_message(message.clone(), 0, None).await;
                     }
@@ -247,10 +288,16 @@ pub async fn run(client: Client, tuning: Arc<Tuning>, job: Job, id: u64, cancel:
             let kind = if report.failure().is_some() { MessageType::ERROR } else { MessageType::INFO };
             (format!("`{kernel}` {}: {}", report.config, report.summary()), kind, "idle")
         }
+        Ok(Done::Compared(report)) => {
+            let comparison = job::Comparison::of(report);
+            let kind = if comparison.verified { MessageType::INFO } else { MessageType::ERROR };
+            (format!("`{kernel}` against {}: {comparison}", report.file), kind, "idle")
+        }
         Err(error) if job::is_no_device(error) => {
             let then = match work {
                 Work::Tune => "Recorded results still show; set cutune.replay to replay recorded measurements",
                 Work::Verify => "Verifying runs the kernel, so it needs a GPU (a replay cannot verify); recorded results still show",
+                Work::Compare { .. } => "Comparing runs both kernels, so it needs a GPU; recorded results still show",
             };
             (format!("no CUDA device found: {error}. {then}"), MessageType::WARNING, "no-device")
         }

@@ -9,6 +9,7 @@ mod demangle;
 pub mod import;
 mod locate;
 pub mod captured;
+pub mod job;
 pub mod run;
 pub mod share;
 

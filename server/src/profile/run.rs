@@ -93,10 +93,20 @@ fn toolkit_folders(root: &Path) -> [PathBuf; 3] {
     [root.join("lib64"), root.join("extras/CUPTI/lib64"), root.join("targets/x86_64-linux/lib")]
 }
 
-/// Runs `command` with the capture library injected, its output passed through (its standard
-/// output to ours, or to our standard error when ours carries a report), and collects what the
-/// library wrote.
-pub fn run(command: &[String], request: &CaptureRequest, output_to_stderr: bool) -> Result<Run> {
+/// Where the profiled program's standard streams go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgramIo {
+    /// Ours: it reads our input and writes to our output.
+    Inherit,
+    /// Its output to our standard error, because ours carries a report.
+    OutputToStderr,
+    /// No input, its output to our standard error: ours carry a protocol.
+    Detached,
+}
+
+/// Runs `command` with the capture library injected, its streams as `io` says, and collects
+/// what the library wrote.
+pub fn run(command: &[String], request: &CaptureRequest, directory: &Path, io: ProgramIo) -> Result<Run> {
     let Some((program, args)) = command.split_first() else { bail!("no command to profile: give it after `--`") };
     let library = capture_library()?;
     let cupti = cupti_library()?;
@@ -104,6 +114,7 @@ pub fn run(command: &[String], request: &CaptureRequest, output_to_stderr: bool)
     let mut process = std::process::Command::new(program);
     process
         .args(args)
+        .current_dir(directory)
         .env("CUDA_INJECTION64_PATH", &library)
         .env(cutune_capture::ENV_OUT, folder.path())
         .env(cutune_capture::ENV_CAPTURE, request.kernels.join(","))
@@ -112,8 +123,11 @@ pub fn run(command: &[String], request: &CaptureRequest, output_to_stderr: bool)
     if let Some(cupti) = &cupti {
         process.env(cutune_capture::ENV_CUPTI, cupti);
     }
-    if output_to_stderr {
+    if io != ProgramIo::Inherit {
         process.stdout(std::io::stderr());
+    }
+    if io == ProgramIo::Detached {
+        process.stdin(std::process::Stdio::null());
     }
     let status = process.status().with_context(|| format!("cannot run `{program}`"))?;
     collect(status, folder)

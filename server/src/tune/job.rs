@@ -145,21 +145,47 @@ pub fn tune_file<O: super::Observer>(request: FileTune, observer: impl FnOnce(&c
 pub fn compare_file<O: super::Observer>(request: FileTune, candidate: &Path, candidate_kernel: Option<&str>, observer: impl FnOnce(&crate::gpu::RunnerSource, Option<&str>) -> O) -> Result<(Result<FileTuned>, O)> {
     let started = std::time::Instant::now();
     let text = crate::workspace::read_source(request.file)?;
-    let (mut target, note) = target(request.file, request.kernel, request.spec, &text)?;
+    let (target, note) = target(request.file, request.kernel, request.spec, &text)?;
+    let target = candidate_target(target, &text, candidate, candidate_kernel)?;
+    let request = FileTune { strategy: Some(StrategyName::BruteForce), options: comparison_options(request.options), ..request };
+    tune_target(target, note, request, started, "(a comparison runs both kernels: it needs the GPU)", observer)
+}
+
+/// `target` (the original kernel, of `text`) with the candidate's kernel in its place, under the
+/// original's name, at the original's defaults: a space of one point. The candidate's kernel is
+/// `candidate_kernel`, else as [`candidate_name`] finds it.
+pub fn candidate_target(mut target: Target, text: &str, candidate: &Path, candidate_kernel: Option<&str>) -> Result<Target> {
+    let file = PathBuf::from(&target.file);
+    let kernel = target.kernel.name.clone();
     let candidate_text = crate::workspace::read_source(candidate)?;
-    let name = candidate_kernel.unwrap_or(request.kernel);
-    same_parameters(&text, request.file, request.kernel, &candidate_text, candidate, name)?;
+    let name = candidate_kernel.map_or_else(|| candidate_name(&candidate_text, &kernel), str::to_string);
+    let name = name.as_str();
+    same_parameters(text, &file, &kernel, &candidate_text, candidate, name)?;
     let slice = device_slice(&Document::new(candidate_text.clone()), name, &SliceOptions::for_file(candidate).with_template_args(&target.kernel.template_args)).map_err(|e| anyhow!("{}: {e}", candidate.display()))?;
     // The tuner compiles and launches the spec's kernel name: the candidate takes it.
-    target.source = crate::syntax::rename_identifiers_in(&slice.source, |w| (w == name).then(|| request.kernel.to_string()));
+    target.source = crate::syntax::rename_identifiers_in(&slice.source, |w| (w == name).then(|| kernel.clone()));
     target.file = candidate.display().to_string();
     target.kernel_sha256 = super::kernel_sha256(&candidate_text, name);
     for param in &mut target.kernel.params {
         param.values = vec![param.default];
     }
     target.kernel.restrictions.clear();
-    let request = FileTune { strategy: Some(StrategyName::BruteForce), options: super::TuneOptions { budget: Some(1), sol_stop: None, ..request.options }, ..request };
-    tune_target(target, note, request, started, "(a comparison runs both kernels: it needs the GPU)", observer)
+    Ok(target)
+}
+
+/// The candidate's kernel when not named: the one of the original's name, else the only kernel
+/// the file defines.
+fn candidate_name(candidate_text: &str, original: &str) -> String {
+    let defined: Vec<String> = crate::syntax::analyze(candidate_text).kernels.into_iter().filter(|k| k.is_definition).map(|k| k.name).collect();
+    match defined.as_slice() {
+        [only] if only != original => only.clone(),
+        _ => original.to_string(),
+    }
+}
+
+/// A comparison measures its one point and stops: no speed-of-light stop before it.
+pub fn comparison_options(options: super::TuneOptions) -> super::TuneOptions {
+    super::TuneOptions { strategy: StrategyName::BruteForce, budget: Some(1), sol_stop: None, ..options }
 }
 
 /// The five verification stages (or some) on one configuration of a file's kernel, as the CLI
@@ -238,6 +264,24 @@ impl Comparison {
             sol_percent: row.and_then(|r| r.time_us).zip(report.sol.as_ref()).map(|(t, b)| b.percent(t)),
             verified,
             failure,
+        }
+    }
+}
+
+impl std::fmt::Display for Comparison {
+    /// One line: both times, the speedup and %SOL, and verified or the first failure.
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let us = |t: Option<f64>| t.map_or_else(|| "-".to_string(), |t| format!("{t:.2} µs"));
+        write!(f, "original {}, candidate {}", us(self.original_us), us(self.candidate_us))?;
+        if let Some(speedup) = self.speedup {
+            write!(f, " ({speedup:.2}×)")?;
+        }
+        if let Some(percent) = self.sol_percent {
+            write!(f, ", {percent:.0}% of the speed of light")?;
+        }
+        match &self.failure {
+            None => write!(f, "; verified in five stages"),
+            Some(failure) => write!(f, "; NOT verified: {failure}"),
         }
     }
 }
@@ -369,4 +413,120 @@ pub fn configuration_with(base: &Configuration, assignments: &str) -> Result<Con
         slot.1 = value;
     }
     Ok(config)
+}
+
+/// Which configurations [`check_file`] compiles.
+pub struct FileCheck<'a> {
+    pub file: &'a Path,
+    pub kernel: &'a str,
+    pub arch: &'a str,
+    /// How many, the default included; `None`: every one (up to [`MAX_CHECK_ALL`]).
+    pub sample: Option<u64>,
+    /// The same seed checks the same configurations.
+    pub seed: u64,
+    /// Only the configurations `i`, `i + n`, … of the sample, as `(i, n)`.
+    pub shard: Option<(usize, usize)>,
+    pub jobs: Option<usize>,
+    pub nvrtc: Option<&'a Path>,
+}
+
+/// Spaces larger than this are not compiled whole.
+pub const MAX_CHECK_ALL: u64 = 100_000;
+
+/// A kernel's configurations compiled for one architecture, without a GPU.
+#[derive(serde::Serialize)]
+pub struct FileChecked {
+    pub file: String,
+    pub kernel: String,
+    pub arch: String,
+    pub nvrtc: String,
+    pub space_size: u64,
+    pub checked: usize,
+    pub compiled: usize,
+    pub infeasible: usize,
+    pub failed: usize,
+    pub wall_seconds: f64,
+    pub results: Vec<crate::compile::check::ConfigResult>,
+    /// Where the spec came from, its errors, and names the slice could not resolve.
+    #[serde(skip)]
+    pub notes: Vec<String>,
+}
+
+/// Compiles a sample of `request.kernel`'s configurations (or all of them) with NVRTC and
+/// reports each one's resources, or why it cannot run. Compiling needs the parameters and
+/// template arguments, not the shapes: a spec with `?` sizes still compiles, without the checks
+/// that need the launch.
+pub fn check_file(request: FileCheck) -> Result<FileChecked> {
+    use crate::compile::check::{check_all, CheckTarget, Status};
+    let file = request.file;
+    let text = crate::workspace::read_source(file)?;
+    let (kernel, source, note) = kernel_and_source_with(file, request.kernel, None, &text, SpecErrors::Allow)?;
+    let mut notes: Vec<String> = note.into_iter().collect();
+    if let Some(open) = kernel.template_args.iter().position(|a| a.trim() == spec::UNKNOWN) {
+        bail!("{}: template argument {} of `{}` is unknown (`?`): compiling needs it; `cutune spec check` says how to fill it", file.display(), open + 1, kernel.name);
+    }
+    let slice_options = SliceOptions::for_file(file).with_template_args(&kernel.template_args);
+    let slice = device_slice(&Document::new(source), request.kernel, &slice_options).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    notes.extend(slice.unresolved.iter().map(|u| format!("{}:{}: note: unresolved `{}`: {}", file.display(), u.line, u.symbol, u.why)));
+    let nvrtc = Nvrtc::locate(request.nvrtc).map_err(|e| anyhow!("{e}\n(set {NVRTC_ENV} or pass --nvrtc to choose a library)"))?;
+    let shape = kernel.shapes.first().cloned().unwrap_or_default();
+    let space = Space::new(&kernel);
+    let limit = match request.sample {
+        Some(count) => count.max(1),
+        None if space.count() > MAX_CHECK_ALL => bail!("the space of `{}` has {} configurations; check a sample instead", kernel.name, space.count()),
+        None => space.count(),
+    };
+    let mut configs = space.sample(limit, request.seed);
+    if let Some((index, count)) = request.shard {
+        configs = configs.into_iter().enumerate().filter(|(i, _)| i % count == index).map(|(_, c)| c).collect();
+    }
+    let started = std::time::Instant::now();
+    let target = CheckTarget { nvrtc: &nvrtc, kernel: &kernel, shape: &shape, source: &slice.source, arch: request.arch };
+    let results = check_all(&target, &configs, request.jobs);
+    let count = |s: Status| results.iter().filter(|r| r.status == s).count();
+    let (major, minor) = nvrtc.version();
+    Ok(FileChecked {
+        file: file.display().to_string(),
+        kernel: kernel.name.clone(),
+        arch: request.arch.to_string(),
+        nvrtc: format!("{major}.{minor} ({})", nvrtc.library_path().display()),
+        space_size: space.count(),
+        checked: results.len(),
+        compiled: count(Status::Compiled),
+        infeasible: count(Status::Infeasible),
+        failed: count(Status::Failed),
+        wall_seconds: started.elapsed().as_secs_f64(),
+        results,
+        notes,
+    })
+}
+
+/// The one GPU job a server runs at a time (there is one GPU): a second is refused at once,
+/// with what is running, rather than queued behind it unseen.
+#[derive(Default)]
+pub struct GpuSlot {
+    running: std::sync::Mutex<Option<String>>,
+}
+
+/// The slot, held until dropped.
+pub struct GpuClaim {
+    slot: std::sync::Arc<GpuSlot>,
+}
+
+impl GpuSlot {
+    /// Takes the slot for `what` (`tuning \`rmsnorm\``), or says what holds it.
+    pub fn claim(self: &std::sync::Arc<Self>, what: &str) -> Result<GpuClaim, String> {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(holder) = running.as_ref() {
+            return Err(format!("the GPU is busy {holder}: cancel that request or wait for it (one GPU job at a time)"));
+        }
+        *running = Some(what.to_string());
+        Ok(GpuClaim { slot: self.clone() })
+    }
+}
+
+impl Drop for GpuClaim {
+    fn drop(&mut self) {
+        *self.slot.running.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
 }

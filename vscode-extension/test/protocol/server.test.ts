@@ -15,7 +15,7 @@ import type * as vscode from 'vscode';
 
 import manifest from '../../package.json';
 import { changedSettings, currentSettings } from '../../src/client';
-import { KERNEL_COMMANDS, SERVER_COMMANDS, STOP_COMMAND, kernelArgument, type ServerArgument } from '../../src/commands';
+import { COMPARE_COMMAND, KERNEL_COMMANDS, SERVER_COMMANDS, STOP_COMMAND, kernelArgument, type ServerArgument } from '../../src/commands';
 import { profileItems, type StoredProfile } from '../../src/profile';
 import { parseStatus } from '../../src/status';
 import { editorAt } from '../editors';
@@ -172,7 +172,9 @@ test('kernel commands take the cursor position of the editor', { timeout: 120_00
 
 test('kernel commands take a kernel picked by name', { timeout: 120_000 }, async (t) => {
   for (const command of SERVER_COMMANDS) {
-    await checkAccepted(t, command, { uri: document.uri, kernel: 'scale' });
+    // A comparison names the other implementation too: here the file itself.
+    const candidate = command === COMPARE_COMMAND.serverCommand ? { candidate: document.uri } : {};
+    await checkAccepted(t, command, { uri: document.uri, kernel: 'scale', ...candidate });
   }
   await checkAccepted(t, STOP_COMMAND.serverCommand, {});
 });

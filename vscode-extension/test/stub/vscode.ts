@@ -145,6 +145,10 @@ export const stub = {
   /** What `showQuickPick` picks from the items offered (by label); undefined cancels. */
   quickPick: (items: string[]): string | undefined => items[0],
   quickPicks: [] as string[][],
+  /** What `showOpenDialog` chooses (file paths); undefined cancels. */
+  openDialog: undefined as string[] | undefined,
+  /** The options of each `showOpenDialog`. */
+  openDialogs: [] as object[],
   /** Documents shown with `showTextDocument`: path and the selection's start line. */
   shownDocuments: [] as { path: string; line: number | undefined }[],
   statusItems: [] as LanguageStatusItem[],
@@ -176,6 +180,8 @@ export const stub = {
     stub.warningChoice = undefined;
     stub.quickPick = (items) => items[0];
     stub.quickPicks = [];
+    stub.openDialog = undefined;
+    stub.openDialogs = [];
     stub.shownDocuments = [];
     stub.statusItems = [];
     stub.output = [];
@@ -203,6 +209,10 @@ export const window = {
     stub.quickPicks.push(labels);
     const picked = stub.quickPick(labels);
     return Promise.resolve(items.find((_, i) => labels[i] === picked));
+  },
+  showOpenDialog(options: object): Promise<Uri[] | undefined> {
+    stub.openDialogs.push(options);
+    return Promise.resolve(stub.openDialog?.map((path) => Uri.file(path)));
   },
   showTextDocument(document: { uri: Uri }, options?: { selection?: Range }): Promise<void> {
     stub.shownDocuments.push({ path: document.uri.path, line: options?.selection?.start.line });

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { beforeEach, test } from 'node:test';
 
-import { KERNEL_COMMANDS, kernelArgument, runKernelCommand, runStop, type ServerArgument, type KernelCommand } from '../../src/commands';
+import { KERNEL_COMMANDS, kernelArgument, runCompare, runKernelCommand, runStop, type ServerArgument, type KernelCommand } from '../../src/commands';
 import { editorAt, kernelSymbol } from '../editors';
 import { stub } from '../stub/vscode';
 
@@ -116,4 +116,20 @@ test("the server's refusal is shown as an error", async () => {
   const { send } = recorder(new Error('the spec has no problem sizes'));
   await runKernelCommand(command('cutune.palette.tune'), send);
   assert.deepEqual(stub.messages, [{ severity: 'error', text: 'cutune: cannot tune the kernel: the spec has no problem sizes', actions: [] }]);
+});
+
+test('compare sends the kernel and the implementation the user picks, and nothing when the pick is cancelled', async () => {
+  stub.activeTextEditor = editorAt(FILE, 3, 4);
+  stub.builtinCommands.set('vscode.executeDocumentSymbolProvider', () => SYMBOLS);
+  const { sent, send } = recorder();
+  await runCompare(send);
+  assert.deepEqual(sent, []);
+  stub.openDialog = ['/work/scale_fast.cu'];
+  await runCompare(send);
+  assert.deepEqual(sent, [{ command: 'cutune.compare', argument: { uri: URI, position: { line: 3, character: 4 }, candidate: 'file:///work/scale_fast.cu' } }]);
+  assert.deepEqual(stub.openDialogs.map((o) => (o as { filters: object }).filters), [{ CUDA: ['cu', 'cuh'] }, { CUDA: ['cu', 'cuh'] }]);
+  stub.activeTextEditor = editorAt('/work/setup.py', 0, 0, 'python');
+  await runCompare(send);
+  assert.equal(sent.length, 1);
+  assert.match(stub.messages[0].text, /open a CUDA file .* to compare another implementation with/);
 });

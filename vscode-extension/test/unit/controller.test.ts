@@ -174,6 +174,7 @@ test('the palette commands are registered and reach the server; restart and show
   await controller.start();
   assert.deepEqual(stub.registered().sort(), [
     'cutune.palette.applyBest',
+    'cutune.palette.compare',
     'cutune.palette.profile',
     'cutune.palette.restartServer',
     'cutune.palette.showOutput',
