@@ -559,3 +559,32 @@ def test_check_compiles_a_spec_whose_sizes_are_still_unknown_and_refuses_an_open
     refused = cutune("check", "block_sum.cu", "--kernel", "block_sum", cwd=tmp_path)
     assert refused.returncode != 0
     assert "template argument 1 of `block_sum` is unknown (`?`): compiling needs it" in refused.stderr, refused.stderr
+
+
+def test_sizes_come_from_the_image_the_program_loads_and_pitched_rows_from_cudaMallocPitch(tmp_path: Path):
+    root = project(tmp_path, "image_sized")
+    # `load_pgm(path, &pixels, &frame_w, &frame_h)` in main, the path from a helper given a
+    # file-scope name: data/frame.pgm is 200 × 120, and `blur_frame` launches with the globals.
+    blur = templatized_spec(root, "blur_kernels.cuh", "blur_rows")
+    assert blur["shapes"] == [{"height": 120, "width": 200}]
+    assert [a.get("length") for a in blur["args"] if "length" in a] == ["(200) * (120)", "(200) * (120)"]
+    # A pitched copy: the pitch `cudaMallocPitch` gives a row of 200 floats is 1024 bytes, made
+    # a pitch in elements by `pitch /= sizeof(float)`; the buffer is that pitch times the rows.
+    scale = templatized_spec(root, "blur_kernels.cuh", "scale_pitched")
+    assert scale["shapes"] == [{"height": 120, "width": 200}]
+    args = {a["name"]: a for a in scale["args"]}
+    assert args["pitch"]["value"] == "((((width * 4) + 512 - 1) // 512 * 512)) // (4)"
+    assert args["image"]["length"] == "(((width * 4) + 512 - 1) // 512 * 512) // 4 * (height)"
+    surveyed = json.loads(cutune("survey", ".", "--json", cwd=root).stdout)
+    assert surveyed["totals"]["ready"] == 2, surveyed
+
+    # Without the image there is nothing to read the size from: the sizes stay unknown.
+    (root / "data" / "frame.pgm").unlink()
+    run = cutune("templatize", "blur_kernels.cuh", "--kernel", "blur_rows", "--diff", cwd=root)
+    assert run.returncode == 0 and "width = 200" not in run.stdout, run.stdout
+
+
+async def test_the_code_action_reads_the_size_of_the_image_the_program_loads(client, tmp_path: Path):
+    root = project(tmp_path, "image_sized")
+    spec = await code_action_spec(client, root / "blur_kernels.cuh", "out[y * width + x]", "blur_rows")
+    assert spec["shapes"] == [{"height": 120, "width": 200}]

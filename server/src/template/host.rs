@@ -8,6 +8,7 @@ use std::path::Path;
 use tree_sitter::Node;
 
 use super::callee;
+use super::data_files::{image_loaded_by, ImageLoad};
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::host::{address_taken, call_args, calls_by_callee, declared_name, function_name, functions, local_types, parameters, Call};
@@ -142,7 +143,7 @@ impl<'d> Frame<'d> {
 
 /// A function's local declarations and assignments, name to value text, in order, read at one
 /// point of the function: the launch, or the call towards it.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 struct Scope<'d> {
     body: Option<Node<'d>>,
     /// (name, value, byte offset); a member assignment's name is `grid.x`.
@@ -152,6 +153,8 @@ struct Scope<'d> {
     /// The variables a call sets through reference parameters, with the callee's name:
     /// `numThreads` → `getNumBlocksAndThreads`.
     set_by: HashMap<String, String>,
+    /// The images the function loads, whose sizes the variables they set take.
+    images: Vec<ImageLoad>,
 }
 
 impl<'d> Scope<'d> {
@@ -160,9 +163,25 @@ impl<'d> Scope<'d> {
         let dispatched = body.map(|b| dispatched_constants(text, b)).unwrap_or_default();
         let mut values: Vec<(String, String, usize)> = dispatched.iter().map(|(member, value)| (member.clone(), value.clone(), 0)).collect();
         let mut set_by = HashMap::new();
+        let mut images = Vec::new();
+        let folder = graph.folders.get(&text.as_ptr()).copied().flatten();
+        let file_root = std::iter::successors(Some(function), |n| n.parent()).last().unwrap_or(function);
         for node in body.into_iter().flat_map(descendants) {
             let (target, value) = match node.kind() {
                 "call_expression" => {
+                    // A path from the command line (`sdkFindFilePath(name, argv[0])`) still names the file.
+                    let value_of = |name: &str| body.and_then(|b| value_before(text, b, name, node.start_byte())).or_else(|| file_scope_value(text, file_root, name));
+                    if let Some((pitch, bytes)) = pitched_allocation(text, node) {
+                        values.push((pitch, bytes, node.start_byte()));
+                        continue;
+                    }
+                    if let Some(load) = image_loaded_by(text, node, folder, &value_of) {
+                        let (width, height) = load.size;
+                        values.push((load.width.clone(), width.to_string(), node.start_byte()));
+                        values.push((load.height.clone(), height.to_string(), node.start_byte()));
+                        images.push(load);
+                        continue;
+                    }
                     if let Some((callee, set)) = out_arguments(text, node, graph) {
                         for (name, value) in set {
                             set_by.insert(name.clone(), callee.to_string());
@@ -186,6 +205,13 @@ impl<'d> Scope<'d> {
                 "assignment_expression" if node.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=") => {
                     (node.child_by_field_name("left").filter(|l| matches!(l.kind(), "identifier" | "field_expression")), node.child_by_field_name("right"))
                 }
+                // `stride /= sizeof(float)` once, outside any loop: the earlier value, scaled.
+                "assignment_expression" => {
+                    if let Some(scaled) = scaled_once(text, node, body, &values) {
+                        values.push(scaled);
+                    }
+                    continue;
+                }
                 _ => continue,
             };
             let (Some(target), Some(mut value)) = (target, value) else { continue };
@@ -204,7 +230,7 @@ impl<'d> Scope<'d> {
                 values.push((name, value.to_string(), node.start_byte()));
             }
         }
-        Scope { body, values, point, set_by }
+        Scope { body, values, point, set_by, images }
     }
 
     /// The value `name` holds at the scope's point: the last one given before it, else (a value
@@ -272,8 +298,12 @@ impl<'d> HostContext<'d> {
         let folders = files.iter().map(|f| (f.document.text().as_ptr(), f.folder)).collect();
         let graph = CallGraph::new(calls, definitions, folders);
         let paths = call_paths(&graph, Frame::of(text, launcher, launch.span.start_byte, &graph));
-        let branch_values = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte).map(|n| branch_values_around(text, n)).unwrap_or_default();
+        // A file-scope variable is read in its own file: only the files on the call paths set
+        // those the launch reads, not a namesake of another program of the workspace.
+        let on_paths: Vec<&Document> = documents.iter().copied().filter(|d| paths.iter().flatten().any(|f| std::ptr::eq(f.text, d.text()))).collect();
         globals.retain(|name, _| !reassigned.contains(name));
+        globals.extend(globals_loaded_from_images(&on_paths, &graph));
+        let branch_values = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte).map(|n| branch_values_around(text, n)).unwrap_or_default();
         Some(HostContext { paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, texture_calls })
     }
 
@@ -942,7 +972,7 @@ impl<'d> HostContext<'d> {
     /// constants only: a count that names an allocating function's own variables means nothing
     /// at the launch.
     fn global_buffer_length(&self, name: &str, element: &str) -> Option<String> {
-        let length = self.elements_in(self.allocations.get(name)?, element, &Scope { body: None, values: Vec::new(), point: 0, set_by: HashMap::new() }, &|ty| ty.to_string())?;
+        let length = self.elements_in(self.allocations.get(name)?, element, &Scope::default(), &|ty| ty.to_string())?;
         let constant = |w: &str| self.defines.contains_key(w) || self.globals.contains_key(w) || expr::Function::from_name(w).is_some();
         let all_constant = identifiers_in(&length).all(constant);
         all_constant.then(|| self.in_spec_names(&length))
@@ -1522,6 +1552,74 @@ fn globals_of(text: &str, root: Node) -> HashMap<String, String> {
     out
 }
 
+/// File-scope variables a function sets to the size of an image it loads (`LoadBMPFile(&pixels,
+/// &imageW, &imageH, path)` in `main`, where `imageW` and `imageH` are globals that other
+/// functions launch with).
+fn globals_loaded_from_images(documents: &[&Document], graph: &CallGraph) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for doc in documents {
+        let Some(tree) = doc.tree() else { continue };
+        let text = doc.text();
+        for (_, function) in functions(text, tree.root_node()) {
+            let Some(body) = function.child_by_field_name("body") else { continue };
+            // Only functions with a call that takes two addresses can load an image.
+            let may_load = descendants(body).any(|n| n.kind() == "call_expression" && text[n.byte_range()].matches('&').count() >= 2);
+            if !may_load {
+                continue;
+            }
+            let locals: Vec<String> = local_types(text, body).into_iter().map(|(name, _)| name).collect();
+            for load in Scope::of(text, function, function.end_byte(), graph).images {
+                for (name, value) in [(load.width, load.size.0), (load.height, load.size.1)] {
+                    if !locals.contains(&name) {
+                        out.push((name, value.to_string()));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `name /= k` or `name *= k`, outside any loop of `body`: `name`'s value from before it, divided
+/// or multiplied (a pitch in bytes made a pitch in elements).
+fn scaled_once(text: &str, node: Node, body: Option<Node>, values: &[(String, String, usize)]) -> Option<(String, String, usize)> {
+    let operator = &text[node.child_by_field_name("operator")?.byte_range()];
+    let operator = operator.strip_suffix('=').filter(|o| matches!(*o, "/" | "*"))?;
+    let name = node.child_by_field_name("left").filter(|l| l.kind() == "identifier").map(|l| &text[l.byte_range()])?;
+    let by = &text[node.child_by_field_name("right")?.byte_range()];
+    let in_loop = std::iter::successors(node.parent(), |n| n.parent())
+        .take_while(|n| Some(*n) != body)
+        .any(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop"));
+    let (_, before, _) = values.iter().rev().find(|(n, _, _)| n == name)?;
+    (!in_loop).then(|| (name.to_string(), format!("({before}) {operator} ({by})"), node.start_byte()))
+}
+
+/// The last value `body` gives `name` (declared with it, or assigned) before byte `point`.
+fn value_before(text: &str, body: Node, name: &str, point: usize) -> Option<String> {
+    descendants(body)
+        .take_while(|n| n.start_byte() < point)
+        .filter_map(|n| match n.kind() {
+            "init_declarator" => n.child_by_field_name("declarator").and_then(declared_name).zip(n.child_by_field_name("value")),
+            "assignment_expression" => n.child_by_field_name("left").zip(n.child_by_field_name("right")),
+            _ => None,
+        })
+        .filter(|(target, _)| &text[target.byte_range()] == name)
+        .last()
+        .map(|(_, value)| text[value.byte_range()].to_string())
+}
+
+/// The value a file-scope declaration gives `name` (`const char *imageFilename = "a.pgm"`).
+fn file_scope_value(text: &str, root: Node, name: &str) -> Option<String> {
+    file_scope_declarations(root).into_iter().find_map(|decl| {
+        let mut cursor = decl.walk();
+        let init = decl
+            .children_by_field_name("declarator", &mut cursor)
+            .filter(|d| d.kind() == "init_declarator")
+            .find(|d| d.child_by_field_name("declarator").and_then(declared_name).is_some_and(|n| &text[n.byte_range()] == name))?;
+        init.child_by_field_name("value").map(|v| text[v.byte_range()].to_string())
+    })
+}
+
 /// The names functions assign with `=`, but for values read from the command line, which
 /// change the program's defaults only when the user asks.
 fn assigned_in_functions(text: &str, root: Node) -> Vec<String> {
@@ -1711,13 +1809,46 @@ fn malloc_bytes(text: &str, body: Node, name: &str) -> Option<String> {
 fn allocations<'t>(text: &'t str, node: Node<'t>) -> impl Iterator<Item = (String, String)> + 't {
     descendants(node).filter(|n| n.kind() == "call_expression").filter_map(move |call| {
         let function = call.child_by_field_name("function")?;
-        if !matches!(&text[function.byte_range()], "cudaMalloc" | "cudaMallocManaged" | "cudaMallocAsync" | "cuMemAlloc" | "cuMemAllocManaged") {
-            return None;
-        }
         let args = call_args(text, call.child_by_field_name("arguments")?);
-        Some((address_taken(args.first()?), args.get(1)?.clone()))
+        match &text[function.byte_range()] {
+            "cudaMalloc" | "cudaMallocManaged" | "cudaMallocAsync" | "cuMemAlloc" | "cuMemAllocManaged" => Some((address_taken(args.first()?), args.get(1)?.clone())),
+            "cudaMallocPitch" => Some((address_taken(args.first()?), pitched_bytes(args.get(2)?, args.get(3)?))),
+            _ => None,
+        }
     })
 }
+
+/// `cudaMallocPitch(&ptr, &pitch, widthBytes, height)`: the pitch it sets, and its value.
+fn pitched_allocation(text: &str, call: Node) -> Option<(String, String)> {
+    let function = call.child_by_field_name("function")?;
+    if &text[function.byte_range()] != "cudaMallocPitch" {
+        return None;
+    }
+    let args = call_args(text, call.child_by_field_name("arguments")?);
+    let pitch = args.get(1)?.trim().strip_prefix('&')?.trim();
+    let width_bytes = args.get(2)?;
+    is_identifier(pitch).then(|| (pitch.to_string(), row_pitch(width_bytes)))
+}
+
+/// The row pitch `cudaMallocPitch` gives a row of `width_bytes`: the row rounded up to the
+/// pitch alignment, 512 bytes on the GPUs cutune tunes on (the run passes this pitch and
+/// allocates with it, so a device that aligns otherwise only pads differently).
+fn row_pitch(width_bytes: &str) -> String {
+    format!("((({}) + {PITCH_ALIGNMENT} - 1) / {PITCH_ALIGNMENT} * {PITCH_ALIGNMENT})", width_bytes.trim())
+}
+
+/// The bytes of a pitched allocation, written as elements times the element's size when the row
+/// is (`Size.width * sizeof(float)`), so that the buffer's length reads in elements.
+fn pitched_bytes(width_bytes: &str, height: &str) -> String {
+    let (pitch, height) = (row_pitch(width_bytes), height.trim());
+    match width_bytes.rfind("sizeof(").map(|at| &width_bytes[at..]).filter(|s| s.ends_with(')') && balanced(s)) {
+        Some(element) => format!("{pitch} / {element} * ({height}) * {element}"),
+        None => format!("{pitch} * ({height})"),
+    }
+}
+
+/// The alignment of a row `cudaMallocPitch` allocates.
+const PITCH_ALIGNMENT: u32 = 512;
 
 /// `rows * hidden * sizeof(half)` → `rows * hidden` (for a buffer of halves; `rows * hidden * 2`
 /// for one of bytes); a variable holding the byte count is followed once through `scope`.
@@ -1905,7 +2036,7 @@ mod tests {
 
     #[test]
     fn the_size_of_the_buffers_own_element_is_stripped_too() {
-        let scope = Scope { body: None, values: Vec::new(), point: 0, set_by: HashMap::new() };
+        let scope = Scope::default();
         let unknown = |_: &str| None;
         assert_eq!(strip_element_size("NUM_OF_BLOCKS * sizeof *devResults", &unknown, &scope).as_deref(), Some("NUM_OF_BLOCKS"));
         assert_eq!(strip_element_size("n * sizeof(d_out[0])", &unknown, &scope).as_deref(), Some("n"));
@@ -1914,7 +2045,7 @@ mod tests {
 
     #[test]
     fn element_size_is_stripped_from_byte_counts() {
-        let scope = Scope { body: None, values: vec![("bytes".into(), "n * sizeof(float)".into(), 0)], point: 1, set_by: HashMap::new() };
+        let scope = Scope { values: vec![("bytes".into(), "n * sizeof(float)".into(), 0)], point: 1, ..Scope::default() };
         let half = |ty: &str| (ty == "half").then_some((1, 1));
         let float = |ty: &str| (ty == "float").then_some((1, 1));
         assert_eq!(strip_element_size("rows * hidden * sizeof(half)", &half, &scope).as_deref(), Some("rows * hidden"));

@@ -9,6 +9,7 @@
 mod apply;
 mod bounds;
 mod callee;
+mod data_files;
 mod host;
 mod file;
 mod format;
