@@ -50,6 +50,9 @@ cases=(
   "cuda-samples Samples/2_Concepts_and_Techniques/reduction/reduction_kernel.cu reduce6"
   "cuda-samples Samples/2_Concepts_and_Techniques/reduction/reduction_kernel.cu reduce7"
   "cuda-samples Samples/2_Concepts_and_Techniques/threadFenceReduction/threadFenceReduction_kernel.cuh reduceMultiPass"
+  "cuda-samples Samples/2_Concepts_and_Techniques/imageDenoising/imageDenoising_knn_kernel.cuh KNN"
+  "cuda-samples Samples/2_Concepts_and_Techniques/dct8x8/dct8x8_kernel1.cuh CUDAkernel1DCT"
+  "cuda-samples Samples/0_Introduction/simpleTexture/simpleTexture.cu transformKernel"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()

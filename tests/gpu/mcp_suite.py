@@ -53,7 +53,8 @@ async def call(client: ClientSession, tool: str, progress=None, **arguments):
 
 async def suite(cutune: str, three_kernels: str) -> None:
     work = Path(tempfile.mkdtemp(prefix="cutune-mcp-"))
-    (work / ".cutune").write_text("")
+    # Its own root: `.cutune/` marks it, and holds its results.
+    (work / ".cutune").mkdir()
     for name in ["rmsnorm.cu", "rmsnorm.cutune.toml"]:
         shutil.copy(REPO / "examples" / name, work / name)
     source = str(work / "rmsnorm.cu")
@@ -107,7 +108,7 @@ async def suite(cutune: str, three_kernels: str) -> None:
             expect("results", stored is not None and stored["tuned"] and stored["best"] is not None, error or {k: stored[k] for k in ["measured_on", "baseline_us", "bound_us", "best"]})
             resource = await client.read_resource("cutune://results/rmsnorm.cu?kernel=rmsnorm_kernel")
             as_resource = json.loads(resource.contents[0].text)
-            expect("results resource", as_resource["best"] == stored["best"] if stored else False, as_resource["best"])
+            expect("results resource", stored is not None and stored["best"] is not None and as_resource["best"] == stored["best"], as_resource["best"])
 
 
 def main() -> int:
