@@ -55,10 +55,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 32
+    assert len(kernels) == len(set(kernels)) == 34
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -76,11 +76,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # fills them from a capture).
     assert by_kernel["block_sum"]["stage"] == "spec"
     assert "capture a launch (`cutune profile --kernel block_sum -- CMD`)" in by_kernel["block_sum"]["spec_problems"][0]
-    assert report["totals"] == {"kernels": 32, "ready": 28, "spec": 3, "compile": 1}
+    assert report["totals"] == {"kernels": 34, "ready": 30, "spec": 3, "compile": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "32 kernels under" in text.stdout and "28 ready to tune (88%)" in text.stdout
+    assert "34 kernels under" in text.stdout and "30 ready to tune (88%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -564,13 +564,13 @@ def test_check_compiles_a_spec_whose_sizes_are_still_unknown_and_refuses_an_open
 def test_sizes_come_from_the_image_the_program_loads_and_pitched_rows_from_cudaMallocPitch(tmp_path: Path):
     root = project(tmp_path, "image_sized")
     # `load_pgm(path, &pixels, &frame_w, &frame_h)` in main, the path from a helper given a
-    # file-scope name: data/frame.pgm is 200 × 120, and `blur_frame` launches with the globals.
-    blur = templatized_spec(root, "blur_kernels.cuh", "blur_rows")
-    assert blur["shapes"] == [{"height": 120, "width": 200}]
-    assert [a.get("length") for a in blur["args"] if "length" in a] == ["(200) * (120)", "(200) * (120)"]
+    # file-scope name: data/frame.pgm is 200 × 120, and `smooth_frame` launches with the globals.
+    smooth = templatized_spec(root, "smooth_kernels.cuh", "smooth_rows")
+    assert smooth["shapes"] == [{"height": 120, "width": 200}]
+    assert [a.get("length") for a in smooth["args"] if "length" in a] == ["(200) * (120)", "(200) * (120)"]
     # A pitched copy: the pitch `cudaMallocPitch` gives a row of 200 floats is 1024 bytes, made
     # a pitch in elements by `pitch /= sizeof(float)`; the buffer is that pitch times the rows.
-    scale = templatized_spec(root, "blur_kernels.cuh", "scale_pitched")
+    scale = templatized_spec(root, "smooth_kernels.cuh", "scale_pitched")
     assert scale["shapes"] == [{"height": 120, "width": 200}]
     args = {a["name"]: a for a in scale["args"]}
     assert args["pitch"]["value"] == "((((width * 4) + 512 - 1) // 512 * 512)) // (4)"
@@ -580,11 +580,11 @@ def test_sizes_come_from_the_image_the_program_loads_and_pitched_rows_from_cudaM
 
     # Without the image there is nothing to read the size from: the sizes stay unknown.
     (root / "data" / "frame.pgm").unlink()
-    run = cutune("templatize", "blur_kernels.cuh", "--kernel", "blur_rows", "--diff", cwd=root)
+    run = cutune("templatize", "smooth_kernels.cuh", "--kernel", "smooth_rows", "--diff", cwd=root)
     assert run.returncode == 0 and "width = 200" not in run.stdout, run.stdout
 
 
 async def test_the_code_action_reads_the_size_of_the_image_the_program_loads(client, tmp_path: Path):
     root = project(tmp_path, "image_sized")
-    spec = await code_action_spec(client, root / "blur_kernels.cuh", "out[y * width + x]", "blur_rows")
+    spec = await code_action_spec(client, root / "smooth_kernels.cuh", "out[y * width + x]", "smooth_rows")
     assert spec["shapes"] == [{"height": 120, "width": 200}]
