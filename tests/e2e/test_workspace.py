@@ -588,3 +588,41 @@ async def test_the_code_action_reads_the_size_of_the_image_the_program_loads(cli
     root = project(tmp_path, "image_sized")
     spec = await code_action_spec(client, root / "smooth_kernels.cuh", "out[y * width + x]", "smooth_rows")
     assert spec["shapes"] == [{"height": 120, "width": 200}]
+
+
+def test_a_kernel_named_with_a_common_word_finds_its_callers_past_the_files_that_only_mention_it(tmp_path: Path):
+    root = tmp_path / "project"
+    (root / "app").mkdir(parents=True)
+    (root / ".git").mkdir()
+    (root / "app" / "copy_kernel.cuh").write_text(
+        "__global__ void Copy(float *dst, const float *src, int width, int height)\n"
+        "{\n"
+        "    int x = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    int y = blockIdx.y;\n"
+        "    if (x < width && y < height) dst[y * width + x] = src[y * width + x];\n"
+        "}\n\n"
+        "void run_copy(float *dst, const float *src, int width, int height)\n"
+        "{\n"
+        "    dim3 grid((width + 127) / 128, height);\n"
+        "    Copy<<<grid, 128>>>(dst, src, width, height);\n"
+        "}\n"
+    )
+    # The caller declares the launcher rather than including its header (as an `extern "C"` one is).
+    (root / "app" / "main.cu").write_text(
+        "void run_copy(float *dst, const float *src, int width, int height);\n"
+        "int main()\n"
+        "{\n"
+        "    int width = 640, height = 480;\n"
+        "    float *dst, *src;\n"
+        "    cudaMalloc(&dst, width * height * sizeof(float));\n"
+        "    cudaMalloc(&src, width * height * sizeof(float));\n"
+        "    run_copy(dst, src, width, height);\n"
+        "}\n"
+    )
+    # Other programs of the project use the word for something else, more of them than the
+    # host files read for one kernel.
+    for i in range(24):
+        (root / f"tool{i}").mkdir()
+        (root / f"tool{i}" / "mode.cpp").write_text(f"enum Mode {{ Copy, Move }};\nint pick{i}() {{ return Copy; }}\n")
+    spec = templatized_spec(root, "app/copy_kernel.cuh", "Copy")
+    assert spec["shapes"] == [{"height": 480, "width": 640}], spec["shapes"]

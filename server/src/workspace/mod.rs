@@ -156,6 +156,16 @@ impl Workspace {
                 }
             }
         }
+        // A kernel its own file launches: the launch in question is that one, so the search
+        // starts from its launchers, not from every file that mentions the kernel's name (a
+        // common word, `Copy`, would spend the file limit on other programs).
+        if let Some(own) = own.as_ref().filter(|own| own.model().launches_of(kernel).next().is_some()) {
+            let launchers: BTreeSet<String> = syntax::host::functions_mentioning(own, &wanted).into_iter().filter(|f| f != "main").collect();
+            if !launchers.is_empty() {
+                seen_names.extend(launchers.iter().cloned());
+                wanted = launchers;
+            }
+        }
         for _ in 0..=MAX_CALL_DEPTH {
             for &(path, entry) in &by_distance {
                 if documents.len() >= MAX_HOST_FILES {
