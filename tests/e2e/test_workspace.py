@@ -626,3 +626,61 @@ def test_a_kernel_named_with_a_common_word_finds_its_callers_past_the_files_that
         (root / f"tool{i}" / "mode.cpp").write_text(f"enum Mode {{ Copy, Move }};\nint pick{i}() {{ return Copy; }}\n")
     spec = templatized_spec(root, "app/copy_kernel.cuh", "Copy")
     assert spec["shapes"] == [{"height": 480, "width": 640}], spec["shapes"]
+
+
+def test_a_clamped_global_keeps_its_start_and_a_buffer_is_sized_where_a_command_line_path_allocates_it(tmp_path: Path):
+    root = tmp_path / "viewer"
+    root.mkdir()
+    (root / ".git").mkdir()
+    (root / "viewer.cu").write_text(
+        "int radius = 4;\n"
+        "int sign = 1;\n"
+        "int width = 512, height = 256;\n\n"
+        "__global__ void box_rows(unsigned int *out, const unsigned int *in, int w, int h, int r)\n"
+        "{\n"
+        "    int y = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (y < h) for (int x = r; x < w - r; x++) out[y * w + x] = in[y * w + x - r] / 2 + in[y * w + x + r] / 2;\n"
+        "}\n\n"
+        "void box(unsigned int *out, const unsigned int *in, int w, int h, int r)\n"
+        "{\n"
+        "    box_rows<<<h / 64, 64>>>(out, in, w, h, r);\n"
+        "}\n\n"
+        "void step()\n"
+        "{\n"
+        "    radius += sign;\n"
+        "    if (radius > 16) {\n"
+        "        radius = 16;\n"
+        "        sign = -1;\n"
+        "    } else if (radius < 0) {\n"
+        "        radius = 0;\n"
+        "    }\n"
+        "}\n\n"
+        "void display(unsigned int *in)\n"
+        "{\n"
+        "    unsigned int *mapped;\n"
+        "    map_window_buffer((void **)&mapped);\n"
+        "    box(mapped, in, width, height, radius);\n"
+        "}\n\n"
+        "void run_test(unsigned int *in)\n"
+        "{\n"
+        "    unsigned int *result;\n"
+        "    cudaMalloc((void **)&result, (width * height * sizeof(unsigned int)));\n"
+        "    box(result, in, width, height, radius);\n"
+        "}\n\n"
+        "int main(int argc, char **argv)\n"
+        "{\n"
+        "    unsigned int *in;\n"
+        "    cudaMalloc((void **)&in, (width * height * sizeof(unsigned int)));\n"
+        "    if (checkCmdLineFlag(argc, (const char **)argv, \"test\")) {\n"
+        "        run_test(in);\n"
+        "    } else {\n"
+        "        display(in);\n"
+        "    }\n"
+        "}\n"
+    )
+    spec = templatized_spec(root, "viewer.cu", "box_rows")
+    # `radius` steps and is clamped by `step`, but starts at 4.
+    assert spec["shapes"] == [{"h": 256, "r": 4, "w": 512}], spec["shapes"]
+    # The window's buffer is mapped from OpenGL on the default path; the test path allocates it.
+    args = {a["name"]: a for a in spec["args"]}
+    assert args["out"]["length"] == "w * h" and args["in"]["length"] == "w * h", args

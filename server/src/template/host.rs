@@ -36,6 +36,9 @@ const MAX_DEPTH: usize = 5;
 pub(super) struct HostContext<'d> {
     /// Each path starts at the launcher; frame `i + 1` calls frame `i`.
     pub(super) paths: Vec<Vec<Frame<'d>>>,
+    /// The paths only the command line asks for, when the program has others: no shape of the
+    /// default run, but where a buffer they share with it may be allocated.
+    asked_paths: Vec<Vec<Frame<'d>>>,
     defines: HashMap<String, i64>,
     /// File-scope constants defined as another name: `constexpr int kBlock = BLOCK_SIZE;`.
     file_constants: HashMap<String, String>,
@@ -297,14 +300,14 @@ impl<'d> HostContext<'d> {
         let texture_calls = TEXTURE_CALLS.iter().map(|&name| (name, calls.get(name).cloned().unwrap_or_default())).collect();
         let folders = files.iter().map(|f| (f.document.text().as_ptr(), f.folder)).collect();
         let graph = CallGraph::new(calls, definitions, folders);
-        let paths = call_paths(&graph, Frame::of(text, launcher, launch.span.start_byte, &graph));
+        let (paths, asked_paths) = call_paths(&graph, Frame::of(text, launcher, launch.span.start_byte, &graph));
         // A file-scope variable is read in its own file: only the files on the call paths set
         // those the launch reads, not a namesake of another program of the workspace.
         let on_paths: Vec<&Document> = documents.iter().copied().filter(|d| paths.iter().flatten().any(|f| std::ptr::eq(f.text, d.text()))).collect();
         globals.retain(|name, _| !reassigned.contains(name));
         globals.extend(globals_loaded_from_images(&on_paths, &graph));
         let branch_values = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte).map(|n| branch_values_around(text, n)).unwrap_or_default();
-        Some(HostContext { paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, texture_calls })
+        Some(HostContext { paths, asked_paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, texture_calls })
     }
 
     /// How the program makes the texture object the launcher passes as `arg`: the
@@ -912,9 +915,14 @@ impl<'d> HostContext<'d> {
     }
 
     /// The element count of the buffer passed as `arg`, from the `cudaMalloc` that allocates
-    /// it, in the launcher's names.
+    /// it, in the launcher's names: on the first call path that allocates it (a path through a
+    /// buffer the program maps from OpenGL allocates none), the paths the command line asks for
+    /// last.
     pub(super) fn buffer_length(&self, arg: &str, element: &str) -> Option<String> {
-        let path = self.paths.first()?;
+        self.paths.iter().chain(&self.asked_paths).find_map(|path| self.buffer_length_on(path, arg, element))
+    }
+
+    fn buffer_length_on(&self, path: &[Frame], arg: &str, element: &str) -> Option<String> {
         let mut name = without_pointer_cast(arg).to_string();
         // Elements before the pointer: `q = qkv + 0 * B * T * C` leaves `length(qkv) - offset`.
         let mut offsets: Vec<String> = Vec::new();
@@ -1335,16 +1343,19 @@ fn out_arguments<'t>(text: &'t str, call: Node, graph: &CallGraph) -> Option<(&'
 
 /// The call paths that reach `launcher`, those of the program's own run first: a path through a
 /// call made only when the user asks for it on the command line (a `-shmoo` sweep from one
-/// element up) is no shape the program runs by default, and is kept only when there is no other.
-fn call_paths<'d>(graph: &CallGraph<'d>, launcher: Frame<'d>) -> Vec<Vec<Frame<'d>>> {
+/// element up) is no shape the program runs by default, and is kept only when there is no other;
+/// otherwise it is returned apart, second.
+fn call_paths<'d>(graph: &CallGraph<'d>, launcher: Frame<'d>) -> (Vec<Vec<Frame<'d>>>, Vec<Vec<Frame<'d>>>) {
     let mut paths = Vec::new();
     extend_paths(graph, vec![launcher], &mut paths);
     let asked = |path: &Vec<Frame>| path.iter().filter_map(|f| f.called_by).any(|c| asked_for_on_command_line(&c));
-    if paths.iter().any(|p| !asked(p)) {
-        paths.retain(|p| !asked(p));
+    let (mut asked_paths, mut paths): (Vec<_>, Vec<_>) = paths.into_iter().partition(asked);
+    if paths.is_empty() {
+        paths = std::mem::take(&mut asked_paths);
     }
     paths.truncate(MAX_PATHS);
-    paths
+    asked_paths.truncate(MAX_PATHS);
+    (paths, asked_paths)
 }
 
 /// Follows the calls of the last frame's function upwards, collecting every path that ends at a
@@ -1630,11 +1641,26 @@ fn assigned_in_functions(text: &str, root: Node) -> Vec<String> {
         // `noise += step` and `lerp = MAX(lerp - step, 0)` step from the initial value, which
         // stays the program's starting point (a key handler's, say).
         let is_plain = assignment.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=");
-        if is_plain && !identifiers_in(value).any(|w| w == name) && !reads_command_line(value) {
+        if is_plain && !identifiers_in(value).any(|w| w == name) && !reads_command_line(value) && !is_clamp(text, assignment, name) {
             out.push(name.to_string());
         }
     }
     out
+}
+
+/// Whether `assignment` of `name` is the branch of an `if` that tests `name` itself (`if (radius
+/// > 64) radius = 64;`): a bound on a value that steps, not a new starting point.
+fn is_clamp(text: &str, assignment: Node, name: &str) -> bool {
+    let Some(statement) = assignment.parent().filter(|p| p.kind() == "expression_statement") else { return false };
+    let mut up = statement.parent();
+    while let Some(node) = up {
+        match node.kind() {
+            "compound_statement" | "else_clause" => up = node.parent(),
+            "if_statement" => return node.child_by_field_name("condition").is_some_and(|c| identifiers_in(&text[c.byte_range()]).any(|w| w == name)),
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// Whether `call` runs only when the user asks for it on the command line: it is in the branch
@@ -1811,7 +1837,7 @@ fn allocations<'t>(text: &'t str, node: Node<'t>) -> impl Iterator<Item = (Strin
         let function = call.child_by_field_name("function")?;
         let args = call_args(text, call.child_by_field_name("arguments")?);
         match &text[function.byte_range()] {
-            "cudaMalloc" | "cudaMallocManaged" | "cudaMallocAsync" | "cuMemAlloc" | "cuMemAllocManaged" => Some((address_taken(args.first()?), args.get(1)?.clone())),
+            "cudaMalloc" | "cudaMallocManaged" | "cudaMallocAsync" | "cuMemAlloc" | "cuMemAllocManaged" => Some((address_taken(args.first()?), strip_outer_parens(args.get(1)?).to_string())),
             "cudaMallocPitch" => Some((address_taken(args.first()?), pitched_bytes(args.get(2)?, args.get(3)?))),
             _ => None,
         }
