@@ -80,3 +80,12 @@ def test_bench_search_reports_every_strategy_on_a_recorded_space(tmp_path):
     text = json.dumps(report)
     for strategy in ["brute-force", "random", "annealing", "genetic", "model"]:
         assert strategy in text, strategy
+
+
+def test_a_cutune_file_marking_the_root_is_said_to_be_made_a_folder_and_kept(tmp_path):
+    (tmp_path / ".cutune").write_text("")
+    result = tune("--spec", str(SPEC), "--replay", str(RECORDING), workspace=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"cannot write the results database at {tmp_path / '.cutune'}: .cutune is a file there" in result.stderr, result.stderr
+    assert "remove the file and make the folder (`mkdir .cutune`)" in result.stderr
+    assert (tmp_path / ".cutune").is_file()

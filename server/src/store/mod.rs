@@ -177,6 +177,11 @@ impl Store {
     pub fn open(workspace: &Path) -> Result<Store, StoreError> {
         let folder = workspace.join(FOLDER);
         let unwritable = |path: &Path, e: std::io::Error| StoreError::Unwritable { path: path.to_path_buf(), detail: e.to_string() };
+        // An empty `.cutune` file made to mark the root: the results need the name as a folder.
+        if folder.is_file() {
+            let detail = format!("{FOLDER} is a file there; cutune keeps its results in a folder of that name, which marks the root as well: remove the file and make the folder (`mkdir {FOLDER}`)");
+            return Err(StoreError::Unwritable { path: folder, detail });
+        }
         std::fs::create_dir_all(&folder).map_err(|e| unwritable(&folder, e))?;
         let ignore = folder.join(".gitignore");
         if !ignore.exists() {

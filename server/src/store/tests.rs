@@ -339,6 +339,16 @@ fn an_unwritable_workspace_is_a_clear_error() {
 }
 
 #[test]
+fn a_cutune_file_marking_the_root_is_said_to_be_made_a_folder() {
+    let root = tempfile::tempdir().expect("temp dir");
+    std::fs::write(root.path().join(".cutune"), "").expect("marker file");
+    let error = Store::open(root.path()).err().expect("a marker file holds no results");
+    assert!(error.to_string().contains(".cutune is a file there; cutune keeps its results in a folder of that name"), "{error}");
+    assert!(error.to_string().contains("`mkdir .cutune`"), "{error}");
+    assert!(root.path().join(".cutune").is_file(), "the user's file is left as it was");
+}
+
+#[test]
 fn a_damaged_row_is_an_error_naming_the_row() {
     let path = scratch("damaged").join("results.db");
     let store = Store::open_file(&path).expect("open");
