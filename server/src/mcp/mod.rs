@@ -63,7 +63,8 @@ impl Cutune {
 
     #[tool(description = "Run a program under cutune's profiler (or read a PyTorch or Nsight Systems profile) and rank its kernels by share of GPU time, with where the workspace defines each: tune the top ones first. Can capture the launches of named kernels (or of the top N), so that tuning runs on the program's real arguments.")]
     async fn profile(&self, Parameters(args): Parameters<ProfileArgs>) -> Result<Json<ProfileOutcome>, String> {
-        let claim = self.gpu.claim("profiling a program")?;
+        // Reading a profile the user has runs nothing on the GPU.
+        let claim = if args.import.is_some() { None } else { Some(self.gpu.claim("profiling a program")?) };
         blocking(move || tools::profile(&args, claim)).await
     }
 

@@ -149,7 +149,7 @@ pub fn check(args: &CheckArgs) -> Result<CheckOutcome, String> {
     })
 }
 
-pub fn profile(args: &ProfileArgs, _gpu: GpuClaim) -> Result<ProfileOutcome, String> {
+pub fn profile(args: &ProfileArgs, _gpu: Option<GpuClaim>) -> Result<ProfileOutcome, String> {
     use crate::profile::job::ProfileRequest;
     let command = args.command.clone().unwrap_or_default();
     let import = args.import.as_deref().map(path_of).transpose()?;
