@@ -8,6 +8,7 @@ pub mod gpu;
 pub mod lsp;
 pub mod mcp;
 pub mod profile;
+pub mod report;
 pub mod search;
 pub mod slice;
 pub mod sol;

@@ -46,6 +46,8 @@ enum Command {
     BenchSearch(cutune::cli::search_bench::SearchBenchArgs),
     /// Run a program (or read a PyTorch or Nsight Systems profile) and rank its kernels by share of GPU time; capture their launches.
     Profile(cutune::cli::profile::ProfileArgs),
+    /// Write a kernel's latest tuning run as a self-contained HTML page (charts, verification, table).
+    Report(cutune::cli::report::ReportArgs),
     /// Check that this machine can compile kernels (NVRTC) and measure them (CUDA driver, GPU).
     Doctor(cutune::cli::doctor::DoctorArgs),
     /// Measure the GPU's speed-of-light ceilings (copy bandwidth, FP32 and FP16 rates), cached per device.
@@ -79,6 +81,7 @@ fn main() -> ExitCode {
         Command::Tune(args) => cutune::cli::tune::run(&args),
         Command::Verify(args) => cutune::cli::verify::run(&args),
         Command::Compare(args) => cutune::cli::compare::run(&args),
+        Command::Report(args) => cutune::cli::report::run(&args),
         Command::BenchSearch(args) => cutune::cli::search_bench::run(&args),
         Command::Worker(args) => cutune::cli::worker::run(&args),
     };

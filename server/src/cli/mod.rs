@@ -9,6 +9,7 @@ pub mod spec;
 pub mod slice;
 pub mod doctor;
 pub mod profile;
+pub mod report;
 pub mod search_bench;
 pub mod survey;
 pub mod tune;

@@ -379,6 +379,11 @@ impl Store {
         )
     }
 
+    /// Every evaluation under `key` in the order it was recorded: the search's own order.
+    pub fn evaluations_in_order(&self, key: &ResultKey) -> Result<Vec<Evaluation>, StoreError> {
+        self.select(&format!("{KEY_MATCHES} ORDER BY id"), params![key.kernel, key.source_sha256, key.problems_sha256, key.device, key.nvrtc])
+    }
+
     /// Every evaluation of `kernel` under any key, fastest first: results of an older source
     /// (another `source_sha256`) are the stale ones.
     pub fn evaluations_for_kernel(&self, kernel: &str) -> Result<Vec<Evaluation>, StoreError> {

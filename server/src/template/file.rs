@@ -44,8 +44,8 @@ pub fn templatize_file(file: &Path, kernel: &str) -> Result<TemplatizedFile> {
 impl TemplatizedFile {
     /// Rewrites the source in place and writes the spec beside it.
     pub fn write(&self) -> Result<()> {
-        write_atomically(&self.file, &self.result.text)?;
-        write_atomically(&self.spec_path, &self.new_spec)
+        crate::workspace::write_atomically(&self.file, &self.result.text)?;
+        crate::workspace::write_atomically(&self.spec_path, &self.new_spec)
     }
 
     /// Unified diffs of the source and of the spec.
@@ -83,13 +83,6 @@ pub fn spec_problems(path: &Path, kernel: &KernelSpec) -> Vec<String> {
         }
     }
     problems
-}
-
-/// Writes through a temporary file and a rename, so that a failure never leaves half a file.
-fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension("cutune-tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))
 }
 
 fn unified_diff(path: &Path, old: &str, new: &str) -> String {

@@ -65,11 +65,12 @@ impl KernelResults {
     }
 
     /// Percent of the run's speed-of-light bound.
-    fn sol_percent(&self, evaluation: &Evaluation) -> Option<f64> {
+    pub fn sol_percent(&self, evaluation: &Evaluation) -> Option<f64> {
         self.run.info.sol.as_ref().zip(measured_us(evaluation)).map(|(bound, time)| bound.percent(time))
     }
 
-    fn speedup(&self, evaluation: &Evaluation) -> Option<f64> {
+    /// The speedup of `evaluation` over the original kernel.
+    pub fn speedup(&self, evaluation: &Evaluation) -> Option<f64> {
         self.run.info.baseline_us.zip(objective(evaluation)).map(|(baseline, time)| baseline / time)
     }
 
@@ -88,7 +89,8 @@ impl KernelResults {
         !tuned.is_empty() && tuned != current_sha256
     }
 
-    fn date(&self) -> String {
+    /// When the run started, e.g. `2026-11-26T02:10:00Z`.
+    pub fn date(&self) -> String {
         let when = UNIX_EPOCH + Duration::from_secs(self.run.info.started_at.max(0) as u64);
         humantime::format_rfc3339_seconds(when).to_string()
     }
@@ -221,14 +223,15 @@ impl KernelResults {
 }
 
 /// The total of the problems' medians of a configuration that ran, correct or not.
-fn measured_us(evaluation: &Evaluation) -> Option<f64> {
+pub fn measured_us(evaluation: &Evaluation) -> Option<f64> {
     match &evaluation.outcome {
         Outcome::Measured { timings, .. } => Some(timings.iter().map(|t| t.median_us).sum()),
         Outcome::Failed { .. } => None,
     }
 }
 
-fn status(evaluation: &Evaluation) -> String {
+/// How a configuration went, in a few words: `✓ matches`, `✗ wrong at 12`, `✗ compile`.
+pub fn status(evaluation: &Evaluation) -> String {
     match &evaluation.outcome {
         Outcome::Measured { verdict: Verdict::Pass { .. }, .. } => "✓ matches".into(),
         Outcome::Measured { verdict: Verdict::Unchecked, .. } => "recorded".into(),
@@ -255,26 +258,26 @@ fn short_device_name(device: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::compile::KernelResources;
     use crate::gpu::Timing;
     use crate::space::Configuration;
     use crate::store::{ResultKey, RunInfo};
 
-    fn key() -> ResultKey {
+    pub(crate) fn key() -> ResultKey {
         ResultKey { kernel: "k".into(), source_sha256: "s".into(), problems_sha256: "p".into(), device: "NVIDIA H100 80GB HBM3 (sm_90)".into(), nvrtc: "13.0".into() }
     }
 
-    fn evaluation(block: i64, outcome: Outcome) -> Evaluation {
+    pub(crate) fn evaluation(block: i64, outcome: Outcome) -> Evaluation {
         Evaluation { key: key(), config: Configuration(vec![("BLOCK".into(), block)]), source: RunnerSource::Device, outcome, resources: None, occupancy: None, compile_ms: 1.0, measured_at: 0 }
     }
 
-    fn measured(us: f64, verdict: Verdict) -> Outcome {
+    pub(crate) fn measured(us: f64, verdict: Verdict) -> Outcome {
         Outcome::Measured { timings: vec![Timing { median_us: us, min_us: us, max_us: us, spread: 0.0, runs: 10 }], verdict }
     }
 
-    fn results() -> KernelResults {
+    pub(crate) fn results() -> KernelResults {
         let pass = Verdict::Pass { max_abs_error: 0.0, max_rel_error: 0.0 };
         let wrong = Verdict::Mismatch { problem: 0, arg: "out".into(), index: 7, expected: 1.5, actual: f64::NAN, mismatches: 3, max_abs_error: 0.0, max_rel_error: 0.0, unwritten: 0, not_finite: 0 };
         let mut best = evaluation(256, measured(50.0, pass.clone()));
@@ -312,7 +315,7 @@ mod tests {
         KernelResults { run: Run { id: 1, info, finished_at: Some(1), stop_reason: Some("space exhausted".into()) }, evaluations, verifications }
     }
 
-    fn verification(block: i64, passed: bool) -> Verification {
+    pub(crate) fn verification(block: i64, passed: bool) -> Verification {
         let summary = if passed { "passed 5 stages (17 cases)" } else { "failed stage 5 (edges) on n=255: skips part of the output" };
         Verification { config: Configuration(vec![("BLOCK".into(), block)]), passed, summary: summary.into(), report: "{}".into(), verified_at: 0 }
     }

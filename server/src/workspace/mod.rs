@@ -253,6 +253,15 @@ pub struct HostDocument {
     pub document: Document,
 }
 
+/// Writes through a temporary file beside `path` and a rename, so that a failure never leaves
+/// half a file and a reader never sees one.
+pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let tmp = path.with_extension("cutune-tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot replace {}", path.display()))
+}
+
 /// Reads a source file as UTF-8, naming the file and the first bad byte otherwise.
 pub fn read_source(path: &Path) -> anyhow::Result<String> {
     use anyhow::Context;
