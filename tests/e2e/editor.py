@@ -55,6 +55,7 @@ class CutuneClient(LanguageClient):
         self.statuses: list[dict] = []
         self.hint_refreshes = 0
         self.applied_edits: list[types.WorkspaceEdit] = []
+        self.shown_documents: list[types.ShowDocumentParams] = []
 
 
 def _record_diagnostics(client: CutuneClient, params: types.PublishDiagnosticsParams) -> None:
@@ -77,6 +78,11 @@ def _apply_edit(client: CutuneClient, params: types.ApplyWorkspaceEditParams) ->
     return types.ApplyWorkspaceEditResult(applied=True)
 
 
+def _show_document(client: CutuneClient, params: types.ShowDocumentParams) -> types.ShowDocumentResult:
+    client.shown_documents.append(params)
+    return types.ShowDocumentResult(success=True)
+
+
 def _make_client() -> CutuneClient:
     client = CutuneClient(converter_factory=default_converter)
     register_lsp_features(
@@ -87,6 +93,7 @@ def _make_client() -> CutuneClient:
             "cutune/status": _record_status,
             types.WORKSPACE_INLAY_HINT_REFRESH: _count_hint_refresh,
             types.WORKSPACE_APPLY_EDIT: _apply_edit,
+            types.WINDOW_SHOW_DOCUMENT: _show_document,
         },
     )
     return client

@@ -201,6 +201,7 @@ async def test_apply_best_rewrites_the_defaults_of_a_templatized_file(client, tm
         (f"Tune kernel {KERNEL} on GPU", "cutune.tune", [{"uri": uri, "kernel": KERNEL}]),
         (f"Verify kernel {KERNEL} against the original (five stages)", "cutune.verify", [{"uri": uri, "kernel": KERNEL}]),
         (f"Apply best configuration BLOCK_SIZE=512 RMSNORM_VEC=8 (1.95× ✓ replay · 83% SOL)", "cutune.applyBest", [{"uri": uri, "kernel": KERNEL}]),
+        (f"Show tuning report of {KERNEL}", "cutune.showReport", [{"uri": uri, "kernel": KERNEL, "open": True}]),
     ]
     answer = await command(client, "cutune.applyBest", {"uri": uri, "kernel": KERNEL})
     assert answer == {"applied": "BLOCK_SIZE=512 RMSNORM_VEC=8", "notes": []}
@@ -211,6 +212,30 @@ async def test_apply_best_rewrites_the_defaults_of_a_templatized_file(client, tm
     assert "#define BLOCK_SIZE 512\n" in rewritten and "#define RMSNORM_VEC 8\n" in rewritten
     assert rewritten.replace("BLOCK_SIZE 512", "BLOCK_SIZE 256").replace("RMSNORM_VEC 8", "RMSNORM_VEC 1") == templatized
     await eventually(client, lambda: any(f"`{KERNEL}` now defaults to BLOCK_SIZE=512 RMSNORM_VEC=8 (1.95× ✓ replay · 83% SOL)" in m.message for m in client.messages), "the applied message")
+
+
+async def test_the_report_command_writes_the_page_and_answers_its_path_and_opens_it_when_asked(client, tmp_path):
+    uri, _ = await open_replay_project(client, tmp_path)
+    try:
+        await command(client, "cutune.showReport", {"uri": uri, "kernel": KERNEL})
+    except Exception as error:
+        assert f"`{KERNEL}` has no tuning results in" in str(error) and "tune it first" in str(error), error
+    else:
+        raise AssertionError("a report without results")
+    seen = len(client.messages)
+    await command(client, "cutune.tune", {"uri": uri, "kernel": KERNEL})
+    await eventually(client, lambda: any("stopped: space exhausted" in m.message for m in client.messages[seen:]), "the run to finish")
+
+    # Other editors than VS Code get the path, to open as they like.
+    answer = await command(client, "cutune.showReport", {"uri": uri, "kernel": KERNEL})
+    page = tmp_path / ".cutune" / "reports" / f"rmsnorm.{KERNEL}.html"
+    assert answer == {"kernel": KERNEL, "path": str(page), "evaluations": 24}
+    assert "BLOCK_SIZE=512 RMSNORM_VEC=8" in page.read_text()
+    assert client.shown_documents == [], "not opened unless asked"
+    # The code action's form asks the editor to open it in a browser.
+    await command(client, "cutune.showReport", {"uri": uri, "kernel": KERNEL, "open": True})
+    [shown] = client.shown_documents
+    assert shown.uri == page.as_uri() and shown.external is True
 
 
 async def test_stopping_cancels_the_run_and_keeps_what_it_measured(client, tmp_path):

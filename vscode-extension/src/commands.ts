@@ -34,6 +34,7 @@ export const KERNEL_COMMANDS: readonly KernelCommand[] = [
 export const STOP_COMMAND = { id: 'cutune.palette.stop', serverCommand: 'cutune.stopTuning' };
 export const COMPARE_COMMAND = { id: 'cutune.palette.compare', serverCommand: 'cutune.compare' };
 export const SHOW_PROFILE_COMMAND = { id: 'cutune.palette.showProfile', serverCommand: 'cutune.showProfile' };
+export const SHOW_REPORT_COMMAND = { id: 'cutune.palette.showReport', serverCommand: 'cutune.showReport' };
 export const PROFILE_COMMAND = 'cutune.palette.profile';
 export const RESTART_COMMAND = 'cutune.palette.restartServer';
 export const SHOW_OUTPUT_COMMAND = 'cutune.palette.showOutput';
@@ -44,6 +45,7 @@ export const SERVER_COMMANDS: readonly string[] = [
   STOP_COMMAND.serverCommand,
   SHOW_PROFILE_COMMAND.serverCommand,
   COMPARE_COMMAND.serverCommand,
+  SHOW_REPORT_COMMAND.serverCommand,
 ];
 
 /** Documents the server analyses: by language id, or by extension whatever the language. */
@@ -152,7 +154,7 @@ async function sendReportingErrors(send: SendCommand, command: string, argument:
 }
 
 /** The document's symbols from the providers (the server's, for CUDA); empty when none answer. */
-async function documentSymbols(uri: vscode.Uri): Promise<vscode.DocumentSymbol[]> {
+export async function documentSymbols(uri: vscode.Uri): Promise<vscode.DocumentSymbol[]> {
   const symbols = await vscode.commands.executeCommand<(vscode.DocumentSymbol | vscode.SymbolInformation)[] | undefined>(
     'vscode.executeDocumentSymbolProvider',
     uri,

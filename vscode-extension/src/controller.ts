@@ -12,6 +12,7 @@ import {
   RESTART_COMMAND,
   SHOW_OUTPUT_COMMAND,
   SHOW_PROFILE_COMMAND,
+  SHOW_REPORT_COMMAND,
   STOP_COMMAND,
   runKernelCommand,
   runCompare,
@@ -20,6 +21,7 @@ import {
   type ServerArgument,
 } from './commands';
 import { runProfile, runShowProfile } from './profile';
+import { runShowReport } from './report';
 import { SERVER_ARGUMENTS, locateServer } from './serverPath';
 import { SECTION } from './settings';
 import { RUNNING_UNREPORTED, STARTING, STATUS_NOTIFICATION, parseStatus, statusView, stoppedView, type StatusView } from './status';
@@ -85,6 +87,7 @@ export class Controller implements vscode.Disposable {
       vscode.commands.registerCommand(STOP_COMMAND.id, () => runStop(send)),
       vscode.commands.registerCommand(COMPARE_COMMAND.id, () => runCompare(send)),
       vscode.commands.registerCommand(SHOW_PROFILE_COMMAND.id, () => runShowProfile(send)),
+      vscode.commands.registerCommand(SHOW_REPORT_COMMAND.id, () => runShowReport(send)),
       vscode.commands.registerCommand(PROFILE_COMMAND, () => runProfile(this.serverCommand, send)),
       vscode.commands.registerCommand(RESTART_COMMAND, () => this.restart()),
       vscode.commands.registerCommand(SHOW_OUTPUT_COMMAND, () => this.output.show(true)),

@@ -35,6 +35,8 @@ pub struct Backend {
     client_refreshes_hints: AtomicBool,
     /// Whether the client answers `workspace/configuration`.
     client_has_configuration: AtomicBool,
+    /// Whether the client opens `window/showDocument` requests (the report in a browser).
+    client_shows_documents: AtomicBool,
     /// Problems with `initializationOptions`, logged once the client can be told.
     settings_problems: Mutex<Vec<String>>,
 }
@@ -51,6 +53,7 @@ impl Backend {
             client_shows_progress: AtomicBool::new(false),
             client_refreshes_hints: AtomicBool::new(false),
             client_has_configuration: AtomicBool::new(false),
+            client_shows_documents: AtomicBool::new(false),
             settings_problems: Mutex::default(),
         }
     }
@@ -308,8 +311,35 @@ impl Backend {
             if let Some(best) = results.best().filter(|_| !results.is_stale(&current)) {
                 offered.push(action(format!("Apply best configuration {} ({})", best.config, results.hint(&current)), tuning::APPLY_BEST));
             }
+            if self.client_shows_documents.load(Ordering::SeqCst) {
+                let mut show = action(format!("Show tuning report of {kernel}"), tuning::SHOW_REPORT);
+                if let Some(command) = show.command.as_mut() {
+                    command.arguments = Some(vec![json!({ "uri": uri, "kernel": kernel, "open": true })]);
+                }
+                offered.push(show);
+            }
         }
         offered
+    }
+
+    /// Writes the kernel's tuning report beside its results; answers its path, and shows it in
+    /// the client's browser when asked to and able.
+    async fn show_report(&self, argument: KernelArgument) -> Result<Option<Value>> {
+        let (file, _, kernel) = self.kernel_of(&argument)?;
+        let workspace = job::workspace_for(&file, self.state.settings().results_location.as_deref());
+        let named = kernel.clone();
+        let written = tokio::task::spawn_blocking(move || crate::report::write(&crate::report::ReportRequest { file: &file, kernel: &named, workspace: &workspace, output: None }))
+            .await
+            .map_err(|e| Error { code: ErrorCode::InternalError, message: format!("writing the report: {e}").into(), data: None })?
+            .map_err(|e| Error { code: ErrorCode::ServerError(-32803), message: format!("{e:#}").into(), data: None })?;
+        if argument.open && self.client_shows_documents.load(Ordering::SeqCst) {
+            let uri = Uri::from_file_path(&written.path).ok_or_else(|| Error::invalid_params(format!("{}: not a path a URI can name", written.path.display())))?;
+            let shown = self.client.show_document(ShowDocumentParams { uri, external: Some(true), take_focus: Some(true), selection: None }).await;
+            if let Err(e) = shown {
+                tracing::warn!("the editor did not open {}: {e}", written.path.display());
+            }
+        }
+        Ok(Some(json!({ "kernel": kernel, "path": written.path, "evaluations": written.evaluations })))
     }
 
     /// Starts tuning or verifying a kernel on the GPU; answers at once, reports as it goes.
@@ -383,6 +413,8 @@ impl LanguageServer for Backend {
         let capabilities = &params.capabilities;
         let shows_progress = capabilities.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false);
         self.client_shows_progress.store(shows_progress, Ordering::SeqCst);
+        let shows_documents = capabilities.window.as_ref().and_then(|w| w.show_document.as_ref()).is_some_and(|d| d.support);
+        self.client_shows_documents.store(shows_documents, Ordering::SeqCst);
         let workspace = capabilities.workspace.as_ref();
         let refreshes = workspace.and_then(|w| w.inlay_hint.as_ref()).and_then(|h| h.refresh_support).unwrap_or(false);
         self.client_refreshes_hints.store(refreshes, Ordering::SeqCst);
@@ -464,6 +496,7 @@ impl LanguageServer for Backend {
                 self.start_gpu_job(argument.original, tuning::Work::Compare { candidate, candidate_kernel: argument.candidate_kernel }).await
             }
             tuning::APPLY_BEST => self.apply_best(argument()?).await,
+            tuning::SHOW_REPORT => self.show_report(argument()?).await,
             tuning::TEMPLATIZE => {
                 // The code action's edit, applied through `workspace/applyEdit`.
                 let argument = argument()?;

@@ -31,8 +31,11 @@ pub const TEMPLATIZE: &str = "cutune.templatize";
 pub const SHOW_PROFILE: &str = "cutune.showProfile";
 /// Another implementation of a kernel run against the original ([`CompareArgument`]).
 pub const COMPARE: &str = "cutune.compare";
+/// Writes a kernel's tuning report ([`crate::report`]) and answers `{kernel, path, evaluations}`; with
+/// `open: true` also asks the client to show the page in its browser (`window/showDocument`).
+pub const SHOW_REPORT: &str = "cutune.showReport";
 /// The commands this server carries out (`workspace/executeCommand`).
-pub const COMMANDS: [&str; 7] = [TUNE, VERIFY, STOP, APPLY_BEST, TEMPLATIZE, SHOW_PROFILE, COMPARE];
+pub const COMMANDS: [&str; 8] = [TUNE, VERIFY, STOP, APPLY_BEST, TEMPLATIZE, SHOW_PROFILE, COMPARE, SHOW_REPORT];
 
 /// The argument of a kernel command: the kernel by name, or the position of the cursor in it.
 #[derive(Debug, Deserialize)]
@@ -40,6 +43,9 @@ pub struct KernelArgument {
     pub uri: Uri,
     pub kernel: Option<String>,
     pub position: Option<Position>,
+    /// [`SHOW_REPORT`]: show the page in the client's browser too.
+    #[serde(default)]
+    pub open: bool,
 }
 
 /// The argument of [`COMPARE`]: the original kernel, and the file (a path or a `file:` URI) of

@@ -102,6 +102,24 @@ export interface LanguageStatusItem {
   dispose(): void;
 }
 
+export enum ViewColumn {
+  Active = -1,
+  Beside = -2,
+}
+
+/** A webview panel as the tests see it. */
+export interface WebviewPanel {
+  viewType: string;
+  title: string;
+  column: ViewColumn;
+  options: object;
+  webview: { html: string };
+  reveals: number;
+  reveal(): void;
+  onDidDispose(listener: () => void): Disposable;
+  dispose(): void;
+}
+
 type Listener<T> = (event: T) => unknown;
 
 class Emitter<T> {
@@ -152,6 +170,7 @@ export const stub = {
   /** Documents shown with `showTextDocument`: path and the selection's start line. */
   shownDocuments: [] as { path: string; line: number | undefined }[],
   statusItems: [] as LanguageStatusItem[],
+  webviewPanels: [] as WebviewPanel[],
   output: [] as string[],
   outputShown: 0,
   /** Commands run that are not registered (VS Code's own), with their arguments. */
@@ -184,6 +203,7 @@ export const stub = {
     stub.openDialogs = [];
     stub.shownDocuments = [];
     stub.statusItems = [];
+    stub.webviewPanels = [];
     stub.output = [];
     stub.outputShown = 0;
     stub.executed = [];
@@ -217,6 +237,22 @@ export const window = {
   showTextDocument(document: { uri: Uri }, options?: { selection?: Range }): Promise<void> {
     stub.shownDocuments.push({ path: document.uri.path, line: options?.selection?.start.line });
     return Promise.resolve();
+  },
+  createWebviewPanel(viewType: string, title: string, column: ViewColumn, options: object): WebviewPanel {
+    const disposed = new Emitter<void>();
+    const panel: WebviewPanel = {
+      viewType,
+      title,
+      column,
+      options,
+      webview: { html: '' },
+      reveals: 0,
+      reveal: () => panel.reveals++,
+      onDidDispose: (listener) => disposed.event(listener),
+      dispose: () => disposed.fire(),
+    };
+    stub.webviewPanels.push(panel);
+    return panel;
   },
   createOutputChannel(name: string) {
     return {

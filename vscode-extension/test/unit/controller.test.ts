@@ -179,6 +179,7 @@ test('the palette commands are registered and reach the server; restart and show
     'cutune.palette.restartServer',
     'cutune.palette.showOutput',
     'cutune.palette.showProfile',
+    'cutune.palette.showReport',
     'cutune.palette.stop',
     'cutune.palette.templatize',
     'cutune.palette.tune',

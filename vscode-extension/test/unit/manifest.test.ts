@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 
 import manifest from '../../package.json';
-import { COMPARE_COMMAND, KERNEL_COMMANDS, PROFILE_COMMAND, RESTART_COMMAND, SERVER_COMMANDS, SHOW_OUTPUT_COMMAND, SHOW_PROFILE_COMMAND, STOP_COMMAND } from '../../src/commands';
+import { COMPARE_COMMAND, KERNEL_COMMANDS, PROFILE_COMMAND, RESTART_COMMAND, SERVER_COMMANDS, SHOW_OUTPUT_COMMAND, SHOW_PROFILE_COMMAND, SHOW_REPORT_COMMAND, STOP_COMMAND } from '../../src/commands';
 import { SERVER_SETTING_KEYS } from '../../src/settings';
 
 type Setting = {
@@ -62,15 +62,16 @@ test('the palette commands are named "cutune: ..." and none takes a server comma
     'cutune.palette.showOutput': 'cutune: Show output',
     'cutune.palette.profile': 'cutune: Profile program',
     'cutune.palette.showProfile': 'cutune: Show profile',
+    'cutune.palette.showReport': 'cutune: Show tuning report',
   });
-  const implemented = [...KERNEL_COMMANDS.map((c) => c.id), STOP_COMMAND.id, COMPARE_COMMAND.id, RESTART_COMMAND, SHOW_OUTPUT_COMMAND, PROFILE_COMMAND, SHOW_PROFILE_COMMAND.id];
+  const implemented = [...KERNEL_COMMANDS.map((c) => c.id), STOP_COMMAND.id, COMPARE_COMMAND.id, RESTART_COMMAND, SHOW_OUTPUT_COMMAND, PROFILE_COMMAND, SHOW_PROFILE_COMMAND.id, SHOW_REPORT_COMMAND.id];
   assert.deepEqual(Object.keys(titles).sort(), implemented.sort());
   // vscode-languageclient registers the server's command ids; a second registration would fail.
   assert.deepEqual(
     Object.keys(titles).filter((id) => SERVER_COMMANDS.includes(id)),
     [],
   );
-  assert.deepEqual(SERVER_COMMANDS, ['cutune.templatize', 'cutune.tune', 'cutune.verify', 'cutune.applyBest', 'cutune.stopTuning', 'cutune.showProfile', 'cutune.compare']);
+  assert.deepEqual(SERVER_COMMANDS, ['cutune.templatize', 'cutune.tune', 'cutune.verify', 'cutune.applyBest', 'cutune.stopTuning', 'cutune.showProfile', 'cutune.compare', 'cutune.showReport']);
   for (const item of manifest.contributes.menus['editor/context']) {
     assert.ok(item.command in titles, `${item.command} in the context menu is a contributed command`);
   }
