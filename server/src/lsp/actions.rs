@@ -146,7 +146,9 @@ pub fn templatize_edit(uri: &Uri, doc: &Document, version: i32, kernel: &str, en
     let applied: Vec<&str> = result.reports.iter().filter(|r| r.status == template::Status::Applied).map(|r| r.transform).collect();
     let annotation = ChangeAnnotation {
         label: format!("Templatize kernel {kernel}"),
-        needs_confirmation: Some(true),
+        // VS Code leaves edits that need confirmation unticked in its refactor preview, so
+        // *Apply* there would apply none of them; the label still names the change (undo, preview).
+        needs_confirmation: Some(false),
         description: Some(format!("{} parameters ({}); spec {}", result.spec.params.len(), applied.join(", "), spec_path.display())),
     };
     let change_annotations = annotate.then(|| HashMap::from([(ANNOTATION.to_string(), annotation)]));
