@@ -121,7 +121,7 @@ async def test_tuning_a_replay_reports_progress_then_shows_the_speedup_in_place(
         TIMEOUT_S,
     )
     value = hover.contents.value
-    assert "**Tuning results** — **replay** of recorded measurements from" in value, value
+    assert value.startswith("**Tuning results** — **replay** of recorded measurements from"), "what was measured comes first: " + value
     assert "| BLOCK_SIZE=512 RMSNORM_VEC=8 | 97.06 µs | 1.95× | 83% |" in value, value
     # A replay has no device to measure: the bound uses the datasheet's figures, and says so.
     assert "Speed of light of BLOCK_SIZE=512 RMSNORM_VEC=8: memory-bound: 83% of the 80.1 µs bound (3350 GB/s datasheet memory bandwidth of the H100 SXM)" in value, value

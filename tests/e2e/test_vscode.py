@@ -189,6 +189,7 @@ def test_the_extension_in_a_real_vs_code_templatizes_tunes_and_shows_results(cod
         hover = page.locator(".monaco-hover:not(.hidden)")
         expect(hover).to_contain_text("Tuning results", timeout=WAIT_MS)
         expect(hover).to_contain_text("BLOCK_SIZE=512 RMSNORM_VEC=8")
+        assert hover.inner_text().lstrip().startswith("Tuning results"), "the results first, where the hover's height shows them"
         screenshot(page, "vscode-hover.png")
         page.mouse.move(0, 0)
 

@@ -629,13 +629,18 @@ impl LanguageServer for Backend {
         let file = actions::path_of(&position.text_document.uri);
         let definition = open.document.model().kernels.iter().find(|k| k.is_definition && k.name_span.start_byte <= offset && offset <= k.name_span.end_byte);
         let results = definition.and_then(|k| self.publisher().results(&file, &k.name));
+        // What was measured comes first: editors cap a hover's height, and the kernel's own
+        // description is what the reader already sees in the file.
+        let mut measured = Vec::new();
         if let Some(results) = &results {
-            info.markdown.push_str("\n\n---\n\n");
-            info.markdown.push_str(&results.hover());
+            measured.push(results.hover());
         }
         if let Some(share) = definition.and_then(|k| share::FileShares::of(&file).share(&k.name)) {
-            info.markdown.push_str("\n\n---\n\n");
-            info.markdown.push_str(&share::share_hover(&share, results.as_ref().and_then(KernelResults::best_speedup)));
+            measured.push(share::share_hover(&share, results.as_ref().and_then(KernelResults::best_speedup)));
+        }
+        if !measured.is_empty() {
+            measured.push(std::mem::take(&mut info.markdown));
+            info.markdown = measured.join("\n\n---\n\n");
         }
         Ok(Some(Hover {
             contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: info.markdown }),
