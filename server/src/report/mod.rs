@@ -137,6 +137,9 @@ pub struct StageRow {
     /// Cases left out, each `label: why` (a shape too small for the check, the same check as an
     /// earlier stage's).
     pub skipped: Vec<String>,
+    /// Every case of the stage was the same check as one of this earlier stage (1 to 5), so the
+    /// stage passed there.
+    pub covered_by: Option<usize>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -258,9 +261,20 @@ fn stage_rows(report: &VerificationReport) -> Vec<StageRow> {
                     _ => None,
                 }),
                 skipped: report.skipped.iter().filter(|s| s.stage == stage).map(|s| format!("{}: {}", s.label, s.why)).collect(),
+                covered_by: covered_by(report, stage, cases.len()),
             }
         })
         .collect()
+}
+
+/// The earlier stage that made every check of `stage`, when none of its own cases ran.
+fn covered_by(report: &VerificationReport, stage: Stage, ran: usize) -> Option<usize> {
+    let skipped: Vec<_> = report.skipped.iter().filter(|s| s.stage == stage).collect();
+    if ran > 0 || skipped.is_empty() {
+        return None;
+    }
+    let earlier: Vec<Stage> = skipped.iter().map(|s| s.covered_by).collect::<Option<_>>()?;
+    earlier.into_iter().max().map(Stage::number)
 }
 
 #[cfg(test)]

@@ -104,9 +104,9 @@ fn verification(out: &mut String, best: Option<&BestConfiguration>, replay: bool
     }
     let _ = writeln!(out, "<table class=\"stages\"><thead><tr><th>stage</th><th>passed</th><th>failed</th><th>largest relative error</th><th>notes</th></tr></thead><tbody>");
     for stage in &best.stages {
-        let mark = match (stage.failed, stage.passed) {
-            (0, 0) => "·",
-            (0, _) => "✓",
+        let mark = match (stage.failed, stage.passed, stage.covered_by) {
+            (0, 0, None) => "·",
+            (0, _, _) => "✓",
             _ => "✗",
         };
         let mut notes: Vec<String> = stage.failure.iter().map(|f| text(f).into_owned()).collect();
@@ -176,6 +176,8 @@ h2 { font-size: 1.15rem; margin-top: 2rem; }
 .chart { width: 100%; height: 24rem; }
 table { border-collapse: collapse; width: 100%; font-size: 0.9rem; }
 th, td { text-align: left; padding: 0.3rem 0.6rem; border-bottom: 1px solid var(--vscode-panel-border, #d1d9e0); }
+td { white-space: nowrap; }
+td:first-child, td:last-child { white-space: normal; }
 tr.fail td { color: var(--vscode-errorForeground, #cf222e); }
 code { font-family: var(--vscode-editor-font-family, ui-monospace, monospace); }
 "#;

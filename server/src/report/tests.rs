@@ -72,10 +72,12 @@ fn stages_count_cases_and_name_the_first_failure_and_what_was_skipped() {
     assert_eq!(stages.len(), 5);
     assert_eq!((row(2).passed, row(2).failed, row(2).max_rel_error), (2, 0, Some(5e-7)));
     assert_eq!(row(4).skipped, ["n=1000: the same check as stage 1"]);
+    assert_eq!((row(4).covered_by, row(3).covered_by), (Some(1), None), "stage 4 ran nothing of its own; stage 3 ran nothing at all");
     assert_eq!((row(5).passed, row(5).failed, row(5).baseline_failed), (0, 1, 1));
     assert!(row(5).failure.as_deref().is_some_and(|f| f.starts_with("n=255: ") && f.contains("out")), "{:?}", row(5).failure);
     let page = page::html(&TuningReport::of(&results, &in_order()));
     assert!(page.contains("<tr class=\"fail\"><td>✗ 5. edges</td>"), "the failed stage is marked");
+    assert!(page.contains("<td>✓ 4. determinism</td>") && page.contains("<td>· 3. numerics</td>"), "a stage an earlier one covered passed there");
 }
 
 #[test]
