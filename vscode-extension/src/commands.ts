@@ -98,17 +98,24 @@ export type ServerArgument = CommandArgument | CompareArgument | Record<string, 
 /** Sends `workspace/executeCommand`; rejects with the server's error. */
 export type SendCommand = (command: string, argument: ServerArgument) => Promise<unknown>;
 
-/** Runs a kernel command on the active editor's kernel, or says why it cannot. */
-export async function runKernelCommand(command: KernelCommand, send: SendCommand): Promise<void> {
+/**
+ * The argument naming the kernel of the active CUDA editor that the user means; undefined, once
+ * said, without a CUDA editor (`missing` says what to open, for what), or when the user cancels
+ * the pick (`placeHolder` asks which kernel).
+ */
+export async function activeKernelArgument(missing: string, placeHolder: string): Promise<CommandArgument | undefined> {
   const editor = vscode.window.activeTextEditor;
   if (editor === undefined || !isCudaDocument(editor.document)) {
-    void vscode.window.showWarningMessage(`cutune: open a CUDA file (.cu, .cuh) and put the cursor in a kernel to ${command.verb} it.`);
-    return;
+    void vscode.window.showWarningMessage(`cutune: open a CUDA file (.cu, .cuh) and put the cursor in ${missing}.`);
+    return undefined;
   }
   const symbols = await documentSymbols(editor.document.uri);
-  const argument = await kernelArgument(editor, symbols, (kernels) =>
-    vscode.window.showQuickPick(kernels, { placeHolder: `Kernel to ${command.verb}` }),
-  );
+  return kernelArgument(editor, symbols, (kernels) => vscode.window.showQuickPick(kernels, { placeHolder }));
+}
+
+/** Runs a kernel command on the active editor's kernel, or says why it cannot. */
+export async function runKernelCommand(command: KernelCommand, send: SendCommand): Promise<void> {
+  const argument = await activeKernelArgument(`a kernel to ${command.verb} it`, `Kernel to ${command.verb}`);
   if (argument === undefined) {
     return;
   }
@@ -117,13 +124,7 @@ export async function runKernelCommand(command: KernelCommand, send: SendCommand
 
 /** Runs another implementation (a file the user picks) against the active editor's kernel. */
 export async function runCompare(send: SendCommand): Promise<void> {
-  const editor = vscode.window.activeTextEditor;
-  if (editor === undefined || !isCudaDocument(editor.document)) {
-    void vscode.window.showWarningMessage('cutune: open a CUDA file (.cu, .cuh) and put the cursor in the kernel to compare another implementation with.');
-    return;
-  }
-  const symbols = await documentSymbols(editor.document.uri);
-  const argument = await kernelArgument(editor, symbols, (kernels) => vscode.window.showQuickPick(kernels, { placeHolder: 'Kernel to compare with' }));
+  const argument = await activeKernelArgument('the kernel to compare another implementation with', 'Kernel to compare with');
   if (argument === undefined) {
     return;
   }
@@ -154,7 +155,7 @@ async function sendReportingErrors(send: SendCommand, command: string, argument:
 }
 
 /** The document's symbols from the providers (the server's, for CUDA); empty when none answer. */
-export async function documentSymbols(uri: vscode.Uri): Promise<vscode.DocumentSymbol[]> {
+async function documentSymbols(uri: vscode.Uri): Promise<vscode.DocumentSymbol[]> {
   const symbols = await vscode.commands.executeCommand<(vscode.DocumentSymbol | vscode.SymbolInformation)[] | undefined>(
     'vscode.executeDocumentSymbolProvider',
     uri,

@@ -7,7 +7,7 @@
 import { promises as fs } from 'node:fs';
 import * as vscode from 'vscode';
 
-import { documentSymbols, isCudaDocument, kernelArgument, SHOW_REPORT_COMMAND, type SendCommand } from './commands';
+import { activeKernelArgument, SHOW_REPORT_COMMAND, type SendCommand } from './commands';
 
 /** The server's answer to `cutune.showReport`. */
 export interface WrittenReport {
@@ -22,13 +22,7 @@ const panels = new Map<string, vscode.WebviewPanel>();
 export type ReadPage = (path: string) => Promise<string>;
 
 export async function runShowReport(send: SendCommand, readPage: ReadPage = (path) => fs.readFile(path, 'utf8')): Promise<void> {
-  const editor = vscode.window.activeTextEditor;
-  if (editor === undefined || !isCudaDocument(editor.document)) {
-    void vscode.window.showWarningMessage('cutune: open a CUDA file (.cu, .cuh) and put the cursor in a tuned kernel to see its report.');
-    return;
-  }
-  const symbols = await documentSymbols(editor.document.uri);
-  const argument = await kernelArgument(editor, symbols, (kernels) => vscode.window.showQuickPick(kernels, { placeHolder: 'Kernel to show the report of' }));
+  const argument = await activeKernelArgument('a tuned kernel to see its report', 'Kernel to show the report of');
   if (argument === undefined) {
     return;
   }
