@@ -38,9 +38,18 @@ def test_the_report_of_a_tune_is_written_beside_the_results_and_names_its_path(t
     page = (tmp_path / path).read_text()
     assert "BLOCK_SIZE=512 RMSNORM_VEC=8" in page, "the best configuration is named"
     assert page.count("<tr><td><code>") == 24, "a row per configuration that ran"
+    assert "The kernel changed since this run" not in page
     # -o writes elsewhere, making its folder.
     elsewhere = cutune("report", "rmsnorm.cu", "--kernel", "rmsnorm_kernel", "-o", "out/page.html", cwd=tmp_path)
     assert elsewhere.returncode == 0 and (tmp_path / "out" / "page.html").read_text() == page
+
+
+def test_a_kernel_edited_since_its_tune_gets_a_report_that_says_so(tmp_path: Path):
+    source = tuned_project(tmp_path)
+    source.write_text(source.read_text().replace("float sum = 0.f;", "float sum = 0.0f;"))
+    report = cutune("report", "rmsnorm.cu", "--kernel", "rmsnorm_kernel", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "The kernel changed since this run" in (tmp_path / report.stdout.strip()).read_text()
 
 
 def test_a_kernel_without_results_is_an_error_naming_the_file_and_how_to_tune(tmp_path: Path):

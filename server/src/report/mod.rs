@@ -56,7 +56,9 @@ pub fn write(request: &ReportRequest) -> Result<Written> {
     })?;
     let key = results.run.key().expect("KernelResults::latest keeps runs with keys");
     let in_order = Store::open(workspace)?.evaluations_in_order(&key)?;
-    let report = TuningReport::of(&results, &in_order);
+    let mut report = TuningReport::of(&results, &in_order);
+    // The file as it is now, when it can be read: results of an earlier version are said to be.
+    report.stale = std::fs::read_to_string(file).is_ok_and(|text| results.is_stale(&crate::tune::kernel_sha256(&text, kernel)));
     let path = output.map_or_else(|| default_path(workspace, file, kernel), Path::to_path_buf);
     if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(folder).with_context(|| format!("cannot make {}", folder.display()))?;
@@ -89,6 +91,8 @@ pub struct TuningReport {
     pub best: Option<BestConfiguration>,
     /// The rows of the table: every configuration that ran, fastest first.
     pub table: Vec<TableRow>,
+    /// The kernel's definition changed since this run.
+    pub stale: bool,
 }
 
 /// One evaluation as the charts draw it.
@@ -192,6 +196,7 @@ impl TuningReport {
                 })
                 .collect(),
             params,
+            stale: false,
         }
     }
 }

@@ -56,6 +56,9 @@ fn header(out: &mut String, report: &TuningReport) {
         text(&report.strategy),
         text(&report.budget)
     );
+    if report.stale {
+        let _ = writeln!(out, "<p class=\"stale\">The kernel changed since this run: these are the results of an earlier version of it. Tune it again to refresh them.</p>");
+    }
 }
 
 fn summary(out: &mut String, report: &TuningReport) {
@@ -178,7 +181,7 @@ table { border-collapse: collapse; width: 100%; font-size: 0.9rem; }
 th, td { text-align: left; padding: 0.3rem 0.6rem; border-bottom: 1px solid var(--vscode-panel-border, #d1d9e0); }
 td { white-space: nowrap; }
 td:first-child, td:last-child { white-space: normal; }
-tr.fail td { color: var(--vscode-errorForeground, #cf222e); }
+tr.fail td, .stale { color: var(--vscode-errorForeground, #cf222e); }
 code { font-family: var(--vscode-editor-font-family, ui-monospace, monospace); }
 "#;
 
