@@ -47,8 +47,6 @@ pub struct SliceOptions {
 }
 
 impl SliceOptions {
-    /// Adds the include dirs and defines of the file's `compile_commands.json` entry, if any,
-    /// before those already given.
     /// Options for a file on disk: its directory, plus its `compile_commands.json` entry.
     pub fn for_file(file: &Path) -> SliceOptions {
         let options = SliceOptions { file: Some(file.to_path_buf()), includer: includer_prelude(file), ..SliceOptions::default() };
@@ -63,6 +61,8 @@ impl SliceOptions {
         self
     }
 
+    /// Adds the include dirs and defines of a `compile_commands.json` entry before those already
+    /// given.
     pub fn with_compile_flags(mut self, flags: CompileFlags) -> SliceOptions {
         self.include_dirs.splice(0..0, flags.include_dirs);
         self.defines.splice(0..0, flags.defines);
