@@ -203,3 +203,15 @@ def test_the_extension_in_a_real_vs_code_templatizes_tunes_and_shows_results(cod
         frame.wait_for_selector("body[data-drawn=true]", timeout=WAIT_MS)
         assert "BLOCK_SIZE=512 RMSNORM_VEC=8" in frame.inner_text("body")
         screenshot(page, "vscode-report.png")
+
+        # The code action asks for the page too: the extension opens it in the same webview, not
+        # in a browser.
+        tab = page.locator(".tab", has_text=f"Tuning report: {KERNEL}")
+        tab.hover()
+        tab.locator(".tab-actions .action-label").click()
+        expect(tab).to_have_count(0)
+        page.locator(".monaco-editor .view-lines span", has_text="float sum").first.click()
+        run_command(page, "Refactor...")
+        page.locator(".action-widget").get_by_text(f"Show tuning report of {KERNEL}").click()
+        expect(tab).to_be_visible(timeout=WAIT_MS)
+        assert len(page.context.pages) == 1, "no browser tab was opened"

@@ -3,6 +3,8 @@
 import * as vscode from 'vscode';
 import type { ConfigurationParams, LanguageClientOptions } from 'vscode-languageclient';
 
+import { SHOW_REPORT_COMMAND } from './commands';
+import { showReportOfCodeAction } from './report';
 import { SECTION, serverSettings, type ServerSettings } from './settings';
 
 /** CUDA sources, in files or unsaved, and the tuning specs beside them. */
@@ -53,6 +55,9 @@ export function clientOptions(
     // makes its payload the server's settings.
     synchronize: { configurationSection: SECTION },
     middleware: {
+      // The code action's report opens in a webview, as the palette command's does, rather
+      // than in a browser.
+      executeCommand: (command, args, next) => (command === SHOW_REPORT_COMMAND.serverCommand ? showReportOfCodeAction(args, (a) => next(command, a)) : next(command, args)),
       workspace: {
         configuration: (params, token, next) => answerConfiguration(params, (p) => next(p, token)) as Promise<unknown[]>,
         didChangeConfiguration: () => notify('workspace/didChangeConfiguration', changedSettings()),

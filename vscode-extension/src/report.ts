@@ -38,6 +38,17 @@ export async function runShowReport(send: SendCommand, readPage: ReadPage = (pat
   showPage(written, html);
 }
 
+/**
+ * The code action's `cutune.showReport`, whose `open: true` asks the server to have the page
+ * opened in a browser: sent without it, and the page shown in the webview instead.
+ */
+export async function showReportOfCodeAction(args: unknown[], send: (args: unknown[]) => Promise<unknown>, readPage: ReadPage = (path) => fs.readFile(path, 'utf8')): Promise<unknown> {
+  const [argument, ...rest] = args;
+  const written = (await send([{ ...(argument as object), open: false }, ...rest])) as WrittenReport;
+  showPage(written, await readPage(written.path));
+  return written;
+}
+
 function showPage(written: WrittenReport, html: string): void {
   let panel = panels.get(written.path);
   if (panel === undefined) {

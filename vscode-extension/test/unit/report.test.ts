@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { beforeEach, test } from 'node:test';
 
-import { runShowReport } from '../../src/report';
+import { runShowReport, showReportOfCodeAction } from '../../src/report';
 import type { ServerArgument } from '../../src/commands';
 import { editorAt, kernelSymbol } from '../editors';
 import { stub, ViewColumn } from '../stub/vscode';
@@ -74,4 +74,20 @@ test('outside a CUDA file it says what to open', async () => {
   await runShowReport(send, readPage);
   assert.deepEqual(sent, []);
   assert.match(stub.messages[0].text, /open a CUDA file .* tuned kernel to see its report/);
+});
+
+test('the code action\'s report (open: true) asks the server without it and opens in the webview', async () => {
+  const sent: unknown[][] = [];
+  const page = '/work/.cutune/reports/k.other.html';
+  pages.set(page, '<html>the code action\'s</html>');
+  const answer = { kernel: 'scale', path: page, evaluations: 24 };
+  const result = await showReportOfCodeAction([{ uri: 'file:///work/k.cu', kernel: 'scale', open: true }], async (args) => {
+    sent.push(args);
+    return answer;
+  }, readPage);
+  assert.deepEqual(sent, [[{ uri: 'file:///work/k.cu', kernel: 'scale', open: false }]]);
+  assert.deepEqual(result, answer);
+  assert.equal(stub.webviewPanels.length, 1);
+  assert.equal(stub.webviewPanels[0].title, 'Tuning report: scale');
+  assert.equal(stub.webviewPanels[0].webview.html, '<html>the code action\'s</html>');
 });

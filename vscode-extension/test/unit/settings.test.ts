@@ -68,7 +68,21 @@ test('the client keeps CUDA documents and tuning specs in sync, and keeps progre
     { scheme: 'file', pattern: '**/*.cutune.toml' },
   ]);
   assert.deepEqual(built.synchronize, { configurationSection: 'cutune' });
-  // Middleware for these would replace vscode-languageclient's own handling.
-  assert.deepEqual(Object.keys(built.middleware ?? {}), ['workspace']);
+  // Middleware for progress or inlay hints would replace vscode-languageclient's own handling;
+  // executeCommand passes every command on but the report's (test/unit/report.test.ts).
+  assert.deepEqual(Object.keys(built.middleware ?? {}).sort(), ['executeCommand', 'workspace']);
   assert.deepEqual(Object.keys(built.middleware?.workspace ?? {}).sort(), ['configuration', 'didChangeConfiguration']);
+});
+
+test('commands the server carries out pass through the middleware unchanged, but the report\'s', async () => {
+  const { built } = options();
+  const passed: { command: string; args: unknown[] }[] = [];
+  const next = async (command: string, args: unknown[]) => {
+    passed.push({ command, args });
+    return { started: 'k' };
+  };
+  const executeCommand = built.middleware?.executeCommand;
+  assert.ok(executeCommand);
+  assert.deepEqual(await executeCommand('cutune.tune', [{ uri: 'file:///k.cu', kernel: 'k' }], next), { started: 'k' });
+  assert.deepEqual(passed, [{ command: 'cutune.tune', args: [{ uri: 'file:///k.cu', kernel: 'k' }] }]);
 });
