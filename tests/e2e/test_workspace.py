@@ -49,16 +49,17 @@ async def code_action_spec(client, source: Path, anchor: str, kernel: str) -> di
 def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path: Path):
     root = tmp_path / "workspace"
     shutil.copytree(WORKSPACE, root)
+    (root / ".git").mkdir()
     before = sorted(p.name for p in root.rglob("*"))
     run = cutune("survey", str(root), "--json")
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 34
+    assert len(kernels) == len(set(kernels)) == 35
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -76,11 +77,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # fills them from a capture).
     assert by_kernel["block_sum"]["stage"] == "spec"
     assert "capture a launch (`cutune profile --kernel block_sum -- CMD`)" in by_kernel["block_sum"]["spec_problems"][0]
-    assert report["totals"] == {"kernels": 34, "ready": 30, "spec": 3, "compile": 1}
+    assert report["totals"] == {"kernels": 35, "ready": 31, "spec": 3, "compile": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "34 kernels under" in text.stdout and "30 ready to tune (88%)" in text.stdout
+    assert "35 kernels under" in text.stdout and "31 ready to tune (89%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -684,3 +685,32 @@ def test_a_clamped_global_keeps_its_start_and_a_buffer_is_sized_where_a_command_
     # The window's buffer is mapped from OpenGL on the default path; the test path allocates it.
     args = {a["name"]: a for a in spec["args"]}
     assert args["out"]["length"] == "w * h" and args["in"]["length"] == "w * h", args
+
+
+def test_a_header_included_with_angle_brackets_is_found_where_the_project_ships_it(tmp_path: Path):
+    # `#include <vec2_ops.h>`, which only the build's `-I ../common` finds; no
+    # compile_commands.json says so. The project is a repository (its root has .git).
+    root = project(tmp_path, "shipped_header")
+    (root / ".git").mkdir()
+    source = root / "blur" / "blur.cu"
+    sliced = cutune("slice", str(source), "--kernel", "blur")
+    assert sliced.returncode == 0, sliced.stderr
+    # The header's operators are in the slice though the kernel never names them.
+    assert "operator+=(float2& a, float2 b)" in sliced.stdout and "vec2_ops.h" not in sliced.stderr, sliced.stdout + sliced.stderr
+    checked = cutune("check", str(source), "--kernel", "blur", "--sample", "2")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    surveyed = json.loads(cutune("survey", ".", "--json", cwd=root).stdout)
+    assert [(k["kernel"], k["stage"]) for k in surveyed["kernels"]] == [("blur", "ready")], surveyed
+
+    # A second copy as near to the file as the first: which one the build means is not known.
+    other = root / "third_party" / "vec2_ops.h"
+    other.parent.mkdir()
+    shutil.copy(root / "common" / "vec2_ops.h", other)
+    tied = cutune("slice", str(source), "--kernel", "blur")
+    assert "dropped #include <vec2_ops.h>: not found in the include dirs" in tied.stderr, tied.stderr
+    # A copy nearer the file wins over one elsewhere in the repository.
+    near = root / "blur" / "include" / "vec2_ops.h"
+    near.parent.mkdir()
+    shutil.copy(root / "common" / "vec2_ops.h", near)
+    nearest = cutune("slice", str(source), "--kernel", "blur")
+    assert "vec2_ops.h" not in nearest.stderr and "operator+=" in nearest.stdout, nearest.stderr

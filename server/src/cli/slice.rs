@@ -47,6 +47,7 @@ pub fn run(args: &SliceArgs) -> Result<()> {
             opts = opts.with_compile_flags(flags);
         }
     }
+    let opts = opts.with_shipped_header_dirs();
     let slice = device_slice(&Document::new(text), &args.kernel, &opts)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     print!("{}", slice.source);

@@ -16,6 +16,9 @@ pub(super) enum Verdict {
     /// Found as a file, relative to the source file or in an include directory.
     Local(PathBuf),
     Dropped(String),
+    /// Not found next to the file nor in the include dirs: perhaps a header the workspace ships
+    /// in a folder only the build names.
+    Missing(String),
 }
 
 /// Device headers shipped in the CUDA toolkit's `include/` folder.
@@ -75,7 +78,7 @@ pub(super) fn classify(written: &str, file_dir: Option<&Path>, include_dirs: &[P
         return Verdict::Dropped("CUDA C++ Core Libraries header not found in the include dirs; pass the CCCL include dir with -I".into());
     }
     let places = if quoted { "next to the file or in the include dirs" } else { "in the include dirs" };
-    Verdict::Dropped(format!("not found {places}"))
+    Verdict::Missing(format!("not found {places}"))
 }
 
 /// The namespaces a header is known to declare, for explaining names that come from it.

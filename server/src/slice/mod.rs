@@ -47,13 +47,36 @@ pub struct SliceOptions {
 }
 
 impl SliceOptions {
-    /// Options for a file on disk: its directory, plus its `compile_commands.json` entry.
+    /// Options for a file on disk: its directory, plus its `compile_commands.json` entry, plus
+    /// the folders of headers the workspace ships that its includes name but nothing else finds.
     pub fn for_file(file: &Path) -> SliceOptions {
-        let options = SliceOptions { file: Some(file.to_path_buf()), includer: includer_prelude(file), ..SliceOptions::default() };
-        match compile_flags_for(file) {
-            Some(flags) => options.with_compile_flags(flags),
-            None => options,
+        let mut options = SliceOptions { file: Some(file.to_path_buf()), includer: includer_prelude(file), ..SliceOptions::default() };
+        if let Some(flags) = compile_flags_for(file) {
+            options = options.with_compile_flags(flags);
         }
+        options.with_shipped_header_dirs()
+    }
+
+    /// For each include of the file (and of its includer's text before it) that neither the
+    /// file's folder nor the include dirs resolve (cuda-samples' `#include <helper_math.h>`,
+    /// which only its build's `-I ../../../Common` finds), the folder of the one header of the
+    /// workspace at that path, as an include dir.
+    pub fn with_shipped_header_dirs(mut self) -> SliceOptions {
+        let Some(file) = self.file.clone() else { return self };
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let includer = self.includer.as_ref().map_or("", |(_, prelude)| prelude.as_str()).to_string();
+        for line in text.lines().chain(includer.lines()) {
+            let Some(written) = written_include(line) else { continue };
+            let written = written.split_once("//").map_or(written, |(a, _)| a).trim();
+            if !matches!(includes::classify(written, file.parent(), &self.include_dirs), Verdict::Missing(_)) {
+                continue;
+            }
+            let name = written.trim_matches(|c| matches!(c, '"' | '<' | '>'));
+            if let Some(dir) = crate::workspace::shipped_header_dir(&file, name).filter(|d| !self.include_dirs.contains(d)) {
+                self.include_dirs.push(dir);
+            }
+        }
+        self
     }
 
     pub fn with_template_args(mut self, args: &[String]) -> SliceOptions {
@@ -205,6 +228,7 @@ pub fn device_slice(doc: &Document, kernel: &str, opts: &SliceOptions) -> Result
     for i in named_by_arguments {
         slicer.keep(i);
     }
+    slicer.keep_operators();
     slicer.keep_includes();
     slicer.close();
     slicer.keep_using_directives();
@@ -316,13 +340,20 @@ fn in_including_branch(prelude: &str) -> String {
 
 /// What `#include "name"` writes after `include` (`"name"`, with what follows on the line).
 fn quoted_include(line: &str) -> Option<&str> {
-    line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include").map(str::trim).filter(|w| w.starts_with('"'))
+    written_include(line).filter(|w| w.starts_with('"'))
+}
+
+/// What an `#include` writes after `include` (`"name"` or `<name>`, with what follows on the line).
+fn written_include(line: &str) -> Option<&str> {
+    line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include").map(str::trim).filter(|w| w.starts_with('"') || w.starts_with('<'))
 }
 
 fn inline_into(text: &str, dir: Option<&Path>, opts: &SliceOptions, seen: &mut BTreeSet<PathBuf>, depth: usize) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
-        let header = quoted_include(line).and_then(|w| match includes::classify(w.split_once("//").map_or(w, |(a, _)| a).trim(), dir, &opts.include_dirs) {
+        // A header of the project, quoted or found in an include dir, goes into the slice: NVRTC
+        // gets the slice's text alone.
+        let header = written_include(line).and_then(|w| match includes::classify(w.split_once("//").map_or(w, |(a, _)| a).trim(), dir, &opts.include_dirs) {
             Verdict::Local(path) => Some(path.canonicalize().unwrap_or(path)),
             _ => None,
         });
@@ -391,6 +422,21 @@ impl<'a> Slicer<'a> {
         if !self.kept[item] {
             self.kept[item] = true;
             self.worklist.push(item);
+        }
+    }
+
+    /// Keeps every device operator overload (`float4 operator+(float4, float4)` of a header like
+    /// cuda-samples' `helper_math.h`): expressions call them without naming them, so no
+    /// reference leads to them.
+    fn keep_operators(&mut self) {
+        let operators: Vec<usize> = (0..self.outline.items.len())
+            .filter(|&i| {
+                let item = &self.outline.items[i];
+                item.role == Role::DeviceFunction && item.declares.iter().any(|name| name.starts_with("operator"))
+            })
+            .collect();
+        for i in operators {
+            self.keep(i);
         }
     }
 
@@ -489,7 +535,7 @@ impl<'a> Slicer<'a> {
                     self.keeps_local_header = true;
                     self.keep(i);
                 }
-                Verdict::Dropped(reason) => {
+                Verdict::Dropped(reason) | Verdict::Missing(reason) => {
                     self.dropped_includes.push(DroppedInclude { path: path.clone(), line: item.start.line + 1, reason });
                 }
             }

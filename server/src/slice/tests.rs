@@ -146,3 +146,22 @@ fn an_includer_prelude_is_the_branch_that_includes_the_header() {
     let balanced = "#ifdef X\nint x;\n#endif\nint y;\n";
     assert_eq!(super::in_including_branch(balanced), balanced);
 }
+
+#[test]
+fn a_header_in_an_include_dir_is_inlined_with_its_operators_which_nothing_names() {
+    let dir = std::env::temp_dir().join(format!("cutune-slice-angle-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("inc")).unwrap();
+    std::fs::write(
+        dir.join("inc/ops.h"),
+        "#pragma once\ninline __device__ float2 operator+(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }\ninline __device__ float unused_helper(float x) { return x; }\n",
+    )
+    .unwrap();
+    let text = "#include <ops.h>\n__global__ void add(float2* out, const float2* a, const float2* b) { out[0] = a[0] + b[0]; }\n";
+    let opts = SliceOptions { file: Some(dir.join("k.cu")), include_dirs: vec![dir.join("inc")], ..SliceOptions::default() };
+    let slice = device_slice(&Document::new(text.to_string()), "add", &opts).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    // NVRTC gets the slice's text alone: the header is in it, not included.
+    assert!(!slice.source.contains("#include <ops.h>"), "{}", slice.source);
+    assert!(slice.source.contains("float2 operator+(float2 a, float2 b)"), "{}", slice.source);
+    assert!(!slice.source.contains("unused_helper"), "what the kernel does not use stays out: {}", slice.source);
+}

@@ -1,8 +1,10 @@
 //! Which files a workspace holds: its root, the source files under it (respecting `.gitignore`)
 //! and those `compile_commands.json` names, within limits.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::Skipped;
 use crate::syntax::format_bytes;
@@ -113,4 +115,48 @@ fn compile_commands_files(root: &Path) -> Vec<PathBuf> {
             path.canonicalize().ok()
         })
         .collect()
+}
+
+/// How long a root's list of headers is reused: a survey slices hundreds of kernels in seconds,
+/// and a header added while the language server runs is seen soon after.
+const HEADER_LIST_TTL: Duration = Duration::from_secs(30);
+
+/// The folder from which `written` (`helper_math.h`, `sub/util.cuh`) names a header the
+/// workspace of `file` ships: what an include dir the build passes would give, for a project
+/// without `compile_commands.json`. Of several at that relative path, the one that shares the
+/// longest folder with `file` (a vendored copy elsewhere in the workspace loses); none on a tie.
+pub fn shipped_header_dir(file: &Path, written: &str) -> Option<PathBuf> {
+    let written = Path::new(written);
+    let headers = headers_under(&find_root(file));
+    let file = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
+    let shared = |path: &Path| path.components().zip(file.components()).take_while(|(a, b)| a == b).count();
+    let mut nearest: Vec<&PathBuf> = Vec::new();
+    let mut best = 0;
+    for path in headers.iter().filter(|path| path.ends_with(written)) {
+        let length = shared(path);
+        if length > best || nearest.is_empty() {
+            (best, nearest) = (length, vec![path]);
+        } else if length == best {
+            nearest.push(path);
+        }
+    }
+    let [only] = nearest.as_slice() else { return None };
+    let mut dir = only.as_path();
+    for _ in written.components() {
+        dir = dir.parent()?;
+    }
+    Some(dir.to_path_buf())
+}
+
+/// The source files under `root` (the index's walk and limits), kept a while per root.
+fn headers_under(root: &Path) -> Arc<Vec<PathBuf>> {
+    static LISTS: Mutex<Option<HashMap<PathBuf, (Instant, Arc<Vec<PathBuf>>)>>> = Mutex::new(None);
+    let mut lists = LISTS.lock().unwrap_or_else(|e| e.into_inner());
+    let lists = lists.get_or_insert_with(HashMap::new);
+    if let Some((_, list)) = lists.get(root).filter(|(at, _)| at.elapsed() < HEADER_LIST_TTL) {
+        return list.clone();
+    }
+    let list = Arc::new(source_files(root, &Limits::default()).files.into_iter().map(|f| f.path).collect::<Vec<_>>());
+    lists.insert(root.to_path_buf(), (Instant::now(), list.clone()));
+    list
 }

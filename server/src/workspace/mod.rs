@@ -16,7 +16,7 @@ use std::time::SystemTime;
 
 use crate::syntax::{self, Document};
 
-pub use files::{find_root, is_marked_root, Limits};
+pub use files::{find_root, is_marked_root, shipped_header_dir, Limits};
 use files::source_files;
 
 /// One indexed file.

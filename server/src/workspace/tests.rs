@@ -109,3 +109,17 @@ fn host_documents_follow_the_launch_and_its_callers_across_files() {
     assert!(!found.contains(&"kernels.cuh"), "the kernel's own file is the caller's");
     assert!(Path::new(&hosts[0].path).is_absolute());
 }
+
+#[test]
+fn a_header_the_workspace_ships_is_found_by_its_path_from_the_folder_a_build_would_name() {
+    let scratch = Scratch::new("shipped-header");
+    std::fs::create_dir_all(scratch.0.join(".git")).unwrap();
+    let source = scratch.write("samples/blur/blur.cu", "#include <helper_math.h>\n#include <util/bits.cuh>\n");
+    scratch.write("common/helper_math.h", "// operators\n");
+    scratch.write("common/inc/util/bits.cuh", "// bits\n");
+    assert_eq!(shipped_header_dir(&source, "helper_math.h"), Some(scratch.0.join("common")));
+    // A path with folders in it names the folder above them.
+    assert_eq!(shipped_header_dir(&source, "util/bits.cuh"), Some(scratch.0.join("common/inc")));
+    assert_eq!(shipped_header_dir(&source, "bits.cuh"), Some(scratch.0.join("common/inc/util")));
+    assert_eq!(shipped_header_dir(&source, "missing.h"), None);
+}
