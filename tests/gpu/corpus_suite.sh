@@ -53,6 +53,8 @@ cases=(
   "cuda-samples Samples/2_Concepts_and_Techniques/imageDenoising/imageDenoising_knn_kernel.cuh KNN"
   "cuda-samples Samples/2_Concepts_and_Techniques/dct8x8/dct8x8_kernel1.cuh CUDAkernel1DCT"
   "cuda-samples Samples/0_Introduction/simpleTexture/simpleTexture.cu transformKernel"
+  "cuda-samples Samples/2_Concepts_and_Techniques/boxFilter/boxFilter_kernel.cu d_boxfilter_rgba_x"
+  "cuda-samples Samples/2_Concepts_and_Techniques/boxFilter/boxFilter_kernel.cu d_boxfilter_rgba_y"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()
