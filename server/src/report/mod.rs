@@ -54,7 +54,7 @@ pub fn write(request: &ReportRequest) -> Result<Written> {
             file.display()
         )
     })?;
-    let key = results.run.key().expect("KernelResults::latest keeps runs with keys");
+    let key = results.run.key().ok_or_else(|| anyhow!("the latest run of `{kernel}` predates the stored keys: tune it again"))?;
     let in_order = Store::open(workspace)?.evaluations_in_order(&key)?;
     let mut report = TuningReport::of(&results, &in_order);
     // The file as it is now, when it can be read: results of an earlier version are said to be.
