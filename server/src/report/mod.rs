@@ -72,8 +72,6 @@ pub fn write(request: &ReportRequest) -> Result<Written> {
 pub struct TuningReport {
     pub kernel: String,
     pub file: String,
-    /// `H100`, or `replay`.
-    pub measured_on: String,
     pub device: String,
     pub date: String,
     pub strategy: String,
@@ -113,10 +111,9 @@ pub struct PlottedEvaluation {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct BestConfiguration {
-    pub configuration: String,
-    pub time_us: f64,
-    pub speedup: Option<f64>,
-    pub sol_percent: Option<f64>,
+    /// Its row of the table.
+    #[serde(flatten)]
+    pub row: TableRow,
     /// Whether it passed the five verification stages; `None` when they have not run.
     pub verified: Option<bool>,
     /// One line: the stages passed, or the first failure.
@@ -166,7 +163,6 @@ impl TuningReport {
         TuningReport {
             kernel: info.kernel.clone(),
             file: info.file.clone(),
-            measured_on: results.origin(),
             device: info.device.clone(),
             date: results.date(),
             strategy: info.strategy.clone(),
@@ -179,25 +175,26 @@ impl TuningReport {
             baseline_us: info.baseline_us,
             bound_us: info.sol.as_ref().map(|b| b.bound_us),
             evaluations: plotted(&params, in_order),
-            best: results.best().map(|best| best_configuration(results, best)),
-            table: results
-                .evaluations
-                .iter()
-                .filter_map(|e| {
-                    Some(TableRow {
-                        configuration: e.config.to_string(),
-                        time_us: measured_us(e)?,
-                        speedup: results.speedup(e),
-                        sol_percent: results.sol_percent(e),
-                        registers: e.resources.as_ref().map(|r| r.registers),
-                        occupancy: e.occupancy,
-                        status: status(e),
-                    })
-                })
-                .collect(),
+            best: results.best().and_then(|best| best_configuration(results, best)),
+            table: results.evaluations.iter().filter_map(|e| TableRow::of(results, e)).collect(),
             params,
             stale: false,
         }
+    }
+}
+
+impl TableRow {
+    /// `evaluation`'s row; `None` when it did not run.
+    fn of(results: &KernelResults, evaluation: &Evaluation) -> Option<TableRow> {
+        Some(TableRow {
+            configuration: evaluation.config.to_string(),
+            time_us: measured_us(evaluation)?,
+            speedup: results.speedup(evaluation),
+            sol_percent: results.sol_percent(evaluation),
+            registers: evaluation.resources.as_ref().map(|r| r.registers),
+            occupancy: evaluation.occupancy,
+            status: status(evaluation),
+        })
     }
 }
 
@@ -228,18 +225,16 @@ fn plotted(params: &[String], in_order: &[Evaluation]) -> Vec<PlottedEvaluation>
         .collect()
 }
 
-fn best_configuration(results: &KernelResults, best: &Evaluation) -> BestConfiguration {
+/// The best configuration's row and verification; `None` if it did not run (the best always ran).
+fn best_configuration(results: &KernelResults, best: &Evaluation) -> Option<BestConfiguration> {
     let verification = results.verification(best);
     let stages = verification.and_then(|v| serde_json::from_str::<VerificationReport>(&v.report).ok()).map_or_else(Vec::new, |report| stage_rows(&report));
-    BestConfiguration {
-        configuration: best.config.to_string(),
-        time_us: measured_us(best).unwrap_or_default(),
-        speedup: results.speedup(best),
-        sol_percent: results.sol_percent(best),
+    Some(BestConfiguration {
+        row: TableRow::of(results, best)?,
         verified: verification.map(|v| v.passed),
         verification_summary: verification.map(|v| v.summary.clone()),
         stages,
-    }
+    })
 }
 
 fn stage_rows(report: &VerificationReport) -> Vec<StageRow> {

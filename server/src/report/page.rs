@@ -73,9 +73,9 @@ fn summary(out: &mut String, report: &TuningReport) {
     let correct = report.evaluations.iter().filter(|e| e.correct).count();
     let cards = [
         ("original", micros(report.baseline_us)),
-        ("best", micros(best.map(|b| b.time_us))),
-        ("speedup", best.and_then(|b| b.speedup).map_or_else(|| "—".into(), |s| format!("{s:.2}×"))),
-        ("speed of light", match (report.bound_us, best.and_then(|b| b.sol_percent)) {
+        ("best", micros(best.map(|b| b.row.time_us))),
+        ("speedup", best.and_then(|b| b.row.speedup).map_or_else(|| "—".into(), |s| format!("{s:.2}×"))),
+        ("speed of light", match (report.bound_us, best.and_then(|b| b.row.sol_percent)) {
             (Some(bound), Some(percent)) => format!("{percent:.0}% <small>of {bound:.2} µs</small>"),
             (Some(bound), None) => format!("{bound:.2} µs"),
             _ => "—".into(),
@@ -88,14 +88,14 @@ fn summary(out: &mut String, report: &TuningReport) {
         let _ = writeln!(out, "<div class=\"card\"><div class=\"label\">{label}</div><div class=\"value\">{value}</div></div>");
     }
     if let Some(best) = best {
-        let _ = writeln!(out, "<p class=\"best\">Best configuration: <code>{}</code></p>", text(&best.configuration));
+        let _ = writeln!(out, "<p class=\"best\">Best configuration: <code>{}</code></p>", text(&best.row.configuration));
     }
     let _ = writeln!(out, "</section>");
 }
 
 fn verification(out: &mut String, best: Option<&BestConfiguration>, replay: bool) {
     let Some(best) = best else { return };
-    let _ = writeln!(out, "<section><h2>Verification of <code>{}</code></h2>", text(&best.configuration));
+    let _ = writeln!(out, "<section><h2>Verification of <code>{}</code></h2>", text(&best.row.configuration));
     if best.stages.is_empty() {
         let why = if replay {
             "A replay repeats its recording's verdicts; it runs nothing to verify."

@@ -42,7 +42,7 @@ fn the_table_is_every_configuration_that_ran_fastest_first_and_the_best_is_the_v
     let rows: Vec<(&str, f64)> = report.table.iter().map(|r| (r.configuration.as_str(), r.time_us)).collect();
     assert_eq!(rows, [("BLOCK=64", 40.0), ("BLOCK=256", 50.0), ("BLOCK=128", 80.0)], "the infeasible one did not run");
     let best = report.best.expect("a correct configuration");
-    assert_eq!((best.configuration.as_str(), best.time_us, best.speedup, best.sol_percent), ("BLOCK=256", 50.0, Some(2.0), Some(80.0)));
+    assert_eq!((best.row.configuration.as_str(), best.row.time_us, best.row.speedup, best.row.sol_percent), ("BLOCK=256", 50.0, Some(2.0), Some(80.0)));
     assert_eq!(best.verified, Some(true));
     assert_eq!((report.baseline_us, report.bound_us), (Some(100.0), Some(40.0)));
 }

@@ -66,8 +66,7 @@ impl SliceOptions {
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         let includer = self.includer.as_ref().map_or("", |(_, prelude)| prelude.as_str()).to_string();
         for line in text.lines().chain(includer.lines()) {
-            let Some(written) = written_include(line) else { continue };
-            let written = written.split_once("//").map_or(written, |(a, _)| a).trim();
+            let Some(written) = included(line) else { continue };
             if !matches!(includes::classify(written, file.parent(), &self.include_dirs), Verdict::Missing(_)) {
                 continue;
             }
@@ -348,12 +347,18 @@ fn written_include(line: &str) -> Option<&str> {
     line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include").map(str::trim).filter(|w| w.starts_with('"') || w.starts_with('<'))
 }
 
+/// What an `#include` line names, as [`includes::classify`] takes it: `"name"` or `<name>`,
+/// without a trailing comment.
+fn included(line: &str) -> Option<&str> {
+    written_include(line).map(|w| w.split_once("//").map_or(w, |(name, _)| name).trim())
+}
+
 fn inline_into(text: &str, dir: Option<&Path>, opts: &SliceOptions, seen: &mut BTreeSet<PathBuf>, depth: usize) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
         // A header of the project, quoted or found in an include dir, goes into the slice: NVRTC
         // gets the slice's text alone.
-        let header = written_include(line).and_then(|w| match includes::classify(w.split_once("//").map_or(w, |(a, _)| a).trim(), dir, &opts.include_dirs) {
+        let header = included(line).and_then(|w| match includes::classify(w, dir, &opts.include_dirs) {
             Verdict::Local(path) => Some(path.canonicalize().unwrap_or(path)),
             _ => None,
         });
