@@ -231,7 +231,7 @@ def test_the_lines_templatize_writes_follow_the_files_indentation_and_the_projec
     assert original[1] in new and len(original[1]) > 80
     written = [line for line in new if line not in original and "<<<" not in line]
     assert written and all(len(line) <= 80 for line in written), [line for line in written if len(line) > 80]
-    assert "        const bool i_aligned =\n            (unsigned long long)out_row % (ADD_BIAS_VEC * sizeof(float)) == 0 &&\n" in formatted
+    assert "        const bool i_aligned =\n            cols >= (ADD_BIAS_VEC - i_phase) % ADD_BIAS_VEC &&\n            (unsigned long long)row / sizeof(float) % ADD_BIAS_VEC == i_phase &&\n" in formatted
 
 
 def test_the_rewrites_that_change_memory_traffic_are_offered_or_refused_with_the_reason(tmp_path: Path):
@@ -265,3 +265,45 @@ def test_the_rewrites_that_change_memory_traffic_are_offered_or_refused_with_the
     run = subprocess.run([str(CUTUNE_BIN), "templatize", str(refused), "--kernel", "first_lane_sums"], capture_output=True, text=True, check=True)
     assert "refused: vectorize: `s` gathers each thread's share of the loop and is not combined over the threads after it" in run.stderr, run.stderr
     assert "refused: warp-shuffle-reduce: line 8: the tree's size `blockDim.x` is no literal or parameter whose values are whole warps" in run.stderr, run.stderr
+
+
+async def test_softmax_max_and_sum_passes_become_one_online_pass_in_the_code_action_and_the_cli(client, tmp_path: Path):
+    source = tmp_path / "softmax.cu"
+    source.write_text((REPO / "examples" / "softmax.cu").read_text())
+    uri = source.as_uri()
+    text = source.read_text()
+    await open_document(client, uri, text)
+
+    [action] = await code_actions(client, uri, line_of(text, "float m = -INFINITY;"), 4)
+    edit = (await resolved(client, action)).edit
+    [source_edit] = [c for c in edit.document_changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri == uri]
+    [spec_edit] = [c for c in edit.document_changes if isinstance(c, types.TextDocumentEdit) and c.text_document.uri != uri]
+    new_text = apply(text, source_edit.edits, client.profile.encoding)
+    # The original two passes stay under the default; the one pass keeps a running maximum.
+    original = "  for (int j = threadIdx.x; j < cols; j += blockDim.x) m = fmaxf(m, __half2float(x[j]));\n"
+    assert "#if SOFTMAX_ONLINE == 0\n#if SOFTMAX_VEC == 1\n" + original in new_text
+    assert (
+        "    const float value = __half2float(x[j]);\n"
+        "    // A new maximum rescales the sum so far; `m` still -INFINITY means nothing counted yet.\n"
+        "    if (value > m) {\n"
+        "      s = s * expf(m - value) + 1.f;\n"
+        "      m = value;\n"
+        "    } else if (m != -INFINITY) {\n"
+        "      s += expf(value - m);\n"
+        "    }\n"
+    ) in new_text
+    assert "  const float m_block = block_max(m, red);\n  s = block_sum(s * expf(m - m_block), red);\n  m = m_block;\n#endif\n" in new_text
+    spec = tomllib.loads(apply("", spec_edit.edits, client.profile.encoding))
+    [online] = [p for p in spec["kernels"][0]["params"] if p["name"] == "SOFTMAX_ONLINE"]
+    assert (online["default"], online["values"]) == (0, [0, 1])
+
+    cli = subprocess.run([str(CUTUNE_BIN), "templatize", str(source), "--kernel", "softmax_kernel"], capture_output=True, text=True, check=True)
+    assert cli.stdout == new_text
+    assert "applied: online-softmax: max and sum passes at lines 72–77 read the row once when `SOFTMAX_ONLINE` is 1" in cli.stderr
+
+    # A weighted sum is not softmax's: refused, with the reason.
+    weighted = tmp_path / "weighted.cu"
+    weighted.write_text(text.replace("s += expf(__half2float(x[j]) - m);", "s += expf(__half2float(x[j]) - m) * (j % 2);"))
+    run = subprocess.run([str(CUTUNE_BIN), "templatize", str(weighted), "--kernel", "softmax_kernel"], capture_output=True, text=True, check=True)
+    assert "refused: online-softmax: the maximum `m` is not followed by `s += expf(__half2float(x[j]) - m)` alone in the next loop: the passes are not merged" in run.stderr, run.stderr
+    assert "SOFTMAX_ONLINE" not in run.stdout

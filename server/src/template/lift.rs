@@ -19,6 +19,7 @@ pub fn transforms() -> Vec<Box<dyn Transform>> {
         Box::new(PragmaUnroll),
         Box::new(SharedPadding),
         Box::new(super::strategy::GridStrideItems),
+        Box::new(super::online_softmax::OnlineSoftmax),
         Box::new(super::strategy::VectorizeRowLoops),
         Box::new(super::warp_reduce::WarpShuffleReduce),
         Box::new(CompilerOptions),

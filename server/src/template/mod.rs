@@ -15,6 +15,7 @@ mod file;
 mod format;
 mod layout;
 mod lift;
+mod online_softmax;
 mod scaffold;
 mod strategy;
 mod texture;

@@ -23,7 +23,7 @@ pub struct VectorizeRowLoops;
 /// The helper type that moves V elements as one 2-, 4-, 8- or 16-byte access.
 const VEC_BITS_GUARD: &str = "CUTUNE_VEC_BITS";
 
-fn normalized(text: &str) -> String {
+pub(super) fn normalized(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect::<String>().replace("(size_t)", "").replace("(int)", "").replace("(unsigned)", "")
 }
 
@@ -35,7 +35,7 @@ fn is_grid_stride_start(text: &str) -> bool {
 }
 
 /// `for (i = threadIdx.x; …; i += blockDim.x)`: a block's threads across a row.
-fn is_row_loop(l: &SimpleLoop) -> bool {
+pub(super) fn is_row_loop(l: &SimpleLoop) -> bool {
     normalized(&l.start) == "threadIdx.x" && normalized(&l.step) == "blockDim.x"
 }
 
@@ -44,17 +44,17 @@ fn is_grid_stride_step(text: &str) -> bool {
 }
 
 /// `for (T i = start; i < end; i += step) body`, taken apart.
-struct SimpleLoop<'t> {
-    node: Node<'t>,
-    var_type: String,
-    var: String,
-    start: String,
-    end: String,
-    step: String,
-    body: Node<'t>,
+pub(super) struct SimpleLoop<'t> {
+    pub(super) node: Node<'t>,
+    pub(super) var_type: String,
+    pub(super) var: String,
+    pub(super) start: String,
+    pub(super) end: String,
+    pub(super) step: String,
+    pub(super) body: Node<'t>,
 }
 
-fn simple_loop<'t>(text: &'t str, node: Node<'t>) -> Option<SimpleLoop<'t>> {
+pub(super) fn simple_loop<'t>(text: &'t str, node: Node<'t>) -> Option<SimpleLoop<'t>> {
     let init = node.child_by_field_name("initializer")?;
     if init.kind() != "declaration" {
         return None;
@@ -90,14 +90,15 @@ fn for_loops(root: Node) -> Vec<Node> {
     descendants(root).filter(|n| n.kind() == "for_statement").collect()
 }
 
-/// Whether `node` sits in the original's branch of an earlier rewrite: `#if NAME == 1` (a
-/// vector width) or `#if NAME == 0` (a switch), where `NAME` is a `#define` of the file.
-pub(super) fn inside_earlier_rewrite(unit: &Unit, node: Node) -> bool {
+/// Whether `node` sits in an earlier rewrite, `#if NAME == value / original / #else / rewrite
+/// / #endif` (either branch), where `NAME` is a `#define` of the file. A vector width's original
+/// is `== 1`, a switch's `== 0`.
+pub(super) fn inside_rewrite(unit: &Unit, node: Node, value: &str) -> bool {
     std::iter::successors(node.parent(), |n| n.parent()).any(|n| {
         n.kind() == "preproc_if"
             && n.child_by_field_name("condition").is_some_and(|c| {
                 let text = &unit.text()[c.byte_range()];
-                text.split_once("==").is_some_and(|(name, value)| matches!(value.trim(), "0" | "1") && unit.model.defines.iter().any(|d| d.name == name.trim()))
+                text.split_once("==").is_some_and(|(name, v)| v.trim() == value && unit.model.defines.iter().any(|d| d.name == name.trim()))
             })
     })
 }
@@ -181,7 +182,7 @@ impl Transform for VectorizeRowLoops {
         let text = unit.text();
         let row_loops: Vec<SimpleLoop> = for_loops(body)
             .into_iter()
-            .filter(|n| !inside_earlier_rewrite(unit, *n))
+            .filter(|n| !inside_rewrite(unit, *n, "1"))
             .filter_map(|n| simple_loop(text, n))
             .filter(|l| is_row_loop(l) || is_grid_stride_start(&l.start) && is_grid_stride_step(&l.step))
             .collect();
@@ -213,6 +214,8 @@ impl Transform for VectorizeRowLoops {
             rewrite.edits.push(TextEdit { range: start..l.node.end_byte(), new_text: vectorized_loop(unit, l, accesses, &name) });
             lines.push(unit.line_of(l.node.start_byte()).to_string());
         }
+        // Loops an earlier rewrite wrote all stand at that rewrite's first line.
+        lines.dedup();
         let origin = format!("vector width of the loops at line {}; 1 is the original scalar loop", lines.join(", "));
         rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 1, values, origin });
         rewrite.summary = format!("loop(s) at line {} load and store `{name}` elements at a time when aligned", lines.join(", "));
@@ -336,14 +339,14 @@ fn accumulators_combined(unit: &Unit, l: &SimpleLoop) -> Result<(), String> {
 /// (`__shfl_xor_sync`), a reduction (`cg::reduce`, `__reduce_add_sync`, CUB's
 /// `BlockReduce(…).Reduce`, a helper of another file such as `blockReduceSum`), CUB's `.Sum`,
 /// or an atomic.
-fn combines_threads(callee: &str) -> bool {
+pub(super) fn combines_threads(callee: &str) -> bool {
     let lower = callee.to_ascii_lowercase();
     lower.contains("shfl") || lower.contains("reduce") || lower.starts_with("atomic") || callee.ends_with(".Sum")
 }
 
 /// The functions of the file that shuffle values between a warp's lanes, themselves or through
 /// another such function (`block_sum` calling `warp_sum`).
-fn shuffling_functions(unit: &Unit) -> Vec<String> {
+pub(super) fn shuffling_functions(unit: &Unit) -> Vec<String> {
     let Some(tree) = unit.doc.tree() else { return Vec::new() };
     let text = unit.text();
     let functions: Vec<(&str, &str)> = descendants(tree.root_node())
@@ -447,7 +450,7 @@ fn vec_bits_edit(unit: &Unit) -> TextEdit {
 
 /// The start of the loop's line, or of the `#pragma` lines right above it, which belong to the
 /// original loop.
-fn loop_start_with_pragmas(text: &str, loop_start: usize) -> usize {
+pub(super) fn loop_start_with_pragmas(text: &str, loop_start: usize) -> usize {
     let mut start = line_start(text, loop_start);
     while start > 0 {
         let previous = line_start(text, start - 1);
@@ -498,16 +501,29 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) 
     }
     lane_body.push_str(&text[at..l.body.end_byte()]);
 
-    let guard: Vec<String> = accesses.iter().map(|a| format!("(unsigned long long){} % ({vec} * sizeof({})) == 0", operand(&a.pointer), plain_element(&a.element))).collect();
+    // Vectors start where every pointer is at a whole vector: the same element of each when
+    // their phases (elements past a vector boundary) agree; the elements before it, and all of
+    // them when the phases differ, go one at a time.
+    let phase = unit.local_name(&format!("{i}_phase"));
+    let head = unit.local_name(&format!("{i}_head"));
+    let phase_of = |a: &Access| format!("(unsigned long long){} / sizeof({}) % {vec}", operand(&a.pointer), plain_element(&a.element));
+    let peel = format!("({vec} - {phase}) % {vec}");
+    let mut guard = vec![format!("{end} >= {peel}")];
+    guard.extend(accesses[1..].iter().map(|a| format!("{} == {phase}", phase_of(a))));
     let mut out = format!("#if {vec} == 1\n{original}\n#else\n{indent}{{\n");
     for (element, name) in &bit_types {
         out.push_str(&format!("{inner}typedef typename cutune_bits<{vec} * sizeof({element})>::type {name};\n"));
     }
+    out.push_str(&format!("{inner}const {ty} {phase} = {};\n", phase_of(&accesses[0])));
     out.push_str(&joined(&format!("{inner}const bool {aligned} = "), &guard, "&&", ";\n"));
-    out.push_str(&format!("{inner}const {ty} {limit} = {aligned} ? {end} - {end} % {vec} : 0;\n"));
-    // Thread t's chunks of `{vec}` are those its scalar loop would start at, times `{vec}`.
+    out.push_str(&format!("{inner}const {ty} {head} = {aligned} ? {peel} : 0;\n"));
+    out.push_str(&format!("{inner}const {ty} {limit} = {aligned} ? {end} - ({end} - {head}) % {vec} : 0;\n"));
     let (first, stride) = (factor(&l.start), factor(&l.step));
-    out.push_str(&for_header(&inner, &format!("{ty} {vec_i} = {first} * {vec}"), &format!("{vec_i} < {limit}"), &format!("{vec_i} += {stride} * {vec}")));
+    let scalar_body = shifted(&text[l.body.byte_range()], &step);
+    let head_header = for_header(&inner, &format!("{ty} {i} = {}", l.start.trim()), &format!("{i} < {head}"), &format!("{i} += {}", l.step.trim()));
+    out.push_str(&format!("{} {scalar_body}\n", head_header.strip_suffix(" {").expect("a for header ends with its brace")));
+    // Thread t's chunks of `{vec}` are those its scalar loop would start at, times `{vec}`.
+    out.push_str(&for_header(&inner, &format!("{ty} {vec_i} = {head} + {first} * {vec}"), &format!("{vec_i} < {limit}"), &format!("{vec_i} += {stride} * {vec}")));
     out.push('\n');
     // Each vector lives in a register of the access's size, viewed as elements by the lanes.
     for (local, a) in &locals {
@@ -522,10 +538,8 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) 
         out.push_str(&format!("{innermost}*reinterpret_cast<{}*>({} + {vec_i}) = {local}_bits;\n", bits(a), a.pointer));
     }
     out.push_str(&format!("{inner}}}\n"));
-    let tail_body = shifted(&text[l.body.byte_range()], &step);
-    let (start, step) = (l.start.trim(), l.step.trim());
-    let tail_header = for_header(&inner, &format!("{ty} {i} = {limit} + {}", factor(start)), &format!("{i} < {end}"), &format!("{i} += {step}"));
-    out.push_str(&format!("{} {tail_body}\n", tail_header.strip_suffix(" {").expect("a for header ends with its brace")));
+    let tail_header = for_header(&inner, &format!("{ty} {i} = {limit} + {first}"), &format!("{i} < {end}"), &format!("{i} += {}", l.step.trim()));
+    out.push_str(&format!("{} {scalar_body}\n", tail_header.strip_suffix(" {").expect("a for header ends with its brace")));
     out.push_str(&format!("{indent}}}\n#endif"));
     out
 }

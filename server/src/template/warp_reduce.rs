@@ -7,7 +7,7 @@
 use tree_sitter::Node;
 
 use super::layout::{indent_step, leading_whitespace};
-use super::strategy::{inside_earlier_rewrite, is_thread_index};
+use super::strategy::{inside_rewrite, is_thread_index};
 use super::{line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
 use crate::syntax::{descendants, parse_int_literal};
@@ -36,7 +36,7 @@ impl Transform for WarpShuffleReduce {
     fn apply(&self, unit: &Unit) -> Outcome {
         let Some(body) = unit.body() else { return Outcome::NotApplicable("the kernel has no body".into()) };
         let text = unit.text();
-        let loops = descendants(body).filter(|n| n.kind() == "for_statement" && !inside_earlier_rewrite(unit, *n));
+        let loops = descendants(body).filter(|n| n.kind() == "for_statement" && !inside_rewrite(unit, *n, "0"));
         let trees: Vec<Tree> = loops.filter_map(|n| tree_reduction(unit, n)).collect();
         if trees.is_empty() {
             return Outcome::NotApplicable("no shared-memory tree reduction `for (s = N / 2; s > 0; s >>= 1) { if (t < s) a[t] += a[t + s]; __syncthreads(); }`".into());
