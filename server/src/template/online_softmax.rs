@@ -99,11 +99,16 @@ fn statements(block: Node) -> Vec<Node> {
 /// `None` when no max pass starts there, an error when the rest is not as it must be.
 fn passes_at<'t>(unit: &Unit<'t>, statements: &[Node<'t>], k: usize) -> Option<Result<Passes<'t>, String>> {
     let text = unit.text();
-    let max_loop = simple_loop(text, *statements.get(k)?).filter(is_row_loop)?;
+    let max_loop = simple_loop(text, *statements.get(k)?).filter(|l| is_row_loop(unit, l))?;
     let (max, value) = max_update(text, only_statement(max_loop.body)?)?;
     let max_reduce = *statements.get(k + 1)?;
     reduction(unit, max_reduce, &max, "max")?;
-    Some(sum_pass(unit, statements, k + 2, max_loop, max, value, max_reduce))
+    // Only a softmax's maximum is worth a word: something after it takes `exp(… - max)`.
+    let exponentiates = |n: &Node| {
+        let later = &text[n.byte_range()];
+        ["expf", "__expf", "exp"].iter().any(|f| contains_identifier(later, f)) && contains_identifier(later, &max)
+    };
+    statements[k + 2..].iter().any(exponentiates).then(|| sum_pass(unit, statements, k + 2, max_loop, max, value, max_reduce))
 }
 
 /// The sum pass that must follow a max pass from `statements[next]` on, or why it does not.
@@ -112,7 +117,7 @@ fn sum_pass<'t>(unit: &Unit<'t>, statements: &[Node<'t>], mut next: usize, max_l
     let not_merged = |what: &str| format!("the maximum `{max}` is not followed by {what}: the passes are not merged");
     let sum_declaration = statements.get(next).filter(|n| zero_declaration(text, **n).is_some()).copied();
     next += usize::from(sum_declaration.is_some());
-    let sum_loop = statements.get(next).and_then(|n| simple_loop(text, *n)).filter(is_row_loop).ok_or_else(|| not_merged("a row loop over the same elements"))?;
+    let sum_loop = statements.get(next).and_then(|n| simple_loop(text, *n)).filter(|l| is_row_loop(unit, l)).ok_or_else(|| not_merged("a row loop over the same elements"))?;
     let same_row = [(&max_loop.var, &sum_loop.var), (&max_loop.start, &sum_loop.start), (&max_loop.end, &sum_loop.end), (&max_loop.step, &sum_loop.step)];
     if same_row.iter().any(|(a, b)| normalized(a) != normalized(b)) {
         return Err(not_merged("a loop over the same elements (its header differs)"));

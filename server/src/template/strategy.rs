@@ -34,9 +34,10 @@ fn is_grid_stride_start(text: &str) -> bool {
     )
 }
 
-/// `for (i = threadIdx.x; …; i += blockDim.x)`: a block's threads across a row.
-pub(super) fn is_row_loop(l: &SimpleLoop) -> bool {
-    normalized(&l.start) == "threadIdx.x" && normalized(&l.step) == "blockDim.x"
+/// `for (i = threadIdx.x; …; i += blockDim.x)`: a block's threads across a row; the start may
+/// be a local set to `threadIdx.x` once (`tid`).
+pub(super) fn is_row_loop(unit: &Unit, l: &SimpleLoop) -> bool {
+    is_thread_index(unit, l.start.trim()) && normalized(&l.step) == "blockDim.x"
 }
 
 fn is_grid_stride_step(text: &str) -> bool {
@@ -184,7 +185,7 @@ impl Transform for VectorizeRowLoops {
             .into_iter()
             .filter(|n| !inside_rewrite(unit, *n, "1"))
             .filter_map(|n| simple_loop(text, n))
-            .filter(|l| is_row_loop(l) || is_grid_stride_start(&l.start) && is_grid_stride_step(&l.step))
+            .filter(|l| is_row_loop(unit, l) || is_grid_stride_start(&l.start) && is_grid_stride_step(&l.step))
             .collect();
         if row_loops.is_empty() {
             return Outcome::NotApplicable("no row loop `for (i = threadIdx.x; i < n; i += blockDim.x)` or grid-stride loop left to vectorise".into());
