@@ -307,3 +307,32 @@ async def test_softmax_max_and_sum_passes_become_one_online_pass_in_the_code_act
     run = subprocess.run([str(CUTUNE_BIN), "templatize", str(weighted), "--kernel", "softmax_kernel"], capture_output=True, text=True, check=True)
     assert "refused: online-softmax: the maximum `m` is not followed by `s += expf(__half2float(x[j]) - m)` alone in the next loop: the passes are not merged" in run.stderr, run.stderr
     assert "SOFTMAX_ONLINE" not in run.stdout
+
+
+def test_a_loop_whose_index_is_taken_apart_loads_each_half_of_the_row_as_vectors(tmp_path: Path):
+    source = tmp_path / "silu_and_mul.cu"
+    source.write_text((REPO / "examples" / "silu_and_mul.cu").read_text())
+    (tmp_path / ".cutune").write_text("")
+    run = subprocess.run([str(CUTUNE_BIN), "templatize", str(source), "--kernel", "silu_and_mul_kernel"], capture_output=True, text=True, check=True)
+    assert "applied: vectorize: loop(s) at line 26 load and store `SILU_AND_MUL_VEC` elements at a time when aligned" in run.stderr, run.stderr
+    # The row's two halves and the output, each one access per chunk; the chunks must stay in
+    # one row, so `d` must be a multiple of the width.
+    assert "    const bool i_whole = d % SILU_AND_MUL_VEC == 0;\n    const int i_vec_end = i_whole ? n - n % SILU_AND_MUL_VEC : 0;\n" in run.stdout
+    assert "        if (i_lane == 0) row_v_bits = cutune_load<half_bits>(&row[j]);\n        float x = __half2float(row_v[i_lane]);\n" in run.stdout
+    assert "        if (i_lane == 0) row_v2_bits = cutune_load<half_bits>(&row[d + j]);\n" in run.stdout
+    assert "      cutune_store(out_v_at, out_v_bits);\n" in run.stdout
+
+    # A transposed store cannot be one vector: refused, with the reason and its line.
+    transposed = tmp_path / "transposed.cu"
+    transposed.write_text(
+        "__global__ void transpose_flat(float* out, const float* in, int n, int rows, int cols) {\n"
+        "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {\n"
+        "    int r = i / cols;\n"
+        "    int c = i - r * cols;\n"
+        "    out[c * rows + r] = in[i];\n"
+        "  }\n"
+        "}\n"
+        "void run(float* out, const float* in, int rows, int cols) { transpose_flat<<<(rows * cols + 255) / 256, 256>>>(out, in, rows * cols, rows, cols); }\n"
+    )
+    run = subprocess.run([str(CUTUNE_BIN), "templatize", str(transposed), "--kernel", "transpose_flat"], capture_output=True, text=True, check=True)
+    assert "refused: vectorize: `out[c * rows + r]` is written at an index that is not one element per lane (line 5): not vectorised" in run.stderr, run.stderr

@@ -20,6 +20,7 @@ work="$(mktemp -d -t cutune-ab.XXXXXX)"
 cases=(
   "block_reduce block_reduce_sum_kernel BLOCK_REDUCE_SUM_WARP_SHUFFLE,BLOCK_REDUCE_SUM_VEC|BLOCK=128,256,512,1024 BLOCK_REDUCE_SUM_ITEMS_PER_THREAD=1,4,8,16 BLOCK_REDUCE_SUM_VEC=1,4 BLOCK_REDUCE_SUM_WARP_SHUFFLE=0,1 fast_math=0 max_registers=0"
   "softmax softmax_kernel SOFTMAX_VEC,SOFTMAX_ONLINE|SOFTMAX_BLOCK_SIZE=512,1024 SOFTMAX_VEC=1,2,8 SOFTMAX_ONLINE=0,1 fast_math=0 max_registers=0"
+  "silu_and_mul silu_and_mul_kernel SILU_AND_MUL_VEC|SILU_AND_MUL_BLOCK_SIZE=128,256,512 SILU_AND_MUL_ITEMS_PER_THREAD=1,4,8 SILU_AND_MUL_VEC=1,8 fast_math=0 max_registers=0"
   "rmsnorm rmsnorm_kernel RMSNORM_WARP_SHUFFLE|BLOCK_SIZE=128,256,512,1024 RMSNORM_UNROLL=4 RMSNORM_VEC=1,8 RMSNORM_WARP_SHUFFLE=0,1 fast_math=0 max_registers=0"
 )
 

@@ -11,6 +11,7 @@ mod bounds;
 mod callee;
 mod data_files;
 mod host;
+mod lanes;
 mod file;
 mod format;
 mod layout;

@@ -193,15 +193,15 @@ impl Transform for VectorizeRowLoops {
         let mut accepted = Vec::new();
         let mut notes = Vec::new();
         for l in &row_loops {
-            match loop_accesses(unit, l) {
-                Ok(accesses) => accepted.push((l, accesses)),
+            match loop_plan(unit, l) {
+                Ok(plan) => accepted.push((l, plan)),
                 Err(why) => notes.push(Note { line: Some(unit.line_of(l.node.start_byte())), message: why }),
             }
         }
         if accepted.is_empty() {
             return Outcome::Refused(notes.remove(0));
         }
-        let widest = accepted.iter().flat_map(|(_, a)| a.iter().map(|a| a.element_bytes)).max().unwrap_or(4);
+        let widest = accepted.iter().map(|(_, plan)| plan.widest_element()).max().unwrap_or(4);
         let values: Vec<i64> = [1i64, 2, 4, 8, 16].into_iter().filter(|v| *v as u64 * widest <= 16).collect();
         let name = unit.fresh_name("VEC");
         let mut rewrite = Rewrite { notes, ..Rewrite::default() };
@@ -210,9 +210,16 @@ impl Transform for VectorizeRowLoops {
         }
         rewrite.edits.push(unit.define_block(&name, "1"));
         let mut lines = Vec::new();
-        for (l, accesses) in &accepted {
+        if accepted.iter().any(|(_, plan)| matches!(plan, LoopPlan::Lanes(_))) {
+            rewrite.edits.extend(super::lanes::access_helpers_edit(unit));
+        }
+        for (l, plan) in &accepted {
             let start = loop_start_with_pragmas(text, l.node.start_byte());
-            rewrite.edits.push(TextEdit { range: start..l.node.end_byte(), new_text: vectorized_loop(unit, l, accesses, &name) });
+            let new_text = match plan {
+                LoopPlan::Direct(accesses) => vectorized_loop(unit, l, accesses, &name),
+                LoopPlan::Lanes(plan) => super::lanes::lane_loop(unit, l, plan, &name, &|element| bits_type_name(unit, element)),
+            };
+            rewrite.edits.push(TextEdit { range: start..l.node.end_byte(), new_text });
             lines.push(unit.line_of(l.node.start_byte()).to_string());
         }
         // Loops an earlier rewrite wrote all stand at that rewrite's first line.
@@ -227,11 +234,7 @@ impl Transform for VectorizeRowLoops {
 /// The pointers a row loop reads and writes at `[i]`, or why it cannot be vectorised.
 fn loop_accesses(unit: &Unit, l: &SimpleLoop) -> Result<Vec<Access>, String> {
     let text = unit.text();
-    for word in ["break", "continue", "return", "goto", "__syncthreads", "__syncwarp", "atomic"] {
-        if subtree_contains_token(text, l.body, word) {
-            return Err(format!("the loop body contains `{word}`: not vectorised"));
-        }
-    }
+    no_jumps_or_barriers(unit, l)?;
     if !names_in(text, l.body, &l.var).is_empty() && names_in(text, l.body, &l.var).iter().any(|n| is_assigned(text, *n)) {
         return Err(format!("the loop assigns `{}`: not vectorised", l.var));
     }
@@ -274,6 +277,47 @@ fn loop_accesses(unit: &Unit, l: &SimpleLoop) -> Result<Vec<Access>, String> {
     }
     accumulators_combined(unit, l)?;
     Ok(accesses)
+}
+
+/// Refuses a body that leaves the loop early, waits for other threads or adds atomically: the
+/// vector loop changes which elements a thread takes, and in what order.
+fn no_jumps_or_barriers(unit: &Unit, l: &SimpleLoop) -> Result<(), String> {
+    for word in ["break", "continue", "return", "goto", "__syncthreads", "__syncwarp", "atomic"] {
+        if subtree_contains_token(unit.text(), l.body, word) {
+            return Err(format!("the loop body contains `{word}`: not vectorised"));
+        }
+    }
+    Ok(())
+}
+
+/// What a loop is vectorised by: its `p[i]` accesses, or the lane analysis when `i` is also
+/// taken apart.
+enum LoopPlan<'t> {
+    Direct(Vec<Access>),
+    Lanes(super::lanes::LanePlan<'t>),
+}
+
+impl LoopPlan<'_> {
+    fn widest_element(&self) -> u64 {
+        match self {
+            LoopPlan::Direct(accesses) => accesses.iter().map(|a| a.element_bytes).max().unwrap_or(4),
+            LoopPlan::Lanes(plan) => plan.sites.iter().map(|s| s.element_bytes).max().unwrap_or(4),
+        }
+    }
+}
+
+/// How to vectorise `l`, or why not.
+fn loop_plan<'t>(unit: &Unit<'t>, l: &SimpleLoop<'t>) -> Result<LoopPlan<'t>, String> {
+    let only_subscripts = names_in(unit.text(), l.body, &l.var).into_iter().all(|n| {
+        subscript_of(n).is_some_and(|s| s.child_by_field_name("argument").is_some_and(|a| a.kind() == "identifier"))
+    });
+    if only_subscripts {
+        return loop_accesses(unit, l).map(LoopPlan::Direct);
+    }
+    no_jumps_or_barriers(unit, l)?;
+    let plan = super::lanes::plan(unit, l)?;
+    accumulators_combined(unit, l)?;
+    Ok(LoopPlan::Lanes(plan))
 }
 
 /// Whether every local the loop accumulates into (`sum += …` on a name declared outside it) is
@@ -413,7 +457,7 @@ fn subtree_contains_token(text: &str, root: Node, word: &str) -> bool {
 
 /// The element type of a kernel pointer parameter, or of a pointer the kernel derives from one
 /// (`const half* row = in + offset;`).
-fn pointer_element_type(unit: &Unit, name: &str) -> Option<String> {
+pub(super) fn pointer_element_type(unit: &Unit, name: &str) -> Option<String> {
     if let Some(p) = unit.kernel.params.iter().find(|p| p.name == name && p.pointer_depth == 1) {
         return Some(p.base_type.clone());
     }
@@ -482,7 +526,7 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) 
     for a in accesses {
         let element = plain_element(&a.element);
         if !bit_types.iter().any(|(e, _)| *e == element) {
-            let name = unit.local_name(&format!("{}_bits", element.replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_")));
+            let name = bits_type_name(unit, &element);
             bit_types.push((element, name));
         }
     }
@@ -545,7 +589,12 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) 
     out
 }
 
+/// The local type name of a register holding a vector of `element`s: `half_bits`.
+fn bits_type_name(unit: &Unit, element: &str) -> String {
+    unit.local_name(&format!("{}_bits", element.replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_")))
+}
+
 /// An element type without its qualifiers: `const half __restrict__` → `half`.
-fn plain_element(element: &str) -> String {
+pub(super) fn plain_element(element: &str) -> String {
     element.split_whitespace().filter(|w| !matches!(*w, "const" | "__restrict__" | "__restrict" | "volatile")).collect::<Vec<_>>().join(" ")
 }

@@ -1,0 +1,399 @@
+//! Vectorising a loop whose index is taken apart before it reaches memory
+//! (`t = i / d; j = i - t * d; row = in + t * 2 * d; … row[j], row[d + j], out[i]`).
+//!
+//! Each loop variable's value is followed through the body's declarations as a function of the
+//! lane, for the V consecutive elements a thread takes together: *uniform* (the same for every
+//! lane) or *lane* (the first lane's value plus the lane), and whether it is a multiple of V. A
+//! memory access whose pointer is uniform and whose index is a lane value touches V consecutive
+//! elements, so it becomes one load or store. Division and remainder keep a lane value whole
+//! only when the divisor is a multiple of V and the first lane's value is too: the divisor's is
+//! checked at run time before the vector loop, and the chunks start at multiples of V.
+
+use tree_sitter::Node;
+
+use super::layout::{for_header, indent_step, leading_whitespace, shifted};
+use super::strategy::{pointer_element_type, plain_element, SimpleLoop};
+use super::{contains_identifier, line_start, TextEdit, Unit};
+use crate::syntax::{descendants, size_of_type};
+
+/// The guard of the helpers that load and store a vector where it may not be aligned.
+const ACCESS_GUARD: &str = "CUTUNE_VEC_ACCESS";
+
+/// How a value varies over the V lanes a thread takes together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lanes {
+    /// The same in every lane; `multiple` when it is known to be a multiple of V.
+    Uniform { multiple: bool },
+    /// The first lane's value plus the lane; `aligned` when the first lane's is a multiple of V.
+    Step { aligned: bool },
+    Other,
+}
+
+/// One access `p[e]` of V consecutive elements.
+pub(super) struct Site<'t> {
+    node: Node<'t>,
+    pointer: String,
+    index: String,
+    element: String,
+    pub(super) element_bytes: u64,
+    read: bool,
+    written: bool,
+    /// The loop body's statement it sits in.
+    statement: Node<'t>,
+}
+
+/// A loop the lane analysis vectorises: its accesses and the divisors that must be multiples
+/// of V.
+pub(super) struct LanePlan<'t> {
+    pub(super) sites: Vec<Site<'t>>,
+    divisors: Vec<String>,
+}
+
+/// The plan for `l`, or why its accesses cannot be proven consecutive.
+pub(super) fn plan<'t>(unit: &Unit<'t>, l: &SimpleLoop<'t>) -> Result<LanePlan<'t>, String> {
+    let text = unit.text();
+    let not = |why: String| Err(format!("{why}: not vectorised"));
+    if l.body.kind() != "compound_statement" {
+        return not(format!("the loop body is one statement using `{}` other than as `p[{}]`", l.var, l.var));
+    }
+    let mut cursor = l.body.walk();
+    let statements: Vec<Node> = l.body.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect();
+    if let Some(s) = statements.iter().find(|s| !matches!(s.kind(), "declaration" | "expression_statement")) {
+        return not(format!("the loop body has a `{}` (line {}); only declarations and expressions are taken lane by lane", s.kind().replace('_', " "), unit.line_of(s.start_byte())));
+    }
+    let deref_write = descendants(l.body).find(|n| {
+        n.kind() == "assignment_expression" && n.child_by_field_name("left").is_some_and(|left| matches!(left.kind(), "pointer_expression" | "field_expression"))
+    });
+    if let Some(w) = deref_write {
+        return not(format!("the loop writes through `{}` (line {})", &text[w.child_by_field_name("left").expect("checked").byte_range()], unit.line_of(w.start_byte())));
+    }
+    let mut analysis = Analysis { unit, l, locals: Vec::new(), divisors: Vec::new() };
+    let mut sites: Vec<Site> = Vec::new();
+    for statement in &statements {
+        for subscript in descendants(*statement).filter(|n| n.kind() == "subscript_expression") {
+            if let Some(site) = analysis.site(subscript, *statement)? {
+                sites.push(site);
+            }
+        }
+        if statement.kind() == "declaration" {
+            analysis.declare(*statement);
+        }
+    }
+    if sites.is_empty() {
+        return not("no access of consecutive elements".into());
+    }
+    // A written element is stored after the lanes: nothing else may read or write its buffer.
+    for w in sites.iter().filter(|s| s.written) {
+        if sites.iter().any(|s| s.pointer == w.pointer && s.node != w.node) {
+            return not(format!("`{}` is written and also accessed another way in the loop", w.pointer));
+        }
+    }
+    Ok(LanePlan { sites, divisors: analysis.divisors })
+}
+
+struct Analysis<'a, 't> {
+    unit: &'a Unit<'t>,
+    l: &'a SimpleLoop<'t>,
+    /// The body's locals declared so far, with how they vary.
+    locals: Vec<(String, Lanes)>,
+    /// Divisors that must be multiples of V, as the source writes them.
+    divisors: Vec<String>,
+}
+
+impl<'t> Analysis<'_, 't> {
+    fn text(&self) -> &'t str {
+        self.unit.text()
+    }
+
+    fn declare(&mut self, declaration: Node<'t>) {
+        let mut cursor = declaration.walk();
+        let declarators: Vec<Node> = declaration.children_by_field_name("declarator", &mut cursor).collect();
+        for d in declarators {
+            let Some(name) = d.child_by_field_name("declarator").map(|n| declared_name(self.text(), n)) else { continue };
+            let lanes = match d.child_by_field_name("value") {
+                Some(value) if !self.assigned_in_loop(&name) => self.lanes(value),
+                _ => Lanes::Other,
+            };
+            self.locals.push((name, lanes));
+        }
+    }
+
+    /// Whether `name` is assigned anywhere in the loop's body other than where it is declared.
+    fn assigned_in_loop(&self, name: &str) -> bool {
+        let text = self.text();
+        descendants(self.l.body).any(|n| match n.kind() {
+            "assignment_expression" => n.child_by_field_name("left").is_some_and(|left| &text[left.byte_range()] == name),
+            "update_expression" => n.child_by_field_name("argument").is_some_and(|a| &text[a.byte_range()] == name),
+            _ => false,
+        })
+    }
+
+    fn lanes(&mut self, node: Node) -> Lanes {
+        let text = self.text();
+        match node.kind() {
+            "parenthesized_expression" => node.named_child(0).map_or(Lanes::Other, |n| self.lanes(n)),
+            "cast_expression" => node.child_by_field_name("value").map_or(Lanes::Other, |n| self.lanes(n)),
+            "number_literal" | "field_expression" | "sizeof_expression" => Lanes::Uniform { multiple: false },
+            "identifier" => {
+                let name = &text[node.byte_range()];
+                if name == self.l.var {
+                    return Lanes::Step { aligned: true };
+                }
+                if let Some((_, lanes)) = self.locals.iter().rev().find(|(n, _)| n == name) {
+                    return *lanes;
+                }
+                if self.assigned_in_loop(name) || self.declared_in_loop(name) {
+                    Lanes::Other
+                } else {
+                    Lanes::Uniform { multiple: self.divisors.iter().any(|d| d == name) }
+                }
+            }
+            "binary_expression" => {
+                let (Some(left), Some(right), Some(op)) = (node.child_by_field_name("left"), node.child_by_field_name("right"), node.child_by_field_name("operator")) else {
+                    return Lanes::Other;
+                };
+                let op = &text[op.byte_range()];
+                let a = self.lanes(left);
+                if matches!(op, "/" | "%") {
+                    return self.divided(a, right, op);
+                }
+                let b = self.lanes(right);
+                combined(a, op, b)
+            }
+            _ => Lanes::Other,
+        }
+    }
+
+    /// `a / d` or `a % d`: a lane value stays whole when its first lane's value and `d` are
+    /// multiples of V (the chunk then lies within one multiple of `d`); `d` must then be the
+    /// same throughout the loop, and its being a multiple is checked before it.
+    fn divided(&mut self, a: Lanes, divisor: Node, op: &str) -> Lanes {
+        let d = self.lanes(divisor);
+        match (a, d) {
+            (Lanes::Uniform { .. }, Lanes::Uniform { .. }) => Lanes::Uniform { multiple: false },
+            (Lanes::Step { aligned: true }, Lanes::Uniform { multiple }) if multiple || self.loop_invariant(divisor) => {
+                if !multiple {
+                    self.divisors.push(self.text()[divisor.byte_range()].trim().to_string());
+                }
+                if op == "/" { Lanes::Uniform { multiple: false } } else { Lanes::Step { aligned: true } }
+            }
+            _ => Lanes::Other,
+        }
+    }
+
+    /// Whether `node`'s value is fixed before the loop: it names nothing the loop declares or
+    /// assigns.
+    fn loop_invariant(&self, node: Node) -> bool {
+        let text = self.text();
+        descendants(node).filter(|n| n.kind() == "identifier").all(|n| {
+            let name = &text[n.byte_range()];
+            name != self.l.var && !self.assigned_in_loop(name) && !self.declared_in_loop(name)
+        })
+    }
+
+    fn declared_in_loop(&self, name: &str) -> bool {
+        let text = self.text();
+        descendants(self.l.body).filter(|n| n.kind() == "init_declarator" || n.kind() == "declaration").any(|d| {
+            d.child_by_field_name("declarator").is_some_and(|n| declared_name(text, n) == name)
+        })
+    }
+
+    /// `subscript` as an access of consecutive elements, `None` when its index is not a lane
+    /// value (each lane reads its own element, as before), or why it cannot be vectorised.
+    fn site(&mut self, subscript: Node<'t>, statement: Node<'t>) -> Result<Option<Site<'t>>, String> {
+        let text = self.text();
+        let (Some(pointer), Some(index)) = (subscript.child_by_field_name("argument"), subscript_index(subscript)) else { return Ok(None) };
+        let written = subscript.parent().is_some_and(|a| a.kind() == "assignment_expression" && a.child_by_field_name("left") == Some(subscript));
+        let index_lanes = self.lanes(index);
+        let pointer_name = text[pointer.byte_range()].trim().to_string();
+        let line = self.unit.line_of(subscript.start_byte());
+        match index_lanes {
+            Lanes::Step { .. } => {}
+            _ if written => return Err(format!("`{}` is written at an index that is not one element per lane (line {line}): not vectorised", &text[subscript.byte_range()])),
+            _ => return Ok(None),
+        }
+        if pointer.kind() != "identifier" || !matches!(self.lanes(pointer), Lanes::Uniform { .. }) {
+            return Err(format!("`{}` is not a pointer the same in every lane (line {line}): not vectorised", &text[subscript.byte_range()]));
+        }
+        let element = pointer_element_type(self.unit, &pointer_name).ok_or_else(|| format!("`{pointer_name}` is not a pointer parameter or a pointer derived from one: not vectorised"))?;
+        let element_bytes = size_of_type(&element).filter(|b| [1, 2, 4, 8].contains(b)).ok_or_else(|| format!("the size of `{element}` is not known: not vectorised"))?;
+        if conditional(subscript, statement) {
+            return Err(format!("`{}` is under a condition (line {line}): a vector access would touch elements the loop may not", &text[subscript.byte_range()]));
+        }
+        let compound = written && subscript.parent().and_then(|a| a.child_by_field_name("operator")).is_some_and(|op| &text[op.byte_range()] != "=");
+        let index = text[index.byte_range()].trim().to_string();
+        Ok(Some(Site { node: subscript, pointer: pointer_name, index, element, element_bytes, read: !written || compound, written, statement }))
+    }
+}
+
+/// How `a op b` varies, for `+`, `-` and `*`.
+fn combined(a: Lanes, op: &str, b: Lanes) -> Lanes {
+    use Lanes::{Other, Step, Uniform};
+    match (op, a, b) {
+        ("+" | "-", Uniform { multiple: x }, Uniform { multiple: y }) => Uniform { multiple: x && y },
+        ("+" | "-", Step { aligned }, Uniform { multiple }) => Step { aligned: aligned && multiple },
+        ("+", Uniform { multiple }, Step { aligned }) => Step { aligned: aligned && multiple },
+        ("-", Step { aligned: x }, Step { aligned: y }) => Uniform { multiple: x && y },
+        ("*", Uniform { multiple: x }, Uniform { multiple: y }) => Uniform { multiple: x || y },
+        _ => Other,
+    }
+}
+
+/// The name a declarator declares (`p` of `* p`, `a` of `a[4]`).
+fn declared_name(text: &str, declarator: Node) -> String {
+    let mut node = declarator;
+    while let Some(inner) = node.child_by_field_name("declarator") {
+        node = inner;
+    }
+    text[node.byte_range()].to_string()
+}
+
+fn subscript_index(subscript: Node) -> Option<Node> {
+    subscript.child_by_field_name("index").or_else(|| {
+        let list = subscript.child_by_field_name("indices")?;
+        let mut cursor = list.walk();
+        let first = list.named_children(&mut cursor).next();
+        first
+    })
+}
+
+/// Whether `node` is evaluated only under a condition within `statement` (`?:`, `&&`, `||`).
+fn conditional(node: Node, statement: Node) -> bool {
+    std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| *n != statement).any(|n| match n.kind() {
+        "conditional_expression" | "lambda_expression" => true,
+        "binary_expression" => n.child_by_field_name("operator").is_some_and(|op| matches!(op.kind(), "&&" | "||")),
+        _ => false,
+    })
+}
+
+/// The helpers the lane loop's accesses use, once per file.
+pub(super) fn access_helpers_edit(unit: &Unit) -> Option<TextEdit> {
+    if contains_identifier(unit.text(), ACCESS_GUARD) {
+        return None;
+    }
+    let mut edit = unit.define_block(ACCESS_GUARD, "");
+    edit.new_text = format!(
+        "#ifndef {ACCESS_GUARD}\n#define {ACCESS_GUARD}\n\
+         // The elements at p as one access of BITS when p is aligned to it, else one at a time.\n\
+         template <typename BITS, typename T>\n\
+         __device__ __forceinline__ BITS cutune_load(const T* p) {{\n  \
+           if ((unsigned long long)p % sizeof(BITS) == 0) return *reinterpret_cast<const BITS*>(p);\n  \
+           BITS bits;\n  \
+           T* elements = reinterpret_cast<T*>(&bits);\n  \
+           for (int k = 0; k < (int)(sizeof(BITS) / sizeof(T)); ++k) elements[k] = p[k];\n  \
+           return bits;\n\
+         }}\n\n\
+         template <typename BITS, typename T>\n\
+         __device__ __forceinline__ void cutune_store(T* p, const BITS& bits) {{\n  \
+           if ((unsigned long long)p % sizeof(BITS) == 0) {{\n    \
+             *reinterpret_cast<BITS*>(p) = bits;\n    \
+             return;\n  \
+           }}\n  \
+           const T* elements = reinterpret_cast<const T*>(&bits);\n  \
+           for (int k = 0; k < (int)(sizeof(BITS) / sizeof(T)); ++k) p[k] = elements[k];\n\
+         }}\n\
+         #endif\n\n"
+    );
+    Some(edit)
+}
+
+/// The loop as `#if VEC == 1 / original / #else / lanes / #endif`: chunks of `vec` elements, the
+/// body run once per lane with its consecutive accesses as one load before the first lane and
+/// one store after the last, then the scalar loop for the rest.
+pub(super) fn lane_loop(unit: &Unit, l: &SimpleLoop, plan: &LanePlan, vec: &str, bit_type: &dyn Fn(&str) -> String) -> String {
+    let text = unit.text();
+    let start = super::strategy::loop_start_with_pragmas(text, l.node.start_byte());
+    let original = &text[start..l.node.end_byte()];
+    let indent = leading_whitespace(&text[line_start(text, l.node.start_byte())..]);
+    let step = indent_step(text);
+    let (inner, innermost, lane_indent) = (format!("{indent}{step}"), format!("{indent}{step}{step}"), format!("{indent}{step}{step}{step}"));
+    let (i, ty, end) = (&l.var, &l.var_type, super::layout::operand(&l.end));
+    let vec_i = unit.local_name(&format!("{i}_vec"));
+    let lane = unit.local_name(&format!("{i}_lane"));
+    let limit = unit.local_name(&format!("{i}_vec_end"));
+    let whole = unit.local_name(&format!("{i}_whole"));
+    let mut taken: Vec<String> = Vec::new();
+    let names: Vec<String> = plan
+        .sites
+        .iter()
+        .map(|s| {
+            let wanted = format!("{}_v", s.pointer);
+            let name = std::iter::once(wanted.clone()).chain((2..).map(|k| format!("{wanted}{k}"))).find(|n| !taken.contains(n) && unit.local_name(n) == *n).expect("a free name");
+            taken.push(name.clone());
+            name
+        })
+        .collect();
+
+    let mut out = format!("#if {vec} == 1\n{original}\n#else\n{indent}{{\n");
+    let mut bit_types: Vec<(String, String)> = Vec::new();
+    for s in &plan.sites {
+        let element = plain_element(&s.element);
+        if !bit_types.iter().any(|(e, _)| *e == element) {
+            bit_types.push((element.clone(), bit_type(&element)));
+            out.push_str(&format!("{inner}typedef typename cutune_bits<{vec} * sizeof({element})>::type {};\n", bit_type(&element)));
+        }
+    }
+    let bits = |s: &Site| bit_types.iter().find(|(e, _)| *e == plain_element(&s.element)).expect("every element has a type").1.clone();
+    // The chunks start at multiples of `{vec}`; divisors must be too, for a chunk to stay in one row.
+    let whole_condition = if plan.divisors.is_empty() {
+        String::new()
+    } else {
+        let terms: Vec<String> = plan.divisors.iter().map(|d| format!("{} % {vec} == 0", super::layout::operand(d))).collect();
+        out.push_str(&super::layout::joined(&format!("{inner}const bool {whole} = "), &terms, "&&", ";\n"));
+        format!("{whole} ? ")
+    };
+    let limit_value = if whole_condition.is_empty() { format!("{end} - {end} % {vec}") } else { format!("{whole_condition}{end} - {end} % {vec} : 0") };
+    out.push_str(&format!("{inner}const {ty} {limit} = {limit_value};\n"));
+    let (first, stride) = (super::layout::factor(&l.start), super::layout::factor(&l.step));
+    out.push_str(&for_header(&inner, &format!("{ty} {vec_i} = {first} * {vec}"), &format!("{vec_i} < {limit}"), &format!("{vec_i} += {stride} * {vec}")));
+    out.push('\n');
+    for (s, name) in plan.sites.iter().zip(&names) {
+        let (element, bits) = (plain_element(&s.element), bits(s));
+        out.push_str(&format!("{innermost}{bits} {name}_bits;\n"));
+        let constness = if s.written { "" } else { "const " };
+        out.push_str(&format!("{innermost}{constness}{element}* {name} = reinterpret_cast<{constness}{element}*>(&{name}_bits);\n"));
+        if s.written {
+            out.push_str(&format!("{innermost}{element}* {name}_at = nullptr;\n"));
+        }
+    }
+    out.push_str(&format!("{innermost}for (int {lane} = 0; {lane} < {vec}; ++{lane}) {{\n"));
+    out.push_str(&format!("{lane_indent}const {ty} {i} = {vec_i} + {lane};\n"));
+    let mut cursor = l.body.walk();
+    let statements: Vec<Node> = l.body.named_children(&mut cursor).collect();
+    for statement in statements {
+        let here: Vec<(&Site, &String)> = plan.sites.iter().zip(&names).filter(|(s, _)| s.statement == statement).collect();
+        // The first lane's element address is where the vector starts.
+        for (s, name) in &here {
+            let address = format!("&{}[{}]", s.pointer, s.index);
+            if s.read {
+                out.push_str(&format!("{lane_indent}if ({lane} == 0) {name}_bits = cutune_load<{}>({address});\n", bits(s)));
+            }
+            if s.written {
+                out.push_str(&format!("{lane_indent}if ({lane} == 0) {name}_at = {address};\n"));
+            }
+        }
+        let mut line = String::new();
+        let mut at = statement.start_byte();
+        let mut replaced: Vec<(&Site, &String)> = here.clone();
+        replaced.sort_by_key(|(s, _)| s.node.start_byte());
+        for (s, name) in replaced {
+            line.push_str(&text[at..s.node.start_byte()]);
+            line.push_str(&format!("{name}[{lane}]"));
+            at = s.node.end_byte();
+        }
+        line.push_str(&text[at..statement.end_byte()]);
+        let statement_indent = leading_whitespace(&text[line_start(text, statement.start_byte())..]);
+        let extra = lane_indent.strip_prefix(statement_indent).unwrap_or("");
+        out.push_str(&format!("{lane_indent}{}\n", shifted(&line, extra)));
+    }
+    out.push_str(&format!("{innermost}}}\n"));
+    for (_, name) in plan.sites.iter().zip(&names).filter(|(s, _)| s.written) {
+        out.push_str(&format!("{innermost}cutune_store({name}_at, {name}_bits);\n"));
+    }
+    out.push_str(&format!("{inner}}}\n"));
+    let tail_body = shifted(&text[l.body.byte_range()], &step);
+    let tail_header = for_header(&inner, &format!("{ty} {i} = {limit} + {first}"), &format!("{i} < {end}"), &format!("{i} += {}", l.step.trim()));
+    out.push_str(&format!("{} {tail_body}\n", tail_header.strip_suffix(" {").expect("a for header ends with its brace")));
+    out.push_str(&format!("{indent}}}\n#endif"));
+    out
+}
