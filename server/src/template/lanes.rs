@@ -11,7 +11,7 @@
 
 use tree_sitter::Node;
 
-use super::layout::{for_header, indent_step, leading_whitespace, shifted};
+use super::layout::{factor, for_header, indent_step, joined, leading_whitespace, operand, shifted};
 use super::strategy::{pointer_element_type, plain_element, SimpleLoop};
 use super::{contains_identifier, line_start, TextEdit, Unit};
 use crate::syntax::{descendants, size_of_type};
@@ -49,27 +49,36 @@ pub(super) struct LanePlan<'t> {
     divisors: Vec<String>,
 }
 
-/// The plan for `l`, or why its accesses cannot be proven consecutive.
+/// The plan for loop `l`, or why its accesses cannot be proven consecutive.
 pub(super) fn plan<'t>(unit: &Unit<'t>, l: &SimpleLoop<'t>) -> Result<LanePlan<'t>, String> {
+    if l.body.kind() != "compound_statement" {
+        return Err(format!("the loop body is one statement using `{}` other than as `p[{}]`: not vectorised", l.var, l.var));
+    }
+    plan_statements(unit, &l.var, &statements_of(l.body))
+}
+
+/// A block's statements, comments left out.
+pub(super) fn statements_of(block: Node) -> Vec<Node> {
+    let mut cursor = block.walk();
+    block.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect()
+}
+
+/// The plan for `statements`, run once per element `var`.
+pub(super) fn plan_statements<'t>(unit: &Unit<'t>, var: &str, statements: &[Node<'t>]) -> Result<LanePlan<'t>, String> {
     let text = unit.text();
     let not = |why: String| Err(format!("{why}: not vectorised"));
-    if l.body.kind() != "compound_statement" {
-        return not(format!("the loop body is one statement using `{}` other than as `p[{}]`", l.var, l.var));
-    }
-    let mut cursor = l.body.walk();
-    let statements: Vec<Node> = l.body.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect();
     if let Some(s) = statements.iter().find(|s| !matches!(s.kind(), "declaration" | "expression_statement")) {
-        return not(format!("the loop body has a `{}` (line {}); only declarations and expressions are taken lane by lane", s.kind().replace('_', " "), unit.line_of(s.start_byte())));
+        return not(format!("the body has a `{}` (line {}); only declarations and expressions are taken lane by lane", s.kind().replace('_', " "), unit.line_of(s.start_byte())));
     }
-    let deref_write = descendants(l.body).find(|n| {
+    let deref_write = statements.iter().flat_map(|s| descendants(*s)).find(|n| {
         n.kind() == "assignment_expression" && n.child_by_field_name("left").is_some_and(|left| matches!(left.kind(), "pointer_expression" | "field_expression"))
     });
     if let Some(w) = deref_write {
-        return not(format!("the loop writes through `{}` (line {})", &text[w.child_by_field_name("left").expect("checked").byte_range()], unit.line_of(w.start_byte())));
+        return not(format!("the body writes through `{}` (line {})", &text[w.child_by_field_name("left").expect("checked").byte_range()], unit.line_of(w.start_byte())));
     }
-    let mut analysis = Analysis { unit, l, locals: Vec::new(), divisors: Vec::new() };
+    let mut analysis = Analysis { unit, var, scope: statements, locals: Vec::new(), divisors: Vec::new() };
     let mut sites: Vec<Site> = Vec::new();
-    for statement in &statements {
+    for statement in statements {
         for subscript in descendants(*statement).filter(|n| n.kind() == "subscript_expression") {
             if let Some(site) = analysis.site(subscript, *statement)? {
                 sites.push(site);
@@ -85,7 +94,7 @@ pub(super) fn plan<'t>(unit: &Unit<'t>, l: &SimpleLoop<'t>) -> Result<LanePlan<'
     // A written element is stored after the lanes: nothing else may read or write its buffer.
     for w in sites.iter().filter(|s| s.written) {
         if sites.iter().any(|s| s.pointer == w.pointer && s.node != w.node) {
-            return not(format!("`{}` is written and also accessed another way in the loop", w.pointer));
+            return not(format!("`{}` is written and also accessed another way", w.pointer));
         }
     }
     Ok(LanePlan { sites, divisors: analysis.divisors })
@@ -93,7 +102,9 @@ pub(super) fn plan<'t>(unit: &Unit<'t>, l: &SimpleLoop<'t>) -> Result<LanePlan<'
 
 struct Analysis<'a, 't> {
     unit: &'a Unit<'t>,
-    l: &'a SimpleLoop<'t>,
+    /// The element's index, and the statements run once per element.
+    var: &'a str,
+    scope: &'a [Node<'t>],
     /// The body's locals declared so far, with how they vary.
     locals: Vec<(String, Lanes)>,
     /// Divisors that must be multiples of V, as the source writes them.
@@ -118,10 +129,10 @@ impl<'t> Analysis<'_, 't> {
         }
     }
 
-    /// Whether `name` is assigned anywhere in the loop's body other than where it is declared.
+    /// Whether `name` is assigned anywhere in the statements other than where it is declared.
     fn assigned_in_loop(&self, name: &str) -> bool {
         let text = self.text();
-        descendants(self.l.body).any(|n| match n.kind() {
+        self.scope.iter().flat_map(|s| descendants(*s)).any(|n| match n.kind() {
             "assignment_expression" => n.child_by_field_name("left").is_some_and(|left| &text[left.byte_range()] == name),
             "update_expression" => n.child_by_field_name("argument").is_some_and(|a| &text[a.byte_range()] == name),
             _ => false,
@@ -136,7 +147,7 @@ impl<'t> Analysis<'_, 't> {
             "number_literal" | "field_expression" | "sizeof_expression" => Lanes::Uniform { multiple: false },
             "identifier" => {
                 let name = &text[node.byte_range()];
-                if name == self.l.var {
+                if name == self.var {
                     return Lanes::Step { aligned: true };
                 }
                 if let Some((_, lanes)) = self.locals.iter().rev().find(|(n, _)| n == name) {
@@ -187,13 +198,13 @@ impl<'t> Analysis<'_, 't> {
         let text = self.text();
         descendants(node).filter(|n| n.kind() == "identifier").all(|n| {
             let name = &text[n.byte_range()];
-            name != self.l.var && !self.assigned_in_loop(name) && !self.declared_in_loop(name)
+            name != self.var && !self.assigned_in_loop(name) && !self.declared_in_loop(name)
         })
     }
 
     fn declared_in_loop(&self, name: &str) -> bool {
         let text = self.text();
-        descendants(self.l.body).filter(|n| n.kind() == "init_declarator" || n.kind() == "declaration").any(|d| {
+        self.scope.iter().flat_map(|s| descendants(*s)).filter(|n| n.kind() == "init_declarator" || n.kind() == "declaration").any(|d| {
             d.child_by_field_name("declarator").is_some_and(|n| declared_name(text, n) == name)
         })
     }
@@ -297,6 +308,109 @@ pub(super) fn access_helpers_edit(unit: &Unit) -> Option<TextEdit> {
     Some(edit)
 }
 
+/// The text a lane plan writes, at one indentation.
+struct Writer<'a, 't> {
+    unit: &'a Unit<'t>,
+    plan: &'a LanePlan<'t>,
+    vec: &'a str,
+    step: String,
+    /// A local name per site, and a vector type name per element type.
+    names: Vec<String>,
+    bit_types: Vec<(String, String)>,
+    lane: String,
+}
+
+impl<'a, 't> Writer<'a, 't> {
+    fn new(unit: &'a Unit<'t>, plan: &'a LanePlan<'t>, var: &str, vec: &'a str, bit_type: &dyn Fn(&str) -> String) -> Self {
+        let mut names: Vec<String> = Vec::new();
+        for s in &plan.sites {
+            let wanted = format!("{}_v", s.pointer);
+            let name = std::iter::once(wanted.clone()).chain((2..).map(|k| format!("{wanted}{k}"))).find(|n| !names.contains(n) && unit.local_name(n) == *n).expect("a free name");
+            names.push(name);
+        }
+        let mut bit_types: Vec<(String, String)> = Vec::new();
+        for s in &plan.sites {
+            let element = plain_element(&s.element);
+            if !bit_types.iter().any(|(e, _)| *e == element) {
+                let name = bit_type(&element);
+                bit_types.push((element, name));
+            }
+        }
+        Writer { unit, plan, vec, step: indent_step(unit.text()), names, bit_types, lane: unit.local_name(&format!("{var}_lane")) }
+    }
+
+    fn bits(&self, s: &Site) -> &str {
+        &self.bit_types.iter().find(|(e, _)| *e == plain_element(&s.element)).expect("every element has a type").1
+    }
+
+    /// The vector types, and the condition that the divisors are multiples of V (`None` when
+    /// there are none) as a local named `whole`.
+    fn prologue(&self, indent: &str, whole: &str) -> (String, Option<String>) {
+        let mut out = String::new();
+        for (element, name) in &self.bit_types {
+            out.push_str(&format!("{indent}typedef typename cutune_bits<{} * sizeof({element})>::type {name};\n", self.vec));
+        }
+        if self.plan.divisors.is_empty() {
+            return (out, None);
+        }
+        // A chunk of V starts at a multiple of V; it stays within one row when the divisors are too.
+        let terms: Vec<String> = self.plan.divisors.iter().map(|d| format!("{} % {} == 0", operand(d), self.vec)).collect();
+        out.push_str(&joined(&format!("{indent}const bool {whole} = "), &terms, "&&", ";\n"));
+        (out, Some(whole.to_string()))
+    }
+
+    /// One chunk: the vectors, the statements once per lane (`var` = `first + lane`) with their
+    /// accesses read from and written to the vectors, then the stores.
+    fn chunk(&self, indent: &str, var: &str, ty: &str, first: &str, statements: &[Node]) -> String {
+        let text = self.unit.text();
+        let (vec, lane, step) = (self.vec, &self.lane, &self.step);
+        let lane_indent = format!("{indent}{step}");
+        let mut out = String::new();
+        for (s, name) in self.plan.sites.iter().zip(&self.names) {
+            let element = plain_element(&s.element);
+            out.push_str(&format!("{indent}{} {name}_bits;\n", self.bits(s)));
+            let constness = if s.written { "" } else { "const " };
+            out.push_str(&format!("{indent}{constness}{element}* {name} = reinterpret_cast<{constness}{element}*>(&{name}_bits);\n"));
+            if s.written {
+                out.push_str(&format!("{indent}{element}* {name}_at = nullptr;\n"));
+            }
+        }
+        out.push_str(&format!("{indent}for (int {lane} = 0; {lane} < {vec}; ++{lane}) {{\n"));
+        out.push_str(&format!("{lane_indent}const {ty} {var} = {first} + {lane};\n"));
+        for statement in statements {
+            let here: Vec<(&Site, &String)> = self.plan.sites.iter().zip(&self.names).filter(|(s, _)| s.statement == *statement).collect();
+            // The first lane's element is where the vector starts.
+            for (s, name) in &here {
+                let address = format!("&{}[{}]", s.pointer, s.index);
+                if s.read {
+                    out.push_str(&format!("{lane_indent}if ({lane} == 0) {name}_bits = cutune_load<{}>({address});\n", self.bits(s)));
+                }
+                if s.written {
+                    out.push_str(&format!("{lane_indent}if ({lane} == 0) {name}_at = {address};\n"));
+                }
+            }
+            let mut line = String::new();
+            let mut at = statement.start_byte();
+            let mut replaced = here.clone();
+            replaced.sort_by_key(|(s, _)| s.node.start_byte());
+            for (s, name) in replaced {
+                line.push_str(&text[at..s.node.start_byte()]);
+                line.push_str(&format!("{name}[{lane}]"));
+                at = s.node.end_byte();
+            }
+            line.push_str(&text[at..statement.end_byte()]);
+            let statement_indent = leading_whitespace(&text[line_start(text, statement.start_byte())..]);
+            let extra = lane_indent.strip_prefix(statement_indent).unwrap_or("");
+            out.push_str(&format!("{lane_indent}{}\n", shifted(&line, extra)));
+        }
+        out.push_str(&format!("{indent}}}\n"));
+        for (_, name) in self.plan.sites.iter().zip(&self.names).filter(|(s, _)| s.written) {
+            out.push_str(&format!("{indent}cutune_store({name}_at, {name}_bits);\n"));
+        }
+        out
+    }
+}
+
 /// The loop as `#if VEC == 1 / original / #else / lanes / #endif`: chunks of `vec` elements, the
 /// body run once per lane with its consecutive accesses as one load before the first lane and
 /// one store after the last, then the scalar loop for the rest.
@@ -305,93 +419,27 @@ pub(super) fn lane_loop(unit: &Unit, l: &SimpleLoop, plan: &LanePlan, vec: &str,
     let start = super::strategy::loop_start_with_pragmas(text, l.node.start_byte());
     let original = &text[start..l.node.end_byte()];
     let indent = leading_whitespace(&text[line_start(text, l.node.start_byte())..]);
-    let step = indent_step(text);
-    let (inner, innermost, lane_indent) = (format!("{indent}{step}"), format!("{indent}{step}{step}"), format!("{indent}{step}{step}{step}"));
-    let (i, ty, end) = (&l.var, &l.var_type, super::layout::operand(&l.end));
+    let writer = Writer::new(unit, plan, &l.var, vec, bit_type);
+    let step = &writer.step;
+    let (inner, innermost) = (format!("{indent}{step}"), format!("{indent}{step}{step}"));
+    let (i, ty, end) = (&l.var, &l.var_type, operand(&l.end));
     let vec_i = unit.local_name(&format!("{i}_vec"));
-    let lane = unit.local_name(&format!("{i}_lane"));
     let limit = unit.local_name(&format!("{i}_vec_end"));
-    let whole = unit.local_name(&format!("{i}_whole"));
-    let mut taken: Vec<String> = Vec::new();
-    let names: Vec<String> = plan
-        .sites
-        .iter()
-        .map(|s| {
-            let wanted = format!("{}_v", s.pointer);
-            let name = std::iter::once(wanted.clone()).chain((2..).map(|k| format!("{wanted}{k}"))).find(|n| !taken.contains(n) && unit.local_name(n) == *n).expect("a free name");
-            taken.push(name.clone());
-            name
-        })
-        .collect();
-
-    let mut out = format!("#if {vec} == 1\n{original}\n#else\n{indent}{{\n");
-    let mut bit_types: Vec<(String, String)> = Vec::new();
-    for s in &plan.sites {
-        let element = plain_element(&s.element);
-        if !bit_types.iter().any(|(e, _)| *e == element) {
-            bit_types.push((element.clone(), bit_type(&element)));
-            out.push_str(&format!("{inner}typedef typename cutune_bits<{vec} * sizeof({element})>::type {};\n", bit_type(&element)));
-        }
-    }
-    let bits = |s: &Site| bit_types.iter().find(|(e, _)| *e == plain_element(&s.element)).expect("every element has a type").1.clone();
-    // The chunks start at multiples of `{vec}`; divisors must be too, for a chunk to stay in one row.
-    let whole_condition = if plan.divisors.is_empty() {
-        String::new()
-    } else {
-        let terms: Vec<String> = plan.divisors.iter().map(|d| format!("{} % {vec} == 0", super::layout::operand(d))).collect();
-        out.push_str(&super::layout::joined(&format!("{inner}const bool {whole} = "), &terms, "&&", ";\n"));
-        format!("{whole} ? ")
+    let (prologue, whole) = writer.prologue(&inner, &unit.local_name(&format!("{i}_whole")));
+    let mut out = format!("#if {vec} == 1\n{original}\n#else\n{indent}{{\n{prologue}");
+    let limit_value = match whole {
+        None => format!("{end} - {end} % {vec}"),
+        Some(whole) => format!("{whole} ? {end} - {end} % {vec} : 0"),
     };
-    let limit_value = if whole_condition.is_empty() { format!("{end} - {end} % {vec}") } else { format!("{whole_condition}{end} - {end} % {vec} : 0") };
     out.push_str(&format!("{inner}const {ty} {limit} = {limit_value};\n"));
-    let (first, stride) = (super::layout::factor(&l.start), super::layout::factor(&l.step));
+    let (first, stride) = (factor(&l.start), factor(&l.step));
     out.push_str(&for_header(&inner, &format!("{ty} {vec_i} = {first} * {vec}"), &format!("{vec_i} < {limit}"), &format!("{vec_i} += {stride} * {vec}")));
     out.push('\n');
-    for (s, name) in plan.sites.iter().zip(&names) {
-        let (element, bits) = (plain_element(&s.element), bits(s));
-        out.push_str(&format!("{innermost}{bits} {name}_bits;\n"));
-        let constness = if s.written { "" } else { "const " };
-        out.push_str(&format!("{innermost}{constness}{element}* {name} = reinterpret_cast<{constness}{element}*>(&{name}_bits);\n"));
-        if s.written {
-            out.push_str(&format!("{innermost}{element}* {name}_at = nullptr;\n"));
-        }
-    }
-    out.push_str(&format!("{innermost}for (int {lane} = 0; {lane} < {vec}; ++{lane}) {{\n"));
-    out.push_str(&format!("{lane_indent}const {ty} {i} = {vec_i} + {lane};\n"));
     let mut cursor = l.body.walk();
-    let statements: Vec<Node> = l.body.named_children(&mut cursor).collect();
-    for statement in statements {
-        let here: Vec<(&Site, &String)> = plan.sites.iter().zip(&names).filter(|(s, _)| s.statement == statement).collect();
-        // The first lane's element address is where the vector starts.
-        for (s, name) in &here {
-            let address = format!("&{}[{}]", s.pointer, s.index);
-            if s.read {
-                out.push_str(&format!("{lane_indent}if ({lane} == 0) {name}_bits = cutune_load<{}>({address});\n", bits(s)));
-            }
-            if s.written {
-                out.push_str(&format!("{lane_indent}if ({lane} == 0) {name}_at = {address};\n"));
-            }
-        }
-        let mut line = String::new();
-        let mut at = statement.start_byte();
-        let mut replaced: Vec<(&Site, &String)> = here.clone();
-        replaced.sort_by_key(|(s, _)| s.node.start_byte());
-        for (s, name) in replaced {
-            line.push_str(&text[at..s.node.start_byte()]);
-            line.push_str(&format!("{name}[{lane}]"));
-            at = s.node.end_byte();
-        }
-        line.push_str(&text[at..statement.end_byte()]);
-        let statement_indent = leading_whitespace(&text[line_start(text, statement.start_byte())..]);
-        let extra = lane_indent.strip_prefix(statement_indent).unwrap_or("");
-        out.push_str(&format!("{lane_indent}{}\n", shifted(&line, extra)));
-    }
-    out.push_str(&format!("{innermost}}}\n"));
-    for (_, name) in plan.sites.iter().zip(&names).filter(|(s, _)| s.written) {
-        out.push_str(&format!("{innermost}cutune_store({name}_at, {name}_bits);\n"));
-    }
+    let with_comments: Vec<Node> = l.body.named_children(&mut cursor).collect();
+    out.push_str(&writer.chunk(&innermost, i, ty, &vec_i, &with_comments));
     out.push_str(&format!("{inner}}}\n"));
-    let tail_body = shifted(&text[l.body.byte_range()], &step);
+    let tail_body = shifted(&text[l.body.byte_range()], step);
     let tail_header = for_header(&inner, &format!("{ty} {i} = {limit} + {first}"), &format!("{i} < {end}"), &format!("{i} += {}", l.step.trim()));
     out.push_str(&format!("{} {tail_body}\n", tail_header.strip_suffix(" {").expect("a for header ends with its brace")));
     out.push_str(&format!("{indent}}}\n#endif"));
