@@ -336,3 +336,28 @@ def test_a_loop_whose_index_is_taken_apart_loads_each_half_of_the_row_as_vectors
     )
     run = subprocess.run([str(CUTUNE_BIN), "templatize", str(transposed), "--kernel", "transpose_flat"], capture_output=True, text=True, check=True)
     assert "refused: vectorize: `out[c * rows + r]` is written at an index that is not one element per lane (line 5): not vectorised" in run.stderr, run.stderr
+
+
+def test_a_kernel_of_one_element_per_thread_takes_several_with_a_smaller_grid(tmp_path: Path):
+    source = tmp_path / "residual_relu.cu"
+    source.write_text((REPO / "tests" / "fixtures" / "template" / "elements_return.cu").read_text())
+    (tmp_path / ".cutune").write_text("")
+    run = subprocess.run([str(CUTUNE_BIN), "templatize", str(source), "--kernel", "residual_relu", "--write"], capture_output=True, text=True, check=True)
+    assert "applied: vectorize-elements: each thread takes `RESIDUAL_RELU_VEC` consecutive elements from line 6, loaded and stored together when aligned; the grid is divided by it" in run.stderr, run.stderr
+    text = source.read_text()
+    # The original under the default; V elements per thread, the last chunk one at a time; the
+    # launch's grid divided by V.
+    assert "#if RESIDUAL_RELU_VEC == 1\n\tconst int i = threadIdx.x + blockIdx.x * blockDim.x;\n\tif (i >= total)\n\t\treturn;\n" in text
+    assert "\tconst int i_vec = (threadIdx.x + blockIdx.x * blockDim.x) * RESIDUAL_RELU_VEC;\n" in text
+    assert "\t\t\tif (i_lane == 0) a_v_bits = cutune_load<float_bits>(&a[i]);\n" in text
+    assert "\t\tfor (int i = i_vec; i < total && i < i_vec + RESIDUAL_RELU_VEC; ++i) {\n\t\t\tconst float sum = a[i] + b[i];\n" in text
+    assert "+ RESIDUAL_RELU_VEC - 1) / RESIDUAL_RELU_VEC, RESIDUAL_RELU_BLOCK_SIZE>>>(y, a, b, total);" in text
+    spec = tomllib.loads((tmp_path / "residual_relu.cutune.toml").read_text())
+    [vec] = [p for p in spec["kernels"][0]["params"] if p["name"] == "RESIDUAL_RELU_VEC"]
+    assert (vec["default"], vec["values"]) == (1, [1, 2, 4])
+
+    # A kernel that reads its block's number: a smaller grid would change it. Refused.
+    refused = tmp_path / "refused.cu"
+    refused.write_text((REPO / "tests" / "fixtures" / "template" / "elements_refused.cu").read_text())
+    run = subprocess.run([str(CUTUNE_BIN), "templatize", str(refused), "--kernel", "per_block_offsets"], capture_output=True, text=True, check=True)
+    assert "refused: vectorize-elements: `blockIdx` is used outside the element index here, so a smaller grid could change the result: not vectorised" in run.stderr

@@ -68,7 +68,8 @@ pub(super) fn plan_statements<'t>(unit: &Unit<'t>, var: &str, statements: &[Node
     let text = unit.text();
     let not = |why: String| Err(format!("{why}: not vectorised"));
     if let Some(s) = statements.iter().find(|s| !matches!(s.kind(), "declaration" | "expression_statement")) {
-        return not(format!("the body has a `{}` (line {}); only declarations and expressions are taken lane by lane", s.kind().replace('_', " "), unit.line_of(s.start_byte())));
+        let keyword = s.kind().trim_end_matches("_statement");
+        return not(format!("the body has a statement other than a declaration or an expression (`{keyword}`, line {}), which is not taken lane by lane", unit.line_of(s.start_byte())));
     }
     let deref_write = statements.iter().flat_map(|s| descendants(*s)).find(|n| {
         n.kind() == "assignment_expression" && n.child_by_field_name("left").is_some_and(|left| matches!(left.kind(), "pointer_expression" | "field_expression"))
@@ -309,7 +310,7 @@ pub(super) fn access_helpers_edit(unit: &Unit) -> Option<TextEdit> {
 }
 
 /// The text a lane plan writes, at one indentation.
-struct Writer<'a, 't> {
+pub(super) struct Writer<'a, 't> {
     unit: &'a Unit<'t>,
     plan: &'a LanePlan<'t>,
     vec: &'a str,
@@ -321,7 +322,7 @@ struct Writer<'a, 't> {
 }
 
 impl<'a, 't> Writer<'a, 't> {
-    fn new(unit: &'a Unit<'t>, plan: &'a LanePlan<'t>, var: &str, vec: &'a str, bit_type: &dyn Fn(&str) -> String) -> Self {
+    pub(super) fn new(unit: &'a Unit<'t>, plan: &'a LanePlan<'t>, var: &str, vec: &'a str, bit_type: &dyn Fn(&str) -> String) -> Self {
         let mut names: Vec<String> = Vec::new();
         for s in &plan.sites {
             let wanted = format!("{}_v", s.pointer);
@@ -345,7 +346,7 @@ impl<'a, 't> Writer<'a, 't> {
 
     /// The vector types, and the condition that the divisors are multiples of V (`None` when
     /// there are none) as a local named `whole`.
-    fn prologue(&self, indent: &str, whole: &str) -> (String, Option<String>) {
+    pub(super) fn prologue(&self, indent: &str, whole: &str) -> (String, Option<String>) {
         let mut out = String::new();
         for (element, name) in &self.bit_types {
             out.push_str(&format!("{indent}typedef typename cutune_bits<{} * sizeof({element})>::type {name};\n", self.vec));
@@ -361,7 +362,7 @@ impl<'a, 't> Writer<'a, 't> {
 
     /// One chunk: the vectors, the statements once per lane (`var` = `first + lane`) with their
     /// accesses read from and written to the vectors, then the stores.
-    fn chunk(&self, indent: &str, var: &str, ty: &str, first: &str, statements: &[Node]) -> String {
+    pub(super) fn chunk(&self, indent: &str, var: &str, ty: &str, first: &str, statements: &[Node]) -> String {
         let text = self.unit.text();
         let (vec, lane, step) = (self.vec, &self.lane, &self.step);
         let lane_indent = format!("{indent}{step}");

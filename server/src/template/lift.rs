@@ -21,6 +21,7 @@ pub fn transforms() -> Vec<Box<dyn Transform>> {
         Box::new(super::strategy::GridStrideItems),
         Box::new(super::online_softmax::OnlineSoftmax),
         Box::new(super::strategy::VectorizeRowLoops),
+        Box::new(super::elements::VectorizeElements),
         Box::new(super::warp_reduce::WarpShuffleReduce),
         Box::new(CompilerOptions),
     ]

@@ -10,6 +10,7 @@ mod apply;
 mod bounds;
 mod callee;
 mod data_files;
+mod elements;
 mod host;
 mod lanes;
 mod file;

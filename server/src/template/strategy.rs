@@ -27,7 +27,7 @@ pub(super) fn normalized(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect::<String>().replace("(size_t)", "").replace("(int)", "").replace("(unsigned)", "")
 }
 
-fn is_grid_stride_start(text: &str) -> bool {
+pub(super) fn is_grid_stride_start(text: &str) -> bool {
     matches!(
         normalized(text).as_str(),
         "blockIdx.x*blockDim.x+threadIdx.x" | "threadIdx.x+blockIdx.x*blockDim.x" | "blockDim.x*blockIdx.x+threadIdx.x" | "threadIdx.x+blockDim.x*blockIdx.x"
@@ -145,8 +145,8 @@ impl Transform for GridStrideItems {
         let mut rewrite = Rewrite::default();
         for launch in &launches {
             let grid = launch.grid.text.trim();
-            if grid.starts_with("dim3") || grid.contains(',') {
-                return Outcome::Refused(Note { line: Some(unit.line_at(launch.span)), message: format!("the grid `{grid}` is not one-dimensional") });
+            if !is_scalar_grid(unit, grid) {
+                return Outcome::Refused(Note { line: Some(unit.line_at(launch.span)), message: format!("the grid `{grid}` is not a number to divide (a `dim3` or several dimensions)") });
             }
         }
         let name = unit.fresh_name("ITEMS_PER_THREAD");
@@ -162,6 +162,17 @@ impl Transform for GridStrideItems {
         rewrite.summary = format!("grid-stride loop at line {line}: the grid is divided by `{name}` items per thread");
         Outcome::Applied(rewrite)
     }
+}
+
+/// Whether a launch's grid is a number that can be divided: not `dim3(…)`, a braced list or a
+/// `dim3` variable of the file.
+pub(super) fn is_scalar_grid(unit: &Unit, grid: &str) -> bool {
+    let grid = grid.trim();
+    let dim3_variable = crate::syntax::is_identifier(grid) && unit.text().match_indices("dim3").any(|(at, _)| {
+        let rest = unit.text()[at + 4..].trim_start();
+        rest.strip_prefix(grid).is_some_and(|after| after.starts_with(|c: char| !c.is_ascii_alphanumeric() && c != '_'))
+    });
+    !(grid.starts_with("dim3") || grid.contains(',') || grid.starts_with('{') || dim3_variable)
 }
 
 /// A pointer the loop accesses as `p[i]`, with its element type.
@@ -205,9 +216,7 @@ impl Transform for VectorizeRowLoops {
         let values: Vec<i64> = [1i64, 2, 4, 8, 16].into_iter().filter(|v| *v as u64 * widest <= 16).collect();
         let name = unit.fresh_name("VEC");
         let mut rewrite = Rewrite { notes, ..Rewrite::default() };
-        if !contains_identifier(text, VEC_BITS_GUARD) {
-            rewrite.edits.push(vec_bits_edit(unit));
-        }
+        rewrite.edits.extend(vec_bits_edit_if_missing(unit));
         rewrite.edits.push(unit.define_block(&name, "1"));
         let mut lines = Vec::new();
         if accepted.iter().any(|(_, plan)| matches!(plan, LoopPlan::Lanes(_))) {
@@ -478,6 +487,11 @@ pub(super) fn pointer_element_type(unit: &Unit, name: &str) -> Option<String> {
     None
 }
 
+/// The vector types' definitions, unless the file has them.
+pub(super) fn vec_bits_edit_if_missing(unit: &Unit) -> Option<TextEdit> {
+    (!contains_identifier(unit.text(), VEC_BITS_GUARD)).then(|| vec_bits_edit(unit))
+}
+
 fn vec_bits_edit(unit: &Unit) -> TextEdit {
     let mut edit = unit.define_block(VEC_BITS_GUARD, "");
     edit.new_text = format!(
@@ -590,7 +604,7 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) 
 }
 
 /// The local type name of a register holding a vector of `element`s: `half_bits`.
-fn bits_type_name(unit: &Unit, element: &str) -> String {
+pub(super) fn bits_type_name(unit: &Unit, element: &str) -> String {
     unit.local_name(&format!("{}_bits", element.replace(|c: char| !c.is_ascii_alphanumeric() && c != '_', "_")))
 }
 

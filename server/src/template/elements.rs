@@ -1,0 +1,189 @@
+//! Several consecutive elements per thread in a kernel of one element per thread
+//! (`int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) { … }`, or `if (i >= n) return;`
+//! and the rest): each thread takes V consecutive elements, their accesses that step with the
+//! element as one load or store (the lane analysis of `lanes.rs`), and the host's grid is
+//! divided by V. The original stays under `#if NAME == 1`, the default.
+
+use tree_sitter::Node;
+
+use super::lanes::{self, LanePlan};
+use super::layout::{factor, indent_step, leading_whitespace, operand};
+use super::strategy::{inside_rewrite, is_grid_stride_start, is_scalar_grid};
+use super::{line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
+use crate::spec::{ParamKind, ParamSpec};
+use crate::syntax::descendants;
+
+pub struct VectorizeElements;
+
+/// The kernel's element index, its bound and the statements run for each element.
+struct Elements<'t> {
+    declaration: Node<'t>,
+    var: String,
+    var_type: String,
+    start: String,
+    end: String,
+    /// The statements run for the element, and the original text from the index's line on.
+    statements: Vec<Node<'t>>,
+    region_end: usize,
+    /// `if (i < n) { … }` (or one statement): what it guards; `if (i >= n) return;`: none, the
+    /// statements follow.
+    guarded_block: Option<Node<'t>>,
+}
+
+impl Transform for VectorizeElements {
+    fn name(&self) -> &'static str {
+        "vectorize-elements"
+    }
+
+    fn apply(&self, unit: &Unit) -> Outcome {
+        let Some(body) = unit.body() else { return Outcome::NotApplicable("the kernel has no body".into()) };
+        if unit.lifted.iter().any(|p| p.origin.starts_with("vector width")) {
+            return Outcome::NotApplicable("the kernel's loops are vectorised".into());
+        }
+        let elements = match elements(unit, body) {
+            None => return Outcome::NotApplicable("no element index `i = blockIdx.x * blockDim.x + threadIdx.x` checked against a bound at the kernel's top level".into()),
+            Some(Err(note)) => return Outcome::Refused(note),
+            Some(Ok(elements)) => elements,
+        };
+        let line = unit.line_of(elements.declaration.start_byte());
+        let launches: Vec<_> = unit.model.launches_of(&unit.kernel.name).collect();
+        if launches.is_empty() {
+            return Outcome::Refused(Note { line: Some(line), message: "no launch in this file to give a smaller grid: not vectorised".into() });
+        }
+        if let Some(launch) = launches.iter().find(|l| !is_scalar_grid(unit, &l.grid.text)) {
+            return Outcome::Refused(Note { line: Some(unit.line_at(launch.span)), message: format!("the grid `{}` is not a number to divide (a `dim3` or several dimensions): not vectorised", launch.grid.text.trim()) });
+        }
+        let plan = match lanes::plan_statements(unit, &elements.var, &elements.statements) {
+            Ok(plan) => plan,
+            Err(why) => return Outcome::Refused(Note { line: Some(line), message: why }),
+        };
+        let widest = plan.sites.iter().map(|s| s.element_bytes).max().unwrap_or(4);
+        let values: Vec<i64> = [1i64, 2, 4, 8, 16].into_iter().filter(|v| *v as u64 * widest <= 16).collect();
+        let name = unit.fresh_name("VEC");
+        let mut rewrite = Rewrite::default();
+        rewrite.edits.extend(super::strategy::vec_bits_edit_if_missing(unit));
+        rewrite.edits.extend(lanes::access_helpers_edit(unit));
+        // The parameter must be defined before the first launch as well as the kernel.
+        let first_launch = launches.iter().map(|l| l.span.start_byte).min().expect("checked non-empty");
+        rewrite.edits.push(if first_launch < unit.kernel.span.start_byte { unit.define_block_at(first_launch, &name, "1") } else { unit.define_block(&name, "1") });
+        let text = unit.text();
+        let start = line_start(text, elements.declaration.start_byte());
+        let new_text = format!("#if {name} == 1\n{}\n#else\n{}#endif", &text[start..elements.region_end], vectorized(unit, &elements, &plan, &name));
+        rewrite.edits.push(TextEdit { range: start..elements.region_end, new_text });
+        for launch in &launches {
+            let grid = launch.grid.text.trim();
+            rewrite.edits.push(TextEdit { range: launch.grid.span.start_byte..launch.grid.span.end_byte, new_text: format!("({} + {name} - 1) / {name}", operand(grid)) });
+        }
+        let origin = format!("consecutive elements per thread from line {line}, the grid divided by it; 1 is the original one element per thread");
+        rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 1, values, origin });
+        rewrite.summary = format!("each thread takes `{name}` consecutive elements from line {line}, loaded and stored together when aligned; the grid is divided by it");
+        Outcome::Applied(rewrite)
+    }
+}
+
+/// The element index at the kernel's top level and its bound check, `None` when there is none,
+/// an error when it is there but the rest is not as it must be.
+fn elements<'t>(unit: &Unit<'t>, body: Node<'t>) -> Option<Result<Elements<'t>, Note>> {
+    let text = unit.text();
+    let statements = lanes::statements_of(body);
+    let (k, declaration) = statements.iter().enumerate().find(|(_, s)| s.kind() == "declaration" && !inside_rewrite(unit, **s, "1") && index_declaration(text, **s).is_some())?;
+    let (var, var_type, start) = index_declaration(text, *declaration)?;
+    let line = unit.line_of(declaration.start_byte());
+    let refuse = |message: String| Some(Err(Note { line: Some(line), message: format!("{message}: not vectorised") }));
+    let check = statements.get(k + 1).filter(|s| s.kind() == "if_statement" && s.child_by_field_name("alternative").is_none())?;
+    let condition = check.child_by_field_name("condition").and_then(|c| c.named_child(0))?;
+    let consequence = check.child_by_field_name("consequence")?;
+    let (left, op, right) = binary(text, condition)?;
+    let (end, guarded_block, statements, region_end) = match (left == var, op, right == var) {
+        (true, "<", _) | (_, ">", true) if k + 2 == statements.len() => {
+            let end = if left == var { right } else { left };
+            let guarded = if consequence.kind() == "compound_statement" { lanes::statements_of(consequence) } else { vec![consequence] };
+            (end.to_string(), Some(consequence), guarded, check.end_byte())
+        }
+        (true, ">=", _) | (_, "<=", true) if is_return(text, consequence) && k + 2 < statements.len() => {
+            let end = if left == var { right } else { left };
+            (end.to_string(), None, statements[k + 2..].to_vec(), statements.last().expect("checked").end_byte())
+        }
+        _ => return refuse(format!("`{var}` is not checked against its bound as `if ({var} < n) …` ending the kernel or `if ({var} >= n) return;`")),
+    };
+    // The grid shrinks: nothing else may depend on which block a thread is in.
+    for grid_name in ["blockIdx", "gridDim"] {
+        let stray = descendants(body).find(|n| n.kind() == "identifier" && &text[n.byte_range()] == grid_name && !declaration.byte_range().contains(&n.start_byte()));
+        if let Some(stray) = stray {
+            return Some(Err(Note { line: Some(unit.line_of(stray.start_byte())), message: format!("`{grid_name}` is used outside the element index here, so a smaller grid could change the result: not vectorised") }));
+        }
+    }
+    let assigned = descendants(body).any(|n| match n.kind() {
+        "assignment_expression" => n.child_by_field_name("left").is_some_and(|l| &text[l.byte_range()] == var),
+        "update_expression" => n.child_by_field_name("argument").is_some_and(|a| &text[a.byte_range()] == var),
+        _ => false,
+    });
+    if assigned {
+        return refuse(format!("`{var}` is assigned after it is set"));
+    }
+    Some(Ok(Elements { declaration: *declaration, var, var_type, start, end, statements, region_end, guarded_block }))
+}
+
+/// `T i = blockIdx.x * blockDim.x + threadIdx.x;`: the name, the type, the value.
+fn index_declaration(text: &str, declaration: Node) -> Option<(String, String, String)> {
+    let mut cursor = declaration.walk();
+    let declarators: Vec<Node> = declaration.children_by_field_name("declarator", &mut cursor).collect();
+    let [d] = declarators.as_slice() else { return None };
+    let name = d.child_by_field_name("declarator").filter(|n| n.kind() == "identifier")?;
+    let value = d.child_by_field_name("value")?;
+    let ty = declaration.child_by_field_name("type")?;
+    let value_text = &text[value.byte_range()];
+    is_grid_stride_start(value_text).then(|| (text[name.byte_range()].to_string(), text[ty.byte_range()].to_string(), value_text.trim().to_string()))
+}
+
+fn binary<'t>(text: &'t str, node: Node) -> Option<(&'t str, &'t str, &'t str)> {
+    if node.kind() != "binary_expression" {
+        return None;
+    }
+    let part = |f: &str| node.child_by_field_name(f).map(|n| text[n.byte_range()].trim());
+    Some((part("left")?, part("operator")?, part("right")?))
+}
+
+/// `return;` or `{ return; }`.
+fn is_return(text: &str, node: Node) -> bool {
+    let statement = if node.kind() == "compound_statement" { lanes::statements_of(node).first().copied().filter(|_| lanes::statements_of(node).len() == 1) } else { Some(node) };
+    statement.is_some_and(|s| s.kind() == "return_statement" && text[s.byte_range()].trim_end_matches(';').trim() == "return")
+}
+
+/// The `#else` branch: V consecutive elements per thread, together where they are whole, else
+/// one at a time as the original does.
+fn vectorized(unit: &Unit, e: &Elements, plan: &LanePlan, vec: &str) -> String {
+    let text = unit.text();
+    let indent = leading_whitespace(&text[line_start(text, e.declaration.start_byte())..]);
+    let step = indent_step(text);
+    let inner = format!("{indent}{step}");
+    let (i, ty, end) = (&e.var, &e.var_type, operand(&e.end));
+    let first = unit.local_name(&format!("{i}_vec"));
+    let bit_type = |element: &str| super::strategy::bits_type_name(unit, element);
+    let writer = lanes::Writer::new(unit, plan, i, vec, &bit_type);
+    let (prologue, whole) = writer.prologue(indent, &unit.local_name(&format!("{i}_whole")));
+    let mut out = format!("{indent}const {ty} {first} = {} * {vec};\n{prologue}", factor(&e.start));
+    let room = format!("{first} + {vec} <= {end}");
+    let condition = whole.map_or(room.clone(), |w| format!("{w} && {room}"));
+    out.push_str(&format!("{indent}if ({condition}) {{\n"));
+    let with_comments: Vec<Node> = match e.guarded_block {
+        Some(block) if block.kind() == "compound_statement" => {
+            let mut cursor = block.walk();
+            block.named_children(&mut cursor).collect()
+        }
+        Some(statement) => vec![statement],
+        None => e.statements.clone(),
+    };
+    out.push_str(&writer.chunk(&inner, i, ty, &first, &with_comments));
+    // The last chunk, or one a divisor would split: the original, one element at a time.
+    let one_at_a_time = match e.guarded_block {
+        Some(block) => super::layout::shifted(&text[block.byte_range()], &step),
+        None => {
+            let from = line_start(text, e.statements[0].start_byte());
+            let lines: String = text[from..e.region_end].lines().map(|l| if l.trim().is_empty() { "\n".to_string() } else { format!("{step}{step}{l}\n") }).collect();
+            format!("{{\n{lines}{inner}}}")
+        }
+    };
+    out.push_str(&format!("{indent}}} else {{\n{inner}for ({ty} {i} = {first}; {i} < {end} && {i} < {first} + {vec}; ++{i}) {one_at_a_time}\n{indent}}}\n"));
+    out
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# GPU suite of the lane rewrites' edges: the fixtures of one element per thread
+# (tests/fixtures/template/elements*.cu) templatized by the cutune binary, built with nvcc at
+# each vector width, and run by a driver of this script against a CPU reference on sizes that
+# are not multiples of the width, rows whose length is not either (the divisor guard), and
+# buffers offset by one element (the loads and stores that are not aligned). One line per build:
+#   FIXTURE  NAME=VALUE ...  PASS|FAIL  (worst difference)
+# Exits non-zero if a build or a check fails.
+#   CUTUNE=target/release/cutune bash tests/gpu/check_elements.sh
+set -u
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cutune="${CUTUNE:-$repo/target/release/cutune}"
+nvcc="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+work="$(mktemp -d -t cutune-elements.XXXXXX)"
+failed=0
+
+"$cutune" templatize "$repo/tests/fixtures/template/elements_return.cu" --kernel residual_relu > "$work/residual_relu.cu" 2> "$work/residual_relu.log" || { cat "$work/residual_relu.log"; exit 1; }
+"$cutune" templatize "$repo/tests/fixtures/template/elements.cu" --kernel scale_add_bias > "$work/scale_add_bias.cu" 2> "$work/scale_add_bias.log" || { cat "$work/scale_add_bias.log"; exit 1; }
+
+cat > "$work/residual_relu_main.cu" <<'CU'
+#include <cstdio>
+#include <vector>
+#include "residual_relu.cu"
+int main() {
+  int bad = 0;
+  for (int total : {1, 7, 4096, 1000003}) {
+    for (int offset : {0, 1}) {
+      std::vector<float> a(total), b(total), y(total);
+      for (int i = 0; i < total; ++i) { a[i] = (i % 13) - 6.5f; b[i] = (i % 7) * 0.25f - 0.6f; }
+      float *da, *db, *dy;
+      cudaMalloc(&da, (total + 1) * sizeof(float)); cudaMalloc(&db, (total + 1) * sizeof(float)); cudaMalloc(&dy, (total + 1) * sizeof(float));
+      cudaMemcpy(da + offset, a.data(), total * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemcpy(db + offset, b.data(), total * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemset(dy, 0xff, (total + 1) * sizeof(float));
+      run(dy + offset, da + offset, db + offset, total);
+      cudaMemcpy(y.data(), dy + offset, total * sizeof(float), cudaMemcpyDeviceToHost);
+      for (int i = 0; i < total; ++i) { float s = a[i] + b[i]; if (y[i] != (s > 0.f ? s : 0.f)) { ++bad; break; } }
+      cudaFree(da); cudaFree(db); cudaFree(dy);
+    }
+  }
+  printf("residual_relu mismatching cases %d, %s\n", bad, cudaGetErrorString(cudaGetLastError()));
+  return bad ? 1 : 0;
+}
+CU
+cat > "$work/scale_add_bias_main.cu" <<'CU'
+#include <cuda_fp16.h>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+#include "scale_add_bias.cu"
+int main() {
+  double worst = 0;
+  for (int cols : {8, 12, 4096, 4099}) {
+    for (int offset : {0, 1}) {
+      const int rows = 37, n = rows * cols;
+      std::vector<__half> x(n), bias(cols), out(n);
+      for (int i = 0; i < n; ++i) x[i] = __float2half((i % 29) * 0.125f - 1.5f);
+      for (int c = 0; c < cols; ++c) bias[c] = __float2half((c % 5) * 0.5f);
+      const float scale = 0.75f;
+      __half *dx, *db, *dout; float* dscale;
+      cudaMalloc(&dx, (n + 1) * sizeof(__half)); cudaMalloc(&db, (cols + 1) * sizeof(__half)); cudaMalloc(&dout, (n + 1) * sizeof(__half)); cudaMalloc(&dscale, sizeof(float));
+      cudaMemcpy(dx + offset, x.data(), n * sizeof(__half), cudaMemcpyHostToDevice);
+      cudaMemcpy(db + offset, bias.data(), cols * sizeof(__half), cudaMemcpyHostToDevice);
+      cudaMemcpy(dscale, &scale, sizeof(float), cudaMemcpyHostToDevice);
+      scale_add_bias_rows(dout + offset, dx + offset, db + offset, dscale, rows, cols);
+      cudaMemcpy(out.data(), dout + offset, n * sizeof(__half), cudaMemcpyDeviceToHost);
+      for (int i = 0; i < n; ++i) {
+        double want = __half2float(x[i]) * scale + __half2float(bias[i % cols]);
+        worst = std::fmax(worst, std::fabs(__half2float(out[i]) - want) / (std::fabs(want) + 1e-3));
+      }
+      cudaFree(dx); cudaFree(db); cudaFree(dout); cudaFree(dscale);
+    }
+  }
+  printf("scale_add_bias worst relative difference %.3g, %s\n", worst, cudaGetErrorString(cudaGetLastError()));
+  return worst < 2e-3 ? 0 : 1;
+}
+CU
+
+for fixture in residual_relu scale_add_bias; do
+  param=$(echo "$fixture" | tr a-z A-Z)_VEC
+  for vec in 1 2 4 8; do
+    [ "$fixture" = residual_relu ] && [ "$vec" = 8 ] && continue  # 8 floats are 32 bytes: no such access
+    exe="$work/${fixture}_$vec"
+    if ! "$nvcc" -O3 -arch="${ARCH:-sm_90}" -D"$param=$vec" -I"$work" -o "$exe" "$work/${fixture}_main.cu" > "$exe.log" 2>&1; then
+      printf '%-16s %-26s FAIL (compile)\n' "$fixture" "$param=$vec"; head -15 "$exe.log"; failed=1; continue
+    fi
+    if result=$("$exe" 2>&1); then status=PASS; else status=FAIL; failed=1; fi
+    printf '%-16s %-26s %s  (%s)\n' "$fixture" "$param=$vec" "$status" "$result"
+  done
+done
+exit $failed
