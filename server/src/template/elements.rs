@@ -114,8 +114,8 @@ fn elements<'t>(unit: &Unit<'t>, body: Node<'t>) -> Option<Result<Elements<'t>, 
         }
     }
     let assigned = descendants(body).any(|n| match n.kind() {
-        "assignment_expression" => n.child_by_field_name("left").is_some_and(|l| &text[l.byte_range()] == var),
-        "update_expression" => n.child_by_field_name("argument").is_some_and(|a| &text[a.byte_range()] == var),
+        "assignment_expression" => n.child_by_field_name("left").is_some_and(|l| text[l.byte_range()] == var),
+        "update_expression" => n.child_by_field_name("argument").is_some_and(|a| text[a.byte_range()] == var),
         _ => false,
     });
     if assigned {

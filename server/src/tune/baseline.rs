@@ -59,3 +59,20 @@ pub(super) fn speed_of_light(kernel: &KernelSpec, runner: &mut dyn Runner, tools
     };
     ceilings.and_then(|ceilings| RunBound::of(kernel, &ceilings)).map_err(|why| tracing::warn!("no speed-of-light bound for `{}`: {why}", kernel.name)).ok()
 }
+
+/// The bound, unless the original kernel itself beats it: the bound counts every element of
+/// each buffer as moved once, and a kernel that touches a few of them (a gather from a large
+/// table) is faster than that. Flagging every configuration as faster than light would then
+/// leave no winner; no bound is better than a wrong one.
+pub(super) fn kept_by_the_original(bound: RunBound, baseline: &[crate::gpu::Timing], kernel: &str) -> Option<RunBound> {
+    let time_us: f64 = baseline.iter().map(|t| t.median_us).sum();
+    let spread = baseline.iter().map(|t| t.spread).fold(0.0, f64::max);
+    if !baseline.is_empty() && bound.faster_than_light(time_us, spread) {
+        tracing::warn!(
+            "no speed-of-light bound for `{kernel}`: the original runs in {time_us:.2} µs, under the {:.2} µs it takes to move every element of its buffers once, so it touches fewer (the spec's lengths are the buffers', not what the kernel reads)",
+            bound.bound_us
+        );
+        return None;
+    }
+    Some(bound)
+}

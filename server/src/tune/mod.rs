@@ -277,7 +277,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
     let (baseline, early) = baseline::prepare(&session, &mut feed, runner, observer)?;
     let baseline_us = (!baseline.is_empty()).then(|| baseline.iter().map(|t| t.median_us).sum::<f64>());
     feed.search.set_target(options.target_speedup.zip(baseline_us).map(|(speedup, baseline)| baseline / speedup));
-    let sol_bound = baseline::speed_of_light(kernel, runner, tools);
+    let sol_bound = baseline::speed_of_light(kernel, runner, tools).and_then(|bound| baseline::kept_by_the_original(bound, &baseline, &kernel.name));
     if let (Some(bound), Some(fraction)) = (&sol_bound, options.sol_stop) {
         feed.stop_near_light(bound.bound_us, fraction);
     }

@@ -7,10 +7,12 @@ use super::*;
 use crate::gpu::{DeviceInfo, Kernel, Problem, Timing, Verdict};
 use crate::spec::{self, Shape};
 
-/// Times each configuration by its `BLOCK_SIZE`, as recorded measurements.
+/// Times each configuration by its `BLOCK_SIZE`, as recorded measurements; the original at
+/// `baseline_us`.
 struct Scripted {
     device: DeviceInfo,
     source: RunnerSource,
+    baseline_us: f64,
 }
 
 impl Runner for Scripted {
@@ -24,7 +26,7 @@ impl Runner for Scripted {
         false
     }
     fn prepare(&mut self, problems: &[Problem], _: &Kernel, _: &Path) -> Result<Vec<Timing>> {
-        Ok(problems.iter().map(|_| timing(60.0)).collect())
+        Ok(problems.iter().map(|_| timing(self.baseline_us)).collect())
     }
     fn measure(&mut self, config: &Configuration, _: Option<&Kernel>) -> Outcome {
         let us = match config.get("BLOCK_SIZE") {
@@ -40,25 +42,45 @@ fn timing(median_us: f64) -> Timing {
     Timing { median_us, min_us: median_us, max_us: median_us, spread: 0.001, runs: 10 }
 }
 
-#[test]
-fn a_time_faster_than_light_is_never_best_and_the_search_stops_near_the_bound() {
+/// rmsnorm's spec narrowed to four block sizes on its main shape, tuned by brute force on the
+/// scripted runner with the original at `baseline_us`; the store is in a fresh `dir_name`.
+fn tune_scripted_rmsnorm(dir_name: &str, baseline_us: f64, check: impl FnOnce(&Store, &Target, &Scripted, TuneReport)) {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/rmsnorm.cutune.toml")).unwrap();
     let mut kernel = spec::parse_spec(&text).0.unwrap().kernels.remove(0);
     kernel.params.retain(|p| p.name == "BLOCK_SIZE");
     kernel.params[0].values = vec![1024, 256, 512, 128];
     kernel.shapes = vec![Shape::from([("rows".to_string(), 4095), ("hidden".to_string(), 4096)])];
-    let dir = std::env::temp_dir().join(format!("cutune-tune-sol-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("{dir_name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let store = Store::open(&dir).unwrap();
     // No cached ceilings and no NVRTC: the datasheet's (3350 GB/s for the H100 SXM).
     let tools = Tools { nvrtc: None, cache: CubinCache::new(dir.join("cubins")), store: &store, ceilings_dir: dir.join("ceilings") };
     let mut device = DeviceInfo::datasheet("sm_90").unwrap();
     device.name = "NVIDIA H100 80GB HBM3".into();
-    let mut runner = Scripted { device, source: RunnerSource::Replay { from: "scripted".into() } };
+    let mut runner = Scripted { device, source: RunnerSource::Replay { from: "scripted".into() }, baseline_us };
     let target = Target { file: "rmsnorm.cu".into(), kernel, source: "// templatized".into(), kernel_sha256: String::new() };
     let options = TuneOptions { compile_threads: 1, batch_size: 1, reuse_stored: false, ..TuneOptions::brute_force(Some(10)) };
     let report = tune(&target, &mut runner, &tools, &options, &mut Silent).unwrap();
+    check(&store, &target, &runner, report);
+}
 
+#[test]
+fn an_original_faster_than_the_bound_drops_the_bound_instead_of_every_configuration() {
+    // The bound is 20.0 µs (see below); the original runs in 10 µs, so the spec's lengths are
+    // more than the kernel moves.
+    tune_scripted_rmsnorm("cutune-tune-sol-gather", 10.0, |_, _, _, report| {
+        assert_eq!(report.sol, None);
+        assert_eq!(report.failures.get("faster than light"), None, "{:?}", report.failures);
+        assert_eq!(report.best.as_ref().map(|b| b.config.get("BLOCK_SIZE")), Some(Some(1024)));
+    });
+}
+
+#[test]
+fn a_time_faster_than_light_is_never_best_and_the_search_stops_near_the_bound() {
+    tune_scripted_rmsnorm("cutune-tune-sol", 60.0, check_flagged_and_stopped);
+}
+
+fn check_flagged_and_stopped(store: &Store, target: &Target, runner: &Scripted, report: TuneReport) {
     // In and out, 4095 × 4096 f16 each, plus the weight: 67.1 MB at 3350 GB/s.
     let bound = report.sol.as_ref().expect("a bound");
     assert!((bound.bound_us - (2.0 * 4095.0 * 4096.0 * 2.0 + 4096.0 * 2.0) / 3350e3).abs() < 1e-9, "{bound:?}");
@@ -72,7 +94,7 @@ fn a_time_faster_than_light_is_never_best_and_the_search_stops_near_the_bound() 
     assert_eq!(report.failures.get("faster than light"), Some(&1));
 
     // The store agrees: the flagged configuration failed verification and is not best.
-    let key = result_key(&target, &runner, None).unwrap();
+    let key = result_key(target, runner, None).unwrap();
     let failed = store.verifications(&key).unwrap();
     assert_eq!((failed.len(), failed[0].passed, failed[0].config.get("BLOCK_SIZE")), (1, false, Some(1024)));
     assert_eq!(store.best(&key).unwrap().map(|e| e.config.get("BLOCK_SIZE")), Some(Some(512)));
