@@ -26,7 +26,7 @@ fn transforms_of_every_fixture() {
         let text = std::fs::read_to_string(path).expect("fixture is readable UTF-8");
         let kernel = kernel_of(&text, path);
         let name = Path::new(path.file_name().unwrap());
-        let result = templatize(&text, &kernel, &SliceOptions::default()).expect("fixture kernels templatize");
+        let result = templatize(&text, &kernel, &SliceOptions::for_file(path)).expect("fixture kernels templatize");
         let mut spec = result.spec.clone();
         spec.baseline.source = format!("<{} bytes>", spec.baseline.source.len());
         let diff = similar::TextDiff::from_lines(&text, &result.text).unified_diff().context_radius(1).to_string();

@@ -353,6 +353,11 @@ fn included(line: &str) -> Option<&str> {
     written_include(line).map(|w| w.split_once("//").map_or(w, |(name, _)| name).trim())
 }
 
+/// `text` with the project's headers it includes written in, as the slice does.
+pub fn with_project_headers(text: &str, opts: &SliceOptions) -> String {
+    inline_into(text, opts.file.as_deref().and_then(Path::parent), opts, &mut BTreeSet::new(), 0)
+}
+
 fn inline_into(text: &str, dir: Option<&Path>, opts: &SliceOptions, seen: &mut BTreeSet<PathBuf>, depth: usize) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {

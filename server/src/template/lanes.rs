@@ -14,7 +14,7 @@ use tree_sitter::Node;
 use super::layout::{factor, for_header, indent_step, joined, leading_whitespace, operand, shifted};
 use super::strategy::{pointer_element_type, plain_element, SimpleLoop};
 use super::{contains_identifier, line_start, TextEdit, Unit};
-use crate::syntax::{descendants, size_of_type};
+use crate::syntax::descendants;
 
 /// The guard of the helpers that load and store a vector where it may not be aligned.
 const ACCESS_GUARD: &str = "CUTUNE_VEC_ACCESS";
@@ -228,7 +228,7 @@ impl<'t> Analysis<'_, 't> {
             return Err(format!("`{}` is not a pointer the same in every lane (line {line}): not vectorised", &text[subscript.byte_range()]));
         }
         let element = pointer_element_type(self.unit, &pointer_name).ok_or_else(|| format!("`{pointer_name}` is not a pointer parameter or a pointer derived from one: not vectorised"))?;
-        let element_bytes = size_of_type(&element).filter(|b| [1, 2, 4, 8].contains(b)).ok_or_else(|| format!("the size of `{element}` is not known: not vectorised"))?;
+        let element_bytes = self.unit.element_bytes(&element).filter(|b| [1, 2, 4, 8].contains(b)).ok_or_else(|| format!("the size of `{element}` is not known: not vectorised"))?;
         if conditional(subscript, statement) {
             return Err(format!("`{}` is under a condition (line {line}): a vector access would touch elements the loop may not", &text[subscript.byte_range()]));
         }

@@ -93,6 +93,8 @@ pub struct Unit<'a> {
     pub host_instantiation: &'a [Option<scaffold::HostValue>],
     /// How the lines of `doc` map back to the user's file, before earlier transforms.
     pub origins: &'a LineOrigins,
+    /// Where the file's includes are found.
+    pub slice_options: &'a SliceOptions,
 }
 
 /// The line edits of the transforms applied so far, to say every line in the user's file as
@@ -122,6 +124,24 @@ impl LineOrigins {
     fn original(&self, line: u32) -> u32 {
         self.rewrites.iter().rev().fold(line, |line, shifts| line_before(shifts, line))
     }
+}
+
+/// The types `name` is defined as: `typedef T name;` and `using name = T;`.
+fn aliased_types(text: &str, name: &str) -> Vec<String> {
+    let mut types = Vec::new();
+    for statement in text.split(';') {
+        let words: Vec<&str> = statement.split_whitespace().collect();
+        if let Some(at) = words.iter().rposition(|w| *w == "typedef") {
+            if words.last() == Some(&name) && words.len() > at + 2 {
+                types.push(words[at + 1..words.len() - 1].join(" "));
+            }
+        } else if let Some(at) = words.iter().rposition(|w| *w == "using") {
+            if words.get(at + 1) == Some(&name) && words.get(at + 2) == Some(&"=") && words.len() > at + 3 {
+                types.push(words[at + 3..].join(" "));
+            }
+        }
+    }
+    types
 }
 
 /// The line of the text before one rewrite's `shifts` that `line` of the text after it came from.
@@ -166,6 +186,25 @@ impl<'a> Unit<'a> {
     /// 1-based line, in the user's file, where `span` starts.
     pub fn line_at(&self, span: Span) -> u32 {
         self.line_of(span.start_byte)
+    }
+
+    /// The size of an element type: a type cutune knows, or a `typedef`/`using` of the file or
+    /// of the project headers it includes; a name defined several ways under `#if`
+    /// (`typedef float floatX;` or `typedef half floatX;`) has the largest of its sizes.
+    pub fn element_bytes(&self, ty: &str) -> Option<u64> {
+        let ty = ty.split_whitespace().filter(|w| !matches!(*w, "const" | "volatile" | "__restrict__" | "__restrict")).collect::<Vec<_>>().join(" ");
+        if let Some(bytes) = crate::syntax::size_of_type(&ty) {
+            return Some(bytes);
+        }
+        if !crate::syntax::is_identifier(&ty) {
+            return None;
+        }
+        let text = crate::slice::with_project_headers(self.text(), self.slice_options);
+        let sizes: Vec<Option<u64>> = aliased_types(&text, &ty).iter().map(|t| crate::syntax::size_of_type(t)).collect();
+        if sizes.is_empty() || sizes.iter().any(Option::is_none) {
+            return None;
+        }
+        sizes.into_iter().flatten().max()
     }
 
     /// A local name for a rewrite's code that the kernel does not use yet: `wanted`, else
@@ -332,7 +371,7 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     for transform in lift::transforms() {
         let model = current.model().clone();
         let k = model.kernel(kernel).expect("every kept rewrite keeps the kernel");
-        let unit = Unit { doc: &current, model: &model, kernel: k, prefix: &prefix, lifted: &params, host_instantiation: &host_instantiation, origins: &origins };
+        let unit = Unit { doc: &current, model: &model, kernel: k, prefix: &prefix, lifted: &params, host_instantiation: &host_instantiation, origins: &origins, slice_options };
         let report = match transform.apply(&unit) {
             Outcome::Applied(rewrite) => match rewritten(&current, kernel, &rewrite.edits) {
                 Ok(next) => {
@@ -611,5 +650,13 @@ mod tests {
         assert!(contains_identifier("int BLOCK = 1;", "BLOCK"));
         assert!(!contains_identifier("int BLOCK_SIZE = 1;", "BLOCK"));
         assert!(!contains_identifier("MY_BLOCK", "BLOCK"));
+    }
+
+    #[test]
+    fn a_type_defined_under_conditions_has_each_of_its_definitions() {
+        let text = "#if defined(ENABLE_BF16)\ntypedef __nv_bfloat16 floatX;\n#elif defined(ENABLE_FP16)\ntypedef half floatX;\n#else\ntypedef float floatX;\n#endif\nusing index_t = unsigned int;\ntypedef floatX floatX_pair;\n";
+        assert_eq!(aliased_types(text, "floatX"), ["__nv_bfloat16", "half", "float"]);
+        assert_eq!(aliased_types(text, "index_t"), ["unsigned int"]);
+        assert_eq!(aliased_types(text, "floatN"), Vec::<String>::new());
     }
 }

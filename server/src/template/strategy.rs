@@ -9,7 +9,7 @@ use tree_sitter::Node;
 use super::layout::{factor, for_header, indent_step, joined, leading_whitespace, operand, shifted};
 use super::{contains_identifier, line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
-use crate::syntax::{descendants, identifiers_in, size_of_type};
+use crate::syntax::{descendants, identifiers_in};
 
 /// Several items per thread in a grid-stride loop: a smaller grid, the same loop. Only the
 /// host's grid changes, so the kernel's code does not.
@@ -172,7 +172,20 @@ pub(super) fn is_scalar_grid(unit: &Unit, grid: &str) -> bool {
         let rest = unit.text()[at + 4..].trim_start();
         rest.strip_prefix(grid).is_some_and(|after| after.starts_with(|c: char| !c.is_ascii_alphanumeric() && c != '_'))
     });
-    !(grid.starts_with("dim3") || grid.contains(',') || grid.starts_with('{') || dim3_variable)
+    !(grid.starts_with("dim3") || has_top_level_comma(grid) || grid.starts_with('{') || dim3_variable)
+}
+
+/// Whether `expr` has a comma outside parentheses and brackets (`a, b`, not `ceil_div(n, b)`).
+fn has_top_level_comma(expr: &str) -> bool {
+    let mut depth = 0i32;
+    expr.chars().any(|c| {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            _ => {}
+        }
+        c == ',' && depth == 0
+    })
 }
 
 /// A pointer the loop accesses as `p[i]`, with its element type.
@@ -258,7 +271,7 @@ fn loop_accesses(unit: &Unit, l: &SimpleLoop) -> Result<Vec<Access>, String> {
         let Some(element) = pointer_element_type(unit, &pointer) else {
             return Err(format!("`{pointer}` is not a pointer parameter or a pointer derived from one: not vectorised"));
         };
-        let Some(element_bytes) = size_of_type(&element).filter(|b| [1, 2, 4, 8].contains(b)) else {
+        let Some(element_bytes) = unit.element_bytes(&element).filter(|b| [1, 2, 4, 8].contains(b)) else {
             return Err(format!("the size of `{element}` is not known: not vectorised"));
         };
         let written = subscript.parent().is_some_and(|a| a.kind() == "assignment_expression" && a.child_by_field_name("left") == Some(subscript));
