@@ -199,6 +199,9 @@ fn table(report: &TuneReport, top: usize) -> String {
     if let (Some(bound), Some(time)) = (&report.sol, report.best.as_ref().and_then(|b| b.time_us)) {
         out.push_str(&format!("speed of light: {}\n", bound.headroom(time)));
     }
+    if let Some(why) = &report.sol_missing {
+        out.push_str(&format!("speed of light: none: {why}\n"));
+    }
     for rejected in &report.rejected {
         out.push_str(&format!("rejected {}: {}\n", rejected.config, rejected.summary));
     }

@@ -47,8 +47,8 @@ pub(super) fn prepare(session: &Session, feed: &mut Feed, runner: &mut dyn Runne
 
 /// The speed-of-light bound of `kernel` on the runner's device: its ceilings are measured once
 /// per device and cached; a replay uses those cached for its device, else the datasheet's,
-/// labelled. `None` (with a warning in the log) where there is none.
-pub(super) fn speed_of_light(kernel: &KernelSpec, runner: &mut dyn Runner, tools: &Tools) -> Option<RunBound> {
+/// labelled. An error says why there is none.
+pub(super) fn speed_of_light(kernel: &KernelSpec, runner: &mut dyn Runner, tools: &Tools) -> Result<RunBound, String> {
     let ceilings = if runner.needs_code() {
         sol::ceilings_for(runner, tools.nvrtc, &tools.ceilings_dir, false).map_err(|e| format!("{e:#}"))
     } else {
@@ -57,22 +57,21 @@ pub(super) fn speed_of_light(kernel: &KernelSpec, runner: &mut dyn Runner, tools
             .map(|found| found.ceilings)
             .or_else(|_| sol::Ceilings::datasheet(&device).ok_or_else(|| format!("cutune has no datasheet figures for {device}")))
     };
-    ceilings.and_then(|ceilings| RunBound::of(kernel, &ceilings)).map_err(|why| tracing::warn!("no speed-of-light bound for `{}`: {why}", kernel.name)).ok()
+    ceilings.and_then(|ceilings| RunBound::of(kernel, &ceilings))
 }
 
 /// The bound, unless the original kernel itself beats it: the bound counts every element of
 /// each buffer as moved once, and a kernel that touches a few of them (a gather from a large
 /// table) is faster than that. Flagging every configuration as faster than light would then
 /// leave no winner; no bound is better than a wrong one.
-pub(super) fn kept_by_the_original(bound: RunBound, baseline: &[crate::gpu::Timing], kernel: &str) -> Option<RunBound> {
+pub(super) fn kept_by_the_original(bound: RunBound, baseline: &[crate::gpu::Timing]) -> Result<RunBound, String> {
     let time_us: f64 = baseline.iter().map(|t| t.median_us).sum();
     let spread = baseline.iter().map(|t| t.spread).fold(0.0, f64::max);
     if !baseline.is_empty() && bound.faster_than_light(time_us, spread) {
-        tracing::warn!(
-            "no speed-of-light bound for `{kernel}`: the original runs in {time_us:.2} µs, under the {:.2} µs it takes to move every element of its buffers once, so it touches fewer (the spec's lengths are the buffers', not what the kernel reads)",
+        return Err(format!(
+            "the original runs in {time_us:.2} µs, under the {:.2} µs it takes to move every element of its buffers once, so it touches fewer (the spec's lengths are the buffers', not what the kernel reads)",
             bound.bound_us
-        );
-        return None;
+        ));
     }
-    Some(bound)
+    Ok(bound)
 }

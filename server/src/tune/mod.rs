@@ -192,8 +192,9 @@ pub struct TuneReport {
     pub seed: u64,
     pub baseline: Vec<Timing>,
     pub baseline_us: Option<f64>,
-    /// The speed-of-light bound of the objective (absent when the device has no ceilings).
+    /// The speed-of-light bound of the objective; when absent, why.
     pub sol: Option<RunBound>,
+    pub sol_missing: Option<String>,
     pub best: Option<Row>,
     /// Every evaluation of this run, in the order they were made.
     pub rows: Vec<Row>,
@@ -277,7 +278,13 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
     let (baseline, early) = baseline::prepare(&session, &mut feed, runner, observer)?;
     let baseline_us = (!baseline.is_empty()).then(|| baseline.iter().map(|t| t.median_us).sum::<f64>());
     feed.search.set_target(options.target_speedup.zip(baseline_us).map(|(speedup, baseline)| baseline / speedup));
-    let sol_bound = baseline::speed_of_light(kernel, runner, tools).and_then(|bound| baseline::kept_by_the_original(bound, &baseline, &kernel.name));
+    let (sol_bound, sol_missing) = match baseline::speed_of_light(kernel, runner, tools).and_then(|bound| baseline::kept_by_the_original(bound, &baseline)) {
+        Ok(bound) => (Some(bound), None),
+        Err(why) => {
+            tracing::warn!("no speed-of-light bound for `{}`: {why}", kernel.name);
+            (None, Some(why))
+        }
+    };
     if let (Some(bound), Some(fraction)) = (&sol_bound, options.sol_stop) {
         feed.stop_near_light(bound.bound_us, fraction);
     }
@@ -305,6 +312,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         baseline,
         baseline_us,
         sol: tally.sol_bound,
+        sol_missing,
         best: tally.best,
         rows: tally.rows,
         verification: verified.report,
