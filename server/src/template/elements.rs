@@ -8,7 +8,7 @@ use tree_sitter::Node;
 
 use super::lanes::{self, LanePlan};
 use super::layout::{factor, indent_step, leading_whitespace, operand};
-use super::strategy::{inside_rewrite, is_grid_stride_start, is_scalar_grid};
+use super::strategy::{divided_grids, inside_rewrite, is_grid_stride_start};
 use super::{line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
 use crate::syntax::descendants;
@@ -50,16 +50,17 @@ impl Transform for VectorizeElements {
         if launches.is_empty() {
             return Outcome::Refused(Note { line: Some(line), message: "no launch in this file to give a smaller grid: not vectorised".into() });
         }
-        if let Some(launch) = launches.iter().find(|l| !is_scalar_grid(unit, &l.grid.text)) {
-            return Outcome::Refused(Note { line: Some(unit.line_at(launch.span)), message: format!("the grid `{}` is not a number to divide (a `dim3` or several dimensions): not vectorised", launch.grid.text.trim()) });
-        }
+        let name = unit.fresh_name("VEC");
+        let grid_edits = match divided_grids(unit, &launches, &name) {
+            Ok(edits) => edits,
+            Err(note) => return Outcome::Refused(Note { message: format!("{}: not vectorised", note.message), ..note }),
+        };
         let plan = match lanes::plan_statements(unit, &elements.var, &elements.statements) {
             Ok(plan) => plan,
             Err(why) => return Outcome::Refused(Note { line: Some(line), message: why }),
         };
         let widest = plan.sites.iter().map(|s| s.element_bytes).max().unwrap_or(4);
         let values: Vec<i64> = [1i64, 2, 4, 8, 16].into_iter().filter(|v| *v as u64 * widest <= 16).collect();
-        let name = unit.fresh_name("VEC");
         let mut rewrite = Rewrite::default();
         rewrite.edits.extend(super::strategy::vec_bits_edit_if_missing(unit));
         rewrite.edits.extend(lanes::access_helpers_edit(unit));
@@ -70,10 +71,7 @@ impl Transform for VectorizeElements {
         let start = line_start(text, elements.declaration.start_byte());
         let new_text = format!("#if {name} == 1\n{}\n#else\n{}#endif", &text[start..elements.region_end], vectorized(unit, &elements, &plan, &name));
         rewrite.edits.push(TextEdit { range: start..elements.region_end, new_text });
-        for launch in &launches {
-            let grid = launch.grid.text.trim();
-            rewrite.edits.push(TextEdit { range: launch.grid.span.start_byte..launch.grid.span.end_byte, new_text: format!("({} + {name} - 1) / {name}", operand(grid)) });
-        }
+        rewrite.edits.extend(grid_edits);
         let origin = format!("consecutive elements per thread from line {line}, the grid divided by it; 1 is the original one element per thread");
         rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 1, values, origin });
         rewrite.summary = format!("each thread takes `{name}` consecutive elements from line {line}, loaded and stored together when aligned; the grid is divided by it");

@@ -12,7 +12,7 @@
 use tree_sitter::Node;
 
 use super::layout::{factor, for_header, indent_step, joined, leading_whitespace, operand, shifted};
-use super::strategy::{pointer_element_type, plain_element, SimpleLoop};
+use super::strategy::{plain_element, pointer_element_type, subscript_index, SimpleLoop};
 use super::{contains_identifier, line_start, TextEdit, Unit};
 use crate::syntax::descendants;
 
@@ -258,15 +258,6 @@ fn declared_name(text: &str, declarator: Node) -> String {
         node = inner;
     }
     text[node.byte_range()].to_string()
-}
-
-fn subscript_index(subscript: Node) -> Option<Node> {
-    subscript.child_by_field_name("index").or_else(|| {
-        let list = subscript.child_by_field_name("indices")?;
-        let mut cursor = list.walk();
-        let first = list.named_children(&mut cursor).next();
-        first
-    })
 }
 
 /// Whether `node` is evaluated only under a condition within `statement` (`?:`, `&&`, `||`).

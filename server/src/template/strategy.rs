@@ -9,7 +9,7 @@ use tree_sitter::Node;
 use super::layout::{factor, for_header, indent_step, joined, leading_whitespace, operand, shifted};
 use super::{contains_identifier, line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
-use crate::syntax::{descendants, identifiers_in};
+use crate::syntax::{descendants, identifiers_in, LaunchSite};
 
 /// Several items per thread in a grid-stride loop: a smaller grid, the same loop. Only the
 /// host's grid changes, so the kernel's code does not.
@@ -143,17 +143,10 @@ impl Transform for GridStrideItems {
             }
         }
         let mut rewrite = Rewrite::default();
-        for launch in &launches {
-            let grid = launch.grid.text.trim();
-            if !is_scalar_grid(unit, grid) {
-                return Outcome::Refused(Note { line: Some(unit.line_at(launch.span)), message: format!("the grid `{grid}` is not a number to divide (a `dim3` or several dimensions)") });
-            }
-        }
         let name = unit.fresh_name("ITEMS_PER_THREAD");
-        for launch in &launches {
-            let grid = launch.grid.text.trim();
-            let new_text = format!("({} + {name} - 1) / {name}", operand(grid));
-            rewrite.edits.push(TextEdit { range: launch.grid.span.start_byte..launch.grid.span.end_byte, new_text });
+        match divided_grids(unit, &launches, &name) {
+            Ok(edits) => rewrite.edits.extend(edits),
+            Err(note) => return Outcome::Refused(note),
         }
         rewrite.edits.push(unit.define_block(&name, "1"));
         let line = unit.line_of(first.node.start_byte());
@@ -164,15 +157,58 @@ impl Transform for GridStrideItems {
     }
 }
 
-/// Whether a launch's grid is a number that can be divided: not `dim3(…)`, a braced list or a
-/// `dim3` variable of the file.
-pub(super) fn is_scalar_grid(unit: &Unit, grid: &str) -> bool {
-    let grid = grid.trim();
-    let dim3_variable = crate::syntax::is_identifier(grid) && unit.text().match_indices("dim3").any(|(at, _)| {
-        let rest = unit.text()[at + 4..].trim_start();
-        rest.strip_prefix(grid).is_some_and(|after| after.starts_with(|c: char| !c.is_ascii_alphanumeric() && c != '_'))
+/// The edits that divide every launch's grid by `name` (rounded up): the grid where it is a
+/// number, or the first extent of the `dim3` variable it names (`dim3 grid(n / 256, 1)`) when
+/// the launches of this kernel are all that use the variable. Why not, at the launch.
+pub(super) fn divided_grids(unit: &Unit, launches: &[&LaunchSite], name: &str) -> Result<Vec<TextEdit>, Note> {
+    let divided = |extent: &str| format!("({} + {name} - 1) / {name}", operand(extent));
+    let mut edits: Vec<TextEdit> = Vec::new();
+    for launch in launches {
+        let grid = launch.grid.text.trim();
+        let refuse = |why: String| Err(Note { line: Some(unit.line_at(launch.span)), message: format!("the grid `{grid}` {why}") });
+        if grid.starts_with("dim3") || grid.starts_with('{') || has_top_level_comma(grid) {
+            return refuse("has several dimensions".into());
+        }
+        let edit = match dim3_variable(unit, launch, grid) {
+            Some(Ok(first_extent)) => TextEdit { range: first_extent.byte_range(), new_text: divided(&unit.text()[first_extent.byte_range()]) },
+            Some(Err(why)) => return refuse(why),
+            None => TextEdit { range: launch.grid.span.start_byte..launch.grid.span.end_byte, new_text: divided(grid) },
+        };
+        if !edits.contains(&edit) {
+            edits.push(edit);
+        }
+    }
+    Ok(edits)
+}
+
+/// When `grid` names a `dim3` variable of the launch's function: its first extent, or why it
+/// cannot be divided (another launch or other code uses it, or its extents are not written).
+fn dim3_variable<'t>(unit: &Unit<'t>, launch: &LaunchSite, grid: &str) -> Option<Result<Node<'t>, String>> {
+    let text = unit.text();
+    if !crate::syntax::is_identifier(grid) {
+        return None;
+    }
+    let root = unit.doc.tree()?.root_node();
+    let at = root.descendant_for_byte_range(launch.span.start_byte, launch.span.start_byte)?;
+    let function = std::iter::successors(Some(at), |n| n.parent()).find(|n| n.kind() == "function_definition")?;
+    let declared = descendants(function).filter(|n| n.kind() == "declaration" && n.start_byte() < launch.span.start_byte).filter(|d| {
+        d.child_by_field_name("type").is_some_and(|t| text[t.byte_range()].trim() == "dim3")
+            && d.child_by_field_name("declarator").and_then(|i| i.child_by_field_name("declarator")).is_some_and(|n| &text[n.byte_range()] == grid)
     });
-    !(grid.starts_with("dim3") || has_top_level_comma(grid) || grid.starts_with('{') || dim3_variable)
+    let declaration = declared.last()?;
+    let grid_spans: Vec<std::ops::Range<usize>> = unit.model.launches_of(&unit.kernel.name).map(|l| l.grid.span.start_byte..l.grid.span.end_byte).collect();
+    let elsewhere = names_in(text, function, grid).into_iter().any(|n| !declaration.byte_range().contains(&n.start_byte()) && !grid_spans.iter().any(|g| g.contains(&n.start_byte())));
+    if elsewhere {
+        return Some(Err(format!("is a `dim3` that other code of `{}` uses too", launch.enclosing_function.as_deref().unwrap_or("the function"))));
+    }
+    let value = declaration.child_by_field_name("declarator").and_then(|i| i.child_by_field_name("value"));
+    let arguments = match value {
+        Some(v) if v.kind() == "argument_list" => Some(v),
+        Some(v) if v.kind() == "call_expression" => v.child_by_field_name("arguments"),
+        _ => None,
+    };
+    let first = arguments.and_then(|list| list.named_child(0));
+    Some(first.ok_or_else(|| "is a `dim3` whose extents are not written where it is declared".to_string()))
 }
 
 /// Whether `expr` has a comma outside parentheses and brackets (`a, b`, not `ceil_div(n, b)`).
@@ -454,7 +490,7 @@ fn subscript_of(index: Node) -> Option<Node> {
     (holder.kind() == "subscript_expression" && subscript_index(holder) == Some(index)).then_some(holder)
 }
 
-fn subscript_index(subscript: Node) -> Option<Node> {
+pub(super) fn subscript_index(subscript: Node) -> Option<Node> {
     subscript.child_by_field_name("index").or_else(|| {
         let list = subscript.child_by_field_name("indices")?;
         let mut cursor = list.walk();
