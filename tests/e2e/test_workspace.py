@@ -499,7 +499,8 @@ def test_a_null_optional_buffer_an_aligned_struct_and_a_class_template_member_in
     # The kernel's `N` is passed the launcher's `N * C`: the launcher's size is renamed.
     residual = templatized_spec(root, "stats.cu", "residual_add")
     assert residual["shapes"] == [{"C": 512, "residual_forward_N": 4096}]
-    assert residual["grid"] == ["(residual_forward_N * C + block_size - 1) // block_size"]
+    # One element per thread: `vectorize-elements` divides the grid by its vector width.
+    assert residual["grid"] == ["(((residual_forward_N * C + block_size - 1) // block_size) + RESIDUAL_ADD_VEC - 1) // RESIDUAL_ADD_VEC"]
     assert next(a for a in residual["args"] if a["name"] == "N")["value"] == "residual_forward_N * C"
     assert next(a for a in residual["args"] if a["name"] == "out")["length"] == "residual_forward_N * C"
     # `Packed<float>::size` is 16 / sizeof(float).
