@@ -309,7 +309,21 @@ impl Transform for BlockSize {
             rewrite.edits.push(TextEdit { range: launch.block.span.start_byte..launch.block.span.end_byte, new_text: name.clone() });
         }
         let mut grid_spans: Vec<Span> = launches.iter().map(|l| l.grid.span).collect();
-        grid_spans.extend(launches.iter().filter_map(|l| grid_local_init(unit, l)));
+        for launch in &launches {
+            match grid_local(unit, launch) {
+                Some(GridLocal::Own(init)) => grid_spans.push(init),
+                Some(GridLocal::Shared(local, init)) if int_literals(unit.slice(init), init.start_byte).iter().any(|(_, v)| *v == b) => {
+                    // Its grid keeps dividing by the original block size: smaller blocks would
+                    // leave elements without a thread.
+                    rewrite.restrictions.push(format!("{name} >= {b}"));
+                    rewrite.notes.push(Note {
+                        line: Some(unit.line_at(launch.span)),
+                        message: format!("the grid `{local}` is shared with other code, so it keeps dividing by {b}: `{name}` is at least {b}"),
+                    });
+                }
+                Some(GridLocal::Shared(..)) | None => {}
+            }
+        }
         // Literals of the block size, and of one less (the ceil-division), in the grid.
         for grid in &grid_spans {
             for (range, value) in int_literals(unit.slice(*grid), grid.start_byte) {
@@ -556,8 +570,15 @@ fn occurrences_in_body(unit: &Unit, needle: &str) -> Vec<Span> {
         .collect()
 }
 
-/// The initial value of a local the launch takes its grid from: `int blocks = (n + 255) / 256;`.
-fn grid_local_init(unit: &Unit, launch: &crate::syntax::LaunchSite) -> Option<Span> {
+/// The local a launch takes its grid from (`int blocks = (n + 255) / 256;`).
+enum GridLocal {
+    /// Its initial value, which only this kernel's launches read.
+    Own(Span),
+    /// Its name and initial value: other code reads it too.
+    Shared(String, Span),
+}
+
+fn grid_local(unit: &Unit, launch: &crate::syntax::LaunchSite) -> Option<GridLocal> {
     let name = launch.grid.text.trim();
     if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return None;
@@ -566,12 +587,18 @@ fn grid_local_init(unit: &Unit, launch: &crate::syntax::LaunchSite) -> Option<Sp
     let at = tree.root_node().descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte)?;
     let function = std::iter::successors(Some(at), |n| n.parent()).find(|n| n.kind() == "function_definition")?;
     // The last assignment before the launch is the one it sees.
-    descendants(function)
+    let declarator = descendants(function)
         .filter(|n| n.kind() == "init_declarator" && n.start_byte() < launch.span.start_byte)
         .filter(|n| n.child_by_field_name("declarator").is_some_and(|d| &unit.text()[d.byte_range()] == name))
-        .last()
-        .and_then(|n| n.child_by_field_name("value"))
-        .map(Span::of)
+        .last()?;
+    // A grid that other code uses too (another kernel's launch) keeps its value: rewriting it
+    // would make that launch follow this kernel's block size.
+    let grids: Vec<std::ops::Range<usize>> = unit.model.launches_of(&unit.kernel.name).map(|l| l.grid.span.start_byte..l.grid.span.end_byte).collect();
+    let shared = descendants(function).filter(|n| n.kind() == "identifier" && &unit.text()[n.byte_range()] == name).any(|n| {
+        !declarator.byte_range().contains(&n.start_byte()) && !grids.iter().any(|g| g.contains(&n.start_byte()))
+    });
+    let init = Span::of(declarator.child_by_field_name("value")?);
+    Some(if shared { GridLocal::Shared(name.to_string(), init) } else { GridLocal::Own(init) })
 }
 
 /// `block - 1` in a ceil-division, parenthesised unless it is the right operand of a `+`.

@@ -195,7 +195,13 @@ fn dim3_variable<'t>(unit: &Unit<'t>, launch: &LaunchSite, grid: &str) -> Option
         d.child_by_field_name("type").is_some_and(|t| text[t.byte_range()].trim() == "dim3")
             && d.child_by_field_name("declarator").and_then(|i| i.child_by_field_name("declarator")).is_some_and(|n| &text[n.byte_range()] == grid)
     });
-    let declaration = declared.last()?;
+    let Some(declaration) = declared.last() else {
+        // A `dim3` of the file, set somewhere else (`grid_1d.x = …`): its extents are not at hand.
+        let declared_in_file = text.match_indices("dim3").any(|(at, _)| {
+            text[at + 4..].trim_start().strip_prefix(grid).is_some_and(|after| after.starts_with(|c: char| !c.is_ascii_alphanumeric() && c != '_'))
+        });
+        return declared_in_file.then(|| Err("is a `dim3` that the launch's function does not declare".to_string()));
+    };
     let grid_spans: Vec<std::ops::Range<usize>> = unit.model.launches_of(&unit.kernel.name).map(|l| l.grid.span.start_byte..l.grid.span.end_byte).collect();
     let elsewhere = names_in(text, function, grid).into_iter().any(|n| !declaration.byte_range().contains(&n.start_byte()) && !grid_spans.iter().any(|g| g.contains(&n.start_byte())));
     if elsewhere {
