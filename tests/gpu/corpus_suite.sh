@@ -59,6 +59,7 @@ cases=(
   "llm.c dev/cuda/crossentropy_forward.cu crossentropy_forward_kernel1"
   "llm.c dev/cuda/gelu_forward.cu gelu_forward_kernel1"
   "llm.c dev/cuda/gelu_backward.cu gelu_backward1"
+  "cuda-samples Samples/2_Concepts_and_Techniques/inlinePTX/inlinePTX.cu sequence_gpu"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()
