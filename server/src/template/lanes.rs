@@ -71,6 +71,9 @@ pub(super) fn plan_statements<'t>(unit: &Unit<'t>, var: &str, statements: &[Node
         let keyword = s.kind().trim_end_matches("_statement");
         return not(format!("the body has a statement other than a declaration or an expression (`{keyword}`, line {}), which is not taken lane by lane", unit.line_of(s.start_byte())));
     }
+    if let Some(word) = super::strategy::thread_identity(unit, statements, var) {
+        return not(format!("the body uses `{word}`, which depends on the thread: with several elements a thread, it would change"));
+    }
     let deref_write = statements.iter().flat_map(|s| descendants(*s)).find(|n| {
         n.kind() == "assignment_expression" && n.child_by_field_name("left").is_some_and(|left| matches!(left.kind(), "pointer_expression" | "field_expression"))
     });

@@ -299,6 +299,9 @@ impl Transform for VectorizeRowLoops {
 fn loop_accesses(unit: &Unit, l: &SimpleLoop) -> Result<Vec<Access>, String> {
     let text = unit.text();
     no_jumps_or_barriers(unit, l)?;
+    if let Some(word) = thread_identity(unit, &[l.body], &l.var) {
+        return Err(format!("the loop body uses `{word}`, which depends on the thread: a vector loop gives each thread other elements, not vectorised"));
+    }
     if !names_in(text, l.body, &l.var).is_empty() && names_in(text, l.body, &l.var).iter().any(|n| is_assigned(text, *n)) {
         return Err(format!("the loop assigns `{}`: not vectorised", l.var));
     }
@@ -352,6 +355,25 @@ fn no_jumps_or_barriers(unit: &Unit, l: &SimpleLoop) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// What in `nodes` depends on which thread runs it (`threadIdx`, a local set from it, the lane
+/// id read by `asm`, warp votes and shuffles), other than the element index `var`: vectorising
+/// hands each thread other elements, so such a value would change.
+pub(super) fn thread_identity(unit: &Unit, nodes: &[Node], var: &str) -> Option<String> {
+    const WARP_WORDS: [&str; 6] = ["__shfl", "__ballot", "__activemask", "__any", "__all", "__match"];
+    let text = unit.text();
+    let body = unit.body()?;
+    let from_thread: Vec<&str> = descendants(body)
+        .filter(|n| n.kind() == "init_declarator")
+        .filter(|d| d.child_by_field_name("value").is_some_and(|v| contains_identifier(&text[v.byte_range()], "threadIdx")))
+        .filter_map(|d| d.child_by_field_name("declarator").map(|n| &text[n.byte_range()]))
+        .filter(|name| *name != var)
+        .collect();
+    nodes.iter().find_map(|node| {
+        let here = &text[node.byte_range()];
+        identifiers_in(here).find(|w| *w == "threadIdx" || *w == "asm" || *w == "__asm__" || from_thread.contains(w) || WARP_WORDS.iter().any(|p| w.starts_with(p))).map(str::to_string)
+    })
 }
 
 /// What a loop is vectorised by: its `p[i]` accesses, or the lane analysis when `i` is also
