@@ -8,7 +8,7 @@ use tree_sitter::Node;
 
 use super::lanes::{self, LanePlan};
 use super::layout::{factor, indent_step, leading_whitespace, operand};
-use super::strategy::{divided_grids, inside_rewrite, is_grid_stride_start};
+use super::strategy::{divided_grids, inside_rewrite, is_grid_stride_start, VECTOR_WIDTH_ORIGIN};
 use super::{line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
 use crate::syntax::descendants;
@@ -37,7 +37,7 @@ impl Transform for VectorizeElements {
 
     fn apply(&self, unit: &Unit) -> Outcome {
         let Some(body) = unit.body() else { return Outcome::NotApplicable("the kernel has no body".into()) };
-        if unit.lifted.iter().any(|p| p.origin.starts_with("vector width")) {
+        if unit.lifted.iter().any(|p| p.origin.starts_with(VECTOR_WIDTH_ORIGIN)) {
             return Outcome::NotApplicable("the kernel's loops are vectorised".into());
         }
         let elements = match elements(unit, body) {

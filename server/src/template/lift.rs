@@ -583,9 +583,7 @@ fn grid_local(unit: &Unit, launch: &crate::syntax::LaunchSite) -> Option<GridLoc
     if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return None;
     }
-    let tree = unit.doc.tree()?;
-    let at = tree.root_node().descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte)?;
-    let function = std::iter::successors(Some(at), |n| n.parent()).find(|n| n.kind() == "function_definition")?;
+    let function = super::strategy::enclosing_function(unit.doc.tree()?.root_node(), launch)?;
     // The last assignment before the launch is the one it sees.
     let declarator = descendants(function)
         .filter(|n| n.kind() == "init_declarator" && n.start_byte() < launch.span.start_byte)
@@ -593,10 +591,7 @@ fn grid_local(unit: &Unit, launch: &crate::syntax::LaunchSite) -> Option<GridLoc
         .last()?;
     // A grid that other code uses too (another kernel's launch) keeps its value: rewriting it
     // would make that launch follow this kernel's block size.
-    let grids: Vec<std::ops::Range<usize>> = unit.model.launches_of(&unit.kernel.name).map(|l| l.grid.span.start_byte..l.grid.span.end_byte).collect();
-    let shared = descendants(function).filter(|n| n.kind() == "identifier" && &unit.text()[n.byte_range()] == name).any(|n| {
-        !declarator.byte_range().contains(&n.start_byte()) && !grids.iter().any(|g| g.contains(&n.start_byte()))
-    });
+    let shared = super::strategy::read_by_other_code(unit, function, declarator, name);
     let init = Span::of(declarator.child_by_field_name("value")?);
     Some(if shared { GridLocal::Shared(name.to_string(), init) } else { GridLocal::Own(init) })
 }

@@ -192,7 +192,7 @@ impl<'a> Unit<'a> {
     /// of the project headers it includes; a name defined several ways under `#if`
     /// (`typedef float floatX;` or `typedef half floatX;`) has the largest of its sizes.
     pub fn element_bytes(&self, ty: &str) -> Option<u64> {
-        let ty = ty.split_whitespace().filter(|w| !matches!(*w, "const" | "volatile" | "__restrict__" | "__restrict")).collect::<Vec<_>>().join(" ");
+        let ty = strategy::plain_element(ty);
         if let Some(bytes) = crate::syntax::size_of_type(&ty) {
             return Some(bytes);
         }

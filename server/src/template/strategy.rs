@@ -20,6 +20,9 @@ pub struct GridStrideItems;
 /// guard and a scalar tail.
 pub struct VectorizeRowLoops;
 
+/// How a loop's vector width parameter begins its origin, which later transforms look for.
+pub(super) const VECTOR_WIDTH_ORIGIN: &str = "vector width";
+
 /// The helper type that moves V elements as one 2-, 4-, 8- or 16-byte access.
 const VEC_BITS_GUARD: &str = "CUTUNE_VEC_BITS";
 
@@ -189,22 +192,18 @@ fn dim3_variable<'t>(unit: &Unit<'t>, launch: &LaunchSite, grid: &str) -> Option
         return None;
     }
     let root = unit.doc.tree()?.root_node();
-    let at = root.descendant_for_byte_range(launch.span.start_byte, launch.span.start_byte)?;
-    let function = std::iter::successors(Some(at), |n| n.parent()).find(|n| n.kind() == "function_definition")?;
-    let declared = descendants(function).filter(|n| n.kind() == "declaration" && n.start_byte() < launch.span.start_byte).filter(|d| {
-        d.child_by_field_name("type").is_some_and(|t| text[t.byte_range()].trim() == "dim3")
-            && d.child_by_field_name("declarator").and_then(|i| i.child_by_field_name("declarator")).is_some_and(|n| &text[n.byte_range()] == grid)
-    });
-    let Some(declaration) = declared.last() else {
-        // A `dim3` of the file, set somewhere else (`grid_1d.x = …`): its extents are not at hand.
-        let declared_in_file = text.match_indices("dim3").any(|(at, _)| {
-            text[at + 4..].trim_start().strip_prefix(grid).is_some_and(|after| after.starts_with(|c: char| !c.is_ascii_alphanumeric() && c != '_'))
-        });
-        return declared_in_file.then(|| Err("is a `dim3` that the launch's function does not declare".to_string()));
+    let function = enclosing_function(root, launch)?;
+    let dim3_of = |scope: Node<'t>| {
+        descendants(scope).filter(|n| n.kind() == "declaration" && n.start_byte() < launch.span.start_byte).filter(|d| {
+            d.child_by_field_name("type").is_some_and(|t| text[t.byte_range()].trim() == "dim3")
+                && d.child_by_field_name("declarator").map(|i| i.child_by_field_name("declarator").unwrap_or(i)).is_some_and(|n| &text[n.byte_range()] == grid)
+        })
     };
-    let grid_spans: Vec<std::ops::Range<usize>> = unit.model.launches_of(&unit.kernel.name).map(|l| l.grid.span.start_byte..l.grid.span.end_byte).collect();
-    let elsewhere = names_in(text, function, grid).into_iter().any(|n| !declaration.byte_range().contains(&n.start_byte()) && !grid_spans.iter().any(|g| g.contains(&n.start_byte())));
-    if elsewhere {
+    let Some(declaration) = dim3_of(function).last() else {
+        // A `dim3` of the file, set somewhere else (`grid_1d.x = …`): its extents are not at hand.
+        return dim3_of(root).next().map(|_| Err("is a `dim3` that the launch's function does not declare".to_string()));
+    };
+    if read_by_other_code(unit, function, declaration, grid) {
         return Some(Err(format!("is a `dim3` that other code of `{}` uses too", launch.enclosing_function.as_deref().unwrap_or("the function"))));
     }
     let value = declaration.child_by_field_name("declarator").and_then(|i| i.child_by_field_name("value"));
@@ -215,6 +214,19 @@ fn dim3_variable<'t>(unit: &Unit<'t>, launch: &LaunchSite, grid: &str) -> Option
     };
     let first = arguments.and_then(|list| list.named_child(0));
     Some(first.ok_or_else(|| "is a `dim3` whose extents are not written where it is declared".to_string()))
+}
+
+/// The host function a launch sits in.
+pub(super) fn enclosing_function<'t>(root: Node<'t>, launch: &LaunchSite) -> Option<Node<'t>> {
+    let at = root.descendant_for_byte_range(launch.span.start_byte, launch.span.start_byte)?;
+    std::iter::successors(Some(at), |n| n.parent()).find(|n| n.kind() == "function_definition")
+}
+
+/// Whether `function` reads the local `name` (declared at `declaration`) anywhere but in the
+/// grids of this kernel's launches: another kernel's launch, say.
+pub(super) fn read_by_other_code(unit: &Unit, function: Node, declaration: Node, name: &str) -> bool {
+    let grids: Vec<std::ops::Range<usize>> = unit.model.launches_of(&unit.kernel.name).map(|l| l.grid.span.start_byte..l.grid.span.end_byte).collect();
+    names_in(unit.text(), function, name).into_iter().any(|n| !declaration.byte_range().contains(&n.start_byte()) && !grids.iter().any(|g| g.contains(&n.start_byte())))
 }
 
 /// Whether `expr` has a comma outside parentheses and brackets (`a, b`, not `ceil_div(n, b)`).
@@ -288,7 +300,7 @@ impl Transform for VectorizeRowLoops {
         }
         // Loops an earlier rewrite wrote all stand at that rewrite's first line.
         lines.dedup();
-        let origin = format!("vector width of the loops at line {}; 1 is the original scalar loop", lines.join(", "));
+        let origin = format!("{VECTOR_WIDTH_ORIGIN} of the loops at line {}; 1 is the original scalar loop", lines.join(", "));
         rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 1, values, origin });
         rewrite.summary = format!("loop(s) at line {} load and store `{name}` elements at a time when aligned", lines.join(", "));
         Outcome::Applied(rewrite)
