@@ -18,7 +18,7 @@ class Buffer:
     after: bytes
 
 
-def write_capture(path: Path, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int], args: list[bytes | Buffer]) -> None:
+def write_capture(path: Path, kernel: str, grid: tuple[int, int, int], block: tuple[int, int, int], args: list[bytes | Buffer], shared_bytes: int = 0) -> None:
     """`args` in the kernel's order: a scalar's bytes, or a buffer's bytes before and after."""
     blobs = bytearray()
     params = []
@@ -37,7 +37,7 @@ def write_capture(path: Path, kernel: str, grid: tuple[int, int, int], block: tu
         offset = (offset + len(value) - 1) // len(value) * len(value)
         params.append({"offset": offset, "size": len(value), "value": value.hex(), "buffer": buffer})
         offset += len(value)
-    header = json.dumps({"kernel": kernel, "grid": list(grid), "block": list(block), "shared_bytes": 0, "params": params, "buffers_omitted": None, "seconds": 0.01}).encode()
+    header = json.dumps({"kernel": kernel, "grid": list(grid), "block": list(block), "shared_bytes": shared_bytes, "params": params, "buffers_omitted": None, "seconds": 0.01}).encode()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(MAGIC + struct.pack("<I", VERSION) + bytes(blobs) + header + struct.pack("<Q", len(header)))
 

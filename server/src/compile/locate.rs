@@ -67,9 +67,10 @@ impl std::error::Error for NvrtcNotFound {}
 pub(crate) struct Located {
     pub library: PathBuf,
     pub include_dir: Option<PathBuf>,
-    /// The CUDA C++ Core Libraries' headers (`nv/target`, `cuda/std`, `cub`), which the
-    /// toolkit's own headers include: a folder of their own in CUDA 13 and in pip.
-    pub cccl_include_dir: Option<PathBuf>,
+    /// Device libraries' headers outside `include_dir`: the CUDA C++ Core Libraries (`nv/target`,
+    /// `cuda/std`, `cub`, which the toolkit's own headers include; a folder of their own in CUDA
+    /// 13 and in pip) and cuRAND's device API (its own pip package).
+    pub library_include_dirs: Vec<PathBuf>,
     pub version: (i32, i32),
 }
 
@@ -267,10 +268,13 @@ fn bind(place: String, library: Library, path: PathBuf, attempts: &mut Vec<Attem
         return None;
     }
     let include_dir = include_dir_for(&path);
-    let cccl_include_dir = cccl_include_dir_for(&path, include_dir.as_deref());
+    let library_include_dirs = cccl_include_dir_for(&path, include_dir.as_deref())
+        .into_iter()
+        .chain(pip_include_dir_for(&path, include_dir.as_deref(), "curand", "curand_kernel.h"))
+        .collect();
     // cudarc holds its own handle for the life of the process; ours must not unload it either.
     std::mem::forget(library);
-    Some(Located { library: path, include_dir, cccl_include_dir, version: (major, minor) })
+    Some(Located { library: path, include_dir, library_include_dirs, version: (major, minor) })
 }
 
 /// The CUDA headers matching a library: the toolkit's `include/` beside its `lib64/`, pip's
@@ -307,6 +311,17 @@ fn cccl_include_dir_for(library: &Path, include_dir: Option<&Path>) -> Option<Pa
     let real = std::fs::canonicalize(library).unwrap_or_else(|_| library.to_path_buf());
     let candidates = [include_dir.map(|d| d.join("cccl")), real.parent().map(|lib| lib.join("../../cuda_cccl/include"))];
     candidates.into_iter().flatten().find(|dir| dir.join(MARKER).is_file()).map(|dir| std::fs::canonicalize(&dir).unwrap_or(dir))
+}
+
+/// pip's `nvidia/<package>/include` beside `nvidia/cuda_nvrtc/lib`, when it holds `marker` and
+/// the CUDA headers do not (a toolkit keeps cuRAND's headers in its own `include`).
+fn pip_include_dir_for(library: &Path, include_dir: Option<&Path>, package: &str, marker: &str) -> Option<PathBuf> {
+    if include_dir.is_some_and(|d| d.join(marker).is_file()) {
+        return None;
+    }
+    let real = std::fs::canonicalize(library).unwrap_or_else(|_| library.to_path_buf());
+    let dir = real.parent()?.join("../..").join(package).join("include");
+    dir.join(marker).is_file().then(|| std::fs::canonicalize(&dir).unwrap_or(dir))
 }
 
 /// The site-packages folders [`locate`] searches, in its order: where pip puts NVIDIA's
@@ -375,7 +390,7 @@ fn python_site_dirs() -> Result<Vec<PathBuf>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::cccl_include_dir_for;
+    use super::{cccl_include_dir_for, pip_include_dir_for};
 
     /// CUDA 13 keeps `nv/target` in `include` but libcu++ (`cuda/std`) only in `include/cccl`:
     /// the headers `cooperative_groups` needs are found there.
@@ -394,6 +409,31 @@ mod tests {
         std::fs::create_dir_all(include.join("cuda/std")).unwrap();
         std::fs::write(include.join("cuda/std/type_traits"), "").unwrap();
         assert_eq!(cccl_include_dir_for(&library, Some(&include)), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// pip puts cuRAND's device headers in a package of their own; a toolkit has them in its
+    /// `include`, which needs no other folder.
+    #[test]
+    fn curand_headers_are_found_in_their_pip_package_unless_the_toolkit_has_them() {
+        let root = std::env::temp_dir().join(format!("cutune-curand-{}", std::process::id()));
+        let nvidia = root.join("site-packages/nvidia");
+        let library = nvidia.join("cuda_nvrtc/lib/libnvrtc.so.12");
+        let include = nvidia.join("cuda_runtime/include");
+        for file in [library.clone(), include.join("cuda_fp16.h")] {
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, "").unwrap();
+        }
+        assert_eq!(pip_include_dir_for(&library, Some(&include), "curand", "curand_kernel.h"), None, "no cuRAND package");
+
+        let curand = nvidia.join("curand/include");
+        std::fs::create_dir_all(&curand).unwrap();
+        std::fs::write(curand.join("curand_kernel.h"), "").unwrap();
+        let found = pip_include_dir_for(&library, Some(&include), "curand", "curand_kernel.h");
+        assert_eq!(found, Some(std::fs::canonicalize(&curand).unwrap()));
+
+        std::fs::write(include.join("curand_kernel.h"), "").unwrap();
+        assert_eq!(pip_include_dir_for(&library, Some(&include), "curand", "curand_kernel.h"), None, "the toolkit's own");
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

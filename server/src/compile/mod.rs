@@ -32,7 +32,7 @@ use program::Program;
 pub struct Nvrtc {
     library: PathBuf,
     include_dir: Option<PathBuf>,
-    cccl_include_dir: Option<PathBuf>,
+    library_include_dirs: Vec<PathBuf>,
     version: (i32, i32),
 }
 
@@ -124,7 +124,7 @@ impl Nvrtc {
     /// `/usr/local/cuda`, the dynamic loader path and pip installs, in that order.
     pub fn locate(explicit: Option<&Path>) -> Result<Nvrtc, NvrtcNotFound> {
         let found = locate::locate(explicit)?;
-        Ok(Nvrtc { library: found.library, include_dir: found.include_dir, cccl_include_dir: found.cccl_include_dir, version: found.version })
+        Ok(Nvrtc { library: found.library, include_dir: found.include_dir, library_include_dirs: found.library_include_dirs, version: found.version })
     }
 
     /// NVRTC's (major, minor) version, e.g. (12, 9).
@@ -148,7 +148,7 @@ impl Nvrtc {
         validate_arch(&request.arch, request.cubin).map_err(|why| CompileFailure::request(file, why))?;
         let mut options = vec![format!("--gpu-architecture={}", request.arch)];
         options.extend(request.include_dirs.iter().map(|d| format!("--include-path={}", d.display())));
-        for dir in self.include_dir.iter().chain(&self.cccl_include_dir) {
+        for dir in self.include_dir.iter().chain(&self.library_include_dirs) {
             options.push(format!("--include-path={}", dir.display()));
         }
         for (name, value) in &request.defines {

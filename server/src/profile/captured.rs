@@ -3,6 +3,7 @@
 //! Captures fill what the source could not say; what it did say is kept, and checked against
 //! them.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use cutune_capture::report::{CaptureFile, CapturedParam, CAPTURE_EXTENSION};
@@ -57,8 +58,10 @@ pub fn apply(spec: &mut KernelSpec, capture: &CaptureFile, file: &str) -> Result
     let mut shape = spec.shapes.first().cloned().unwrap_or_default();
     fill_template_args(spec, &header.kernel, &mut notes);
     fill_scalars(spec, &header.params, &mut shape, &mut notes)?;
+    fill_size_behind_grid(spec, header.grid, header.block, &mut shape, &mut notes);
     fill_extents(spec, "grid", header.grid, &shape, &mut notes);
     fill_extents(spec, "block", header.block, &shape, &mut notes);
+    fill_shared_bytes(spec, header.shared_bytes, &shape, &mut notes);
     fill_buffers(spec, capture, &shape, &mut notes)?;
     if spec.captures.is_empty() {
         replace_shapes(&mut spec.shapes, &shape, &mut notes);
@@ -82,20 +85,31 @@ fn replace_shapes(shapes: &mut Vec<Shape>, captured: &Shape, notes: &mut Vec<Str
 }
 
 /// Open template arguments (`?`) take the program's; a tuning parameter in their place starts
-/// from the program's value.
+/// from the program's value. A type the source names otherwise becomes the type the program
+/// launched with: the source's may be a host function's local alias (`typedef … state_t;
+/// kernel<state_t>`), which device code cannot see, and the launch says what it stood for.
 fn fill_template_args(spec: &mut KernelSpec, mangled: &str, notes: &mut Vec<String>) {
     let name = kernel_name(mangled);
     if name.template_args.len() != spec.template_args.len() {
         return;
     }
     for (arg, captured) in spec.template_args.iter_mut().zip(name.template_args) {
+        let value = integer_argument(&captured);
         if arg.trim() == UNKNOWN {
             notes.push(format!("template argument `{captured}` from the captured launch"));
             *arg = captured;
-        } else if let (Some(param), Some(value)) = (spec.params.iter_mut().find(|p| p.name == arg.trim()), integer_argument(&captured)) {
+        } else if let (Some(param), Some(value)) = (spec.params.iter_mut().find(|p| p.name == arg.trim()), value) {
             start_from(param, value, notes);
+        } else if value.is_none() && squeezed(arg) != squeezed(&captured) {
+            notes.push(format!("template argument `{captured}` from the captured launch (the source wrote `{arg}`)"));
+            *arg = captured;
         }
     }
+}
+
+/// A type's text without spaces, to compare `unsigned int[32]` with `unsigned int [32]`.
+fn squeezed(text: &str) -> String {
+    text.split_whitespace().collect()
 }
 
 /// A template argument as the demangler writes an integer or a bool (`(unsigned int)256`,
@@ -128,6 +142,8 @@ fn start_from(param: &mut ParamSpec, value: i64, notes: &mut Vec<String>) {
 /// (`?`, or host code such as `x.size(0)`) becomes a size of its own name, or a number.
 fn fill_scalars(spec: &mut KernelSpec, params: &[CapturedParam], shape: &mut Shape, notes: &mut Vec<String>) -> Result<(), String> {
     let param_names: Vec<String> = spec.params.iter().map(|p| p.name.clone()).collect();
+    // Scalars may use sizes and parameters, not other scalars.
+    let names: BTreeSet<String> = shape.keys().cloned().chain(param_names.iter().cloned()).collect();
     for (arg, captured) in spec.args.iter_mut().zip(params) {
         let Some(value) = arg.value.clone() else { continue };
         let bytes = captured.value_bytes()?;
@@ -138,7 +154,7 @@ fn fill_scalars(spec: &mut KernelSpec, params: &[CapturedParam], shape: &mut Sha
             if shape.insert(size.to_string(), number as i64) != Some(number as i64) {
                 notes.push(format!("size `{size}` = {} from argument `{}` of the captured launch", number as i64, arg.name));
             }
-        } else if expr::parse(size).is_err() || size == UNKNOWN {
+        } else if !expressible(size, &|name| names.contains(name)) {
             if arg.dtype.is_float() {
                 arg.value = Some(format_number(number));
             } else {
@@ -149,6 +165,25 @@ fn fill_scalars(spec: &mut KernelSpec, params: &[CapturedParam], shape: &mut Sha
         }
     }
     Ok(())
+}
+
+/// A grid the source works out from a size it cannot follow (`(m_samples + B - 1) / B`, over a
+/// class member) keeps its arithmetic, so that it follows the block when the block is a
+/// parameter: the size is taken as the captured grid times the captured block, the work of
+/// whole blocks, when that gives the captured grid back.
+fn fill_size_behind_grid(spec: &KernelSpec, grid: [u32; 3], block: [u32; 3], shape: &mut Shape, notes: &mut Vec<String>) {
+    for (axis, extent) in spec.grid.iter().enumerate().take(3) {
+        let env = environment(spec, shape, &|p| p.default);
+        let Ok(parsed) = expr::parse(extent) else { continue };
+        let unknown: BTreeSet<&str> = identifiers_in(extent).filter(|w| !env.contains_key(*w) && expr::Function::from_name(w).is_none()).collect();
+        let [size] = unknown.into_iter().collect::<Vec<_>>()[..] else { continue };
+        let whole_blocks = grid[axis] as i64 * block[axis] as i64;
+        let value_with = |v: i64| parsed.eval(&|n| if n == size { Some(expr::Value::Int(v)) } else { env.get(n).copied() }).ok().and_then(|v| v.as_integer());
+        if value_with(whole_blocks) == Some(grid[axis] as i64) {
+            notes.push(format!("size `{size}` = {whole_blocks}, the captured grid's {} blocks of {} threads, for grid extent {axis} `{extent}`", grid[axis], block[axis]));
+            shape.insert(size.to_string(), whole_blocks);
+        }
+    }
 }
 
 /// Grid or block extents the spec cannot evaluate become a size of equal value, or the number;
@@ -179,6 +214,28 @@ fn fill_extents(spec: &mut KernelSpec, what: &str, captured: [u32; 3], shape: &S
     }
 }
 
+/// Shared memory the spec cannot evaluate (host code such as `sizeof(T) * m_blockSize`) becomes
+/// the program's bytes.
+fn fill_shared_bytes(spec: &mut KernelSpec, captured: u32, shape: &Shape, notes: &mut Vec<String>) {
+    let env = environment(spec, shape, &|p| p.default);
+    let evaluated = expr::parse(&spec.shared_bytes).ok().and_then(|e| e.eval(&|n| env.get(n).copied()).ok()).and_then(|v| v.as_integer());
+    match evaluated {
+        Some(v) if v == captured as i64 => {}
+        Some(v) => notes.push(format!("shared_bytes `{}` gives {v}, but the program launched with {captured}: check the spec's sizes", spec.shared_bytes)),
+        None => {
+            notes.push(format!("shared_bytes = {captured} from the captured launch (the source gave `{}`)", spec.shared_bytes));
+            spec.shared_bytes = captured.to_string();
+        }
+    }
+}
+
+/// Whether the spec can evaluate `text` once the names `known` accepts have values: it parses,
+/// and names nothing else (host code such as `static_cast<int>(tenor / dt)` or `x.size(0)`
+/// parses, but names what only the program knew).
+fn expressible(text: &str, known: &dyn Fn(&str) -> bool) -> bool {
+    text.trim() != UNKNOWN && expr::parse(text).is_ok() && identifiers_in(text).all(|w| known(w) || expr::Function::from_name(w).is_some())
+}
+
 /// Lengths the spec lacks become the captured extent (a product of sizes when one matches);
 /// a buffer the kernel changed is written, whatever the source suggested.
 fn fill_buffers(spec: &mut KernelSpec, capture: &CaptureFile, shape: &Shape, notes: &mut Vec<String>) -> Result<(), String> {
@@ -188,8 +245,7 @@ fn fill_buffers(spec: &mut KernelSpec, capture: &CaptureFile, shape: &Shape, not
     for (arg, captured) in spec.args.iter_mut().zip(&capture.capture.params) {
         let (Some(length), Some(buffer)) = (&arg.length, &captured.buffer) else { continue };
         let elements = buffer.bytes / data::element_bytes(arg.dtype) as u64;
-        let known = expr::parse(length).is_ok() && identifiers_in(length).all(|w| names.contains_key(w) || expr::Function::from_name(w).is_some());
-        if length.trim() == UNKNOWN || !known {
+        if !expressible(length, &|name| names.contains_key(name)) {
             let replacement = product_of_sizes(&sizes, elements).unwrap_or_else(|| elements.to_string());
             notes.push(format!("length of `{}` = `{replacement}` from the captured allocation (the source gave `{length}`)", arg.name));
             arg.length = Some(replacement);
@@ -213,8 +269,16 @@ fn sizes_in_argument_order(spec: &KernelSpec, shape: &Shape) -> Vec<(String, i64
     sizes
 }
 
-/// `rows * cols` when the product of one to three sizes is `elements`.
+/// `rows * cols` when the product of one to three sizes is `elements`, else `2 * n` when a
+/// small multiple of one size is (two coordinates per point, the bytes of a struct per item).
 fn product_of_sizes(sizes: &[(String, i64)], elements: u64) -> Option<String> {
+    products_of_sizes(sizes, elements).or_else(|| {
+        let target = elements as i64;
+        sizes.iter().find_map(|(name, value)| (2..=16).find(|k| value.checked_mul(*k) == Some(target)).map(|k| format!("{k} * {name}")))
+    })
+}
+
+fn products_of_sizes(sizes: &[(String, i64)], elements: u64) -> Option<String> {
     let target = elements as i64;
     for (i, (a, va)) in sizes.iter().enumerate() {
         if *va == target {
@@ -284,6 +348,11 @@ void scale_rows_op(Tensor in, Tensor weight, Tensor out) {
     }
 
     pub fn write_capture_of(path: &Path, mangled: &str, launch: &Launch) {
+        write_launch(path, mangled, launch, [256, 1, 1], 0);
+    }
+
+    /// [`write_capture_of`] for a launch of `block` with `shared_bytes` of dynamic shared memory.
+    pub fn write_launch(path: &Path, mangled: &str, launch: &Launch, block: [u32; 3], shared_bytes: u32) {
         let elements = (launch.rows * launch.cols) as usize;
         let mut writer = CaptureWriter::create(path).unwrap();
         let blob = |writer: &mut CaptureWriter, bytes: &[u8]| {
@@ -302,14 +371,14 @@ void scale_rows_op(Tensor in, Tensor weight, Tensor out) {
         let weight = buffer(&mut writer, 16, floats(launch.cols as usize, 2.0), floats(launch.cols as usize, 2.0));
         let scalar = |offset: u64, value: u32| CapturedParam::new(offset, &value.to_le_bytes(), None);
         let params = vec![out, input, weight, scalar(24, launch.rows), scalar(28, launch.cols)];
-        let capture = Capture { kernel: mangled.into(), grid: [launch.rows, 1, 1], block: [256, 1, 1], shared_bytes: 0, params, buffers_omitted: None, seconds: 0.0 };
+        let capture = Capture { kernel: mangled.into(), grid: [launch.rows, 1, 1], block, shared_bytes, params, buffers_omitted: None, seconds: 0.0 };
         writer.finish(&capture).unwrap();
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::test_capture::{write_capture, write_capture_of, Launch, SOURCE};
+    use super::test_capture::{write_capture, write_capture_of, write_launch, Launch, SOURCE};
     use super::*;
     use crate::slice::SliceOptions;
     use crate::template::templatize;
@@ -369,6 +438,70 @@ mod tests {
         assert_eq!(arg(&spec, "weight").length.as_deref(), Some(over_a_parameter), "{notes:?}");
         assert!(notes.iter().any(|n| n.contains("grid extent 0 `rows * 2` gives 32, but the program launched 16")), "{notes:?}");
         assert_eq!(spec.shapes.len(), 1, "the captured shape is the source's: {:?}", spec.shapes);
+    }
+
+    #[test]
+    fn host_code_the_spec_cannot_evaluate_takes_the_programs_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scale_rows-0.cutcap");
+        write_launch(&path, "_Z10scale_rowsPfPKfS1_ii", &Launch { rows: 64, cols: 48, in_written: false }, [256, 1, 1], 1024);
+        let mut spec = templatized();
+        // What a launcher of class members and casts gives (`m_block * sizeof(float)`).
+        spec.shared_bytes = "m_block * sizeof(float)".into();
+        spec.args.iter_mut().find(|a| a.name == "cols").unwrap().value = Some("static_cast<int>(tenor / dt)".into());
+
+        let notes = apply(&mut spec, &CaptureFile::open(&path).unwrap(), "c.cutcap").unwrap();
+
+        assert_eq!(spec.shared_bytes, "1024", "{notes:?}");
+        assert_eq!(arg(&spec, "cols").value.as_deref(), Some("cols"));
+        assert_eq!(spec.shapes[0].get("cols"), Some(&48));
+        assert!(notes.iter().any(|n| n.contains("argument `cols` = 48 from the captured launch (the source gave `static_cast<int>(tenor / dt)`)")), "{notes:?}");
+    }
+
+    #[test]
+    fn a_type_the_source_names_by_a_host_alias_becomes_the_launched_type() {
+        let mangled = "_Z10scale_rowsIfEvPfPKfS2_ii";
+        assert_eq!(kernel_name(mangled).template_args, ["float"], "the test's symbol");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scale_rows-0.cutcap");
+        write_capture_of(&path, mangled, &Launch { rows: 4, cols: 8, in_written: false });
+        let mut spec = templatized();
+        spec.template_args = vec!["state_t".into()];
+
+        let notes = apply(&mut spec, &CaptureFile::open(&path).unwrap(), "c.cutcap").unwrap();
+
+        assert_eq!(spec.template_args, ["float"]);
+        assert!(notes.iter().any(|n| n == "template argument `float` from the captured launch (the source wrote `state_t`)"), "{notes:?}");
+        let mut same = templatized();
+        same.template_args = vec!["float".into()];
+        let notes = apply(&mut same, &CaptureFile::open(&path).unwrap(), "c.cutcap").unwrap();
+        assert!(!notes.iter().any(|n| n.contains("template argument")), "{notes:?}");
+    }
+
+    /// A block set from a class member (`m_block`, given to a constructor) cannot be followed in
+    /// the source; the captured launch gives its value, and it becomes a launch parameter that
+    /// the grid and the shared memory written over it follow.
+    #[test]
+    fn a_block_the_source_cannot_follow_is_a_launch_parameter_from_the_captured_value() {
+        let source = SOURCE.replace(
+            "void scale_rows_op(Tensor in, Tensor weight, Tensor out) {",
+            "struct RowScaler { int m_block; void run(Tensor in, Tensor weight, Tensor out); };\n\nvoid RowScaler::run(Tensor in, Tensor weight, Tensor out) {",
+        )
+        .replace("scale_rows<<<rows, 256>>>", "scale_rows<<<rows, m_block, m_block * sizeof(float)>>>");
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(captures_folder(root.path())).unwrap();
+        write_launch(&captures_folder(root.path()).join("scale_rows-0.cutcap"), "_Z10scale_rowsPfPKfS1_ii", &Launch { rows: 16, cols: 64, in_written: false }, [128, 1, 1], 512);
+        let file = root.path().join("rows.cu");
+
+        let result = crate::template::templatize_in_workspace(&source, "scale_rows", &file, &SliceOptions::default(), &[], root.path()).unwrap();
+
+        let spec = &result.spec;
+        let block = spec.params.iter().find(|p| p.name == "m_block").expect("the block is a parameter");
+        assert_eq!((block.kind, block.default, block.values.as_slice()), (ParamKind::Launch, 128, [32, 64, 128, 256, 512, 1024].as_slice()));
+        assert_eq!(spec.block, ["m_block"]);
+        assert_eq!(spec.shared_bytes, "m_block * 4", "the source's arithmetic stays, now over the parameter");
+        let without = crate::template::templatize(&source, "scale_rows", &SliceOptions::default()).unwrap();
+        assert!(!without.spec.params.iter().any(|p| p.name == "m_block"), "no capture, no value: {:?}", without.spec.params);
     }
 
     #[test]

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 /// What to do with one `#include`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Verdict {
-    /// A device header of the CUDA toolkit: found through `-I<cuda>/include`.
+    /// A device header of the CUDA toolkit or of its device libraries (libcu++, CUB, cuRAND's
+    /// device API): found through the include paths cutune's NVRTC step passes.
     ToolkitDevice,
     /// Found as a file, relative to the source file or in an include directory.
     Local(PathBuf),
@@ -27,13 +28,13 @@ const TOOLKIT_DEVICE_HEADERS: &[&str] = &[
     "cooperative_groups.h", "cuda_pipeline.h", "cuda_pipeline_primitives.h", "cuda_awbarrier.h",
     "cuda_awbarrier_primitives.h", "math_constants.h", "device_functions.h", "sm_20_intrinsics.h",
     "sm_30_intrinsics.h", "sm_32_intrinsics.h", "sm_35_intrinsics.h", "sm_61_intrinsics.h",
-    "sm_60_atomic_functions.h",
+    "sm_60_atomic_functions.h", "curand_kernel.h",
 ];
 
 /// Host-side CUDA headers: the runtime and driver APIs, and the libraries called from the host.
 const CUDA_HOST_HEADERS: &[&str] = &[
     "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "device_launch_parameters.h", "driver_types.h",
-    "cuda_profiler_api.h", "nvrtc.h", "nvToolsExt.h", "cuda_occupancy.h",
+    "cuda_profiler_api.h", "nvrtc.h", "nvToolsExt.h", "cuda_occupancy.h", "curand.h",
 ];
 
 /// Prefixes of host-library headers, with the namespaces those libraries declare.
@@ -47,6 +48,7 @@ const HOST_LIBRARIES: &[(&str, &str, &[&str])] = &[
     ("cudnn", "cuDNN host API header", &[]),
     ("nccl", "NCCL host API header", &[]),
     ("thrust/", "Thrust header (host algorithms; NVRTC cannot compile it)", &["thrust"]),
+    ("boost/", "Boost header (a host library; NVRTC cannot compile it)", &["boost"]),
 ];
 
 /// CUDA C++ Core Libraries: device code NVRTC can compile, found only through a CCCL include dir.
@@ -68,14 +70,15 @@ pub(super) fn classify(written: &str, file_dir: Option<&Path>, include_dirs: &[P
     // A quoted include is looked up next to the including file first, as the compiler does.
     let search = quoted.then_some(file_dir).flatten().into_iter().chain(include_dirs.iter().map(PathBuf::as_path));
     let found = search.map(|dir| dir.join(name)).find(|candidate| candidate.is_file());
-    if TOOLKIT_DEVICE_HEADERS.contains(&name) || name.starts_with("cooperative_groups/") {
+    // cuRAND's device API is `curand_kernel.h` and the `curand_*.h` it includes.
+    if TOOLKIT_DEVICE_HEADERS.contains(&name) || name.starts_with("cooperative_groups/") || name.starts_with("curand_") {
         return Verdict::ToolkitDevice;
     }
     if let Some(path) = found {
         return Verdict::Local(path);
     }
     if CCCL_PREFIXES.iter().any(|(prefix, _)| name.starts_with(prefix)) {
-        return Verdict::Dropped("CUDA C++ Core Libraries header not found in the include dirs; pass the CCCL include dir with -I".into());
+        return Verdict::ToolkitDevice;
     }
     let places = if quoted { "next to the file or in the include dirs" } else { "in the include dirs" };
     Verdict::Missing(format!("not found {places}"))

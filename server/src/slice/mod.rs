@@ -237,9 +237,15 @@ pub fn device_slice(doc: &Document, kernel: &str, opts: &SliceOptions) -> Result
     Ok(slice)
 }
 
-/// The slice with `<cuda_fp16.h>` or `<cuda_bf16.h>` included first when it uses their types
-/// without including them: the original got them through host headers (cuBLAS's, PyTorch's)
-/// that NVRTC cannot open.
+/// The fixed-width integer types of `<stdint.h>`.
+const FIXED_WIDTH_INTEGERS: &[&str] = &[
+    "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "intptr_t", "uintptr_t",
+];
+
+/// The slice with `<cuda_fp16.h>`, `<cuda_bf16.h>` or the fixed-width integers included first
+/// when it uses their types without including them: the original got them through host
+/// headers (cuBLAS's, PyTorch's, the C library's) that NVRTC cannot open.
+
 fn with_number_type_headers(source: String) -> String {
     let uses = |names: &[&str]| crate::syntax::identifiers_in(&source).any(|w| names.contains(&w));
     let mut headers = String::new();
@@ -248,6 +254,10 @@ fn with_number_type_headers(source: String) -> String {
     }
     if uses(&["half", "__half", "half2", "__half2"]) && !source.contains("cuda_fp16.h") && !source.contains("cuda_bf16.h") {
         headers.push_str("#include <cuda_fp16.h>\n");
+    }
+    // `<stdint.h>` is the C library's, which NVRTC lacks; libcu++ declares the same types for it.
+    if uses(FIXED_WIDTH_INTEGERS) && !source.contains("cuda/std/cstdint") {
+        headers.push_str("#include <cuda/std/cstdint>\n");
     }
     headers + &source
 }

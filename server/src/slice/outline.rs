@@ -2,11 +2,11 @@
 //! groups around them (namespaces, `extern "C"` blocks, preprocessor conditionals) that are
 //! emitted whenever something inside them is kept.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use tree_sitter::Node;
 
-use crate::syntax::Point;
+use crate::syntax::{identifiers_in, Point};
 
 /// What a top-level item is, for deciding whether device code may use it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,7 +100,7 @@ pub(super) struct Outline {
 impl Outline {
     pub fn of(root: Node, text: &str) -> Outline {
         let mut outline = Outline::default();
-        let mut builder = Builder { text, outline: &mut outline, stack: Vec::new() };
+        let mut builder = Builder { text, outline: &mut outline, stack: Vec::new(), types_of_macros: HashMap::new() };
         let top = builder.entries(root.children(&mut root.walk()).collect());
         outline.top = top;
         outline
@@ -112,6 +112,8 @@ struct Builder<'a> {
     outline: &'a mut Outline,
     /// Groups enclosing the children being read.
     stack: Vec<usize>,
+    /// The types each function-like macro read so far defines when expanded.
+    types_of_macros: HashMap<String, Vec<String>>,
 }
 
 impl Builder<'_> {
@@ -143,6 +145,23 @@ impl Builder<'_> {
                 .filter(|_| !self.blank_line_between(previous, child))
                 .map(|c| c.start_byte());
             previous = Some(child);
+            if let Some(declares) = self.macro_invocation(child) {
+                // The `;` after the call is a sibling, read as an empty statement.
+                let end = match children.get(index + 1) {
+                    Some(next) if next.kind() == "expression_statement" && self.text_of(*next).trim() == ";" => next.end_byte(),
+                    _ => child.end_byte(),
+                };
+                let name = child.named_child(0).and_then(|call| call.child_by_field_name("declarator")).expect("macro_invocation checked it");
+                let references = vec![Reference { name: self.text_of(name).to_string(), at: name.start_position().into(), is_local: false, is_leading_scope: false }];
+                let start = child.start_position().into();
+                let item = Item { role: Role::Type, declares, references, emit_start: attached.unwrap_or(child.start_byte()), emit_end: end, start, groups: self.stack.clone() };
+                self.outline.items.push(item);
+                entries.push(Entry::Item(self.outline.items.len() - 1));
+                continue;
+            }
+            if child.kind() == "preproc_function_def" {
+                self.read_macro_types(child);
+            }
             if let Some(group) = self.group(child) {
                 entries.push(Entry::Group(group));
                 continue;
@@ -160,6 +179,31 @@ impl Builder<'_> {
             entries.push(Entry::Item(self.outline.items.len() - 1));
         }
         entries
+    }
+
+    /// Records the types a function-like macro's expansion defines (`template <> struct
+    /// Shared<t> { … }` defines `Shared`).
+    fn read_macro_types(&mut self, definition: Node) {
+        let (Some(name), Some(value)) = (definition.child_by_field_name("name"), definition.child_by_field_name("value")) else { return };
+        let words: Vec<&str> = identifiers_in(self.text_of(value)).collect();
+        let types: Vec<String> = words.windows(2).filter(|w| matches!(w[0], "struct" | "class" | "union")).map(|w| w[1].to_string()).collect();
+        if !types.is_empty() {
+            self.types_of_macros.insert(self.text_of(name).to_string(), types);
+        }
+    }
+
+    /// The types a file-scope call of a macro read earlier defines (`BUILD_SHARED(float, s);`),
+    /// which tree-sitter reads as an error: an item of its own, declaring them.
+    fn macro_invocation(&self, node: Node) -> Option<Vec<String>> {
+        if node.kind() != "ERROR" {
+            return None;
+        }
+        let mut named = named_children(node);
+        let call = named.next().filter(|c| c.kind() == "function_declarator")?;
+        if named.next().is_some() {
+            return None;
+        }
+        self.types_of_macros.get(self.text_of(call.child_by_field_name("declarator")?)).cloned()
     }
 
     fn blank_line_between(&self, previous: Option<Node>, next: Node) -> bool {

@@ -165,3 +165,44 @@ fn a_header_in_an_include_dir_is_inlined_with_its_operators_which_nothing_names(
     assert!(slice.source.contains("float2 operator+(float2 a, float2 b)"), "{}", slice.source);
     assert!(!slice.source.contains("unused_helper"), "what the kernel does not use stays out: {}", slice.source);
 }
+
+
+#[test]
+fn specialisations_a_macro_defines_at_file_scope_are_kept_with_the_macro() {
+    let text = "\
+template <typename T> struct Shared { virtual __device__ T &at(int i) = 0; };
+#define SHARED_OF(t, n) template <> struct Shared<t> { __device__ t &at(int i) { extern __shared__ t n[]; return n[i]; } }
+SHARED_OF(int, s_int);
+SHARED_OF(float, s_float);
+#define UNUSED_OF(t) template <> struct Unused<t> {}
+__global__ void k(float *x) { Shared<float> s; s.at(threadIdx.x) = x[threadIdx.x]; }
+";
+    let sliced = slice(text, "k");
+    assert!(sliced.source.contains("#define SHARED_OF(t, n)"), "{}", sliced.source);
+    assert!(sliced.source.contains("SHARED_OF(int, s_int);\nSHARED_OF(float, s_float);\n"), "each call with its `;`: {}", sliced.source);
+    assert!(!sliced.source.contains("UNUSED_OF"), "{}", sliced.source);
+    assert!(sliced.unresolved.is_empty(), "{:?}", sliced.unresolved);
+}
+
+#[test]
+fn fixed_width_integers_come_from_libcu_plus_plus_when_the_c_library_is_dropped() {
+    let text = "#include <stdint.h>\n__global__ void k(int *x) { uint32_t r = threadIdx.x; r ^= r << 13; x[0] = r; }\n";
+    let sliced = slice(text, "k");
+    assert!(sliced.source.starts_with("#include <cuda/std/cstdint>\n"), "{}", sliced.source);
+    assert!(!slice("__global__ void k(int *x) { x[0] = 1; }\n", "k").source.contains("cstdint"));
+}
+
+#[test]
+fn curand_and_cccl_device_headers_are_kept_and_boost_and_curand_host_api_dropped() {
+    let text = "\
+#include <curand.h>
+#include <curand_kernel.h>
+#include <cuda/barrier>
+#include <boost/numeric/interval.hpp>
+__global__ void k(curandState *s, float *x) { x[0] = curand_uniform(&s[0]); }
+";
+    let sliced = slice(text, "k");
+    assert!(sliced.source.contains("#include <curand_kernel.h>\n#include <cuda/barrier>\n"), "{}", sliced.source);
+    let dropped: Vec<&str> = sliced.dropped_includes.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(dropped, ["<curand.h>", "<boost/numeric/interval.hpp>"]);
+}

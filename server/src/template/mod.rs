@@ -350,12 +350,13 @@ impl std::error::Error for TemplatizeError {}
 /// in the spec is the original kernel's device slice, cut with `slice_options` (the file's
 /// place, its include dirs).
 pub fn templatize(text: &str, kernel: &str, slice_options: &SliceOptions) -> Result<Templatized, TemplatizeError> {
-    templatize_with_hosts(text, kernel, slice_options, &[])
+    templatize_with_hosts(text, kernel, slice_options, &[], None)
 }
 
 /// [`templatize`], with the host code of other files of the workspace (launches, launchers and
-/// their callers), from [`crate::workspace::Workspace::host_documents`].
-pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOptions, hosts: &[HostDocument]) -> Result<Templatized, TemplatizeError> {
+/// their callers), from [`crate::workspace::Workspace::host_documents`], and the block of a
+/// captured launch of the kernel, which gives a block the host code cannot be followed to.
+pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOptions, hosts: &[HostDocument], captured_block: Option<[u32; 3]>) -> Result<Templatized, TemplatizeError> {
     let original = Document::new(text.to_string());
     if original.analysis() != crate::syntax::Analysis::Complete {
         return Err(TemplatizeError::NotAnalyzed);
@@ -388,7 +389,7 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
         };
         reports.push(report);
     }
-    let mut inferred = scaffold::infer(&original, &current, kernel, params, restrictions, slice_options, hosts);
+    let mut inferred = scaffold::infer(&original, &current, kernel, params, restrictions, slice_options, hosts, captured_block);
     if let Some(launch) = inferred.launch.as_mut().filter(|l| l.other_file.is_none()) {
         launch.line = origins.original(launch.line - 1) + 1;
     }
@@ -404,9 +405,10 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
 /// say (sizes, grid, lengths, written buffers), reported as a `capture` line.
 pub fn templatize_in_workspace(text: &str, kernel: &str, file: &Path, slice_options: &SliceOptions, hosts: &[HostDocument], root: &Path) -> Result<Templatized, TemplatizeError> {
     let captures = crate::profile::captured::captures_of(root, kernel);
-    let instantiation = captures.iter().flatten().next().map(|c| crate::profile::kernel_name(&c.capture.kernel).template_args).unwrap_or_default();
+    let first = captures.iter().flatten().next();
+    let instantiation = first.map(|c| crate::profile::kernel_name(&c.capture.kernel).template_args).unwrap_or_default();
     let options = if slice_options.template_args.is_empty() { slice_options.clone().with_template_args(&instantiation) } else { slice_options.clone() };
-    let mut result = templatize_with_hosts(text, kernel, &options, hosts)?;
+    let mut result = templatize_with_hosts(text, kernel, &options, hosts, first.map(|c| c.capture.block))?;
     fill_from_captures(&mut result, captures, file);
     Ok(result)
 }

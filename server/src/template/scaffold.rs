@@ -35,7 +35,9 @@ pub struct LaunchFound {
 
 /// Builds the spec of `kernel` from the templatized document and the host code of the other
 /// files given (the workspace's); `original` gives the baseline.
-pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params: Vec<ParamSpec>, mut restrictions: Vec<String>, slice_options: &SliceOptions, hosts: &[HostDocument]) -> Inferred {
+/// `captured_block` is the block of a launch `cutune profile` captured, when there is one: the
+/// value of a block the host code sets where it cannot be followed (a class member).
+pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params: Vec<ParamSpec>, mut restrictions: Vec<String>, slice_options: &SliceOptions, hosts: &[HostDocument], captured_block: Option<[u32; 3]>) -> Inferred {
     let model = templated.model();
     let k = model.kernel(kernel).expect("templatize keeps the kernel");
     let found = find_launch(templated, hosts, kernel);
@@ -123,7 +125,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         // A macro the kernel's code uses (to size its shared tile) is fixed by that code.
         let in_body: BTreeSet<&str> = body.map(|b| identifiers_in(&templated.text()[b.byte_range()]).filter(|w| h.is_macro(w)).collect()).unwrap_or_default();
         let threads_bound;
-        (choices, threads_bound) = launch_choices(h, &args, &params, &block, &in_body);
+        (choices, threads_bound) = launch_choices(h, &args, &params, &grid, &block, &in_body, captured_block);
         restrictions.extend(threads_bound);
         // A block the lift left literal (in another file, which templatize does not edit, or a
         // `dim3` of numbers): the spec varies the launch. Not when the kernel has fixed-size
@@ -328,10 +330,13 @@ fn pointer_aliases(doc: &Document, kernel: &str) -> BTreeSet<String> {
 }
 
 /// The block's names that the host program chooses at run time, as launch parameters: a name
-/// in the block that no buffer's length uses (that would make it a size of the problem) and
-/// whose value, followed up the call path, is a constant or a swept array's element.
-fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], block: &[String], in_body: &BTreeSet<&str>) -> (Vec<ParamSpec>, Vec<String>) {
-    let in_lengths: BTreeSet<&str> = args.iter().filter_map(|a| a.length.as_deref()).flat_map(identifiers_in).collect();
+/// in the block that no buffer's length uses (that would make it a size of the problem; a
+/// buffer of one element per block, as long as the grid, does not count) and whose value,
+/// followed up the call path, is a constant or a swept array's element, or, for an extent that
+/// is the name alone, the program's captured launch.
+fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], grid: &[String], block: &[String], in_body: &BTreeSet<&str>, captured_block: Option<[u32; 3]>) -> (Vec<ParamSpec>, Vec<String>) {
+    let per_block = |length: &str| grid.iter().any(|g| g.split_whitespace().eq(length.split_whitespace()));
+    let in_lengths: BTreeSet<&str> = args.iter().filter_map(|a| a.length.as_deref()).filter(|l| !per_block(l)).flat_map(identifiers_in).collect();
     let mut names: Vec<&str> = Vec::new();
     for name in block.iter().flat_map(|b| identifiers_in(b)) {
         let known = params.iter().any(|p| p.name == name) || in_lengths.contains(name) || in_body.contains(name) || is_keyword(name) || expr::Function::from_name(name).is_some();
@@ -339,7 +344,12 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
             names.push(name);
         }
     }
-    let found: Vec<(&str, LaunchChoice)> = names.into_iter().filter_map(|name| Some((name, host.launch_choice(name)?))).collect();
+    let captured = |name: &str| {
+        let axis = block.iter().position(|b| b.trim() == name)?;
+        let value = captured_block?[axis];
+        Some(LaunchChoice { default: value as i64, sweep: Vec::new(), origin: format!("`{name}` is {value} in the program's captured launch") })
+    };
+    let found: Vec<(&str, LaunchChoice)> = names.into_iter().filter_map(|name| Some((name, host.launch_choice(name).or_else(|| captured(name))?))).collect();
     let swept = found.iter().any(|(_, choice)| !choice.sweep.is_empty());
     let mut choices: Vec<ParamSpec> = found
         .into_iter()
