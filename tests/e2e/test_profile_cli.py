@@ -217,7 +217,7 @@ def test_a_capture_gives_a_library_kernel_its_type_block_size_and_sizes(tmp_path
 def test_a_launch_set_from_class_members_gets_its_block_size_sizes_and_types_from_captures(tmp_path: Path):
     # The estimator's block size and sample count are members its constructor sets; the state
     # type is a host function's local alias. Run once under `cutune profile`, the program says
-    # what they are, and the block size becomes a parameter the grid and shared memory follow.
+    # what they are, and the block size becomes a parameter the grid follows.
     (tmp_path / ".git").mkdir()
     shutil.copy(REPO / "tests" / "fixtures" / "workspace" / "class_member_launch" / "estimator.cu", tmp_path / "estimator.cu")
     samples, block, grid = 4096, 128, 32
@@ -232,24 +232,26 @@ def test_a_launch_set_from_class_members_gets_its_block_size_sizes_and_types_fro
     seeded = cutune("templatize", "estimator.cu", "--kernel", "seed_states", "--write", cwd=tmp_path)
     assert seeded.returncode == 0, seeded.stderr
     assert "template argument `CounterState` from the captured launch (the source wrote `state_t`)" in seeded.stderr, seeded.stderr
+    assert "`m_block_size` = 128 (`m_block_size` is 128 in the program's captured launch)" in seeded.stderr, seeded.stderr
     counted = cutune("templatize", "estimator.cu", "--kernel", "count_inside", "--write", cwd=tmp_path)
     assert counted.returncode == 0, counted.stderr
-    assert "`m_block_size` = 128 (`m_block_size` is 128 in the program's captured launch)" in counted.stderr, counted.stderr
     kernels = {k["name"]: k for k in tomllib.loads((tmp_path / "estimator.cutune.toml").read_text())["kernels"]}
     seed, count = kernels["seed_states"], kernels["count_inside"]
     assert seed["template_args"] == ["CounterState"]
+    param = next(p for p in seed["params"] if p["name"] == "m_block_size")
+    assert (param["kind"], param["default"], param["values"]) == ("launch", 128, [32, 64, 128, 256, 512, 1024])
+    assert seed["block"] == ["m_block_size"]
     assert seed["grid"] == ["(m_samples + m_block_size - 1) // m_block_size"], "the grid follows the block"
     assert seed["shapes"] == [{"m_samples": samples}], "the work of the captured grid's whole blocks"
     states_spec = next(a for a in seed["args"] if a["name"] == "states")
     assert (states_spec["dtype"], states_spec["length"]) == ("u8", "8 * m_samples"), "a struct of 8 bytes per sample"
-    param = next(p for p in count["params"] if p["name"] == "m_block_size")
-    assert (param["kind"], param["default"], param["values"]) == ("launch", 128, [32, 64, 128, 256, 512, 1024])
-    assert count["block"] == ["m_block_size"] and count["shared_bytes"] == "m_block_size * 4"
-    assert count["grid"] == ["(m_samples + m_block_size - 1) // m_block_size"]
+    # One count per block: another block size would partition the counts differently, so the
+    # program's launch is kept, with the values the source could not give.
+    assert not any(p["kind"] == "launch" for p in count["params"]), count["params"]
+    assert (count["grid"], count["block"], count["shared_bytes"]) == (["32"], ["128"], "512")
     assert count["shapes"] == [{"m_samples": samples}]
     args = {a["name"]: a for a in count["args"]}
-    assert args["block_counts"]["length"] == "(m_samples + m_block_size - 1) // m_block_size" and args["block_counts"]["compare"] == "sum"
-    assert args["points"]["length"] == "2 * m_samples"
+    assert args["points"]["length"] == "2 * m_samples" and args["samples"]["value"] == "m_samples"
     checked = cutune("spec", "check", "estimator.cutune.toml", cwd=tmp_path)
     assert checked.returncode == 0 and "0 errors" in checked.stdout, checked.stdout
     # The macro-made specialisation of the shared array and `uint32_t` reach NVRTC.

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::protocol::{Request, Response, TimingPolicy, PROTOCOL_VERSION};
-use super::{Check, CheckRequest, DeviceInfo, FailureKind, Kernel, Outcome, Problem, Runner, RunnerSource, Started, Timing};
+use super::{Check, CheckRequest, DeviceInfo, FailureKind, Kernel, Outcome, Problem, Runner, RunnerSource, Started, Timing, Verdict};
 use crate::space::Configuration;
 
 /// Failed starts in a row after which the runner gives up.
@@ -298,7 +298,8 @@ impl Runner for WorkerRunner {
         let (outcome, usable) = match process.receive(deadline) {
             Ok(Response::Outcome { outcome }) => {
                 let faulted = matches!(outcome, Outcome::Failed { kind: FailureKind::Fault, .. });
-                (outcome, !faulted)
+                let spilled = matches!(outcome, Outcome::Measured { verdict: Verdict::OutOfBounds { .. }, .. });
+                (outcome, !faulted && !spilled)
             }
             Ok(Response::Error { message }) => (failed(FailureKind::Worker, message), false),
             Ok(other) => (failed(FailureKind::Worker, format!("the worker answered `measure` with {}", describe(&other))), false),
@@ -311,6 +312,9 @@ impl Runner for WorkerRunner {
             }
             Err(e) => (failed(FailureKind::Worker, format!("measuring configuration {config}: {e}")), false),
         };
+        // A kernel that wrote past its buffer's guard bytes may have written into the prepared
+        // problems' other buffers (the baseline's outputs, a capture's inputs): a new worker
+        // prepares them afresh rather than compare later candidates with damaged data.
         if !usable {
             self.process = None;
         }
@@ -329,7 +333,8 @@ impl Runner for WorkerRunner {
         let (check, usable) = match answer {
             Ok(Response::Checked { check }) => {
                 let faulted = matches!(check, Check::Failed { kind: FailureKind::Fault, .. } | Check::BaselineFailed { kind: FailureKind::Fault, .. });
-                (check, !faulted)
+                let spilled = matches!(check, Check::Compared { verdict: Verdict::OutOfBounds { .. }, .. });
+                (check, !faulted && !spilled)
             }
             Ok(Response::Error { message }) => (failed(FailureKind::Worker, message), false),
             Ok(other) => (failed(FailureKind::Worker, format!("the worker answered `check` with {}", describe(&other))), false),
@@ -667,6 +672,19 @@ mod tests {
         assert!(message.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{message}");
         assert_measures(&mut runner);
         assert_eq!(count(&log, "prepare"), 2);
+    }
+
+    /// Past its guard bytes, a kernel may have written over the prepared problems' other
+    /// buffers: the next candidate is measured by a new worker, prepared afresh.
+    #[test]
+    fn a_write_past_a_buffer_is_reported_and_the_worker_prepared_again() {
+        let (mut runner, log) = prepared("normal", "spill");
+        match runner.measure(&config(), Some(&kernel("spill"))) {
+            Outcome::Measured { verdict: Verdict::OutOfBounds { arg, .. }, .. } => assert_eq!(arg, "out"),
+            other => panic!("{other:?}"),
+        }
+        assert_measures(&mut runner);
+        assert_eq!((count(&log, "start"), count(&log, "prepare")), (2, 2), "the new worker was prepared again");
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use cutune_capture::report::{CaptureFile, CapturedParam, CAPTURE_EXTENSION};
 
 use crate::gpu::worker::data;
-use crate::spec::{environment, expr, CaptureSpec, Dtype, KernelSpec, ParamKind, ParamSpec, Role, Shape, UNKNOWN};
+use crate::spec::{environment, expr, CaptureSpec, KernelSpec, ParamKind, ParamSpec, Role, Shape, UNKNOWN};
 use crate::syntax::{identifiers_in, is_identifier};
 
 use super::kernel_name;
@@ -147,7 +147,12 @@ fn fill_scalars(spec: &mut KernelSpec, params: &[CapturedParam], shape: &mut Sha
     for (arg, captured) in spec.args.iter_mut().zip(params) {
         let Some(value) = arg.value.clone() else { continue };
         let bytes = captured.value_bytes()?;
-        let number = decode(arg.dtype, &bytes).ok_or_else(|| format!("argument `{}`: {} bytes do not hold a {:?}", arg.name, bytes.len(), arg.dtype))?;
+        if bytes.len() != data::element_bytes(arg.dtype) {
+            // A struct passed by value: no number of the spec stands for its bytes.
+            notes.push(format!("argument `{}` is {} bytes in the captured launch, not one {}: a struct passed by value, left as the source gave it", arg.name, bytes.len(), arg.dtype.name()));
+            continue;
+        }
+        let number = data::decode(arg.dtype, &bytes).as_f64();
         let size = value.trim();
         let is_size = is_identifier(size) && !param_names.iter().any(|p| p == size);
         if is_size && !arg.dtype.is_float() {
@@ -177,6 +182,9 @@ fn fill_size_behind_grid(spec: &KernelSpec, grid: [u32; 3], block: [u32; 3], sha
         let Ok(parsed) = expr::parse(extent) else { continue };
         let unknown: BTreeSet<&str> = identifiers_in(extent).filter(|w| !env.contains_key(*w) && expr::Function::from_name(w).is_none()).collect();
         let [size] = unknown.into_iter().collect::<Vec<_>>()[..] else { continue };
+        if spec.block.iter().any(|b| identifiers_in(b).any(|w| w == size)) {
+            continue;
+        }
         let whole_blocks = grid[axis] as i64 * block[axis] as i64;
         let value_with = |v: i64| parsed.eval(&|n| if n == size { Some(expr::Value::Int(v)) } else { env.get(n).copied() }).ok().and_then(|v| v.as_integer());
         if value_with(whole_blocks) == Some(grid[axis] as i64) {
@@ -196,6 +204,11 @@ fn fill_extents(spec: &mut KernelSpec, what: &str, captured: [u32; 3], shape: &S
         }
     }
     let env = environment(spec, shape, &|p| p.default);
+    // Per axis, the launch parameter the block is, with its value, for a grid to follow.
+    let blocks_follow: Vec<Option<(String, i64)>> = match what {
+        "grid" => spec.block.iter().map(|b| spec.params.iter().find(|p| p.kind == ParamKind::Launch && p.name == b.trim()).map(|p| (p.name.clone(), p.default))).collect(),
+        _ => Vec::new(),
+    };
     let extents = if what == "grid" { &mut spec.grid } else { &mut spec.block };
     let dims = captured.iter().rposition(|&e| e != 1).map_or(1, |last| last + 1).max(extents.len());
     extents.resize(dims, "1".to_string());
@@ -205,8 +218,16 @@ fn fill_extents(spec: &mut KernelSpec, what: &str, captured: [u32; 3], shape: &S
             Some(v) if v == value as i64 => {}
             Some(v) => notes.push(format!("{what} extent {axis} `{extent}` gives {v}, but the program launched {value}: check the spec's sizes")),
             None => {
-                let named = shape.iter().find(|(_, v)| **v == value as i64).map(|(name, _)| name.clone());
-                let replacement = named.unwrap_or_else(|| value.to_string());
+                let named = |value: i64| shape.iter().find(|(_, v)| **v == value).map(|(name, _)| name.clone());
+                let replacement = match blocks_follow.get(axis) {
+                    // The source divides the work by the block, which is a parameter: the grid
+                    // keeps doing so, over the work of the captured launch's whole blocks.
+                    Some(Some((param, block))) if identifiers_in(extent).any(|w| w == param) => {
+                        let work = value as i64 * block;
+                        format!("ceil_div({}, {param})", named(work).unwrap_or_else(|| work.to_string()))
+                    }
+                    _ => named(value as i64).unwrap_or_else(|| value.to_string()),
+                };
                 notes.push(format!("{what} extent {axis} = `{replacement}` from the captured launch (the source gave `{extent}`)"));
                 *extent = replacement;
             }
@@ -304,11 +325,6 @@ fn format_number(value: f64) -> String {
     } else {
         format!("{value}")
     }
-}
-
-/// A scalar argument's value from its bytes.
-fn decode(dtype: Dtype, bytes: &[u8]) -> Option<f64> {
-    (bytes.len() >= data::element_bytes(dtype)).then(|| data::decode(dtype, bytes).as_f64())
 }
 
 /// Captures of a small kernel, written as the capture library writes them, for tests here and
@@ -456,6 +472,27 @@ mod tests {
         assert_eq!(arg(&spec, "cols").value.as_deref(), Some("cols"));
         assert_eq!(spec.shapes[0].get("cols"), Some(&48));
         assert!(notes.iter().any(|n| n.contains("argument `cols` = 48 from the captured launch (the source gave `static_cast<int>(tenor / dt)`)")), "{notes:?}");
+    }
+
+    /// `(n * 8192) / (BLOCK * omp_get_num_threads())`: a grid the spec cannot evaluate, over a
+    /// block that is a parameter, must still follow the block, or a larger block overruns.
+    #[test]
+    fn a_grid_over_a_block_parameter_keeps_following_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scale_rows-0.cutcap");
+        write_capture(&path, &Launch { rows: 16, cols: 48, in_written: false });
+        let mut spec = templatized();
+        spec.params.retain(|p| p.kind != ParamKind::Launch);
+        spec.params.push(ParamSpec { name: "BLOCK".into(), kind: ParamKind::Launch, default: 256, values: vec![128, 256, 512], origin: String::new() });
+        spec.block = vec!["BLOCK".into()];
+        spec.grid = vec!["(rows * 256) // (BLOCK * omp_get_num_threads())".into()];
+
+        let notes = apply(&mut spec, &CaptureFile::open(&path).unwrap(), "c.cutcap").unwrap();
+
+        assert_eq!(spec.grid, ["ceil_div(4096, BLOCK)"], "16 blocks of 256 threads: {notes:?}");
+        spec.grid = vec!["omp_get_num_threads() * 2".into()];
+        apply(&mut spec, &CaptureFile::open(&path).unwrap(), "c.cutcap").unwrap();
+        assert_eq!(spec.grid, ["rows"], "a grid the source does not divide by the block stays the program's");
     }
 
     #[test]

@@ -206,3 +206,4 @@ __global__ void k(curandState *s, float *x) { x[0] = curand_uniform(&s[0]); }
     let dropped: Vec<&str> = sliced.dropped_includes.iter().map(|d| d.path.as_str()).collect();
     assert_eq!(dropped, ["<curand.h>", "<boost/numeric/interval.hpp>"]);
 }
+

@@ -239,6 +239,26 @@ pub enum Dtype {
 }
 
 impl Dtype {
+    /// The spec's name of the type (`f16`, `u8`), as written in a spec.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::F16 => "f16",
+            Dtype::Bf16 => "bf16",
+            Dtype::F32 => "f32",
+            Dtype::F64 => "f64",
+            Dtype::Fp8e4m3 => "fp8e4m3",
+            Dtype::Fp8e5m2 => "fp8e5m2",
+            Dtype::I8 => "i8",
+            Dtype::I16 => "i16",
+            Dtype::I32 => "i32",
+            Dtype::I64 => "i64",
+            Dtype::U8 => "u8",
+            Dtype::U16 => "u16",
+            Dtype::U32 => "u32",
+            Dtype::U64 => "u64",
+        }
+    }
+
     pub fn is_float(self) -> bool {
         matches!(self, Dtype::F16 | Dtype::Bf16 | Dtype::F32 | Dtype::F64 | Dtype::Fp8e4m3 | Dtype::Fp8e5m2)
     }

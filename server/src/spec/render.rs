@@ -74,7 +74,7 @@ fn render_kernel(out: &mut String, kernel: &KernelSpec) {
     }
     for tolerance in &kernel.verify.tolerances {
         out.push_str("\n[[kernels.verify.tolerances]]\n");
-        let _ = writeln!(out, "dtype = {}", string(dtype(tolerance.dtype)));
+        let _ = writeln!(out, "dtype = {}", string(tolerance.dtype.name()));
         let _ = writeln!(out, "atol = {}", float(tolerance.atol));
         let _ = writeln!(out, "rtol = {}", float(tolerance.rtol));
     }
@@ -104,7 +104,7 @@ fn render_kernel(out: &mut String, kernel: &KernelSpec) {
 fn render_arg(out: &mut String, arg: &ArgSpec) {
     out.push_str("\n[[kernels.args]]\n");
     let _ = writeln!(out, "name = {}", string(&arg.name));
-    let _ = writeln!(out, "dtype = {}", string(dtype(arg.dtype)));
+    let _ = writeln!(out, "dtype = {}", string(arg.dtype.name()));
     if let Some(length) = &arg.length {
         let _ = writeln!(out, "length = {}", string(length));
     }
@@ -162,24 +162,6 @@ fn word<T: serde::Serialize>(value: &T) -> String {
     toml::Value::try_from(value).map(|v| v.to_string()).unwrap_or_default()
 }
 
-fn dtype(d: Dtype) -> &'static str {
-    match d {
-        Dtype::F16 => "f16",
-        Dtype::Bf16 => "bf16",
-        Dtype::F32 => "f32",
-        Dtype::F64 => "f64",
-        Dtype::Fp8e4m3 => "fp8e4m3",
-        Dtype::Fp8e5m2 => "fp8e5m2",
-        Dtype::I8 => "i8",
-        Dtype::I16 => "i16",
-        Dtype::I32 => "i32",
-        Dtype::I64 => "i64",
-        Dtype::U8 => "u8",
-        Dtype::U16 => "u16",
-        Dtype::U32 => "u32",
-        Dtype::U64 => "u64",
-    }
-}
 
 fn param_kind(kind: ParamKind) -> &'static str {
     match kind {
@@ -241,7 +223,7 @@ mod tests {
     #[test]
     fn names_match_serde() {
         for d in [Dtype::F16, Dtype::Bf16, Dtype::F32, Dtype::F64, Dtype::Fp8e4m3, Dtype::Fp8e5m2, Dtype::I8, Dtype::I16, Dtype::I32, Dtype::I64, Dtype::U8, Dtype::U16, Dtype::U32, Dtype::U64] {
-            assert_eq!(dtype(d), serde_name(&d));
+            assert_eq!(d.name(), serde_name(&d));
         }
         for k in [ParamKind::Define, ParamKind::Template, ParamKind::FastMath, ParamKind::MaxRegisters, ParamKind::Launch] {
             assert_eq!(param_kind(k), serde_name(&k));

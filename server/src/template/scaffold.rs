@@ -125,7 +125,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         // A macro the kernel's code uses (to size its shared tile) is fixed by that code.
         let in_body: BTreeSet<&str> = body.map(|b| identifiers_in(&templated.text()[b.byte_range()]).filter(|w| h.is_macro(w)).collect()).unwrap_or_default();
         let threads_bound;
-        (choices, threads_bound) = launch_choices(h, &args, &params, &grid, &block, &in_body, captured_block);
+        (choices, threads_bound) = launch_choices(h, &args, &params, &block, &in_body, captured_block);
         restrictions.extend(threads_bound);
         // A block the lift left literal (in another file, which templatize does not edit, or a
         // `dim3` of numbers): the spec varies the launch. Not when the kernel has fixed-size
@@ -330,13 +330,12 @@ fn pointer_aliases(doc: &Document, kernel: &str) -> BTreeSet<String> {
 }
 
 /// The block's names that the host program chooses at run time, as launch parameters: a name
-/// in the block that no buffer's length uses (that would make it a size of the problem; a
-/// buffer of one element per block, as long as the grid, does not count) and whose value,
-/// followed up the call path, is a constant or a swept array's element, or, for an extent that
-/// is the name alone, the program's captured launch.
-fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], grid: &[String], block: &[String], in_body: &BTreeSet<&str>, captured_block: Option<[u32; 3]>) -> (Vec<ParamSpec>, Vec<String>) {
-    let per_block = |length: &str| grid.iter().any(|g| g.split_whitespace().eq(length.split_whitespace()));
-    let in_lengths: BTreeSet<&str> = args.iter().filter_map(|a| a.length.as_deref()).filter(|l| !per_block(l)).flat_map(identifiers_in).collect();
+/// in the block that no buffer's length uses (that would make it a size of the problem, or
+/// the count of per-block results, which another block partitions differently) and whose
+/// value, followed up the call path, is a constant or a swept array's element, or, for an
+/// extent that is the name alone, the program's captured launch.
+fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], block: &[String], in_body: &BTreeSet<&str>, captured_block: Option<[u32; 3]>) -> (Vec<ParamSpec>, Vec<String>) {
+    let in_lengths: BTreeSet<&str> = args.iter().filter_map(|a| a.length.as_deref()).flat_map(identifiers_in).collect();
     let mut names: Vec<&str> = Vec::new();
     for name in block.iter().flat_map(|b| identifiers_in(b)) {
         let known = params.iter().any(|p| p.name == name) || in_lengths.contains(name) || in_body.contains(name) || is_keyword(name) || expr::Function::from_name(name).is_some();
