@@ -30,10 +30,9 @@ folders="0_Introduction 2_Concepts_and_Techniques"
 nvcc_flags="-O3 -arch=sm_90 -std=c++17 -I$work/Common -Wno-deprecated-gpu-targets"
 
 # sample (under Samples) | file | kernel: taken on to a tuned and verified kernel
-TUNE="2_Concepts_and_Techniques/MC_EstimatePiP|src/piestimator.cu|computeValue
+TUNE="2_Concepts_and_Techniques/MC_SingleAsianOptionP|src/pricingengine.cu|computeValue
 2_Concepts_and_Techniques/MC_SingleAsianOptionP|src/pricingengine.cu|generatePaths
 2_Concepts_and_Techniques/MC_EstimatePiInlineP|src/piestimator.cu|initRNG
-2_Concepts_and_Techniques/interval|cuda_interval.h|test_interval_newton
 0_Introduction/mergeSort|mergeSort.cu|mergeSortSharedKernel
 0_Introduction/simpleHyperQ|simpleHyperQ.cu|sum
 0_Introduction/cudaOpenMP|cudaOpenMP.cu|kernelAddConstant
