@@ -709,8 +709,9 @@ fn dtype_of(ty: &str) -> Option<(Dtype, u32)> {
         "int4" => (Dtype::I32, 4),
         "unsigned" | "unsigned int" | "uint32_t" => (Dtype::U32, 1),
         "uint4" => (Dtype::U32, 4),
-        "long long" | "int64_t" | "long" => (Dtype::I64, 1),
-        "unsigned long long" | "uint64_t" | "size_t" | "unsigned long" => (Dtype::U64, 1),
+        // `clock_t` and `ptrdiff_t` are `long` on Linux.
+        "long long" | "int64_t" | "long" | "clock_t" | "ptrdiff_t" | "intptr_t" => (Dtype::I64, 1),
+        "unsigned long long" | "uint64_t" | "size_t" | "unsigned long" | "uintptr_t" => (Dtype::U64, 1),
         _ => return None,
     })
 }
@@ -747,5 +748,11 @@ mod tests {
         assert_eq!(dtype_of("float4"), Some((Dtype::F32, 4)));
         assert_eq!(dtype_of("__half"), Some((Dtype::F16, 1)));
         assert_eq!(dtype_of("MyStruct"), None);
+    }
+
+    #[test]
+    fn clock_ticks_are_the_64_bit_integers_linux_makes_them() {
+        assert_eq!(dtype_of("clock_t"), Some((Dtype::I64, 1)));
+        assert_eq!(dtype_of("uintptr_t"), Some((Dtype::U64, 1)));
     }
 }

@@ -325,11 +325,25 @@ fn tune_target<O: super::Observer>(target: Target, note: Option<String>, request
     Ok((report.map(|report| FileTuned { report, startup_seconds }), observer))
 }
 
-/// Where a run keeps its results (`.cutune/` inside): the given folder, else the file's.
+/// Where a run keeps its results (`.cutune/` inside): the given folder, else the file's workspace root.
 pub fn workspace_for(file: &Path, results: Option<&Path>) -> PathBuf {
     match results {
         Some(dir) => dir.to_path_buf(),
-        None => file.parent().filter(|p| !p.as_os_str().is_empty()).map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        // The workspace root, where `cutune profile` keeps its captures: a `.cutune/` in the
+        // file's own folder would make that folder a root of its own, hiding the launches,
+        // host code and captures of the project around it from later runs. A root marked by a
+        // `.cutune` file has no room for results: then the file's folder, as before.
+        None => {
+            let folder = file.parent().filter(|p| !p.as_os_str().is_empty()).map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+            let root = crate::workspace::find_root(file);
+            // The folder as the user named it when it is the root (`.cutune/reports/…` stays a
+            // relative path in what the CLI prints).
+            let is_folder = folder.canonicalize().is_ok_and(|f| f == root);
+            if is_folder || root.join(".cutune").is_file() {
+                return folder;
+            }
+            root
+        }
     }
 }
 
@@ -528,5 +542,29 @@ impl GpuSlot {
 impl Drop for GpuClaim {
     fn drop(&mut self) {
         *self.slot.running.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::workspace_for;
+
+    /// Results kept beside a file in a subfolder would make that folder a root of its own: the
+    /// next templatize of that file would no longer see the project's launches and captures.
+    #[test]
+    fn results_go_to_the_workspace_root_unless_a_folder_is_given() {
+        let root = tempfile::tempdir().unwrap();
+        let root_path = root.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root_path.join(".git")).unwrap();
+        std::fs::create_dir_all(root_path.join("src")).unwrap();
+        let file = root_path.join("src/kernels.cu");
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(workspace_for(&file, None), root_path);
+        assert_eq!(workspace_for(&file, Some(&root_path.join("elsewhere"))), root_path.join("elsewhere"));
+
+        // A root marked by a `.cutune` file has no room for a results folder.
+        std::fs::remove_dir_all(root_path.join(".git")).unwrap();
+        std::fs::write(root_path.join(".cutune"), "").unwrap();
+        assert_eq!(workspace_for(&file, None), root_path.join("src"));
     }
 }
