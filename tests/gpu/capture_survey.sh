@@ -12,6 +12,7 @@
 #   CUTUNE=target/gpu/cutune CORPUS=.corpus/cuda-samples bash tests/gpu/capture_survey.sh
 # Then each kernel of TUNE is taken on to `cutune templatize --write`, `cutune spec check` and
 # `cutune tune --budget $BUDGET` (the winner verified in five stages), with no hand edit.
+# ONLY=REGEX builds, profiles and tunes only the samples whose path matches it.
 # Reports: $OUT/survey_before_<folder>.json, $OUT/survey_after_<folder>.json, $OUT/programs.txt
 # (one line per program: built, profiled, captures), $OUT/tuned.txt (one line per tuned kernel)
 # and $OUT/captures.tgz (the captures without their buffers, and each program's logs, to read
@@ -31,6 +32,7 @@ nvcc_flags="-O3 -arch=sm_90 -std=c++17 -I$work/Common -Wno-deprecated-gpu-target
 
 # sample (under Samples) | file | kernel: taken on to a tuned and verified kernel
 TUNE="2_Concepts_and_Techniques/MC_SingleAsianOptionP|src/pricingengine.cu|computeValue
+0_Introduction/simpleHyperQ|simpleHyperQ.cu|kernel_A
 2_Concepts_and_Techniques/MC_SingleAsianOptionP|src/pricingengine.cu|generatePaths
 2_Concepts_and_Techniques/MC_EstimatePiInlineP|src/piestimator.cu|initRNG
 0_Introduction/mergeSort|mergeSort.cu|mergeSortSharedKernel
@@ -66,6 +68,11 @@ survey() {
     "$cutune" survey "$work/Samples/$folder" --json > "$out/survey_$1_$folder.json" 2> "$out/survey_$1_$folder.err"
   done
 }
+
+if [ -n "${ONLY:-}" ]; then
+  CASES="$(grep -E "^[^|]*(${ONLY})[^|]*\|" <<< "$CASES")"
+  TUNE="$(grep -E "^[^|]*(${ONLY})[^|]*\|" <<< "$TUNE")"
+fi
 
 echo "== survey before (source alone)"
 survey before
