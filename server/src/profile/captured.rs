@@ -194,8 +194,9 @@ fn fill_size_behind_grid(spec: &KernelSpec, grid: [u32; 3], block: [u32; 3], sha
     }
 }
 
-/// Grid or block extents the spec cannot evaluate become a size of equal value, or the number;
-/// an extent that is a launch parameter starts from the program's value.
+/// Grid or block extents the spec cannot evaluate become a size of equal value, or the number
+/// (a grid the source divides by a block parameter, `ceil_div(work, BLOCK)`); an extent that is
+/// a launch parameter starts from the program's value.
 fn fill_extents(spec: &mut KernelSpec, what: &str, captured: [u32; 3], shape: &Shape, notes: &mut Vec<String>) {
     let extents = if what == "grid" { &spec.grid } else { &spec.block };
     for (extent, &value) in extents.iter().zip(&captured) {
