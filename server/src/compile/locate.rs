@@ -308,9 +308,8 @@ fn cccl_include_dir_for(library: &Path, include_dir: Option<&Path>) -> Option<Pa
     if include_dir.is_some_and(|d| d.join(MARKER).is_file()) {
         return None;
     }
-    let real = std::fs::canonicalize(library).unwrap_or_else(|_| library.to_path_buf());
-    let candidates = [include_dir.map(|d| d.join("cccl")), real.parent().map(|lib| lib.join("../../cuda_cccl/include"))];
-    candidates.into_iter().flatten().find(|dir| dir.join(MARKER).is_file()).map(|dir| std::fs::canonicalize(&dir).unwrap_or(dir))
+    let toolkit = include_dir.map(|d| d.join("cccl")).filter(|dir| dir.join(MARKER).is_file()).map(|dir| std::fs::canonicalize(&dir).unwrap_or(dir));
+    toolkit.or_else(|| pip_include_dir_for(library, include_dir, "cuda_cccl", MARKER))
 }
 
 /// pip's `nvidia/<package>/include` beside `nvidia/cuda_nvrtc/lib`, when it holds `marker` and

@@ -145,13 +145,12 @@ impl Builder<'_> {
                 .filter(|_| !self.blank_line_between(previous, child))
                 .map(|c| c.start_byte());
             previous = Some(child);
-            if let Some(declares) = self.macro_invocation(child) {
+            if let Some((name, declares)) = self.macro_invocation(child) {
                 // The `;` after the call is a sibling, read as an empty statement.
                 let end = match children.get(index + 1) {
                     Some(next) if next.kind() == "expression_statement" && self.text_of(*next).trim() == ";" => next.end_byte(),
                     _ => child.end_byte(),
                 };
-                let name = child.named_child(0).and_then(|call| call.child_by_field_name("declarator")).expect("macro_invocation checked it");
                 let references = vec![Reference { name: self.text_of(name).to_string(), at: name.start_position().into(), is_local: false, is_leading_scope: false }];
                 let start = child.start_position().into();
                 let item = Item { role: Role::Type, declares, references, emit_start: attached.unwrap_or(child.start_byte()), emit_end: end, start, groups: self.stack.clone() };
@@ -192,9 +191,10 @@ impl Builder<'_> {
         }
     }
 
-    /// The types a file-scope call of a macro read earlier defines (`BUILD_SHARED(float, s);`),
-    /// which tree-sitter reads as an error: an item of its own, declaring them.
-    fn macro_invocation(&self, node: Node) -> Option<Vec<String>> {
+    /// The macro's name and the types a file-scope call of a macro read earlier defines
+    /// (`BUILD_SHARED(float, s);`), which tree-sitter reads as an error: an item of its own,
+    /// declaring them.
+    fn macro_invocation<'t>(&self, node: Node<'t>) -> Option<(Node<'t>, Vec<String>)> {
         if node.kind() != "ERROR" {
             return None;
         }
@@ -203,7 +203,8 @@ impl Builder<'_> {
         if named.next().is_some() {
             return None;
         }
-        self.types_of_macros.get(self.text_of(call.child_by_field_name("declarator")?)).cloned()
+        let name = call.child_by_field_name("declarator")?;
+        Some((name, self.types_of_macros.get(self.text_of(name))?.clone()))
     }
 
     fn blank_line_between(&self, previous: Option<Node>, next: Node) -> bool {
