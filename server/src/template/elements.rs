@@ -55,7 +55,7 @@ impl Transform for VectorizeElements {
             Ok(edits) => edits,
             Err(note) => return Outcome::Refused(Note { message: format!("{}: not vectorised", note.message), ..note }),
         };
-        let plan = match lanes::plan_statements(unit, &elements.var, &elements.statements) {
+        let plan = match lanes::plan_statements(unit, &elements.var, &elements.statements, true) {
             Ok(plan) => plan,
             Err(why) => return Outcome::Refused(Note { line: Some(line), message: why }),
         };
@@ -175,13 +175,35 @@ fn vectorized(unit: &Unit, e: &Elements, plan: &LanePlan, vec: &str) -> String {
     out.push_str(&writer.chunk(&inner, i, ty, &first, &with_comments));
     // The last chunk, or one a divisor would split: the original, one element at a time.
     let one_at_a_time = match e.guarded_block {
-        Some(block) => super::layout::shifted(&text[block.byte_range()], &step),
+        Some(block) => super::layout::shifted(&returns_continuing(text, block.byte_range(), &e.statements), &step),
         None => {
             let from = line_start(text, e.statements[0].start_byte());
-            let lines: String = text[from..e.region_end].lines().map(|l| if l.trim().is_empty() { "\n".to_string() } else { format!("{step}{step}{l}\n") }).collect();
+            let lines: String = returns_continuing(text, from..e.region_end, &e.statements).lines().map(|l| if l.trim().is_empty() { "\n".to_string() } else { format!("{step}{step}{l}\n") }).collect();
             format!("{{\n{lines}{inner}}}")
         }
     };
     out.push_str(&format!("{indent}}} else {{\n{inner}for ({ty} {i} = {first}; {i} < {end} && {i} < {first} + {vec}; ++{i}) {one_at_a_time}\n{indent}}}\n"));
+    out
+}
+
+/// `text[range]` with the element's `return`s (those outside any loop or `switch` of its own)
+/// as `continue`: in the loop over the last chunk's elements, they end one element, as they
+/// ended the thread's one.
+fn returns_continuing(text: &str, range: std::ops::Range<usize>, statements: &[Node]) -> String {
+    let mut returns: Vec<Node> = statements
+        .iter()
+        .flat_map(|s| descendants(*s))
+        .filter(|n| n.kind() == "return_statement")
+        .filter(|n| !std::iter::successors(n.parent(), |p| p.parent()).take_while(|p| p.start_byte() >= range.start).any(|p| matches!(p.kind(), "for_statement" | "while_statement" | "do_statement" | "switch_statement" | "for_range_loop" | "lambda_expression")))
+        .collect();
+    returns.sort_by_key(|n| n.start_byte());
+    let mut out = String::new();
+    let mut at = range.start;
+    for r in returns {
+        out.push_str(&text[at..r.start_byte()]);
+        out.push_str("continue;");
+        at = r.end_byte();
+    }
+    out.push_str(&text[at..range.end]);
     out
 }

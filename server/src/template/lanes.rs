@@ -42,11 +42,13 @@ pub(super) struct Site<'t> {
     statement: Node<'t>,
 }
 
-/// A loop the lane analysis vectorises: its accesses and the divisors that must be multiples
-/// of V.
+/// A loop the lane analysis vectorises: its accesses, the divisors that must be multiples of V,
+/// and the `if`s whose condition is the same in every lane (their branches are taken by all V
+/// lanes or by none, so accesses inside them stay whole).
 pub(super) struct LanePlan<'t> {
     pub(super) sites: Vec<Site<'t>>,
     divisors: Vec<String>,
+    uniform_ifs: Vec<Node<'t>>,
 }
 
 /// The plan for loop `l`, or why its accesses cannot be proven consecutive.
@@ -54,7 +56,7 @@ pub(super) fn plan<'t>(unit: &Unit<'t>, l: &SimpleLoop<'t>) -> Result<LanePlan<'
     if l.body.kind() != "compound_statement" {
         return Err(format!("the loop body is one statement using `{}` other than as `p[{}]`: not vectorised", l.var, l.var));
     }
-    plan_statements(unit, &l.var, &statements_of(l.body))
+    plan_statements(unit, &l.var, &statements_of(l.body), false)
 }
 
 /// A block's statements, comments left out.
@@ -63,14 +65,12 @@ pub(super) fn statements_of(block: Node) -> Vec<Node> {
     block.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect()
 }
 
-/// The plan for `statements`, run once per element `var`.
-pub(super) fn plan_statements<'t>(unit: &Unit<'t>, var: &str, statements: &[Node<'t>]) -> Result<LanePlan<'t>, String> {
+/// The plan for `statements`, run once per element `var`. With `element_returns`, a `return`
+/// ends the element (a kernel of one element per thread): allowed under an `if` the same in
+/// every lane, where it becomes the lane loop's `continue`.
+pub(super) fn plan_statements<'t>(unit: &Unit<'t>, var: &str, statements: &[Node<'t>], element_returns: bool) -> Result<LanePlan<'t>, String> {
     let text = unit.text();
     let not = |why: String| Err(format!("{why}: not vectorised"));
-    if let Some(s) = statements.iter().find(|s| !matches!(s.kind(), "declaration" | "expression_statement")) {
-        let keyword = s.kind().trim_end_matches("_statement");
-        return not(format!("the body has a statement other than a declaration or an expression (`{keyword}`, line {}), which is not taken lane by lane", unit.line_of(s.start_byte())));
-    }
     if let Some(word) = super::strategy::thread_identity(unit, statements, var) {
         return not(format!("the body uses `{word}`, which depends on the thread: with several elements a thread, it would change"));
     }
@@ -80,28 +80,23 @@ pub(super) fn plan_statements<'t>(unit: &Unit<'t>, var: &str, statements: &[Node
     if let Some(w) = deref_write {
         return not(format!("the body writes through `{}` (line {})", &text[w.child_by_field_name("left").expect("checked").byte_range()], unit.line_of(w.start_byte())));
     }
-    let mut analysis = Analysis { unit, var, scope: statements, locals: Vec::new(), divisors: Vec::new() };
-    let mut sites: Vec<Site> = Vec::new();
-    for statement in statements {
-        for subscript in descendants(*statement).filter(|n| n.kind() == "subscript_expression") {
-            if let Some(site) = analysis.site(subscript, *statement)? {
-                sites.push(site);
-            }
-        }
-        if statement.kind() == "declaration" {
-            analysis.declare(*statement);
-        }
-    }
+    let mut analysis = Analysis { unit, var, scope: statements, locals: Vec::new(), divisors: Vec::new(), element_returns, sites: Vec::new(), uniform_ifs: Vec::new(), own_writes: Vec::new() };
+    analysis.visit(statements, false)?;
+    let Analysis { sites, divisors, uniform_ifs, own_writes, .. } = analysis;
     if sites.is_empty() {
         return not("no access of consecutive elements".into());
     }
-    // A written element is stored after the lanes: nothing else may read or write its buffer.
+    // A written element is stored after the lanes: nothing may read its buffer, and a buffer
+    // each lane writes on its own may not be a vector's.
     for w in sites.iter().filter(|s| s.written) {
-        if sites.iter().any(|s| s.pointer == w.pointer && s.node != w.node) {
+        if sites.iter().any(|s| s.pointer == w.pointer && s.read && s.node != w.node) {
             return not(format!("`{}` is written and also accessed another way", w.pointer));
         }
     }
-    Ok(LanePlan { sites, divisors: analysis.divisors })
+    if let Some(pointer) = own_writes.iter().find(|p| sites.iter().any(|s| &s.pointer == *p)) {
+        return not(format!("`{pointer}` is written and also accessed another way"));
+    }
+    Ok(LanePlan { sites, divisors, uniform_ifs })
 }
 
 struct Analysis<'a, 't> {
@@ -113,11 +108,85 @@ struct Analysis<'a, 't> {
     locals: Vec<(String, Lanes)>,
     /// Divisors that must be multiples of V, as the source writes them.
     divisors: Vec<String>,
+    element_returns: bool,
+    sites: Vec<Site<'t>>,
+    uniform_ifs: Vec<Node<'t>>,
+    /// Buffers a lane writes at an index of its own (`out_lse[row]`), as the original does.
+    own_writes: Vec<String>,
 }
 
 impl<'t> Analysis<'_, 't> {
     fn text(&self) -> &'t str {
         self.unit.text()
+    }
+
+    /// The statements of a block run once per lane, `under_uniform_if` when a branch the same in
+    /// every lane holds them.
+    fn visit(&mut self, statements: &[Node<'t>], under_uniform_if: bool) -> Result<(), String> {
+        let text = self.text();
+        for statement in statements {
+            let line = self.unit.line_of(statement.start_byte());
+            match statement.kind() {
+                "declaration" | "expression_statement" => {
+                    for subscript in descendants(*statement).filter(|n| n.kind() == "subscript_expression") {
+                        if let Some(site) = self.site(subscript, *statement)? {
+                            self.sites.push(site);
+                        }
+                    }
+                    if statement.kind() == "declaration" {
+                        self.declare(*statement);
+                    }
+                }
+                "if_statement" => self.visit_if(*statement)?,
+                "return_statement" if self.element_returns && under_uniform_if && text[statement.byte_range()].trim_end_matches(';').trim() == "return" => {}
+                "return_statement" if self.element_returns => {
+                    return Err(format!("`return` at line {line} is not under a condition the same in every lane, so some lanes of a chunk would end early: not vectorised"));
+                }
+                kind => {
+                    let keyword = kind.trim_end_matches("_statement");
+                    return Err(format!("the body has a statement other than a declaration, an expression or an `if` (`{keyword}`, line {line}), which is not taken lane by lane: not vectorised"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// An `if` the same in every lane: its branches' accesses stay whole. Otherwise each lane
+    /// takes it on its own, so it may hold no access of consecutive elements and no `return`.
+    fn visit_if(&mut self, statement: Node<'t>) -> Result<(), String> {
+        let text = self.text();
+        let line = self.unit.line_of(statement.start_byte());
+        let condition = statement.child_by_field_name("condition").ok_or_else(|| format!("the `if` at line {line} has no condition: not vectorised"))?;
+        // `if (c)`: the clause around the expression.
+        let condition = condition.child_by_field_name("value").or_else(|| condition.named_child(0)).filter(|_| condition.kind() == "condition_clause").unwrap_or(condition);
+        let branches: Vec<Node<'t>> = [statement.child_by_field_name("consequence"), statement.child_by_field_name("alternative").map(|a| if a.kind() == "else_clause" { a.named_child(0).unwrap_or(a) } else { a })]
+            .into_iter()
+            .flatten()
+            .collect();
+        if matches!(self.lanes(condition), Lanes::Uniform { .. }) {
+            self.uniform_ifs.push(statement);
+            for branch in branches {
+                let inner = if branch.kind() == "compound_statement" { statements_of(branch) } else { vec![branch] };
+                let declared = self.locals.len();
+                self.visit(&inner, true)?;
+                self.locals.truncate(declared);
+            }
+            return Ok(());
+        }
+        for node in descendants(statement) {
+            match node.kind() {
+                "return_statement" | "break_statement" | "continue_statement" | "goto_statement" => {
+                    return Err(format!("`{}` at line {} is under a condition that differs between lanes: not vectorised", text[node.byte_range()].trim_end_matches(';').trim(), self.unit.line_of(node.start_byte())));
+                }
+                "subscript_expression" => {
+                    if self.site(node, statement)?.is_some() {
+                        return Err(format!("`{}` is under a condition that differs between lanes (line {}): a vector access would touch elements the lanes may not", &text[node.byte_range()], self.unit.line_of(node.start_byte())));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     fn declare(&mut self, declaration: Node<'t>) {
@@ -163,6 +232,27 @@ impl<'t> Analysis<'_, 't> {
                     Lanes::Uniform { multiple: self.divisors.iter().any(|d| d == name) }
                 }
             }
+            "true" | "false" | "null" | "nullptr" => Lanes::Uniform { multiple: false },
+            // The same element in every lane, of a buffer the statements do not write.
+            "subscript_expression" => {
+                let (Some(pointer), Some(index)) = (node.child_by_field_name("argument"), subscript_index(node)) else { return Lanes::Other };
+                let same = matches!(self.lanes(pointer), Lanes::Uniform { .. }) && matches!(self.lanes(index), Lanes::Uniform { .. });
+                if same && !self.written_in_loop(&text[pointer.byte_range()]) { Lanes::Uniform { multiple: false } } else { Lanes::Other }
+            }
+            "unary_expression" => match node.child_by_field_name("argument").map(|a| self.lanes(a)) {
+                Some(Lanes::Uniform { .. }) => Lanes::Uniform { multiple: false },
+                _ => Lanes::Other,
+            },
+            // A function of values the same in every lane is too, unless it changes memory.
+            "call_expression" => {
+                let callee = node.child_by_field_name("function").map(|f| &text[f.byte_range()]).unwrap_or("");
+                let arguments: Vec<Node> = node.child_by_field_name("arguments").map(|a| {
+                    let mut cursor = a.walk();
+                    a.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect()
+                }).unwrap_or_default();
+                let pure = !callee.contains("atomic") && arguments.iter().all(|a| matches!(self.lanes(*a), Lanes::Uniform { .. }));
+                if pure { Lanes::Uniform { multiple: false } } else { Lanes::Other }
+            }
             "binary_expression" => {
                 let (Some(left), Some(right), Some(op)) = (node.child_by_field_name("left"), node.child_by_field_name("right"), node.child_by_field_name("operator")) else {
                     return Lanes::Other;
@@ -173,6 +263,10 @@ impl<'t> Analysis<'_, 't> {
                     return self.divided(a, right, op);
                 }
                 let b = self.lanes(right);
+                if matches!(op, "==" | "!=" | "<" | ">" | "<=" | ">=" | "&&" | "||") {
+                    let both = matches!(a, Lanes::Uniform { .. }) && matches!(b, Lanes::Uniform { .. });
+                    return if both { Lanes::Uniform { multiple: false } } else { Lanes::Other };
+                }
                 combined(a, op, b)
             }
             _ => Lanes::Other,
@@ -187,8 +281,9 @@ impl<'t> Analysis<'_, 't> {
         match (a, d) {
             (Lanes::Uniform { .. }, Lanes::Uniform { .. }) => Lanes::Uniform { multiple: false },
             (Lanes::Step { aligned: true }, Lanes::Uniform { multiple }) if multiple || self.loop_invariant(divisor) => {
-                if !multiple {
-                    self.divisors.push(self.text()[divisor.byte_range()].trim().to_string());
+                let written = self.text()[divisor.byte_range()].trim().to_string();
+                if !multiple && !self.divisors.contains(&written) {
+                    self.divisors.push(written);
                 }
                 if op == "/" { Lanes::Uniform { multiple: false } } else { Lanes::Step { aligned: true } }
             }
@@ -203,6 +298,17 @@ impl<'t> Analysis<'_, 't> {
         descendants(node).filter(|n| n.kind() == "identifier").all(|n| {
             let name = &text[n.byte_range()];
             name != self.var && !self.assigned_in_loop(name) && !self.declared_in_loop(name)
+        })
+    }
+
+    /// Whether the statements store to `pointer[…]`.
+    fn written_in_loop(&self, pointer: &str) -> bool {
+        let text = self.text();
+        let stored = |target: Option<Node>| target.filter(|t| t.kind() == "subscript_expression").and_then(|t| t.child_by_field_name("argument")).is_some_and(|p| text[p.byte_range()].trim() == pointer.trim());
+        self.scope.iter().flat_map(|s| descendants(*s)).any(|n| match n.kind() {
+            "assignment_expression" => stored(n.child_by_field_name("left")),
+            "update_expression" => stored(n.child_by_field_name("argument")),
+            _ => false,
         })
     }
 
@@ -224,6 +330,11 @@ impl<'t> Analysis<'_, 't> {
         let line = self.unit.line_of(subscript.start_byte());
         match index_lanes {
             Lanes::Step { .. } => {}
+            // Each lane writes it as the element did, in the elements' order.
+            _ if written && pointer.kind() == "identifier" => {
+                self.own_writes.push(pointer_name);
+                return Ok(None);
+            }
             _ if written => return Err(format!("`{}` is written at an index that is not one element per lane (line {line}): not vectorised", &text[subscript.byte_range()])),
             _ => return Ok(None),
         }
@@ -357,7 +468,6 @@ impl<'a, 't> Writer<'a, 't> {
     /// One chunk: the vectors, the statements once per lane (`var` = `first + lane`) with their
     /// accesses read from and written to the vectors, then the stores.
     pub(super) fn chunk(&self, indent: &str, var: &str, ty: &str, first: &str, statements: &[Node]) -> String {
-        let text = self.unit.text();
         let (vec, lane, step) = (self.vec, &self.lane, &self.step);
         let lane_indent = format!("{indent}{step}");
         let mut out = String::new();
@@ -372,16 +482,43 @@ impl<'a, 't> Writer<'a, 't> {
         }
         out.push_str(&format!("{indent}for (int {lane} = 0; {lane} < {vec}; ++{lane}) {{\n"));
         out.push_str(&format!("{lane_indent}const {ty} {var} = {first} + {lane};\n"));
+        self.write_statements(&mut out, &lane_indent, statements);
+        out.push_str(&format!("{indent}}}\n"));
+        // Under an `if` (or past one that returns) a store may not have been reached.
+        let reached = if self.plan.uniform_ifs.is_empty() { "" } else { "if ({name}_at != nullptr) " };
+        for (_, name) in self.plan.sites.iter().zip(&self.names).filter(|(s, _)| s.written) {
+            let guard = reached.replace("{name}", name);
+            out.push_str(&format!("{indent}{guard}cutune_store({name}_at, {name}_bits);\n"));
+        }
+        out
+    }
+
+    /// `statements` once per lane at `indent`: each site's load (lane 0's) before the statement
+    /// that uses it, the statement with its sites read from and written to the vectors.
+    fn write_statements(&self, out: &mut String, indent: &str, statements: &[Node]) {
+        let text = self.unit.text();
+        let lane = &self.lane;
         for statement in statements {
+            if self.plan.uniform_ifs.contains(statement) {
+                out.push_str(indent);
+                self.write_uniform_if(out, indent, *statement);
+                out.push('\n');
+                continue;
+            }
+            if statement.kind() == "return_statement" {
+                // The element is done; the lanes are all done together, as the `if` is uniform.
+                out.push_str(&format!("{indent}continue;\n"));
+                continue;
+            }
             let here: Vec<(&Site, &String)> = self.plan.sites.iter().zip(&self.names).filter(|(s, _)| s.statement == *statement).collect();
             // The first lane's element is where the vector starts.
             for (s, name) in &here {
                 let address = format!("&{}[{}]", s.pointer, s.index);
                 if s.read {
-                    out.push_str(&format!("{lane_indent}if ({lane} == 0) {name}_bits = cutune_load<{}>({address});\n", self.bits(s)));
+                    out.push_str(&format!("{indent}if ({lane} == 0) {name}_bits = cutune_load<{}>({address});\n", self.bits(s)));
                 }
                 if s.written {
-                    out.push_str(&format!("{lane_indent}if ({lane} == 0) {name}_at = {address};\n"));
+                    out.push_str(&format!("{indent}if ({lane} == 0) {name}_at = {address};\n"));
                 }
             }
             let mut line = String::new();
@@ -395,15 +532,44 @@ impl<'a, 't> Writer<'a, 't> {
             }
             line.push_str(&text[at..statement.end_byte()]);
             let statement_indent = leading_whitespace(&text[line_start(text, statement.start_byte())..]);
-            let extra = lane_indent.strip_prefix(statement_indent).unwrap_or("");
-            out.push_str(&format!("{lane_indent}{}\n", shifted(&line, extra)));
+            let extra = indent.strip_prefix(statement_indent).unwrap_or("");
+            out.push_str(&format!("{indent}{}\n", shifted(&line, extra)));
         }
-        out.push_str(&format!("{indent}}}\n"));
-        for (_, name) in self.plan.sites.iter().zip(&self.names).filter(|(s, _)| s.written) {
-            out.push_str(&format!("{indent}cutune_store({name}_at, {name}_bits);\n"));
-        }
-        out
     }
+
+    /// An `if` the same in every lane from its keyword on, its branches in braces.
+    fn write_uniform_if(&self, out: &mut String, indent: &str, statement: Node) {
+        let text = self.unit.text();
+        let inner = format!("{indent}{}", self.step);
+        let condition = statement.child_by_field_name("condition").map_or("", |c| &text[c.byte_range()]);
+        out.push_str(&format!("if {condition} {{\n"));
+        if let Some(consequence) = statement.child_by_field_name("consequence") {
+            self.write_statements(out, &inner, &with_comments(consequence));
+        }
+        out.push_str(&format!("{indent}}}"));
+        let alternative = statement.child_by_field_name("alternative").map(|a| if a.kind() == "else_clause" { a.named_child(0).unwrap_or(a) } else { a });
+        match alternative {
+            Some(chained) if self.plan.uniform_ifs.contains(&chained) => {
+                out.push_str(" else ");
+                self.write_uniform_if(out, indent, chained);
+            }
+            Some(alternative) => {
+                out.push_str(" else {\n");
+                self.write_statements(out, &inner, &with_comments(alternative));
+                out.push_str(&format!("{indent}}}"));
+            }
+            None => {}
+        }
+    }
+}
+
+/// A branch's statements with their comments (one statement without braces is itself).
+fn with_comments(branch: Node) -> Vec<Node> {
+    if branch.kind() != "compound_statement" {
+        return vec![branch];
+    }
+    let mut cursor = branch.walk();
+    branch.named_children(&mut cursor).collect()
 }
 
 /// The loop as `#if VEC == 1 / original / #else / lanes / #endif`: chunks of `vec` elements, the
