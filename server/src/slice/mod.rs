@@ -12,6 +12,7 @@
 //! where templatize changed it.
 
 mod compile_commands;
+mod device_branches;
 mod includes;
 mod outline;
 #[cfg(test)]
@@ -194,7 +195,7 @@ pub fn device_slice(doc: &Document, kernel: &str, opts: &SliceOptions) -> Result
     if let Analysis::SkippedTooLarge { bytes } = doc.analysis() {
         return Err(SliceError::FileTooLarge { bytes });
     }
-    let inlined = inline_local_headers(doc.text(), opts);
+    let inlined = device_branches::with_device_branches(&inline_local_headers(doc.text(), opts));
     let text = inlined.as_str();
     let tree = parse(text);
     let outline = Outline::of(tree.root_node(), text);
