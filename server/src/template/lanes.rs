@@ -49,6 +49,9 @@ pub(super) struct LanePlan<'t> {
     pub(super) sites: Vec<Site<'t>>,
     divisors: Vec<String>,
     uniform_ifs: Vec<Node<'t>>,
+    /// The body's top-level declarations whose values are the same in every lane (`row = i /
+    /// width`, `w = weight[row]`): computed once, before the lanes, from the first lane's element.
+    uniform_declarations: Vec<Node<'t>>,
 }
 
 /// The plan for loop `l`, or why its accesses cannot be proven consecutive.
@@ -80,9 +83,9 @@ pub(super) fn plan_statements<'t>(unit: &Unit<'t>, var: &str, statements: &[Node
     if let Some(w) = deref_write {
         return not(format!("the body writes through `{}` (line {})", &text[w.child_by_field_name("left").expect("checked").byte_range()], unit.line_of(w.start_byte())));
     }
-    let mut analysis = Analysis { unit, var, scope: statements, locals: Vec::new(), divisors: Vec::new(), element_returns, sites: Vec::new(), uniform_ifs: Vec::new(), own_writes: Vec::new() };
+    let mut analysis = Analysis { unit, var, scope: statements, locals: Vec::new(), divisors: Vec::new(), element_returns, sites: Vec::new(), uniform_ifs: Vec::new(), uniform_declarations: Vec::new(), past_guard: false, own_writes: Vec::new() };
     analysis.visit(statements, false)?;
-    let Analysis { sites, divisors, uniform_ifs, own_writes, .. } = analysis;
+    let Analysis { sites, divisors, uniform_ifs, uniform_declarations, own_writes, .. } = analysis;
     if sites.is_empty() {
         return not("no access of consecutive elements".into());
     }
@@ -96,7 +99,7 @@ pub(super) fn plan_statements<'t>(unit: &Unit<'t>, var: &str, statements: &[Node
     if let Some(pointer) = own_writes.iter().find(|p| sites.iter().any(|s| &s.pointer == *p)) {
         return not(format!("`{pointer}` is written and also accessed another way"));
     }
-    Ok(LanePlan { sites, divisors, uniform_ifs })
+    Ok(LanePlan { sites, divisors, uniform_ifs, uniform_declarations })
 }
 
 struct Analysis<'a, 't> {
@@ -111,6 +114,10 @@ struct Analysis<'a, 't> {
     element_returns: bool,
     sites: Vec<Site<'t>>,
     uniform_ifs: Vec<Node<'t>>,
+    uniform_declarations: Vec<Node<'t>>,
+    /// Whether a statement other than a declaration came before: one that may have returned,
+    /// so that what follows may read memory only where it is valid.
+    past_guard: bool,
     /// Buffers a lane writes at an index of its own (`out_lse[row]`), as the original does.
     own_writes: Vec<String>,
 }
@@ -118,6 +125,22 @@ struct Analysis<'a, 't> {
 impl<'t> Analysis<'_, 't> {
     fn text(&self) -> &'t str {
         self.unit.text()
+    }
+
+    /// Whether a declaration the same in every lane may be computed before the lanes: not where
+    /// the statements update memory atomically (its reads could move past that), and past a
+    /// statement that could have returned only if it reads no memory (`w = weight[row]` after
+    /// `if (row >= rows) return;` would read past the end).
+    fn may_hoist(&self, declaration: Node) -> bool {
+        let text = self.text();
+        let atomics = self.scope.iter().flat_map(|s| descendants(*s)).any(|n| n.kind() == "call_expression" && n.child_by_field_name("function").is_some_and(|f| text[f.byte_range()].contains("atomic")));
+        let reads_memory = descendants(declaration).any(|n| match n.kind() {
+            "subscript_expression" => true,
+            "pointer_expression" => n.child_by_field_name("operator").is_some_and(|op| &text[op.byte_range()] == "*"),
+            "field_expression" => n.child_by_field_name("operator").is_some_and(|op| &text[op.byte_range()] == "->"),
+            _ => false,
+        });
+        !atomics && !(self.past_guard && reads_memory)
     }
 
     /// The statements of a block run once per lane, `under_uniform_if` when a branch the same in
@@ -128,16 +151,25 @@ impl<'t> Analysis<'_, 't> {
             let line = self.unit.line_of(statement.start_byte());
             match statement.kind() {
                 "declaration" | "expression_statement" => {
+                    self.past_guard |= !under_uniform_if && statement.kind() == "expression_statement";
                     for subscript in descendants(*statement).filter(|n| n.kind() == "subscript_expression") {
                         if let Some(site) = self.site(subscript, *statement)? {
                             self.sites.push(site);
                         }
                     }
                     if statement.kind() == "declaration" {
+                        let (sites, declared) = (self.sites.len(), self.locals.len());
                         self.declare(*statement);
+                        let uniform = self.locals[declared..].iter().all(|(_, lanes)| matches!(lanes, Lanes::Uniform { .. }));
+                        if !under_uniform_if && uniform && self.sites.len() == sites && self.locals.len() > declared && self.may_hoist(*statement) {
+                            self.uniform_declarations.push(*statement);
+                        }
                     }
                 }
-                "if_statement" => self.visit_if(*statement)?,
+                "if_statement" => {
+                    self.past_guard |= !under_uniform_if;
+                    self.visit_if(*statement)?
+                }
                 "return_statement" if self.element_returns && under_uniform_if && text[statement.byte_range()].trim_end_matches(';').trim() == "return" => {}
                 "return_statement" if self.element_returns => {
                     return Err(format!("`return` at line {line} is not under a condition the same in every lane, so some lanes of a chunk would end early: not vectorised"));
@@ -480,6 +512,9 @@ impl<'a, 't> Writer<'a, 't> {
                 out.push_str(&format!("{indent}{element}* {name}_at = nullptr;\n"));
             }
         }
+        for declaration in statements.iter().filter(|s| self.plan.uniform_declarations.contains(s)) {
+            out.push_str(&format!("{indent}{}\n", self.first_lane_text(*declaration, var, first)));
+        }
         out.push_str(&format!("{indent}for (int {lane} = 0; {lane} < {vec}; ++{lane}) {{\n"));
         out.push_str(&format!("{lane_indent}const {ty} {var} = {first} + {lane};\n"));
         self.write_statements(&mut out, &lane_indent, statements);
@@ -499,6 +534,9 @@ impl<'a, 't> Writer<'a, 't> {
         let text = self.unit.text();
         let lane = &self.lane;
         for statement in statements {
+            if self.plan.uniform_declarations.contains(statement) {
+                continue;
+            }
             if self.plan.uniform_ifs.contains(statement) {
                 out.push_str(indent);
                 self.write_uniform_if(out, indent, *statement);
@@ -535,6 +573,21 @@ impl<'a, 't> Writer<'a, 't> {
             let extra = indent.strip_prefix(statement_indent).unwrap_or("");
             out.push_str(&format!("{indent}{}\n", shifted(&line, extra)));
         }
+    }
+
+    /// A declaration the same in every lane, as the first lane computes it: the element `var`
+    /// is `first`.
+    fn first_lane_text(&self, declaration: Node, var: &str, first: &str) -> String {
+        let text = self.unit.text();
+        let mut out = String::new();
+        let mut at = declaration.start_byte();
+        for name in descendants(declaration).filter(|n| n.kind() == "identifier" && &text[n.byte_range()] == var) {
+            out.push_str(&text[at..name.start_byte()]);
+            out.push_str(first);
+            at = name.end_byte();
+        }
+        out.push_str(&text[at..declaration.end_byte()]);
+        out
     }
 
     /// An `if` the same in every lane from its keyword on, its branches in braces.
