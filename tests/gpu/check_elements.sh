@@ -16,6 +16,8 @@ failed=0
 
 "$cutune" templatize "$repo/tests/fixtures/template/elements_return.cu" --kernel residual_relu > "$work/residual_relu.cu" 2> "$work/residual_relu.log" || { cat "$work/residual_relu.log"; exit 1; }
 "$cutune" templatize "$repo/tests/fixtures/template/elements.cu" --kernel scale_add_bias > "$work/scale_add_bias.cu" 2> "$work/scale_add_bias.log" || { cat "$work/scale_add_bias.log"; exit 1; }
+"$cutune" templatize "$repo/tests/fixtures/template/elements_uniform_if.cu" --kernel blend_rows > "$work/blend_rows.cu" 2> "$work/blend_rows.log" || { cat "$work/blend_rows.log"; exit 1; }
+"$cutune" templatize "$repo/tests/fixtures/template/elements_hoist.cu" --kernel scale_valid_rows > "$work/scale_valid_rows.cu" 2> "$work/scale_valid_rows.log" || { cat "$work/scale_valid_rows.log"; exit 1; }
 
 cat > "$work/residual_relu_main.cu" <<'CU'
 #include <cstdio>
@@ -76,10 +78,85 @@ int main() {
 }
 CU
 
-for fixture in residual_relu scale_add_bias; do
+# Rows whose weight is zero (cleared, left early), negative (a copy) or other (a blend), and
+# each row's flag written by its first element: the uniform `if` and its `return`.
+cat > "$work/blend_rows_main.cu" <<'CU'
+#include <cmath>
+#include <cstdio>
+#include <vector>
+#include "blend_rows.cu"
+int main() {
+  double worst = 0;
+  int bad_flags = 0;
+  for (int width : {6, 8, 4096, 4099}) {
+    for (int offset : {0, 1}) {
+      const int rows = 41, n = rows * width;
+      std::vector<float> a(n), b(n), w(rows), out(n);
+      std::vector<int> done(rows);
+      for (int i = 0; i < n; ++i) { a[i] = (i % 17) * 0.25f - 2.f; b[i] = (i % 11) * 0.5f - 2.5f; }
+      for (int r = 0; r < rows; ++r) w[r] = r % 3 == 0 ? 0.f : (r % 3 == 1 ? -0.5f : 0.25f + r * 0.01f);
+      float *da, *db, *dw, *dout; int* ddone;
+      cudaMalloc(&da, (n + 1) * sizeof(float)); cudaMalloc(&db, (n + 1) * sizeof(float)); cudaMalloc(&dw, (rows + 1) * sizeof(float));
+      cudaMalloc(&dout, (n + 1) * sizeof(float)); cudaMalloc(&ddone, rows * sizeof(int));
+      cudaMemcpy(da + offset, a.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemcpy(db + offset, b.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemcpy(dw + offset, w.data(), rows * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemset(dout, 0xff, (n + 1) * sizeof(float)); cudaMemset(ddone, 0xff, rows * sizeof(int));
+      run(dout + offset, ddone, da + offset, db + offset, dw + offset, rows, width);
+      cudaMemcpy(out.data(), dout + offset, n * sizeof(float), cudaMemcpyDeviceToHost);
+      cudaMemcpy(done.data(), ddone, rows * sizeof(int), cudaMemcpyDeviceToHost);
+      for (int i = 0; i < n; ++i) {
+        const float wr = w[i / width];
+        const double want = wr == 0.f ? 0.0 : (wr < 0.f ? a[i] : (double)a[i] * wr + (double)b[i] * (1.0 - wr));
+        worst = std::fmax(worst, std::fabs(out[i] - want) / (std::fabs(want) + 1e-3));
+      }
+      for (int r = 0; r < rows; ++r) bad_flags += done[r] != (w[r] == 0.f ? 0 : 1);
+      cudaFree(da); cudaFree(db); cudaFree(dw); cudaFree(dout); cudaFree(ddone);
+    }
+  }
+  printf("blend_rows worst relative difference %.3g, wrong flags %d, %s\n", worst, bad_flags, cudaGetErrorString(cudaGetLastError()));
+  return worst < 1e-5 && bad_flags == 0 ? 0 : 1;
+}
+CU
+# Rows past `valid_rows` cleared and left early; the scales of the valid rows only are
+# allocated, so a scale read before the test would read past them.
+cat > "$work/scale_valid_rows_main.cu" <<'CU'
+#include <cmath>
+#include <cstdio>
+#include <vector>
+#include "scale_valid_rows.cu"
+int main() {
+  double worst = 0;
+  for (int width : {6, 8, 4096, 4099}) {
+    for (int offset : {0, 1}) {
+      const int rows = 37, valid = 29, n = rows * width;
+      std::vector<float> in(n), scales(valid), out(n);
+      for (int i = 0; i < n; ++i) in[i] = (i % 23) * 0.125f - 1.25f;
+      for (int r = 0; r < valid; ++r) scales[r] = 0.5f + r * 0.03125f;
+      float *din, *ds, *dout;
+      cudaMalloc(&din, (n + 1) * sizeof(float)); cudaMalloc(&ds, (valid + 1) * sizeof(float)); cudaMalloc(&dout, (n + 1) * sizeof(float));
+      cudaMemcpy(din + offset, in.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemcpy(ds + offset, scales.data(), valid * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemset(dout, 0xff, (n + 1) * sizeof(float));
+      run(dout + offset, din + offset, ds + offset, rows, width, valid);
+      cudaMemcpy(out.data(), dout + offset, n * sizeof(float), cudaMemcpyDeviceToHost);
+      for (int i = 0; i < n; ++i) {
+        const int row = i / width, col = i % width;
+        const double want = row >= valid ? 0.0 : (double)in[i] * scales[row] + (col < 0.5f * width ? 1.0 : 0.0);
+        worst = std::fmax(worst, std::fabs(out[i] - want) / (std::fabs(want) + 1e-3));
+      }
+      cudaFree(din); cudaFree(ds); cudaFree(dout);
+    }
+  }
+  printf("scale_valid_rows worst relative difference %.3g, %s\n", worst, cudaGetErrorString(cudaGetLastError()));
+  return worst < 1e-5 ? 0 : 1;
+}
+CU
+
+for fixture in residual_relu scale_add_bias blend_rows scale_valid_rows; do
   param=$(echo "$fixture" | tr a-z A-Z)_VEC
   for vec in 1 2 4 8; do
-    [ "$fixture" = residual_relu ] && [ "$vec" = 8 ] && continue  # 8 floats are 32 bytes: no such access
+    [ "$fixture" != scale_add_bias ] && [ "$vec" = 8 ] && continue  # 8 floats are 32 bytes: no such access
     exe="$work/${fixture}_$vec"
     if ! "$nvcc" -O3 -arch="${ARCH:-sm_90}" -D"$param=$vec" -I"$work" -o "$exe" "$work/${fixture}_main.cu" > "$exe.log" 2>&1; then
       printf '%-16s %-26s FAIL (compile)\n' "$fixture" "$param=$vec"; head -15 "$exe.log"; failed=1; continue
