@@ -10,7 +10,8 @@
 #   2b. the time to capture 256 MiB of arguments;
 #   3b. templatize of that kernel, filled from the capture (no hand edit), and a tune whose
 #      candidates are checked on the captured inputs too, with the winner verified;
-#   4. the profiler's overhead on the program's wall time (median of 5, with and without).
+#   4. the profiler's overhead on the program's wall time (median of 5, with and without);
+#   5. a program that fails after its launches: its ranking and capture kept, with a warning.
 # Reports go to $OUT (or ./gpu-out). The capture library must be beside the binary.
 #   CUTUNE=target/release/cutune bash tests/gpu/profile_suite.sh
 set -u
@@ -139,6 +140,18 @@ alone = measure([program])
 profiled = measure([cutune, "profile", "--root", root, "--", program])
 print(f"median of 5: GPU time of the kernel loop (CUDA events) alone {alone[1]:.3f} ms, under cutune profile {profiled[1]:.3f} ms ({profiled[1]/alone[1] - 1:+.2%})")
 print(f"median of 5: wall time alone {alone[0]*1e3:.1f} ms, under cutune profile {profiled[0]*1e3:.1f} ms ({profiled[0]/alone[0] - 1:+.1%}; cutune's start, CUPTI's load and the workspace index included)")
+EOF
+
+echo "== 5. a program that fails after its launches"
+"$cutune" profile --root "$root" --kernel medium --json -- sh -c "\"$work/three_kernels\"; exit 4" > "$out/failing.json" 2> "$out/failing.err" || status=1
+python3 - "$out/failing.json" <<'EOF' || status=1
+import json, sys
+report = json.load(open(sys.argv[1]))
+names = [k["kernel"]["base"] for k in report["ranking"]["kernels"]]
+warned = [p for p in report["problems"] if "failed (exit status: 4) after using CUDA" in p]
+print("kept:", names, [c["kernel"] for c in report["captures"]], warned)
+assert names == ["heavy", "medium", "light"] and [c["kernel"] for c in report["captures"]] == ["medium"] and warned
+print("failing program PASS")
 EOF
 
 echo "== status $status"

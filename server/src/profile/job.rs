@@ -91,14 +91,23 @@ pub fn profile(request: &ProfileRequest) -> Result<Profiled> {
     Ok(Profiled { origin, ranking, captures, problems })
 }
 
-/// Runs the program once, capturing `kernels`; a failed program or one that never used CUDA
-/// is an error, with the program's own status.
+/// Runs the program once, capturing `kernels`.
 fn run_program(request: &ProfileRequest, kernels: &[String]) -> Result<run::Run> {
     let capture = CaptureRequest { kernels: kernels.to_vec(), shapes_per_kernel: request.shapes_per_kernel, cap_bytes: request.capture_bytes };
     let finished = run::run(&request.command, &capture, &request.directory, request.io)?;
     let shown = shlex::try_join(request.command.iter().map(String::as_str)).unwrap_or_else(|_| request.command.join(" "));
+    accepted(finished, &shown)
+}
+
+/// The run, if it profiled anything: a program that used CUDA and then failed (a check of its
+/// own, a missing reference file) keeps its profile and captures with a warning; one that
+/// failed before any CUDA, or never used it, is an error with its own status.
+fn accepted(mut finished: run::Run, shown: &str) -> Result<run::Run> {
     if !finished.status.success() {
-        bail!("`{shown}` failed ({}); its profile was not kept", finished.status);
+        if finished.profiles.is_empty() {
+            bail!("`{shown}` failed ({}); its profile was not kept", finished.status);
+        }
+        finished.problems.push(format!("`{shown}` failed ({}) after using CUDA; its profile and captures are kept: check that they come from a run you meant", finished.status));
     }
     if finished.profiles.is_empty() {
         if let Some(problem) = finished.problems.first() {
@@ -163,4 +172,38 @@ fn move_file(from: &Path, to: &Path) -> Result<()> {
     std::fs::rename(&partial, to).with_context(|| format!("cannot name the capture {}", to.display()))?;
     let _ = std::fs::remove_file(from);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::ExitStatus;
+
+    use cutune_capture::report::RunProfile;
+
+    use super::*;
+
+    fn finished(code: i32, profiled: bool) -> run::Run {
+        let profile = RunProfile { pid: 7, ..Default::default() };
+        run::Run {
+            status: ExitStatus::from_raw(code << 8),
+            profiles: if profiled { vec![profile] } else { Vec::new() },
+            captures: Vec::new(),
+            problems: Vec::new(),
+            folder: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_program_that_fails_after_using_cuda_keeps_its_profile_with_a_warning() {
+        let run = accepted(finished(4, true), "./app --check").expect("kept");
+        assert_eq!(run.problems, ["`./app --check` failed (exit status: 4) after using CUDA; its profile and captures are kept: check that they come from a run you meant"]);
+        assert!(accepted(finished(0, true), "./app").unwrap().problems.is_empty());
+    }
+
+    #[test]
+    fn a_program_that_fails_before_using_cuda_is_an_error_with_its_status() {
+        let error = accepted(finished(3, false), "./app").err().expect("refused").to_string();
+        assert_eq!(error, "`./app` failed (exit status: 3); its profile was not kept");
+    }
 }
