@@ -1,6 +1,7 @@
 """`cutune slice`: the device slice on stdout, notes on stderr, flags from compile_commands.json."""
 
 import json
+import shutil
 import subprocess
 
 from editor import CUTUNE_BIN, REPO
@@ -57,3 +58,24 @@ def test_slice_of_an_unknown_kernel_fails_naming_the_kernels():
     result = cutune("slice", str(FIXTURES / "two_kernels.cu"), "--kernel", "third")
     assert result.returncode == 1
     assert "no kernel `third`; the file's kernels are first, second" in result.stderr
+
+
+def test_conditionals_on_the_macros_nvrtc_defines_are_decided_so_the_slice_stays_whole(tmp_path):
+    # `#ifdef __CUDACC__ / __host__ __device__ / #endif` before functions of a shared header,
+    # one of them used and the next not: the slice used to keep an `#endif` without its `#if`.
+    folder = tmp_path / "device_branches"
+    shutil.copytree(FIXTURES / "device_branches", folder)
+    (tmp_path / ".cutune").write_text("")
+    source = folder / "saturate.cu"
+    result = cutune("slice", str(source), "--kernel", "saturate")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    opened = [line for line in out.splitlines() if line.startswith("#if")]
+    closed = [line for line in out.splitlines() if line.startswith("#endif")]
+    assert len(opened) == len(closed) == 1, out
+    assert "__CUDACC__" not in out and "__CUDA_ARCH__" not in out
+    assert "clamp_to(const T &value, const T &low, const T &high)" in out and "magnitude(const float &value)" in out
+    assert "#define SATURATION 1.0f" in out and "2.0f" not in out, "the device branch of `#if defined(__CUDA_ARCH__)`"
+    assert "<algorithm>" not in result.stderr, "the host-only include is not even a dropped one"
+    compiled = cutune("check", str(source), "--kernel", "saturate", "--sample", "2", "--json")
+    assert compiled.returncode == 0, compiled.stderr

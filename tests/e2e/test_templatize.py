@@ -322,7 +322,7 @@ def test_a_loop_whose_index_is_taken_apart_loads_each_half_of_the_row_as_vectors
     assert "        if (i_lane == 0) row_v2_bits = cutune_load<half_bits>(&row[d + j]);\n" in run.stdout
     assert "      cutune_store(out_v_at, out_v_bits);\n" in run.stdout
 
-    # A transposed store cannot be one vector: refused, with the reason and its line.
+    # A transposed store cannot be one vector: the load is, each lane keeps its own store.
     transposed = tmp_path / "transposed.cu"
     transposed.write_text(
         "__global__ void transpose_flat(float* out, const float* in, int n, int rows, int cols) {\n"
@@ -335,7 +335,14 @@ def test_a_loop_whose_index_is_taken_apart_loads_each_half_of_the_row_as_vectors
         "void run(float* out, const float* in, int rows, int cols) { transpose_flat<<<(rows * cols + 255) / 256, 256>>>(out, in, rows * cols, rows, cols); }\n"
     )
     run = subprocess.run([str(CUTUNE_BIN), "templatize", str(transposed), "--kernel", "transpose_flat"], capture_output=True, text=True, check=True)
-    assert "refused: vectorize: `out[c * rows + r]` is written at an index that is not one element per lane (line 5): not vectorised" in run.stderr, run.stderr
+    assert "applied: vectorize: loop(s) at line 2 load and store `TRANSPOSE_FLAT_VEC` elements at a time when aligned" in run.stderr, run.stderr
+    assert "        if (i_lane == 0) in_v_bits = cutune_load<float_bits>(&in[i]);\n        out[c * rows + r] = in_v[i_lane];\n" in run.stdout
+
+    # A buffer stored as a vector and at a lane's own index too: its stores would reorder. Refused.
+    both = tmp_path / "both.cu"
+    both.write_text(transposed.read_text().replace("out[c * rows + r] = in[i];", "out[i] = in[i];\n    out[c * rows + r] += 1.f;"))
+    run = subprocess.run([str(CUTUNE_BIN), "templatize", str(both), "--kernel", "transpose_flat"], capture_output=True, text=True, check=True)
+    assert "refused: vectorize: `out` is written and also accessed another way: not vectorised" in run.stderr, run.stderr
 
 
 def test_a_kernel_of_one_element_per_thread_takes_several_with_a_smaller_grid(tmp_path: Path):
@@ -361,3 +368,27 @@ def test_a_kernel_of_one_element_per_thread_takes_several_with_a_smaller_grid(tm
     refused.write_text((REPO / "tests" / "fixtures" / "template" / "elements_refused.cu").read_text())
     run = subprocess.run([str(CUTUNE_BIN), "templatize", str(refused), "--kernel", "per_block_offsets"], capture_output=True, text=True, check=True)
     assert "refused: vectorize-elements: `blockIdx` is used outside the element index here, so a smaller grid could change the result: not vectorised" in run.stderr
+
+
+def test_a_branch_the_same_for_every_element_of_a_chunk_keeps_its_vectors_and_its_return(tmp_path: Path):
+    source = tmp_path / "merge_attn_states.cu"
+    source.write_text((REPO / "examples" / "merge_attn_states.cu").read_text())
+    (tmp_path / ".cutune").write_text("")
+    run = subprocess.run([str(CUTUNE_BIN), "templatize", str(source), "--kernel", "merge_attn_states_kernel", "--write"], capture_output=True, text=True, check=True)
+    assert "applied: vectorize-elements: each thread takes `MERGE_ATTN_STATES_VEC` consecutive elements from line 37" in run.stderr, run.stderr
+    text = source.read_text()
+    # The row's weights once per chunk, from its first element; the empty-row branch ends the
+    # chunk; the row's log-sum-exp stays the first element's own store.
+    assert "    int th = i_vec / head_dim;\n    float la = lse_a[th];\n    float lb = lse_b[th];\n    float m = fmaxf(la, lb);\n" in text
+    assert "      if (m == -INFINITY) {\n" in text and "        out_v[i_lane] = __float2half(0.f);\n        if (d == 0) out_lse[th] = -INFINITY;\n        continue;\n      }\n" in text
+    assert "    if (out_v_at != nullptr) cutune_store(out_v_at, out_v_bits);\n    if (out_v2_at != nullptr) cutune_store(out_v2_at, out_v2_bits);\n" in text
+    # The last chunk, one element at a time: the `return` ends one element.
+    assert "        if (d == 0) out_lse[th] = -INFINITY;\n        continue;\n      }\n      float wa = expf(la - m);\n" in text
+    compiled = subprocess.run([str(CUTUNE_BIN), "check", str(source), "--kernel", "merge_attn_states_kernel", "--sample", "6", "--json"], capture_output=True, text=True)
+    assert compiled.returncode == 0, compiled.stderr
+
+    # A test of each element's own value: a chunk's elements would part ways. Refused.
+    lane_if = tmp_path / "clamp.cu"
+    lane_if.write_text((REPO / "tests" / "fixtures" / "template" / "elements_lane_if.cu").read_text())
+    run = subprocess.run([str(CUTUNE_BIN), "templatize", str(lane_if), "--kernel", "clamp_or_skip"], capture_output=True, text=True, check=True)
+    assert "refused: vectorize-elements: `return` at line 9 is under a condition that differs between lanes: not vectorised" in run.stderr, run.stderr

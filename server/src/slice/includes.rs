@@ -58,6 +58,11 @@ const CCCL_PREFIXES: &[(&str, &str)] = &[("cuda/", "cuda"), ("cub/", "cub"), ("n
 pub(super) fn classify(written: &str, file_dir: Option<&Path>, include_dirs: &[PathBuf]) -> Verdict {
     let quoted = written.starts_with('"');
     let name = written.trim_matches(|c| matches!(c, '"' | '<' | '>'));
+    // A quoted include beside the file is the project's, whatever its name (`"limits.h"`): the
+    // compiler looks there first.
+    if let Some(beside) = file_dir.filter(|_| quoted).map(|dir| dir.join(name)).filter(|p| p.is_file()) {
+        return Verdict::Local(beside);
+    }
     if let Some((_, what, _)) = HOST_LIBRARIES.iter().find(|(prefix, _, _)| name.starts_with(prefix)) {
         return Verdict::Dropped(format!("{what}; NVRTC compiles device code only"));
     }

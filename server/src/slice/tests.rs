@@ -207,3 +207,16 @@ __global__ void k(curandState *s, float *x) { x[0] = curand_uniform(&s[0]); }
     assert_eq!(dropped, ["<curand.h>", "<boost/numeric/interval.hpp>"]);
 }
 
+
+#[test]
+fn a_quoted_header_beside_the_file_is_the_projects_whatever_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("limits.h"), "#define LIMIT 4\n").unwrap();
+    let file = dir.path().join("k.cu");
+    let text = "#include \"limits.h\"\n#include <climits>\n__global__ void k(int *x) { x[0] = LIMIT; }\n";
+    std::fs::write(&file, text).unwrap();
+    let sliced = device_slice(&Document::new(text.to_string()), "k", &SliceOptions::for_file(&file)).unwrap();
+    assert!(sliced.source.contains("#define LIMIT 4\n"), "{}", sliced.source);
+    let dropped: Vec<&str> = sliced.dropped_includes.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(dropped, ["<climits>"]);
+}
