@@ -156,6 +156,22 @@ fn kernels_in(path: &Path) -> Vec<(String, u32)> {
     out
 }
 
+/// Why only compiler options were found: what the block size's lift and the launch's choices
+/// said, where they said more than that there was nothing of their kind.
+fn no_execution_parameter(reports: &[template::TransformReport]) -> String {
+    let said: Vec<String> = reports
+        .iter()
+        .filter(|r| match r.transform {
+            "block-size" => r.status == template::Status::Refused,
+            "launch-choices" => r.message.contains("may vary alone"),
+            _ => false,
+        })
+        .map(|r| format!("{}: {}", r.transform, r.message))
+        .collect();
+    let base = "no execution parameter was found, only compiler options";
+    if said.is_empty() { base.to_string() } else { format!("{base} ({})", said.join("; ")) }
+}
+
 /// A kernel to survey, and the workspace root its host code is looked for in.
 struct Target {
     path: PathBuf,
@@ -212,7 +228,7 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
     } else if let CompileResult::Failed { reason } | CompileResult::NotRun { reason } = &survey.compile {
         (Stage::Compile, reason.clone())
     } else if survey.execution_params == 0 {
-        (Stage::Parameters, "no execution parameter was found, only compiler options".into())
+        (Stage::Parameters, no_execution_parameter(&result.reports))
     } else {
         (Stage::Ready, String::new())
     };

@@ -457,8 +457,11 @@ fn launch_report(inferred: &scaffold::Inferred) -> TransformReport {
         Some(path) => format!("{}:{}", path.display(), found.line),
         None => format!("line {}", found.line),
     };
-    if found.choices.is_empty() {
+    if found.choices.is_empty() && found.held.is_empty() {
         return transform_report("launch-choices", Status::NotApplicable, format!("the launch at {place} makes no run-time choice"), Vec::new());
+    }
+    if found.choices.is_empty() {
+        return transform_report("launch-choices", Status::NotApplicable, format!("the launch at {place} makes no run-time choice that may vary alone: {}", found.held.join("; ")), Vec::new());
     }
     let lifted: Vec<String> = found.choices.iter().map(|p| format!("`{}` = {} ({})", p.name, p.default, p.origin)).collect();
     let message = format!("launch parameters from the launch at {place}: {}; only the launch changes, no recompile", lifted.join(", "));

@@ -31,6 +31,8 @@ pub struct LaunchFound {
     pub line: u32,
     /// The parameters lifted from the host program's launch choices.
     pub choices: Vec<ParamSpec>,
+    /// Why a name of the launch's block was not lifted.
+    pub held: Vec<String>,
 }
 
 /// Builds the spec of `kernel` from the templatized document and the host code of the other
@@ -121,11 +123,12 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     };
 
     let mut choices = Vec::new();
+    let mut held = Vec::new();
     if let (Some((_, l)), Some(h)) = (site, &host) {
         // A macro the kernel's code uses (to size its shared tile) is fixed by that code.
         let in_body: BTreeSet<&str> = body.map(|b| identifiers_in(&templated.text()[b.byte_range()]).filter(|w| h.is_macro(w)).collect()).unwrap_or_default();
         let threads_bound;
-        (choices, threads_bound) = launch_choices(h, &args, &params, &block, &in_body, captured_block);
+        (choices, threads_bound, held) = launch_choices(h, &args, &params, &block, &in_body, captured_block);
         restrictions.extend(threads_bound);
         // A block the lift left literal (in another file, which templatize does not edit, or a
         // `dim3` of numbers): the spec varies the launch. Not when the kernel has fixed-size
@@ -218,6 +221,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         other_file: hosts.iter().find(|h| std::ptr::eq(&h.document, doc)).map(|h| h.path.clone()),
         line: l.span.start.line + 1,
         choices,
+        held,
     });
     let spec = KernelSpec {
         name: kernel.to_string(),
@@ -334,12 +338,20 @@ fn pointer_aliases(doc: &Document, kernel: &str) -> BTreeSet<String> {
 /// the count of per-block results, which another block partitions differently) and whose
 /// value, followed up the call path, is a constant or a swept array's element, or, for an
 /// extent that is the name alone, the program's captured launch.
-fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], block: &[String], in_body: &BTreeSet<&str>, captured_block: Option<[u32; 3]>) -> (Vec<ParamSpec>, Vec<String>) {
-    let in_lengths: BTreeSet<&str> = args.iter().filter_map(|a| a.length.as_deref()).flat_map(identifiers_in).collect();
+fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], block: &[String], in_body: &BTreeSet<&str>, captured_block: Option<[u32; 3]>) -> (Vec<ParamSpec>, Vec<String>, Vec<String>) {
     let mut names: Vec<&str> = Vec::new();
+    let mut held: Vec<String> = Vec::new();
     for name in block.iter().flat_map(|b| identifiers_in(b)) {
-        let known = params.iter().any(|p| p.name == name) || in_lengths.contains(name) || in_body.contains(name) || is_keyword(name) || expr::Function::from_name(name).is_some();
-        if !known && !names.contains(&name) {
+        let known = params.iter().any(|p| p.name == name) || is_keyword(name) || expr::Function::from_name(name).is_some();
+        if known || names.contains(&name) || held.iter().any(|h| h.starts_with(&format!("`{name}` "))) {
+            continue;
+        }
+        if let Some(arg) = args.iter().find(|a| a.length.as_deref().is_some_and(|l| identifiers_in(l).any(|w| w == name))) {
+            let length = arg.length.as_deref().unwrap_or_default();
+            held.push(format!("`{name}` also sizes `{}` ({length}), so another block would change the problem, not only the launch", arg.name));
+        } else if in_body.contains(name) {
+            held.push(format!("`{name}` is a macro the kernel's code uses too (a shared array's size), so the block is that code's"));
+        } else {
             names.push(name);
         }
     }
@@ -360,13 +372,13 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
     // Two or more extents (`dim3 threads(TILE_X, TILE_Y)`): each over the powers of two, the
     // block's threads bounded together. A program's own sweep stays as it is.
     if choices.len() < 2 || swept {
-        return (choices, Vec::new());
+        return (choices, Vec::new(), held);
     }
     for choice in &mut choices {
         choice.values = powers_of_two_with(choice.default);
     }
     let defaults: Vec<i64> = choices.iter().map(|c| c.default).collect();
-    (choices, threads_bounds(block, &defaults))
+    (choices, threads_bounds(block, &defaults), held)
 }
 
 /// 1 to 1,024 by powers of two, and `default` when it is none of them.
