@@ -588,7 +588,7 @@ mod tests {
     fn kernel(function: &str) -> Kernel {
         Kernel {
             module: Module { cubin: "/cache/k.cubin".into(), function: function.into() },
-            launches: vec![LaunchDims { grid: [8, 1, 1], block: [256, 1, 1], shared_bytes: 0 }; 2],
+            launches: vec![LaunchDims { grid: [8, 1, 1], block: [256, 1, 1], shared_bytes: 0, cooperative: false }; 2],
         }
     }
 
@@ -734,8 +734,8 @@ mod tests {
     fn check_of(candidate: &str, baseline: &str, runs: u32) -> CheckRequest {
         CheckRequest {
             problems: problems()[..1].to_vec(),
-            baseline: Kernel { launches: vec![LaunchDims { grid: [8, 1, 1], block: [256, 1, 1], shared_bytes: 0 }], ..kernel(baseline) },
-            candidate: Kernel { launches: vec![LaunchDims { grid: [8, 1, 1], block: [512, 1, 1], shared_bytes: 0 }], ..kernel(candidate) },
+            baseline: Kernel { launches: vec![LaunchDims { grid: [8, 1, 1], block: [256, 1, 1], shared_bytes: 0, cooperative: false }], ..kernel(baseline) },
+            candidate: Kernel { launches: vec![LaunchDims { grid: [8, 1, 1], block: [512, 1, 1], shared_bytes: 0, cooperative: false }], ..kernel(candidate) },
             harness: "/tmp/harness.cubin".into(),
             runs,
             bitwise: true,

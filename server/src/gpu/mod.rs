@@ -212,6 +212,9 @@ pub struct LaunchDims {
     pub block: [u32; 3],
     /// Dynamic shared memory; above the device's default the runner sets the opt-in.
     pub shared_bytes: u32,
+    /// Launched with `cuLaunchCooperativeKernel`: the kernel synchronises its whole grid.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cooperative: bool,
 }
 
 impl LaunchDims {

@@ -151,7 +151,7 @@ mod tests {
     fn requests_are_one_tagged_json_line() {
         let kernel = Kernel {
             module: Module { cubin: "/tmp/k.cubin".into(), function: "_Z1kPf".into() },
-            launches: vec![LaunchDims { grid: [4, 1, 1], block: [256, 1, 1], shared_bytes: 0 }],
+            launches: vec![LaunchDims { grid: [4, 1, 1], block: [256, 1, 1], shared_bytes: 0, cooperative: false }],
         };
         let request = Request::Measure { kernel, timing: TimingPolicy::default(), cutoff_us: vec![] };
         let line = serde_json::to_string(&request).unwrap();

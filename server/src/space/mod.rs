@@ -185,7 +185,7 @@ pub fn launch_dims(kernel: &KernelSpec, shape: &Shape, config: &Configuration) -
     let block = extents("block", &kernel.block, MAX_BLOCK_DIM)?;
     let shared = evaluate("shared_bytes", &kernel.shared_bytes)?;
     let shared_bytes = u32::try_from(shared).map_err(|_| Infeasible { reason: format!("shared_bytes is {shared}") })?;
-    Ok(LaunchDims { grid, block, shared_bytes })
+    Ok(LaunchDims { grid, block, shared_bytes, cooperative: kernel.cooperative })
 }
 
 /// The NVRTC request that builds `config`: parameters as `-D` defines, compiler-option

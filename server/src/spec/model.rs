@@ -34,6 +34,10 @@ pub struct KernelSpec {
     /// Dynamic shared memory in bytes, an expression.
     #[serde(default = "zero")]
     pub shared_bytes: String,
+    /// Launched as a cooperative grid (`cuLaunchCooperativeKernel`): the kernel synchronises
+    /// its whole grid (`this_grid().sync()`), so all its blocks must be resident at once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cooperative: bool,
     /// NVRTC options every configuration gets (e.g. `-std=c++17`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub compiler_options: Vec<String>,

@@ -31,6 +31,9 @@ fn render_kernel(out: &mut String, kernel: &KernelSpec) {
     let _ = writeln!(out, "grid = {}", string_array(&kernel.grid));
     let _ = writeln!(out, "block = {}", string_array(&kernel.block));
     let _ = writeln!(out, "shared_bytes = {}", string(&kernel.shared_bytes));
+    if kernel.cooperative {
+        let _ = writeln!(out, "cooperative = true");
+    }
     if !kernel.compiler_options.is_empty() {
         let _ = writeln!(out, "compiler_options = {}", string_array(&kernel.compiler_options));
     }

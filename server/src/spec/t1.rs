@@ -133,6 +133,7 @@ pub fn import_t1(json_text: &str) -> Result<T1Import> {
         grid,
         block,
         shared_bytes,
+        cooperative: false,
         compiler_options,
         shapes: vec![shape],
         args,

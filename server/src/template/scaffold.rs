@@ -229,6 +229,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         grid,
         block,
         shared_bytes,
+        cooperative: synchronises_grid(&source),
         compiler_options: Vec::new(),
         shapes,
         args,
@@ -745,9 +746,45 @@ fn is_keyword(word: &str) -> bool {
     matches!(word, "sizeof" | "dim3" | "int" | "unsigned" | "size_t" | "long" | "static_cast" | "min" | "max")
 }
 
+/// Whether the kernel's slice synchronises its whole grid (`grid.sync()` or `cg::sync(grid)` on
+/// a group from `this_grid()`, or `this_grid().sync()`): it must then be launched cooperatively,
+/// with all its blocks resident at once. A grid group used only for its sizes needs no such
+/// launch (and a grid too large for one would then fail).
+fn synchronises_grid(source: &str) -> bool {
+    let tree = crate::syntax::parse_source(source);
+    let text = source;
+    let from_this_grid = |n: Node| text[n.byte_range()].contains("this_grid");
+    let groups: Vec<&str> = descendants(tree.root_node())
+        .filter(|n| n.kind() == "init_declarator" && n.child_by_field_name("value").is_some_and(from_this_grid))
+        .filter_map(|d| d.child_by_field_name("declarator").map(|n| &text[n.byte_range()]))
+        .collect();
+    let is_group = |n: Node| from_this_grid(n) || groups.contains(&text[n.byte_range()].trim());
+    let synchronised = descendants(tree.root_node()).filter(|n| n.kind() == "call_expression").any(|call| {
+        let Some(function) = call.child_by_field_name("function") else { return false };
+        match function.kind() {
+            // `grid.sync()`, `this_grid().sync()`
+            "field_expression" => function.child_by_field_name("field").is_some_and(|f| &text[f.byte_range()] == "sync") && function.child_by_field_name("argument").is_some_and(is_group),
+            // `cg::sync(grid)`, `sync(grid)`
+            _ => text[function.byte_range()].rsplit("::").next() == Some("sync") && call.child_by_field_name("arguments").and_then(|a| a.named_child(0)).is_some_and(is_group),
+        }
+    });
+    synchronised
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kernel_that_synchronises_its_grid_is_launched_cooperatively() {
+        let kernel = |body: &str| format!("namespace cg = cooperative_groups;\n__global__ void k(float *x) {{\n  {body}\n}}\n");
+        assert!(synchronises_grid(&kernel("cg::grid_group grid = cg::this_grid();\n  x[0] = 1.f;\n  cg::sync(grid);")));
+        assert!(synchronises_grid(&kernel("auto g = cg::this_grid();\n  g.sync();")));
+        assert!(synchronises_grid(&kernel("cg::this_grid().sync();")));
+        // A grid group for its sizes, a block's barrier: no cooperative launch needed.
+        assert!(!synchronises_grid(&kernel("cg::grid_group grid = cg::this_grid();\n  x[grid.thread_rank()] = grid.size();")));
+        assert!(!synchronises_grid(&kernel("cg::thread_block block = cg::this_thread_block();\n  block.sync();\n  cg::sync(block);")));
+    }
 
     #[test]
     fn c_division_truncates_in_the_spec_too() {

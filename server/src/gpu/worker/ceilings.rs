@@ -76,7 +76,7 @@ pub fn measure(gpu: &Gpu, cubin: &Path) -> Result<(f64, f64, f64), Failed> {
     source.fill(1).and_then(|()| target.fill(0)).map_err(driver("filling the copy buffers"))?;
 
     let vectors = bytes / 16;
-    let dims = LaunchDims { grid: [copy_blocks(vectors), 1, 1], block: [BLOCK, 1, 1], shared_bytes: 0 };
+    let dims = LaunchDims { grid: [copy_blocks(vectors), 1, 1], block: [BLOCK, 1, 1], shared_bytes: 0, cooperative: false };
     let kernel_ms = best_ms("timing the copy kernel", || copy.launch(&dims, &mut [source.pointer(), target.pointer(), vectors]))?;
     // The driver's own copy too: the ceiling is the faster of the two.
     let memcpy_ms = best_ms("timing the driver's device-to-device copy", || target.copy_from(&source))?;
@@ -87,7 +87,7 @@ pub fn measure(gpu: &Gpu, cubin: &Path) -> Result<(f64, f64, f64), Failed> {
     // stores one 4-byte value, into the copy's target.
     let time_fmas = |function: &Function, what: &str| -> Result<(f64, f64), Failed> {
         let resident = function.resident_blocks(BLOCK).map_err(driver(what))?;
-        let dims = LaunchDims { grid: [info.multiprocessors.max(1) * resident.max(1), 1, 1], block: [BLOCK, 1, 1], shared_bytes: 0 };
+        let dims = LaunchDims { grid: [info.multiprocessors.max(1) * resident.max(1), 1, 1], block: [BLOCK, 1, 1], shared_bytes: 0, cooperative: false };
         let threads = u64::from(dims.grid[0]) * dims.threads();
         if threads * 4 > bytes {
             return Err(plain(format!("{what}: {threads} threads' results do not fit the {bytes}-byte buffer")));

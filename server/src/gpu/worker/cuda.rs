@@ -420,6 +420,11 @@ impl Function {
         let mut pointers: Vec<*mut c_void> = parameters.iter_mut().map(|slot| (slot as *mut u64).cast::<c_void>()).collect();
         let [gx, gy, gz] = dims.grid;
         let [bx, by, bz] = dims.block;
+        if dims.cooperative {
+            // SAFETY: as below; the driver refuses a grid that cannot be resident at once.
+            let status = unsafe { sys::cuLaunchCooperativeKernel(self.function, gx, gy, gz, bx, by, bz, dims.shared_bytes, default_stream(), pointers.as_mut_ptr()) };
+            return during("cuLaunchCooperativeKernel", status.result());
+        }
         // SAFETY: one pointer per kernel parameter (the caller checked the count where the
         // driver can tell), each to at least as many bytes as the parameter has.
         during("cuLaunchKernel", unsafe {

@@ -47,13 +47,13 @@ impl Harness {
         };
         let (fill, compare, poison_shared) = (function(FILL)?, function(COMPARE)?, function(POISON_SHARED)?);
         poison_shared.allow_dynamic_shared(shared_bytes_per_block).map_err(failed)?;
-        let shared = LaunchDims { grid: [multiprocessors.max(1), 1, 1], block: [1024, 1, 1], shared_bytes: shared_bytes_per_block };
+        let shared = LaunchDims { grid: [multiprocessors.max(1), 1, 1], block: [1024, 1, 1], shared_bytes: shared_bytes_per_block, cooperative: false };
         Ok(Harness { fill, compare, poison_shared, shared, max_blocks: multiprocessors.max(1) * 16, _module: module })
     }
 
     fn dims(&self, length: u64) -> LaunchDims {
         let blocks = length.div_ceil(BLOCK as u64).clamp(1, self.max_blocks as u64) as u32;
-        LaunchDims { grid: [blocks, 1, 1], block: [BLOCK, 1, 1], shared_bytes: 0 }
+        LaunchDims { grid: [blocks, 1, 1], block: [BLOCK, 1, 1], shared_bytes: 0, cooperative: false }
     }
 
     /// Queues filling `buffer` with `length` elements of `dtype` drawn from `init` (checked by
