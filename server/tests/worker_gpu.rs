@@ -44,7 +44,7 @@ fn problems() -> Vec<Problem> {
 }
 
 fn kernel(cubin: &str, function: &str) -> Kernel {
-    let launches = SIZES.iter().map(|&n| LaunchDims { grid: [n.div_ceil(256) as u32, 1, 1], block: [256, 1, 1], shared_bytes: 0 }).collect();
+    let launches = SIZES.iter().map(|&n| LaunchDims { grid: [n.div_ceil(256) as u32, 1, 1], block: [256, 1, 1], shared_bytes: 0, cooperative: false }).collect();
     Kernel { module: Module { cubin: cubin.into(), function: function.into() }, launches }
 }
 
