@@ -258,3 +258,33 @@ def test_a_launch_set_from_class_members_gets_its_block_size_sizes_and_types_fro
     for kernel in ("seed_states", "count_inside"):
         compiled = cutune("check", "estimator.cu", "--kernel", kernel, "--sample", "3", "--json", cwd=tmp_path)
         assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+
+
+def test_a_cooperative_launch_with_occupancy_sizes_gets_its_grid_and_block_from_a_capture(tmp_path: Path):
+    # Launched through cudaLaunchCooperativeKernel with a block size and a block count the
+    # occupancy calculator picks: the source says the names, the capture their values, and the
+    # spec says the launch is cooperative.
+    (tmp_path / ".git").mkdir()
+    shutil.copy(REPO / "tests" / "fixtures" / "workspace" / "cooperative_launch" / "grid_sum.cu", tmp_path / "grid_sum.cu")
+    before = cutune("templatize", "grid_sum.cu", "--kernel", "grid_sum", "--diff", cwd=tmp_path)
+    assert before.returncode == 0, before.stderr
+    # From the source alone: the names the calculator sets, not the `0`s they were declared with.
+    assert '+grid = ["blocks_per_sm * sm_count"]\n+block = ["threads"]\n+shared_bytes = "threads * 4"\n+cooperative = true\n' in before.stdout, before.stdout
+    count, grid, block = 4096, 264, 512
+    values = floats(count, 0.25)
+    partials_after = struct.pack(f"<{grid}f", *([1.0] * grid))
+    # grid_sum(float const*, float*, int)
+    write_capture(tmp_path / ".cutune" / "captures" / "grid_sum-0.cutcap", "_Z8grid_sumPKfPfi", (grid, 1, 1), (block, 1, 1), [Buffer(values, values), Buffer(bytes(4 * grid), partials_after), struct.pack("<i", count)], shared_bytes=4 * block)
+
+    result = cutune("templatize", "grid_sum.cu", "--kernel", "grid_sum", "--write", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    [kernel] = tomllib.loads((tmp_path / "grid_sum.cutune.toml").read_text())["kernels"]
+    assert kernel["cooperative"] is True
+    assert kernel["block"] == ["threads"] and kernel["shared_bytes"] == "threads * 4"
+    param = next(p for p in kernel["params"] if p["name"] == "threads")
+    assert (param["kind"], param["default"]) == ("launch", block), param
+    assert kernel["grid"] == [str(grid)], "the blocks the occupancy calculator allowed on the captured run"
+    checked = cutune("spec", "check", "grid_sum.cutune.toml", cwd=tmp_path)
+    assert checked.returncode == 0 and "0 errors" in checked.stdout, checked.stdout
+    compiled = cutune("check", "grid_sum.cu", "--kernel", "grid_sum", "--sample", "2", "--json", cwd=tmp_path)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr

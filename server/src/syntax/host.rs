@@ -161,8 +161,10 @@ pub fn functions_mentioning(doc: &Document, names: &BTreeSet<String>) -> Vec<Str
 /// The launches of `kernel` through the driver API in `doc`: `cuLaunchKernel(f, gx, gy, gz, bx,
 /// by, bz, shared, stream, args, extra)` (or `cuLaunchCooperativeKernel`) where `f` comes from
 /// `cuModuleGetFunction(&f, module, "kernel")`, with the kernel's arguments read from the
-/// `void *args[] = {&a, &b}` the call passes. A launch that passes its arguments another way (the
-/// `extra` buffer) is left out: its arguments cannot be read.
+/// `void *args[] = {&a, &b}` the call passes; and through the runtime's
+/// `cudaLaunchKernel((void *)kernel, grid, block, args, shared, stream)` (or
+/// `cudaLaunchCooperativeKernel`). A launch that passes its arguments another way (the `extra`
+/// buffer) is left out: its arguments cannot be read.
 pub fn driver_launches(doc: &Document, kernel: &str) -> Vec<LaunchSite> {
     let Some(tree) = doc.tree() else { return Vec::new() };
     let text = doc.text();
@@ -215,7 +217,63 @@ pub fn driver_launches(doc: &Document, kernel: &str) -> Vec<LaunchSite> {
             max_threads: None,
         });
     }
+    out.extend(runtime_launches(text, root, kernel));
     out
+}
+
+/// `cudaLaunchKernel((void *)kernel, grid, block, args, shared, stream)` and
+/// `cudaLaunchCooperativeKernel`, whose grid and block are `dim3` values as a `<<<…>>>` launch's.
+fn runtime_launches(text: &str, root: Node, kernel: &str) -> Vec<LaunchSite> {
+    let named = ["cudaLaunchKernel", "cudaLaunchCooperativeKernel"];
+    let calls = descendants(root).filter(|n| n.kind() == "call_expression" && n.child_by_field_name("function").is_some_and(|f| named.contains(&&text[f.byte_range()])));
+    let mut out = Vec::new();
+    for call in calls {
+        let Some(list) = call.child_by_field_name("arguments") else { continue };
+        let mut cursor = list.walk();
+        let nodes: Vec<Node> = list.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect();
+        if nodes.len() < 4 || launched_name(&text[nodes[0].byte_range()]) != kernel {
+            continue;
+        }
+        let function = std::iter::successors(call.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition");
+        let Some(args) = function.and_then(|f| f.child_by_field_name("body")).and_then(|body| kernel_params_array(text, body, &text[nodes[3].byte_range()])) else { continue };
+        let dim = |node: Node| {
+            let t = text[node.byte_range()].trim().to_string();
+            let extent = eval_constant(&t, &|_| None).and_then(|v| u64::try_from(v).ok()).map(|x| Dim3 { x, y: 1, z: 1 });
+            LaunchDim { text: t, span: Span::of(node), extent }
+        };
+        let expr = |node: &Node| {
+            let t = text[node.byte_range()].trim().to_string();
+            Expr { value: eval_constant(&t, &|_| None), text: t, span: Span::of(*node) }
+        };
+        out.push(LaunchSite {
+            kernel: kernel.to_string(),
+            resolved: false,
+            span: Span::of(call),
+            callee_span: Span::of(nodes[0]),
+            template_args: Vec::new(),
+            grid: dim(nodes[1]),
+            block: dim(nodes[2]),
+            shared_bytes: nodes.get(4).map(expr),
+            stream: nodes.get(5).map(expr),
+            args,
+            enclosing_function: function.and_then(|f| function_name(text, f)).map(str::to_string),
+            max_threads: None,
+        });
+    }
+    out
+}
+
+/// The kernel a runtime launch names: `kernel`, `(void *)kernel`, `reinterpret_cast<const void
+/// *>(&kernel)` → `kernel`.
+fn launched_name(argument: &str) -> &str {
+    let mut a = argument.trim();
+    if let Some(inner) = a.strip_prefix("reinterpret_cast<").and_then(|r| r.split_once(">(")).and_then(|(_, r)| r.strip_suffix(')')) {
+        a = inner.trim();
+    }
+    if let Some((_, rest)) = a.strip_prefix('(').and_then(|r| r.split_once(')')).filter(|(ty, _)| ty.trim_end().ends_with('*')) {
+        a = rest.trim();
+    }
+    a.trim_start_matches('&').trim()
 }
 
 /// The values a driver-API launch passes as its kernel's arguments: `args` (or `&args[0]`)

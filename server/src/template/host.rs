@@ -185,6 +185,13 @@ impl<'d> Scope<'d> {
                         images.push(load);
                         continue;
                     }
+                    // What the occupancy calculator writes (`&numBlocksPerSm`, `&blockSize`)
+                    // depends on the compiled kernel and the device: no value the source gives
+                    // (not the `0` it was declared with).
+                    if let Some(set) = occupancy_outputs(text, node) {
+                        values.extend(set.into_iter().map(|name| (name, UNKNOWN.to_string(), node.start_byte())));
+                        continue;
+                    }
                     if let Some((callee, set)) = out_arguments(text, node, graph) {
                         for (name, value) in set {
                             set_by.insert(name.clone(), callee.to_string());
@@ -237,12 +244,24 @@ impl<'d> Scope<'d> {
     }
 
     /// The value `name` holds at the scope's point: the last one given before it, else (a value
-    /// set later in a loop, or out of order) the first.
+    /// set later in a loop, or out of order) the first. None where that is what the occupancy
+    /// calculator wrote: the name stays, for a captured launch to give.
     fn value_text(&self, name: &str) -> Option<&str> {
         let given = self.values.iter().filter(|(n, _, _)| n == name);
         let first = given.clone().next();
-        given.filter(|(_, _, at)| *at < self.point).next_back().or(first).map(|(_, v, _)| v.as_str())
+        given.filter(|(_, _, at)| *at < self.point).next_back().or(first).map(|(_, v, _)| v.as_str()).filter(|v| *v != UNKNOWN)
     }
+}
+
+/// The variables whose address a call of the occupancy calculator (`cudaOccupancy…`,
+/// `cuOccupancy…`) is given, `None` for another call.
+fn occupancy_outputs(text: &str, call: Node) -> Option<Vec<String>> {
+    let callee = call.child_by_field_name("function").map(|f| &text[f.byte_range()])?;
+    if !callee.starts_with("cudaOccupancy") && !callee.starts_with("cuOccupancy") {
+        return None;
+    }
+    let args = call_args(text, call.child_by_field_name("arguments")?);
+    Some(args.iter().filter(|a| a.trim().starts_with('&')).map(|a| address_taken(a)).filter(|n| !n.is_empty()).collect())
 }
 
 /// A launch choice the host program makes at run time (a block size passed down from `main`,
