@@ -273,17 +273,20 @@ def test_a_cooperative_launch_with_occupancy_sizes_gets_its_grid_and_block_from_
     count, grid, block = 4096, 264, 512
     values = floats(count, 0.25)
     partials_after = struct.pack(f"<{grid}f", *([1.0] * grid))
-    # grid_sum(float const*, float*, int)
-    write_capture(tmp_path / ".cutune" / "captures" / "grid_sum-0.cutcap", "_Z8grid_sumPKfPfi", (grid, 1, 1), (block, 1, 1), [Buffer(values, values), Buffer(bytes(4 * grid), partials_after), struct.pack("<i", count)], shared_bytes=4 * block)
+    # grid_sum(float const*, float*, float*, int)
+    write_capture(tmp_path / ".cutune" / "captures" / "grid_sum-0.cutcap", "_Z8grid_sumPKfPfS1_i", (grid, 1, 1), (block, 1, 1), [Buffer(values, values), Buffer(bytes(4 * grid), partials_after), Buffer(bytes(4), struct.pack("<f", 1024.0)), struct.pack("<i", count)], shared_bytes=4 * block)
 
     result = cutune("templatize", "grid_sum.cu", "--kernel", "grid_sum", "--write", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     [kernel] = tomllib.loads((tmp_path / "grid_sum.cutune.toml").read_text())["kernels"]
     assert kernel["cooperative"] is True
-    assert kernel["block"] == ["threads"] and kernel["shared_bytes"] == "threads * 4"
-    param = next(p for p in kernel["params"] if p["name"] == "threads")
-    assert (param["kind"], param["default"]) == ("launch", block), param
-    assert kernel["grid"] == [str(grid)], "the blocks the occupancy calculator allowed on the captured run"
+    assert (kernel["grid"], kernel["block"], kernel["shared_bytes"]) == ([str(grid)], [str(block)], str(4 * block)), "the captured launch's"
+    assert kernel["shapes"][0]["count"] == count
+    # The partials, one a block, are read back after the grid's barrier: another block size would
+    # leave other partials, which the comparison of outputs cannot tell from a wrong result. The
+    # program's block stays, and templatize says why.
+    assert "`threads` is 512 in the captured launch, but `partials` holds one result per block beside others (`partials[blockIdx.x]`): another block would partition them differently" in result.stderr, result.stderr
+    assert not any(p["kind"] == "launch" for p in kernel["params"])
     checked = cutune("spec", "check", "grid_sum.cutune.toml", cwd=tmp_path)
     assert checked.returncode == 0 and "0 errors" in checked.stdout, checked.stdout
     compiled = cutune("check", "grid_sum.cu", "--kernel", "grid_sum", "--sample", "2", "--json", cwd=tmp_path)

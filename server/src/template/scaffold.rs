@@ -128,7 +128,8 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         // A macro the kernel's code uses (to size its shared tile) is fixed by that code.
         let in_body: BTreeSet<&str> = body.map(|b| identifiers_in(&templated.text()[b.byte_range()]).filter(|w| h.is_macro(w)).collect()).unwrap_or_default();
         let threads_bound;
-        (choices, threads_bound, held) = launch_choices(h, &args, &params, &block, &in_body, captured_block);
+        let partitioned = body.and_then(|b| mixed_per_block_output(templated.text(), b, &args));
+        (choices, threads_bound, held) = launch_choices(h, &args, &params, &block, &in_body, captured_block, partitioned);
         restrictions.extend(threads_bound);
         // A block the lift left literal (in another file, which templatize does not edit, or a
         // `dim3` of numbers): the spec varies the launch. Not when the kernel has fixed-size
@@ -339,7 +340,7 @@ fn pointer_aliases(doc: &Document, kernel: &str) -> BTreeSet<String> {
 /// the count of per-block results, which another block partitions differently) and whose
 /// value, followed up the call path, is a constant or a swept array's element, or, for an
 /// extent that is the name alone, the program's captured launch.
-fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], block: &[String], in_body: &BTreeSet<&str>, captured_block: Option<[u32; 3]>) -> (Vec<ParamSpec>, Vec<String>, Vec<String>) {
+fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], block: &[String], in_body: &BTreeSet<&str>, captured_block: Option<[u32; 3]>, partitioned: Option<&str>) -> (Vec<ParamSpec>, Vec<String>, Vec<String>) {
     let mut names: Vec<&str> = Vec::new();
     let mut held: Vec<String> = Vec::new();
     for name in block.iter().flat_map(|b| identifiers_in(b)) {
@@ -361,7 +362,19 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
         let value = captured_block?[axis];
         Some(LaunchChoice { default: value as i64, sweep: Vec::new(), origin: format!("`{name}` is {value} in the program's captured launch") })
     };
-    let found: Vec<(&str, LaunchChoice)> = names.into_iter().filter_map(|name| Some((name, host.launch_choice(name).or_else(|| captured(name))?))).collect();
+    let mut found: Vec<(&str, LaunchChoice)> = Vec::new();
+    for name in names {
+        if let Some(choice) = host.launch_choice(name) {
+            found.push((name, choice));
+        } else if let Some(choice) = captured(name) {
+            // The program's choice, known only from its run: another block must leave the
+            // outputs comparable.
+            match partitioned {
+                Some(output) => held.push(format!("`{name}` is {} in the captured launch, but `{output}` holds one result per block beside others (`{output}[blockIdx.x]`): another block would partition them differently", choice.default)),
+                None => found.push((name, choice)),
+            }
+        }
+    }
     let swept = found.iter().any(|(_, choice)| !choice.sweep.is_empty());
     let mut choices: Vec<ParamSpec> = found
         .into_iter()
@@ -662,6 +675,20 @@ fn writes_only_per_block(text: &str, body: Node, name: &str) -> bool {
         .filter(|left| left.kind() == "subscript_expression" && left.child_by_field_name("argument").is_some_and(|arg| &text[arg.byte_range()] == name))
         .peekable();
     writes.peek().is_some() && writes.all(|left| left.child_by_field_name("indices").or_else(|| left.child_by_field_name("index")).is_some_and(|i| text[i.byte_range()].trim_matches(['[', ']', ' ']) == "blockIdx.x"))
+}
+
+/// An output holding one result per block beside others (`out[blockIdx.x]`, written or passed
+/// on as `&out[blockIdx.x]`, and `out[0]`, as a single-pass reduction leaves them), which no
+/// comparison of the outputs can check under another block size: its name.
+fn mixed_per_block_output<'a>(text: &str, body: Node, args: &'a [ArgSpec]) -> Option<&'a str> {
+    let per_block = |name: &str| {
+        descendants(body).any(|n| {
+            n.kind() == "subscript_expression"
+                && n.child_by_field_name("argument").is_some_and(|a| &text[a.byte_range()] == name)
+                && n.child_by_field_name("indices").or_else(|| n.child_by_field_name("index")).is_some_and(|i| text[i.byte_range()].trim_matches(['[', ']', ' ']) == "blockIdx.x")
+        })
+    };
+    args.iter().filter(|a| matches!(a.role, Some(Role::Output | Role::InOut)) && a.compare != Some(Compare::Sum)).find(|a| per_block(&a.name)).map(|a| a.name.as_str())
 }
 
 /// A kernel parameter named like one of the host's sizes but passed something else (`N` given
