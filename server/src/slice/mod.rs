@@ -246,7 +246,6 @@ const FIXED_WIDTH_INTEGERS: &[&str] = &[
 /// The slice with `<cuda_fp16.h>`, `<cuda_bf16.h>` or the fixed-width integers included first
 /// when it uses their types without including them: the original got them through host
 /// headers (cuBLAS's, PyTorch's, the C library's) that NVRTC cannot open.
-
 fn with_number_type_headers(source: String) -> String {
     let uses = |names: &[&str]| crate::syntax::identifiers_in(&source).any(|w| names.contains(&w));
     let mut headers = String::new();

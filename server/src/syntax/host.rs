@@ -198,24 +198,8 @@ pub fn driver_launches(doc: &Document, kernel: &str) -> Vec<LaunchSite> {
                 extent: values.map(|v| Dim3 { x: v[0], y: v[1], z: v[2] }),
             }
         };
-        let expr = |node: Node| {
-            let t = text[node.byte_range()].trim().to_string();
-            Expr { value: eval_constant(&t, &|_| None), text: t, span: Span::of(node) }
-        };
-        out.push(LaunchSite {
-            kernel: kernel.to_string(),
-            resolved: false,
-            span: Span::of(call),
-            callee_span: Span::of(nodes[0]),
-            template_args: Vec::new(),
-            grid: dim(1),
-            block: dim(4),
-            shared_bytes: Some(expr(nodes[7])),
-            stream: Some(expr(nodes[8])),
-            args,
-            enclosing_function: function.and_then(|f| function_name(text, f)).map(str::to_string),
-            max_threads: None,
-        });
+        let config = ApiLaunch { call, callee: nodes[0], function, grid: dim(1), block: dim(4), shared_bytes: Some(nodes[7]), stream: Some(nodes[8]) };
+        out.push(config.site(text, kernel, args));
     }
     out.extend(runtime_launches(text, root, kernel));
     out
@@ -241,26 +225,45 @@ fn runtime_launches(text: &str, root: Node, kernel: &str) -> Vec<LaunchSite> {
             let extent = eval_constant(&t, &|_| None).and_then(|v| u64::try_from(v).ok()).map(|x| Dim3 { x, y: 1, z: 1 });
             LaunchDim { text: t, span: Span::of(node), extent }
         };
-        let expr = |node: &Node| {
-            let t = text[node.byte_range()].trim().to_string();
-            Expr { value: eval_constant(&t, &|_| None), text: t, span: Span::of(*node) }
-        };
-        out.push(LaunchSite {
-            kernel: kernel.to_string(),
-            resolved: false,
-            span: Span::of(call),
-            callee_span: Span::of(nodes[0]),
-            template_args: Vec::new(),
-            grid: dim(nodes[1]),
-            block: dim(nodes[2]),
-            shared_bytes: nodes.get(4).map(expr),
-            stream: nodes.get(5).map(expr),
-            args,
-            enclosing_function: function.and_then(|f| function_name(text, f)).map(str::to_string),
-            max_threads: None,
-        });
+        let config = ApiLaunch { call, callee: nodes[0], function, grid: dim(nodes[1]), block: dim(nodes[2]), shared_bytes: nodes.get(4).copied(), stream: nodes.get(5).copied() };
+        out.push(config.site(text, kernel, args));
     }
     out
+}
+
+/// A launch through an API call (`cuLaunchKernel`, `cudaLaunchKernel`, their cooperative
+/// forms): the call, the kernel's handle or name, the function it is in, and its configuration.
+struct ApiLaunch<'t> {
+    call: Node<'t>,
+    callee: Node<'t>,
+    function: Option<Node<'t>>,
+    grid: LaunchDim,
+    block: LaunchDim,
+    shared_bytes: Option<Node<'t>>,
+    stream: Option<Node<'t>>,
+}
+
+impl ApiLaunch<'_> {
+    fn site(self, text: &str, kernel: &str, args: Vec<String>) -> LaunchSite {
+        let expr = |node: Node| {
+            let t = text[node.byte_range()].trim().to_string();
+            Expr { value: eval_constant(&t, &|_| None), text: t, span: Span::of(node) }
+        };
+        LaunchSite {
+            kernel: kernel.to_string(),
+            resolved: false,
+            span: Span::of(self.call),
+            callee_span: Span::of(self.callee),
+            template_args: Vec::new(),
+            grid: self.grid,
+            block: self.block,
+            shared_bytes: self.shared_bytes.map(expr),
+            stream: self.stream.map(expr),
+            args,
+            enclosing_function: self.function.and_then(|f| function_name(text, f)).map(str::to_string),
+            max_threads: None,
+        }
+    }
 }
 
 /// The kernel a runtime launch names: `kernel`, `(void *)kernel`, `reinterpret_cast<const void
