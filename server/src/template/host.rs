@@ -247,9 +247,9 @@ impl<'d> Scope<'d> {
     /// set later in a loop, or out of order) the first. None where that is what the occupancy
     /// calculator wrote: the name stays, for a captured launch to give.
     fn value_text(&self, name: &str) -> Option<&str> {
-        let given = self.values.iter().filter(|(n, _, _)| n == name);
+        let mut given = self.values.iter().filter(|(n, _, _)| n == name);
         let first = given.clone().next();
-        given.filter(|(_, _, at)| *at < self.point).next_back().or(first).map(|(_, v, _)| v.as_str()).filter(|v| *v != UNKNOWN)
+        given.rfind(|(_, _, at)| *at < self.point).or(first).map(|(_, v, _)| v.as_str()).filter(|v| *v != UNKNOWN)
     }
 }
 

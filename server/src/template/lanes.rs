@@ -140,7 +140,7 @@ impl<'t> Analysis<'_, 't> {
             "field_expression" => n.child_by_field_name("operator").is_some_and(|op| &text[op.byte_range()] == "->"),
             _ => false,
         });
-        !atomics && !(self.past_guard && reads_memory)
+        !atomics && (!self.past_guard || !reads_memory)
     }
 
     /// The statements of a block run once per lane, `under_uniform_if` when a branch the same in
@@ -210,10 +210,8 @@ impl<'t> Analysis<'_, 't> {
                 "return_statement" | "break_statement" | "continue_statement" | "goto_statement" => {
                     return Err(format!("`{}` at line {} is under a condition that differs between lanes: not vectorised", text[node.byte_range()].trim_end_matches(';').trim(), self.unit.line_of(node.start_byte())));
                 }
-                "subscript_expression" => {
-                    if self.site(node, statement)?.is_some() {
-                        return Err(format!("`{}` is under a condition that differs between lanes (line {}): a vector access would touch elements the lanes may not", &text[node.byte_range()], self.unit.line_of(node.start_byte())));
-                    }
+                "subscript_expression" if self.site(node, statement)?.is_some() => {
+                    return Err(format!("`{}` is under a condition that differs between lanes (line {}): a vector access would touch elements the lanes may not", &text[node.byte_range()], self.unit.line_of(node.start_byte())));
                 }
                 _ => {}
             }
