@@ -1621,7 +1621,9 @@ fn scaled_once(text: &str, node: Node, body: Option<Node>, values: &[(String, St
         .take_while(|n| Some(*n) != body)
         .any(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop"));
     let (_, before, _) = values.iter().rev().find(|(n, _, _)| n == name)?;
-    (!in_loop).then(|| (name.to_string(), format!("({before}) {operator} ({by})"), node.start_byte()))
+    // What the occupancy calculator wrote, scaled, is still unknown.
+    let scaled = if before == UNKNOWN { UNKNOWN.to_string() } else { format!("({before}) {operator} ({by})") };
+    (!in_loop).then(|| (name.to_string(), scaled, node.start_byte()))
 }
 
 /// The last value `body` gives `name` (declared with it, or assigned) before byte `point`.
