@@ -14,7 +14,7 @@ use tree_sitter::Node;
 use super::layout::{factor, for_header, indent_step, joined, leading_whitespace, operand, shifted};
 use super::strategy::{plain_element, pointer_element_type, subscript_index, SimpleLoop};
 use super::{contains_identifier, line_start, TextEdit, Unit};
-use crate::syntax::descendants;
+use crate::syntax::{descendants, identifiers_in};
 
 /// The guard of the helpers that load and store a vector where it may not be aligned.
 const ACCESS_GUARD: &str = "CUTUNE_VEC_ACCESS";
@@ -83,7 +83,7 @@ pub(super) fn plan_statements<'t>(unit: &Unit<'t>, var: &str, statements: &[Node
     if let Some(w) = deref_write {
         return not(format!("the body writes through `{}` (line {})", &text[w.child_by_field_name("left").expect("checked").byte_range()], unit.line_of(w.start_byte())));
     }
-    let mut analysis = Analysis { unit, var, scope: statements, locals: Vec::new(), divisors: Vec::new(), element_returns, sites: Vec::new(), uniform_ifs: Vec::new(), uniform_declarations: Vec::new(), past_guard: false, own_writes: Vec::new() };
+    let mut analysis = Analysis { unit, var, scope: statements, locals: Vec::new(), divisors: Vec::new(), element_returns, sites: Vec::new(), uniform_ifs: Vec::new(), uniform_declarations: Vec::new(), past_guard: false, atomics: calls_atomics(text, statements), hoisted: Vec::new(), own_writes: Vec::new() };
     analysis.visit(statements, false)?;
     let Analysis { sites, divisors, uniform_ifs, uniform_declarations, own_writes, .. } = analysis;
     if sites.is_empty() {
@@ -118,6 +118,10 @@ struct Analysis<'a, 't> {
     /// Whether a statement other than a declaration came before: one that may have returned,
     /// so that what follows may read memory only where it is valid.
     past_guard: bool,
+    /// Whether the statements update memory atomically.
+    atomics: bool,
+    /// The locals of the hoisted declarations.
+    hoisted: Vec<String>,
     /// Buffers a lane writes at an index of its own (`out_lse[row]`), as the original does.
     own_writes: Vec<String>,
 }
@@ -128,19 +132,21 @@ impl<'t> Analysis<'_, 't> {
     }
 
     /// Whether a declaration the same in every lane may be computed before the lanes: not where
-    /// the statements update memory atomically (its reads could move past that), and past a
+    /// the statements update memory atomically (its reads could move past that), not when it
+    /// reads a local the lanes compute, and past a
     /// statement that could have returned only if it reads no memory (`w = weight[row]` after
     /// `if (row >= rows) return;` would read past the end).
     fn may_hoist(&self, declaration: Node) -> bool {
         let text = self.text();
-        let atomics = self.scope.iter().flat_map(|s| descendants(*s)).any(|n| n.kind() == "call_expression" && n.child_by_field_name("function").is_some_and(|f| text[f.byte_range()].contains("atomic")));
+        // A local computed in the lanes (not hoisted) is not there yet before them.
+        let lane_local = identifiers_in(&text[declaration.byte_range()]).any(|w| self.locals.iter().any(|(n, _)| n == w) && !self.hoisted.iter().any(|h| h == w));
         let reads_memory = descendants(declaration).any(|n| match n.kind() {
             "subscript_expression" => true,
             "pointer_expression" => n.child_by_field_name("operator").is_some_and(|op| &text[op.byte_range()] == "*"),
             "field_expression" => n.child_by_field_name("operator").is_some_and(|op| &text[op.byte_range()] == "->"),
             _ => false,
         });
-        !atomics && (!self.past_guard || !reads_memory)
+        !self.atomics && !lane_local && (!self.past_guard || !reads_memory)
     }
 
     /// The statements of a block run once per lane, `under_uniform_if` when a branch the same in
@@ -159,10 +165,12 @@ impl<'t> Analysis<'_, 't> {
                     }
                     if statement.kind() == "declaration" {
                         let (sites, declared) = (self.sites.len(), self.locals.len());
+                        let may_hoist = self.may_hoist(*statement);
                         self.declare(*statement);
                         let uniform = self.locals[declared..].iter().all(|(_, lanes)| matches!(lanes, Lanes::Uniform { .. }));
-                        if !under_uniform_if && uniform && self.sites.len() == sites && self.locals.len() > declared && self.may_hoist(*statement) {
+                        if !under_uniform_if && uniform && self.sites.len() == sites && self.locals.len() > declared && may_hoist {
                             self.uniform_declarations.push(*statement);
+                            self.hoisted.extend(self.locals[declared..].iter().map(|(n, _)| n.clone()));
                         }
                     }
                 }
@@ -191,10 +199,8 @@ impl<'t> Analysis<'_, 't> {
         let condition = statement.child_by_field_name("condition").ok_or_else(|| format!("the `if` at line {line} has no condition: not vectorised"))?;
         // `if (c)`: the clause around the expression.
         let condition = condition.child_by_field_name("value").or_else(|| condition.named_child(0)).filter(|_| condition.kind() == "condition_clause").unwrap_or(condition);
-        let branches: Vec<Node<'t>> = [statement.child_by_field_name("consequence"), statement.child_by_field_name("alternative").map(|a| if a.kind() == "else_clause" { a.named_child(0).unwrap_or(a) } else { a })]
-            .into_iter()
-            .flatten()
-            .collect();
+        let (consequence, alternative) = branches_of(statement);
+        let branches: Vec<Node<'t>> = consequence.into_iter().chain(alternative).collect();
         if matches!(self.lanes(condition), Lanes::Uniform { .. }) {
             self.uniform_ifs.push(statement);
             for branch in branches {
@@ -594,11 +600,11 @@ impl<'a, 't> Writer<'a, 't> {
         let inner = format!("{indent}{}", self.step);
         let condition = statement.child_by_field_name("condition").map_or("", |c| &text[c.byte_range()]);
         out.push_str(&format!("if {condition} {{\n"));
-        if let Some(consequence) = statement.child_by_field_name("consequence") {
+        let (consequence, alternative) = branches_of(statement);
+        if let Some(consequence) = consequence {
             self.write_statements(out, &inner, &with_comments(consequence));
         }
         out.push_str(&format!("{indent}}}"));
-        let alternative = statement.child_by_field_name("alternative").map(|a| if a.kind() == "else_clause" { a.named_child(0).unwrap_or(a) } else { a });
         match alternative {
             Some(chained) if self.plan.uniform_ifs.contains(&chained) => {
                 out.push_str(" else ");
@@ -612,6 +618,17 @@ impl<'a, 't> Writer<'a, 't> {
             None => {}
         }
     }
+}
+
+/// An `if`'s statement and its `else`'s (a chained `if`, a block or one statement).
+fn branches_of(statement: Node) -> (Option<Node>, Option<Node>) {
+    let alternative = statement.child_by_field_name("alternative").map(|a| if a.kind() == "else_clause" { a.named_child(0).unwrap_or(a) } else { a });
+    (statement.child_by_field_name("consequence"), alternative)
+}
+
+/// Whether `statements` call an atomic (`atomicAdd`, `atomicMax`, …).
+fn calls_atomics(text: &str, statements: &[Node]) -> bool {
+    statements.iter().flat_map(|s| descendants(*s)).any(|n| n.kind() == "call_expression" && n.child_by_field_name("function").is_some_and(|f| text[f.byte_range()].contains("atomic")))
 }
 
 /// A branch's statements with their comments (one statement without braces is itself).
