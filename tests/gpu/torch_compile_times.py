@@ -38,6 +38,11 @@ def softmax(x):
     return torch.softmax(x.float(), dim=-1).to(x.dtype)
 
 
+def sgemm(a, b, c):
+    # alpha 1.5 and beta 0.5, as the example's test driver: one cuBLAS SGEMM in eager mode.
+    return torch.addmm(c, a, b, beta=0.5, alpha=1.5)
+
+
 def inputs():
     r = lambda *s, dtype: torch.randn(*s, device=dev, dtype=dtype)
     if example == "rmsnorm":
@@ -52,6 +57,11 @@ def inputs():
         return silu_and_mul, (r(shape["tokens"], 2 * shape["d"], dtype=torch.half),)
     if example == "softmax":
         return softmax, (r(shape["rows"], shape["cols"], dtype=torch.half),)
+    if example == "sgemm":
+        # FP32 on the FP32 units, as the example computes: no TF32 tensor cores.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        m, n, k = shape["M"], shape["N"], shape["K"]
+        return sgemm, (r(m, k, dtype=torch.float), r(k, n, dtype=torch.float), r(m, n, dtype=torch.float))
     raise SystemExit(f"{example}: no PyTorch form")
 
 

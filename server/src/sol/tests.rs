@@ -72,7 +72,7 @@ fn sgemm_is_compute_bound_at_the_rate_sol_compute_names() {
     let kernel = example("sgemm.cutune.toml");
     let shape = kernel.shapes[0].clone();
     let bound = bound_for(&kernel, &shape, None, &measured_h100()).unwrap();
-    let flops = 2.0 * 8192f64.powi(3);
+    let flops = 2.0 * 4096f64.powi(3);
     assert_eq!(bound.flops, flops);
     assert_eq!(bound.limit(), Limit::Compute);
     assert!((bound.bound_us() - flops / 60e6).abs() < 1e-6, "{bound:?}");
@@ -85,7 +85,7 @@ fn sgemm_is_compute_bound_at_the_rate_sol_compute_names() {
     fp16.shapes.truncate(1);
     let run = RunBound::of(&fp16, &measured_h100()).unwrap();
     assert_eq!((run.bound_us, run.limit()), (bound.bound_us(), Limit::Compute));
-    assert_eq!(run.headroom(2.0 * bound.bound_us()), "compute-bound: 50% of the 9162.6 µs bound (120.0 TFLOPS measured FP16 rate)");
+    assert_eq!(run.headroom(2.0 * bound.bound_us()), "compute-bound: 50% of the 1145.3 µs bound (120.0 TFLOPS measured FP16 rate)");
 }
 
 #[test]

@@ -23,6 +23,7 @@ pub fn transforms() -> Vec<Box<dyn Transform>> {
         Box::new(super::strategy::VectorizeRowLoops),
         Box::new(super::elements::VectorizeElements),
         Box::new(super::warp_reduce::WarpShuffleReduce),
+        Box::new(super::thread_tile::ThreadTiles),
         Box::new(CompilerOptions),
     ]
 }
@@ -712,7 +713,7 @@ impl Transform for PragmaUnroll {
                 }
                 continue;
             }
-            if factor.is_empty() && guarded_by_unroll_param(unit, pragma.span.start_byte) {
+            if factor.is_empty() && (guarded_by_unroll_param(unit, pragma.span.start_byte) || super::thread_tile::unrolls_tile_loop(unit, pragma.span.end_byte)) {
                 continue;
             }
             let name = next_name(unit, "UNROLL", &names);

@@ -20,6 +20,7 @@ mod lift;
 mod online_softmax;
 mod scaffold;
 mod strategy;
+mod thread_tile;
 mod texture;
 mod warp_reduce;
 

@@ -107,7 +107,7 @@ pub(super) fn inside_rewrite(unit: &Unit, node: Node, value: &str) -> bool {
     })
 }
 
-fn names_in<'t>(text: &str, root: Node<'t>, name: &str) -> Vec<Node<'t>> {
+pub(super) fn names_in<'t>(text: &str, root: Node<'t>, name: &str) -> Vec<Node<'t>> {
     descendants(root).filter(|n| n.kind() == "identifier" && &text[n.byte_range()] == name).collect()
 }
 
