@@ -128,3 +128,31 @@ def test_check_without_a_spec_templatizes_in_memory_and_samples_reproducibly(tmp
     assert configs == [r["config"] for r in json.loads(second.stdout)["results"]]
     assert len(configs) == 6 and json.loads(first.stdout)["results"][0]["is_default"]
     assert not (tmp_path / "sgemm.cutune.toml").exists()
+
+
+def test_thread_tiles_divide_the_block_compile_and_are_refused_with_the_line_that_stops_them(tmp_path: Path):
+    source = copy(tmp_path, FIXTURES / "thread_tiles.cu")
+
+    result = cutune("templatize", str(source), "--kernel", "matmul_bt", "--write")
+
+    assert result.returncode == 0, result.stderr
+    assert "applied: thread-tiles: each thread computes `MATMUL_BT_TM` × `MATMUL_BT_TN` outputs" in result.stderr
+    rewritten = source.read_text()
+    assert "#if MATMUL_BT_TM == 1 && MATMUL_BT_TN == 1" in rewritten
+    assert "matmul_bt<<<grid, dim3(TILE / MATMUL_BT_TN, TILE / MATMUL_BT_TM)>>>" in rewritten
+    [kernel] = tomllib.loads((tmp_path / "thread_tiles.cutune.toml").read_text())["kernels"]
+    assert kernel["block"] == ["TILE // MATMUL_BT_TN", "TILE // MATMUL_BT_TM"]
+    assert {"TILE % MATMUL_BT_TN == 0", "TILE % MATMUL_BT_TM == 0"} <= set(kernel["restrictions"])
+    tiles = {p["name"]: (p["default"], p["values"]) for p in kernel["params"] if p["name"] in ("MATMUL_BT_TM", "MATMUL_BT_TN")}
+    assert tiles == {"MATMUL_BT_TM": (1, [1, 2, 4, 8]), "MATMUL_BT_TN": (1, [1, 2, 4, 8])}
+    # Every sampled tile compiles; a tile wider than the block is out by the restriction.
+    checked = json.loads(cutune("check", str(source), "--kernel", "matmul_bt", "--sample", "12", "--json").stdout)
+    assert checked["failed"] == 0 and checked["compiled"] >= 8
+    assert cutune("templatize", str(source), "--kernel", "matmul_bt", "--write").returncode == 0
+    assert source.read_text() == rewritten
+
+    refused = copy(tmp_path, FIXTURES / "thread_tiles_refused.cu")
+    result = cutune("templatize", str(refused), "--kernel", "tiled_mm")
+
+    assert result.returncode == 0, result.stderr
+    assert "refused: thread-tiles: `return;` at line 11 leaves the kernel for one thread, not for the tile" in result.stderr

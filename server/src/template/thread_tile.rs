@@ -1,7 +1,10 @@
 //! Thread tiles for GEMM-like kernels: a 2-D block whose threads each compute one output from
 //! `__shared__` tiles (`acc += As[ty][k] * Bs[k][tx]` between barriers) becomes a block of
-//! `TM × TN` times fewer threads, each doing the work of `TM × TN` threads of the original block
-//! (`threadIdx.y + tm * blockDim.y`, `threadIdx.x + tn * blockDim.x`). The per-thread values that
+//! `TM × TN` times fewer threads, each doing the work of the `TM × TN` adjacent threads of the
+//! original block it stands for (`threadIdx.y * TM + tm`, `threadIdx.x * TN + tn`: its outputs
+//! are a block of the tile, whose `Bs[k][…]` the compiler may load as one vector; spreading
+//! them over the block, `threadIdx.x + tn * blockDim.x`, measured 6% slower on the sgemm
+//! example, docs/benchmarks.md). The per-thread values that
 //! live across barriers become `[TM][TN]` arrays in registers, and a loop with a thread-independent
 //! header (the `k` loop) takes the tile's loops inside it, so each step loads `TM` values of one
 //! tile and `TN` of the other for `TM × TN` products. The launches' block is divided by the tile
@@ -384,10 +387,10 @@ impl<'u, 't> Tiling<'u, 't> {
         out.push_str(&format!("{}{indent}{step}for (int {col} = 0; {col} < {cols}; ++{col}) {{\n", pragma(&format!("{indent}{step}"))));
         let run_text: String = run.iter().map(|n| &text[n.byte_range()]).collect();
         if run_text.contains("threadIdx.y") {
-            out.push_str(&format!("{inner}const unsigned int {thread_y} = threadIdx.y + {row} * blockDim.y;\n"));
+            out.push_str(&format!("{inner}const unsigned int {thread_y} = threadIdx.y * {rows} + {row};\n"));
         }
         if run_text.contains("threadIdx.x") {
-            out.push_str(&format!("{inner}const unsigned int {thread_x} = threadIdx.x + {col} * blockDim.x;\n"));
+            out.push_str(&format!("{inner}const unsigned int {thread_x} = threadIdx.x * {cols} + {col};\n"));
         }
         for node in run {
             let original_indent = leading_whitespace(&text[line_start(text, node.start_byte())..]);
