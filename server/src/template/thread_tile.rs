@@ -168,11 +168,22 @@ struct Tiling<'u, 't> {
     per_thread: BTreeSet<String>,
     /// The per-thread locals that become `[TM][TN]` arrays.
     promoted: BTreeSet<String>,
+    /// Locals that name the thread's index (`int tx = threadIdx.x;`): each tile loop declares
+    /// them for the output it computes.
+    aliases: Vec<IndexAlias<'t>>,
     step: String,
     /// Whether the file writes `#pragma` at the start of the line, as the preprocessor's
     /// lines often are, rather than indented like the code.
     pragmas_at_margin: bool,
     names: TileNames,
+}
+
+/// `int tx = threadIdx.x;` at the kernel's top, never assigned again.
+struct IndexAlias<'t> {
+    declaration: Node<'t>,
+    name: String,
+    axis: &'static str,
+    type_text: String,
 }
 
 /// The names the tile's loops use, free in the kernel.
@@ -188,7 +199,8 @@ impl<'u, 't> Tiling<'u, 't> {
         let text = unit.text();
         let names = TileNames { row: unit.local_name("tm"), col: unit.local_name("tn"), thread_y: unit.local_name("thread_y"), thread_x: unit.local_name("thread_x") };
         let per_thread = per_thread_locals(unit, body);
-        let mut tiling = Tiling { unit, body, rows, cols, per_thread, promoted: BTreeSet::new(), step: indent_step(text), pragmas_at_margin: pragmas_at_margin(text), names };
+        let aliases = index_aliases(text, body);
+        let mut tiling = Tiling { unit, body, rows, cols, per_thread, promoted: BTreeSet::new(), aliases, step: indent_step(text), pragmas_at_margin: pragmas_at_margin(text), names };
         let mut declared: BTreeSet<&str> = BTreeSet::new();
         for declaration in descendants(body).filter(|n| n.kind() == "declaration") {
             for name in declared_names(text, declaration) {
@@ -198,6 +210,9 @@ impl<'u, 't> Tiling<'u, 't> {
             }
         }
         tiling.promoted = tiling.values_read_after_their_run(body);
+        for alias in &tiling.aliases {
+            tiling.promoted.remove(&alias.name);
+        }
         Ok(tiling)
     }
 
@@ -331,6 +346,9 @@ impl<'u, 't> Tiling<'u, 't> {
         let end = run.last().expect("not empty").end_byte();
         let indent = leading_whitespace(&text[line_start(text, first.start_byte())..]).to_string();
         let new_text = self.run_text(run, &indent)?;
+        // A run that leaves nothing takes its lines with it, and one of the blank lines around.
+        let end = if new_text.is_empty() && text[end..].starts_with('\n') { end + 1 } else { end };
+        let start = if new_text.is_empty() && text[..start].ends_with("\n\n") && text[end..].starts_with('\n') { start - 1 } else { start };
         edits.push(TextEdit { range: start..end, new_text: new_text.trim_end_matches('\n').to_string() });
         run.clear();
         Ok(())
@@ -377,22 +395,31 @@ impl<'u, 't> Tiling<'u, 't> {
         let TileNames { row, col, thread_y, thread_x } = &self.names;
         let (rows, cols, step) = (self.rows, self.cols, &self.step);
         let inner = format!("{indent}{step}{step}");
+        let alias_of = |n: &Node| self.aliases.iter().find(|a| a.declaration == *n);
+        let statements: Vec<Node> = run.iter().filter(|n| alias_of(n).is_none()).copied().collect();
+        if statements.iter().all(|n| is_attached(text, *n)) {
+            // Only the thread's index names (`int tx = threadIdx.x;`, under their comment),
+            // which each tile loop declares for itself.
+            return Ok(String::new());
+        }
         let mut out = String::new();
         let promoted = |n: &Node| n.kind() == "declaration" && declared_names(text, *n).iter().any(|name| self.promoted.contains(*name));
-        for declaration in run.iter().filter(|n| promoted(n)) {
+        for declaration in statements.iter().filter(|n| promoted(n)) {
             out.push_str(&format!("{indent}{}\n", self.array_declaration(*declaration)?));
         }
         let pragma = |at: &str| format!("{}#pragma unroll\n", if self.pragmas_at_margin { "" } else { at });
         out.push_str(&format!("{}{indent}for (int {row} = 0; {row} < {rows}; ++{row}) {{\n", pragma(indent)));
         out.push_str(&format!("{}{indent}{step}for (int {col} = 0; {col} < {cols}; ++{col}) {{\n", pragma(&format!("{indent}{step}"))));
-        let run_text: String = run.iter().map(|n| &text[n.byte_range()]).collect();
-        if run_text.contains("threadIdx.y") {
-            out.push_str(&format!("{inner}const unsigned int {thread_y} = threadIdx.y * {rows} + {row};\n"));
+        let run_text: String = statements.iter().map(|n| &text[n.byte_range()]).collect();
+        for (axis, tile, index, name) in [("y", rows, row, thread_y), ("x", cols, col, thread_x)] {
+            if run_text.contains(&format!("threadIdx.{axis}")) {
+                out.push_str(&format!("{inner}const unsigned int {name} = threadIdx.{axis} * {tile} + {index};\n"));
+            }
+            for alias in self.aliases.iter().filter(|a| a.axis == axis && identifiers_in(&run_text).any(|w| w == a.name)) {
+                out.push_str(&format!("{inner}{} {} = threadIdx.{axis} * {tile} + {index};\n", alias.type_text, alias.name));
+            }
         }
-        if run_text.contains("threadIdx.x") {
-            out.push_str(&format!("{inner}const unsigned int {thread_x} = threadIdx.x * {cols} + {col};\n"));
-        }
-        for node in run {
+        for node in &statements {
             let original_indent = leading_whitespace(&text[line_start(text, node.start_byte())..]);
             let statement = if promoted(node) { self.assignment(*node, &inner)? } else { self.statement_text(*node, original_indent, &inner, false) };
             if !statement.trim().is_empty() {
@@ -525,6 +552,31 @@ fn pragmas_at_margin(text: &str) -> bool {
     margin > indented
 }
 
+/// The kernel's top-level locals that only name the thread's index: `int tx = threadIdx.x;`,
+/// never assigned.
+fn index_aliases<'t>(text: &str, body: Node<'t>) -> Vec<IndexAlias<'t>> {
+    body.named_children(&mut body.walk())
+        .filter(|n| n.kind() == "declaration")
+        .filter_map(|declaration| {
+            let declarators: Vec<Node> = declaration.children_by_field_name("declarator", &mut declaration.walk()).collect();
+            let [declarator] = declarators.as_slice() else { return None };
+            let name = declarator.child_by_field_name("declarator").filter(|n| n.kind() == "identifier")?;
+            let value = declarator.child_by_field_name("value")?;
+            let axis = match text[value.byte_range()].split_whitespace().collect::<String>().as_str() {
+                "threadIdx.x" => "x",
+                "threadIdx.y" => "y",
+                _ => return None,
+            };
+            let name = &text[name.byte_range()];
+            if names_in(text, body, name).into_iter().any(|n| is_assigned_name(text, n)) {
+                return None;
+            }
+            let type_text = text[declaration.start_byte()..declarator.start_byte()].trim().to_string();
+            Some(IndexAlias { declaration, name: name.to_string(), axis, type_text })
+        })
+        .collect()
+}
+
 /// The loop a `break` or `continue` belongs to.
 fn innermost_loop(node: Node) -> Option<Node> {
     std::iter::successors(node.parent(), |n| n.parent()).find(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "switch_statement"))
@@ -585,35 +637,52 @@ fn is_assigned_name(text: &str, name: Node) -> bool {
 }
 
 /// The edits that divide every launch's block by the tile (`dim3 block(TILE / TN, TILE / TM)`),
-/// and the restrictions that keep the division exact.
+/// and the restrictions that keep the division exact. A `dim3` that other code reads too (a
+/// grid worked out from `threads.x`) keeps its extents, and the launch divides them instead:
+/// `<<<grid, dim3(threads.x / TN, threads.y / TM)>>>`.
 fn divided_blocks(unit: &Unit, launches: &[&LaunchSite], rows: &str, cols: &str) -> Result<(Vec<TextEdit>, Vec<String>), String> {
     let text = unit.text();
     let root = unit.doc.tree().ok_or("the file does not parse")?.root_node();
     let blocks: Vec<std::ops::Range<usize>> = launches.iter().map(|l| l.block.span.start_byte..l.block.span.end_byte).collect();
     let mut edits = Vec::new();
     let mut restrictions = Vec::new();
+    let divided = |extent: &str, tile: &str| format!("{} / {tile}", super::layout::operand(extent));
     for launch in launches {
         let block = launch.block.text.trim();
         let line = unit.line_at(launch.span);
-        let extents = block_extents(unit, root, launch, &blocks).map_err(|why| format!("the block `{block}` of the launch at line {line} {why}"))?;
-        for (extent, tile) in extents.into_iter().zip([cols, rows]) {
-            let written = text[extent.byte_range()].trim();
-            let edit = TextEdit { range: extent.byte_range(), new_text: format!("{} / {tile}", super::layout::operand(written)) };
-            if !edits.contains(&edit) {
-                edits.push(edit);
-            }
+        let BlockExtents { extents, read_elsewhere } = block_extents(unit, root, launch, &blocks).map_err(|why| format!("the block `{block}` of the launch at line {line} {why}"))?;
+        let tiles = extents.iter().map(|e| text[e.byte_range()].trim()).zip([cols, rows]);
+        for (written, tile) in tiles.clone() {
             let restriction = format!("{} % {tile} == 0", super::layout::operand(written));
             if crate::spec::expr::parse(&restriction).is_ok() && !restrictions.contains(&restriction) {
                 restrictions.push(restriction);
+            }
+        }
+        let launch_edits: Vec<TextEdit> = if read_elsewhere {
+            let new_text = format!("dim3({block}.x / {cols}, {block}.y / {rows})");
+            vec![TextEdit { range: launch.block.span.start_byte..launch.block.span.end_byte, new_text }]
+        } else {
+            extents.iter().zip(tiles).map(|(extent, (written, tile))| TextEdit { range: extent.byte_range(), new_text: divided(written, tile) }).collect()
+        };
+        for edit in launch_edits {
+            if !edits.contains(&edit) {
+                edits.push(edit);
             }
         }
     }
     Ok((edits, restrictions))
 }
 
+/// A launch's block: its x and y extents as written, and whether other code reads the `dim3`
+/// they are written in.
+struct BlockExtents<'t> {
+    extents: [Node<'t>; 2],
+    read_elsewhere: bool,
+}
+
 /// The x and y extents of a launch's block: a `dim3(x, y)` at the launch, or the `dim3` variable
-/// it names, declared with them in the launch's function and read nowhere else.
-fn block_extents<'t>(unit: &Unit<'t>, root: Node<'t>, launch: &LaunchSite, blocks: &[std::ops::Range<usize>]) -> Result<[Node<'t>; 2], String> {
+/// it names, declared with them in the launch's function.
+fn block_extents<'t>(unit: &Unit<'t>, root: Node<'t>, launch: &LaunchSite, blocks: &[std::ops::Range<usize>]) -> Result<BlockExtents<'t>, String> {
     let text = unit.text();
     let at = root.descendant_for_byte_range(launch.block.span.start_byte, launch.block.span.end_byte).ok_or("is not in the file's tree")?;
     // `dim3 block(TILE, TILE)` parses as a function's declaration when the extents are names.
@@ -624,7 +693,7 @@ fn block_extents<'t>(unit: &Unit<'t>, root: Node<'t>, launch: &LaunchSite, block
         "function_declarator" => value.child_by_field_name("parameters"),
         _ => None,
     };
-    let list = if at.kind() == "identifier" {
+    let (list, read_elsewhere) = if at.kind() == "identifier" {
         let name = &text[at.byte_range()];
         let function = enclosing_function(root, launch).ok_or("is outside a function")?;
         let declarator = descendants(function)
@@ -634,17 +703,18 @@ fn block_extents<'t>(unit: &Unit<'t>, root: Node<'t>, launch: &LaunchSite, block
             .filter(|d| d.child_by_field_name("declarator").is_some_and(|n| &text[n.byte_range()] == name))
             .last()
             .ok_or("is not a `dim3` the launch's function declares")?;
-        let read_elsewhere = names_in(text, function, name).into_iter().any(|n| !declarator.byte_range().contains(&n.start_byte()) && !blocks.iter().any(|b| b.contains(&n.start_byte())));
-        if read_elsewhere {
-            return Err("is read by other code too (the grid, say), which a smaller block would change".into());
+        let names: Vec<Node> = names_in(text, function, name).into_iter().filter(|n| !declarator.byte_range().contains(&n.start_byte()) && !blocks.iter().any(|b| b.contains(&n.start_byte()))).collect();
+        // Assigned after its declaration (`threads.x = 128`), its written extents are not the launch's.
+        if names.iter().any(|n| n.parent().is_some_and(|p| p.kind() == "field_expression" && p.parent().is_some_and(|a| a.kind() == "assignment_expression" && a.child_by_field_name("left") == Some(p)))) {
+            return Err("is assigned after its declaration".into());
         }
-        arguments(declarator)
+        (arguments(declarator), !names.is_empty())
     } else {
-        arguments(at)
+        (arguments(at), false)
     };
     let extents: Vec<Node> = list.map(|l| l.named_children(&mut l.walk()).filter(|n| n.kind() != "comment").collect()).unwrap_or_default();
     match extents.as_slice() {
-        [x, y] | [x, y, _] => Ok([*x, *y]),
+        [x, y] | [x, y, _] => Ok(BlockExtents { extents: [*x, *y], read_elsewhere }),
         _ => Err("does not have its x and y extents written".into()),
     }
 }
