@@ -156,3 +156,16 @@ def test_thread_tiles_divide_the_block_compile_and_are_refused_with_the_line_tha
 
     assert result.returncode == 0, result.stderr
     assert "refused: thread-tiles: `return;` at line 11 leaves the kernel for one thread, not for the tile" in result.stderr
+
+
+def test_thread_tiles_keep_the_programs_grid_and_the_names_of_the_thread_index(tmp_path: Path):
+    source = copy(tmp_path, FIXTURES / "thread_tiles_aliases.cu")
+
+    result = cutune("templatize", str(source), "--kernel", "square_mm")
+
+    assert result.returncode == 0, result.stderr
+    # The grid reads `threads.x`: the launch divides the block, the `dim3` stays.
+    assert "dim3 grid(n / threads.x, n / threads.y);" in result.stdout
+    assert "square_mm<16><<<grid, dim3(threads.x / SQUARE_MM_TN, threads.y / SQUARE_MM_TM)>>>" in result.stdout
+    assert "int tx = threadIdx.x * SQUARE_MM_TN + tn;" in result.stdout
+    assert "tx[" not in result.stdout
