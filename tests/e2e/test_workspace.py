@@ -56,10 +56,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 39
+    assert len(kernels) == len(set(kernels)) == 40
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -93,11 +93,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
     assert by_kernel["grid_sum"]["why"].startswith("`blocks_per_sm` in grid extent x is not a size, a parameter or a scalar argument"), by_kernel["grid_sum"]
-    assert report["totals"] == {"kernels": 39, "ready": 31, "spec": 6, "compile": 1, "parameters": 1}
+    assert report["totals"] == {"kernels": 40, "ready": 32, "spec": 6, "compile": 1, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "39 kernels under" in text.stdout and "31 ready to tune (79%)" in text.stdout
+    assert "40 kernels under" in text.stdout and "32 ready to tune (80%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -731,3 +731,18 @@ def test_a_header_included_with_angle_brackets_is_found_where_the_project_ships_
     shutil.copy(root / "common" / "vec2_ops.h", near)
     nearest = cutune("slice", str(source), "--kernel", "blur")
     assert "vec2_ops.h" not in nearest.stderr and "operator+=" in nearest.stdout, nearest.stderr
+
+
+def test_a_template_tile_picked_by_a_branch_on_the_block_moves_with_it_and_thread_tiles_divide_it(tmp_path: Path):
+    root = project(tmp_path, "branch_tiles")
+    (root / ".git").mkdir()
+    # `if (block_size == 16) tiled_product<16><<<grid, threads>>>` with `dim3 threads(block_size,
+    # block_size)`: the 2-D block is the launch choice, and the template tile is tied to it.
+    spec, report = templatized_spec_and_report(root, "tiles.cu", "tiled_product")
+    assert "applied: thread-tiles" in report
+    assert spec["block"] == ["block_size // TILED_PRODUCT_TN", "block_size // TILED_PRODUCT_TM"]
+    assert spec["grid"] == ["n // block_size", "n // block_size"]
+    assert {"TILE == block_size", "block_size % TILED_PRODUCT_TN == 0", "block_size % TILED_PRODUCT_TM == 0"} <= set(spec["restrictions"])
+    assert spec["shapes"] == [{"n": 512}]
+    # The program's grid still reads the whole block; the launch divides it.
+    assert "tiled_product<16><<<grid, dim3(threads.x / TILED_PRODUCT_TN, threads.y / TILED_PRODUCT_TM)>>>" in (root / "tiles.cu").read_text()

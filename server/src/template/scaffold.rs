@@ -588,8 +588,11 @@ fn sizes_of_passed_types(text: &str, launch: &LaunchSite, template_args: &[Strin
 /// the template parameter is the block size the kernel was written for, so the two move
 /// together (`blockSize == threads`); apart, the kernel reduces over threads that do not exist.
 fn template_block_ties(k: &Kernel, launch: &LaunchSite, params: &[ParamSpec], choices: &[ParamSpec], block: &[String]) -> Vec<String> {
-    let [block] = block else { return Vec::new() };
-    let Some(choice) = choices.iter().find(|c| &c.name == block) else { return Vec::new() };
+    // `(block_size, block_size)` is one choice too, as is a block a thread tile divides
+    // (`block_size // TN`): the tile's threads stand for the template's block.
+    let undivided: BTreeSet<&str> = block.iter().map(|b| b.split("//").next().unwrap_or(b).trim()).collect();
+    let [block] = undivided.into_iter().collect::<Vec<_>>()[..] else { return Vec::new() };
+    let Some(choice) = choices.iter().find(|c| c.name == block) else { return Vec::new() };
     k.template_params
         .iter()
         .zip(&launch.template_args)
