@@ -87,26 +87,24 @@ int main() {
 }
 CU
 
-for set in "" "SQUARE_MM_TM=2" "SQUARE_MM_TN=4" "SQUARE_MM_TM=4 SQUARE_MM_TN=4" "SQUARE_MM_TM=8 SQUARE_MM_TN=8 SQUARE_MM_PAD_A=1"; do
-  defines=()
+# build_and_run LABEL DRIVER "NAME=VALUE ...": one line, and `failed` set when it fails.
+build_and_run() {
+  local label="$1" driver="$2" set="$3" defines=() kv
   for kv in $set; do defines+=("-D$kv"); done
-  exe="$work/square_$(echo "${set:-defaults}" | tr ' =' '__')"
-  if ! "$nvcc" -O3 -arch=sm_90 "${defines[@]}" -o "$exe" "$work/square_main.cu" > "$exe.log" 2>&1; then
-    printf 'thread_tiles_aliases  %-48s FAIL (compile)\n' "${set:-defaults}"; head -20 "$exe.log"; failed=1; continue
+  local exe="$work/${label}_$(echo "${set:-defaults}" | tr ' =' '__')"
+  if ! "$nvcc" -O3 -arch=sm_90 "${defines[@]}" -o "$exe" "$work/$driver" > "$exe.log" 2>&1; then
+    printf '%-21s %-56s FAIL (compile)\n' "$label" "${set:-defaults}"; head -20 "$exe.log"; failed=1; return
   fi
+  local result
   result="$("$exe" 2>&1)" || failed=1
-  printf 'thread_tiles_aliases  %-48s %s\n' "${set:-defaults}" "$result"
-done
+  printf '%-21s %-56s %s\n' "$label" "${set:-defaults}" "$result"
+}
 
+for set in "" "SQUARE_MM_TM=2" "SQUARE_MM_TN=4" "SQUARE_MM_TM=4 SQUARE_MM_TN=4" "SQUARE_MM_TM=8 SQUARE_MM_TN=8 SQUARE_MM_PAD_A=1"; do
+  build_and_run thread_tiles_aliases square_main.cu "$set"
+done
 for set in "" "MATMUL_BT_TM=2" "MATMUL_BT_TN=4" "MATMUL_BT_TM=4 MATMUL_BT_TN=4" "TILE=32 MATMUL_BT_TM=8 MATMUL_BT_TN=4" \
            "TILE=64 MATMUL_BT_TM=8 MATMUL_BT_TN=8 MATMUL_BT_PAD_A_TILE=1" "TILE=8 MATMUL_BT_TM=8 MATMUL_BT_TN=1 MATMUL_BT_UNROLL=2"; do
-  defines=()
-  for kv in $set; do defines+=("-D$kv"); done
-  exe="$work/main_$(echo "${set:-defaults}" | tr ' =' '__')"
-  if ! "$nvcc" -O3 -arch=sm_90 "${defines[@]}" -o "$exe" "$work/main.cu" > "$exe.log" 2>&1; then
-    printf 'thread_tiles  %-56s FAIL (compile)\n' "${set:-defaults}"; head -20 "$exe.log"; failed=1; continue
-  fi
-  result="$("$exe" 2>&1)" || failed=1
-  printf 'thread_tiles  %-56s %s\n' "${set:-defaults}" "$result"
+  build_and_run thread_tiles main.cu "$set"
 done
 exit $failed

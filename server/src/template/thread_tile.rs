@@ -22,9 +22,10 @@ use crate::syntax::{descendants, identifiers_in, LaunchSite};
 
 pub struct ThreadTiles;
 
-/// Calls that exchange values between the lanes of a warp or synchronise less than the block:
-/// they depend on which threads run together, which the tile changes.
-const LANE_WORDS: [&str; 10] = ["__shfl", "__ballot", "__activemask", "__any", "__all", "__match", "__syncwarp", "asm", "__asm__", "cooperative_groups"];
+/// Calls that exchange or combine values between threads (a warp's lanes, or the block's in
+/// `__syncthreads_count`), or synchronise less than the block: they depend on which threads
+/// run together, which the tile changes.
+const LANE_WORDS: [&str; 11] = ["__shfl", "__ballot", "__activemask", "__any", "__all", "__match", "__syncwarp", "__syncthreads_", "asm", "__asm__", "cooperative_groups"];
 
 /// The tile sizes offered along each axis.
 const TILE_VALUES: [i64; 4] = [1, 2, 4, 8];
@@ -115,7 +116,7 @@ fn refusal(unit: &Unit, body: Node) -> Result<(), String> {
         return Err("the block's third axis is used".into());
     }
     if let Some(word) = identifiers_in(here).find(|w| LANE_WORDS.iter().any(|p| w.starts_with(p)) || *w == "volatile") {
-        return Err(format!("`{word}` depends on which threads share a warp"));
+        return Err(format!("`{word}` depends on which threads run together"));
     }
     if here.contains("extern __shared__") || unit.kernel.shared.iter().any(|a| a.dims.is_empty()) {
         return Err("a dynamic `__shared__` array is sized by the host for the original block".into());
