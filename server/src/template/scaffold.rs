@@ -677,7 +677,12 @@ fn writes_only_per_block(text: &str, body: Node, name: &str) -> bool {
         .filter_map(|a| a.child_by_field_name("left"))
         .filter(|left| left.kind() == "subscript_expression" && left.child_by_field_name("argument").is_some_and(|arg| &text[arg.byte_range()] == name))
         .peekable();
-    writes.peek().is_some() && writes.all(|left| left.child_by_field_name("indices").or_else(|| left.child_by_field_name("index")).is_some_and(|i| text[i.byte_range()].trim_matches(['[', ']', ' ']) == "blockIdx.x"))
+    writes.peek().is_some() && writes.all(|left| indexed_by_block(text, left))
+}
+
+/// Whether a subscript `p[…]` is `p[blockIdx.x]`.
+fn indexed_by_block(text: &str, subscript: Node) -> bool {
+    subscript.child_by_field_name("indices").or_else(|| subscript.child_by_field_name("index")).is_some_and(|i| text[i.byte_range()].trim_matches(['[', ']', ' ']) == "blockIdx.x")
 }
 
 /// An output holding one result per block beside others (`out[blockIdx.x]`, written or passed
@@ -688,7 +693,7 @@ fn mixed_per_block_output<'a>(text: &str, body: Node, args: &'a [ArgSpec]) -> Op
         descendants(body).any(|n| {
             n.kind() == "subscript_expression"
                 && n.child_by_field_name("argument").is_some_and(|a| &text[a.byte_range()] == name)
-                && n.child_by_field_name("indices").or_else(|| n.child_by_field_name("index")).is_some_and(|i| text[i.byte_range()].trim_matches(['[', ']', ' ']) == "blockIdx.x")
+                && indexed_by_block(text, n)
         })
     };
     args.iter().filter(|a| matches!(a.role, Some(Role::Output | Role::InOut)) && a.compare != Some(Compare::Sum)).find(|a| per_block(&a.name)).map(|a| a.name.as_str())

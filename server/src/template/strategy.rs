@@ -539,7 +539,7 @@ pub(super) fn subscript_index(subscript: Node) -> Option<Node> {
     })
 }
 
-fn is_assigned(text: &str, name: Node) -> bool {
+pub(super) fn is_assigned(text: &str, name: Node) -> bool {
     name.parent().is_some_and(|p| match p.kind() {
         "assignment_expression" => p.child_by_field_name("left") == Some(name),
         "update_expression" => true,

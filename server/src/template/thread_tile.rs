@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use tree_sitter::Node;
 
 use super::layout::{indent_step, leading_whitespace};
-use super::strategy::{enclosing_function, names_in};
+use super::strategy::{enclosing_function, is_assigned, names_in};
 use super::{line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
 use crate::syntax::{descendants, identifiers_in, LaunchSite};
@@ -569,7 +569,7 @@ fn index_aliases<'t>(text: &str, body: Node<'t>) -> Vec<IndexAlias<'t>> {
                 _ => return None,
             };
             let name = &text[name.byte_range()];
-            if names_in(text, body, name).into_iter().any(|n| is_assigned_name(text, n)) {
+            if names_in(text, body, name).into_iter().any(|n| is_assigned(text, n)) {
                 return None;
             }
             let type_text = text[declaration.start_byte()..declarator.start_byte()].trim().to_string();
@@ -612,7 +612,7 @@ fn per_thread_locals(unit: &Unit, body: Node) -> BTreeSet<String> {
                 let value = declarator.child_by_field_name("value").map(|v| &text[v.byte_range()]).unwrap_or("");
                 let from_thread = identifiers_in(value).any(|w| w == "threadIdx" || w.starts_with("atomic") || per_thread.contains(w));
                 let loop_header = declaration.parent().filter(|p| p.kind() == "for_statement" && p.child_by_field_name("initializer") == Some(*declaration));
-                let assigned_elsewhere = names_in(text, body, name).into_iter().filter(|n| is_assigned_name(text, *n)).any(|n| {
+                let assigned_elsewhere = names_in(text, body, name).into_iter().filter(|n| is_assigned(text, *n)).any(|n| {
                     let in_header = loop_header.is_some_and(|l| l.child_by_field_name("update").is_some_and(|u| u.byte_range().contains(&n.start_byte())));
                     !in_header
                 });
@@ -625,16 +625,6 @@ fn per_thread_locals(unit: &Unit, body: Node) -> BTreeSet<String> {
             return per_thread;
         }
     }
-}
-
-/// Whether an identifier is written where it stands: the left of an assignment, `++`/`--`, `&x`.
-fn is_assigned_name(text: &str, name: Node) -> bool {
-    name.parent().is_some_and(|p| match p.kind() {
-        "assignment_expression" => p.child_by_field_name("left") == Some(name),
-        "update_expression" => true,
-        "pointer_expression" => text[p.byte_range()].starts_with('&'),
-        _ => false,
-    })
 }
 
 /// The edits that divide every launch's block by the tile (`dim3 block(TILE / TN, TILE / TM)`),
