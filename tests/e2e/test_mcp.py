@@ -66,7 +66,7 @@ async def test_templatize_shows_the_diff_and_writes_only_when_asked(tmp_path: Pa
         assert source.read_text() == RMSNORM.read_text() and not (tmp_path / "rmsnorm.cutune.toml").exists()
         assert dry["written"] == [] and "+#ifndef RMSNORM_VEC" in dry["diff"]
         names = [p["name"] for p in dry["parameters"]]
-        assert names == ["BLOCK_SIZE", "RMSNORM_UNROLL", "RMSNORM_VEC", "RMSNORM_WARP_SHUFFLE", "fast_math", "max_registers"]
+        assert names == ["BLOCK_SIZE", "RMSNORM_UNROLL", "RMSNORM_VEC", "RMSNORM_ROW_REGS", "RMSNORM_WARP_SHUFFLE", "fast_math", "max_registers"]
         assert dry["spec_problems"] == []
         assert any("applied: vectorize" in line for line in dry["report"])
 
@@ -108,7 +108,7 @@ async def test_bad_input_gets_an_error_that_names_the_problem(tmp_path: Path):
         bogus = await error_of(client, "verify", file="examples/rmsnorm.cu", kernel="rmsnorm_kernel", stages=["smoke", "bogus"])
         assert bogus == "unknown stage `bogus`: the stages are smoke, shapes, numerics, determinism, edges"
         not_a_parameter = await error_of(client, "verify", file="examples/rmsnorm.cu", kernel="rmsnorm_kernel", config="BLOCK=64")
-        assert "`BLOCK` is not a parameter of this kernel (its parameters: BLOCK_SIZE, RMSNORM_UNROLL, RMSNORM_VEC, RMSNORM_WARP_SHUFFLE" in not_a_parameter, not_a_parameter
+        assert "`BLOCK` is not a parameter of this kernel (its parameters: BLOCK_SIZE, RMSNORM_UNROLL, RMSNORM_VEC, RMSNORM_ROW_REGS, RMSNORM_WARP_SHUFFLE" in not_a_parameter, not_a_parameter
         # The server is still there after each error.
         assert (await call(client, "list_kernels", file="examples/rmsnorm.cu"))["kernels"]
 

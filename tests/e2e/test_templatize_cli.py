@@ -37,7 +37,7 @@ def test_write_rewrites_in_place_writes_a_valid_spec_and_a_second_run_changes_no
     assert f"wrote {source} and {spec_path}" in first.stderr
     spec = tomllib.loads(spec_text)
     [kernel] = spec["kernels"]
-    assert [p["name"] for p in kernel["params"]] == ["LAYERNORM_BLOCK_SIZE", "LAYERNORM_VEC", "fast_math", "max_registers"]
+    assert [p["name"] for p in kernel["params"]] == ["LAYERNORM_BLOCK_SIZE", "LAYERNORM_VEC", "LAYERNORM_ROW_REGS", "fast_math", "max_registers"]
     assert kernel["shapes"] == [{"hidden": 4096, "rows": 8191}]
     checked = cutune("spec", "check", str(spec_path))
     assert checked.returncode == 0 and "0 errors, 0 warnings" in checked.stdout, checked.stdout
@@ -169,3 +169,33 @@ def test_thread_tiles_keep_the_programs_grid_and_the_names_of_the_thread_index(t
     assert "square_mm<16><<<grid, dim3(threads.x / SQUARE_MM_TN, threads.y / SQUARE_MM_TM)>>>" in result.stdout
     assert "int tx = threadIdx.x * SQUARE_MM_TN + tn;" in result.stdout
     assert "tx[" not in result.stdout
+
+
+def test_a_row_read_in_several_loops_is_kept_in_registers_and_refused_when_written_between(tmp_path: Path):
+    source = copy(tmp_path, FIXTURES / "keep_row.cu")
+
+    result = cutune("templatize", str(source), "--kernel", "residual_rms_scale", "--write")
+
+    assert result.returncode == 0, result.stderr
+    assert "the loops at lines 22, 24 and 26 keep up to `RESIDUAL_RMS_SCALE_ROW_REGS` vectors of the row in registers" in result.stderr
+    rewritten = source.read_text()
+    # Only `h` is read again: the residual and the output are touched by one loop each.
+    assert "h_kept[RESIDUAL_RMS_SCALE_ROW_REGS];" in rewritten and "r_kept" not in rewritten and "y_kept" not in rewritten
+    assert rewritten.count("float_bits h_v_bits = h_kept[c_kept];") == 2
+    [kernel] = tomllib.loads((tmp_path / "keep_row.cutune.toml").read_text())["kernels"]
+    assert "RESIDUAL_RMS_SCALE_ROW_REGS == 0 || RESIDUAL_RMS_SCALE_VEC > 1" in kernel["restrictions"]
+    kept = next(p for p in kernel["params"] if p["name"] == "RESIDUAL_RMS_SCALE_ROW_REGS")
+    assert (kept["default"], kept["values"]) == (0, [0, 1, 2, 4, 8])
+    # The kept vectors stay in registers (no local memory) unless the registers are capped.
+    checked = json.loads(cutune("check", str(source), "--kernel", "residual_rms_scale", "--sample", "16", "--json").stdout)
+    assert checked["failed"] == 0 and checked["compiled"] >= 8
+    kept_rows = [r for r in checked["results"] if dict(r["config"])["RESIDUAL_RMS_SCALE_ROW_REGS"] > 0 and dict(r["config"])["max_registers"] == 0]
+    assert kept_rows, checked["results"]
+    assert all(r["status"] == "compiled" and r["resources"]["stack_bytes"] == 0 for r in kept_rows), kept_rows
+
+    refused = copy(tmp_path, FIXTURES / "keep_row_refused.cu")
+    result = cutune("templatize", str(refused), "--kernel", "centre_row")
+
+    assert result.returncode == 0, result.stderr
+    assert "keep_row_refused.cu:10: note: `x` is used at line 15 between the loops that read its row again: the row is not kept in registers" in result.stderr
+    assert "ROW_REGS" not in result.stdout

@@ -29,7 +29,7 @@ def test_unknown_stages_and_parameters_are_named(tmp_path):
 
     result = verify("--config", "BLOCK=512", workspace=tmp_path)
     assert result.returncode == 1
-    assert "--config: `BLOCK` is not a parameter of this kernel (its parameters: BLOCK_SIZE, RMSNORM_UNROLL, RMSNORM_VEC, RMSNORM_WARP_SHUFFLE, fast_math, max_registers)" in result.stderr, result.stderr
+    assert "--config: `BLOCK` is not a parameter of this kernel (its parameters: BLOCK_SIZE, RMSNORM_UNROLL, RMSNORM_VEC, RMSNORM_ROW_REGS, RMSNORM_WARP_SHUFFLE, fast_math, max_registers)" in result.stderr, result.stderr
 
     result = verify("--config", "BLOCK_SIZE=big", workspace=tmp_path)
     assert result.returncode == 1

@@ -6,7 +6,7 @@
 # rewrite:
 #   EXAMPLE  PARAM  off BEST µs {config}  on BEST µs {config}  SPEEDUP×  (baseline µs, bound µs)
 # Exits non-zero if a tune fails or finds no verified winner.
-#   CUTUNE=target/release/cutune OUT=$OUT bash tests/gpu/rewrite_ab.sh
+#   CUTUNE=target/release/cutune OUT=$OUT [CASES='^(rmsnorm|softmax)$'] bash tests/gpu/rewrite_ab.sh
 set -u
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
@@ -19,15 +19,18 @@ work="$(mktemp -d -t cutune-ab.XXXXXX)"
 # first value is its default, the original code)
 cases=(
   "block_reduce block_reduce_sum_kernel BLOCK_REDUCE_SUM_WARP_SHUFFLE,BLOCK_REDUCE_SUM_VEC|BLOCK=128,256,512,1024 BLOCK_REDUCE_SUM_ITEMS_PER_THREAD=1,4,8,16 BLOCK_REDUCE_SUM_VEC=1,4 BLOCK_REDUCE_SUM_WARP_SHUFFLE=0,1 fast_math=0 max_registers=0"
-  "softmax softmax_kernel SOFTMAX_VEC,SOFTMAX_ONLINE|SOFTMAX_BLOCK_SIZE=512,1024 SOFTMAX_VEC=1,2,8 SOFTMAX_ONLINE=0,1 fast_math=0 max_registers=0"
+  "softmax softmax_kernel SOFTMAX_VEC,SOFTMAX_ONLINE,SOFTMAX_ROW_REGS|SOFTMAX_BLOCK_SIZE=512,1024 SOFTMAX_VEC=1,2,8 SOFTMAX_ONLINE=0,1 SOFTMAX_ROW_REGS=0,4,8 fast_math=0 max_registers=0"
   "silu_and_mul silu_and_mul_kernel SILU_AND_MUL_VEC|SILU_AND_MUL_BLOCK_SIZE=128,256,512 SILU_AND_MUL_ITEMS_PER_THREAD=1,4,8 SILU_AND_MUL_VEC=1,8 fast_math=0 max_registers=0"
-  "rmsnorm rmsnorm_kernel RMSNORM_WARP_SHUFFLE|BLOCK_SIZE=128,256,512,1024 RMSNORM_UNROLL=4 RMSNORM_VEC=1,8 RMSNORM_WARP_SHUFFLE=0,1 fast_math=0 max_registers=0"
+  "rmsnorm rmsnorm_kernel RMSNORM_WARP_SHUFFLE,RMSNORM_ROW_REGS|BLOCK_SIZE=128,256,512,1024 RMSNORM_UNROLL=4 RMSNORM_VEC=1,8 RMSNORM_WARP_SHUFFLE=0,1 RMSNORM_ROW_REGS=0,1,2,4 fast_math=0 max_registers=0"
+  "layernorm layernorm_kernel LAYERNORM_ROW_REGS|LAYERNORM_BLOCK_SIZE=128,256,512,1024 LAYERNORM_VEC=1,8 LAYERNORM_ROW_REGS=0,1,2,4,8 fast_math=0 max_registers=0"
+  "fused_add_rmsnorm fused_add_rmsnorm_kernel FUSED_ADD_RMSNORM_ROW_REGS|FUSED_ADD_RMSNORM_BLOCK_SIZE=128,256,512,1024 FUSED_ADD_RMSNORM_VEC=1,8 FUSED_ADD_RMSNORM_ROW_REGS=0,1,2,4,8 fast_math=0 max_registers=0"
 )
 
 status=0
 for case in "${cases[@]}"; do
   head="${case%%|*}"; keep="${case#*|}"
   read -r example kernel switches <<<"$head"
+  [[ "$example" =~ ${CASES:-.} ]] || continue
   spec="$work/$example.cutune.toml"
   # The example's spec with each listed parameter's values narrowed.
   python3 - "$repo/examples/$example.cutune.toml" "$spec" $keep <<'PY' || { status=1; continue; }

@@ -148,9 +148,9 @@ mod tests {
             let definition = document.model().kernels.iter().find(|k| k.is_definition && k.name == kernel.name).cloned();
             current_values(text, &kernel, definition.as_ref()).into_iter().map(|(n, v)| format!("{n}={v}")).collect::<Vec<_>>().join(" ")
         };
-        assert_eq!(values(&rewritten), "BLOCK_SIZE=512 RMSNORM_UNROLL=4 RMSNORM_VEC=8 RMSNORM_WARP_SHUFFLE=0");
+        assert_eq!(values(&rewritten), "BLOCK_SIZE=512 RMSNORM_UNROLL=4 RMSNORM_VEC=8 RMSNORM_ROW_REGS=0 RMSNORM_WARP_SHUFFLE=0");
         // The original file: its own `#define`, and the spec's defaults for what it lacks.
-        assert_eq!(values(&original), "BLOCK_SIZE=256 RMSNORM_UNROLL=4 RMSNORM_VEC=1 RMSNORM_WARP_SHUFFLE=0");
+        assert_eq!(values(&original), "BLOCK_SIZE=256 RMSNORM_UNROLL=4 RMSNORM_VEC=1 RMSNORM_ROW_REGS=0 RMSNORM_WARP_SHUFFLE=0");
     }
 
     #[test]

@@ -142,3 +142,9 @@ mod tests {
         assert_eq!(lines[1].find('('), lines[0].find('('));
     }
 }
+
+/// Whether the file writes its `#pragma`s at the margin rather than indented with the code.
+pub(super) fn pragmas_at_margin(text: &str) -> bool {
+    let (margin, indented) = text.lines().filter(|l| l.trim_start().starts_with("#pragma")).fold((0, 0), |(m, i), l| if l.starts_with('#') { (m + 1, i) } else { (m, i + 1) });
+    margin > indented
+}

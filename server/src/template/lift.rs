@@ -32,8 +32,8 @@ pub fn transforms() -> Vec<Box<dyn Transform>> {
 const FIXED_NAMES: [&str; 6] = ["WARP_SIZE", "WARPSIZE", "FULL_MASK", "WARP_MASK", "LANE_MASK", "NUM_BANKS"];
 
 /// Name fragments that mark a `#define` as an execution choice.
-const CHOICE_WORDS: [&str; 16] = [
-    "BLOCK", "THREAD", "TILE", "UNROLL", "VEC", "ITEMS", "PER_THREAD", "WARPS", "STAGES", "PAD", "SHUFFLE", "BM", "BN", "BK", "TM", "TN",
+const CHOICE_WORDS: [&str; 17] = [
+    "BLOCK", "THREAD", "TILE", "UNROLL", "VEC", "ITEMS", "PER_THREAD", "WARPS", "STAGES", "PAD", "SHUFFLE", "BM", "BN", "BK", "TM", "TN", "ROW_REGS",
 ];
 
 fn param(name: &str, kind: ParamKind, default: i64, values: impl IntoIterator<Item = i64>, origin: String) -> ParamSpec {
@@ -713,7 +713,7 @@ impl Transform for PragmaUnroll {
                 }
                 continue;
             }
-            if factor.is_empty() && (guarded_by_unroll_param(unit, pragma.span.start_byte) || super::thread_tile::unrolls_tile_loop(unit, pragma.span.end_byte)) {
+            if factor.is_empty() && (guarded_by_unroll_param(unit, pragma.span.start_byte) || unrolls_parameter_loop(unit, pragma.span.end_byte)) {
                 continue;
             }
             let name = next_name(unit, "UNROLL", &names);
@@ -753,6 +753,17 @@ fn guarded_by_unroll_param(unit: &Unit, pragma_start: usize) -> bool {
         let name = name.trim();
         unit.lifted.iter().any(|p| p.name == name) || unit.model.defines.iter().any(|d| d.name == name)
     })
+}
+
+/// Whether the bare `#pragma unroll` ending at `pragma_end` unrolls a loop that counts to a
+/// parameter of the file (an earlier templatize's tile loop `for (int tm = 0; tm < NAME_TM;
+/// ++tm)`, or its loop over a row's kept vectors): their arrays stay in registers only when the
+/// loop is unrolled fully, so the pragma is no choice.
+fn unrolls_parameter_loop(unit: &Unit, pragma_end: usize) -> bool {
+    let next = unit.text()[pragma_end..].trim_start();
+    let Some(header) = next.strip_prefix("for").and_then(|h| h.trim_start().strip_prefix('(')).and_then(|h| h.split(')').next()) else { return false };
+    let bound = header.split(';').nth(1).and_then(|c| c.split('<').nth(1)).map(str::trim).unwrap_or("");
+    bound.starts_with(unit.prefix) && unit.model.defines.iter().any(|d| d.name == bound)
 }
 
 /// A fresh parameter name that also avoids the names this transform has already chosen.

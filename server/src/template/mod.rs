@@ -12,6 +12,7 @@ mod callee;
 mod data_files;
 mod elements;
 mod host;
+mod keep_row;
 mod lanes;
 mod file;
 mod format;

@@ -196,6 +196,11 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
             shapes.push(tail);
         }
     }
+    for restriction in whole_blocks(&grid, &sizes, &params, &shapes) {
+        if !restrictions.contains(&restriction) {
+            restrictions.push(restriction);
+        }
+    }
     // A block the kernel's template parameters make (`dim3 block((BM * BN) / TM)` in the
     // launcher) moves with them, as a block of launch choices does.
     let block_params: Vec<&ParamSpec> = params.iter().filter(|p| p.kind == ParamKind::Template && block.iter().any(|b| identifiers_in(b).any(|w| w == p.name))).collect();
@@ -584,6 +589,28 @@ fn sizes_of_passed_types(text: &str, launch: &LaunchSite, template_args: &[Strin
     })
 }
 
+/// A grid that rounds down (`dim3 grid(dimsB.x / threads.x)`) launches whole blocks only: the
+/// program runs sizes that are multiples of the block, and on any other size the elements past
+/// the last whole block are left to whichever block size the configuration has, so the original
+/// and a candidate would differ there by construction. `n % B == 0` for each such extent whose
+/// divisor moves with the parameters, when every shape of the program meets it.
+fn whole_blocks(grid: &[String], sizes: &BTreeSet<String>, params: &[ParamSpec], shapes: &[Shape]) -> Vec<String> {
+    let default = |name: &str| params.iter().find(|p| p.name == name).map(|p| expr::Value::Int(p.default));
+    grid.iter()
+        .filter_map(|extent| {
+            let (size, divisor) = extent.split_once("//").map(|(n, d)| (n.trim(), d.trim()))?;
+            let divisor_expr = expr::parse(divisor).ok()?;
+            let moves = divisor_expr.names().iter().any(|(name, _)| default(name).is_some());
+            let only_params = divisor_expr.names().iter().all(|(name, _)| default(name).is_some());
+            if !sizes.contains(size) || !moves || !only_params {
+                return None;
+            }
+            let block = divisor_expr.eval_integer(&|name| default(name)).ok().filter(|b| *b > 0)?;
+            shapes.iter().all(|shape| shape.get(size).is_some_and(|n| n % block == 0)).then(|| format!("{size} % {} == 0", super::layout::operand(divisor)))
+        })
+        .collect()
+}
+
 /// `case 256: reduce<T, 256><<<grid, threads>>>` with `threads` a launch choice of 256 there:
 /// the template parameter is the block size the kernel was written for, so the two move
 /// together (`blockSize == threads`); apart, the kernel reduces over threads that do not exist.
@@ -819,6 +846,23 @@ mod tests {
         // A grid group for its sizes, a block's barrier: no cooperative launch needed.
         assert!(!synchronises_grid(&kernel("cg::grid_group grid = cg::this_grid();\n  x[grid.thread_rank()] = grid.size();")));
         assert!(!synchronises_grid(&kernel("cg::thread_block block = cg::this_thread_block();\n  block.sync();\n  cg::sync(block);")));
+    }
+
+    #[test]
+    fn a_grid_that_rounds_down_keeps_sizes_whole_blocks() {
+        let program = |grid: &str, n: &str| {
+            format!(
+                "#define THREADS 128\n__global__ void twice(float* x) {{ x[blockIdx.x * blockDim.x + threadIdx.x] *= 2.f; }}\n\
+                 int main() {{\n  const int n = {n};\n  float* x;\n  cudaMalloc(&x, n * sizeof(float));\n  twice<<<{grid}, THREADS>>>(x);\n}}\n"
+            )
+        };
+        let restrictions = |text: String| crate::template::templatize(&text, "twice", &SliceOptions::default()).unwrap().spec.restrictions;
+        assert_eq!(restrictions(program("n / THREADS", "1 << 20")), ["n % THREADS == 0"]);
+        // Rounding up covers every element; a program that runs a partial block itself, or a
+        // divisor that no parameter moves, says nothing about the sizes.
+        assert!(restrictions(program("(n + THREADS - 1) / THREADS", "1 << 20")).is_empty());
+        assert!(restrictions(program("n / THREADS", "1000")).is_empty());
+        assert!(restrictions(program("n / 128", "1 << 20")).is_empty());
     }
 
     #[test]

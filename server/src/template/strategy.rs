@@ -6,7 +6,8 @@
 
 use tree_sitter::Node;
 
-use super::layout::{factor, for_header, indent_step, joined, leading_whitespace, operand, shifted};
+use super::keep_row::{KeptPointer, KeptRow, WalkedRow};
+use super::layout::{factor, for_header, indent_step, joined, leading_whitespace, operand, pragmas_at_margin, shifted};
 use super::{contains_identifier, line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
 use crate::syntax::{descendants, identifiers_in, LaunchSite};
@@ -243,6 +244,7 @@ fn has_top_level_comma(expr: &str) -> bool {
 }
 
 /// A pointer the loop accesses as `p[i]`, with its element type.
+#[derive(Clone)]
 struct Access {
     pointer: String,
     element: String,
@@ -289,10 +291,24 @@ impl Transform for VectorizeRowLoops {
         if accepted.iter().any(|(_, plan)| matches!(plan, LoopPlan::Lanes(_))) {
             rewrite.edits.extend(super::lanes::access_helpers_edit(unit));
         }
+        let walked: Vec<WalkedRow> = accepted
+            .iter()
+            .filter_map(|(l, plan)| match plan {
+                LoopPlan::Direct(accesses) => Some(WalkedRow { walk: l, pointers: accesses.iter().map(|a| (a.pointer.clone(), a.element.clone(), a.read)).collect() }),
+                LoopPlan::Lanes(_) => None,
+            })
+            .collect();
+        let kept_row = super::keep_row::plan(unit, &walked).unwrap_or_else(|note| {
+            rewrite.notes.push(note);
+            None
+        });
+        let kept_name = unit.fresh_name("ROW_REGS");
+        let row_accesses: Vec<Access> = kept_row.as_ref().map_or_else(Vec::new, |row| row_loop_accesses(&accepted, row));
+        let keeping = kept_row.as_ref().map(|row| Keeping { row, param: &kept_name, aligned_with: &row_accesses });
         for (l, plan) in &accepted {
             let start = loop_start_with_pragmas(text, l.node.start_byte());
             let new_text = match plan {
-                LoopPlan::Direct(accesses) => vectorized_loop(unit, l, accesses, &name),
+                LoopPlan::Direct(accesses) => vectorized_loop(unit, l, accesses, &name, keeping.as_ref().filter(|k| k.row.walks(l))),
                 LoopPlan::Lanes(plan) => super::lanes::lane_loop(unit, l, plan, &name, &|element| bits_type_name(unit, element)),
             };
             rewrite.edits.push(TextEdit { range: start..l.node.end_byte(), new_text });
@@ -303,8 +319,30 @@ impl Transform for VectorizeRowLoops {
         let origin = format!("{VECTOR_WIDTH_ORIGIN} of the loops at line {}; 1 is the original scalar loop", lines.join(", "));
         rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 1, values, origin });
         rewrite.summary = format!("loop(s) at line {} load and store `{name}` elements at a time when aligned", lines.join(", "));
+        if let Some(row) = &kept_row {
+            rewrite.edits.push(unit.define_block(&kept_name, "0"));
+            let loops = row.lines(unit);
+            let origin = format!("vectors of the row each thread keeps in registers for the loops at {loops} when `{name}` is above 1; 0 reads the row again in each loop");
+            rewrite.params.push(ParamSpec { name: kept_name.clone(), kind: ParamKind::Define, default: 0, values: vec![0, 1, 2, 4, 8], origin });
+            rewrite.restrictions.push(format!("{kept_name} == 0 || {name} > 1"));
+            rewrite.summary.push_str(&format!("; the loops at {loops} keep up to `{kept_name}` vectors of the row in registers"));
+        }
         Outcome::Applied(rewrite)
     }
+}
+
+/// Every pointer the loops that walk `row` access, once each.
+fn row_loop_accesses(accepted: &[(&SimpleLoop, LoopPlan)], row: &KeptRow) -> Vec<Access> {
+    let mut all: Vec<Access> = Vec::new();
+    for (_, plan) in accepted.iter().filter(|(l, _)| row.walks(l)) {
+        let LoopPlan::Direct(accesses) = plan else { continue };
+        for a in accesses {
+            if !all.iter().any(|b| b.pointer == a.pointer) {
+                all.push(a.clone());
+            }
+        }
+    }
+    all
 }
 
 /// The pointers a row loop reads and writes at `[i]`, or why it cannot be vectorised.
@@ -611,13 +649,23 @@ pub(super) fn loop_start_with_pragmas(text: &str, loop_start: usize) -> usize {
 }
 
 
-fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) -> String {
+/// What the loops that walk one row share when a thread keeps the row's vectors in registers.
+struct Keeping<'a> {
+    row: &'a KeptRow,
+    /// The parameter: how many vectors of the row a thread keeps.
+    param: &'a str,
+    /// Every pointer the loops access: each loop's vectors start where all of them are aligned,
+    /// so that the `k`-th vector of a thread is the same elements in every loop.
+    aligned_with: &'a [Access],
+}
+
+fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str, keeping: Option<&Keeping>) -> String {
     let text = unit.text();
     let start = loop_start_with_pragmas(text, l.node.start_byte());
     let original = &text[start..l.node.end_byte()];
     let indent = leading_whitespace(&text[line_start(text, l.node.start_byte())..]);
     let step = indent_step(text);
-    let (inner, innermost) = (format!("{indent}{step}"), format!("{indent}{step}{step}"));
+    let inner = format!("{indent}{step}");
     let (i, ty, end) = (&l.var, &l.var_type, operand(&l.end));
     let vec_i = unit.local_name(&format!("{i}_vec"));
     let lane = unit.local_name(&format!("{i}_lane"));
@@ -658,7 +706,13 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) 
     let peel = format!("({vec} - {phase}) % {vec}");
     let mut guard = vec![format!("{end} >= {peel}")];
     guard.extend(accesses[1..].iter().map(|a| format!("{} == {phase}", phase_of(a))));
-    let mut out = format!("#if {vec} == 1\n{original}\n#else\n{indent}{{\n");
+    let other_loops_pointers = keeping.map_or(&[][..], |k| k.aligned_with).iter().filter(|a| !accesses.iter().any(|b| b.pointer == a.pointer));
+    guard.extend(other_loops_pointers.map(|a| format!("{} == {phase}", phase_of(a))));
+    let mut out = String::new();
+    if let Some(k) = keeping.filter(|k| k.row.loops.first() == Some(&l.node.start_byte())) {
+        out.push_str(&kept_registers(unit, k, vec, indent));
+    }
+    out.push_str(&format!("#if {vec} == 1\n{original}\n#else\n{indent}{{\n"));
     for (element, name) in &bit_types {
         out.push_str(&format!("{inner}typedef typename cutune_bits<{vec} * sizeof({element})>::type {name};\n"));
     }
@@ -670,26 +724,69 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str) 
     let scalar_body = shifted(&text[l.body.byte_range()], &step);
     let head_header = for_header(&inner, &format!("{ty} {i} = {}", l.start.trim()), &format!("{i} < {head}"), &format!("{i} += {}", l.step.trim()));
     out.push_str(&format!("{} {scalar_body}\n", head_header.strip_suffix(" {").expect("a for header ends with its brace")));
+    // One vector at `{vec_i}`: each access lives in a register of its size, viewed as elements
+    // by the lanes.
+    let vector = |at: &str, kept_at: Option<&str>| {
+        let kept = |a: &Access| keeping.zip(kept_at).and_then(|(k, chunk)| k.row.kept(&a.pointer).map(|p| (k, p, chunk)));
+        let mut out = String::new();
+        for (local, a) in &locals {
+            let (element, bits) = (plain_element(&a.element), bits(a));
+            let read = match kept(a) {
+                Some((k, p, chunk)) if k.row.reads_kept(l, &a.pointer) => format!(" = {}[{chunk}]", kept_array(unit, p)),
+                _ if a.read => format!(" = *reinterpret_cast<const {bits}*>({} + {vec_i})", a.pointer),
+                _ => String::new(),
+            };
+            out.push_str(&format!("{at}{bits} {local}_bits{read};\n"));
+            out.push_str(&format!("{at}{element}* {local} = reinterpret_cast<{element}*>(&{local}_bits);\n"));
+        }
+        // A loop of a constant `{vec}` trips: the compiler unrolls it without being asked.
+        out.push_str(&format!("{at}for (int {lane} = 0; {lane} < {vec}; ++{lane}) {}\n", shifted(&lane_body, &at[indent.len()..])));
+        for (local, a) in locals.iter().filter(|(_, a)| a.written) {
+            out.push_str(&format!("{at}*reinterpret_cast<{}*>({} + {vec_i}) = {local}_bits;\n", bits(a), a.pointer));
+        }
+        for (local, a) in &locals {
+            if let Some((_, p, chunk)) = kept(a).filter(|(k, _, _)| a.written || !k.row.reads_kept(l, &a.pointer)) {
+                out.push_str(&format!("{at}{}[{chunk}] = {local}_bits;\n", kept_array(unit, p)));
+            }
+        }
+        out
+    };
     // Thread t's chunks of `{vec}` are those its scalar loop would start at, times `{vec}`.
-    out.push_str(&for_header(&inner, &format!("{ty} {vec_i} = {head} + {first} * {vec}"), &format!("{vec_i} < {limit}"), &format!("{vec_i} += {stride} * {vec}")));
+    let mut vector_start = format!("{head} + {first} * {vec}");
+    if let Some(k) = keeping {
+        let chunk = unit.local_name(&format!("{i}_kept"));
+        let param = k.param;
+        let deeper = format!("{inner}{step}");
+        out.push_str(&format!("#if {param} > 0\n{}#pragma unroll\n", if pragmas_at_margin(text) { "" } else { &inner }));
+        out.push_str(&for_header(&inner, &format!("int {chunk} = 0"), &format!("{chunk} < {param}"), &format!("++{chunk}")));
+        out.push_str(&format!("\n{deeper}const {ty} {vec_i} = {head} + ({first} + {chunk} * {stride}) * {vec};\n"));
+        out.push_str(&format!("{deeper}if ({vec_i} < {limit}) {{\n{}{deeper}}}\n{inner}}}\n#endif\n", vector(&format!("{deeper}{step}"), Some(&chunk))));
+        vector_start = format!("{head} + ({first} + {param} * {stride}) * {vec}");
+    }
+    out.push_str(&for_header(&inner, &format!("{ty} {vec_i} = {vector_start}"), &format!("{vec_i} < {limit}"), &format!("{vec_i} += {stride} * {vec}")));
     out.push('\n');
-    // Each vector lives in a register of the access's size, viewed as elements by the lanes.
-    for (local, a) in &locals {
-        let (element, bits) = (plain_element(&a.element), bits(a));
-        let read = if a.read { format!(" = *reinterpret_cast<const {bits}*>({} + {vec_i})", a.pointer) } else { String::new() };
-        out.push_str(&format!("{innermost}{bits} {local}_bits{read};\n"));
-        out.push_str(&format!("{innermost}{element}* {local} = reinterpret_cast<{element}*>(&{local}_bits);\n"));
-    }
-    // A loop of a constant `{vec}` trips: the compiler unrolls it without being asked.
-    out.push_str(&format!("{innermost}for (int {lane} = 0; {lane} < {vec}; ++{lane}) {}\n", shifted(&lane_body, &format!("{step}{step}"))));
-    for (local, a) in locals.iter().filter(|(_, a)| a.written) {
-        out.push_str(&format!("{innermost}*reinterpret_cast<{}*>({} + {vec_i}) = {local}_bits;\n", bits(a), a.pointer));
-    }
+    out.push_str(&vector(&format!("{inner}{step}"), None));
     out.push_str(&format!("{inner}}}\n"));
     let tail_header = for_header(&inner, &format!("{ty} {i} = {limit} + {first}"), &format!("{i} < {end}"), &format!("{i} += {}", l.step.trim()));
     out.push_str(&format!("{} {scalar_body}\n", tail_header.strip_suffix(" {").expect("a for header ends with its brace")));
     out.push_str(&format!("{indent}}}\n#endif"));
     out
+}
+
+/// The registers a thread keeps its vectors of the row in, declared above the first loop that
+/// walks it.
+fn kept_registers(unit: &Unit, k: &Keeping, vec: &str, indent: &str) -> String {
+    let param = k.param;
+    let mut out = format!("#if {vec} > 1 && {param} > 0\n{indent}// Each thread's first vectors of the row, kept in registers for the loops at {}.\n", k.row.lines(unit));
+    for p in &k.row.pointers {
+        out.push_str(&format!("{indent}typename cutune_bits<{vec} * sizeof({})>::type {}[{param}];\n", p.element, kept_array(unit, p)));
+    }
+    out.push_str("#endif\n");
+    out
+}
+
+fn kept_array(unit: &Unit, p: &KeptPointer) -> String {
+    unit.local_name(&format!("{}_kept", p.pointer))
 }
 
 /// The local type name of a register holding a vector of `element`s: `half_bits`.

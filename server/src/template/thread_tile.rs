@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use tree_sitter::Node;
 
-use super::layout::{indent_step, leading_whitespace};
+use super::layout::{indent_step, leading_whitespace, pragmas_at_margin};
 use super::strategy::{enclosing_function, is_assigned, names_in};
 use super::{line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
@@ -535,22 +535,6 @@ impl<'u, 't> Tiling<'u, 't> {
         let text = self.text();
         !identifiers_in(&text[node.byte_range()]).any(|w| w == "threadIdx" || self.per_thread.contains(w) || w.starts_with("atomic"))
     }
-}
-
-/// Whether the `#pragma unroll` ending at `pragma_end` is one of an earlier templatize's tile
-/// loops (`for (int tm = 0; tm < NAME_TM; ++tm)`): their arrays stay in registers only when
-/// they are unrolled fully, so the pragma is no choice.
-pub(super) fn unrolls_tile_loop(unit: &Unit, pragma_end: usize) -> bool {
-    let next = unit.text()[pragma_end..].trim_start();
-    let Some(header) = next.strip_prefix("for").and_then(|h| h.trim_start().strip_prefix('(')).and_then(|h| h.split(')').next()) else { return false };
-    let bound = header.split(';').nth(1).and_then(|c| c.split('<').nth(1)).map(str::trim).unwrap_or("");
-    let tile = |axis: &str| bound.strip_prefix(&format!("{}_{axis}", unit.prefix)).is_some_and(|rest| rest.is_empty() || rest.strip_prefix('_').is_some_and(|n| n.parse::<u32>().is_ok()));
-    (tile("TM") || tile("TN")) && unit.model.defines.iter().any(|d| d.name == bound)
-}
-
-fn pragmas_at_margin(text: &str) -> bool {
-    let (margin, indented) = text.lines().filter(|l| l.trim_start().starts_with("#pragma")).fold((0, 0), |(m, i), l| if l.starts_with('#') { (m + 1, i) } else { (m, i + 1) });
-    margin > indented
 }
 
 /// The kernel's top-level locals that only name the thread's index: `int tx = threadIdx.x;`,
