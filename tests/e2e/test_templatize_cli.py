@@ -199,3 +199,16 @@ def test_a_row_read_in_several_loops_is_kept_in_registers_and_refused_when_writt
     assert result.returncode == 0, result.stderr
     assert "keep_row_refused.cu:10: note: `x` is used at line 15 between the loops that read its row again: the row is not kept in registers" in result.stderr
     assert "ROW_REGS" not in result.stdout
+
+
+def test_a_warp_per_row_through_cooperative_groups_is_vectorised_and_keeps_its_row(tmp_path: Path):
+    source = copy(tmp_path, FIXTURES / "warp_rows.cu")
+
+    result = cutune("templatize", str(source), "--kernel", "warp_row_rms")
+
+    assert result.returncode == 0, result.stderr
+    assert "applied: vectorize: loop(s) at line 16, 18 load and store `WARP_ROW_RMS_VEC` elements" in result.stderr
+    assert "the loops at lines 16 and 18 keep up to `WARP_ROW_RMS_ROW_REGS` vectors of the row in registers" in result.stderr
+    # Each lane starts where its scalar loop would, times the width, and steps by the tile.
+    assert "for (int i_vec = i_head + (warp.thread_rank() + WARP_ROW_RMS_ROW_REGS * warp.size()) * WARP_ROW_RMS_VEC;" in result.stdout
+    assert "i_vec += warp.size() * WARP_ROW_RMS_VEC) {" in result.stdout

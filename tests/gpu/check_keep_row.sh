@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# GPU suite of the row in registers: the fixture tests/fixtures/template/keep_row.cu (a residual
-# added in place, then two more passes over the sum) templatized by the cutune binary, built with
-# nvcc at vector widths, kept vectors and block sizes where the kept part covers none, some and
-# all of a row, and run by a driver of this script against a CPU reference in double: on row
-# widths that are not multiples of the width and buffers offset by one element (rows whose
-# vectors start mid-row, where the loops' alignment guards must agree). One line per build:
-#   keep_row  NAME=VALUE ...  PASS|FAIL  (worst relative difference)
+# GPU suite of the row in registers: the fixtures tests/fixtures/template/keep_row.cu (a residual
+# added in place, then two more passes over the sum) and warp_rows.cu (a warp of a
+# cooperative-groups tile per row) templatized by the cutune binary, built with nvcc at vector
+# widths, kept vectors and block sizes where the kept part covers none, some and all of a row,
+# and run by drivers of this script against a CPU reference in double: on row widths that are
+# not multiples of the width and buffers offset by one element (rows whose vectors start
+# mid-row, where the loops' alignment guards must agree). One line per build:
+#   FIXTURE  NAME=VALUE ...  PASS|FAIL  (worst relative difference)
 # Exits non-zero if a build or a check fails.
 #   CUTUNE=target/release/cutune bash tests/gpu/check_keep_row.sh
 set -u
@@ -16,9 +17,10 @@ work="$(mktemp -d -t cutune-keep-row.XXXXXX)"
 failed=0
 
 "$cutune" templatize "$repo/tests/fixtures/template/keep_row.cu" --kernel residual_rms_scale > "$work/keep_row.cu" 2> "$work/keep_row.log" || { cat "$work/keep_row.log"; exit 1; }
-grep -q "RESIDUAL_RMS_SCALE_ROW_REGS" "$work/keep_row.cu" || { echo "keep_row: no kept row in the templatized file"; cat "$work/keep_row.log"; exit 1; }
+"$cutune" templatize "$repo/tests/fixtures/template/warp_rows.cu" --kernel warp_row_rms > "$work/warp_rows.cu" 2> "$work/warp_rows.log" || { cat "$work/warp_rows.log"; exit 1; }
+grep -q "RESIDUAL_RMS_SCALE_ROW_REGS" "$work/keep_row.cu" && grep -q "WARP_ROW_RMS_ROW_REGS" "$work/warp_rows.cu" || { echo "keep_row: no kept row in a templatized file"; cat "$work"/*.log; exit 1; }
 
-cat > "$work/main.cu" <<'CU'
+cat > "$work/keep_row_main.cu" <<'CU'
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -59,16 +61,57 @@ int main() {
 }
 CU
 
-# VEC ROW_REGS THREADS: none kept, a few vectors of long rows, every vector of a row (4 × 128 × 4
-# covers 2048 floats), the widest kept part on the narrowest block.
-for set in "1 0 128" "4 0 128" "2 1 128" "4 2 128" "4 4 128" "4 8 128" "2 8 32" "4 8 1024"; do
-  read -r vec kept threads <<<"$set"
-  label="VEC=$vec ROW_REGS=$kept THREADS=$threads"
-  exe="$work/keep_row_${vec}_${kept}_${threads}"
-  if ! "$nvcc" -O3 -arch="${ARCH:-sm_90}" -DRESIDUAL_RMS_SCALE_VEC="$vec" -DRESIDUAL_RMS_SCALE_ROW_REGS="$kept" -DTHREADS="$threads" -I"$work" -o "$exe" "$work/main.cu" > "$exe.log" 2>&1; then
-    printf '%-10s %-36s FAIL (compile)\n' keep_row "$label"; head -15 "$exe.log"; failed=1; continue
+cat > "$work/warp_rows_main.cu" <<'CU'
+#include <cmath>
+#include <cstdio>
+#include <vector>
+#include "warp_rows.cu"
+int main() {
+  double worst = 0;
+  for (int width : {1, 5, 32, 1000, 4099}) {
+    for (int offset : {0, 1, 3}) {
+      const int rows = 37, n = rows * width;
+      std::vector<float> x(n), y(n);
+      for (int i = 0; i < n; ++i) x[i] = (i % 19) * 0.25f - 2.0f;
+      float *dx, *dy;
+      cudaMalloc(&dx, (n + 3) * sizeof(float)); cudaMalloc(&dy, (n + 3) * sizeof(float));
+      cudaMemcpy(dx + offset, x.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemset(dy, 0xff, (n + 3) * sizeof(float));
+      run(dy + offset, dx + offset, rows, width);
+      cudaMemcpy(y.data(), dy + offset, n * sizeof(float), cudaMemcpyDeviceToHost);
+      for (int row = 0; row < rows; ++row) {
+        double squares = 0;
+        for (int c = 0; c < width; ++c) squares += (double)x[row * width + c] * x[row * width + c];
+        const double scale = 1.0 / std::sqrt(squares / width + 1e-6);
+        for (int c = 0; c < width; ++c) {
+          const double want = x[row * width + c] * scale, d = std::fabs(y[row * width + c] - want) / (std::fabs(want) + 1e-3);
+          worst = d <= 1e-4 ? std::fmax(worst, d) : INFINITY;  // NaN too
+        }
+      }
+      cudaFree(dx); cudaFree(dy);
+    }
+  }
+  printf("%.2e %s", worst, cudaGetErrorString(cudaGetLastError()));
+  return worst <= 1e-4 ? 0 : 1;
+}
+CU
+
+# FIXTURE PREFIX VEC ROW_REGS THREADS: none kept, a few vectors of long rows, every vector of a
+# row (4 × 128 × 4 covers 2048 floats), the widest kept part on the narrowest block; a warp's
+# row kept whole (4 × 32 × 8 covers 1024 floats) and in part.
+for set in "keep_row RESIDUAL_RMS_SCALE 1 0 128" "keep_row RESIDUAL_RMS_SCALE 4 0 128" "keep_row RESIDUAL_RMS_SCALE 2 1 128" \
+           "keep_row RESIDUAL_RMS_SCALE 4 2 128" "keep_row RESIDUAL_RMS_SCALE 4 4 128" "keep_row RESIDUAL_RMS_SCALE 4 8 128" \
+           "keep_row RESIDUAL_RMS_SCALE 2 8 32" "keep_row RESIDUAL_RMS_SCALE 4 8 1024" \
+           "warp_rows WARP_ROW_RMS 1 0 -" "warp_rows WARP_ROW_RMS 4 0 -" "warp_rows WARP_ROW_RMS 2 2 -" "warp_rows WARP_ROW_RMS 4 8 -"; do
+  read -r fixture prefix vec kept threads <<<"$set"
+  label="VEC=$vec ROW_REGS=$kept"
+  defines=(-D"${prefix}_VEC=$vec" -D"${prefix}_ROW_REGS=$kept")
+  if [ "$threads" != - ]; then label="$label THREADS=$threads"; defines+=(-DTHREADS="$threads"); fi
+  exe="$work/${fixture}_${vec}_${kept}_${threads}"
+  if ! "$nvcc" -O3 -arch="${ARCH:-sm_90}" "${defines[@]}" -I"$work" -o "$exe" "$work/${fixture}_main.cu" > "$exe.log" 2>&1; then
+    printf '%-10s %-36s FAIL (compile)\n' "$fixture" "$label"; head -15 "$exe.log"; failed=1; continue
   fi
   if result=$("$exe" 2>&1); then status=PASS; else status=FAIL; failed=1; fi
-  printf '%-10s %-36s %s  (%s)\n' keep_row "$label" "$status" "$result"
+  printf '%-10s %-36s %s  (%s)\n' "$fixture" "$label" "$status" "$result"
 done
 exit $failed

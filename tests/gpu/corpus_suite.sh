@@ -21,6 +21,7 @@ status=0
 # project folder (under $corpus), file (under the project), kernel
 cases=(
   "llm.c dev/cuda/layernorm_forward.cu layernorm_forward_kernel3"
+  "llm.c dev/cuda/layernorm_forward.cu layernorm_forward_kernel4"
   "llm.c dev/cuda/softmax_forward.cu softmax_forward_online_kernel8"
   "llm.c dev/cuda/gelu_forward.cu gelu_forward_kernel2"
   "llm.c dev/cuda/matmul_forward.cu matmul_forward_kernel1"

@@ -6,7 +6,7 @@
 
 use tree_sitter::Node;
 
-use super::strategy::{is_assigned, is_row_loop, names_in, normalized, plain_element, SimpleLoop};
+use super::strategy::{is_assigned, names_in, normalized, plain_element, walks_row, SimpleLoop};
 use super::{Note, Unit};
 use crate::syntax::identifiers_in;
 
@@ -68,7 +68,7 @@ pub(super) fn plan(unit: &Unit, loops: &[WalkedRow]) -> Result<Option<KeptRow>, 
         a.node.parent().map(|p| p.id()) == b.node.parent().map(|p| p.id())
             && [(&a.var_type, &b.var_type), (&a.start, &b.start), (&a.end, &b.end), (&a.step, &b.step)].iter().all(|(x, y)| normalized(x) == normalized(y))
     };
-    let row_loops: Vec<&WalkedRow> = loops.iter().filter(|r| is_row_loop(unit, r.walk)).collect();
+    let row_loops: Vec<&WalkedRow> = loops.iter().filter(|r| walks_row(unit, r.walk)).collect();
     for (at, first) in row_loops.iter().enumerate() {
         let group: Vec<&WalkedRow> = row_loops[at..].iter().copied().filter(|r| walks_alike(first.walk, r.walk)).collect();
         if group.len() < 2 || row_loops[..at].iter().any(|r| walks_alike(first.walk, r.walk)) {

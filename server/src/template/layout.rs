@@ -55,11 +55,13 @@ pub(super) fn operand(expr: &str) -> String {
 }
 
 /// `expr` as a factor of a product (`expr * V`, `n + expr`): bare when it is a name, a member
-/// (`threadIdx.x`), a number or already a product of those, else in parentheses.
+/// (`threadIdx.x`), a member call without arguments, a number or already a product of those,
+/// else in parentheses.
 pub(super) fn factor(expr: &str) -> String {
     let expr = expr.trim();
     let simple = expr.split('*').all(|part| {
         let part = part.trim();
+        let part = part.strip_suffix("()").unwrap_or(part);
         !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
     });
     if simple { expr.to_string() } else { format!("({expr})") }
@@ -128,6 +130,8 @@ mod tests {
         assert_eq!(factor("blockDim.x * gridDim.x"), "blockDim.x * gridDim.x");
         assert_eq!(factor("blockIdx.x * blockDim.x + threadIdx.x"), "(blockIdx.x * blockDim.x + threadIdx.x)");
         assert_eq!(factor("n / 2"), "(n / 2)");
+        assert_eq!(factor("warp.thread_rank()"), "warp.thread_rank()");
+        assert_eq!(factor("f(n)"), "(f(n))");
     }
 
     #[test]

@@ -391,10 +391,8 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
         };
         reports.push(report);
     }
-    let mut inferred = scaffold::infer(&original, &current, kernel, params, restrictions, slice_options, hosts, captured_block);
-    if let Some(launch) = inferred.launch.as_mut().filter(|l| l.other_file.is_none()) {
-        launch.line = origins.original(launch.line - 1) + 1;
-    }
+    let around = scaffold::Surroundings { hosts, captured_block, origins: &origins };
+    let inferred = scaffold::infer(&original, &current, kernel, params, restrictions, slice_options, &around);
     reports.push(launch_report(&inferred));
     let spec = inferred.spec;
     let edits = line_edits(text, current.text());

@@ -11,6 +11,7 @@ use tree_sitter::Node;
 use super::bounds::guarded_length;
 use super::host::{HostContext, HostFile, LaunchChoice};
 use super::texture;
+use super::LineOrigins;
 use crate::slice::{device_slice, SliceOptions};
 use crate::spec::{expr, sha256_hex, ArgSpec, Baseline, Compare, Dtype, Init, KernelSpec, ParamKind, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
 use crate::syntax::host::{declared_name, driver_launches};
@@ -35,11 +36,21 @@ pub struct LaunchFound {
     pub held: Vec<String>,
 }
 
+/// What the spec is inferred with besides the two documents.
+pub struct Surroundings<'a> {
+    /// The host code of the workspace's other files, nearest first.
+    pub hosts: &'a [HostDocument],
+    /// The block of a launch `cutune profile` captured, when there is one: the value of a block
+    /// the host code sets where it cannot be followed (a class member).
+    pub captured_block: Option<[u32; 3]>,
+    /// Where the templatized file's lines stood in the user's file.
+    pub origins: &'a LineOrigins,
+}
+
 /// Builds the spec of `kernel` from the templatized document and the host code of the other
 /// files given (the workspace's); `original` gives the baseline.
-/// `captured_block` is the block of a launch `cutune profile` captured, when there is one: the
-/// value of a block the host code sets where it cannot be followed (a class member).
-pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params: Vec<ParamSpec>, mut restrictions: Vec<String>, slice_options: &SliceOptions, hosts: &[HostDocument], captured_block: Option<[u32; 3]>) -> Inferred {
+pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params: Vec<ParamSpec>, mut restrictions: Vec<String>, slice_options: &SliceOptions, around: &Surroundings) -> Inferred {
+    let Surroundings { hosts, captured_block, origins } = *around;
     let model = templated.model();
     let k = model.kernel(kernel).expect("templatize keeps the kernel");
     let found = find_launch(templated, hosts, kernel);
@@ -47,6 +58,9 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let launch = site.map(|(_, l)| l);
     let files = host_files(templated, slice_options.file.as_deref(), hosts);
     let host = site.and_then(|(doc, l)| HostContext::new(&files, doc, l));
+    // A launch in the kernel's own file stands where templatize's rewrites moved it.
+    let in_kernel_file = site.is_some_and(|(doc, _)| std::ptr::eq(doc, templated));
+    let user_line = |l: &LaunchSite| if in_kernel_file { origins.original(l.span.start.line) + 1 } else { l.span.start.line + 1 };
 
     let (mut grid, mut block) = match (launch, &host) {
         (Some(l), Some(h)) => {
@@ -136,7 +150,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         // `__shared__` arrays: those are laid out for that block (a 32 × 9 tile of sums), and
         // another block would read past them.
         if choices.is_empty() && k.shared.iter().all(|s| s.is_extern) {
-            let (literal, threads_bound) = literal_block_choices(kernel, l, &mut grid, &mut block);
+            let (literal, threads_bound) = literal_block_choices(kernel, user_line(l), &mut grid, &mut block);
             choices.extend(literal);
             restrictions.extend(threads_bound);
         }
@@ -225,7 +239,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let source = device_slice(original, kernel, &slice_options.clone().with_template_args(&template_args)).map(|s| s.source).unwrap_or_else(|_| original.text().to_string());
     let launch_found = site.map(|(doc, l)| LaunchFound {
         other_file: hosts.iter().find(|h| std::ptr::eq(&h.document, doc)).map(|h| h.path.clone()),
-        line: l.span.start.line + 1,
+        line: user_line(l),
         choices,
         held,
     });
@@ -439,9 +453,8 @@ fn block_values(block: &[String], name: &str, default: i64) -> Vec<i64> {
 /// The literal extents of a block (`k<<<blocks, 256>>>` in `runner.cu`, `dim3 block(16, 16)`)
 /// as launch parameters, each tied into the grid's extent on its axis where that divides by it;
 /// with the bounds on a block's threads when there are two or more.
-fn literal_block_choices(kernel: &str, launch: &LaunchSite, grid: &mut [String], block: &mut [String]) -> (Vec<ParamSpec>, Vec<String>) {
+fn literal_block_choices(kernel: &str, line: u32, grid: &mut [String], block: &mut [String]) -> (Vec<ParamSpec>, Vec<String>) {
     let prefix = super::param_prefix(kernel);
-    let line = launch.span.start.line + 1;
     // A 1-D block computed around one literal (`min(256, n)`, from a helper's argument): the
     // literal is the choice.
     if let [only] = block {

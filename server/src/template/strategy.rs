@@ -44,6 +44,35 @@ pub(super) fn is_row_loop(unit: &Unit, l: &SimpleLoop) -> bool {
     is_thread_index(unit, l.start.trim()) && normalized(&l.step) == "blockDim.x"
 }
 
+/// A row loop of a block's threads, or of a warp's lanes: `for (i = lane; i < n; i += 32)` with
+/// the lane a local set once to `threadIdx.x % 32` (or `& 31`, `% WARP_SIZE`), or a cooperative
+/// group's `for (i = warp.thread_rank(); i < n; i += warp.size())` (llm.c's kernels).
+pub(super) fn walks_row(unit: &Unit, l: &SimpleLoop) -> bool {
+    let step = normalized(&l.step);
+    if let Some(group) = normalized(&l.start).strip_suffix(".thread_rank()") {
+        return step == format!("{group}.size()");
+    }
+    is_row_loop(unit, l) || matches!(step.as_str(), "32" | "WARP_SIZE" | "warpSize") && is_local_of(unit, l.start.trim(), is_lane_index)
+}
+
+fn is_lane_index(value: &str) -> bool {
+    matches!(value, "threadIdx.x%32" | "threadIdx.x&31" | "threadIdx.x%WARP_SIZE" | "threadIdx.x%warpSize")
+}
+
+/// Whether `name` is `what` (normalised), or a local of the kernel set once to it and never
+/// assigned.
+fn is_local_of(unit: &Unit, name: &str, what: fn(&str) -> bool) -> bool {
+    if what(&normalized(name)) {
+        return true;
+    }
+    let Some(body) = unit.body() else { return false };
+    let text = unit.text();
+    let set = descendants(body).filter(|n| n.kind() == "init_declarator").any(|d| {
+        d.child_by_field_name("declarator").is_some_and(|n| &text[n.byte_range()] == name) && d.child_by_field_name("value").is_some_and(|v| what(&normalized(&text[v.byte_range()])))
+    });
+    set && !names_in(text, body, name).into_iter().any(|n| is_assigned(text, n))
+}
+
 fn is_grid_stride_step(text: &str) -> bool {
     matches!(normalized(text).as_str(), "blockDim.x*gridDim.x" | "gridDim.x*blockDim.x")
 }
@@ -265,7 +294,7 @@ impl Transform for VectorizeRowLoops {
             .into_iter()
             .filter(|n| !inside_rewrite(unit, *n, "1"))
             .filter_map(|n| simple_loop(text, n))
-            .filter(|l| is_row_loop(unit, l) || is_grid_stride_start(&l.start) && is_grid_stride_step(&l.step))
+            .filter(|l| walks_row(unit, l) || is_grid_stride_start(&l.start) && is_grid_stride_step(&l.step))
             .collect();
         if row_loops.is_empty() {
             return Outcome::NotApplicable("no row loop `for (i = threadIdx.x; i < n; i += blockDim.x)` or grid-stride loop left to vectorise".into());
@@ -548,15 +577,7 @@ pub(super) fn shuffling_functions(unit: &Unit) -> Vec<String> {
 /// Whether `name` is `threadIdx.x`, or a local of the kernel set to it once and never assigned
 /// again (`const int tid = threadIdx.x;`).
 pub(super) fn is_thread_index(unit: &Unit, name: &str) -> bool {
-    if normalized(name) == "threadIdx.x" {
-        return true;
-    }
-    let Some(body) = unit.body() else { return false };
-    let text = unit.text();
-    let set = descendants(body).filter(|n| n.kind() == "init_declarator").any(|d| {
-        d.child_by_field_name("declarator").is_some_and(|n| &text[n.byte_range()] == name) && d.child_by_field_name("value").is_some_and(|v| normalized(&text[v.byte_range()]) == "threadIdx.x")
-    });
-    set && !names_in(text, body, name).into_iter().any(|n| is_assigned(text, n))
+    is_local_of(unit, name, |value| value == "threadIdx.x")
 }
 
 /// The `p[i]` whose index is exactly the node `index`.
