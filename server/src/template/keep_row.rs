@@ -6,14 +6,14 @@
 
 use tree_sitter::Node;
 
-use super::strategy::{is_assigned, names_in, normalized, plain_element, walks_row, SimpleLoop};
+use super::strategy::{is_assigned, names_in, normalized, plain_element, walks_row, Access, SimpleLoop};
 use super::{Note, Unit};
 use crate::syntax::identifiers_in;
 
 /// A row loop that vectorise rewrites, with the pointers it reads and writes at `[i]`.
 pub(super) struct WalkedRow<'a, 't> {
     pub(super) walk: &'a SimpleLoop<'t>,
-    pub(super) pointers: Vec<(String, String, bool)>,
+    pub(super) accesses: &'a [Access],
 }
 
 /// Loops of one row, walked the same way by each thread, and the pointers whose vectors a
@@ -99,7 +99,7 @@ pub(super) fn plan(unit: &Unit, loops: &[WalkedRow]) -> Result<Option<KeptRow>, 
                 });
             }
         }
-        let filled_by = |pointer: &str| group.iter().find(|r| r.pointers.iter().any(|(p, _, _)| p == pointer)).expect("a kept pointer is in a loop").walk.node.start_byte();
+        let filled_by = |pointer: &str| group.iter().find(|r| r.accesses.iter().any(|a| a.pointer == pointer)).expect("a kept pointer is in a loop").walk.node.start_byte();
         let pointers = pointers.into_iter().map(|(pointer, element)| KeptPointer { filled_by: filled_by(&pointer), pointer, element: plain_element(&element) }).collect();
         return Ok(Some(KeptRow { loops: group.iter().map(|r| r.walk.node.start_byte()).collect(), pointers }));
     }
@@ -112,12 +112,12 @@ fn read_again(group: &[&WalkedRow]) -> Vec<(String, String)> {
     let mut seen: Vec<&str> = Vec::new();
     let mut again: Vec<(String, String)> = Vec::new();
     for row in group {
-        for (pointer, element, read) in &row.pointers {
-            if *read && seen.contains(&pointer.as_str()) && !again.iter().any(|(p, _)| p == pointer) {
-                again.push((pointer.clone(), element.clone()));
+        for a in row.accesses {
+            if a.read && seen.contains(&a.pointer.as_str()) && !again.iter().any(|(p, _)| *p == a.pointer) {
+                again.push((a.pointer.clone(), a.element.clone()));
             }
         }
-        seen.extend(row.pointers.iter().map(|(p, _, _)| p.as_str()));
+        seen.extend(row.accesses.iter().map(|a| a.pointer.as_str()));
     }
     again
 }

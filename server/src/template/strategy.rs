@@ -274,11 +274,11 @@ fn has_top_level_comma(expr: &str) -> bool {
 
 /// A pointer the loop accesses as `p[i]`, with its element type.
 #[derive(Clone)]
-struct Access {
-    pointer: String,
-    element: String,
+pub(super) struct Access {
+    pub(super) pointer: String,
+    pub(super) element: String,
     element_bytes: u64,
-    read: bool,
+    pub(super) read: bool,
     written: bool,
 }
 
@@ -323,7 +323,7 @@ impl Transform for VectorizeRowLoops {
         let walked: Vec<WalkedRow> = accepted
             .iter()
             .filter_map(|(l, plan)| match plan {
-                LoopPlan::Direct(accesses) => Some(WalkedRow { walk: l, pointers: accesses.iter().map(|a| (a.pointer.clone(), a.element.clone(), a.read)).collect() }),
+                LoopPlan::Direct(accesses) => Some(WalkedRow { walk: l, accesses }),
                 LoopPlan::Lanes(_) => None,
             })
             .collect();
