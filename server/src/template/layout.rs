@@ -90,6 +90,12 @@ pub(super) fn for_header(indent: &str, init: &str, condition: &str, update: &str
     format!("{indent}for ({}\n{align}{}\n{align}{}", clauses[0], clauses[1], clauses[2])
 }
 
+/// Whether the file writes its `#pragma`s at the margin rather than indented with the code.
+pub(super) fn pragmas_at_margin(text: &str) -> bool {
+    let (margin, indented) = text.lines().filter(|l| l.trim_start().starts_with("#pragma")).fold((0, 0), |(m, i), l| if l.starts_with('#') { (m + 1, i) } else { (m, i + 1) });
+    margin > indented
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,10 +151,4 @@ mod tests {
         assert!(lines[0].ends_with("== 0 &&") && lines[2].ends_with("== 0;"), "{long}");
         assert_eq!(lines[1].find('('), lines[0].find('('));
     }
-}
-
-/// Whether the file writes its `#pragma`s at the margin rather than indented with the code.
-pub(super) fn pragmas_at_margin(text: &str) -> bool {
-    let (margin, indented) = text.lines().filter(|l| l.trim_start().starts_with("#pragma")).fold((0, 0), |(m, i), l| if l.starts_with('#') { (m + 1, i) } else { (m, i + 1) });
-    margin > indented
 }

@@ -613,9 +613,9 @@ fn whole_blocks(grid: &[String], sizes: &BTreeSet<String>, params: &[ParamSpec],
         .filter_map(|extent| {
             let (size, divisor) = extent.split_once("//").map(|(n, d)| (n.trim(), d.trim()))?;
             let divisor_expr = expr::parse(divisor).ok()?;
-            let moves = divisor_expr.names().iter().any(|(name, _)| default(name).is_some());
-            let only_params = divisor_expr.names().iter().all(|(name, _)| default(name).is_some());
-            if !sizes.contains(size) || !moves || !only_params {
+            let names = divisor_expr.names();
+            // A divisor of parameters alone (not a literal): it moves with the configuration.
+            if !sizes.contains(size) || names.is_empty() || names.iter().any(|(name, _)| default(name).is_none()) {
                 return None;
             }
             let block = divisor_expr.eval_integer(&|name| default(name)).ok().filter(|b| *b > 0)?;
