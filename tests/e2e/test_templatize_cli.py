@@ -201,6 +201,34 @@ def test_a_row_read_in_several_loops_is_kept_in_registers_and_refused_when_writt
     assert "ROW_REGS" not in result.stdout
 
 
+def test_a_row_is_kept_across_preprocessor_branches_and_read_from_memory_where_a_branch_skips_it(tmp_path: Path):
+    # Online softmax writes its one pass and the two it replaces in `#if` branches: each fills
+    # the registers in its branch, and the pass that writes the output, after both, reads them.
+    softmax = copy(tmp_path, EXAMPLES / "softmax.cu")
+
+    result = cutune("templatize", str(softmax), "--kernel", "softmax_kernel")
+
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    declared = out.index("x_kept[SOFTMAX_ROW_REGS];")
+    assert declared < out.index("#if SOFTMAX_ONLINE == 0"), "the registers are declared above both branches"
+    assert out.count("x_kept[j_kept] = x_v_bits;") == 2, "the max pass and the one pass each fill them"
+    assert out.count("half_bits x_v_bits = x_kept[j_kept];") == 2, "the sum pass and the output pass read them"
+    assert "the loops at lines 72 and 80 keep up to `SOFTMAX_ROW_REGS`" in result.stderr
+
+    # Without `CENTRED` the last pass is the row's first: it reads memory, and keeps nothing
+    # since no pass follows.
+    branches = copy(tmp_path, FIXTURES / "keep_row_branches.cu")
+    result = cutune("templatize", str(branches), "--kernel", "scale_row")
+
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.count("float_bits x_v_bits = x_kept[i_kept];") == 1, "only the second pass under CENTRED reads the kept row"
+    assert out.count("x_kept[i_kept] = x_v_bits;") == 1, "only the first pass fills it"
+    last_pass = out[out.rindex("#if SCALE_ROW_VEC == 1"):]
+    assert "x_kept" not in last_pass
+
+
 def test_a_warp_per_row_through_cooperative_groups_is_vectorised_and_keeps_its_row(tmp_path: Path):
     source = copy(tmp_path, FIXTURES / "warp_rows.cu")
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU suite of the row in registers: the fixtures tests/fixtures/template/keep_row.cu (a residual
-# added in place, then two more passes over the sum) and warp_rows.cu (a warp of a
-# cooperative-groups tile per row) templatized by the cutune binary, built with nvcc at vector
+# added in place, then two more passes over the sum), warp_rows.cu (a warp of a
+# cooperative-groups tile per row) and keep_row_branches.cu (two passes under `#ifdef CENTRED`,
+# built with and without it, before the pass that writes) templatized by the cutune binary, built with nvcc at vector
 # widths, kept vectors and block sizes where the kept part covers none, some and all of a row,
 # and run by drivers of this script against a CPU reference in double: on row widths that are
 # not multiples of the width and buffers offset by one element (rows whose vectors start
@@ -18,7 +19,8 @@ failed=0
 
 "$cutune" templatize "$repo/tests/fixtures/template/keep_row.cu" --kernel residual_rms_scale > "$work/keep_row.cu" 2> "$work/keep_row.log" || { cat "$work/keep_row.log"; exit 1; }
 "$cutune" templatize "$repo/tests/fixtures/template/warp_rows.cu" --kernel warp_row_rms > "$work/warp_rows.cu" 2> "$work/warp_rows.log" || { cat "$work/warp_rows.log"; exit 1; }
-grep -q "RESIDUAL_RMS_SCALE_ROW_REGS" "$work/keep_row.cu" && grep -q "WARP_ROW_RMS_ROW_REGS" "$work/warp_rows.cu" || { echo "keep_row: no kept row in a templatized file"; cat "$work"/*.log; exit 1; }
+"$cutune" templatize "$repo/tests/fixtures/template/keep_row_branches.cu" --kernel scale_row > "$work/keep_row_branches.cu" 2> "$work/keep_row_branches.log" || { cat "$work/keep_row_branches.log"; exit 1; }
+grep -q "RESIDUAL_RMS_SCALE_ROW_REGS" "$work/keep_row.cu" && grep -q "WARP_ROW_RMS_ROW_REGS" "$work/warp_rows.cu" && grep -q "SCALE_ROW_ROW_REGS" "$work/keep_row_branches.cu" || { echo "keep_row: no kept row in a templatized file"; cat "$work"/*.log; exit 1; }
 
 cat > "$work/keep_row_main.cu" <<'CU'
 #include <cmath>
@@ -96,18 +98,63 @@ int main() {
 }
 CU
 
+cat > "$work/keep_row_branches_main.cu" <<'CU'
+#include <cmath>
+#include <cstdio>
+#include <vector>
+#include "keep_row_branches.cu"
+int main() {
+  double worst = 0;
+  const float gain = 1.5f;
+  for (int width : {1, 5, 8, 1000, 4099}) {
+    for (int offset : {0, 1, 3}) {
+      const int rows = 23, n = rows * width;
+      std::vector<float> x(n), y(n);
+      for (int i = 0; i < n; ++i) x[i] = (i % 17) * 0.25f - 1.5f;
+      float *dx, *dy;
+      cudaMalloc(&dx, (n + 3) * sizeof(float)); cudaMalloc(&dy, (n + 3) * sizeof(float));
+      cudaMemcpy(dx + offset, x.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemset(dy, 0xff, (n + 3) * sizeof(float));
+      run(dy + offset, dx + offset, gain, rows, width);
+      cudaMemcpy(y.data(), dy + offset, n * sizeof(float), cudaMemcpyDeviceToHost);
+      for (int row = 0; row < rows; ++row) {
+        const float* r = &x[row * width];
+        double mean = 0, scale = gain;
+#ifdef CENTRED
+        for (int c = 0; c < width; ++c) mean += r[c];
+        mean /= width;
+        double squares = 0;
+        for (int c = 0; c < width; ++c) squares += (r[c] - mean) * (r[c] - mean);
+        scale = gain / std::sqrt(squares / width + 1e-6);
+#endif
+        for (int c = 0; c < width; ++c) {
+          const double want = (r[c] - mean) * scale, d = std::fabs(y[row * width + c] - want) / (std::fabs(want) + 1e-2);
+          worst = d <= 1e-3 ? std::fmax(worst, d) : INFINITY;  // NaN too
+        }
+      }
+      cudaFree(dx); cudaFree(dy);
+    }
+  }
+  printf("%.2e %s", worst, cudaGetErrorString(cudaGetLastError()));
+  return worst <= 1e-3 ? 0 : 1;
+}
+CU
+
 # FIXTURE PREFIX VEC ROW_REGS THREADS: none kept, a few vectors of long rows, every vector of a
 # row (4 × 128 × 4 covers 2048 floats), the widest kept part on the narrowest block; a warp's
 # row kept whole (4 × 32 × 8 covers 1024 floats) and in part.
 for set in "keep_row RESIDUAL_RMS_SCALE 1 0 128" "keep_row RESIDUAL_RMS_SCALE 4 0 128" "keep_row RESIDUAL_RMS_SCALE 2 1 128" \
            "keep_row RESIDUAL_RMS_SCALE 4 2 128" "keep_row RESIDUAL_RMS_SCALE 4 4 128" "keep_row RESIDUAL_RMS_SCALE 4 8 128" \
            "keep_row RESIDUAL_RMS_SCALE 2 8 32" "keep_row RESIDUAL_RMS_SCALE 4 8 1024" \
-           "warp_rows WARP_ROW_RMS 1 0 -" "warp_rows WARP_ROW_RMS 4 0 -" "warp_rows WARP_ROW_RMS 2 2 -" "warp_rows WARP_ROW_RMS 4 8 -"; do
-  read -r fixture prefix vec kept threads <<<"$set"
+           "warp_rows WARP_ROW_RMS 1 0 -" "warp_rows WARP_ROW_RMS 4 0 -" "warp_rows WARP_ROW_RMS 2 2 -" "warp_rows WARP_ROW_RMS 4 8 -" \
+           "keep_row_branches SCALE_ROW 4 0 256 CENTRED" "keep_row_branches SCALE_ROW 4 2 256 CENTRED" "keep_row_branches SCALE_ROW 2 8 64 CENTRED" \
+           "keep_row_branches SCALE_ROW 4 2 256" "keep_row_branches SCALE_ROW 2 8 64"; do
+  read -r fixture prefix vec kept threads macro <<<"$set"
   label="VEC=$vec ROW_REGS=$kept"
   defines=(-D"${prefix}_VEC=$vec" -D"${prefix}_ROW_REGS=$kept")
-  if [ "$threads" != - ]; then label="$label THREADS=$threads"; defines+=(-DTHREADS="$threads"); fi
-  exe="$work/${fixture}_${vec}_${kept}_${threads}"
+  if [ "$threads" != - ]; then label="$label THREADS=$threads"; defines+=(-DTHREADS="$threads" -D"${prefix}_BLOCK_SIZE=$threads"); fi
+  if [ -n "$macro" ]; then label="$label $macro"; defines+=(-D"$macro"); fi
+  exe="$work/${fixture}_${vec}_${kept}_${threads}_${macro}"
   if ! "$nvcc" -O3 -arch="${ARCH:-sm_90}" "${defines[@]}" -I"$work" -o "$exe" "$work/${fixture}_main.cu" > "$exe.log" 2>&1; then
     printf '%-10s %-36s FAIL (compile)\n' "$fixture" "$label"; head -15 "$exe.log"; failed=1; continue
   fi

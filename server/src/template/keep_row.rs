@@ -6,8 +6,8 @@
 
 use tree_sitter::Node;
 
-use super::strategy::{is_assigned, names_in, normalized, plain_element, walks_row, Access, SimpleLoop};
-use super::{Note, Unit};
+use super::strategy::{is_assigned, loop_start_with_pragmas, names_in, normalized, plain_element, walks_row, Access, SimpleLoop};
+use super::{line_start, Note, Unit};
 use crate::syntax::identifiers_in;
 
 /// A row loop that vectorise rewrites, with the pointers it reads and writes at `[i]`.
@@ -22,13 +22,17 @@ pub(super) struct KeptRow {
     /// Start bytes of the loops, in order.
     pub(super) loops: Vec<usize>,
     pub(super) pointers: Vec<KeptPointer>,
+    /// The loops (start bytes) that take a pointer's vectors from the registers: in every
+    /// preprocessor branch where the loop is compiled, an earlier loop of the row touched it.
+    kept_reads: Vec<(usize, String)>,
+    /// Where the registers are declared: the start of the line of the first loop, or of the
+    /// outermost `#if` around it, so that the loops of every branch see them.
+    pub(super) declare_at: usize,
 }
 
 pub(super) struct KeptPointer {
     pub(super) pointer: String,
     pub(super) element: String,
-    /// The loop that fills the registers: the first that touches the pointer.
-    pub(super) filled_by: usize,
 }
 
 impl KeptRow {
@@ -39,7 +43,13 @@ impl KeptRow {
     /// Whether loop `l` takes `pointer`'s vectors from the registers (an earlier loop filled
     /// them), rather than from memory.
     pub(super) fn reads_kept(&self, l: &SimpleLoop, pointer: &str) -> bool {
-        self.pointers.iter().any(|p| p.pointer == pointer && p.filled_by < l.node.start_byte())
+        self.kept_reads.iter().any(|(at, p)| *at == l.node.start_byte() && p == pointer)
+    }
+
+    /// Whether a loop after `l` takes `pointer`'s vectors from the registers: what `l` loads or
+    /// stores of it is worth keeping.
+    pub(super) fn read_later(&self, l: &SimpleLoop, pointer: &str) -> bool {
+        self.kept_reads.iter().any(|(at, p)| *at > l.node.start_byte() && p == pointer)
     }
 
     /// Where the loops stand in the user's file: `lines 33 and 47`, or `line 72` for loops an
@@ -59,13 +69,14 @@ impl KeptRow {
     }
 }
 
-/// The first set of sibling loops that walk one row the same way and read a pointer again, or
-/// `None` when no loop reads what an earlier one read or wrote; a note when one does but the
-/// vectors cannot be kept with certainty.
+/// The first set of loops that walk one row the same way, in one block (across the branches of
+/// an `#if`, such as online softmax's one pass and its two, before the pass that writes), and
+/// read a pointer again; `None` when no loop reads what an earlier one read or wrote; a note
+/// when one does but the vectors cannot be kept with certainty.
 pub(super) fn plan(unit: &Unit, loops: &[WalkedRow]) -> Result<Option<KeptRow>, Note> {
     let text = unit.text();
     let walks_alike = |a: &SimpleLoop, b: &SimpleLoop| {
-        a.node.parent().map(|p| p.id()) == b.node.parent().map(|p| p.id())
+        enclosing_block(a.node).map(|p| p.id()) == enclosing_block(b.node).map(|p| p.id())
             && [(&a.var_type, &b.var_type), (&a.start, &b.start), (&a.end, &b.end), (&a.step, &b.step)].iter().all(|(x, y)| normalized(x) == normalized(y))
     };
     let row_loops: Vec<&WalkedRow> = loops.iter().filter(|r| walks_row(unit, r.walk)).collect();
@@ -74,7 +85,14 @@ pub(super) fn plan(unit: &Unit, loops: &[WalkedRow]) -> Result<Option<KeptRow>, 
         if group.len() < 2 || row_loops[..at].iter().any(|r| walks_alike(first.walk, r.walk)) {
             continue;
         }
-        let pointers = read_again(&group);
+        let Some(kept_reads) = kept_reads(&group) else { continue };
+        let mut pointers: Vec<(String, String)> = Vec::new();
+        for (_, pointer) in &kept_reads {
+            let access = group.iter().flat_map(|r| r.accesses).find(|a| a.pointer == *pointer).expect("a kept pointer is in a loop");
+            if !pointers.iter().any(|(p, _)| p == pointer) {
+                pointers.push((pointer.clone(), access.element.clone()));
+            }
+        }
         if pointers.is_empty() {
             continue;
         }
@@ -99,25 +117,114 @@ pub(super) fn plan(unit: &Unit, loops: &[WalkedRow]) -> Result<Option<KeptRow>, 
                 });
             }
         }
-        let filled_by = |pointer: &str| group.iter().find(|r| r.accesses.iter().any(|a| a.pointer == pointer)).expect("a kept pointer is in a loop").walk.node.start_byte();
-        let pointers = pointers.into_iter().map(|(pointer, element)| KeptPointer { filled_by: filled_by(&pointer), pointer, element: plain_element(&element) }).collect();
-        return Ok(Some(KeptRow { loops: group.iter().map(|r| r.walk.node.start_byte()).collect(), pointers }));
+        let pointers = pointers.into_iter().map(|(pointer, element)| KeptPointer { pointer, element: plain_element(&element) }).collect();
+        let anchor = outermost_branch(first.walk.node).map_or_else(|| loop_start_with_pragmas(text, first.walk.node.start_byte()), |b| line_start(text, b.start_byte()));
+        return Ok(Some(KeptRow { loops: group.iter().map(|r| r.walk.node.start_byte()).collect(), pointers, kept_reads, declare_at: anchor }));
     }
     Ok(None)
 }
 
-/// The pointers that a loop of `group` reads after an earlier loop of it read or wrote them,
-/// with their element types.
-fn read_again(group: &[&WalkedRow]) -> Vec<(String, String)> {
-    let mut seen: Vec<&str> = Vec::new();
-    let mut again: Vec<(String, String)> = Vec::new();
-    for row in group {
-        for a in row.accesses {
-            if a.read && seen.contains(&a.pointer.as_str()) && !again.iter().any(|(p, _)| *p == a.pointer) {
-                again.push((a.pointer.clone(), a.element.clone()));
+/// The block a statement is in, through the preprocessor's branches, which are no scope.
+fn enclosing_block(node: Node) -> Option<Node> {
+    let mut parent = node.parent();
+    while let Some(p) = parent.filter(|p| p.kind().starts_with("preproc_")) {
+        parent = p.parent();
+    }
+    parent
+}
+
+/// The outermost `#if` (or `#ifdef`) around `node` within its block.
+fn outermost_branch(node: Node) -> Option<Node> {
+    let mut outermost = None;
+    let mut parent = node.parent();
+    while let Some(p) = parent.filter(|p| p.kind().starts_with("preproc_")) {
+        if matches!(p.kind(), "preproc_if" | "preproc_ifdef") {
+            outermost = Some(p);
+        }
+        parent = p.parent();
+    }
+    outermost
+}
+
+/// Most combinations of preprocessor branches a row's loops are read under.
+const MAX_CONFIGURATIONS: usize = 64;
+
+/// The (loop, pointer) pairs where the loop may read the pointer's vectors from registers: in
+/// every combination of the `#if` branches around the loops where that loop is compiled, an
+/// earlier loop of `group` touches the pointer (and so loaded or stored its vectors there).
+/// `None` when the branches have too many combinations to read.
+fn kept_reads(group: &[&WalkedRow]) -> Option<Vec<(usize, String)>> {
+    let branchings: Vec<Branching> = {
+        let mut all: Vec<Branching> = Vec::new();
+        for row in group {
+            for b in branchings_around(row.walk.node) {
+                if !all.iter().any(|a| a.id == b.id) {
+                    all.push(b);
+                }
             }
         }
-        seen.extend(row.accesses.iter().map(|a| a.pointer.as_str()));
+        all
+    };
+    let count = branchings.iter().try_fold(1usize, |n, b| n.checked_mul(b.options).filter(|n| *n <= MAX_CONFIGURATIONS))?;
+    let mut reads: Vec<(usize, String)> = Vec::new();
+    let mut first_touch: Vec<(usize, String)> = Vec::new();
+    for configuration in 0..count {
+        let mut chosen = Vec::with_capacity(branchings.len());
+        let mut rest = configuration;
+        for b in &branchings {
+            chosen.push((b.id, rest % b.options));
+            rest /= b.options;
+        }
+        let compiled = |row: &WalkedRow| branchings_around(row.walk.node).iter().all(|b| chosen.contains(&(b.id, b.taken)));
+        let mut touched: Vec<&str> = Vec::new();
+        for row in group.iter().filter(|r| compiled(r)) {
+            let start = row.walk.node.start_byte();
+            for a in row.accesses {
+                let pair = (start, a.pointer.clone());
+                if touched.contains(&a.pointer.as_str()) {
+                    if a.read && !reads.contains(&pair) {
+                        reads.push(pair);
+                    }
+                } else if !first_touch.contains(&pair) {
+                    first_touch.push(pair);
+                }
+            }
+            touched.extend(row.accesses.iter().map(|a| a.pointer.as_str()));
+        }
     }
-    again
+    // A loop that is the first to touch the pointer in some combination reads it from memory.
+    reads.retain(|pair| !first_touch.contains(pair));
+    Some(reads)
+}
+
+/// One `#if` around a loop: its branches, and the one the loop is in.
+struct Branching {
+    id: usize,
+    /// How many branches: the `#if`, each `#elif` and the `#else`, or an empty one where
+    /// there is no `#else`.
+    options: usize,
+    /// The branch the loop is in.
+    taken: usize,
+}
+
+/// The `#if`s around `node` within its block, innermost first.
+fn branchings_around(node: Node) -> Vec<Branching> {
+    let mut out = Vec::new();
+    let mut parent = node.parent();
+    while let Some(p) = parent.filter(|p| p.kind().starts_with("preproc_")) {
+        if matches!(p.kind(), "preproc_if" | "preproc_ifdef") {
+            // The chain of parts: the `#if` itself, then each `alternative` in turn.
+            let mut parts = vec![p];
+            while let Some(next) = parts.last().and_then(|last| last.child_by_field_name("alternative")) {
+                parts.push(next);
+            }
+            let has_else = parts.last().is_some_and(|last| last.kind() == "preproc_else");
+            // The parts nest (each `alternative` is inside the part before it): the loop's is
+            // the innermost that holds it.
+            let taken = parts.iter().rposition(|part| part.byte_range().contains(&node.start_byte())).expect("the loop is in its #if");
+            out.push(Branching { id: p.id(), options: parts.len() + usize::from(!has_else), taken });
+        }
+        parent = p.parent();
+    }
+    out
 }

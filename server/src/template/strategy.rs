@@ -348,6 +348,10 @@ impl Transform for VectorizeRowLoops {
         let origin = format!("{VECTOR_WIDTH_ORIGIN} of the loops at line {}; 1 is the original scalar loop", lines.join(", "));
         rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 1, values, origin });
         rewrite.summary = format!("loop(s) at line {} load and store `{name}` elements at a time when aligned", lines.join(", "));
+        if let Some(k) = &keeping {
+            let at = k.row.declare_at;
+            rewrite.edits.push(TextEdit { range: at..at, new_text: kept_registers(unit, k, &name, leading_whitespace(&text[first_loop_line(text, k.row)..])) });
+        }
         if let Some(row) = &kept_row {
             rewrite.edits.push(unit.define_block(&kept_name, "0"));
             let loops = row.lines(unit);
@@ -729,11 +733,7 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str, 
     guard.extend(accesses[1..].iter().map(|a| format!("{} == {phase}", phase_of(a))));
     let other_loops_pointers = keeping.map_or(&[][..], |k| k.aligned_with).iter().filter(|a| !accesses.iter().any(|b| b.pointer == a.pointer));
     guard.extend(other_loops_pointers.map(|a| format!("{} == {phase}", phase_of(a))));
-    let mut out = String::new();
-    if let Some(k) = keeping.filter(|k| k.row.loops.first() == Some(&l.node.start_byte())) {
-        out.push_str(&kept_registers(unit, k, vec, indent));
-    }
-    out.push_str(&format!("#if {vec} == 1\n{original}\n#else\n{indent}{{\n"));
+    let mut out = format!("#if {vec} == 1\n{original}\n#else\n{indent}{{\n");
     for (element, name) in &bit_types {
         out.push_str(&format!("{inner}typedef typename cutune_bits<{vec} * sizeof({element})>::type {name};\n"));
     }
@@ -766,7 +766,7 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str, 
             out.push_str(&format!("{at}*reinterpret_cast<{}*>({} + {vec_i}) = {local}_bits;\n", bits(a), a.pointer));
         }
         for (local, a) in &locals {
-            if let Some((_, p, chunk)) = kept(a).filter(|(k, _, _)| a.written || !k.row.reads_kept(l, &a.pointer)) {
+            if let Some((_, p, chunk)) = kept(a).filter(|(k, _, _)| (a.written || !k.row.reads_kept(l, &a.pointer)) && k.row.read_later(l, &a.pointer)) {
                 out.push_str(&format!("{at}{}[{chunk}] = {local}_bits;\n", kept_array(unit, p)));
             }
         }
@@ -792,6 +792,11 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str, 
     out.push_str(&format!("{} {scalar_body}\n", tail_header.strip_suffix(" {").expect("a for header ends with its brace")));
     out.push_str(&format!("{indent}}}\n#endif"));
     out
+}
+
+/// The start of the line of the row's first loop, whose indentation the registers' declaration takes.
+fn first_loop_line(text: &str, row: &KeptRow) -> usize {
+    line_start(text, *row.loops.first().expect("a kept row has loops"))
 }
 
 /// The registers a thread keeps its vectors of the row in, declared above the first loop that
