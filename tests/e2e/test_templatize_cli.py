@@ -181,7 +181,9 @@ def test_a_row_read_in_several_loops_is_kept_in_registers_and_refused_when_writt
     rewritten = source.read_text()
     # Only `h` is read again: the residual and the output are touched by one loop each.
     assert "h_kept[RESIDUAL_RMS_SCALE_ROW_REGS];" in rewritten and "r_kept" not in rewritten and "y_kept" not in rewritten
-    assert rewritten.count("float_bits h_v_bits = h_kept[c_kept];") == 2
+    # The first loop loads its kept vectors before it adds to any, then the later two read them.
+    assert rewritten.count("h_kept[c_kept] = *reinterpret_cast<const float_bits*>(h + c_vec);") == 1
+    assert rewritten.count("float_bits h_v_bits = h_kept[c_kept];") == 3
     [kernel] = tomllib.loads((tmp_path / "keep_row.cutune.toml").read_text())["kernels"]
     assert "RESIDUAL_RMS_SCALE_ROW_REGS == 0 || RESIDUAL_RMS_SCALE_VEC > 1" in kernel["restrictions"]
     kept = next(p for p in kernel["params"] if p["name"] == "RESIDUAL_RMS_SCALE_ROW_REGS")
@@ -212,21 +214,21 @@ def test_a_row_is_kept_across_preprocessor_branches_and_read_from_memory_where_a
     out = result.stdout
     declared = out.index("x_kept[SOFTMAX_ROW_REGS];")
     assert declared < out.index("#if SOFTMAX_ONLINE == 0"), "the registers are declared above both branches"
-    assert out.count("x_kept[j_kept] = x_v_bits;") == 2, "the max pass and the one pass each fill them"
-    assert out.count("half_bits x_v_bits = x_kept[j_kept];") == 2, "the sum pass and the output pass read them"
+    # Each filling pass loads every kept vector first, then computes from the registers.
+    assert out.count("x_kept[j_kept] = *reinterpret_cast<const half_bits*>(x + j_vec);") == 2, "the max pass and the one pass each fill them"
+    assert out.count("half_bits x_v_bits = x_kept[j_kept];") == 4, "the max, sum, one and output passes read them"
     assert "the loops at lines 72 and 80 keep up to `SOFTMAX_ROW_REGS`" in result.stderr
 
-    # Without `CENTRED` the last pass is the row's first: it reads memory, and keeps nothing
-    # since no pass follows.
+    # Without `CENTRED` the last pass is the row's first: it loads the row from memory itself
+    # rather than take what the passes under `CENTRED` kept.
     branches = copy(tmp_path, FIXTURES / "keep_row_branches.cu")
     result = cutune("templatize", str(branches), "--kernel", "scale_row")
 
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert out.count("float_bits x_v_bits = x_kept[i_kept];") == 1, "only the second pass under CENTRED reads the kept row"
-    assert out.count("x_kept[i_kept] = x_v_bits;") == 1, "only the first pass fills it"
     last_pass = out[out.rindex("#if SCALE_ROW_VEC == 1"):]
-    assert "x_kept" not in last_pass
+    fill = "x_kept[i_kept] = *reinterpret_cast<const float_bits*>(x + i_vec);"
+    assert out.count(fill) == 2 and last_pass.count(fill) == 1, "the first pass and the last load the row"
 
 
 def test_a_warp_per_row_through_cooperative_groups_is_vectorised_and_keeps_its_row(tmp_path: Path):

@@ -753,7 +753,8 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str, 
         for (local, a) in &locals {
             let (element, bits) = (plain_element(&a.element), bits(a));
             let read = match kept(a) {
-                Some((k, p, chunk)) if k.row.reads_kept(l, &a.pointer) => format!(" = {}[{chunk}]", kept_array(unit, p)),
+                // A loop that fills the registers loaded them all before its first vector.
+                Some((k, p, chunk)) if a.read || k.row.reads_kept(l, &a.pointer) => format!(" = {}[{chunk}]", kept_array(unit, p)),
                 _ if a.read => format!(" = *reinterpret_cast<const {bits}*>({} + {vec_i})", a.pointer),
                 _ => String::new(),
             };
@@ -766,7 +767,7 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str, 
             out.push_str(&format!("{at}*reinterpret_cast<{}*>({} + {vec_i}) = {local}_bits;\n", bits(a), a.pointer));
         }
         for (local, a) in &locals {
-            if let Some((_, p, chunk)) = kept(a).filter(|(k, _, _)| (a.written || !k.row.reads_kept(l, &a.pointer)) && k.row.read_later(l, &a.pointer)) {
+            if let Some((_, p, chunk)) = kept(a).filter(|(k, _, _)| a.written && k.row.read_later(l, &a.pointer)) {
                 out.push_str(&format!("{at}{}[{chunk}] = {local}_bits;\n", kept_array(unit, p)));
             }
         }
@@ -778,9 +779,23 @@ fn vectorized_loop(unit: &Unit, l: &SimpleLoop, accesses: &[Access], vec: &str, 
         let chunk = unit.local_name(&format!("{i}_kept"));
         let param = k.param;
         let deeper = format!("{inner}{step}");
-        out.push_str(&format!("#if {param} > 0\n{}#pragma unroll\n", if pragmas_at_margin(text) { "" } else { &inner }));
-        out.push_str(&for_header(&inner, &format!("int {chunk} = 0"), &format!("{chunk} < {param}"), &format!("++{chunk}")));
-        out.push_str(&format!("\n{deeper}const {ty} {vec_i} = {head} + ({first} + {chunk} * {stride}) * {vec};\n"));
+        let unroll = format!("{}#pragma unroll\n", if pragmas_at_margin(text) { "" } else { &inner });
+        let chunk_header = format!(
+            "{unroll}{}\n{deeper}const {ty} {vec_i} = {head} + ({first} + {chunk} * {stride}) * {vec};\n",
+            for_header(&inner, &format!("int {chunk} = 0"), &format!("{chunk} < {param}"), &format!("++{chunk}"))
+        );
+        out.push_str(&format!("#if {param} > 0\n"));
+        // The loop that fills the registers loads every kept vector before it computes with
+        // any: a thread has them all in flight at once.
+        let filled: Vec<String> = locals
+            .iter()
+            .filter(|(_, a)| a.read && !k.row.reads_kept(l, &a.pointer))
+            .filter_map(|(_, a)| k.row.kept(&a.pointer).map(|p| format!("{deeper}{step}{}[{chunk}] = *reinterpret_cast<const {}*>({} + {vec_i});\n", kept_array(unit, p), bits(a), a.pointer)))
+            .collect();
+        if !filled.is_empty() {
+            out.push_str(&format!("{chunk_header}{deeper}if ({vec_i} < {limit}) {{\n{}{deeper}}}\n{inner}}}\n", filled.concat()));
+        }
+        out.push_str(&chunk_header);
         out.push_str(&format!("{deeper}if ({vec_i} < {limit}) {{\n{}{deeper}}}\n{inner}}}\n#endif\n", vector(&format!("{deeper}{step}"), Some(&chunk))));
         vector_start = format!("{head} + ({first} + {param} * {stride}) * {vec}");
     }
