@@ -815,7 +815,7 @@ fn first_loop_line(text: &str, row: &KeptRow) -> usize {
 }
 
 /// The registers a thread keeps its vectors of the row in, declared above the first loop that
-/// walks it.
+/// walks it (above the outermost `#if` around it, where it has one).
 fn kept_registers(unit: &Unit, k: &Keeping, vec: &str, indent: &str) -> String {
     let param = k.param;
     let mut out = format!("#if {vec} > 1 && {param} > 0\n{indent}// Each thread's first vectors of the row, kept in registers for the loops at {}.\n", k.row.lines(unit));
