@@ -281,14 +281,14 @@ async def test_softmax_max_and_sum_passes_become_one_online_pass_in_the_code_act
     new_text = apply(text, source_edit.edits, client.profile.encoding)
     # The original two passes stay under the default; the one pass keeps a running maximum.
     original = "  for (int j = threadIdx.x; j < cols; j += blockDim.x) m = fmaxf(m, __half2float(x[j]));\n"
-    # The max and sum passes of the default branch keep the row's vectors for each other.
+    # Every pass of both branches shares the row's kept vectors: they are declared above the `#if`.
     kept = (
         "#if SOFTMAX_VEC > 1 && SOFTMAX_ROW_REGS > 0\n"
-        "  // Each thread's first vectors of the row, kept in registers for the loops at line 72.\n"
+        "  // Each thread's first vectors of the row, kept in registers for the loops at lines 72 and 80.\n"
         "  typename cutune_bits<SOFTMAX_VEC * sizeof(half)>::type x_kept[SOFTMAX_ROW_REGS];\n"
         "#endif\n"
     )
-    assert "#if SOFTMAX_ONLINE == 0\n" + kept + "#if SOFTMAX_VEC == 1\n" + original in new_text
+    assert kept + "#if SOFTMAX_ONLINE == 0\n#if SOFTMAX_VEC == 1\n" + original in new_text
     assert (
         "    const float value = __half2float(x[j]);\n"
         "    // A new maximum rescales the sum so far; `m` still -INFINITY means nothing counted yet.\n"
