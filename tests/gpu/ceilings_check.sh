@@ -3,7 +3,9 @@
 #   1. `cutune ceilings --refresh --json` measures copy bandwidth and the FP32/FP16 rates; each
 #      must lie between half of and a little above the device's datasheet figure;
 #   2. with PyTorch present, a 1 GiB `copy_` timed the same way (best of 10 after 2 warm-ups):
-#      cutune's copy bandwidth must reach at least 95% of it;
+#      cutune's copy bandwidth must reach at least 95% of it; and the copy's times by size,
+#      from 256 KiB to 1 GiB each way, none slower for fewer bytes, each within 5% of (or
+#      faster than) PyTorch's `copy_` of that size timed the same way after an L2 flush;
 #   3. a second run is served from the cache (`cached`, and fast);
 #   4. a corrupt cache file gets a warning and is measured again, never a crash.
 # The cache lives in a temporary folder, not the user's. Reports go to $OUT (or ./gpu-out).
@@ -47,6 +49,23 @@ torch_gbs = 2 * x.numel() / (best * 1e6)
 ours = json.load(open(sys.argv[1]))["measured"]["copy_gbs"]
 print(f"copy: cutune {ours:.0f} GB/s, torch copy_ {torch_gbs:.0f} GB/s")
 assert ours >= 0.95 * torch_gbs, "cutune's copy is more than 5% below PyTorch's"
+
+times = json.load(open(sys.argv[1]))["measured"]["copy_times"]
+assert len(times) >= 10, times
+assert all(a["bytes"] < b["bytes"] and a["us"] <= b["us"] for a, b in zip(times, times[1:])), times
+flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+for point in times:
+    size = int(point["bytes"]) // 2
+    src, dst = x[:size], y[:size]
+    for _ in range(2):
+        dst.copy_(src)
+    best = float("inf")
+    for run in range(10):
+        flush.fill_(run)
+        start.record(); dst.copy_(src); end.record(); end.synchronize()
+        best = min(best, start.elapsed_time(end) * 1000.0)
+    print(f"copy of {point['bytes'] / 1e6:9.1f} MB: cutune {point['us']:9.2f} µs, torch copy_ {best:9.2f} µs")
+    assert point["us"] <= 1.05 * best, f"cutune's copy of {size} bytes each way is more than 5% slower than PyTorch's"
 PY
 else
   echo "PyTorch with CUDA not found: skipped"

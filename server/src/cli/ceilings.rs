@@ -1,5 +1,6 @@
 //! `cutune ceilings [--device N] [--refresh] [--json]`: the device's measured ceilings (copy
-//! bandwidth, FP32 and FP16 rates) beside its datasheet figures, and where they are cached.
+//! bandwidth, FP32 and FP16 rates) beside its datasheet figures, the copy's times by size, and
+//! where they are cached.
 
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -71,7 +72,13 @@ pub fn run(args: &CeilingsArgs) -> Result<()> {
     }
 }
 
-/// The two columns, measured and datasheet, and where the measurement is kept.
+/// e.g. `0.5 MB`, `67.1 MB`, `2147.5 MB` (10⁶ bytes, as GB/s counts them).
+fn megabytes(bytes: f64) -> String {
+    format!("{:.1} MB", bytes / 1e6)
+}
+
+/// The two columns, measured and datasheet, the copy's times by size, and where the
+/// measurement is kept.
 fn render(device: &DeviceInfo, measured: Option<&Found>, datasheet: Option<&Ceilings>) -> String {
     let mut out = String::new();
     let driver = format!("{}.{}", device.driver_version / 1000, device.driver_version % 1000 / 10);
@@ -92,6 +99,12 @@ fn render(device: &DeviceInfo, measured: Option<&Found>, datasheet: Option<&Ceil
     if datasheet.is_none() {
         let _ = writeln!(out, "cutune has no datasheet figures for this device.");
     }
+    if let Some(found) = measured.filter(|found| !found.ceilings.copy_times.is_empty()) {
+        let _ = writeln!(out, "  copy time by size (bytes read plus written, after an L2 flush):");
+        for time in &found.ceilings.copy_times {
+            let _ = writeln!(out, "    {:>9}  {:>10}  {:>5.0} GB/s", megabytes(time.bytes), sol::format_us(time.us), time.bytes / (time.us * 1e3));
+        }
+    }
     if let Some(found) = measured {
         let when = if found.cached { found.ceilings.origin.to_string() } else { "measured now".to_string() };
         let _ = writeln!(out, "{when}; cached in {} (--refresh measures again)", found.file.display());
@@ -111,6 +124,7 @@ mod tests {
             copy_gbs: 3001.2,
             fp32_tflops: 60.04,
             fp16_tflops: 120.1,
+            copy_times: vec![crate::sol::CopyTime { bytes: 524288.0, us: 2.5 }, crate::sol::CopyTime { bytes: 67108864.0, us: 27.0 }],
             origin: CeilingsOrigin::Measured { device: device.name.clone(), measured_at: 1_795_000_000 },
         };
         let found = Found { ceilings, file: "/home/me/.cache/cutune/ceilings/h100.json".into(), cached: true, warnings: vec![] };
@@ -121,6 +135,9 @@ NVIDIA H100 80GB HBM3 (device 0, sm_90, driver 13.0)
   copy bandwidth        3001 GB/s   3350 GB/s
   FP32 rate           60.0 TFLOPS   66.9 TFLOPS
   FP16 rate          120.1 TFLOPS   133.8 TFLOPS
+  copy time by size (bytes read plus written, after an L2 flush):
+       0.5 MB     2.50 µs    210 GB/s
+      67.1 MB     27.0 µs   2486 GB/s
 measured on NVIDIA H100 80GB HBM3 at 2026-11-18T11:06:40Z; cached in /home/me/.cache/cutune/ceilings/h100.json (--refresh measures again)
 copy bandwidth counts bytes read plus bytes written; the rates are non-tensor FMA (FP16 as half2).
 ";

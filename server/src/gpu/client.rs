@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::protocol::{Request, Response, TimingPolicy, PROTOCOL_VERSION};
-use super::{Check, CheckRequest, DeviceInfo, FailureKind, Kernel, Outcome, Problem, Runner, RunnerSource, Started, Timing, Verdict};
+use super::{Check, CheckRequest, DeviceInfo, FailureKind, Kernel, MeasuredCeilings, Outcome, Problem, Runner, RunnerSource, Started, Timing, Verdict};
 use crate::space::Configuration;
 
 /// Failed starts in a row after which the runner gives up.
@@ -350,13 +350,13 @@ impl Runner for WorkerRunner {
         check
     }
 
-    fn ceilings(&mut self, cubin: &Path) -> anyhow::Result<(f64, f64, f64)> {
+    fn ceilings(&mut self, cubin: &Path) -> anyhow::Result<MeasuredCeilings> {
         // Loading the module and allocating the buffers, then well under a second of kernels.
         let deadline = self.watchdog.startup + self.watchdog.slack;
         let request = Request::Ceilings { cubin: cubin.to_path_buf() };
         let process = self.ensure_running().map_err(anyhow::Error::msg)?;
         match process.exchange(&request, deadline) {
-            Ok(Response::Ceilings { copy_gbs, fp32_tflops, fp16_tflops }) => Ok((copy_gbs, fp32_tflops, fp16_tflops)),
+            Ok(Response::Ceilings(measured)) => Ok(measured),
             other => {
                 // The worker may have lost its context (it exits then): start afresh next time.
                 self.process = None;
@@ -377,7 +377,7 @@ fn describe(response: &Response) -> String {
         Response::Prepared { .. } => "`prepared`".into(),
         Response::Outcome { .. } => "an outcome".into(),
         Response::Checked { .. } => "a check".into(),
-        Response::Ceilings { .. } => "`ceilings`".into(),
+        Response::Ceilings(_) => "`ceilings`".into(),
         Response::Error { message } => format!("an error ({message})"),
     }
 }
@@ -801,7 +801,10 @@ mod tests {
     #[test]
     fn ceilings_are_measured_by_the_worker_and_a_lost_context_restarts_it() {
         let (mut runner, log) = prepared("normal", "ceilings");
-        assert_eq!(runner.ceilings(Path::new("/tmp/ceilings.cubin")).unwrap(), (3001.0, 60.0, 120.0));
+        let measured = runner.ceilings(Path::new("/tmp/ceilings.cubin")).unwrap();
+        assert_eq!((measured.copy_gbs, measured.fp32_tflops, measured.fp16_tflops), (3001.0, 60.0, 120.0));
+        assert_eq!(measured.copy_times.len(), 2);
+        assert_eq!((measured.copy_times[1].bytes, measured.copy_times[1].us), (2147483648.0, 715.5));
         assert_measures(&mut runner);
         let error = runner.ceilings(Path::new("/tmp/fault/ceilings.cubin")).unwrap_err().to_string();
         assert!(error.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{error}");

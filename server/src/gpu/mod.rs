@@ -251,6 +251,25 @@ pub struct Timing {
     pub runs: u32,
 }
 
+/// What the worker's `ceilings` request measures (see `docs/sol.md`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredCeilings {
+    /// Large-buffer copy bandwidth, bytes read plus bytes written, in GB/s.
+    pub copy_gbs: f64,
+    pub fp32_tflops: f64,
+    pub fp16_tflops: f64,
+    /// The fastest copy at each of a range of sizes, smallest first, each run after an L2
+    /// flush as the tuner times kernels.
+    pub copy_times: Vec<CopyTime>,
+}
+
+/// The fastest copy seen that moved `bytes` (read plus written), in microseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CopyTime {
+    pub bytes: f64,
+    pub us: f64,
+}
+
 /// How a candidate's outputs compare with the baseline's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
@@ -401,8 +420,8 @@ pub trait Runner {
         Check::Failed { kind: FailureKind::Worker, message: "recorded measurements carry no outputs, so a replay cannot check a kernel".into() }
     }
     /// Measures the device's ceilings with `cubin`, the kernels of [`CEILINGS_SOURCE`] compiled
-    /// for it: (copy GB/s, FP32 TFLOPS, FP16 TFLOPS). Only a live device can.
-    fn ceilings(&mut self, _cubin: &std::path::Path) -> anyhow::Result<(f64, f64, f64)> {
+    /// for it. Only a live device can.
+    fn ceilings(&mut self, _cubin: &std::path::Path) -> anyhow::Result<MeasuredCeilings> {
         match self.source() {
             RunnerSource::Replay { from } => anyhow::bail!("a replay of {from} has no device to measure"),
             RunnerSource::Device => anyhow::bail!("this runner cannot measure the device's ceilings"),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::{DeviceInfo, Kernel, Outcome, Problem, Timing};
+use super::{DeviceInfo, Kernel, MeasuredCeilings, Outcome, Problem, Timing};
 
 /// Sent in [`Response::Ready`]; the client refuses a worker that answers with another, since
 /// both sides must agree on every message's layout.
@@ -55,9 +55,9 @@ pub enum Response {
     Prepared { timings: Vec<Timing> },
     Outcome { outcome: Outcome },
     Checked { check: super::Check },
-    /// The device's ceilings: copy bandwidth (bytes read plus written) in GB/s, and the FP32
-    /// and FP16 (`half2`) FMA rates in TFLOPS.
-    Ceilings { copy_gbs: f64, fp32_tflops: f64, fp16_tflops: f64 },
+    /// The device's ceilings: copy bandwidth (bytes read plus written) in GB/s, the FP32 and
+    /// FP16 (`half2`) FMA rates in TFLOPS, and the copy's times by size.
+    Ceilings(MeasuredCeilings),
     /// A request that could not be carried out, e.g. the baseline faulted or a request came
     /// out of order. When the CUDA context was lost the worker exits right after sending it.
     Error { message: String },
@@ -194,9 +194,10 @@ mod tests {
         let line = serde_json::to_string(&request).unwrap();
         assert_eq!(line, r#"{"request":"ceilings","cubin":"/tmp/ceilings.cubin"}"#);
         assert_eq!(serde_json::from_str::<Request>(&line).unwrap(), request);
-        let response = Response::Ceilings { copy_gbs: 3001.0, fp32_tflops: 51.2, fp16_tflops: 102.4 };
+        let copy_times = vec![crate::gpu::CopyTime { bytes: 524288.0, us: 2.5 }];
+        let response = Response::Ceilings(MeasuredCeilings { copy_gbs: 3001.0, fp32_tflops: 51.2, fp16_tflops: 102.4, copy_times });
         let line = serde_json::to_string(&response).unwrap();
-        assert_eq!(line, r#"{"response":"ceilings","copy_gbs":3001.0,"fp32_tflops":51.2,"fp16_tflops":102.4}"#);
+        assert_eq!(line, r#"{"response":"ceilings","copy_gbs":3001.0,"fp32_tflops":51.2,"fp16_tflops":102.4,"copy_times":[{"bytes":524288.0,"us":2.5}]}"#);
         assert_eq!(serde_json::from_str::<Response>(&line).unwrap(), response);
     }
 

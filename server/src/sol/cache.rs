@@ -32,6 +32,9 @@ pub fn load(path: &Path) -> Result<Option<Ceilings>, String> {
     };
     let ceilings: Ceilings = serde_json::from_str(&text).map_err(|e| format!("the cached ceilings {} are not readable ({e}); measuring again", path.display()))?;
     ceilings.check().map_err(|why| format!("the cached ceilings {} are not believable ({why}); measuring again", path.display()))?;
+    if ceilings.copy_times.is_empty() {
+        return Err(format!("the cached ceilings {} were measured by an earlier cutune, without the copy's times by size; measuring again", path.display()));
+    }
     Ok(Some(ceilings))
 }
 
@@ -48,7 +51,7 @@ pub fn store(path: &Path, ceilings: &Ceilings) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sol::CeilingsOrigin;
+    use crate::sol::{CeilingsOrigin, CopyTime};
 
     fn h100() -> DeviceInfo {
         DeviceInfo { name: "NVIDIA H100 80GB HBM3".into(), driver_version: 13000, ..DeviceInfo::datasheet("sm_90").unwrap() }
@@ -59,6 +62,7 @@ mod tests {
             copy_gbs: 3001.0,
             fp32_tflops: 51.2,
             fp16_tflops: 102.4,
+            copy_times: vec![CopyTime { bytes: 524288.0, us: 2.5 }, CopyTime { bytes: 2147483648.0, us: 715.5 }],
             origin: CeilingsOrigin::Measured { device: "NVIDIA H100 80GB HBM3".into(), measured_at: 1_795_000_000 },
         }
     }
@@ -101,6 +105,22 @@ mod tests {
         std::fs::write(&file, serde_json::to_string(&zero).unwrap()).unwrap();
         let why = load(&file).unwrap_err();
         assert!(why.contains("not believable (the copy bandwidth is 0; it must be a positive number)"), "{why}");
+
+        let unordered = Ceilings { copy_times: measured().copy_times.into_iter().rev().collect(), ..measured() };
+        std::fs::write(&file, serde_json::to_string(&unordered).unwrap()).unwrap();
+        let why = load(&file).unwrap_err();
+        assert!(why.contains("copy time 2 is not for more bytes than the one before it"), "{why}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_file_from_before_the_copy_times_is_measured_again() {
+        let dir = scratch("no-copy-times");
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("old.json");
+        std::fs::write(&file, r#"{"copy_gbs": 3001.0, "fp32_tflops": 51.2, "fp16_tflops": 102.4, "origin": {"kind": "measured", "device": "NVIDIA H100 80GB HBM3", "measured_at": 1795000000}}"#).unwrap();
+        let why = load(&file).unwrap_err();
+        assert!(why.contains("old.json were measured by an earlier cutune, without the copy's times by size; measuring again"), "{why}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

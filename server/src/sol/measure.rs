@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::anyhow;
 
-use super::{cache, Ceilings, CeilingsOrigin};
+use super::{cache, Ceilings, CeilingsOrigin, CopyTime};
 use crate::compile::{CompileRequest, Nvrtc};
 use crate::gpu::{Runner, CEILINGS_SOURCE};
 
@@ -49,9 +49,15 @@ pub fn measured(runner: &mut dyn Runner, nvrtc: Option<&Nvrtc>, cache_dir: &Path
     std::fs::write(&cubin, &image).map_err(|e| format!("cannot write the ceiling kernels to {}: {e}", cubin.display()))?;
     let result = runner.ceilings(&cubin);
     let _ = std::fs::remove_file(&cubin);
-    let (copy_gbs, fp32_tflops, fp16_tflops) = result.map_err(|e| format!("measuring the ceilings of {} failed: {e:#}", device.name))?;
+    let measured = result.map_err(|e| format!("measuring the ceilings of {} failed: {e:#}", device.name))?;
     let origin = CeilingsOrigin::Measured { device: device.name.clone(), measured_at: crate::store::unix_now().max(0) as u64 };
-    let ceilings = Ceilings { copy_gbs, fp32_tflops, fp16_tflops, origin };
+    let ceilings = Ceilings {
+        copy_gbs: measured.copy_gbs,
+        fp32_tflops: measured.fp32_tflops,
+        fp16_tflops: measured.fp16_tflops,
+        copy_times: never_slower_for_less(measured.copy_times),
+        origin,
+    };
     ceilings.check().map_err(|why| format!("the ceilings measured on {} are not believable: {why}", device.name))?;
     if let Err(why) = cache::store(&file, &ceilings) {
         warnings.push(format!("{why}; they will be measured again next time"));
@@ -81,4 +87,15 @@ pub fn ceilings_for(runner: &mut dyn Runner, nvrtc: Option<&Nvrtc>, cache_dir: &
             }
         }
     }
+}
+
+/// The copy times with each lowered to the least time of any larger copy, so that moving fewer
+/// bytes is never bounded by more time than moving more (timing noise can say otherwise, and
+/// a bound must stay below what a correct kernel reaches).
+pub fn never_slower_for_less(mut times: Vec<CopyTime>) -> Vec<CopyTime> {
+    times.sort_by(|a, b| a.bytes.total_cmp(&b.bytes));
+    for i in (0..times.len().saturating_sub(1)).rev() {
+        times[i].us = times[i].us.min(times[i + 1].us);
+    }
+    times
 }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 pub use measure::{ceilings_for, measured, Found};
 
 use crate::gpu::worker::data::element_bytes;
+pub use crate::gpu::CopyTime;
 use crate::space::{self, Configuration};
 use crate::spec::{expr, KernelSpec, Role, Shape, SolCompute};
 
@@ -28,6 +29,10 @@ pub struct Ceilings {
     pub fp32_tflops: f64,
     /// Packed `half2` FMA rate, an FMA counting as four flops.
     pub fp16_tflops: f64,
+    /// The fastest copy at each of a range of sizes, smallest first, each after an L2 flush;
+    /// empty for datasheet figures (and for caches written before cutune measured them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copy_times: Vec<CopyTime>,
     pub origin: CeilingsOrigin,
 }
 
@@ -47,7 +52,30 @@ impl Ceilings {
     /// peak, which no copy reaches: a bound from it is looser than a measured one.
     pub fn datasheet(device_name: &str) -> Option<Ceilings> {
         let (entry, copy_gbs, fp32_tflops, fp16_tflops) = datasheet::lookup(device_name)?;
-        Some(Ceilings { copy_gbs, fp32_tflops, fp16_tflops, origin: CeilingsOrigin::Datasheet { entry: entry.to_string() } })
+        Some(Ceilings { copy_gbs, fp32_tflops, fp16_tflops, copy_times: Vec::new(), origin: CeilingsOrigin::Datasheet { entry: entry.to_string() } })
+    }
+
+    /// The least time moving `bytes` (read plus written) can take, in µs: the copy times by size
+    /// where there are (interpolated between sizes, in proportion below the smallest and above
+    /// the largest), else `bytes` at the copy bandwidth.
+    ///
+    /// A small transfer pays the launch and the ramp to full bandwidth as a copy does: a
+    /// 34 MB kernel cannot stream at the rate of a 2 GB copy, and a bound that says it can
+    /// leaves a gap no kernel closes.
+    pub fn copy_us(&self, bytes: f64) -> f64 {
+        let (Some(first), Some(last)) = (self.copy_times.first(), self.copy_times.last()) else {
+            // GB/s = 10³ bytes per µs.
+            return bytes / (self.copy_gbs * 1e3);
+        };
+        if bytes <= first.bytes {
+            return bytes * first.us / first.bytes;
+        }
+        if bytes >= last.bytes {
+            return bytes * last.us / last.bytes;
+        }
+        let above = self.copy_times.partition_point(|time| time.bytes < bytes);
+        let (low, high) = (self.copy_times[above - 1], self.copy_times[above]);
+        low.us + (high.us - low.us) * (bytes - low.bytes) / (high.bytes - low.bytes)
     }
 
     /// The arithmetic rate for `compute`, in TFLOPS.
@@ -56,6 +84,16 @@ impl Ceilings {
             SolCompute::Fp32 => self.fp32_tflops,
             SolCompute::Fp16 => self.fp16_tflops,
         }
+    }
+
+    /// What the memory bound of `bytes` moved in `memory_us` rests on, e.g. `a measured copy of
+    /// the same bytes: 2472 GB/s at that size`, or [`Ceilings::describe_bandwidth`] when there
+    /// are no copy times by size.
+    pub fn describe_copy(&self, bytes: f64, memory_us: f64) -> String {
+        if self.copy_times.is_empty() || !(memory_us > 0.0) {
+            return self.describe_bandwidth();
+        }
+        format!("a measured copy of the same bytes: {:.0} GB/s at that size", bytes / (memory_us * 1e3))
     }
 
     /// e.g. `3001 GB/s measured copy bandwidth` or `3350 GB/s datasheet memory bandwidth of the
@@ -77,12 +115,20 @@ impl Ceilings {
         }
     }
 
-    /// Positive and finite: usable as divisors. A cache file or a worker that says otherwise is
+    /// Positive and finite, copy times by increasing size: usable as divisors. A cache file or a worker that says otherwise is
     /// not believed.
     pub fn check(&self) -> Result<(), String> {
         for (what, value) in [("copy bandwidth", self.copy_gbs), ("FP32 rate", self.fp32_tflops), ("FP16 rate", self.fp16_tflops)] {
             if !(value.is_finite() && value > 0.0) {
                 return Err(format!("the {what} is {value}; it must be a positive number"));
+            }
+        }
+        for (i, time) in self.copy_times.iter().enumerate() {
+            if !(time.bytes.is_finite() && time.bytes > 0.0 && time.us.is_finite() && time.us > 0.0) {
+                return Err(format!("copy time {} is {} µs for {} bytes; both must be positive numbers", i + 1, time.us, time.bytes));
+            }
+            if i > 0 && time.bytes <= self.copy_times[i - 1].bytes {
+                return Err(format!("copy time {} is not for more bytes than the one before it", i + 1));
             }
         }
         Ok(())
@@ -123,7 +169,7 @@ pub struct Bound {
     pub flops: f64,
     /// The rate the flops are bounded by.
     pub compute: SolCompute,
-    /// `bytes` at the copy bandwidth.
+    /// The time a copy of `bytes` takes at best (see [`Ceilings::copy_us`]).
     pub memory_us: f64,
     /// `flops` at the arithmetic rate.
     pub compute_us: f64,
@@ -205,8 +251,8 @@ pub fn bound_for(kernel: &KernelSpec, shape: &Shape, config: Option<&Configurati
         bytes,
         flops,
         compute,
-        // GB/s = 10³ bytes per µs; TFLOPS = 10⁶ flops per µs.
-        memory_us: bytes / (ceilings.copy_gbs * 1e3),
+        memory_us: ceilings.copy_us(bytes),
+        // TFLOPS = 10⁶ flops per µs.
         compute_us: flops / (ceilings.rate_tflops(compute) * 1e6),
     })
 }
@@ -239,6 +285,9 @@ pub fn faster_than_light(time_us: f64, bound_us: f64, spread: f64) -> bool {
 pub struct RunBound {
     /// Σ max(memory, compute) over the shapes.
     pub bound_us: f64,
+    /// Σ bytes moved over the shapes (0 in runs stored before it was kept).
+    #[serde(default)]
+    pub bytes: f64,
     pub memory_us: f64,
     pub compute_us: f64,
     pub compute: SolCompute,
@@ -249,10 +298,11 @@ impl RunBound {
     /// The bound of the problems `kernel` is measured on (its shapes, then its captured
     /// launches), with the default configuration.
     pub fn of(kernel: &KernelSpec, ceilings: &Ceilings) -> Result<RunBound, String> {
-        let mut run = RunBound { bound_us: 0.0, memory_us: 0.0, compute_us: 0.0, compute: kernel.sol.compute.unwrap_or_default(), ceilings: ceilings.clone() };
+        let mut run = RunBound { bound_us: 0.0, bytes: 0.0, memory_us: 0.0, compute_us: 0.0, compute: kernel.sol.compute.unwrap_or_default(), ceilings: ceilings.clone() };
         for (index, shape) in kernel.problem_shapes().enumerate() {
             let bound = bound_for(kernel, shape, None, ceilings).map_err(|why| format!("shape {}: {why}", index + 1))?;
             run.bound_us += bound.bound_us();
+            run.bytes += bound.bytes;
             run.memory_us += bound.memory_us;
             run.compute_us += bound.compute_us;
         }
@@ -273,10 +323,11 @@ impl RunBound {
     }
 
     /// One line for a hover: which ceiling limits the kernel and how close `time_us` comes,
-    /// e.g. `memory-bound: 93% of the 89.4 µs bound (3001 GB/s measured copy bandwidth)`.
+    /// e.g. `memory-bound: 93% of the 89.4 µs bound (a measured copy of the same bytes: 3001
+    /// GB/s at that size)`.
     pub fn headroom(&self, time_us: f64) -> String {
         let (limit, ceiling) = match self.limit() {
-            Limit::Memory => ("memory-bound", self.ceilings.describe_bandwidth()),
+            Limit::Memory => ("memory-bound", self.ceilings.describe_copy(self.bytes, self.memory_us)),
             Limit::Compute => ("compute-bound", self.ceilings.describe_rate(self.compute)),
         };
         format!("{limit}: {:.0}% of the {} bound ({ceiling})", self.percent(time_us), format_us(self.bound_us))

@@ -2,7 +2,7 @@ use std::path::{Path, PathBuf};
 
 use super::*;
 use crate::compile::{CompileRequest, Nvrtc};
-use crate::gpu::{DeviceInfo, Kernel, Outcome, Problem, Runner, RunnerSource, Timing};
+use crate::gpu::{DeviceInfo, Kernel, MeasuredCeilings, Outcome, Problem, Runner, RunnerSource, Timing};
 use crate::spec::{parse_spec, SolSpec};
 
 fn example(name: &str) -> KernelSpec {
@@ -16,8 +16,23 @@ fn measured_h100() -> Ceilings {
         copy_gbs: 3001.0,
         fp32_tflops: 60.0,
         fp16_tflops: 120.0,
+        copy_times: Vec::new(),
         origin: CeilingsOrigin::Measured { device: "NVIDIA H100 80GB HBM3".into(), measured_at: 1_795_000_000 },
     }
+}
+
+/// Copy times by size as an H100 gives them (session 16's hand measurement: 27.14 µs for
+/// 2 × 33.55 MB), at three of the sizes the worker times.
+fn h100_copy_times() -> Vec<CopyTime> {
+    vec![
+        CopyTime { bytes: 2.0 * (16u64 << 20) as f64, us: 15.0 },
+        CopyTime { bytes: 2.0 * (32u64 << 20) as f64, us: 27.0 },
+        CopyTime { bytes: 2.0 * (1u64 << 30) as f64, us: 720.0 },
+    ]
+}
+
+fn worker_figures(copy_gbs: f64, fp32_tflops: f64, fp16_tflops: f64) -> MeasuredCeilings {
+    MeasuredCeilings { copy_gbs, fp32_tflops, fp16_tflops, copy_times: h100_copy_times() }
 }
 
 fn rmsnorm_8192() -> (KernelSpec, Shape) {
@@ -145,10 +160,50 @@ fn faster_than_light_needs_more_than_the_noise_margin() {
 #[test]
 fn headroom_says_which_ceiling_and_how_close() {
     assert!((percent_of_sol(89.45, 96.2) - 93.0).abs() < 0.1);
-    let mut bound = RunBound { bound_us: 89.449, memory_us: 89.449, compute_us: 0.0, compute: SolCompute::Fp32, ceilings: measured_h100() };
+    let mut bound = RunBound { bound_us: 89.449, bytes: 268_451_840.0, memory_us: 89.449, compute_us: 0.0, compute: SolCompute::Fp32, ceilings: measured_h100() };
     assert_eq!(bound.headroom(96.2), "memory-bound: 93% of the 89.4 µs bound (3001 GB/s measured copy bandwidth)");
     bound.ceilings = Ceilings::datasheet("NVIDIA H100 80GB HBM3").unwrap();
     assert_eq!(bound.headroom(96.2), "memory-bound: 93% of the 89.4 µs bound (3350 GB/s datasheet memory bandwidth of the H100 SXM)");
+    bound.ceilings = Ceilings { copy_times: h100_copy_times(), ..measured_h100() };
+    assert_eq!(bound.headroom(96.2), "memory-bound: 93% of the 89.4 µs bound (a measured copy of the same bytes: 3001 GB/s at that size)");
+}
+
+#[test]
+fn a_copy_takes_the_measured_time_of_its_size() {
+    let ceilings = Ceilings { copy_times: h100_copy_times(), ..measured_h100() };
+    let mib = (1u64 << 20) as f64;
+    // At a measured size, its time; between two, on the line joining them.
+    assert_eq!(ceilings.copy_us(32.0 * mib), 15.0);
+    assert!((ceilings.copy_us(48.0 * mib) - 21.0).abs() < 1e-9, "{}", ceilings.copy_us(48.0 * mib));
+    assert_eq!(ceilings.copy_us(64.0 * mib), 27.0);
+    // Below the smallest, in proportion: the smallest copy's fixed costs are not assumed.
+    assert!((ceilings.copy_us(16.0 * mib) - 7.5).abs() < 1e-9);
+    assert_eq!(ceilings.copy_us(0.0), 0.0);
+    // Above the largest, at the largest's rate.
+    assert!((ceilings.copy_us(4096.0 * mib) - 1440.0).abs() < 1e-9);
+    // Without copy times (datasheet figures), the bandwidth.
+    assert!((measured_h100().copy_us(3001.0e3) - 1.0).abs() < 1e-12);
+}
+
+#[test]
+fn rmsnorms_bound_is_a_copy_of_its_bytes_at_their_size() {
+    // 4095 × 4096 fp16 in and out plus the 8 KiB weight: 67.1 MB, just over 2 × 32 MiB, at
+    // about the 27 µs that a copy of 2 × 32 MiB takes, where the large-buffer bandwidth says 22.4.
+    let kernel = example("rmsnorm.cutune.toml");
+    let shape = Shape::from([("rows".to_string(), 4095), ("hidden".to_string(), 4096)]);
+    let by_bandwidth = bound_for(&kernel, &shape, None, &measured_h100()).unwrap();
+    assert!((by_bandwidth.memory_us - 22.36).abs() < 0.01, "{by_bandwidth:?}");
+    let by_size = bound_for(&kernel, &shape, None, &Ceilings { copy_times: h100_copy_times(), ..measured_h100() }).unwrap();
+    assert_eq!(by_size.bytes, by_bandwidth.bytes);
+    assert!((by_size.memory_us - 27.0).abs() < 0.05, "{by_size:?}");
+}
+
+#[test]
+fn copy_times_never_say_less_takes_longer() {
+    let noisy = vec![CopyTime { bytes: 4.0, us: 3.0 }, CopyTime { bytes: 1.0, us: 2.0 }, CopyTime { bytes: 2.0, us: 4.0 }];
+    let lowered = measure::never_slower_for_less(noisy);
+    let pairs: Vec<(f64, f64)> = lowered.iter().map(|t| (t.bytes, t.us)).collect();
+    assert_eq!(pairs, [(1.0, 2.0), (2.0, 3.0), (4.0, 3.0)]);
 }
 
 #[test]
@@ -178,13 +233,13 @@ fn ceilings_serialise_with_their_origin() {
 /// A runner whose device "measures" fixed figures, or fails.
 struct FakeDevice {
     device: DeviceInfo,
-    figures: Result<(f64, f64, f64), String>,
+    figures: Result<MeasuredCeilings, String>,
     /// The cubins it was asked to measure with, and whether each existed then.
     calls: Vec<(PathBuf, bool)>,
 }
 
 impl FakeDevice {
-    fn new(name: &str, figures: Result<(f64, f64, f64), String>) -> FakeDevice {
+    fn new(name: &str, figures: Result<MeasuredCeilings, String>) -> FakeDevice {
         let device = DeviceInfo { name: name.into(), driver_version: 13000, ..DeviceInfo::datasheet("sm_90").unwrap() };
         FakeDevice { device, figures, calls: Vec::new() }
     }
@@ -206,7 +261,7 @@ impl Runner for FakeDevice {
     fn measure(&mut self, _: &Configuration, _: Option<&Kernel>) -> Outcome {
         unreachable!("the ceilings measure no candidate")
     }
-    fn ceilings(&mut self, cubin: &Path) -> anyhow::Result<(f64, f64, f64)> {
+    fn ceilings(&mut self, cubin: &Path) -> anyhow::Result<MeasuredCeilings> {
         self.calls.push((cubin.to_path_buf(), cubin.is_file()));
         self.figures.clone().map_err(anyhow::Error::msg)
     }
@@ -242,10 +297,11 @@ fn the_ceiling_kernels_compile_for_every_architecture_without_spills() {
 fn measured_ceilings_are_cached_per_device_and_refreshed_on_request() {
     let dir = scratch("measured");
     let nvrtc = nvrtc();
-    let mut runner = FakeDevice::new("NVIDIA H100 80GB HBM3", Ok((3001.0, 60.0, 120.0)));
+    let mut runner = FakeDevice::new("NVIDIA H100 80GB HBM3", Ok(worker_figures(3001.0, 60.0, 120.0)));
     let found = measured(&mut runner, Some(&nvrtc), &dir, false).unwrap();
     assert!(!found.cached && found.warnings.is_empty(), "{found:?}");
     assert_eq!((found.ceilings.copy_gbs, found.ceilings.fp32_tflops, found.ceilings.fp16_tflops), (3001.0, 60.0, 120.0));
+    assert_eq!(found.ceilings.copy_times, h100_copy_times(), "kept, and cached with the rest");
     assert!(matches!(&found.ceilings.origin, CeilingsOrigin::Measured { device, .. } if device == "NVIDIA H100 80GB HBM3"));
     assert_eq!(found.file, cache::file_for(&dir, &runner.device));
     assert_eq!(runner.calls.len(), 1);
@@ -259,7 +315,7 @@ fn measured_ceilings_are_cached_per_device_and_refreshed_on_request() {
     // The cache needs neither NVRTC nor the device.
     assert!(measured(&mut runner, None, &dir, false).unwrap().cached);
 
-    runner.figures = Ok((2900.0, 59.0, 118.0));
+    runner.figures = Ok(worker_figures(2900.0, 59.0, 118.0));
     let refreshed = measured(&mut runner, Some(&nvrtc), &dir, true).unwrap();
     assert!(!refreshed.cached);
     assert_eq!(refreshed.ceilings.copy_gbs, 2900.0);
@@ -270,7 +326,7 @@ fn measured_ceilings_are_cached_per_device_and_refreshed_on_request() {
 #[test]
 fn a_corrupt_cache_is_measured_again_with_a_warning() {
     let dir = scratch("corrupt");
-    let mut runner = FakeDevice::new("NVIDIA H100 80GB HBM3", Ok((3001.0, 60.0, 120.0)));
+    let mut runner = FakeDevice::new("NVIDIA H100 80GB HBM3", Ok(worker_figures(3001.0, 60.0, 120.0)));
     let file = cache::file_for(&dir, &runner.device);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(&file, "not json").unwrap();
@@ -301,7 +357,7 @@ fn without_a_measurement_the_datasheet_serves_labelled_or_nothing_does() {
     assert!(error.ends_with("no datasheet figures for Some Future GPU, so there is no speed-of-light bound"), "{error}");
 
     // Unbelievable figures are refused, not cached.
-    let mut zero = FakeDevice::new("NVIDIA H100 80GB HBM3", Ok((0.0, 60.0, 120.0)));
+    let mut zero = FakeDevice::new("NVIDIA H100 80GB HBM3", Ok(worker_figures(0.0, 60.0, 120.0)));
     let why = measured(&mut zero, Some(&nvrtc()), &dir, false).unwrap_err();
     assert!(why.contains("not believable: the copy bandwidth is 0"), "{why}");
     assert!(!cache::file_for(&dir, &zero.device).exists());

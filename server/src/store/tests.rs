@@ -78,6 +78,7 @@ fn run_info() -> RunInfo {
         kernel_sha256: "k1".into(),
         sol: Some(crate::sol::RunBound {
             bound_us: 89.45,
+            bytes: 268_451_840.0,
             memory_us: 89.45,
             compute_us: 0.1 + 0.2,
             compute: crate::spec::SolCompute::Fp32,
@@ -85,6 +86,7 @@ fn run_info() -> RunInfo {
                 copy_gbs: 3001.0,
                 fp32_tflops: 60.0,
                 fp16_tflops: 120.0,
+                copy_times: vec![crate::sol::CopyTime { bytes: 524288.0, us: 2.5 }],
                 origin: crate::sol::CeilingsOrigin::Measured { device: "NVIDIA H100 80GB HBM3".into(), measured_at: 1_790_000_000 },
             },
         }),

@@ -299,6 +299,7 @@ pub(crate) mod tests {
             kernel_sha256: "tuned".into(),
             sol: Some(crate::sol::RunBound {
                 bound_us: 40.0,
+                bytes: 134_000_000.0,
                 memory_us: 40.0,
                 compute_us: 0.0,
                 compute: crate::spec::SolCompute::Fp32,

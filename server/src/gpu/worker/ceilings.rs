@@ -1,6 +1,6 @@
-//! Measuring the device's ceilings with the kernels of `gpu/ceilings.cu`: copy bandwidth and the
-//! FP32 and FP16 FMA rates. The arithmetic from times to rates is plain functions, tested
-//! without a GPU.
+//! Measuring the device's ceilings with the kernels of `gpu/ceilings.cu`: copy bandwidth, the
+//! copy's time at each of a range of sizes, and the FP32 and FP16 FMA rates. The arithmetic from
+//! times to rates is plain functions, tested without a GPU.
 //!
 //! Each figure is the best of several timed runs, not the median: a ceiling is what the device
 //! can do, and a slower run shows interference (clocks still rising, another process), not the
@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use crate::gpu::LaunchDims;
+use crate::gpu::{CopyTime, LaunchDims, MeasuredCeilings};
 
 use super::cuda::{DeviceBuffer, DriverFailure, Event, Function, LoadedModule};
 use super::device::Gpu;
@@ -32,6 +32,10 @@ const FMA_STEPS: u64 = 2048;
 const FMA_B: f32 = 0.999;
 const FMA_C: f32 = 0.001;
 
+/// The smallest copy timed for the copy times by size: 256 KiB each way, below which a launch's
+/// fixed costs are all there is to measure.
+const SMALLEST_COPY: u64 = 256 << 10;
+
 const BLOCK: u32 = 256;
 /// Untimed launches first, so that clocks rise and the module's first-launch costs are paid.
 const WARMUP_RUNS: usize = 2;
@@ -53,8 +57,8 @@ fn driver(what: &str) -> impl FnOnce(DriverFailure) -> Failed + '_ {
     move |failure| Failed { message: format!("{what}: {}", failure.describe()), lost: failure.is_sticky() }
 }
 
-/// Measures (copy GB/s, FP32 TFLOPS, FP16 TFLOPS) with the kernels in `cubin`.
-pub fn measure(gpu: &Gpu, cubin: &Path) -> Result<(f64, f64, f64), Failed> {
+/// Measures the ceilings with the kernels in `cubin`.
+pub fn measure(gpu: &Gpu, cubin: &Path) -> Result<MeasuredCeilings, Failed> {
     let image = std::fs::read(cubin).map_err(|e| plain(format!("cannot read the ceiling kernels' cubin {}: {e}", cubin.display())))?;
     let loading = format!("loading the ceiling kernels from {}", cubin.display());
     let module = LoadedModule::load(&image).map_err(driver(&loading))?;
@@ -75,12 +79,21 @@ pub fn measure(gpu: &Gpu, cubin: &Path) -> Result<(f64, f64, f64), Failed> {
     // The contents do not matter; filling them maps every page before the timing.
     source.fill(1).and_then(|()| target.fill(0)).map_err(driver("filling the copy buffers"))?;
 
-    let vectors = bytes / 16;
-    let dims = LaunchDims { grid: [copy_blocks(vectors), 1, 1], block: [BLOCK, 1, 1], shared_bytes: 0, cooperative: false };
-    let kernel_ms = best_ms("timing the copy kernel", || copy.launch(&dims, &mut [source.pointer(), target.pointer(), vectors]))?;
-    // The driver's own copy too: the ceiling is the faster of the two.
-    let memcpy_ms = best_ms("timing the driver's device-to-device copy", || target.copy_from(&source))?;
-    let copy_gbs = gigabytes_per_second(2.0 * bytes as f64, kernel_ms.min(memcpy_ms));
+    // The driver's own copy too: each copy's time is the faster of the two.
+    let copy_ms = |size: u64, flush: Option<&DeviceBuffer>| -> Result<f64, Failed> {
+        let vectors = size / 16;
+        let dims = LaunchDims { grid: [copy_blocks(vectors), 1, 1], block: [BLOCK, 1, 1], shared_bytes: 0, cooperative: false };
+        let kernel_ms = best_ms("timing the copy kernel", flush, || copy.launch(&dims, &mut [source.pointer(), target.pointer(), vectors]))?;
+        let memcpy_ms = best_ms("timing the driver's device-to-device copy", flush, || target.copy_bytes_from(&source, size as usize))?;
+        Ok(kernel_ms.min(memcpy_ms))
+    };
+    let copy_gbs = gigabytes_per_second(2.0 * bytes as f64, copy_ms(bytes, None)?);
+    // A kernel moving a few megabytes cannot stream as fast as one moving a gigabyte: its bound
+    // is a copy of its own size, timed as the tuner times kernels (after an L2 flush).
+    let mut copy_times = Vec::new();
+    for size in copy_sizes(bytes) {
+        copy_times.push(CopyTime { bytes: 2.0 * size as f64, us: 1000.0 * copy_ms(size, Some(&gpu.l2_flush))? });
+    }
 
     // The FMA kernels run as one full wave: every block resident at once, each looping (a
     // second, partial wave would run at low occupancy and drag the figure down). Each thread
@@ -93,11 +106,11 @@ pub fn measure(gpu: &Gpu, cubin: &Path) -> Result<(f64, f64, f64), Failed> {
             return Err(plain(format!("{what}: {threads} threads' results do not fit the {bytes}-byte buffer")));
         }
         let mut slots = [target.pointer(), FMA_STEPS, u64::from(FMA_B.to_bits()), u64::from(FMA_C.to_bits())];
-        Ok((fmas(threads), best_ms(what, || function.launch(&dims, &mut slots))?))
+        Ok((fmas(threads), best_ms(what, None, || function.launch(&dims, &mut slots))?))
     };
     let (fp32_fmas, fp32_ms) = time_fmas(&fma_f32, "timing the FP32 FMA kernel")?;
     let (fp16_fmas, fp16_ms) = time_fmas(&fma_f16, "timing the FP16 FMA kernel")?;
-    Ok((copy_gbs, teraflops(2.0 * fp32_fmas, fp32_ms), teraflops(4.0 * fp16_fmas, fp16_ms)))
+    Ok(MeasuredCeilings { copy_gbs, fp32_tflops: teraflops(2.0 * fp32_fmas, fp32_ms), fp16_tflops: teraflops(4.0 * fp16_fmas, fp16_ms), copy_times })
 }
 
 /// Blocks for one pass of the copy over `vectors` 16-byte vectors (within the grid's limit;
@@ -111,16 +124,28 @@ pub fn fmas(threads: u64) -> f64 {
     threads as f64 * (FMA_STEPS * UNROLL * CHAINS) as f64
 }
 
+/// The sizes of the timed copies: from [`SMALLEST_COPY`] doubling up to the largest, `largest`,
+/// each in whole 16-byte vectors.
+pub fn copy_sizes(largest: u64) -> Vec<u64> {
+    let mut sizes: Vec<u64> = std::iter::successors(Some(SMALLEST_COPY), |size| Some(size * 2)).take_while(|size| *size < largest).collect();
+    sizes.push(largest / 16 * 16);
+    sizes
+}
+
 /// The shortest of [`TIMED_RUNS`] launches of `run`, in milliseconds, after the warm-up; each
-/// launch is timed alone with events, and a fault is noticed at the first synchronisation.
-fn best_ms(what: &str, mut run: impl FnMut() -> Result<(), DriverFailure>) -> Result<f64, Failed> {
+/// launch is timed alone with events, after filling `flush` when there is one (outside the
+/// timed region), and a fault is noticed at the first synchronisation.
+fn best_ms(what: &str, flush: Option<&DeviceBuffer>, mut run: impl FnMut() -> Result<(), DriverFailure>) -> Result<f64, Failed> {
     let (start, end) = (Event::new().map_err(driver(what))?, Event::new().map_err(driver(what))?);
     for _ in 0..WARMUP_RUNS {
         run().map_err(driver(what))?;
     }
     super::cuda::synchronize().map_err(driver(what))?;
     let mut samples = Vec::with_capacity(TIMED_RUNS);
-    for _ in 0..TIMED_RUNS {
+    for run_number in 0..TIMED_RUNS {
+        if let Some(flush) = flush {
+            flush.fill(run_number as u8).map_err(driver(what))?;
+        }
         start.record().map_err(driver(what))?;
         run().map_err(driver(what))?;
         end.record().map_err(driver(what))?;
@@ -167,6 +192,15 @@ mod tests {
         assert_eq!(copy_blocks((1 << 30) / 16), 65_536);
         assert_eq!(copy_blocks(1), 1);
         assert_eq!(copy_blocks(1025), 2);
+    }
+
+    #[test]
+    fn copies_are_timed_at_doubling_sizes_up_to_the_buffer() {
+        let sizes = copy_sizes(1 << 30);
+        assert_eq!(sizes.len(), 13);
+        assert_eq!((sizes[0], sizes[1], sizes[12]), (256 << 10, 512 << 10, 1 << 30));
+        assert_eq!(copy_sizes(1_000_008), vec![256 << 10, 512 << 10, 1_000_000], "the last is the buffer, in whole vectors");
+        assert_eq!(copy_sizes(100_008), vec![100_000], "a buffer below the smallest size is timed alone");
     }
 
     #[test]

@@ -167,9 +167,15 @@ impl DeviceBuffer {
         during("cuMemcpyHtoD", unsafe { result::memcpy_htod_sync(self.pointer, host) })
     }
 
-    /// Copies `bytes` bytes from the start of `source`, ordered after the work issued so far.
+    /// Copies as much of `source` as fits, from the start, ordered after the work issued so far.
     pub fn copy_from(&self, source: &DeviceBuffer) -> CudaResult<()> {
-        let bytes = self.bytes.min(source.bytes);
+        self.copy_bytes_from(source, source.bytes)
+    }
+
+    /// Copies the first `bytes` bytes of `source` (cut to both buffers), ordered after the work
+    /// issued so far.
+    pub fn copy_bytes_from(&self, source: &DeviceBuffer, bytes: usize) -> CudaResult<()> {
+        let bytes = bytes.min(self.bytes).min(source.bytes);
         // SAFETY: both allocations hold at least `bytes` bytes; the default stream orders it.
         during("cuMemcpyDtoDAsync", unsafe { result::memcpy_dtod_async(self.pointer, source.pointer, bytes, default_stream()) })
     }

@@ -155,7 +155,7 @@ impl Worker {
             Request::Ceilings { cubin } => {
                 let Some(gpu) = &self.gpu else { return Some((no_device(), None)) };
                 match ceilings::measure(gpu, &cubin) {
-                    Ok((copy_gbs, fp32_tflops, fp16_tflops)) => (Response::Ceilings { copy_gbs, fp32_tflops, fp16_tflops }, None),
+                    Ok(measured) => (Response::Ceilings(measured), None),
                     Err(failed) => {
                         let message = format!("measuring the device's ceilings failed: {}", failed.message);
                         let lost = failed.lost.then(|| message.clone());
