@@ -56,10 +56,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 40
+    assert len(kernels) == len(set(kernels)) == 41
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -93,11 +93,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
     assert by_kernel["grid_sum"]["why"].startswith("`blocks_per_sm` in grid extent x is not a size, a parameter or a scalar argument"), by_kernel["grid_sum"]
-    assert report["totals"] == {"kernels": 40, "ready": 32, "spec": 6, "compile": 1, "parameters": 1}
+    assert report["totals"] == {"kernels": 41, "ready": 33, "spec": 6, "compile": 1, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "40 kernels under" in text.stdout and "32 ready to tune (80%)" in text.stdout
+    assert "41 kernels under" in text.stdout and "33 ready to tune (80%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -417,6 +417,12 @@ def test_sizes_in_dim3_references_assigned_grids_and_literal_2d_blocks(tmp_path:
     assert scale["grid"] == ["((image_x * image_y) + SCALE_BLOCK_SIZE - 1) // SCALE_BLOCK_SIZE"]
     assert scale["block"] == ["SCALE_BLOCK_SIZE"]
     assert next(a for a in scale["args"] if a["name"] == "count")["value"] == "image_x * image_y"
+
+    fade = templatized_spec(root, "image.cu", "fade_rows")
+    # `dim3 fade_grid((image.x * rows + 127) / 128)` before `rows = image.y / 2`: the grid is of
+    # the first `rows`, the argument of the second.
+    assert fade["grid"][0].startswith("(((image_x * (image_y) + FADE_ROWS_BLOCK_SIZE - 1) // FADE_ROWS_BLOCK_SIZE)"), fade["grid"]
+    assert next(a for a in fade["args"] if a["name"] == "rows")["value"] == "image_y // 2"
 
 
 def test_a_launcher_passed_as_a_function_pointer_gets_the_block_size_its_driver_passes(tmp_path: Path):

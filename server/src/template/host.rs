@@ -116,12 +116,16 @@ impl<'d> Frame<'d> {
 
     /// The extents of the `dim3` named `name` at this frame's point: constructed here or at file
     /// scope (`dim3 grid;` is 1, 1, 1), with the members assigned since (`grid.x = n / 256`).
+    /// Names in them stand for their values where the `dim3` was made, not at the point.
     fn dim3_components(&self, name: &str) -> Option<Vec<String>> {
         let file = self.scope.body.map(|b| std::iter::successors(Some(b), |n| n.parent()).last().expect("a node is its own ancestor"));
         // `threads = dim3(512, 1)`; an `int grid = (n + 255) / 256` is no `dim3`.
-        let assigned_whole = self.scope.value_text(name).filter(|v| v.starts_with("dim3") || v.starts_with('{')).and_then(dim3_arguments);
-        let constructed = assigned_whole.or_else(|| self.scope.body.and_then(|b| dim3_local(self.text, b, name))).or_else(|| file.and_then(|f| dim3_global(self.text, f, name)));
-        let assigned: Vec<Option<&str>> = ["x", "y", "z"].iter().map(|axis| self.scope.value_text(&format!("{name}.{axis}"))).collect();
+        let assigned_whole = self.scope.value_given(name).filter(|(v, _)| v.starts_with("dim3") || v.starts_with('{')).and_then(|(v, at)| Some((dim3_arguments(v)?, at)));
+        let constructed = assigned_whole
+            .or_else(|| self.scope.body.and_then(|b| dim3_local(self.text, b, name)))
+            .map(|(components, at)| components.iter().map(|c| self.scope.as_written_at(c, at)).collect())
+            .or_else(|| file.and_then(|f| dim3_global(self.text, f, name)));
+        let assigned: Vec<Option<String>> = ["x", "y", "z"].iter().map(|axis| self.scope.value_given(&format!("{name}.{axis}")).map(|(v, at)| self.scope.as_written_at(v, at))).collect();
         if constructed.is_none() && assigned.iter().all(Option::is_none) {
             return None;
         }
@@ -129,7 +133,7 @@ impl<'d> Frame<'d> {
         components.resize(3, "1".to_string());
         for (component, value) in components.iter_mut().zip(assigned) {
             if let Some(value) = value {
-                *component = strip_casts_everywhere(value);
+                *component = strip_casts_everywhere(&value);
             }
         }
         while components.len() > 1 && components.last().is_some_and(|c| c == "1") {
@@ -247,9 +251,35 @@ impl<'d> Scope<'d> {
     /// set later in a loop, or out of order) the first. None where that is what the occupancy
     /// calculator wrote: the name stays, for a captured launch to give.
     fn value_text(&self, name: &str) -> Option<&str> {
+        self.value_given(name).map(|(value, _)| value)
+    }
+
+    /// [`Scope::value_text`] with the byte offset where the value is given.
+    fn value_given(&self, name: &str) -> Option<(&str, usize)> {
         let mut given = self.values.iter().filter(|(n, _, _)| n == name);
         let first = given.clone().next();
-        given.rfind(|(_, _, at)| *at < self.point).or(first).map(|(_, v, _)| v.as_str()).filter(|v| *v != UNKNOWN)
+        given.rfind(|(_, _, at)| *at < self.point).or(first).map(|(_, v, at)| (v.as_str(), *at)).filter(|(v, _)| *v != UNKNOWN)
+    }
+
+    /// `expression`, written at byte `at`, as it reads at the scope's point: each name given
+    /// another value between the two stands for (the value it had at `at`), so that
+    /// `dim3 grid(n / 256); n = 2 * n;` still launches the blocks of the first `n`. A name with
+    /// no value before `at` (a parameter) stays.
+    fn as_written_at(&self, expression: &str, at: usize) -> String {
+        self.pinned_at(expression, at, 0)
+    }
+
+    fn pinned_at(&self, expression: &str, at: usize, depth: usize) -> String {
+        // Values naming each other (`a = b; b = a;`) end somewhere.
+        const MAX_DEPTH: usize = 8;
+        if depth == MAX_DEPTH {
+            return expression.to_string();
+        }
+        rename_identifiers_in(expression, |word| {
+            let changed = self.values.iter().any(|(n, _, given)| n == word && *given > at && *given < self.point);
+            let (_, value, _) = self.values.iter().filter(|(n, _, given)| n == word && *given < at).last().filter(|_| changed)?;
+            (value != UNKNOWN).then(|| format!("({})", self.pinned_at(value, at, depth + 1)))
+        })
     }
 }
 
@@ -1765,9 +1795,10 @@ fn split_args(text: &str) -> Vec<String> {
     split_top_level(text, ',').into_iter().map(|a| a.trim().to_string()).collect()
 }
 
-/// The constructor arguments of `dim3 name(...)` or `dim3 name = dim3(...)`/`{...}` in `body`.
-fn dim3_local(text: &str, body: Node, name: &str) -> Option<Vec<String>> {
-    descendants(body).filter(|n| n.kind() == "declaration").find_map(|node| dim3_declared(text, node, name))
+/// The constructor arguments of `dim3 name(...)` or `dim3 name = dim3(...)`/`{...}` in `body`,
+/// and the byte offset of the declaration.
+fn dim3_local(text: &str, body: Node, name: &str) -> Option<(Vec<String>, usize)> {
+    descendants(body).filter(|n| n.kind() == "declaration").find_map(|node| Some((dim3_declared(text, node, name)?, node.start_byte())))
 }
 
 /// The extents `declaration` gives the `dim3` named `name`: `dim3 name(a, b)`, `const dim3
@@ -2079,6 +2110,23 @@ mod tests {
         assert_eq!(dim3_arguments("dim3(512, 1)"), Some(vec!["512".to_string(), "1".to_string()]));
         assert_eq!(dim3_arguments("{16, 8}"), Some(vec!["16".to_string(), "8".to_string()]));
         assert_eq!(dim3_arguments("(n + 255) / (256)"), None);
+    }
+
+    #[test]
+    fn names_in_a_dim3_keep_the_values_they_had_where_it_was_made() {
+        let values = vec![
+            ("rows".to_string(), "height".to_string(), 10),
+            ("a".to_string(), "rows".to_string(), 15),
+            ("rows".to_string(), "height / 2".to_string(), 30),
+            ("a".to_string(), "7".to_string(), 32),
+            ("k".to_string(), UNKNOWN.to_string(), 5),
+            ("k".to_string(), "4".to_string(), 33),
+        ];
+        let scope = Scope { values, point: 40, ..Scope::default() };
+        assert_eq!(scope.as_written_at("(width * rows + 127) / 128", 20), "(width * (height) + 127) / 128");
+        assert_eq!(scope.as_written_at("(width * rows + 127) / 128", 35), "(width * rows + 127) / 128", "made after the change");
+        assert_eq!(scope.as_written_at("a + width", 20), "((height)) + width", "through a name that changed too");
+        assert_eq!(scope.as_written_at("k", 20), "k", "what the occupancy calculator wrote stays a name");
     }
 
     #[test]
