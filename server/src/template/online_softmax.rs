@@ -9,9 +9,12 @@
 //! s = block_sum(s, …);
 //! ```
 //!
-//! become one pass that keeps a running maximum and rescales the sum whenever it grows; the
-//! threads' sums are rescaled to the block's maximum before they are added. The row is read once
-//! instead of twice. The original passes stay under `#if NAME == 0`, the default.
+//! become, when `NAME` is 1, one pass that keeps a running maximum and rescales the sum whenever
+//! it grows: the row is read once instead of twice. When `NAME` is 2 both passes stay, each
+//! thread's sum taken around its own maximum, and the two block reductions come after both: the
+//! block no longer waits between the passes (on the H100, softmax with its row in registers went
+//! from 156 to 147 µs). Either way the threads' sums are rescaled to the block's maximum before
+//! they are added. The original passes stay under `#if NAME == 0`, the default.
 
 use tree_sitter::Node;
 
@@ -78,12 +81,14 @@ impl Transform for OnlineSoftmax {
         let end = passes.sum_reduce.end_byte();
         let mut rewrite = Rewrite::default();
         rewrite.edits.push(unit.define_block(&name, "0"));
-        let new_text = format!("#if {name} == 0\n{}\n#else\n{}#endif", &text[start..end], merged(unit, &passes));
+        let new_text = format!("#if {name} == 0\n{}\n#elif {name} == 1\n{}#else\n{}#endif", &text[start..end], merged(unit, &passes), reduced_after_both(unit, &passes, start));
         rewrite.edits.push(TextEdit { range: start..end, new_text });
         let (first, second) = (unit.line_of(passes.max_loop.node.start_byte()), unit.line_of(passes.sum_reduce.start_byte()));
-        let origin = format!("max and sum passes at lines {first}–{second} as one pass with a rescaled sum when 1; 0 is the original two passes");
-        rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 0, values: vec![0, 1], origin });
-        rewrite.summary = format!("max and sum passes at lines {first}–{second} read the row once when `{name}` is 1");
+        let origin = format!(
+            "max and sum passes at lines {first}–{second}: 1 is one pass with a rescaled sum, 2 the two passes around each thread's own maximum with both block reductions after them; 0 is the original"
+        );
+        rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 0, values: vec![0, 1, 2], origin });
+        rewrite.summary = format!("max and sum passes at lines {first}–{second} read the row once when `{name}` is 1, and reduce over the block once both are done when 2");
         Outcome::Applied(rewrite)
     }
 }
@@ -249,7 +254,6 @@ fn merged(unit: &Unit, p: &Passes) -> String {
     let (inner, innermost) = (format!("{indent}{step}"), format!("{indent}{step}{step}"));
     let (m, s, exp) = (&p.max, &p.sum, &p.exp_fn);
     let value = unit.local_name("value");
-    let block_max = unit.local_name(&format!("{m}_block"));
     let one = match p.value_type.trim() {
         "float" => "1.f",
         "double" => "1.0",
@@ -271,12 +275,54 @@ fn merged(unit: &Unit, p: &Passes) -> String {
     out.push_str(&format!("{inner}if ({value} > {m}) {{\n{innermost}{s} = {s} * {exp}({m} - {value}) + {one};\n{innermost}{m} = {value};\n"));
     let otherwise = if infinite_start { format!("}} else if ({m} != {}) {{", p.max_start) } else { "} else {".to_string() };
     out.push_str(&format!("{inner}{otherwise}\n{innermost}{s} += {exp}({value} - {m});\n{inner}}}\n{indent}}}\n"));
-    // Each thread's sum is relative to its own maximum: rescale it to the block's.
+    // The loop adds nothing while the maximum is still its infinite start, so the sum needs no
+    // guard when it is rescaled.
+    out.push_str(&rescaled_reductions(unit, p, &indent, false));
+    out
+}
+
+/// The passes as they are, but for the reductions: the max pass's goes after the sum pass, so
+/// that each thread's sum is taken around its own maximum, then rescaled. `start` is where the
+/// max pass's lines begin.
+fn reduced_after_both(unit: &Unit, p: &Passes, start: usize) -> String {
+    let text = unit.text();
+    let indent = leading_whitespace(&text[line_start(text, p.max_loop.node.start_byte())..]);
+    let max_reduce_line = line_start(text, p.max_reduce.start_byte());
+    let after_max_reduce = text[p.max_reduce.end_byte()..].find('\n').map_or(text.len(), |n| p.max_reduce.end_byte() + n + 1);
+    let sum_reduce_line = line_start(text, p.sum_reduce.start_byte());
+    // A thread whose elements are all the maximum's infinite start sums NaNs (`exp(-inf - -inf)`)
+    // where the original adds zeros: its sum is left out.
+    let infinite_start = p.max_start.to_ascii_lowercase().contains("inf");
+    format!("{}{}{}", &text[start..max_reduce_line], &text[after_max_reduce..sum_reduce_line], rescaled_reductions(unit, p, &indent, infinite_start))
+}
+
+/// The block's maximum, then the block's sum of the threads' sums, each rescaled from the
+/// thread's maximum to the block's (left out when `guard_infinite_start` and the thread's maximum
+/// is still its infinite start), in the reductions' own calls.
+fn rescaled_reductions(unit: &Unit, p: &Passes, indent: &str, guard_infinite_start: bool) -> String {
+    let text = unit.text();
+    let (m, s, exp) = (&p.max, &p.sum, &p.exp_fn);
+    let block_max = unit.local_name(&format!("{m}_block"));
+    let mut out = format!("{indent}// Each thread's sum is relative to its own maximum: rescale it to the block's.\n");
     let max_call = text[assignment(text, p.max_reduce).expect("matched").2.byte_range()].to_string();
     out.push_str(&format!("{indent}const {} {block_max} = {max_call};\n", p.value_type));
     let sum_call = assignment(text, p.sum_reduce).expect("matched").2;
     let first = call(text, sum_call).expect("matched").1[0];
-    let rescaled = format!("{}{s} * {exp}({m} - {block_max}){}", &text[sum_call.start_byte()..first.start_byte()], &text[first.end_byte()..sum_call.end_byte()]);
+    let rescale = format!("{s} * {exp}({m} - {block_max})");
+    let contribution = match guard_infinite_start {
+        true => format!("{m} == {} ? {} : {rescale}", p.max_start, zero_of(&p.value_type)),
+        false => rescale,
+    };
+    let rescaled = format!("{}{contribution}{}", &text[sum_call.start_byte()..first.start_byte()], &text[first.end_byte()..sum_call.end_byte()]);
     out.push_str(&format!("{indent}{s} = {rescaled};\n{indent}{m} = {block_max};\n"));
     out
+}
+
+/// A zero of the maximum's type, written as its literals are.
+fn zero_of(value_type: &str) -> &'static str {
+    match value_type.trim() {
+        "float" => "0.f",
+        "double" => "0.0",
+        _ => "0",
+    }
 }

@@ -301,12 +301,17 @@ impl Transform for VectorizeRowLoops {
         }
         let mut accepted = Vec::new();
         let mut notes = Vec::new();
+        // (a loop, a later loop that reads a thread's share of it): both vector loops or neither.
+        let mut shared_with = Vec::new();
         for l in &row_loops {
-            match loop_plan(unit, l) {
+            let shares = accumulators_combined(unit, l);
+            shared_with.extend(shares.readers.iter().map(|reader| (l.node.start_byte(), *reader)));
+            match shares.refusal.map_or_else(|| loop_plan(unit, l), Err) {
                 Ok(plan) => accepted.push((l, plan)),
                 Err(why) => notes.push(Note { line: Some(unit.line_of(l.node.start_byte())), message: why }),
             }
         }
+        notes.extend(without_lone_sharers(unit, &mut accepted, &shared_with));
         if accepted.is_empty() {
             return Outcome::Refused(notes.remove(0));
         }
@@ -331,6 +336,16 @@ impl Transform for VectorizeRowLoops {
             rewrite.notes.push(note);
             None
         });
+        // Loops that read each other's shares must take the same vectors: all kept or none.
+        let walks_at = |row: &KeptRow, start: usize| accepted.iter().any(|(l, _)| l.node.start_byte() == start && row.walks(l));
+        let kept_apart = |row: &KeptRow| shared_with.iter().any(|(a, b)| walks_at(row, *a) != walks_at(row, *b));
+        let kept_row = match kept_row {
+            Some(row) if kept_apart(&row) => {
+                rewrite.notes.push(Note { line: None, message: "loops that read a thread's share of another are not all in the row kept in registers: the row is not kept".into() });
+                None
+            }
+            other => other,
+        };
         let kept_name = unit.fresh_name("ROW_REGS");
         let row_accesses: Vec<Access> = kept_row.as_ref().map_or_else(Vec::new, |row| row_loop_accesses(&accepted, row));
         let keeping = kept_row.as_ref().map(|row| Keeping { row, param: &kept_name, aligned_with: &row_accesses });
@@ -425,7 +440,6 @@ fn loop_accesses(unit: &Unit, l: &SimpleLoop) -> Result<Vec<Access>, String> {
             return Err(format!("`{}` is written and also used another way in the loop: not vectorised", a.pointer));
         }
     }
-    accumulators_combined(unit, l)?;
     Ok(accesses)
 }
 
@@ -475,7 +489,8 @@ impl LoopPlan<'_> {
     }
 }
 
-/// How to vectorise `l`, or why not.
+/// How to vectorise `l`, or why not (its accumulators are checked apart, see
+/// [`accumulators_combined`]).
 fn loop_plan<'t>(unit: &Unit<'t>, l: &SimpleLoop<'t>) -> Result<LoopPlan<'t>, String> {
     let only_subscripts = names_in(unit.text(), l.body, &l.var).into_iter().all(|n| {
         subscript_of(n).is_some_and(|s| s.child_by_field_name("argument").is_some_and(|a| a.kind() == "identifier"))
@@ -484,20 +499,77 @@ fn loop_plan<'t>(unit: &Unit<'t>, l: &SimpleLoop<'t>) -> Result<LoopPlan<'t>, St
         return loop_accesses(unit, l).map(LoopPlan::Direct);
     }
     no_jumps_or_barriers(unit, l)?;
-    let plan = super::lanes::plan(unit, l)?;
-    accumulators_combined(unit, l)?;
-    Ok(LoopPlan::Lanes(plan))
+    super::lanes::plan(unit, l).map(LoopPlan::Lanes)
+}
+
+/// Drops, until none is left, each loop of a pair in `shared_with` (by where they start) whose
+/// other loop is not vectorised by its accesses as well: a thread's share read by a loop that
+/// takes other elements than the loop that made it would be of other elements. The notes say
+/// which.
+fn without_lone_sharers(unit: &Unit, accepted: &mut Vec<(&SimpleLoop, LoopPlan)>, shared_with: &[(usize, usize)]) -> Vec<Note> {
+    let mut notes = Vec::new();
+    loop {
+        let direct: Vec<usize> = accepted.iter().filter(|(_, plan)| matches!(plan, LoopPlan::Direct(_))).map(|(l, _)| l.node.start_byte()).collect();
+        let lone = shared_with.iter().find_map(|(a, b)| match (direct.contains(a), direct.contains(b)) {
+            (true, false) => Some((*a, *b)),
+            (false, true) => Some((*b, *a)),
+            _ => None,
+        });
+        let lone = lone.or_else(|| shared_with.iter().flat_map(|(a, b)| [(*a, *b), (*b, *a)]).find(|(a, _)| accepted.iter().any(|(l, plan)| l.node.start_byte() == *a && !matches!(plan, LoopPlan::Direct(_)))));
+        let Some((dropped, other)) = lone else { return notes };
+        accepted.retain(|(l, _)| l.node.start_byte() != dropped);
+        notes.push(Note {
+            line: Some(unit.line_of(dropped)),
+            message: format!("the loop shares each thread's partial result with the loop at line {}, which is not vectorised the same way: not vectorised", unit.line_of(other)),
+        });
+    }
+}
+
+/// The pointers a loop subscripts with its index, sorted: two loops over the same elements that
+/// index the same pointers are vectorised with the same vectors for each thread.
+fn pointers_indexed(unit: &Unit, l: &SimpleLoop) -> Vec<String> {
+    let text = unit.text();
+    let mut pointers: Vec<String> = names_in(text, l.body, &l.var)
+        .into_iter()
+        .filter_map(subscript_of)
+        .filter(|s| subscript_index(*s).is_some_and(|i| text[i.byte_range()].trim() == l.var))
+        .filter_map(|s| s.child_by_field_name("argument").map(|a| text[a.byte_range()].to_string()))
+        .collect();
+    pointers.sort();
+    pointers.dedup();
+    pointers
+}
+
+/// The later loop that `use_` sits in when it walks the same elements as `l` (the same header)
+/// through the same pointers: once both are vectorised, each thread takes the same elements in
+/// both, so a thread's share from `l` may be read there (a thread's own maximum, which its own
+/// sum of exponentials is taken around).
+fn same_walk<'t>(unit: &Unit<'t>, l: &SimpleLoop<'t>, use_: Node<'t>) -> Option<usize> {
+    let text = unit.text();
+    let other = std::iter::successors(use_.parent(), |p| p.parent()).filter(|p| p.kind() == "for_statement").find_map(|p| simple_loop(text, p))?;
+    let header = |l: &SimpleLoop| [normalized(&l.var), normalized(&l.start), normalized(&l.end), normalized(&l.step)];
+    (header(&other) == header(l) && pointers_indexed(unit, &other) == pointers_indexed(unit, l)).then(|| other.node.start_byte())
+}
+
+/// How a loop's thread shares are read after it: see [`accumulators_combined`].
+struct SharesRead {
+    /// Where the later loops over the same elements that read a share start.
+    readers: Vec<usize>,
+    /// Why the loop is not vectorised, when a share is read elsewhere before it is combined.
+    refusal: Option<String>,
 }
 
 /// Whether every local the loop accumulates into (`sum += …` on a name declared outside it) is
 /// combined over the threads after the loop: stored to shared memory at the thread's index,
 /// passed to a shuffle or a reduction (by name, or a function of the file that shuffles), or
-/// added atomically.
+/// added atomically; or read before that only in later loops over the same elements
+/// ([`same_walk`]), which must then be vectorised alike, or all stay scalar.
 /// The vector loop hands each thread other elements than the scalar loop: the threads' total is
 /// the same, each thread's share is not.
-fn accumulators_combined(unit: &Unit, l: &SimpleLoop) -> Result<(), String> {
+fn accumulators_combined(unit: &Unit, l: &SimpleLoop) -> SharesRead {
     let text = unit.text();
-    let Some(body) = unit.body() else { return Ok(()) };
+    let mut shares = SharesRead { readers: Vec::new(), refusal: None };
+    let Some(body) = unit.body() else { return shares };
     let declared_inside: Vec<&str> = descendants(l.body).filter(|n| n.kind() == "init_declarator").filter_map(|d| d.child_by_field_name("declarator")).map(|n| &text[n.byte_range()]).collect();
     let mut accumulators: Vec<&str> = descendants(l.body)
         .filter(|n| matches!(n.kind(), "assignment_expression" | "update_expression"))
@@ -539,14 +611,23 @@ fn accumulators_combined(unit: &Unit, l: &SimpleLoop) -> Result<(), String> {
                 if plain && replaced {
                     break;
                 }
-                return Err(not_combined());
+                shares.refusal.get_or_insert_with(not_combined);
+                break;
             }
-            if !combines(use_) {
-                return Err(not_combined());
+            if combines(use_) {
+                continue;
+            }
+            match same_walk(unit, l, use_) {
+                Some(reader) => shares.readers.push(reader),
+                None => {
+                    shares.refusal.get_or_insert_with(not_combined);
+                }
             }
         }
     }
-    Ok(())
+    shares.readers.sort_unstable();
+    shares.readers.dedup();
+    shares
 }
 
 /// Whether a call of `callee` combines a value over threads by its name: a shuffle
