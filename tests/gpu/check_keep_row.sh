@@ -176,7 +176,9 @@ int main() {
         for (int c = 0; c < width; ++c) s += std::exp(r[c] - m);
         for (int c = 0; c < width; ++c) {
           const float got = y[row * width + c];
-          if (row == 5) {
+          // A row masked whole (row 5; a half of one or two logits is the whole row) has no
+          // maximum to subtract: NaN, as the original gives.
+          if (m == -INFINITY) {
             if (!std::isnan(got)) worst = INFINITY;
             continue;
           }
