@@ -299,10 +299,16 @@ async def test_softmax_max_and_sum_passes_become_one_online_pass_in_the_code_act
         "      s += expf(value - m);\n"
         "    }\n"
     ) in new_text
-    assert "  const float m_block = block_max(m, red);\n  s = block_sum(s * expf(m - m_block), red);\n  m = m_block;\n#endif\n" in new_text
+    # One pass: the sum rescaled to the block's maximum.
+    assert "  const float m_block = block_max(m, red);\n  s = block_sum(s * expf(m - m_block), red);\n  m = m_block;\n#else\n" in new_text
+    # Both passes around each thread's own maximum, then both reductions; a thread that saw only
+    # -INFINITY adds nothing.
+    third = new_text[new_text.index("  m = m_block;\n#else\n"):]
+    assert third.index("m = fmaxf(m, __half2float(x[j]))") < third.index("s += expf(__half2float(x[j]) - m)") < third.index("block_max(m, red)")
+    assert "  const float m_block = block_max(m, red);\n  s = block_sum(m == -INFINITY ? 0.f : s * expf(m - m_block), red);\n  m = m_block;\n#endif\n" in third
     spec = tomllib.loads(apply("", spec_edit.edits, client.profile.encoding))
     [online] = [p for p in spec["kernels"][0]["params"] if p["name"] == "SOFTMAX_ONLINE"]
-    assert (online["default"], online["values"]) == (0, [0, 1])
+    assert (online["default"], online["values"]) == (0, [0, 1, 2])
 
     cli = subprocess.run([str(CUTUNE_BIN), "templatize", str(source), "--kernel", "softmax_kernel"], capture_output=True, text=True, check=True)
     assert cli.stdout == new_text

@@ -533,6 +533,10 @@ pub fn report(file: &Path, result: &Templatized) -> String {
 }
 
 /// Applies non-overlapping edits; insertions at the same offset keep their order.
+///
+/// A replacement that ends in a directive (`#endif`) where its line goes on
+/// (`for (…) m = fmaxf(m, x[j]); m = block_max(m, red);`) moves the rest of the line to a line
+/// of its own, indented as the replaced code: after `#endif` the preprocessor would drop it.
 pub fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, String> {
     let mut sorted: Vec<&TextEdit> = edits.iter().collect();
     sorted.sort_by_key(|e| (e.range.start, e.range.end));
@@ -545,6 +549,13 @@ pub fn apply_edits(text: &str, edits: &[TextEdit]) -> Result<String, String> {
         out.push_str(&text[at..edit.range.start]);
         out.push_str(&edit.new_text);
         at = edit.range.end;
+        let rest_of_line = text[at..].split('\n').next().unwrap_or_default();
+        let last_line = edit.new_text.rsplit('\n').next().unwrap_or_default();
+        if last_line.trim_start().starts_with('#') && !rest_of_line.trim().is_empty() {
+            out.push('\n');
+            out.push_str(layout::leading_whitespace(&text[line_start(text, edit.range.start)..]));
+            at += rest_of_line.len() - rest_of_line.trim_start().len();
+        }
     }
     out.push_str(&text[at..]);
     Ok(out)
@@ -648,6 +659,20 @@ mod tests {
     fn overlapping_edits_are_rejected() {
         let edits = [TextEdit { range: 0..3, new_text: "x".into() }, TextEdit { range: 2..4, new_text: "y".into() }];
         assert!(apply_edits("abcdef", &edits).is_err());
+    }
+
+    #[test]
+    fn code_after_a_replacement_ending_in_a_directive_goes_on_its_own_line() {
+        let text = "  for (;;) m = f(m); m = reduce(m);\n  done();\n";
+        let end = text.find(" m = reduce").unwrap();
+        let edits = [TextEdit { range: 2..end, new_text: "#if A\n  for (;;) m = f(m);\n#endif".into() }];
+        assert_eq!(apply_edits(text, &edits).unwrap(), "  #if A\n  for (;;) m = f(m);\n#endif\n  m = reduce(m);\n  done();\n");
+        // A directive that ends its line, or a replacement that does not end in one, is left as it is.
+        let edits = [TextEdit { range: 2..end, new_text: "g();".into() }];
+        assert_eq!(apply_edits(text, &edits).unwrap(), "  g(); m = reduce(m);\n  done();\n");
+        let whole_line = text.find('\n').unwrap();
+        let edits = [TextEdit { range: 2..whole_line, new_text: "#if A\n#endif".into() }];
+        assert_eq!(apply_edits(text, &edits).unwrap(), "  #if A\n#endif\n  done();\n");
     }
 
     #[test]

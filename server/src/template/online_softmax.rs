@@ -287,13 +287,26 @@ fn merged(unit: &Unit, p: &Passes) -> String {
 fn reduced_after_both(unit: &Unit, p: &Passes, start: usize) -> String {
     let text = unit.text();
     let indent = leading_whitespace(&text[line_start(text, p.max_loop.node.start_byte())..]);
-    let max_reduce_line = line_start(text, p.max_reduce.start_byte());
-    let after_max_reduce = text[p.max_reduce.end_byte()..].find('\n').map_or(text.len(), |n| p.max_reduce.end_byte() + n + 1);
-    let sum_reduce_line = line_start(text, p.sum_reduce.start_byte());
+    // Whole lines where the reductions stand on their own, as they do; cut at the statements
+    // where one shares a line with a loop. `from` is a line's start or a reduction's end.
+    let lines = |from: usize, to: usize| {
+        let rest_of_line = text[from..].len() - text[from..].trim_start_matches([' ', '\t']).len();
+        let from = if text[from + rest_of_line..].starts_with('\n') { from + rest_of_line + 1 } else { from };
+        let mut part = text[from..to].trim_end_matches([' ', '\t']).to_string();
+        if !part.is_empty() && !part.ends_with('\n') {
+            part.push('\n');
+        }
+        part
+    };
     // A thread whose elements are all the maximum's infinite start sums NaNs (`exp(-inf - -inf)`)
     // where the original adds zeros: its sum is left out.
     let infinite_start = p.max_start.to_ascii_lowercase().contains("inf");
-    format!("{}{}{}", &text[start..max_reduce_line], &text[after_max_reduce..sum_reduce_line], rescaled_reductions(unit, p, &indent, infinite_start))
+    format!(
+        "{}{}{}",
+        lines(start, p.max_reduce.start_byte()),
+        lines(p.max_reduce.end_byte(), p.sum_reduce.start_byte()),
+        rescaled_reductions(unit, p, &indent, infinite_start)
+    )
 }
 
 /// The block's maximum, then the block's sum of the threads' sums, each rescaled from the
