@@ -115,8 +115,8 @@ impl Ceilings {
         }
     }
 
-    /// Positive and finite, copy times by increasing size: usable as divisors. A cache file or a worker that says otherwise is
-    /// not believed.
+    /// Positive and finite, copy times by increasing size: usable as divisors. A cache file or a
+    /// worker that says otherwise is not believed.
     pub fn check(&self) -> Result<(), String> {
         for (what, value) in [("copy bandwidth", self.copy_gbs), ("FP32 rate", self.fp32_tflops), ("FP16 rate", self.fp16_tflops)] {
             if !(value.is_finite() && value > 0.0) {

@@ -277,7 +277,10 @@ impl<'d> Scope<'d> {
         }
         rename_identifiers_in(expression, |word| {
             let changed = self.values.iter().any(|(n, _, given)| n == word && *given > at && *given < self.point);
-            let (_, value, _) = self.values.iter().filter(|(n, _, given)| n == word && *given < at).last().filter(|_| changed)?;
+            if !changed {
+                return None;
+            }
+            let (_, value, _) = self.values.iter().filter(|(n, _, given)| n == word && *given < at).last()?;
             (value != UNKNOWN).then(|| format!("({})", self.pinned_at(value, at, depth + 1)))
         })
     }

@@ -124,26 +124,25 @@ pub(super) fn plan(unit: &Unit, loops: &[WalkedRow]) -> Result<Option<KeptRow>, 
     Ok(None)
 }
 
+/// The preprocessor's nodes around a statement (`#if`s and their `#elif`/`#else` parts),
+/// innermost first, up to the block it is in.
+fn preprocessor_ancestors(node: Node) -> impl Iterator<Item = Node> {
+    std::iter::successors(node.parent(), |p| p.parent()).take_while(|p| p.kind().starts_with("preproc_"))
+}
+
+/// The `#if`s (and `#ifdef`s) around a statement within its block, innermost first.
+fn ifs_around(node: Node) -> impl Iterator<Item = Node> {
+    preprocessor_ancestors(node).filter(|p| matches!(p.kind(), "preproc_if" | "preproc_ifdef"))
+}
+
 /// The block a statement is in, through the preprocessor's branches, which are no scope.
 fn enclosing_block(node: Node) -> Option<Node> {
-    let mut parent = node.parent();
-    while let Some(p) = parent.filter(|p| p.kind().starts_with("preproc_")) {
-        parent = p.parent();
-    }
-    parent
+    preprocessor_ancestors(node).last().unwrap_or(node).parent()
 }
 
 /// The outermost `#if` (or `#ifdef`) around `node` within its block.
 fn outermost_branch(node: Node) -> Option<Node> {
-    let mut outermost = None;
-    let mut parent = node.parent();
-    while let Some(p) = parent.filter(|p| p.kind().starts_with("preproc_")) {
-        if matches!(p.kind(), "preproc_if" | "preproc_ifdef") {
-            outermost = Some(p);
-        }
-        parent = p.parent();
-    }
-    outermost
+    ifs_around(node).last()
 }
 
 /// Most combinations of preprocessor branches a row's loops are read under.
@@ -154,17 +153,13 @@ const MAX_CONFIGURATIONS: usize = 64;
 /// earlier loop of `group` touches the pointer (and so loaded or stored its vectors there).
 /// `None` when the branches have too many combinations to read.
 fn kept_reads(group: &[&WalkedRow]) -> Option<Vec<(usize, String)>> {
-    let branchings: Vec<Branching> = {
-        let mut all: Vec<Branching> = Vec::new();
-        for row in group {
-            for b in branchings_around(row.walk.node) {
-                if !all.iter().any(|a| a.id == b.id) {
-                    all.push(b);
-                }
-            }
+    let around: Vec<Vec<Branching>> = group.iter().map(|row| branchings_around(row.walk.node)).collect();
+    let mut branchings: Vec<&Branching> = Vec::new();
+    for b in around.iter().flatten() {
+        if !branchings.iter().any(|a| a.id == b.id) {
+            branchings.push(b);
         }
-        all
-    };
+    }
     let count = branchings.iter().try_fold(1usize, |n, b| n.checked_mul(b.options).filter(|n| *n <= MAX_CONFIGURATIONS))?;
     let mut reads: Vec<(usize, String)> = Vec::new();
     let mut first_touch: Vec<(usize, String)> = Vec::new();
@@ -175,9 +170,9 @@ fn kept_reads(group: &[&WalkedRow]) -> Option<Vec<(usize, String)>> {
             chosen.push((b.id, rest % b.options));
             rest /= b.options;
         }
-        let compiled = |row: &WalkedRow| branchings_around(row.walk.node).iter().all(|b| chosen.contains(&(b.id, b.taken)));
+        let compiled = |index: usize| around[index].iter().all(|b| chosen.contains(&(b.id, b.taken)));
         let mut touched: Vec<&str> = Vec::new();
-        for row in group.iter().filter(|r| compiled(r)) {
+        for row in group.iter().enumerate().filter(|(index, _)| compiled(*index)).map(|(_, row)| row) {
             let start = row.walk.node.start_byte();
             for a in row.accesses {
                 let pair = (start, a.pointer.clone());
@@ -209,10 +204,8 @@ struct Branching {
 
 /// The `#if`s around `node` within its block, innermost first.
 fn branchings_around(node: Node) -> Vec<Branching> {
-    let mut out = Vec::new();
-    let mut parent = node.parent();
-    while let Some(p) = parent.filter(|p| p.kind().starts_with("preproc_")) {
-        if matches!(p.kind(), "preproc_if" | "preproc_ifdef") {
+    ifs_around(node)
+        .map(|p| {
             // The chain of parts: the `#if` itself, then each `alternative` in turn.
             let mut parts = vec![p];
             while let Some(next) = parts.last().and_then(|last| last.child_by_field_name("alternative")) {
@@ -222,9 +215,7 @@ fn branchings_around(node: Node) -> Vec<Branching> {
             // The parts nest (each `alternative` is inside the part before it): the loop's is
             // the innermost that holds it.
             let taken = parts.iter().rposition(|part| part.byte_range().contains(&node.start_byte())).expect("the loop is in its #if");
-            out.push(Branching { id: p.id(), options: parts.len() + usize::from(!has_else), taken });
-        }
-        parent = p.parent();
-    }
-    out
+            Branching { id: p.id(), options: parts.len() + usize::from(!has_else), taken }
+        })
+        .collect()
 }

@@ -12,8 +12,8 @@
 //! become, when `NAME` is 1, one pass that keeps a running maximum and rescales the sum whenever
 //! it grows: the row is read once instead of twice. When `NAME` is 2 both passes stay, each
 //! thread's sum taken around its own maximum, and the two block reductions come after both: the
-//! block no longer waits between the passes (on the H100, softmax with its row in registers went
-//! from 156 to 147 µs). Either way the threads' sums are rescaled to the block's maximum before
+//! block no longer waits between the passes (softmax with its row in registers, brute force on
+//! the H100: 156.14 → 146.75 µs on one lease, 169.65 → 160.98 µs on another; docs/benchmarks.md). Either way the threads' sums are rescaled to the block's maximum before
 //! they are added. The original passes stay under `#if NAME == 0`, the default.
 
 use tree_sitter::Node;
@@ -44,6 +44,22 @@ struct Passes<'t> {
     /// The maximum's type and initial value.
     value_type: String,
     max_start: String,
+}
+
+impl Passes<'_> {
+    /// Whether the maximum starts at an infinity (`-INFINITY`), where `exp(m - m)` is NaN.
+    fn infinite_start(&self) -> bool {
+        self.max_start.to_ascii_lowercase().contains("inf")
+    }
+
+    /// `value` (0 or 1) as a literal of the maximum's type: `1.f`, `1.0` or `1`.
+    fn literal(&self, value: u8) -> String {
+        match self.value_type.trim() {
+            "float" => format!("{value}.f"),
+            "double" => format!("{value}.0"),
+            _ => value.to_string(),
+        }
+    }
 }
 
 impl Transform for OnlineSoftmax {
@@ -254,11 +270,7 @@ fn merged(unit: &Unit, p: &Passes) -> String {
     let (inner, innermost) = (format!("{indent}{step}"), format!("{indent}{step}{step}"));
     let (m, s, exp) = (&p.max, &p.sum, &p.exp_fn);
     let value = unit.local_name("value");
-    let one = match p.value_type.trim() {
-        "float" => "1.f",
-        "double" => "1.0",
-        _ => "1",
-    };
+    let one = p.literal(1);
     let mut out = String::new();
     if let Some(declaration) = p.sum_declaration {
         out.push_str(&format!("{indent}{}\n", &text[declaration.byte_range()]));
@@ -269,7 +281,7 @@ fn merged(unit: &Unit, p: &Passes) -> String {
     out.push_str(&format!("{inner}const {} {value} = {};\n", p.value_type, p.value));
     // With an infinite start, the sum has nothing to add until a finite maximum: exp(-inf - -inf)
     // would be NaN.
-    let infinite_start = p.max_start.to_ascii_lowercase().contains("inf");
+    let infinite_start = p.infinite_start();
     let comment = if infinite_start { format!("; `{m}` still {} means nothing counted yet", p.max_start) } else { String::new() };
     out.push_str(&format!("{inner}// A new maximum rescales the sum so far{comment}.\n"));
     out.push_str(&format!("{inner}if ({value} > {m}) {{\n{innermost}{s} = {s} * {exp}({m} - {value}) + {one};\n{innermost}{m} = {value};\n"));
@@ -300,12 +312,11 @@ fn reduced_after_both(unit: &Unit, p: &Passes, start: usize) -> String {
     };
     // A thread whose elements are all the maximum's infinite start sums NaNs (`exp(-inf - -inf)`)
     // where the original adds zeros: its sum is left out.
-    let infinite_start = p.max_start.to_ascii_lowercase().contains("inf");
     format!(
         "{}{}{}",
         lines(start, p.max_reduce.start_byte()),
         lines(p.max_reduce.end_byte(), p.sum_reduce.start_byte()),
-        rescaled_reductions(unit, p, &indent, infinite_start)
+        rescaled_reductions(unit, p, &indent, p.infinite_start())
     )
 }
 
@@ -323,7 +334,7 @@ fn rescaled_reductions(unit: &Unit, p: &Passes, indent: &str, guard_infinite_sta
     let first = call(text, sum_call).expect("matched").1[0];
     let rescale = format!("{s} * {exp}({m} - {block_max})");
     let contribution = match guard_infinite_start {
-        true => format!("{m} == {} ? {} : {rescale}", p.max_start, zero_of(&p.value_type)),
+        true => format!("{m} == {} ? {} : {rescale}", p.max_start, p.literal(0)),
         false => rescale,
     };
     let rescaled = format!("{}{contribution}{}", &text[sum_call.start_byte()..first.start_byte()], &text[first.end_byte()..sum_call.end_byte()]);
@@ -331,11 +342,3 @@ fn rescaled_reductions(unit: &Unit, p: &Passes, indent: &str, guard_infinite_sta
     out
 }
 
-/// A zero of the maximum's type, written as its literals are.
-fn zero_of(value_type: &str) -> &'static str {
-    match value_type.trim() {
-        "float" => "0.f",
-        "double" => "0.0",
-        _ => "0",
-    }
-}

@@ -510,12 +510,9 @@ fn without_lone_sharers(unit: &Unit, accepted: &mut Vec<(&SimpleLoop, LoopPlan)>
     let mut notes = Vec::new();
     loop {
         let direct: Vec<usize> = accepted.iter().filter(|(_, plan)| matches!(plan, LoopPlan::Direct(_))).map(|(l, _)| l.node.start_byte()).collect();
-        let lone = shared_with.iter().find_map(|(a, b)| match (direct.contains(a), direct.contains(b)) {
-            (true, false) => Some((*a, *b)),
-            (false, true) => Some((*b, *a)),
-            _ => None,
-        });
-        let lone = lone.or_else(|| shared_with.iter().flat_map(|(a, b)| [(*a, *b), (*b, *a)]).find(|(a, _)| accepted.iter().any(|(l, plan)| l.node.start_byte() == *a && !matches!(plan, LoopPlan::Direct(_)))));
+        let still_accepted = |start: usize| accepted.iter().any(|(l, _)| l.node.start_byte() == start);
+        // A loop still to be vectorised in a pair that will not be vectorised alike.
+        let lone = shared_with.iter().flat_map(|(a, b)| [(*a, *b), (*b, *a)]).find(|(a, b)| still_accepted(*a) && !(direct.contains(a) && direct.contains(b)));
         let Some((dropped, other)) = lone else { return notes };
         accepted.retain(|(l, _)| l.node.start_byte() != dropped);
         notes.push(Note {
