@@ -56,10 +56,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 41
+    assert len(kernels) == len(set(kernels)) == 45
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -93,11 +93,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
     assert by_kernel["grid_sum"]["why"].startswith("`blocks_per_sm` in grid extent x is not a size, a parameter or a scalar argument"), by_kernel["grid_sum"]
-    assert report["totals"] == {"kernels": 41, "ready": 33, "spec": 6, "compile": 1, "parameters": 1}
+    assert report["totals"] == {"kernels": 45, "ready": 37, "spec": 6, "compile": 1, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "41 kernels under" in text.stdout and "33 ready to tune (80%)" in text.stdout
+    assert "45 kernels under" in text.stdout and "37 ready to tune (82%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -249,7 +249,7 @@ def test_template_parameters_a_launcher_elsewhere_instantiates_from_its_constant
     assert [(params[n]["kind"], params[n]["default"]) for n in spec["template_args"]] == [("template", 64), ("template", 64), ("template", 8), ("template", 8)]
     # The launcher's arithmetic and the function-like macro it uses, in the kernel's names.
     assert spec["block"] == ["(TILE_M * TILE_N) // ROWS_PER_THREAD"]
-    assert spec["grid"] == ["(((N) + (TILE_N)-1) // (TILE_N))", "(((M) + (TILE_M)-1) // (TILE_M))"]
+    assert spec["grid"] == ["((N) + (TILE_N)-1) // (TILE_N)", "((M) + (TILE_M)-1) // (TILE_M)"]
     # The kernel's own assumptions about its block, and the hardware's.
     assert spec["restrictions"] == [
         "(TILE_M * TILE_N) // ROWS_PER_THREAD >= 32",
@@ -342,7 +342,7 @@ def test_host_values_come_from_static_members_default_arguments_and_helper_funct
     spec = templatized_spec(root, "train.cu", "scale_vec")
     # `vec_t::lanes` is `sizeof(int4) / sizeof(real)` with `real` a bf16 under `USE_BF16`: 8;
     # `div_up` is the header's one-line helper, inlined.
-    assert spec["grid"] == ["((n + (block_size * 8) - 1) // (block_size * 8))"]
+    assert spec["grid"] == ["(n + (block_size * 8) - 1) // (block_size * 8)"]
     block = next(p for p in spec["params"] if p["name"] == "block_size")
     assert (block["kind"], block["default"], block["values"]) == ("launch", 128, [128, 256, 512])
     # `1.0f / sqrtf(temperature)` with the launcher's default argument `temperature = 2.0f`.
@@ -423,6 +423,35 @@ def test_sizes_in_dim3_references_assigned_grids_and_literal_2d_blocks(tmp_path:
     # the first `rows`, the argument of the second.
     assert fade["grid"][0].startswith("(((image_x * (image_y) + FADE_ROWS_BLOCK_SIZE - 1) // FADE_ROWS_BLOCK_SIZE)"), fade["grid"]
     assert next(a for a in fade["args"] if a["name"] == "rows")["value"] == "image_y // 2"
+
+
+def test_host_arithmetic_as_c_writes_it_is_said_the_specs_way(tmp_path: Path):
+    root = project(tmp_path, "host_arithmetic")
+    # `const int N = 1 << log2N;` and `half = N >> 1`: shifts are powers of two.
+    butterfly = templatized_spec(root, "transform.cu", "butterfly")
+    assert butterfly["shapes"] == [{"log2N": 20}]
+    assert butterfly["grid"] == ["((2 ** log2N) // 2 + BUTTERFLY_BLOCK_SIZE - 1) // BUTTERFLY_BLOCK_SIZE"]
+    assert next(a for a in butterfly["args"] if a["name"] == "half")["value"] == "(2 ** log2N) // 2 ** 1"
+    # `(N + 255u) / 256u` and `0.5f`: literals without their suffixes.
+    scale = templatized_spec(root, "transform.cu", "scale")
+    assert scale["grid"] == ["((((2 ** log2N) + SCALE_BLOCK_SIZE - 1) // SCALE_BLOCK_SIZE) + SCALE_VEC - 1) // SCALE_VEC"]
+    assert next(a for a in scale["args"] if a["name"] == "factor")["value"] == "0.5"
+    # `std::max<size_t>(threads / warpSize * sizeof(float), 32)`: the spec's `max`, the warp's 32.
+    sums = templatized_spec(root, "transform.cu", "warp_sums")
+    assert sums["block"] == ["threads"]
+    assert sums["shared_bytes"] == "max(threads // 32 * 4, 32)"
+
+
+def test_a_tensor_core_kernel_compiles_with_nvrtc_from_pip_and_keeps_its_fragment_shape(tmp_path: Path):
+    root = project(tmp_path, "tensor_cores")
+    spec, report = templatized_spec_and_report(root, "wmma_tile.cu", "wmma_gemm")
+    # `TILE` is the `wmma::fragment`'s 16 × 16 × 16, which the hardware fixes.
+    assert "`TILE` is not lifted: it is a tensor-core fragment's shape" in report
+    assert [p["name"] for p in spec["params"]] == ["WMMA_GEMM_BLOCK_X", "WMMA_GEMM_BLOCK_Y", "fast_math", "max_registers"]
+    # `<mma.h>` includes `crt/mma.h`, which pip ships with nvcc, not with the runtime.
+    checked = cutune("check", "wmma_tile.cu", "--kernel", "wmma_gemm", "--sample", "2", "--json", cwd=root)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert json.loads(checked.stdout)["failed"] == 0
 
 
 def test_a_launcher_passed_as_a_function_pointer_gets_the_block_size_its_driver_passes(tmp_path: Path):

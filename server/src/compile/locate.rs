@@ -271,6 +271,8 @@ fn bind(place: String, library: Library, path: PathBuf, attempts: &mut Vec<Attem
     let library_include_dirs = cccl_include_dir_for(&path, include_dir.as_deref())
         .into_iter()
         .chain(pip_include_dir_for(&path, include_dir.as_deref(), "curand", "curand_kernel.h"))
+        // `<mma.h>` (tensor cores' WMMA) includes `crt/mma.h`, which pip ships with nvcc.
+        .chain(pip_include_dir_for(&path, include_dir.as_deref(), "cuda_nvcc", "crt/mma.h"))
         .collect();
     // cudarc holds its own handle for the life of the process; ours must not unload it either.
     std::mem::forget(library);

@@ -530,7 +530,7 @@ impl<'d> HostContext<'d> {
         });
         match worked_out == text {
             true => worked_out,
-            false => callee::readable(&super::scaffold::c_division(&self.in_spec_names(&worked_out))),
+            false => callee::readable(&super::spec_text::spec_expression(&self.in_spec_names(&worked_out), super::spec_text::Division::Floor)),
         }
     }
 
@@ -1770,7 +1770,7 @@ fn file_constants_of(text: &str, root: Node) -> HashMap<String, String> {
     out
 }
 
-fn strip_outer_parens(text: &str) -> &str {
+pub(super) fn strip_outer_parens(text: &str) -> &str {
     let t = text.trim();
     match t.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
         Some(inner) if balanced(inner) => inner.trim(),
@@ -1887,7 +1887,7 @@ fn malloc_bytes(text: &str, body: Node, name: &str) -> Option<String> {
 }
 
 /// The device allocations under `node`: (the pointer allocated, the bytes asked for).
-fn allocations<'t>(text: &'t str, node: Node<'t>) -> impl Iterator<Item = (String, String)> + 't {
+pub(super) fn allocations<'t>(text: &'t str, node: Node<'t>) -> impl Iterator<Item = (String, String)> + 't {
     descendants(node).filter(|n| n.kind() == "call_expression").filter_map(move |call| {
         let function = call.child_by_field_name("function")?;
         let args = call_args(text, call.child_by_field_name("arguments")?);

@@ -65,6 +65,10 @@ fn factor_values(default: i64) -> Vec<i64> {
 /// `BLOCK_ROWS` or `BLOCKS_PER_SM`).
 fn looks_like_block_size(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
+    // `WARPS_PER_BLOCK`, `ITEMS_PER_BLOCK`: a count of something else in a block.
+    if upper.ends_with("_PER_BLOCK") && !upper.ends_with("THREADS_PER_BLOCK") {
+        return false;
+    }
     ["BLOCK", "BLOCK_SIZE", "BLOCKSIZE", "BLOCK_THREADS", "THREADS", "NUM_THREADS", "THREADS_PER_BLOCK"]
         .iter()
         .any(|suffix| upper == *suffix || upper.ends_with(&format!("_{suffix}")) || upper.ends_with(suffix) && suffix.len() > 5)
@@ -164,6 +168,8 @@ impl Transform for Defines {
             .chain(unit.model.launches_of(&unit.kernel.name).flat_map(|l| [l.grid.text.as_str(), l.block.text.as_str()]))
             .collect();
         let block_names: BTreeSet<&str> = unit.model.launches_of(&unit.kernel.name).map(|l| l.block.text.trim()).collect();
+        let fragment_shapes = fragment_shape_names(unit);
+        let allocation_sizes = names_sizing_allocations(unit);
         let mut seen = BTreeSet::new();
         let mut rewrite = Rewrite::default();
         let mut lifted = Vec::new();
@@ -175,6 +181,14 @@ impl Transform for Defines {
             let Some(define) = unit.model.defines.iter().find(|d| d.name == name) else { continue };
             let line = Some(unit.line_at(define.span));
             if FIXED_NAMES.contains(&name) {
+                continue;
+            }
+            if fragment_shapes.contains(name) {
+                rewrite.notes.push(Note { line, message: format!("`{name}` is not lifted: it is a tensor-core fragment's shape, which the hardware fixes") });
+                continue;
+            }
+            if let Some((bytes, _)) = allocation_sizes.iter().find(|(_, expanded)| super::contains_identifier(expanded, name)) {
+                rewrite.notes.push(Note { line, message: format!("`{name}` is not lifted: the host allocates `{bytes}` bytes with it, so it sizes the problem, not how the kernel runs") });
                 continue;
             }
             let used_as_choice = choice_sites.iter().any(|text| super::contains_identifier(text, name));
@@ -206,6 +220,38 @@ impl Transform for Defines {
         rewrite.summary = format!("`#define`s {} are tuning parameters", lifted.join(", "));
         Outcome::Applied(rewrite)
     }
+}
+
+/// The byte counts the file's host code allocates (`cudaMalloc(&a, sizeof(half) * M_GLOBAL *
+/// K_GLOBAL)`), as written and with the `#define`s they name written out (`M_GLOBAL` is
+/// `(M * M_TILES)`), so that a define the problem's size is made of is found in them.
+fn names_sizing_allocations(unit: &Unit) -> Vec<(String, String)> {
+    let Some(tree) = unit.doc.tree() else { return Vec::new() };
+    let expression_defines = |name: &str| unit.model.defines.iter().find(|d| d.name == name && !is_int_literal(&d.value_text)).map(|d| format!("({})", d.value_text));
+    let expanded = |bytes: String| {
+        let mut text = bytes;
+        for _ in 0..8 {
+            let next = crate::syntax::rename_identifiers_in(&text, expression_defines);
+            if next == text {
+                break;
+            }
+            text = next;
+        }
+        text
+    };
+    super::host::allocations(unit.text(), tree.root_node()).map(|(_, bytes)| (bytes.clone(), expanded(bytes))).collect()
+}
+
+/// The names in the kernel's tensor-core fragment types (`wmma::fragment<matrix_a, M, N, K,
+/// half, row_major>`): shapes the hardware offers a few of, not choices of the code's.
+fn fragment_shape_names<'u>(unit: &'u Unit) -> BTreeSet<&'u str> {
+    let Some(body) = unit.body() else { return BTreeSet::new() };
+    let text = unit.text();
+    descendants(body)
+        .filter(|n| n.kind() == "template_type" && n.child_by_field_name("name").is_some_and(|name| text[name.byte_range()].ends_with("fragment")))
+        .filter_map(|n| n.child_by_field_name("arguments"))
+        .flat_map(|arguments| crate::syntax::identifiers_in(&text[arguments.byte_range()]))
+        .collect()
 }
 
 /// A literal shared-array dimension equal to a lifted tile or block `#define` (and to no other)
@@ -716,6 +762,10 @@ impl Transform for PragmaUnroll {
             if factor.is_empty() && (guarded_by_unroll_param(unit, pragma.span.start_byte) || unrolls_parameter_loop(unit, pragma.span.end_byte)) {
                 continue;
             }
+            if factor.is_empty() && indexes_local_array(unit, pragma.span.end_byte) {
+                rewrite.notes.push(Note { line: Some(line), message: "`#pragma unroll` stays: its loop indexes an array of the thread's by the loop's variable, which stays in registers only unrolled fully".into() });
+                continue;
+            }
             let name = next_name(unit, "UNROLL", &names);
             let constant = unroll_constant(&name);
             let indent = &unit.text()[super::line_start(unit.text(), pragma.span.start_byte)..pragma.span.start_byte];
@@ -742,6 +792,30 @@ impl Transform for PragmaUnroll {
         rewrite.summary = format!("unroll factors are {}", names.join(", "));
         Outcome::Applied(rewrite)
     }
+}
+
+/// Whether the loop the pragma ending at `pragma_end` unrolls indexes one of the kernel's local
+/// arrays (`acc[i]`, `frag[i][j]`) by its own variable: such an array is kept in registers only
+/// when every index is a constant, which a full unroll makes and a partial one does not.
+fn indexes_local_array(unit: &Unit, pragma_end: usize) -> bool {
+    let Some(body) = unit.body() else { return false };
+    let text = unit.text();
+    let Some(for_loop) = descendants(body).find(|n| n.kind() == "for_statement" && n.start_byte() >= pragma_end && text[pragma_end..n.start_byte()].trim().is_empty()) else { return false };
+    let Some(variable) = for_loop.child_by_field_name("initializer").and_then(|i| descendants(i).find(|n| n.kind() == "identifier")).map(|n| &text[n.byte_range()]) else { return false };
+    let local_arrays: BTreeSet<&str> = descendants(body)
+        .filter(|n| n.kind() == "declaration" && !text[n.byte_range()].contains("__shared__"))
+        .flat_map(|declaration| descendants(declaration).filter(|n| n.kind() == "array_declarator").collect::<Vec<_>>())
+        .filter_map(|array| descendants(array).find(|n| n.kind() == "identifier").map(|n| &text[n.byte_range()]))
+        .collect();
+    descendants(for_loop).filter(|n| n.kind() == "subscript_expression").any(|subscript| {
+        let mut base = subscript;
+        while let Some(inner) = base.child_by_field_name("argument").filter(|a| a.kind() == "subscript_expression") {
+            base = inner;
+        }
+        let array = base.child_by_field_name("argument").map(|a| &text[a.byte_range()]);
+        let index = &text[subscript.byte_range()][array.map_or(0, str::len)..];
+        array.is_some_and(|a| local_arrays.contains(a)) && super::contains_identifier(index, variable)
+    })
 }
 
 /// Whether a bare `#pragma unroll` is the full-unroll branch of an earlier templatize:

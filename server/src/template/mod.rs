@@ -20,6 +20,7 @@ mod layout;
 mod lift;
 mod online_softmax;
 mod scaffold;
+mod spec_text;
 mod strategy;
 mod thread_tile;
 mod texture;

@@ -10,6 +10,7 @@ use tree_sitter::Node;
 
 use super::bounds::guarded_length;
 use super::host::{HostContext, HostFile, LaunchChoice};
+use super::spec_text::{spec_expression, Division};
 use super::texture;
 use super::LineOrigins;
 use crate::slice::{device_slice, SliceOptions};
@@ -111,20 +112,24 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         })
         .unzip();
 
-    // Host expressions are C, where `/` on integers truncates; in the spec `/` is true division.
-    grid = grid.iter().map(|g| c_division(g)).collect();
-    block = block.iter().map(|b| c_division(b)).collect();
-    let mut shared_bytes = c_division(&shared_bytes);
+    // Host expressions are C: said in the spec's language (`/` on integers truncates, where the
+    // spec's `/` is true division; shifts, literal suffixes, `MAX`).
+    // A `#define` made of lifted ones (`THREADS_PER_BLOCK` is `(WARP_SIZE * WARPS_PER_BLOCK)`)
+    // changes with them: written out, it is not taken for a size of the shape.
+    let lifted: BTreeSet<&str> = params.iter().map(|p| p.name.as_str()).collect();
+    let integer = |text: &str| super::host::strip_outer_parens(&spec_expression(&with_defines_of_parameters(text, templated, &lifted), Division::Floor)).to_string();
+    grid = grid.iter().map(|g| integer(g)).collect();
+    block = block.iter().map(|b| integer(b)).collect();
+    let mut shared_bytes = integer(&shared_bytes);
     let mut args: Vec<ArgSpec> = args
         .into_iter()
         .map(|mut a| {
-            a.length = a.length.map(|l| c_division(&l));
+            a.length = a.length.map(|l| integer(&l));
             if let Some(texture) = &mut a.texture {
-                texture.extent = texture.extent.iter().map(|e| c_division(e)).collect();
+                texture.extent = texture.extent.iter().map(|e| integer(e)).collect();
             }
-            if !a.dtype.is_float() {
-                a.value = a.value.map(|v| c_division(&v));
-            }
+            let division = if a.dtype.is_float() { Division::True } else { Division::Floor };
+            a.value = a.value.map(|v| super::host::strip_outer_parens(&spec_expression(&with_defines_of_parameters(&v, templated, &lifted), division)).to_string());
             a
         })
         .collect();
@@ -227,7 +232,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         let moves_the_block = |text: &str| identifiers_in(text).any(|w| choices.iter().any(|c| c.name == w) || block_params.iter().any(|p| p.name == w));
         let host_asserts = host.as_ref().map(|h| h.assertions()).unwrap_or_default();
         let kernel_asserts = body.map(|b| block_assertions(templated.text(), b, &block)).unwrap_or_default();
-        for condition in host_asserts.into_iter().chain(kernel_asserts).map(|c| c_division(&c)) {
+        for condition in host_asserts.into_iter().chain(kernel_asserts).map(|c| spec_expression(&c, Division::Floor)) {
             if moves_the_block(&condition) && known(&condition) && expr::parse(&condition).is_ok() && !restrictions.contains(&condition) {
                 restrictions.push(condition);
             }
@@ -551,22 +556,34 @@ fn block_assertions(text: &str, body: Node, block: &[String]) -> Vec<String> {
     out
 }
 
-/// A C integer expression in the spec's language: `/` becomes `//`. Sizes and block counts are
-/// non-negative, where flooring and C's truncation agree.
-pub(super) fn c_division(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 4);
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '/' && chars.peek() != Some(&'/') {
-            out.push_str("//");
-        } else {
-            out.push(c);
-            if c == '/' {
-                out.push(chars.next().expect("peeked"));
+/// `text` with each `#define` of `doc` whose value is an expression over `lifted` parameters
+/// (directly or through other such defines) written out in parentheses.
+fn with_defines_of_parameters(text: &str, doc: &Document, lifted: &BTreeSet<&str>) -> String {
+    let defines = &doc.model().defines;
+    let value_of = |name: &str| defines.iter().find(|d| d.name == name && d.value_text.trim().parse::<i64>().is_err()).map(|d| d.value_text.trim());
+    let over_parameters = |name: &str| {
+        let mut seen = BTreeSet::new();
+        let mut pending = vec![name.to_string()];
+        while let Some(next) = pending.pop() {
+            let Some(value) = value_of(&next).filter(|_| seen.insert(next.clone())) else { continue };
+            for word in identifiers_in(value) {
+                if lifted.contains(word) {
+                    return true;
+                }
+                pending.push(word.to_string());
             }
         }
+        false
+    };
+    let mut text = text.to_string();
+    for _ in 0..8 {
+        let next = crate::syntax::rename_identifiers_in(&text, |word| value_of(word).filter(|_| over_parameters(word)).map(|value| format!("({})", super::host::strip_outer_parens(value))));
+        if next == text {
+            break;
+        }
+        text = next;
     }
-    out
+    text
 }
 
 /// The kernel's template arguments: a lifted parameter's name, else what the launch gives,
@@ -876,12 +893,6 @@ mod tests {
         assert!(restrictions(program("(n + THREADS - 1) / THREADS", "1 << 20")).is_empty());
         assert!(restrictions(program("n / THREADS", "1000")).is_empty());
         assert!(restrictions(program("n / 128", "1 << 20")).is_empty());
-    }
-
-    #[test]
-    fn c_division_truncates_in_the_spec_too() {
-        assert_eq!(c_division("(n + B - 1) / B"), "(n + B - 1) // B");
-        assert_eq!(c_division("a // b / c"), "a // b // c");
     }
 
     #[test]
