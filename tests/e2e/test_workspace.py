@@ -56,10 +56,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 45
+    assert len(kernels) == len(set(kernels)) == 47
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -93,11 +93,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
     assert by_kernel["grid_sum"]["why"].startswith("`blocks_per_sm` in grid extent x is not a size, a parameter or a scalar argument"), by_kernel["grid_sum"]
-    assert report["totals"] == {"kernels": 45, "ready": 37, "spec": 6, "compile": 1, "parameters": 1}
+    assert report["totals"] == {"kernels": 47, "ready": 39, "spec": 6, "compile": 1, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "45 kernels under" in text.stdout and "37 ready to tune (82%)" in text.stdout
+    assert "47 kernels under" in text.stdout and "39 ready to tune (83%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -440,6 +440,15 @@ def test_host_arithmetic_as_c_writes_it_is_said_the_specs_way(tmp_path: Path):
     sums = templatized_spec(root, "transform.cu", "warp_sums")
     assert sums["block"] == ["threads"]
     assert sums["shared_bytes"] == "max(threads // 32 * 4, 32)"
+
+
+def test_each_program_of_a_workspace_keeps_its_own_defines(tmp_path: Path):
+    # Two programs define `ROWS` differently and share the names `main` and `run`: each kernel's
+    # size is its own file's.
+    root = project(tmp_path, "namesake_defines")
+    (root / ".git").mkdir()
+    assert templatized_spec(root, "small/program.cu", "scale_small")["shapes"] == [{"ROWS": 1024}]
+    assert templatized_spec(root, "large/program.cu", "scale_large")["shapes"] == [{"ROWS": 4096}]
 
 
 def test_a_tensor_core_kernel_compiles_with_nvrtc_from_pip_and_keeps_its_fragment_shape(tmp_path: Path):

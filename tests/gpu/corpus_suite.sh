@@ -61,6 +61,10 @@ cases=(
   "llm.c dev/cuda/gelu_forward.cu gelu_forward_kernel1"
   "llm.c dev/cuda/gelu_backward.cu gelu_backward1"
   "cuda-samples Samples/2_Concepts_and_Techniques/inlinePTX/inlinePTX.cu sequence_gpu"
+  "cuda-samples Samples/3_CUDA_Features/cudaTensorCoreGemm/cudaTensorCoreGemm.cu compute_gemm"
+  "cuda-samples Samples/3_CUDA_Features/cudaTensorCoreGemm/cudaTensorCoreGemm.cu simple_wmma_gemm"
+  "cuda-samples Samples/3_CUDA_Features/tf32TensorCoreGemm/tf32TensorCoreGemm.cu compute_tf32gemm"
+  "cuda-samples Samples/5_Domain_Specific/fastWalshTransform/fastWalshTransform_kernel.cuh fwtBatch2Kernel"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()

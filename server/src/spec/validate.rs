@@ -656,8 +656,9 @@ impl<'t> Checker<'t> {
             }
             if let Some(threads) = threads_per_block.filter(|t| *t > 1024) {
                 if reported.insert("threads per block".into()) {
+                    // Not even the original can run so: nothing is measured against it.
                     let message = format!("the default configuration launches {threads} threads per block; CUDA allows at most 1024");
-                    self.at(Severity::Warning, &[K("kernels"), I(k), K("block")], message);
+                    self.at(Severity::Error, &[K("kernels"), I(k), K("block")], message);
                 }
             }
         }

@@ -341,6 +341,10 @@ impl<'d> HostContext<'d> {
             static_members.extend(static_members_of(doc.text(), tree.root_node()));
             expression_functions.extend(expression_functions_of(doc.text(), tree.root_node()));
         }
+        // A name the launch's own file defines is that file's, whatever another program of the
+        // workspace defines it as (`#define M_GLOBAL` in each tensor-core sample).
+        defines.extend(launch_doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))));
+        file_constants.extend(file_constants_of(text, root));
         let mut definitions: HashMap<&str, (&str, Node)> = HashMap::new();
         for doc in &documents {
             if let Some(tree) = doc.tree() {
