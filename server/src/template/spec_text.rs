@@ -1,8 +1,8 @@
 //! C host expressions in the spec's language. The scaffold reads grids, blocks, lengths and
 //! scalar values from host code; the spec's expressions are Python-like, so what C writes
 //! differently is said the spec's way: integer `/` is `//`, a shift is a power of two, a
-//! literal drops its suffix (`256u`, `1.0f`), `NULL` is 0, `warpSize` is 32, and the `MAX`/`MIN`
-//! macros every project defines are the spec's `max`/`min`.
+//! literal drops its suffix (`256u`, `1.0f`), `NULL` is 0, `warpSize` is 32, the `MAX`/`MIN`
+//! macros every project defines are the spec's `max`/`min`, and `ceilf` is `ceil`.
 
 use tree_sitter::Node;
 
@@ -124,7 +124,7 @@ impl Converter<'_> {
         if in_parentheses { shifted } else { format!("({shifted})") }
     }
 
-    /// `MAX(a, b)`, `std::min<int>(a, b)`: the spec's `max` and `min`.
+    /// `MAX(a, b)`, `std::min<int>(a, b)`, `ceilf(x)`: the spec's `max`, `min`, `ceil`.
     fn call(&self, node: Node) -> String {
         let Some(function) = node.child_by_field_name("function") else { return self.with_children_converted(node) };
         let name = self.text(function);
@@ -133,6 +133,9 @@ impl Converter<'_> {
         let spec_name = match bare {
             "MAX" | "Max" | "max" | "fmax" | "fmaxf" => "max",
             "MIN" | "Min" | "min" | "fmin" | "fminf" => "min",
+            "ceilf" => "ceil",
+            "floorf" => "floor",
+            "fabs" | "fabsf" => "abs",
             _ => return self.with_children_converted(node),
         };
         let Some(arguments) = node.child_by_field_name("arguments") else { return self.with_children_converted(node) };
@@ -192,6 +195,7 @@ mod tests {
         assert_eq!(floor("n / warpSize"), "n // 32");
         assert_eq!(floor("MAX(a * 4, b / 2)"), "max(a * 4, b // 2)");
         assert_eq!(floor("std::min<int>(n, 1024)"), "min(n, 1024)");
+        assert_eq!(spec_expression("ceilf(w / 3.0f)", Division::True), "ceil(w / 3.0)");
         // A name that merely contains one of these stays.
         assert_eq!(floor("NULL_COUNT + maxSize"), "NULL_COUNT + maxSize");
     }
