@@ -228,18 +228,11 @@ impl Transform for Defines {
 fn names_sizing_allocations(unit: &Unit) -> Vec<(String, String)> {
     let Some(tree) = unit.doc.tree() else { return Vec::new() };
     let expression_defines = |name: &str| unit.model.defines.iter().find(|d| d.name == name && !is_int_literal(&d.value_text)).map(|d| format!("({})", d.value_text));
-    let expanded = |bytes: String| {
-        let mut text = bytes;
-        for _ in 0..8 {
-            let next = crate::syntax::rename_identifiers_in(&text, expression_defines);
-            if next == text {
-                break;
-            }
-            text = next;
-        }
-        text
-    };
-    super::host::allocations(unit.text(), tree.root_node()).map(|(_, bytes)| (bytes.clone(), expanded(bytes))).collect()
+    super::host::allocations(unit.text(), tree.root_node()).map(|(_, bytes)| {
+        let expanded = super::renamed_until_settled(&bytes, expression_defines);
+        (bytes, expanded)
+    })
+    .collect()
 }
 
 /// The names in the kernel's tensor-core fragment types (`wmma::fragment<matrix_a, M, N, K,

@@ -596,6 +596,20 @@ fn line_start(text: &str, offset: usize) -> usize {
 }
 
 /// Whether `name` occurs in `text` as a whole identifier.
+/// `text` with identifiers renamed again and again (a macro written out may name another),
+/// until nothing changes, eight rounds at most (a macro that names itself never settles).
+fn renamed_until_settled(text: &str, rename: impl Fn(&str) -> Option<String>) -> String {
+    let mut text = text.to_string();
+    for _ in 0..8 {
+        let next = crate::syntax::rename_identifiers_in(&text, &rename);
+        if next == text {
+            break;
+        }
+        text = next;
+    }
+    text
+}
+
 pub(crate) fn contains_identifier(text: &str, name: &str) -> bool {
     crate::syntax::identifiers_in(text).any(|w| w == name)
 }

@@ -117,7 +117,8 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     // A `#define` made of lifted ones (`THREADS_PER_BLOCK` is `(WARP_SIZE * WARPS_PER_BLOCK)`)
     // changes with them: written out, it is not taken for a size of the shape.
     let lifted: BTreeSet<&str> = params.iter().map(|p| p.name.as_str()).collect();
-    let integer = |text: &str| super::host::strip_outer_parens(&spec_expression(&with_defines_of_parameters(text, templated, &lifted), Division::Floor)).to_string();
+    let in_spec = |text: &str, division| super::host::strip_outer_parens(&spec_expression(&with_defines_of_parameters(text, templated, &lifted), division)).to_string();
+    let integer = |text: &str| in_spec(text, Division::Floor);
     grid = grid.iter().map(|g| integer(g)).collect();
     block = block.iter().map(|b| integer(b)).collect();
     let mut shared_bytes = integer(&shared_bytes);
@@ -129,7 +130,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
                 texture.extent = texture.extent.iter().map(|e| integer(e)).collect();
             }
             let division = if a.dtype.is_float() { Division::True } else { Division::Floor };
-            a.value = a.value.map(|v| super::host::strip_outer_parens(&spec_expression(&with_defines_of_parameters(&v, templated, &lifted), division)).to_string());
+            a.value = a.value.map(|v| in_spec(&v, division));
             a
         })
         .collect();
@@ -575,15 +576,7 @@ fn with_defines_of_parameters(text: &str, doc: &Document, lifted: &BTreeSet<&str
         }
         false
     };
-    let mut text = text.to_string();
-    for _ in 0..8 {
-        let next = crate::syntax::rename_identifiers_in(&text, |word| value_of(word).filter(|_| over_parameters(word)).map(|value| format!("({})", super::host::strip_outer_parens(value))));
-        if next == text {
-            break;
-        }
-        text = next;
-    }
-    text
+    super::renamed_until_settled(text, |word| value_of(word).filter(|_| over_parameters(word)).map(|value| format!("({})", super::host::strip_outer_parens(value))))
 }
 
 /// The kernel's template arguments: a lifted parameter's name, else what the launch gives,
