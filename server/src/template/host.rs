@@ -331,8 +331,6 @@ impl<'d> HostContext<'d> {
             device_variables.extend(device_variables_of(doc.text()));
             let Some(tree) = doc.tree() else { continue };
             calls_by_callee(doc.text(), tree.root_node(), &mut calls);
-            defines.extend(doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))));
-            file_constants.extend(file_constants_of(doc.text(), tree.root_node()));
             globals.extend(globals_of(doc.text(), tree.root_node()));
             reassigned.extend(assigned_in_functions(doc.text(), tree.root_node()));
             for (pointer, bytes) in allocations(doc.text(), tree.root_node()) {
@@ -342,9 +340,15 @@ impl<'d> HostContext<'d> {
             expression_functions.extend(expression_functions_of(doc.text(), tree.root_node()));
         }
         // A name the launch's own file defines is that file's, whatever another program of the
-        // workspace defines it as (`#define M_GLOBAL` in each tensor-core sample).
-        defines.extend(launch_doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))));
-        file_constants.extend(file_constants_of(text, root));
+        // workspace defines it as (`#define M_GLOBAL` in each tensor-core sample): that file
+        // goes last, so its values win.
+        let launch_file_last = documents.iter().filter(|d| !std::ptr::eq(**d, launch_doc)).chain(std::iter::once(&launch_doc));
+        for doc in launch_file_last {
+            defines.extend(doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))));
+            if let Some(tree) = doc.tree() {
+                file_constants.extend(file_constants_of(doc.text(), tree.root_node()));
+            }
+        }
         let mut definitions: HashMap<&str, (&str, Node)> = HashMap::new();
         for doc in &documents {
             if let Some(tree) = doc.tree() {

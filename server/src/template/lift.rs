@@ -733,6 +733,7 @@ impl Transform for PragmaUnroll {
         }
         let mut rewrite = Rewrite::default();
         let mut names: Vec<String> = Vec::new();
+        let arrays = local_arrays(unit);
         for pragma in pragmas {
             let text = unit.slice(pragma.span);
             let factor = text.trim_start_matches('#').trim_start().trim_start_matches("pragma").trim_start().trim_start_matches("unroll").trim();
@@ -755,7 +756,7 @@ impl Transform for PragmaUnroll {
             if factor.is_empty() && (guarded_by_unroll_param(unit, pragma.span.start_byte) || unrolls_parameter_loop(unit, pragma.span.end_byte)) {
                 continue;
             }
-            if factor.is_empty() && indexes_local_array(unit, pragma.span.end_byte) {
+            if factor.is_empty() && indexes_local_array(unit, &arrays, pragma.span.end_byte) {
                 rewrite.notes.push(Note { line: Some(line), message: "`#pragma unroll` stays: its loop indexes an array of the thread's by the loop's variable, which stays in registers only unrolled fully".into() });
                 continue;
             }
@@ -787,19 +788,25 @@ impl Transform for PragmaUnroll {
     }
 }
 
+/// The names of the kernel's own arrays (`float acc[4]`, fragments), not `__shared__` ones.
+fn local_arrays<'u>(unit: &'u Unit) -> BTreeSet<&'u str> {
+    let Some(body) = unit.body() else { return BTreeSet::new() };
+    let text = unit.text();
+    descendants(body)
+        .filter(|n| n.kind() == "declaration" && !text[n.byte_range()].contains("__shared__"))
+        .flat_map(|declaration| descendants(declaration).filter(|n| n.kind() == "array_declarator").collect::<Vec<_>>())
+        .filter_map(|array| descendants(array).find(|n| n.kind() == "identifier").map(|n| &text[n.byte_range()]))
+        .collect()
+}
+
 /// Whether the loop the pragma ending at `pragma_end` unrolls indexes one of the kernel's local
 /// arrays (`acc[i]`, `frag[i][j]`) by its own variable: such an array is kept in registers only
 /// when every index is a constant, which a full unroll makes and a partial one does not.
-fn indexes_local_array(unit: &Unit, pragma_end: usize) -> bool {
+fn indexes_local_array(unit: &Unit, local_arrays: &BTreeSet<&str>, pragma_end: usize) -> bool {
     let Some(body) = unit.body() else { return false };
     let text = unit.text();
     let Some(for_loop) = descendants(body).find(|n| n.kind() == "for_statement" && n.start_byte() >= pragma_end && text[pragma_end..n.start_byte()].trim().is_empty()) else { return false };
     let Some(variable) = for_loop.child_by_field_name("initializer").and_then(|i| descendants(i).find(|n| n.kind() == "identifier")).map(|n| &text[n.byte_range()]) else { return false };
-    let local_arrays: BTreeSet<&str> = descendants(body)
-        .filter(|n| n.kind() == "declaration" && !text[n.byte_range()].contains("__shared__"))
-        .flat_map(|declaration| descendants(declaration).filter(|n| n.kind() == "array_declarator").collect::<Vec<_>>())
-        .filter_map(|array| descendants(array).find(|n| n.kind() == "identifier").map(|n| &text[n.byte_range()]))
-        .collect();
     descendants(for_loop).filter(|n| n.kind() == "subscript_expression").any(|subscript| {
         let mut base = subscript;
         while let Some(inner) = base.child_by_field_name("argument").filter(|a| a.kind() == "subscript_expression") {
