@@ -530,7 +530,7 @@ impl<'d> HostContext<'d> {
             true => None,
             false => self.branch_values.get(name).copied().or_else(|| self.defines.get(name).copied()),
         };
-        let decide = |condition: &str| eval_constant(condition, &settle);
+        let decide = |condition: &str| eval_constant(condition, &settle).or_else(|| as_run_without_arguments(condition));
         let worked_out = rename_identifiers_in(text, |word| {
             let value = callee::settled_conditionals(&self.computed_by_caller(word)?, &decide);
             let usable = expr::parse(&value).is_ok() && identifiers_in(&value).all(known) && identifiers_in(&value).any(in_block);
@@ -1390,7 +1390,7 @@ fn out_arguments<'t>(text: &'t str, call: Node, graph: &CallGraph) -> Option<(&'
         })
     };
     let literal = |word: &str| argument(word).and_then(|a| eval_constant(a, &|_| None));
-    let decide = |condition: &str| eval_constant(condition, &literal);
+    let decide = |condition: &str| eval_constant(condition, &literal).or_else(|| as_run_without_arguments(condition));
     let outs: Vec<String> = params.iter().filter(|p| p.out).map(|p| p.name.clone()).collect();
     let values = callee::reference_values(callee_text, body, &outs, &decide);
     let mut out = Vec::new();
@@ -1758,6 +1758,20 @@ fn asked_for_on_command_line(call: &Call) -> bool {
     false
 }
 
+/// A condition on the command line (`checkCmdLineFlag(argc, argv, "dimX")`, `argc > 2`) as the
+/// program run with no arguments decides it: no flag is set and `argc` is 1, which is the run
+/// the spec describes (a path the user asks for is set apart the same way, in `call_paths`).
+fn as_run_without_arguments(condition: &str) -> Option<i64> {
+    let mut text = condition.to_string();
+    while let Some(at) = text.find("checkCmdLineFlag") {
+        let open = at + text[at..].find('(')?;
+        let close = open + matching_paren(&text[open..])?;
+        text.replace_range(at..=close, "0");
+    }
+    let reads = text != condition || identifiers_in(condition).any(|w| w == "argc");
+    reads.then(|| eval_constant(&text, &|word| (word == "argc").then_some(1))).flatten()
+}
+
 /// Whether a value is read from the command line (`atoi(argv[1])`, `getCmdLineArgumentInt`).
 fn reads_command_line(value: &str) -> bool {
     identifiers_in(value).any(|w| w == "argv" || w.starts_with("getCmdLineArgument"))
@@ -1947,7 +1961,8 @@ fn strip_element_size(bytes: &str, elements_per: &dyn Fn(&str) -> Option<(u64, u
         Some(init) if identifiers_in(bytes).count() == 1 && !bytes.contains('(') => init.trim(),
         _ => bytes,
     };
-    let bytes = with_sizeof_parenthesised(&expand_vector_sizes(bytes, scope));
+    let bytes = without_integer_static_casts(bytes);
+    let bytes = with_sizeof_parenthesised(&expand_vector_sizes(strip_outer_parens(&bytes), scope));
     let factors = split_top_level(&bytes, '*');
     let ratio = |f: &str| {
         let f = f.replace(' ', "");
@@ -2008,8 +2023,9 @@ fn expand_vector_sizes(bytes: &str, scope: &Scope) -> String {
 /// `(size_t)rows * hidden` → `rows * hidden`: integer casts the spec's expressions do not need;
 /// and `(unsigned int)ceil(n / (float)block)`, C's rounded-up division, → `ceil_div(n, block)`.
 fn strip_casts_everywhere(text: &str) -> String {
+    let text = without_integer_static_casts(text);
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
+    let mut rest = text.as_str();
     while let Some(open) = rest.find('(') {
         let close = rest[open..].find(')').map(|c| open + c);
         // `sizeof(int)` and `f(unsigned)` are not casts.
@@ -2026,6 +2042,28 @@ fn strip_casts_everywhere(text: &str) -> String {
     }
     out.push_str(rest);
     ceil_divisions(out.trim())
+}
+
+/// `static_cast<size_t>(a * b)` → `(a * b)`: the C++ spelling of an integer cast.
+fn without_integer_static_casts(text: &str) -> String {
+    const CAST: &str = "static_cast<";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(CAST) {
+        let inner = &rest[at + CAST.len()..];
+        match inner.find('>').filter(|close| is_integer_type(&inner[..*close])) {
+            Some(close) => {
+                out.push_str(&rest[..at]);
+                rest = &inner[close + 1..];
+            }
+            None => {
+                out.push_str(&rest[..at + CAST.len()]);
+                rest = inner;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `unsigned int`, `size_t`, `uint32_t`, `long long`: the integer types a cast names.
@@ -2160,6 +2198,19 @@ mod tests {
         assert_eq!(strip_element_size("n * 4", &float, &scope), None);
         let floats_as_halves = |ty: &str| (ty == "float").then_some((2, 1));
         assert_eq!(strip_element_size("n * sizeof(float)", &floats_as_halves, &scope).as_deref(), Some("n * 2"));
+        // C++'s cast of the whole count, and the parentheses it leaves.
+        assert_eq!(strip_element_size("static_cast<size_t>(sizeof(float) * w * h)", &float, &scope).as_deref(), Some("w * h"));
+        assert_eq!(strip_casts_everywhere("static_cast<long long>(n) * 2"), "(n) * 2");
+        assert_eq!(strip_casts_everywhere("static_cast<float>(n) * 2"), "static_cast<float>(n) * 2");
+    }
+
+    #[test]
+    fn command_line_conditions_are_decided_as_a_run_without_arguments() {
+        assert_eq!(as_run_without_arguments(r#"checkCmdLineFlag(argc, (const char **)argv, "dimX")"#), Some(0));
+        assert_eq!(as_run_without_arguments(r#"!checkCmdLineFlag(argc, (const char **)argv, "n")"#), Some(1));
+        assert_eq!(as_run_without_arguments("argc > 2"), Some(0));
+        assert_eq!(as_run_without_arguments("argc < 2 && n > 0"), None, "`n` is not the command line's");
+        assert_eq!(as_run_without_arguments("n > 0"), None);
     }
 
     #[test]

@@ -352,12 +352,21 @@ fn pointer_aliases(doc: &Document, kernel: &str) -> BTreeSet<String> {
             _ => continue,
         };
         let (Some(target), Some(value)) = (target, value) else { continue };
-        let value = text[value.byte_range()].trim().trim_start_matches('&').trim();
-        if value == kernel && target.kind() == "identifier" {
+        let names_kernel = |value: Node| text[value.byte_range()].trim().trim_start_matches('&').trim() == kernel;
+        if target.kind() == "identifier" && alternatives(value).into_iter().any(names_kernel) {
             out.insert(text[target.byte_range()].to_string());
         }
     }
     out
+}
+
+/// The values a conditional may take (`k == 0 ? &copy : &transpose` gives both), or the value.
+fn alternatives(value: Node) -> Vec<Node> {
+    let value = if value.kind() == "parenthesized_expression" { value.named_child(0).unwrap_or(value) } else { value };
+    match (value.kind(), value.child_by_field_name("consequence"), value.child_by_field_name("alternative")) {
+        ("conditional_expression", Some(a), Some(b)) => alternatives(a).into_iter().chain(alternatives(b)).collect(),
+        _ => vec![value],
+    }
 }
 
 /// The block's names that the host program chooses at run time, as launch parameters: a name
