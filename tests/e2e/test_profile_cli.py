@@ -241,7 +241,7 @@ def test_a_launch_set_from_class_members_gets_its_block_size_sizes_and_types_fro
     param = next(p for p in seed["params"] if p["name"] == "m_block_size")
     assert (param["kind"], param["default"], param["values"]) == ("launch", 128, [32, 64, 128, 256, 512, 1024])
     assert seed["block"] == ["m_block_size"]
-    assert seed["grid"] == ["(m_samples + m_block_size - 1) // m_block_size"], "the grid follows the block"
+    assert seed["grid"] == ["ceil_div(m_samples, m_block_size)"], "the grid follows the block"
     assert seed["shapes"] == [{"m_samples": samples}], "the work of the captured grid's whole blocks"
     states_spec = next(a for a in seed["args"] if a["name"] == "states")
     assert (states_spec["dtype"], states_spec["length"]) == ("u8", "8 * m_samples"), "a struct of 8 bytes per sample"

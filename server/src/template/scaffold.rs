@@ -117,7 +117,8 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     // A `#define` made of lifted ones (`THREADS_PER_BLOCK` is `(WARP_SIZE * WARPS_PER_BLOCK)`)
     // changes with them: written out, it is not taken for a size of the shape.
     let lifted: BTreeSet<&str> = params.iter().map(|p| p.name.as_str()).collect();
-    let in_spec = |text: &str, division| super::host::strip_outer_parens(&spec_expression(&with_defines_of_parameters(text, templated, &lifted), division)).to_string();
+    // Written as a person would: `ceil_div(n, BLOCK)`, no parentheses the spec does not need.
+    let in_spec = |text: &str, division| super::callee::readable(super::host::strip_outer_parens(&spec_expression(&with_defines_of_parameters(text, templated, &lifted), division)));
     let integer = |text: &str| in_spec(text, Division::Floor);
     grid = grid.iter().map(|g| integer(g)).collect();
     block = block.iter().map(|b| integer(b)).collect();
