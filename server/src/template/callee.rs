@@ -347,7 +347,7 @@ fn simplified(e: Expr) -> Expr {
         leaf => leaf,
     };
     let e = Expr { kind, span: e.span };
-    ceil_division(&e).or_else(|| min_or_max(&e)).unwrap_or(e)
+    ceil_division(&e).or_else(|| rounded_up_by_condition(&e)).or_else(|| min_or_max(&e)).unwrap_or(e)
 }
 
 fn same(a: &Expr, b: &Expr) -> bool {
@@ -374,6 +374,21 @@ fn ceil_division(e: &Expr) -> Option<Expr> {
         _ => return None,
     };
     Some(call(Function::CeilDiv, vec![(**dividend).clone(), (**divisor).clone()], &e.span))
+}
+
+/// `a % b != 0 ? a // b + 1 : a // b` (a count rounded up by a step under a condition) →
+/// `ceil_div(a, b)`.
+fn rounded_up_by_condition(e: &Expr) -> Option<Expr> {
+    let ExprKind::Conditional { condition, if_true, if_false } = &e.kind else { return None };
+    let remainder = match &condition.kind {
+        ExprKind::Compare(r, rest) if matches!(rest.as_slice(), [(CompareOp::Ne, zero)] if zero.kind == ExprKind::Int(0)) => r,
+        _ => condition,
+    };
+    let ExprKind::Binary(BinaryOp::Rem, a, b) = &remainder.kind else { return None };
+    let ExprKind::Binary(BinaryOp::FloorDiv, a2, b2) = &if_false.kind else { return None };
+    let ExprKind::Binary(BinaryOp::Add, quotient, one) = &if_true.kind else { return None };
+    let whole = same(a, a2) && same(b, b2) && same(quotient, if_false) && one.kind == ExprKind::Int(1);
+    whole.then(|| call(Function::CeilDiv, vec![(**a).clone(), (**b).clone()], &e.span))
 }
 
 /// `(a < b) ? a : b` → `min(a, b)`, and the other spellings of `min` and `max`.
@@ -478,6 +493,9 @@ mod tests {
     #[test]
     fn host_arithmetic_reads_as_a_person_would_write_it() {
         assert_eq!(readable("((((64) < ((((size + (threads * 2 - 1)) // (threads * 2))))) ? (64) : ((((size + (threads * 2 - 1)) // (threads * 2))))))"), "min(64, ceil_div(size, threads * 2))");
+        assert_eq!(readable("(n % THREADS != 0) ? ((n // THREADS) + 1) : (n // THREADS)"), "ceil_div(n, THREADS)");
+        assert_eq!(readable("n % 256 ? n // 256 + 1 : n // 256"), "ceil_div(n, 256)");
+        assert_eq!(readable("n % 256 != 0 ? n // 128 + 1 : n // 128"), "n % 256 != 0 ? n // 128 + 1 : n // 128");
         assert_eq!(readable("(n + t - 1) // t"), "ceil_div(n, t)");
         assert_eq!(readable("(a > b) ? a : b"), "max(a, b)");
         assert_eq!(readable("(n + t - 2) // t"), "(n + t - 2) // t");

@@ -219,10 +219,11 @@ impl<'d> Scope<'d> {
                 "assignment_expression" if node.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=") => {
                     (node.child_by_field_name("left").filter(|l| matches!(l.kind(), "identifier" | "field_expression")), node.child_by_field_name("right"))
                 }
-                // `stride /= sizeof(float)` once, outside any loop: the earlier value, scaled.
-                "assignment_expression" => {
-                    if let Some(scaled) = scaled_once(text, node, body, &values) {
-                        values.push(scaled);
+                // `stride /= sizeof(float)` or `if (n % 256) blocks++;` once, outside any loop:
+                // the earlier value, stepped.
+                "assignment_expression" | "update_expression" => {
+                    if let Some(stepped) = stepped_once(text, node, body, &values) {
+                        values.push(stepped);
                     }
                     continue;
                 }
@@ -1651,20 +1652,57 @@ fn globals_loaded_from_images(documents: &[&Document], graph: &CallGraph) -> Vec
     out
 }
 
-/// `name /= k` or `name *= k`, outside any loop of `body`: `name`'s value from before it, divided
-/// or multiplied (a pitch in bytes made a pitch in elements).
-fn scaled_once(text: &str, node: Node, body: Option<Node>, values: &[(String, String, usize)]) -> Option<(String, String, usize)> {
-    let operator = &text[node.child_by_field_name("operator")?.byte_range()];
-    let operator = operator.strip_suffix('=').filter(|o| matches!(*o, "/" | "*"))?;
-    let name = node.child_by_field_name("left").filter(|l| l.kind() == "identifier").map(|l| &text[l.byte_range()])?;
-    let by = &text[node.child_by_field_name("right")?.byte_range()];
-    let in_loop = std::iter::successors(node.parent(), |n| n.parent())
-        .take_while(|n| Some(*n) != body)
-        .any(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop"));
+/// `name /= k`, `name *= k`, `name += k`, `name -= k`, `name++` or `name--`, outside any loop of
+/// `body`: `name`'s value from before it, stepped (a pitch in bytes made a pitch in elements).
+/// Under one `if` (`if (n % 256 != 0) blocks++;`, C's rounded-up division), the step is taken
+/// where the condition holds, read with the earlier value: `(n / 256) + ((…) ? 1 : 0)`. Under
+/// several conditions, the value is not known.
+fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, String, usize)]) -> Option<(String, String, usize)> {
+    let (target, operator, by) = match node.kind() {
+        "update_expression" => {
+            let operator = if text[node.byte_range()].contains("++") { "+" } else { "-" };
+            (node.child_by_field_name("argument")?, operator, "1".to_string())
+        }
+        _ => {
+            let operator = text[node.child_by_field_name("operator")?.byte_range()].strip_suffix('=').filter(|o| matches!(*o, "/" | "*" | "+" | "-"))?;
+            (node.child_by_field_name("left")?, operator, text[node.child_by_field_name("right")?.byte_range()].to_string())
+        }
+    };
+    let name = Some(&text[target.byte_range()]).filter(|_| target.kind() == "identifier")?;
+    let enclosing: Vec<Node> = std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| Some(*n) != body).collect();
+    if enclosing.iter().any(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop")) {
+        return None;
+    }
     let (_, before, _) = values.iter().rev().find(|(n, _, _)| n == name)?;
-    // What the occupancy calculator wrote, scaled, is still unknown.
-    let scaled = if before == UNKNOWN { UNKNOWN.to_string() } else { format!("({before}) {operator} ({by})") };
-    (!in_loop).then(|| (name.to_string(), scaled, node.start_byte()))
+    let unknown = || Some((name.to_string(), UNKNOWN.to_string(), node.start_byte()));
+    // What the occupancy calculator wrote, stepped, is still unknown.
+    if before == UNKNOWN || enclosing.iter().any(|n| matches!(n.kind(), "switch_statement" | "conditional_expression")) {
+        return unknown();
+    }
+    let stepped = format!("({before}) {operator} ({by})");
+    let conditions: Vec<(Node, bool)> = enclosing
+        .iter()
+        .filter_map(|n| {
+            let branch = n.parent().filter(|p| p.kind() == "if_statement")?;
+            let taken = branch.child_by_field_name("consequence") == Some(*n);
+            (taken || branch.child_by_field_name("alternative") == Some(*n)).then_some((branch, taken))
+        })
+        .collect();
+    let value = match conditions.as_slice() {
+        [] => stepped,
+        [(branch, taken)] => {
+            let condition = branch.child_by_field_name("condition").map(|c| &text[c.byte_range()])?;
+            let condition = rename_identifiers_in(condition.trim(), |word| (word == name).then(|| format!("({before})")));
+            match as_run_without_arguments(&condition) {
+                // A flag the program's own run does not give (`-sizemult`): that run's value.
+                Some(holds) => if (holds != 0) == *taken { stepped } else { before.clone() },
+                None if *taken => format!("({condition}) ? ({stepped}) : ({before})"),
+                None => format!("({condition}) ? ({before}) : ({stepped})"),
+            }
+        }
+        _ => return unknown(),
+    };
+    Some((name.to_string(), value, node.start_byte()))
 }
 
 /// The last value `body` gives `name` (declared with it, or assigned) before byte `point`.
