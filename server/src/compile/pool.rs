@@ -84,7 +84,7 @@ impl CubinCache {
         match serde_json::from_str::<Entry>(&text).ok()? {
             Entry::Compiled { cubin, function, resources, compile_ms } => {
                 let cubin = self.dir.join(cubin);
-                cubin.is_file().then(|| Ok(Compiled { cubin, function, resources, compile_ms, cached: true }))
+                cubin.is_file().then_some(Ok(Compiled { cubin, function, resources, compile_ms, cached: true }))
             }
             Entry::Failed(failed) => Some(Err(failed)),
         }

@@ -281,7 +281,7 @@ impl<'d> Scope<'d> {
             if !changed {
                 return None;
             }
-            let (_, value, _) = self.values.iter().filter(|(n, _, given)| n == word && *given < at).last()?;
+            let (_, value, _) = self.values.iter().rfind(|(n, _, given)| n == word && *given < at)?;
             (value != UNKNOWN).then(|| format!("({})", self.pinned_at(value, at, depth + 1)))
         })
     }
@@ -402,10 +402,10 @@ impl<'d> HostContext<'d> {
         match field("resType") {
             Some("cudaResourceTypeLinear") => {
                 setup.layout = Some(TextureLayout::Linear);
-                setup.texels = field("res.linear.desc").map(|d| self.channel_formats(&d, create.text, body)).unwrap_or_default();
+                setup.texels = field("res.linear.desc").map(|d| self.channel_formats(d, create.text, body)).unwrap_or_default();
             }
             Some("cudaResourceTypePitch2D") => {
-                setup.texels = field("res.pitch2D.desc").map(|d| self.channel_formats(&d, create.text, body)).unwrap_or_default();
+                setup.texels = field("res.pitch2D.desc").map(|d| self.channel_formats(d, create.text, body)).unwrap_or_default();
                 setup.extent = ["res.pitch2D.width", "res.pitch2D.height"].iter().map(|f| field(f).map_or(UNKNOWN.to_string(), in_spec)).collect();
             }
             _ => {
@@ -485,8 +485,7 @@ impl<'d> HostContext<'d> {
     fn call_from_path(&self, path: &[Frame], call: &Call) -> Option<(usize, Vec<String>)> {
         let name = function_name(call.text, call.caller)?;
         path.iter().enumerate().find_map(|(at, frame)| {
-            let calls = descendants(frame.scope.body?).filter(|n| n.kind() == "call_expression");
-            let found = calls.filter(|n| n.child_by_field_name("function").is_some_and(|f| bare_name(&frame.text[f.byte_range()]) == bare_name(name))).next()?;
+            let found = descendants(frame.scope.body?).find(|n| n.kind() == "call_expression" && n.child_by_field_name("function").is_some_and(|f| bare_name(&frame.text[f.byte_range()]) == bare_name(name)))?;
             Some((at, call_args(frame.text, found.child_by_field_name("arguments")?)))
         })
     }

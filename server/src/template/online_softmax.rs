@@ -289,7 +289,7 @@ fn merged(unit: &Unit, p: &Passes) -> String {
     out.push_str(&format!("{inner}{otherwise}\n{innermost}{s} += {exp}({value} - {m});\n{inner}}}\n{indent}}}\n"));
     // The loop adds nothing while the maximum is still its infinite start, so the sum needs no
     // guard when it is rescaled.
-    out.push_str(&rescaled_reductions(unit, p, &indent, false));
+    out.push_str(&rescaled_reductions(unit, p, indent, false));
     out
 }
 
@@ -316,7 +316,7 @@ fn reduced_after_both(unit: &Unit, p: &Passes, start: usize) -> String {
         "{}{}{}",
         lines(start, p.max_reduce.start_byte()),
         lines(p.max_reduce.end_byte(), p.sum_reduce.start_byte()),
-        rescaled_reductions(unit, p, &indent, p.infinite_start())
+        rescaled_reductions(unit, p, indent, p.infinite_start())
     )
 }
 

@@ -551,7 +551,7 @@ fn replace_integer(text: &str, value: i64, name: &str) -> String {
 fn block_assertions(text: &str, body: Node, block: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for node in descendants(body).filter(|n| n.kind() == "call_expression") {
-        if !node.child_by_field_name("function").is_some_and(|f| &text[f.byte_range()] == "assert") {
+        if node.child_by_field_name("function").is_none_or(|f| &text[f.byte_range()] != "assert") {
             continue;
         }
         let Some(condition) = node.child_by_field_name("arguments").map(|a| crate::syntax::host::call_args(text, a)).and_then(|a| a.into_iter().next()) else { continue };

@@ -368,10 +368,9 @@ pub fn start_tools(device: u32, replay: Option<&Path>, nvrtc: Option<&Path>, def
     }
     let (runner, nvrtc) = std::thread::scope(|scope| {
         let runner = scope.spawn(|| WorkerRunner::start(device));
-        let nvrtc = Nvrtc::locate(nvrtc).map(|nvrtc| {
+        let nvrtc = Nvrtc::locate(nvrtc).inspect(|nvrtc| {
             // The first compile of a process pays NVRTC's own start-up.
             nvrtc.warm_up();
-            nvrtc
         });
         (runner.join(), nvrtc)
     });
