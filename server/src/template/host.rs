@@ -241,9 +241,18 @@ impl<'d> Scope<'d> {
             // `n = n / 2` says nothing about `n` that its earlier value does not, and a value
             // read from the command line (`n = atoi(argv[1])`) overrides the default only when
             // the user asks: the default is the program's own.
-            if !identifiers_in(value).any(|w| w == name) && !reads_command_line(value) {
-                values.push((name, value.to_string(), node.start_byte()));
+            if identifiers_in(value).any(|w| w == name) || reads_command_line(value) {
+                continue;
             }
+            // `if (n < 256) threads = n;` after `threads = 256`: `min`, not `n` alone.
+            let value = match values.iter().rev().find(|(n, _, _)| *n == name) {
+                Some((_, before, _)) if node.kind() == "assignment_expression" && before != UNKNOWN && !in_loop(node, body) => {
+                    let enclosing: Vec<Node> = std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| Some(*n) != body).collect();
+                    given_under_condition(text, &enclosing, &name, before, value.to_string()).unwrap_or_else(|| value.to_string())
+                }
+                _ => value.to_string(),
+            };
+            values.push((name, value, node.start_byte()));
         }
         Scope { body, values, point, set_by, images }
     }
@@ -1668,10 +1677,10 @@ fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, S
         }
     };
     let name = Some(&text[target.byte_range()]).filter(|_| target.kind() == "identifier")?;
-    let enclosing: Vec<Node> = std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| Some(*n) != body).collect();
-    if enclosing.iter().any(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop")) {
+    if in_loop(node, body) {
         return None;
     }
+    let enclosing: Vec<Node> = std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| Some(*n) != body).collect();
     let (_, before, _) = values.iter().rev().find(|(n, _, _)| n == name)?;
     let unknown = || Some((name.to_string(), UNKNOWN.to_string(), node.start_byte()));
     // What the occupancy calculator wrote, stepped, is still unknown.
@@ -1679,6 +1688,25 @@ fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, S
         return unknown();
     }
     let stepped = format!("({before}) {operator} ({by})");
+    match given_under_condition(text, &enclosing, name, before, stepped) {
+        Some(value) => Some((name.to_string(), value, node.start_byte())),
+        None => unknown(),
+    }
+}
+
+/// Whether `node` is inside a loop of `body`.
+fn in_loop(node: Node, body: Option<Node>) -> bool {
+    std::iter::successors(node.parent(), |n| n.parent())
+        .take_while(|n| Some(*n) != body)
+        .any(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop"))
+}
+
+/// `value`, given to `name` by a statement whose ancestors up to the function's body are
+/// `enclosing`, as `name` holds it afterwards: `value` itself outside any `if`; under one `if
+/// (c)`, `(c) ? (value) : (before)` (`c` read with the earlier value where it tests `name`, and
+/// decided as the program's own run decides it where it reads the command line); `None` under
+/// several.
+fn given_under_condition(text: &str, enclosing: &[Node], name: &str, before: &str, value: String) -> Option<String> {
     let conditions: Vec<(Node, bool)> = enclosing
         .iter()
         .filter_map(|n| {
@@ -1687,21 +1715,20 @@ fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, S
             (taken || branch.child_by_field_name("alternative") == Some(*n)).then_some((branch, taken))
         })
         .collect();
-    let value = match conditions.as_slice() {
-        [] => stepped,
+    match conditions.as_slice() {
+        [] => Some(value),
         [(branch, taken)] => {
             let condition = branch.child_by_field_name("condition").map(|c| &text[c.byte_range()])?;
             let condition = rename_identifiers_in(condition.trim(), |word| (word == name).then(|| format!("({before})")));
-            match as_run_without_arguments(&condition) {
+            Some(match as_run_without_arguments(&condition) {
                 // A flag the program's own run does not give (`-sizemult`): that run's value.
-                Some(holds) => if (holds != 0) == *taken { stepped } else { before.clone() },
-                None if *taken => format!("({condition}) ? ({stepped}) : ({before})"),
-                None => format!("({condition}) ? ({before}) : ({stepped})"),
-            }
+                Some(holds) => if (holds != 0) == *taken { value } else { before.to_string() },
+                None if *taken => format!("({condition}) ? ({value}) : ({before})"),
+                None => format!("({condition}) ? ({before}) : ({value})"),
+            })
         }
-        _ => return unknown(),
-    };
-    Some((name.to_string(), value, node.start_byte()))
+        _ => None,
+    }
 }
 
 /// The last value `body` gives `name` (declared with it, or assigned) before byte `point`.
