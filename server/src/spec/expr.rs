@@ -260,6 +260,30 @@ const SYMBOLS: [&str; 23] = [
 
 const REFUSED_BITWISE: [&str; 5] = ["<<", ">>", "&", "|", "^"];
 
+/// Host code left in an expression (`plan->gridSize`, `dims.x`, `sizes[i]`, a string), said as
+/// what it is: the spec reads numbers, sizes, parameters and scalars, not the host's variables.
+fn host_code(text: &str, at: usize) -> Option<ParseError> {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let word_before = text[..at].trim_end().rsplit(|c: char| !is_word(c)).next().unwrap_or("");
+    let rest = &text[at..];
+    let (what, length) = if rest.starts_with("->") || (rest.starts_with('.') && !word_before.is_empty()) {
+        let member_start = at + if rest.starts_with("->") { 2 } else { 1 };
+        let member_end = text[member_start..].find(|c: char| !is_word(c)).map_or(text.len(), |e| member_start + e);
+        let object = if word_before.is_empty() { "…" } else { word_before };
+        (format!("`{object}{}` is a member of a host variable", &text[at..member_end]), member_end - at)
+    } else if rest.starts_with('[') && !word_before.is_empty() {
+        (format!("`{word_before}[…]` is an element of a host array"), 1)
+    } else if rest.starts_with('"') {
+        ("a string is host code".to_string(), 1)
+    } else if rest.starts_with('{') {
+        ("`{…}` is a host initializer".to_string(), 1)
+    } else {
+        return None;
+    };
+    let message = format!("{what}, which the spec cannot read: write its value (a number, or an expression over the sizes and parameters), or capture a launch (`cutune profile`)");
+    Some(ParseError { span: at..at + length, message })
+}
+
 fn lex(text: &str) -> Result<Vec<(Tok, Range<usize>)>, ParseError> {
     let bytes = text.as_bytes();
     let mut tokens = Vec::new();
@@ -285,6 +309,8 @@ fn lex(text: &str) -> Result<Vec<(Tok, Range<usize>)>, ParseError> {
                 None => Tok::Name(word.to_string()),
             };
             tokens.push((tok, start..i));
+        } else if let Some(error) = host_code(text, i) {
+            return Err(error);
         } else if let Some(sym) = SYMBOLS.iter().find(|s| text[i..].starts_with(**s)) {
             // `&&`/`||` are in SYMBOLS; a lone `&`, `|`, `^` or a shift is refused below.
             // `<<` and `>>` start like `<` and `>`: refuse them rather than read two comparisons.
@@ -1161,6 +1187,12 @@ mod tests {
         assert_eq!(parse_error("256u").message, "`256u` is not a number (literal suffixes are not supported)");
         assert_eq!(parse_error("99999999999999999999").message, "integer literal `99999999999999999999` does not fit in 64 bits");
         assert_eq!(parse_error("a $ b").message, "unexpected character `$`");
+        assert!(parse_error("plan->gridSize * 2").message.starts_with("`plan->gridSize` is a member of a host variable, which the spec cannot read"));
+        assert!(parse_error("(dims.x + 1)").message.starts_with("`dims.x` is a member of a host variable"));
+        assert!(parse_error("(a + b)->size").message.starts_with("`…->size` is a member of a host variable"));
+        assert!(parse_error("sizes[2]").message.starts_with("`sizes[…]` is an element of a host array"));
+        assert!(parse_error("f(\"dimX\")").message.starts_with("a string is host code"));
+        assert_eq!(parse("1.5 * .5").map(|e| e.to_spec_text()).ok().as_deref(), Some("1.5 * 0.5"));
         assert_eq!(parse_error("1 ? 2").message, "expected `:` to separate the two branches of `?:`, found the end of the expression");
         assert_eq!(parse_error("").message, "expected a number, a name or `(`, found the end of the expression");
         let e = parse_error("é");
