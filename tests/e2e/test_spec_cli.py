@@ -84,6 +84,20 @@ def test_check_prints_file_line_column_and_exits_1_on_errors(tmp_path):
     assert lines[-1] == f"{spec}: 2 errors, 1 warning"
 
 
+def test_check_says_what_host_code_left_in_an_expression_is(tmp_path):
+    # What a project's launch had and the spec cannot read: a struct's member, through a pointer.
+    text = VALID_SPEC.replace('grid = ["ceil_div(n, BLOCK)"]', 'grid = ["plan->blocks * 2"]')
+    spec = write(tmp_path, "host.cutune.toml", text)
+    result = cutune("spec", "check", str(spec))
+    assert result.returncode == 1
+    line_of = next(i for i, l in enumerate(text.splitlines()) if l.startswith("grid = ")) + 1
+    column = len('grid = ["plan') + 1
+    assert (
+        f"{spec}:{line_of}:{column}: error: grid extent x: `plan->blocks` is a member of a host variable, which the spec cannot read:"
+        " write its value (a number, or an expression over the sizes and parameters), or capture a launch (`cutune profile`)"
+    ) in result.stdout.splitlines(), result.stdout
+
+
 def test_check_reports_an_edited_baseline_as_a_warning(tmp_path):
     spec = write(tmp_path, "edited.cutune.toml", VALID_SPEC.replace("int n) { }", "int n) { /* edited */ }"))
     result = cutune("spec", "check", str(spec))
