@@ -1663,8 +1663,8 @@ fn globals_loaded_from_images(documents: &[&Document], graph: &CallGraph) -> Vec
 /// `name /= k`, `name *= k`, `name += k`, `name -= k`, `name++` or `name--`, outside any loop of
 /// `body`: `name`'s value from before it, stepped (a pitch in bytes made a pitch in elements).
 /// Under one `if` (`if (n % 256 != 0) blocks++;`, C's rounded-up division), the step is taken
-/// where the condition holds, read with the earlier value: `(n / 256) + ((…) ? 1 : 0)`. Under
-/// several conditions, the value is not known.
+/// where the condition holds: `(n % 256 != 0) ? ((n / 256) + (1)) : (n / 256)`, which the spec
+/// writes `ceil_div(n, 256)`. Under several conditions, the value is not known.
 fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, String, usize)]) -> Option<(String, String, usize)> {
     let (target, operator, by) = match node.kind() {
         "update_expression" => {
