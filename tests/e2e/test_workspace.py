@@ -460,6 +460,9 @@ def test_sizes_a_helper_reads_from_flags_are_the_ones_the_program_runs_without_a
     # `threads = 256; if (n < 256) threads = n;`: the smaller of the two, lifted.
     small = templatized_spec(root, "small_problem.cu", "halve_small")
     assert small["block"] == ["min(n, HALVE_SMALL_BLOCK_SIZE)"]
+    # `if (n > 64) blocks = …; else if (n > 0) blocks = 1;` after `blocks = 0`: each branch under
+    # all the conditions that lead to it.
+    assert small["grid"] == ["ceil_div(n > 0 && !(n > 64) ? 1 : n > 64 ? ceil_div(n, min(n, HALVE_SMALL_BLOCK_SIZE)) : 0, HALVE_SMALL_VEC)"]
     assert next(p for p in small["params"] if p["name"] == "HALVE_SMALL_BLOCK_SIZE")["default"] == 256
     survey = cutune("survey", ".", "--json", cwd=root)
     assert survey.returncode == 0, survey.stderr

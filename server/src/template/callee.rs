@@ -346,8 +346,25 @@ fn simplified(e: Expr) -> Expr {
         ExprKind::Call(f, args) => ExprKind::Call(f, args.into_iter().map(simplified).collect()),
         leaf => leaf,
     };
-    let e = Expr { kind, span: e.span };
+    let e = Expr { kind: folded_same_condition(kind), span: e.span };
     ceil_division(&e).or_else(|| rounded_up_by_condition(&e)).or_else(|| min_or_max(&e)).unwrap_or(e)
+}
+
+/// `c ? (c ? a : x) : b` → `c ? a : b`, and `c ? a : (c ? x : b)` → `c ? a : b`: an `if`/`else`
+/// pair that sets one name, read branch by branch.
+fn folded_same_condition(kind: ExprKind) -> ExprKind {
+    let ExprKind::Conditional { condition, mut if_true, mut if_false } = kind else { return kind };
+    if let ExprKind::Conditional { condition: inner, if_true: taken, .. } = &if_true.kind {
+        if same(inner, &condition) {
+            if_true = taken.clone();
+        }
+    }
+    if let ExprKind::Conditional { condition: inner, if_false: not_taken, .. } = &if_false.kind {
+        if same(inner, &condition) {
+            if_false = not_taken.clone();
+        }
+    }
+    ExprKind::Conditional { condition, if_true, if_false }
 }
 
 fn same(a: &Expr, b: &Expr) -> bool {
@@ -495,6 +512,8 @@ mod tests {
         assert_eq!(readable("((((64) < ((((size + (threads * 2 - 1)) // (threads * 2))))) ? (64) : ((((size + (threads * 2 - 1)) // (threads * 2))))))"), "min(64, ceil_div(size, threads * 2))");
         assert_eq!(readable("(n % THREADS != 0) ? ((n // THREADS) + 1) : (n // THREADS)"), "ceil_div(n, THREADS)");
         assert_eq!(readable("n % 256 ? n // 256 + 1 : n // 256"), "ceil_div(n, 256)");
+        assert_eq!(readable("(n < 256) ? ((n < 256) ? (n) : (0)) : (256)"), "min(n, 256)");
+        assert_eq!(readable("c > 1 ? a : (c > 1 ? x : b)"), "c > 1 ? a : b");
         assert_eq!(readable("n % 256 != 0 ? n // 128 + 1 : n // 128"), "n % 256 != 0 ? n // 128 + 1 : n // 128");
         assert_eq!(readable("(n + t - 1) // t"), "ceil_div(n, t)");
         assert_eq!(readable("(a > b) ? a : b"), "max(a, b)");

@@ -248,7 +248,7 @@ impl<'d> Scope<'d> {
             let value = match values.iter().rev().find(|(n, _, _)| *n == name) {
                 Some((_, before, _)) if node.kind() == "assignment_expression" && before != UNKNOWN && !in_loop(node, body) => {
                     let enclosing: Vec<Node> = std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| Some(*n) != body).collect();
-                    given_under_condition(text, &enclosing, &name, before, value.to_string()).unwrap_or_else(|| value.to_string())
+                    given_under_condition(text, &enclosing, &name, before, value.to_string()).unwrap_or_else(|| UNKNOWN.to_string())
                 }
                 _ => value.to_string(),
             };
@@ -1664,7 +1664,7 @@ fn globals_loaded_from_images(documents: &[&Document], graph: &CallGraph) -> Vec
 /// `body`: `name`'s value from before it, stepped (a pitch in bytes made a pitch in elements).
 /// Under one `if` (`if (n % 256 != 0) blocks++;`, C's rounded-up division), the step is taken
 /// where the condition holds: `(n % 256 != 0) ? ((n / 256) + (1)) : (n / 256)`, which the spec
-/// writes `ceil_div(n, 256)`. Under several conditions, the value is not known.
+/// writes `ceil_div(n, 256)`; under several, where all hold.
 fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, String, usize)]) -> Option<(String, String, usize)> {
     let (target, operator, by) = match node.kind() {
         "update_expression" => {
@@ -1702,33 +1702,32 @@ fn in_loop(node: Node, body: Option<Node>) -> bool {
 }
 
 /// `value`, given to `name` by a statement whose ancestors up to the function's body are
-/// `enclosing`, as `name` holds it afterwards: `value` itself outside any `if`; under one `if
-/// (c)`, `(c) ? (value) : (before)` (`c` read with the earlier value where it tests `name`, and
-/// decided as the program's own run decides it where it reads the command line); `None` under
-/// several.
+/// `enclosing`, as `name` holds it afterwards: `value` itself outside any `if`; under `if (c)`
+/// (or several, `else` branches negated and all joined by `&&`), `(c) ? (value) : (before)`.
+/// Each condition is read with the earlier value where it tests `name`, and decided as the
+/// program's own run decides it where it reads the command line.
 fn given_under_condition(text: &str, enclosing: &[Node], name: &str, before: &str, value: String) -> Option<String> {
-    let conditions: Vec<(Node, bool)> = enclosing
-        .iter()
-        .filter_map(|n| {
-            let branch = n.parent().filter(|p| p.kind() == "if_statement")?;
-            let taken = branch.child_by_field_name("consequence") == Some(*n);
-            (taken || branch.child_by_field_name("alternative") == Some(*n)).then_some((branch, taken))
-        })
-        .collect();
-    match conditions.as_slice() {
-        [] => Some(value),
-        [(branch, taken)] => {
-            let condition = branch.child_by_field_name("condition").map(|c| &text[c.byte_range()])?;
-            let condition = rename_identifiers_in(condition.trim(), |word| (word == name).then(|| format!("({before})")));
-            Some(match as_run_without_arguments(&condition) {
-                // A flag the program's own run does not give (`-sizemult`): that run's value.
-                Some(holds) => if (holds != 0) == *taken { value } else { before.to_string() },
-                None if *taken => format!("({condition}) ? ({value}) : ({before})"),
-                None => format!("({condition}) ? ({before}) : ({value})"),
-            })
+    let mut conditions: Vec<String> = Vec::new();
+    for n in enclosing {
+        let Some(branch) = n.parent().filter(|p| p.kind() == "if_statement") else { continue };
+        let taken = branch.child_by_field_name("consequence") == Some(*n);
+        if !taken && branch.child_by_field_name("alternative") != Some(*n) {
+            continue;
         }
-        _ => None,
+        let condition = branch.child_by_field_name("condition").map(|c| &text[c.byte_range()])?;
+        let condition = rename_identifiers_in(condition.trim(), |word| (word == name).then(|| format!("({before})")));
+        match as_run_without_arguments(&condition) {
+            // A flag the program's own run does not give (`-sizemult`): that run's value.
+            Some(holds) if (holds != 0) != taken => return Some(before.to_string()),
+            Some(_) => {}
+            None if taken => conditions.push(format!("({condition})")),
+            None => conditions.push(format!("!({condition})")),
+        }
     }
+    Some(match conditions.is_empty() {
+        true => value,
+        false => format!("({}) ? ({value}) : ({before})", conditions.join(" && ")),
+    })
 }
 
 /// The last value `body` gives `name` (declared with it, or assigned) before byte `point`.
