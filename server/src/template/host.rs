@@ -245,10 +245,14 @@ impl<'d> Scope<'d> {
                 continue;
             }
             // `if (n < 256) threads = n;` after `threads = 256`: `min`, not `n` alone.
-            let value = match values.iter().rev().find(|(n, _, _)| *n == name) {
-                Some((_, before, _)) if node.kind() == "assignment_expression" && before != UNKNOWN && !in_loop(node, body) => {
-                    let enclosing: Vec<Node> = std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| Some(*n) != body).collect();
-                    given_under_condition(text, &enclosing, &name, before, value.to_string()).unwrap_or_else(|| UNKNOWN.to_string())
+            let earlier = values.iter().rev().find(|(n, _, _)| *n == name).map(|(_, before, _)| before).filter(|b| *b != UNKNOWN);
+            let value = match earlier {
+                Some(before) if node.kind() == "assignment_expression" => {
+                    let enclosing = enclosing_in(node, body);
+                    match in_loop(&enclosing) {
+                        true => value.to_string(),
+                        false => given_under_condition(text, &enclosing, &name, before, value.to_string()).unwrap_or_else(|| UNKNOWN.to_string()),
+                    }
                 }
                 _ => value.to_string(),
             };
@@ -1677,10 +1681,10 @@ fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, S
         }
     };
     let name = Some(&text[target.byte_range()]).filter(|_| target.kind() == "identifier")?;
-    if in_loop(node, body) {
+    let enclosing = enclosing_in(node, body);
+    if in_loop(&enclosing) {
         return None;
     }
-    let enclosing: Vec<Node> = std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| Some(*n) != body).collect();
     let (_, before, _) = values.iter().rev().find(|(n, _, _)| n == name)?;
     let unknown = || Some((name.to_string(), UNKNOWN.to_string(), node.start_byte()));
     // What the occupancy calculator wrote, stepped, is still unknown.
@@ -1694,11 +1698,14 @@ fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, S
     }
 }
 
-/// Whether `node` is inside a loop of `body`.
-fn in_loop(node: Node, body: Option<Node>) -> bool {
-    std::iter::successors(node.parent(), |n| n.parent())
-        .take_while(|n| Some(*n) != body)
-        .any(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop"))
+/// The nodes around `node` up to the function's `body`, innermost first.
+fn enclosing_in<'t>(node: Node<'t>, body: Option<Node<'t>>) -> Vec<Node<'t>> {
+    std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| Some(*n) != body).collect()
+}
+
+/// Whether one of the `enclosing` nodes is a loop.
+fn in_loop(enclosing: &[Node]) -> bool {
+    enclosing.iter().any(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop"))
 }
 
 /// `value`, given to `name` by a statement whose ancestors up to the function's body are

@@ -595,7 +595,6 @@ fn line_start(text: &str, offset: usize) -> usize {
     text[..offset].rfind('\n').map_or(0, |i| i + 1)
 }
 
-/// Whether `name` occurs in `text` as a whole identifier.
 /// `text` with identifiers renamed again and again (a macro written out may name another),
 /// until nothing changes, eight rounds at most (a macro that names itself never settles).
 fn renamed_until_settled(text: &str, rename: impl Fn(&str) -> Option<String>) -> String {
@@ -610,6 +609,7 @@ fn renamed_until_settled(text: &str, rename: impl Fn(&str) -> Option<String>) ->
     text
 }
 
+/// Whether `name` occurs in `text` as a whole identifier.
 pub(crate) fn contains_identifier(text: &str, name: &str) -> bool {
     crate::syntax::identifiers_in(text).any(|w| w == name)
 }

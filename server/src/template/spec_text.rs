@@ -2,7 +2,8 @@
 //! scalar values from host code; the spec's expressions are Python-like, so what C writes
 //! differently is said the spec's way: integer `/` is `//`, a shift is a power of two, a
 //! literal drops its suffix (`256u`, `1.0f`), `NULL` is 0, `warpSize` is 32, the `MAX`/`MIN`
-//! macros every project defines are the spec's `max`/`min`, and `ceilf` is `ceil`.
+//! macros every project defines are the spec's `max`/`min`, and `ceilf`, `floorf`, `fabs` are
+//! `ceil`, `floor`, `abs`.
 
 use tree_sitter::Node;
 
@@ -124,7 +125,8 @@ impl Converter<'_> {
         if in_parentheses { shifted } else { format!("({shifted})") }
     }
 
-    /// `MAX(a, b)`, `std::min<int>(a, b)`, `ceilf(x)`: the spec's `max`, `min`, `ceil`.
+    /// `MAX(a, b)`, `std::min<int>(a, b)`, `ceilf(x)`, `fabs(x)`: the spec's `max`, `min`,
+    /// `ceil`, `abs`.
     fn call(&self, node: Node) -> String {
         let Some(function) = node.child_by_field_name("function") else { return self.with_children_converted(node) };
         let name = self.text(function);
