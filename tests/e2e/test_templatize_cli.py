@@ -243,3 +243,43 @@ def test_a_warp_per_row_through_cooperative_groups_is_vectorised_and_keeps_its_r
     # Each lane starts where its scalar loop would, times the width, and steps by the tile.
     assert "for (int i_vec = i_head + (warp.thread_rank() + WARP_ROW_RMS_ROW_REGS * warp.size()) * WARP_ROW_RMS_VEC;" in result.stdout
     assert "i_vec += warp.size() * WARP_ROW_RMS_VEC) {" in result.stdout
+
+
+def test_short_rows_get_several_rows_per_block_where_the_launch_passes_the_row_count(tmp_path: Path):
+    source = copy(tmp_path, FIXTURES / "rows_per_block.cu")
+
+    result = cutune("templatize", str(source), "--kernel", "rms_rows", "--write")
+
+    assert result.returncode == 0, result.stderr
+    assert "applied: rows-per-block: each block works on `RMS_ROWS_ROWS_PER_BLOCK` rows" in result.stderr
+    rewritten = source.read_text()
+    # The body reads `blockIdx` unchanged: the row's own index shadows it, and rows past the
+    # count return before any barrier.
+    assert "const uint3 blockIdx =\n        make_uint3(::blockIdx.x * RMS_ROWS_ROWS_PER_BLOCK + threadIdx.y, ::blockIdx.y, ::blockIdx.z);" in rewritten
+    assert "    if (blockIdx.x >= rows) return;" in rewritten
+    assert "float (&partial)[THREADS] = partial_of_rows[threadIdx.y];" in rewritten
+    kernel_text = rewritten[rewritten.index("__global__"):]
+    assert "__syncthreads();" not in kernel_text
+    # The three of the original and the three of the shuffles' branch.
+    assert kernel_text.count("rms_rows_row_barrier();") == 6
+    assert "rms_rows<<<(rows + RMS_ROWS_ROWS_PER_BLOCK - 1) / RMS_ROWS_ROWS_PER_BLOCK, dim3(THREADS, RMS_ROWS_ROWS_PER_BLOCK)>>>" in rewritten
+    [kernel] = tomllib.loads((tmp_path / "rows_per_block.cutune.toml").read_text())["kernels"]
+    assert kernel["grid"] == ["ceil_div(rows, RMS_ROWS_ROWS_PER_BLOCK)"]
+    assert kernel["block"] == ["THREADS", "RMS_ROWS_ROWS_PER_BLOCK"]
+    rows = next(p for p in kernel["params"] if p["name"] == "RMS_ROWS_ROWS_PER_BLOCK")
+    assert (rows["default"], rows["values"]) == (1, [1, 2, 4, 8, 16])
+    # Every number of rows compiles, each with its own shared arrays.
+    checked = json.loads(cutune("check", str(source), "--kernel", "rms_rows", "--sample", "24", "--json").stdout)
+    assert checked["failed"] == 0, checked["results"]
+    by_rows = {dict(r["config"])["RMS_ROWS_ROWS_PER_BLOCK"]: r for r in checked["results"] if dict(r["config"])["THREADS"] == 128}
+    assert len(by_rows) >= 2, checked["results"]
+
+    for fixture, kernel_name, why in [
+        ("rows_per_block_refused.cu", "row_max", "refused: rows-per-block: the launch at line 21 does not pass the kernel its grid's block count `rows`"),
+        ("rows_per_block_early_return.cu", "scaled_rows", "refused: rows-per-block: a thread may return at line 10, before a later `__syncthreads()`"),
+    ]:
+        refused = copy(tmp_path, FIXTURES / fixture)
+        result = cutune("templatize", str(refused), "--kernel", kernel_name)
+        assert result.returncode == 0, result.stderr
+        assert why in result.stderr, result.stderr
+        assert "ROWS_PER_BLOCK" not in result.stdout

@@ -61,4 +61,9 @@ for build in "${builds[@]}"; do
   printf '%-18s %-48s %s\n' "$example" "$label" "$status"
   grep -E 'max_abs_err|FAIL|error' "$exe.log" | sed 's/^/    /'
 done
+
+# Rows per block has no example whose launch passes the row count: its fixture, at its edges.
+echo "rows per block (tests/fixtures/template/rows_per_block.cu):"
+CUTUNE="$cutune" NVCC="$nvcc" SKIP_TUNE=1 bash "$repo/tests/gpu/check_rows_per_block.sh" | sed 's/^/  /'
+[ "${PIPESTATUS[0]}" = 0 ] || failed=1
 exit $failed

@@ -78,6 +78,31 @@ pub(super) fn joined(head: &str, terms: &[String], op: &str, tail: &str) -> Stri
     format!("{head}{}{tail}", terms.join(&format!(" {op}\n{align}")))
 }
 
+/// `words` as `//` comment lines at `indent`, each broken before the line width.
+pub(super) fn comment(indent: &str, words: &str) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = format!("{indent}//");
+    for word in words.split_whitespace() {
+        if line.len() + 1 + word.len() > LINE_WIDTH && line.len() > indent.len() + 2 {
+            lines.push(std::mem::replace(&mut line, format!("{indent}//")));
+        }
+        line.push(' ');
+        line.push_str(word);
+    }
+    lines.push(line);
+    lines
+}
+
+/// `left = right;` at `indent`, on one line when it fits in the line width, else `right` on the
+/// next line, one step deeper.
+pub(super) fn assignment(indent: &str, step: &str, left: &str, right: &str) -> String {
+    let one_line = format!("{indent}{left} = {right};");
+    if one_line.len() <= LINE_WIDTH {
+        return one_line;
+    }
+    format!("{indent}{left} =\n{indent}{step}{right};")
+}
+
 /// `for (init; condition; update) {` at `indent`, on one line when it fits in the line width,
 /// else one clause a line aligned after `for (`.
 pub(super) fn for_header(indent: &str, init: &str, condition: &str, update: &str) -> String {
@@ -99,6 +124,22 @@ pub(super) fn pragmas_at_margin(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comments_break_before_the_line_width() {
+        let words = "word ".repeat(40);
+        let lines = comment("    ", &words);
+        assert!(lines.len() > 1 && lines.iter().all(|l| l.len() <= LINE_WIDTH && l.starts_with("    // word")), "{lines:?}");
+        assert_eq!(lines.join(" ").matches("word").count(), 40);
+        assert_eq!(comment("", "short"), vec!["// short".to_string()]);
+    }
+
+    #[test]
+    fn a_long_assignment_continues_on_the_next_line() {
+        assert_eq!(assignment("  ", "  ", "int a", "b"), "  int a = b;");
+        let long = "x".repeat(100);
+        assert_eq!(assignment("  ", "  ", "int a", &long), format!("  int a =\n    {long};"));
+    }
 
     #[test]
     fn the_step_is_what_an_opening_brace_adds_most_often() {

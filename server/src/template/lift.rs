@@ -23,6 +23,7 @@ pub fn transforms() -> Vec<Box<dyn Transform>> {
         Box::new(super::strategy::VectorizeRowLoops),
         Box::new(super::elements::VectorizeElements),
         Box::new(super::warp_reduce::WarpShuffleReduce),
+        Box::new(super::rows_per_block::RowsPerBlock),
         Box::new(super::thread_tile::ThreadTiles),
         Box::new(CompilerOptions),
     ]

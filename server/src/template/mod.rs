@@ -19,6 +19,7 @@ mod format;
 mod layout;
 mod lift;
 mod online_softmax;
+mod rows_per_block;
 mod scaffold;
 mod spec_text;
 mod strategy;

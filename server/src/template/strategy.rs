@@ -216,7 +216,7 @@ pub(super) fn divided_grids(unit: &Unit, launches: &[&LaunchSite], name: &str) -
 
 /// When `grid` names a `dim3` variable of the launch's function: its first extent, or why it
 /// cannot be divided (another launch or other code uses it, or its extents are not written).
-fn dim3_variable<'t>(unit: &Unit<'t>, launch: &LaunchSite, grid: &str) -> Option<Result<Node<'t>, String>> {
+pub(super) fn dim3_variable<'t>(unit: &Unit<'t>, launch: &LaunchSite, grid: &str) -> Option<Result<Node<'t>, String>> {
     let text = unit.text();
     if !crate::syntax::is_identifier(grid) {
         return None;
