@@ -24,11 +24,15 @@ pub struct RowsPerBlock;
 /// The threads of a warp: a row of whole warps keeps every warp inside one row.
 const WARP: i64 = 32;
 
-/// Rows one block may hold: the hardware has 16 named barriers per block, one per row.
-const ROWS_VALUES: [i64; 5] = [1, 2, 4, 8, 16];
+/// Rows one block may hold: up to 16 where each row needs a named barrier of its own (the
+/// hardware has 16 per block), 32 where a row is one warp, whose barrier is `__syncwarp()`.
+const ROWS_VALUES: [i64; 6] = [1, 2, 4, 8, 16, 32];
+
+/// Named barriers per block.
+const NAMED_BARRIERS: i64 = 16;
 
 /// Code that works across the whole block, which a row of it cannot stand in for.
-const BLOCK_WIDE: [&str; 7] = ["gridDim", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or", "this_thread_block", "cooperative_groups", "__launch_bounds__"];
+const BLOCK_WIDE: [&str; 6] = ["gridDim", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or", "this_thread_block", "cooperative_groups"];
 
 impl Transform for RowsPerBlock {
     fn name(&self) -> &'static str {
@@ -85,6 +89,9 @@ impl Transform for RowsPerBlock {
         let line = unit.line_of(unit.kernel.span.start_byte);
         let origin = format!("rows per block: each `threadIdx.y` works on the row a block of line {line} worked on, the grid divided by it; 1 is the original one row per block");
         rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 1, values: ROWS_VALUES.to_vec(), origin });
+        if !barriers.is_empty() {
+            rewrite.restrictions.push(one_barrier_per_row(&launches, &name));
+        }
         rewrite.summary = format!("each block works on `{name}` rows, one per `threadIdx.y`, each with its own shared memory and barrier; rows past `{count}` return");
         Outcome::Applied(rewrite)
     }
@@ -144,13 +151,16 @@ fn row_count(unit: &Unit, launches: &[&LaunchSite]) -> Result<String, Note> {
     Ok(param.name.clone())
 }
 
-/// Why the kernel's code needs the whole block: the grid's size, a barrier that counts or
-/// votes, cooperative groups, a thread limit, or a second block dimension already; or a
-/// function it calls that uses the block's index, shared memory or its barrier.
+/// Why the kernel's code needs the whole block: a thread limit, the grid's size, a barrier that
+/// counts or votes, cooperative groups, or a second block dimension already; or a function it
+/// calls that uses the block's index, shared memory or its barrier.
 fn whole_block_code(unit: &Unit, body: Node) -> Result<(), Note> {
     let text = unit.text();
     let kernel_text = &text[unit.kernel.span.start_byte..unit.kernel.span.end_byte];
     let at_line = |word: &str| unit.line_of(unit.kernel.span.start_byte + kernel_text.find(word).unwrap_or(0));
+    if contains_identifier(kernel_text, "__launch_bounds__") {
+        return Err(Note { line: Some(at_line("__launch_bounds__")), message: "the kernel's `__launch_bounds__` caps its block's threads, which a block of several rows would pass".into() });
+    }
     if let Some(word) = BLOCK_WIDE.iter().find(|w| contains_identifier(kernel_text, w)) {
         return Err(Note { line: Some(at_line(word)), message: format!("the kernel uses `{word}`, which works across the whole block: its rows cannot share one") });
     }
@@ -272,12 +282,22 @@ fn block_edits(unit: &Unit, launches: &[&LaunchSite], rows: &str) -> Result<Vec<
     Ok(edits)
 }
 
+/// Rows that need named barriers fit the hardware's count of them; rows of one warp need none.
+fn one_barrier_per_row(launches: &[&LaunchSite], rows: &str) -> String {
+    let blocks: Vec<String> = launches.iter().map(|l| l.block.text.trim().to_string()).collect();
+    match blocks.as_slice() {
+        [block, rest @ ..] if rest.iter().all(|b| b == block) => format!("{rows} <= {NAMED_BARRIERS} || {block} == {WARP}"),
+        _ => format!("{rows} <= {NAMED_BARRIERS}"),
+    }
+}
+
 /// The device function that stands for `__syncthreads()`: the whole block's barrier when a block
-/// holds one row, else named barrier `threadIdx.y` over the row's `blockDim.x` threads.
+/// holds one row, else `__syncwarp()` for a row of one warp and named barrier `threadIdx.y` over
+/// the row's `blockDim.x` threads for a longer one.
 fn row_barrier(unit: &Unit, barrier: &str, rows: &str) -> String {
     let step = indent_step(unit.text());
     let why = format!(
-        "The barrier of one row of `{}`'s block: `__syncthreads()` when the block holds one row, else named barrier `threadIdx.y` over the row's threads, so that a row past the end may return.",
+        "The barrier of one row of `{}`'s block: `__syncthreads()` when the block holds one row, else `__syncwarp()` for a row of one warp and named barrier `threadIdx.y` over the row's threads for a longer one, so that a row past the end may return.",
         unit.kernel.name
     );
     comment("", &why)
@@ -287,7 +307,11 @@ fn row_barrier(unit: &Unit, barrier: &str, rows: &str) -> String {
         format!("#if {rows} == 1"),
         format!("{step}__syncthreads();"),
         "#else".to_string(),
-        format!("{step}asm volatile(\"bar.sync %0, %1;\" : : \"r\"(threadIdx.y), \"r\"(blockDim.x) : \"memory\");"),
+        format!("{step}if (blockDim.x == {WARP}) {{"),
+        format!("{step}{step}__syncwarp();"),
+        format!("{step}}} else {{"),
+        format!("{step}{step}asm volatile(\"bar.sync %0, %1;\" : : \"r\"(threadIdx.y), \"r\"(blockDim.x) : \"memory\");"),
+        format!("{step}}}"),
         "#endif".to_string(),
         "}".to_string(),
         String::new(),
