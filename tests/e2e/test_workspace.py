@@ -464,9 +464,15 @@ def test_sizes_a_helper_reads_from_flags_are_the_ones_the_program_runs_without_a
     # all the conditions that lead to it.
     assert small["grid"] == ["ceil_div(n > 0 && !(n > 64) ? 1 : n > 64 ? ceil_div(n, min(n, HALVE_SMALL_BLOCK_SIZE)) : 0, HALVE_SMALL_VEC)"]
     assert next(p for p in small["params"] if p["name"] == "HALVE_SMALL_BLOCK_SIZE")["default"] == 256
+    # `switch (mode)` with `const int mode = 1`: the values of `case 1:` (an empty `case 1:` above
+    # `case 2:`), not the last assignment in the text (`default: threads = 512;`).
+    modes = templatized_spec(root, "modes.cu", "scale_mode")
+    assert modes["shapes"] == [{"n": 1048576}]
+    threads = next(p for p in modes["params"] if p["name"] == "threads")
+    assert (threads["kind"], threads["default"]) == ("launch", 256)
     survey = cutune("survey", ".", "--json", cwd=root)
     assert survey.returncode == 0, survey.stderr
-    assert json.loads(survey.stdout)["totals"]["ready"] == 4
+    assert json.loads(survey.stdout)["totals"]["ready"] == 5
 
 
 def test_each_program_of_a_workspace_keeps_its_own_defines(tmp_path: Path):

@@ -8,6 +8,7 @@ use std::path::Path;
 use tree_sitter::Node;
 
 use super::callee;
+use super::layout::operand;
 use super::data_files::{image_loaded_by, ImageLoad};
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, DEVICE_SIZES, UNKNOWN};
@@ -251,7 +252,7 @@ impl<'d> Scope<'d> {
                     let enclosing = enclosing_in(node, body);
                     match in_loop(&enclosing) {
                         true => value.to_string(),
-                        false => given_under_condition(text, &enclosing, &name, before, value.to_string()).unwrap_or_else(|| UNKNOWN.to_string()),
+                        false => given_under_condition(text, &enclosing, &name, before, value.to_string(), &values).unwrap_or_else(|| UNKNOWN.to_string()),
                     }
                 }
                 _ => value.to_string(),
@@ -1688,11 +1689,11 @@ fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, S
     let (_, before, _) = values.iter().rev().find(|(n, _, _)| n == name)?;
     let unknown = || Some((name.to_string(), UNKNOWN.to_string(), node.start_byte()));
     // What the occupancy calculator wrote, stepped, is still unknown.
-    if before == UNKNOWN || enclosing.iter().any(|n| matches!(n.kind(), "switch_statement" | "conditional_expression")) {
+    if before == UNKNOWN || enclosing.iter().any(|n| n.kind() == "conditional_expression") {
         return unknown();
     }
     let stepped = format!("({before}) {operator} ({by})");
-    match given_under_condition(text, &enclosing, name, before, stepped) {
+    match given_under_condition(text, &enclosing, name, before, stepped, values) {
         Some(value) => Some((name.to_string(), value, node.start_byte())),
         None => unknown(),
     }
@@ -1710,12 +1711,21 @@ fn in_loop(enclosing: &[Node]) -> bool {
 
 /// `value`, given to `name` by a statement whose ancestors up to the function's body are
 /// `enclosing`, as `name` holds it afterwards: `value` itself outside any `if`; under `if (c)`
-/// (or several, `else` branches negated and all joined by `&&`), `(c) ? (value) : (before)`.
+/// (or several, `else` branches negated and all joined by `&&`), `(c) ? (value) : (before)`; in a
+/// `case` of a `switch`, `c` says the switch's value is the case's.
 /// Each condition is read with the earlier value where it tests `name`, and decided as the
 /// program's own run decides it where it reads the command line.
-fn given_under_condition(text: &str, enclosing: &[Node], name: &str, before: &str, value: String) -> Option<String> {
+fn given_under_condition(text: &str, enclosing: &[Node], name: &str, before: &str, value: String, values: &[(String, String, usize)]) -> Option<String> {
     let mut conditions: Vec<String> = Vec::new();
     for n in enclosing {
+        if n.kind() == "case_statement" {
+            match case_condition(text, *n, &|expr| settled(values, expr, 0))? {
+                CaseTaken::Settled(false) => return Some(before.to_string()),
+                CaseTaken::Settled(true) => {}
+                CaseTaken::When(condition) => conditions.push(format!("({})", rename_identifiers_in(&condition, |word| (word == name).then(|| format!("({before})"))))),
+            }
+            continue;
+        }
         let Some(branch) = n.parent().filter(|p| p.kind() == "if_statement") else { continue };
         let taken = branch.child_by_field_name("consequence") == Some(*n);
         if !taken && branch.child_by_field_name("alternative") != Some(*n) {
@@ -1735,6 +1745,77 @@ fn given_under_condition(text: &str, enclosing: &[Node], name: &str, before: &st
         true => value,
         false => format!("({}) ? ({value}) : ({before})", conditions.join(" && ")),
     })
+}
+
+/// Whether a `case` of a `switch` runs.
+enum CaseTaken {
+    /// The switch's value is a constant of the program (`const int mode = 1;`): a dispatch the
+    /// program settles, not a choice that varies.
+    Settled(bool),
+    /// Where the condition holds.
+    When(String),
+}
+
+/// When the statements of `case` (a `case` or `default` of a `switch`) run: the switch's value
+/// equal to the case's or to one of the empty cases just above it (`case 1: case 2:`), or, for
+/// `default`, to none of the others; settled where `constant` gives the switch's value and every
+/// label's. None where an earlier case with statements falls through into it.
+fn case_condition(text: &str, case: Node, constant: &dyn Fn(&str) -> Option<i64>) -> Option<CaseTaken> {
+    let labels = case.parent().filter(|b| b.kind() == "compound_statement")?;
+    let switch = labels.parent().filter(|s| s.kind() == "switch_statement")?;
+    let subject = text[switch.child_by_field_name("condition")?.byte_range()].trim();
+    let subject = subject.strip_prefix('(').and_then(|s| s.strip_suffix(')')).unwrap_or(subject).trim().to_string();
+    let cases: Vec<Node> = labels.named_children(&mut labels.walk()).filter(|c| c.kind() == "case_statement").collect();
+    let at = cases.iter().position(|c| *c == case)?;
+    let value = |c: &Node| c.child_by_field_name("value").map(|v| text[v.byte_range()].trim().to_string());
+    let mut values = vec![value(&case)];
+    for earlier in cases[..at].iter().rev() {
+        match case_statements(*earlier).last() {
+            None => values.push(value(earlier)),
+            Some(last) if ends_in_jump(*last) => break,
+            Some(_) => return None,
+        }
+    }
+    let is_default = values.iter().any(Option::is_none);
+    let labels: Vec<String> = if is_default { cases.iter().filter_map(value).collect() } else { values.into_iter().flatten().collect() };
+    if let Some(switched) = constant(&subject) {
+        let settled: Option<Vec<i64>> = labels.iter().map(|l| constant(l)).collect();
+        if let Some(settled) = settled {
+            return Some(CaseTaken::Settled(settled.contains(&switched) != is_default));
+        }
+    }
+    // Bare names and numbers: `(mode)` would read as a cast.
+    let compared = |op: &str| labels.iter().map(|l| format!("{} {op} {}", operand(&subject), operand(l))).collect::<Vec<_>>();
+    Some(CaseTaken::When(match is_default {
+        // `default`: none of the labelled cases.
+        true if labels.is_empty() => "1".to_string(),
+        true => compared("!=").join(" && "),
+        false => compared("==").join(" || "),
+    }))
+}
+
+/// The value of `expr` where it is a constant of the program: numbers, and names whose last value
+/// in `values` is one, a few levels deep.
+fn settled(values: &[(String, String, usize)], expr: &str, depth: usize) -> Option<i64> {
+    eval_constant(&strip_casts_everywhere(expr), &|name| {
+        let (_, value, _) = values.iter().rev().find(|(n, _, _)| n == name)?;
+        (depth < 4 && value != UNKNOWN).then(|| settled(values, value, depth + 1)).flatten()
+    })
+}
+
+/// The statements of a `case`, after its label.
+fn case_statements(case: Node) -> Vec<Node> {
+    let label = case.child_by_field_name("value");
+    case.named_children(&mut case.walk()).filter(|s| s.kind() != "comment" && Some(*s) != label).collect()
+}
+
+/// Whether `statement` leaves its `case` (`break`, `return`, …), itself or as a block's last.
+fn ends_in_jump(statement: Node) -> bool {
+    match statement.kind() {
+        "break_statement" | "return_statement" | "continue_statement" | "goto_statement" | "throw_statement" => true,
+        "compound_statement" => statement.named_children(&mut statement.walk()).filter(|s| s.kind() != "comment").last().is_some_and(ends_in_jump),
+        _ => false,
+    }
 }
 
 /// The last value `body` gives `name` (declared with it, or assigned) before byte `point`.
@@ -2211,6 +2292,29 @@ mod tests {
         assert_eq!(list_element(&frame, "sizes[0]").as_deref(), Some("256"));
         assert_eq!(list_element(&frame, "sizes[5]"), None);
         assert_eq!(sweep_element(&frame, "sizes[each]").map(|(_, values)| values), Some(vec![256, 1024, 2048]));
+    }
+
+    #[test]
+    fn a_value_given_in_a_case_of_a_switch_holds_where_the_switch_takes_that_case() {
+        let text = "void run(int mode) {\n  int threads = 64;\n  int items = 1;\n  switch (mode) {\n    case 0: threads = 128; break;\n    case 1:\n    case 2: { threads = 256; items *= 4; break; }\n    default: threads = 512;\n  }\n  int tail = 8;\n  switch (mode) {\n    case 0: tail = 16;\n    case 1: tail = 32; break;\n  }\n  go(threads, items, tail);\n}\n";
+        let doc = Document::new(text.to_string());
+        let root = doc.tree().unwrap().root_node();
+        let function = descendants(root).find(|n| n.kind() == "function_definition").unwrap();
+        let graph = CallGraph::new(HashMap::new(), HashMap::new(), HashMap::new());
+        let frame = Frame::of(text, function, text.find("go(").unwrap(), &graph);
+        let threads = frame.scope.value_text("threads").unwrap();
+        let plain = |v: &str| crate::template::callee::readable(v);
+        assert_eq!(plain(threads), "mode != 0 && mode != 1 && mode != 2 ? 512 : mode == 2 || mode == 1 ? 256 : mode == 0 ? 128 : 64");
+        assert_eq!(plain(frame.scope.value_text("items").unwrap()), "mode == 2 || mode == 1 ? 1 * 4 : 1");
+        // `case 1` is reached from `case 0` too, which has no `break`: not read.
+        assert_eq!(frame.scope.value_text("tail"), None);
+        // A mode the program fixes settles the switch: each name the value its case gives.
+        let settled = text.replace("void run(int mode) {", "void run() {\n  const int mode = 2;");
+        let doc = Document::new(settled.clone());
+        let function = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap();
+        let frame = Frame::of(&settled, function, settled.find("go(").unwrap(), &graph);
+        assert_eq!(frame.scope.value_text("threads"), Some("256"));
+        assert_eq!(frame.scope.value_text("items"), Some("(1) * (4)"));
     }
 
     #[test]
