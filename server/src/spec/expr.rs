@@ -270,7 +270,12 @@ fn host_code(text: &str, at: usize) -> Option<ParseError> {
         let member_start = at + if rest.starts_with("->") { 2 } else { 1 };
         let member_end = text[member_start..].find(|c: char| !is_word(c)).map_or(text.len(), |e| member_start + e);
         let object = if word_before.is_empty() { "…" } else { word_before };
-        (format!("`{object}{}` is a member of a host variable", &text[at..member_end]), member_end - at)
+        let what = match object {
+            // A launch from device code (dynamic parallelism) sized by its parent's grid.
+            "gridDim" | "blockDim" | "blockIdx" | "threadIdx" => "is the launching kernel's own, in a launch from device code",
+            _ => "is a member of a host variable",
+        };
+        (format!("`{object}{}` {what}", &text[at..member_end]), member_end - at)
     } else if rest.starts_with('[') && !word_before.is_empty() {
         (format!("`{word_before}[…]` is an element of a host array"), 1)
     } else if rest.starts_with('"') {
@@ -1190,6 +1195,7 @@ mod tests {
         assert!(parse_error("plan->gridSize * 2").message.starts_with("`plan->gridSize` is a member of a host variable, which the spec cannot read"));
         assert!(parse_error("(dims.x + 1)").message.starts_with("`dims.x` is a member of a host variable"));
         assert!(parse_error("(a + b)->size").message.starts_with("`…->size` is a member of a host variable"));
+        assert!(parse_error("gridDim.x * 2").message.starts_with("`gridDim.x` is the launching kernel's own, in a launch from device code, which the spec cannot read"));
         assert!(parse_error("sizes[2]").message.starts_with("`sizes[…]` is an element of a host array"));
         assert!(parse_error("f(\"dimX\")").message.starts_with("a string is host code"));
         assert_eq!(parse("1.5 * .5").map(|e| e.to_spec_text()).ok().as_deref(), Some("1.5 * 0.5"));
