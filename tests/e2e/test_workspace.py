@@ -56,10 +56,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 52
+    assert len(kernels) == len(set(kernels)) == 53
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -93,11 +93,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
     assert by_kernel["grid_sum"]["why"].startswith("`blocks_per_sm` in grid extent x is not a size, a parameter or a scalar argument"), by_kernel["grid_sum"]
-    assert report["totals"] == {"kernels": 52, "ready": 44, "spec": 6, "compile": 1, "parameters": 1}
+    assert report["totals"] == {"kernels": 53, "ready": 45, "spec": 6, "compile": 1, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "52 kernels under" in text.stdout and "44 ready to tune (85%)" in text.stdout
+    assert "53 kernels under" in text.stdout and "45 ready to tune (85%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -473,6 +473,22 @@ def test_sizes_a_helper_reads_from_flags_are_the_ones_the_program_runs_without_a
     survey = cutune("survey", ".", "--json", cwd=root)
     assert survey.returncode == 0, survey.stderr
     assert json.loads(survey.stdout)["totals"]["ready"] == 5
+
+
+def test_sizes_kept_in_a_struct_an_init_function_fills_are_read_through_its_fields(tmp_path: Path):
+    root = project(tmp_path, "struct_fields")
+    # `arrays->blocks = blocks;` in `prepare`, after `blocks = arrays->count / THREADS; if (…)
+    # blocks++;` and `arrays->count = COUNT;`, read at the launch as `arrays->blocks`: the field's
+    # value in the program's macros, so that the grid follows the block.
+    spec = templatized_spec(root, "arrays.cu", "double_all")
+    assert spec["grid"] == ["ceil_div(ceil_div(COUNT, THREADS), DOUBLE_ALL_VEC)"]
+    assert spec["shapes"] == [{"COUNT": 1000000}]
+    assert [a.get("value") for a in spec["args"]] == [None, "COUNT"]
+    # `cudaMalloc(&arrays->data, arrays->bytes)` with `arrays->bytes = arrays->count * sizeof(float)`.
+    assert spec["args"][0]["length"] == "COUNT"
+    survey = cutune("survey", ".", "--json", cwd=root)
+    assert survey.returncode == 0, survey.stderr
+    assert json.loads(survey.stdout)["totals"]["ready"] == 1
 
 
 def test_each_program_of_a_workspace_keeps_its_own_defines(tmp_path: Path):

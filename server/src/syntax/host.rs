@@ -309,7 +309,8 @@ pub fn address_taken(element: &str) -> String {
         e = inner.trim();
     }
     match e.strip_prefix('&') {
-        Some(name) if name.trim().chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') => name.trim().to_string(),
+        // `&d_x`, `&bufs.x`, `&arrays->data`.
+        Some(name) if name.trim().replace("->", ".").chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') => name.trim().to_string(),
         _ => String::new(),
     }
 }

@@ -63,6 +63,10 @@ pub(super) struct HostContext<'d> {
     /// The static constant members of classes and class templates: `Packed128` → `size` →
     /// (`[ElementType]`, `sizeof(int4) / sizeof(ElementType)`).
     static_members: HashMap<String, StaticMembers>,
+    /// Struct fields the workspace sets to one constant of the program, outside loops
+    /// (`hostArrays->numBlocks = numBlocks;` in an init function): field → its value as an
+    /// expression over the program's macros (`NUM_ELEMENTS / THREADS_PER_BLOCK`, rounded up).
+    fields: HashMap<String, String>,
     /// The calls that make texture objects and the arrays behind them, by callee:
     /// `cudaCreateTextureObject`, `cudaMallocArray`, `cudaMalloc3DArray`.
     texture_calls: HashMap<&'static str, Vec<Call<'d>>>,
@@ -382,7 +386,8 @@ impl<'d> HostContext<'d> {
         globals.retain(|name, _| !reassigned.contains(name));
         globals.extend(globals_loaded_from_images(&on_paths, &graph));
         let branch_values = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte).map(|n| branch_values_around(text, n)).unwrap_or_default();
-        Some(HostContext { paths, asked_paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, texture_calls })
+        let fields = fields_set_once(&documents, &defines, &graph);
+        Some(HostContext { paths, asked_paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls })
     }
 
     /// How the program makes the texture object the launcher passes as `arg`: the
@@ -645,6 +650,9 @@ impl<'d> HostContext<'d> {
             if let Some(dims) = component.and_then(|_| launcher.dim3_components(object)) {
                 return Some(parenthesised(dims.get(component?).cloned().unwrap_or_else(|| "1".to_string())));
             }
+            if let Some(value) = self.fields.get(member).filter(|_| component.is_none()) {
+                return Some(format!("({value})"));
+            }
             launcher.params.iter().any(|p| p == object).then(|| format!("{object}_{member}"))
         })
     }
@@ -823,7 +831,10 @@ impl<'d> HostContext<'d> {
         if let Some(dims) = component.and_then(|_| frame.dim3_components(object)) {
             return self.eval_text(path, at, dims.get(component?).map_or("1", String::as_str), depth + 1);
         }
-        let index = frame.params.iter().position(|p| p == object)?;
+        let Some(index) = frame.params.iter().position(|p| p == object) else {
+            let value = self.fields.get(member).filter(|_| component.is_none())?;
+            return self.eval_text(path, at, value, depth + 1);
+        };
         let arg = strip_casts_everywhere(&frame.argument(index)?);
         let arg = arg.trim_start_matches('&').trim();
         is_identifier(arg).then(|| self.eval_member(path, at + 1, arg, member, depth + 1)).flatten()
@@ -1025,15 +1036,17 @@ impl<'d> HostContext<'d> {
         offsets.is_empty().then(|| self.global_buffer_length(&name, element)).flatten()
     }
 
-    /// The element count of `bytes` of `element`s; a byte count held in a variable or a
-    /// file-scope constant (`DATA_SZ = N * sizeof(float)`) is followed once.
+    /// The element count of `bytes` of `element`s; a byte count held in a variable, a
+    /// file-scope constant (`DATA_SZ = N * sizeof(float)`) or a struct field is followed once.
     /// `instantiated` names the types of the allocating function's template parameters.
     fn elements_in(&self, bytes: &str, element: &str, scope: &Scope, instantiated: &dyn Fn(&str) -> String) -> Option<String> {
         let bytes = match self.globals.get(bytes.trim()) {
             Some(global) if scope.value_text(bytes.trim()).is_none() => global.as_str(),
             _ => bytes,
         };
-        strip_element_size(bytes, &|ty| self.elements_per_allocated(&instantiated(ty), element), scope)
+        // A byte count kept in a struct field (`arrays->bytes`) the program sets once.
+        let bytes = replace_members(bytes, |_, member| self.fields.get(member).map(|v| format!("({v})")));
+        strip_element_size(&bytes, &|ty| self.elements_per_allocated(&instantiated(ty), element), scope)
     }
 
     /// The type frame `at` calls `ty`: a host template's type parameter (`T` of `runTest<T>`)
@@ -1176,12 +1189,19 @@ fn replace_members(text: &str, resolve: impl Fn(&str, &str) -> Option<String>) -
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(dot) = rest.find('.') {
+    // `object.member` and `object->member` alike.
+    while let Some(dot) = rest.find(['.', '-']) {
+        let access = if rest[dot..].starts_with("->") { 2 } else if rest[dot..].starts_with('.') { 1 } else { 0 };
+        if access == 0 {
+            out.push_str(&rest[..=dot]);
+            rest = &rest[dot + 1..];
+            continue;
+        }
         let object_start = rest[..dot].rfind(|c: char| !is_word(c)).map_or(0, |i| i + 1);
         let object = &rest[object_start..dot];
-        let member_end = rest[dot + 1..].find(|c: char| !is_word(c)).map_or(rest.len(), |i| dot + 1 + i);
-        let member = &rest[dot + 1..member_end];
-        let chained = rest[..object_start].ends_with('.') || rest[member_end..].starts_with(['.', '(']);
+        let member_end = rest[dot + access..].find(|c: char| !is_word(c)).map_or(rest.len(), |i| dot + access + i);
+        let member = &rest[dot + access..member_end];
+        let chained = rest[..object_start].ends_with('.') || rest[..object_start].ends_with("->") || rest[member_end..].starts_with(['.', '(']) || rest[member_end..].starts_with("->");
         match (is_identifier(object) && is_identifier(member) && !chained).then(|| resolve(object, member)).flatten() {
             Some(value) => {
                 out.push_str(&rest[..object_start]);
@@ -1193,6 +1213,63 @@ fn replace_members(text: &str, resolve: impl Fn(&str, &str) -> Option<String>) -
     }
     out.push_str(rest);
     out
+}
+
+/// Struct fields that the functions of `documents` assign, outside loops, only with values that
+/// settle to one constant of the program where each is assigned (through the function's locals,
+/// the `defines` and fields settled before): `hostArrays->numElements = NUM_ELEMENTS;`, then
+/// `hostArrays->numBlocks = numBlocks;` with `numBlocks` computed from it, and a copy
+/// `deviceRefArrays->numElements = hostArrays->numElements;`.
+fn fields_set_once(documents: &[&Document], defines: &HashMap<String, i64>, graph: &CallGraph) -> HashMap<String, String> {
+    let mut assignments: HashMap<String, Vec<(&str, Node, String, usize)>> = HashMap::new();
+    for doc in documents {
+        let Some(tree) = doc.tree() else { continue };
+        let text = doc.text();
+        for function in descendants(tree.root_node()).filter(|n| n.kind() == "function_definition") {
+            let body = function.child_by_field_name("body");
+            for node in body.into_iter().flat_map(descendants).filter(|n| n.kind() == "assignment_expression") {
+                let Some(left) = node.child_by_field_name("left").filter(|l| l.kind() == "field_expression") else { continue };
+                let Some(field) = left.child_by_field_name("field").map(|f| text[f.byte_range()].to_string()) else { continue };
+                let plain = node.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=");
+                // A step, or an assignment in a loop, makes the field no constant.
+                let value = node.child_by_field_name("right").map(|r| text[r.byte_range()].to_string()).filter(|_| plain && !in_loop(&enclosing_in(node, body)));
+                assignments.entry(field).or_default().push((text, function, value.unwrap_or_else(|| UNKNOWN.to_string()), node.start_byte()));
+            }
+        }
+    }
+    let mut fields: HashMap<String, String> = HashMap::new();
+    // A field's value may read another's (`numBlocks` from `numElements`): a few rounds.
+    for _ in 0..4 {
+        let mut settled_any = false;
+        for (field, given) in &assignments {
+            if fields.contains_key(field) || given.iter().any(|(_, _, value, _)| value == UNKNOWN) {
+                continue;
+            }
+            // A copy from another object's same field (`ref->n = host->n`) agrees by itself.
+            let copy = |value: &str| value.rsplit_once("->").or_else(|| value.rsplit_once('.')).is_some_and(|(object, member)| is_identifier(object.trim()) && member.trim() == field);
+            let expanded: Vec<String> = given.iter().filter(|(_, _, value, _)| !copy(value)).map(|(text, function, value, at)| expanded_in(&Frame::of(text, *function, *at, graph).scope, value, &fields, 0)).collect();
+            let constant = |expr: &String| eval_constant(expr, &|name| defines.get(name).copied());
+            let Some(first) = expanded.first() else { continue };
+            if constant(first).is_some() && expanded.iter().all(|e| constant(e) == constant(first)) {
+                fields.insert(field.clone(), first.clone());
+                settled_any = true;
+            }
+        }
+        if !settled_any {
+            break;
+        }
+    }
+    fields
+}
+
+/// `expr` with the locals of `scope` replaced by their values and the settled `fields` by
+/// theirs, a few levels deep: what it is in the program's macros and numbers.
+fn expanded_in(scope: &Scope, expr: &str, fields: &HashMap<String, String>, depth: usize) -> String {
+    let expr = replace_members(&strip_casts_everywhere(expr), |_, member| fields.get(member).map(|v| format!("({v})")));
+    rename_identifiers_in(&expr, |name| {
+        let value = scope.value_text(name).filter(|v| *v != UNKNOWN && depth < 4)?;
+        Some(format!("({})", expanded_in(scope, value, fields, depth + 1)))
+    })
 }
 
 fn frame_name(frame: &Frame) -> String {
@@ -2276,14 +2353,19 @@ fn without_float_casts(text: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The frame of the first function of `doc` at its call of `go(`.
+    fn frame_at_go(doc: &Document) -> Frame<'_> {
+        let text = doc.text();
+        let function = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap();
+        let graph = CallGraph::new(HashMap::new(), HashMap::new(), HashMap::new());
+        Frame::of(text, function, text.find("go(").unwrap(), &graph)
+    }
+
     #[test]
     fn a_scope_reads_local_enums_chained_assignments_range_loops_and_list_elements() {
         let text = "void run() {\n  enum { SHMEM_SZ = 2 * TILE };\n  std::vector<int> sizes = {256, 1024, 2048};\n  long m, n, largest;\n  largest = sizes[sizes.size() - 1];\n  for (int size : sizes) {\n    m = n = size;\n    go(m, n);\n  }\n}\n";
         let doc = Document::new(text.to_string());
-        let root = doc.tree().unwrap().root_node();
-        let function = descendants(root).find(|n| n.kind() == "function_definition").unwrap();
-        let graph = CallGraph::new(HashMap::new(), HashMap::new(), HashMap::new());
-        let frame = Frame::of(text, function, text.find("go(").unwrap(), &graph);
+        let frame = frame_at_go(&doc);
         assert_eq!(frame.scope.value_text("SHMEM_SZ"), Some("2 * TILE"));
         assert_eq!(frame.scope.value_text("m"), Some("size"));
         assert_eq!(frame.scope.value_text("n"), Some("size"));
@@ -2298,10 +2380,7 @@ mod tests {
     fn a_value_given_in_a_case_of_a_switch_holds_where_the_switch_takes_that_case() {
         let text = "void run(int mode) {\n  int threads = 64;\n  int items = 1;\n  switch (mode) {\n    case 0: threads = 128; break;\n    case 1:\n    case 2: { threads = 256; items *= 4; break; }\n    default: threads = 512;\n  }\n  int tail = 8;\n  switch (mode) {\n    case 0: tail = 16;\n    case 1: tail = 32; break;\n  }\n  go(threads, items, tail);\n}\n";
         let doc = Document::new(text.to_string());
-        let root = doc.tree().unwrap().root_node();
-        let function = descendants(root).find(|n| n.kind() == "function_definition").unwrap();
-        let graph = CallGraph::new(HashMap::new(), HashMap::new(), HashMap::new());
-        let frame = Frame::of(text, function, text.find("go(").unwrap(), &graph);
+        let frame = frame_at_go(&doc);
         let threads = frame.scope.value_text("threads").unwrap();
         let plain = |v: &str| crate::template::callee::readable(v);
         assert_eq!(plain(threads), "mode != 0 && mode != 1 && mode != 2 ? 512 : mode == 2 || mode == 1 ? 256 : mode == 0 ? 128 : 64");
@@ -2310,9 +2389,8 @@ mod tests {
         assert_eq!(frame.scope.value_text("tail"), None);
         // A mode the program fixes settles the switch: each name the value its case gives.
         let settled = text.replace("void run(int mode) {", "void run() {\n  const int mode = 2;");
-        let doc = Document::new(settled.clone());
-        let function = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap();
-        let frame = Frame::of(&settled, function, settled.find("go(").unwrap(), &graph);
+        let doc = Document::new(settled);
+        let frame = frame_at_go(&doc);
         assert_eq!(frame.scope.value_text("threads"), Some("256"));
         assert_eq!(frame.scope.value_text("items"), Some("(1) * (4)"));
     }

@@ -15,6 +15,7 @@ use tree_sitter::Node;
 
 use super::layout::{assignment, comment, indent_step, leading_whitespace};
 use super::strategy::{dim3_variable, divided_grids, enclosing_function, is_assigned, names_in};
+use super::warp_reduce::squeezed;
 use super::{contains_identifier, line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
 use crate::syntax::{descendants, is_identifier, parse_int_literal, LaunchSite};
@@ -95,11 +96,6 @@ impl Transform for RowsPerBlock {
         rewrite.summary = format!("each block works on `{name}` rows, one per `threadIdx.y`, each with its own shared memory and barrier; rows past `{count}` return");
         Outcome::Applied(rewrite)
     }
-}
-
-/// Text without whitespace.
-fn squeezed(text: &str) -> String {
-    text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 /// Whether `block_index` (a `blockIdx.x`) is multiplied by the block's size, as in a global

@@ -71,8 +71,8 @@ impl Transform for WarpShuffleReduce {
     }
 }
 
-/// Text without whitespace, for matching the loop's parts.
-fn squeezed(text: &str) -> String {
+/// Text without whitespace, for matching code whatever its layout.
+pub(super) fn squeezed(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
