@@ -58,6 +58,8 @@ cases=(
   "cuda-samples Samples/2_Concepts_and_Techniques/boxFilter/boxFilter_kernel.cu d_boxfilter_rgba_y"
   "llm.c dev/cuda/attention_forward.cu permute_kernel"
   "llm.c dev/cuda/crossentropy_forward.cu crossentropy_forward_kernel1"
+  "cuda-samples Samples/3_CUDA_Features/graphMemoryNodes/graphMemoryNodes.cu squareArray"
+  "cuda-samples Samples/3_CUDA_Features/graphMemoryNodes/graphMemoryNodes.cu negateArray"
   "llm.c dev/cuda/gelu_forward.cu gelu_forward_kernel1"
   "llm.c dev/cuda/gelu_backward.cu gelu_backward1"
   "cuda-samples Samples/2_Concepts_and_Techniques/inlinePTX/inlinePTX.cu sequence_gpu"
