@@ -1854,7 +1854,9 @@ fn case_condition(text: &str, case: Node, constant: &dyn Fn(&str) -> Option<i64>
         }
     }
     let is_default = values.iter().any(Option::is_none);
-    let labels: Vec<String> = if is_default { cases.iter().filter_map(value).collect() } else { values.into_iter().flatten().collect() };
+    let reached: Vec<String> = values.into_iter().flatten().collect();
+    // `default` (with the empty cases above it, `case 3: default:`): none of the other labels.
+    let labels: Vec<String> = if is_default { cases.iter().filter_map(value).filter(|l| !reached.contains(l)).collect() } else { reached };
     if let Some(switched) = constant(&subject) {
         let settled: Option<Vec<i64>> = labels.iter().map(|l| constant(l)).collect();
         if let Some(settled) = settled {
@@ -2378,7 +2380,7 @@ mod tests {
 
     #[test]
     fn a_value_given_in_a_case_of_a_switch_holds_where_the_switch_takes_that_case() {
-        let text = "void run(int mode) {\n  int threads = 64;\n  int items = 1;\n  switch (mode) {\n    case 0: threads = 128; break;\n    case 1:\n    case 2: { threads = 256; items *= 4; break; }\n    default: threads = 512;\n  }\n  int tail = 8;\n  switch (mode) {\n    case 0: tail = 16;\n    case 1: tail = 32; break;\n  }\n  go(threads, items, tail);\n}\n";
+        let text = "void run(int mode) {\n  int threads = 64;\n  int items = 1;\n  switch (mode) {\n    case 0: threads = 128; break;\n    case 1:\n    case 2: { threads = 256; items *= 4; break; }\n    default: threads = 512;\n  }\n  int tail = 8;\n  switch (mode) {\n    case 0: tail = 16;\n    case 1: tail = 32; break;\n  }\n  int step = 1;\n  switch (mode) {\n    case 4: step = 2; break;\n    case 3:\n    default: step = 3;\n  }\n  go(threads, items, tail, step);\n}\n";
         let doc = Document::new(text.to_string());
         let frame = frame_at_go(&doc);
         let threads = frame.scope.value_text("threads").unwrap();
@@ -2387,6 +2389,8 @@ mod tests {
         assert_eq!(plain(frame.scope.value_text("items").unwrap()), "mode == 2 || mode == 1 ? 1 * 4 : 1");
         // `case 1` is reached from `case 0` too, which has no `break`: not read.
         assert_eq!(frame.scope.value_text("tail"), None);
+        // `case 3:` falls into `default:`, which is then every value but 4.
+        assert_eq!(plain(frame.scope.value_text("step").unwrap()), "mode != 4 ? 3 : mode == 4 ? 2 : 1");
         // A mode the program fixes settles the switch: each name the value its case gives.
         let settled = text.replace("void run(int mode) {", "void run() {\n  const int mode = 2;");
         let doc = Document::new(settled);
