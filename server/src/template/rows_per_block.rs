@@ -1,15 +1,17 @@
 //! Several rows per block: a kernel whose block works on one row (`blockIdx.x` picks the row and
 //! is no part of a global thread index) gets a block of `(BLOCK, ROWS)` threads, each
 //! `threadIdx.y` doing what one block did before, and a grid `ROWS` times smaller. Short rows
-//! then fill the machine with fewer, fuller blocks (2.35× on 65,536 rows of 128 halves,
+//! then fill the machine with fewer, fuller blocks (2.09× on 65,536 rows of 128 halves,
 //! docs/benchmarks.md).
 //!
-//! Each row keeps what a block had alone: its own copy of every `__shared__` variable (one array
-//! of `ROWS`, the old name a reference to this row's element) and its own barrier (named barrier
-//! `threadIdx.y` over `blockDim.x` threads in place of `__syncthreads()`). The last block may
-//! hold rows past the end, which must not run: only a launch that passes the kernel its grid's
-//! block count (`k<<<rows, …>>>(…, rows, …)`) lets the rewrite tell them, and they return at
-//! once, which their own barrier allows. The original stays under `#if ROWS == 1`, the default.
+//! Each row keeps what a block had alone: its block index (a local `blockIdx` shadows the
+//! built-in), its own copy of every `__shared__` variable (one array of `ROWS`, the old name a
+//! reference to this row's element) and its own barrier in place of `__syncthreads()`
+//! (`__syncwarp()` for a row of one warp, else named barrier `threadIdx.y` over `blockDim.x`
+//! threads). The last block may hold rows past the end, which must not run: only a launch that
+//! passes the kernel its grid's block count (`k<<<rows, …>>>(…, rows, …)`) lets the rewrite tell
+//! them, and they return at once, which their own barrier allows. The original stays under
+//! `#if ROWS == 1`, the default.
 
 use tree_sitter::Node;
 
