@@ -2297,7 +2297,7 @@ fn without_integer_static_casts(text: &str) -> String {
 }
 
 /// `unsigned int`, `size_t`, `uint32_t`, `long long`: the integer types a cast names.
-fn is_integer_type(text: &str) -> bool {
+pub(super) fn is_integer_type(text: &str) -> bool {
     let words: Vec<&str> = text.split_whitespace().collect();
     let plain = |w: &str| matches!(w, "int" | "unsigned" | "signed" | "long" | "short" | "const");
     let named = |w: &str| matches!(w, "size_t" | "ssize_t" | "uint" | "uint32_t" | "int32_t" | "uint64_t" | "int64_t" | "ptrdiff_t");

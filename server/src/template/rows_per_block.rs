@@ -16,7 +16,8 @@
 use tree_sitter::Node;
 
 use super::layout::{assignment, comment, indent_step, leading_whitespace};
-use super::strategy::{dim3_variable, divided_grids, enclosing_function, is_assigned, names_in};
+use super::host::is_integer_type;
+use super::strategy::{dim3_variable, divided_grids, is_assigned, names_in};
 use super::warp_reduce::squeezed;
 use super::{contains_identifier, line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
@@ -138,8 +139,7 @@ fn row_count(unit: &Unit, launches: &[&LaunchSite]) -> Result<String, Note> {
     let Some(param) = unit.kernel.params.get(at) else {
         return Err(Note { line: Some(unit.line_of(unit.kernel.span.start_byte)), message: format!("the kernel has no parameter {} for the block count", at + 1) });
     };
-    let integral = param.pointer_depth == 0 && matches!(param.base_type.as_str(), "int" | "unsigned" | "unsigned int" | "long" | "long long" | "size_t" | "int64_t" | "uint32_t" | "int32_t" | "uint64_t" | "unsigned long" | "unsigned long long");
-    if !integral {
+    if param.pointer_depth != 0 || !is_integer_type(&param.base_type) {
         return Err(Note { line: Some(unit.line_of(param.span.start_byte)), message: format!("`{}`, the block count, is not an integer", param.name) });
     }
     let body = unit.body().expect("a kernel with block indices has a body");
@@ -268,11 +268,7 @@ fn block_edits(unit: &Unit, launches: &[&LaunchSite], rows: &str) -> Result<Vec<
         if !whole_warps {
             return Err(Note { line, message: format!("the block `{block}` is not known to be whole warps, which keep each warp inside one row") });
         }
-        let root = unit.doc.tree().expect("a document with launches parses").root_node();
-        let is_dim3 = enclosing_function(root, launch).is_some_and(|f| {
-            descendants(f).any(|d| d.kind() == "declaration" && d.child_by_field_name("type").is_some_and(|t| unit.text()[t.byte_range()].trim() == "dim3") && contains_identifier(&unit.text()[d.byte_range()], block))
-        });
-        if is_dim3 {
+        if dim3_variable(unit, launch, block).is_some() {
             return Err(Note { line, message: format!("the block `{block}` is a `dim3`: not given rows") });
         }
         edits.push(TextEdit { range: launch.block.span.start_byte..launch.block.span.end_byte, new_text: format!("dim3({block}, {rows})") });
