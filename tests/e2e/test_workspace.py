@@ -839,3 +839,28 @@ def test_a_template_tile_picked_by_a_branch_on_the_block_moves_with_it_and_threa
     assert spec["shapes"] == [{"n": 512}]
     # The program's grid still reads the whole block; the launch divides it.
     assert "tiled_product<16><<<grid, dim3(threads.x / TILED_PRODUCT_TN, threads.y / TILED_PRODUCT_TM)>>>" in (root / "tiles.cu").read_text()
+
+
+def test_a_kernel_another_file_launches_too_keeps_one_row_per_block_and_is_told_of_full_grids(tmp_path: Path):
+    root = project(tmp_path, "launched_twice")
+    (root / ".git").mkdir()
+    # bench.cu launches `scale_rows` itself with one row per block; the rewrite edits only the
+    # header's launch, so a tuned block of several rows would skip rows there.
+    spec, report = templatized_spec_and_report(root, "rows.cuh", "scale_rows")
+    assert "refused: rows-per-block: the kernel is also launched at bench.cu:13, which this rewrite cannot edit" in report, report
+    assert not any("ROWS_PER_BLOCK" in p["name"] for p in spec["params"])
+    assert "ROWS_PER_BLOCK" not in (root / "rows.cuh").read_text()
+    # A grid divided by the elements per thread stays right at bench.cu's full grid: applied,
+    # with a note that names the launch left as it was.
+    spec, report = templatized_spec_and_report(root, "rows.cuh", "add_bias")
+    assert "applied: vectorize-elements" in report, report
+    assert "note: the launches at bench.cu:14 keep their grid: right at any `ADD_BIAS_VEC`" in report, report
+    assert "add_bias<<<(rows * cols + 127) / 128, 128>>>" in (root / "bench.cu").read_text()
+
+    # Without bench.cu's launch the header's own launcher is the only one: rows per block applies.
+    bench = root / "bench.cu"
+    bench.write_text(bench.read_text().replace("    scale_rows<<<rows, ROW_THREADS>>>(x, rows, cols);\n", ""))
+    (root / "rows.cuh").write_text((WORKSPACE / "launched_twice" / "rows.cuh").read_text())
+    spec, report = templatized_spec_and_report(root, "rows.cuh", "scale_rows")
+    assert "applied: rows-per-block" in report, report
+    assert "scale_rows<<<(rows + SCALE_ROWS_ROWS_PER_BLOCK - 1) / SCALE_ROWS_ROWS_PER_BLOCK, dim3(ROW_THREADS, SCALE_ROWS_ROWS_PER_BLOCK)>>>" in (root / "rows.cuh").read_text()

@@ -8,7 +8,7 @@ use tree_sitter::Node;
 
 use super::lanes::{self, LanePlan};
 use super::layout::{factor, indent_step, leading_whitespace, operand};
-use super::strategy::{divided_grids, inside_rewrite, is_grid_stride_start, VECTOR_WIDTH_ORIGIN};
+use super::strategy::{divided_grids, inside_rewrite, is_grid_stride_start, unreached_grids_note, VECTOR_WIDTH_ORIGIN};
 use super::{line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
 use crate::syntax::descendants;
@@ -72,6 +72,7 @@ impl Transform for VectorizeElements {
         let new_text = format!("#if {name} == 1\n{}\n#else\n{}#endif", &text[start..elements.region_end], vectorized(unit, &elements, &plan, &name));
         rewrite.edits.push(TextEdit { range: start..elements.region_end, new_text });
         rewrite.edits.extend(grid_edits);
+        rewrite.notes.extend(unreached_grids_note(unit, &name));
         let origin = format!("consecutive elements per thread from line {line}, the grid divided by it; 1 is the original one element per thread");
         rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 1, values, origin });
         rewrite.summary = format!("each thread takes `{name}` consecutive elements from line {line}, loaded and stored together when aligned; the grid is divided by it");

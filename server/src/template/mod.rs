@@ -95,6 +95,10 @@ pub struct Unit<'a> {
     /// What a launch in another file instantiates each template parameter with, where it is an
     /// integer the host code settles (`const uint BM = 64;` in the launcher).
     pub host_instantiation: &'a [Option<scaffold::HostValue>],
+    /// The kernel's launches that edits of this file's `<<<…>>>` launch sites do not reach
+    /// (another file's, one through a function pointer), each as a place (`bench.cu:12`): a
+    /// rewrite that changes what a launch must pass cannot be applied while they are there.
+    pub unreached_launches: &'a [String],
     /// How the lines of `doc` map back to the user's file, before earlier transforms.
     pub origins: &'a LineOrigins,
     /// Where the file's includes are found.
@@ -368,6 +372,7 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     check_templatizable(&original, kernel)?;
     let prefix = param_prefix(kernel);
     let host_instantiation = scaffold::host_template_values(&original, slice_options.file.as_deref(), kernel, hosts);
+    let unreached_launches = scaffold::unreached_launches(&original, kernel, hosts);
     let mut current = original.clone();
     let mut params: Vec<ParamSpec> = Vec::new();
     let mut restrictions: Vec<String> = Vec::new();
@@ -376,7 +381,7 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     for transform in lift::transforms() {
         let model = current.model().clone();
         let k = model.kernel(kernel).expect("every kept rewrite keeps the kernel");
-        let unit = Unit { doc: &current, model: &model, kernel: k, prefix: &prefix, lifted: &params, host_instantiation: &host_instantiation, origins: &origins, slice_options };
+        let unit = Unit { doc: &current, model: &model, kernel: k, prefix: &prefix, lifted: &params, host_instantiation: &host_instantiation, unreached_launches: &unreached_launches, origins: &origins, slice_options };
         let report = match transform.apply(&unit) {
             Outcome::Applied(rewrite) => match rewritten(&current, kernel, &rewrite.edits) {
                 Ok(next) => {

@@ -66,6 +66,10 @@ impl Transform for RowsPerBlock {
         if let Some(rows) = unit.lifted.iter().find(|p| p.name.ends_with("ROWS_PER_BLOCK")) {
             return Outcome::NotApplicable(format!("the block already holds `{}` rows", rows.name));
         }
+        if let Some(place) = unit.unreached_launches.first() {
+            let message = format!("the kernel is also launched at {place}, which this rewrite cannot edit: a launch of one row per block there would skip rows once a block holds several");
+            return Outcome::Refused(Note { line: Some(unit.line_of(unit.kernel.span.start_byte)), message });
+        }
         let name = unit.fresh_name("ROWS_PER_BLOCK");
         let plan = whole_block_code(unit, body).and_then(|()| {
             let count = row_count(unit, &launches)?;

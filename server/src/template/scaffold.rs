@@ -16,7 +16,7 @@ use super::LineOrigins;
 use crate::slice::{device_slice, SliceOptions};
 use crate::spec::{expr, sha256_hex, ArgSpec, Baseline, Compare, Dtype, Init, KernelSpec, ParamKind, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
 use crate::syntax::host::{declared_name, driver_launches};
-use crate::syntax::{access_of, descendants, identifiers_in, Access, Document, Kernel, LaunchSite, Param, TemplateParamKind};
+use crate::syntax::{access_of, descendants, identifiers_in, Access, Document, Kernel, LaunchSite, Param, Span, TemplateParamKind};
 use crate::workspace::HostDocument;
 
 /// What the scaffold found besides the spec: where the launch it read is, and the launch
@@ -329,16 +329,33 @@ fn host_files<'a>(kernel_doc: &'a Document, kernel_file: Option<&'a Path>, hosts
 fn find_launch<'a>(templated: &'a Document, hosts: &'a [HostDocument], kernel: &'a str) -> Option<(&'a Document, Cow<'a, LaunchSite>)> {
     // The hosts come nearest first, so the launch of the kernel's own program wins over a
     // namesake's elsewhere in the workspace, whatever its syntax.
-    std::iter::once(templated).chain(hosts.iter().map(|h| &h.document)).find_map(|doc| {
-        let model = doc.model();
-        let direct = || model.launches_of(kernel).next().map(Cow::Borrowed);
-        let through_pointer = || {
-            let aliases = pointer_aliases(doc, kernel);
-            model.launches.iter().find(|l| aliases.contains(&l.kernel)).map(Cow::Borrowed)
-        };
-        let through_driver = || driver_launches(doc, kernel).into_iter().next().map(Cow::Owned);
-        direct().or_else(through_pointer).or_else(through_driver).map(|l| (doc, l))
-    })
+    std::iter::once(templated).chain(hosts.iter().map(|h| &h.document)).find_map(|doc| launches_in(doc, kernel).into_iter().next().map(|l| (doc, l)))
+}
+
+/// Every launch of `kernel` in `doc`: the direct ones first, then those through a function
+/// pointer, then those through the driver API.
+fn launches_in<'a>(doc: &'a Document, kernel: &str) -> Vec<Cow<'a, LaunchSite>> {
+    let model = doc.model();
+    let aliases = pointer_aliases(doc, kernel);
+    let direct = model.launches.iter().filter(|l| l.kernel == kernel).map(Cow::Borrowed);
+    let through_pointer = model.launches.iter().filter(|l| aliases.contains(&l.kernel)).map(Cow::Borrowed);
+    let through_driver = driver_launches(doc, kernel).into_iter().map(Cow::Owned);
+    direct.chain(through_pointer).chain(through_driver).collect()
+}
+
+/// The launches of `kernel` that a rewrite of the launch sites in its own file (`own`, whose
+/// direct launches it edits) does not reach, each said as a place: those through a function
+/// pointer or the driver API in `own` (`line 40`), and every one in the other files
+/// (`bench.cu:12`).
+pub fn unreached_launches(own: &Document, kernel: &str, hosts: &[HostDocument]) -> Vec<String> {
+    let line = |doc: &Document, launch: &LaunchSite| doc.position(crate::syntax::Encoding::Utf8, launch.span.start_byte).line + 1;
+    let edited: Vec<Span> = own.model().launches_of(kernel).map(|l| l.span).collect();
+    let own_indirect = launches_in(own, kernel).into_iter().filter(|l| !edited.contains(&l.span)).map(|l| format!("line {}", line(own, &l)));
+    let elsewhere = hosts.iter().flat_map(|host| {
+        let file = host.path.file_name().map_or_else(|| host.path.display().to_string(), |f| f.to_string_lossy().into_owned());
+        launches_in(&host.document, kernel).into_iter().map(move |l| format!("{file}:{}", line(&host.document, &l)))
+    });
+    own_indirect.chain(elsewhere).collect()
 }
 
 /// The variables `doc` assigns `kernel`'s address to (`fn = &kernel`, `auto fn = kernel`).
@@ -879,6 +896,20 @@ mod tests {
         // A grid group for its sizes, a block's barrier: no cooperative launch needed.
         assert!(!synchronises_grid(&kernel("cg::grid_group grid = cg::this_grid();\n  x[grid.thread_rank()] = grid.size();")));
         assert!(!synchronises_grid(&kernel("cg::thread_block block = cg::this_thread_block();\n  block.sync();\n  cg::sync(block);")));
+    }
+
+    #[test]
+    fn launches_a_rewrite_of_the_launch_sites_cannot_reach_are_named_by_place() {
+        let own = Document::new(
+            "__global__ void k(float* x, int n) { x[blockIdx.x] = n; }\n\
+             void direct(float* x, int n) { k<<<n, 32>>>(x, n); }\n\
+             void through_pointer(float* x, int n) {\n  auto launch = &k;\n  launch<<<n, 64>>>(x, n);\n}\n"
+                .to_string(),
+        );
+        let bench = HostDocument { path: PathBuf::from("/p/bench.cu"), document: Document::new("int main() {\n  k<<<8, 32>>>(0, 8);\n}\n".to_string()) };
+        let other = HostDocument { path: PathBuf::from("/p/other.cu"), document: Document::new("int main() { other<<<8, 32>>>(0, 8); }\n".to_string()) };
+        assert_eq!(unreached_launches(&own, "k", &[bench, other]), ["line 5", "bench.cu:2"]);
+        assert_eq!(unreached_launches(&own, "k", &[]), ["line 5"]);
     }
 
     #[test]

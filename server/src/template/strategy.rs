@@ -182,6 +182,7 @@ impl Transform for GridStrideItems {
             Err(note) => return Outcome::Refused(note),
         }
         rewrite.edits.push(unit.define_block(&name, "1"));
+        rewrite.notes.extend(unreached_grids_note(unit, &name));
         let line = unit.line_of(first.node.start_byte());
         let origin = format!("items per thread of the grid-stride loop at line {line}: the grid is divided by it");
         rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 1, values: vec![1, 2, 4, 8, 16], origin });
@@ -212,6 +213,17 @@ pub(super) fn divided_grids(unit: &Unit, launches: &[&LaunchSite], name: &str) -
         }
     }
     Ok(edits)
+}
+
+/// For a rewrite that divides this file's grids by `name`: what the kernel's launches it does
+/// not reach (another file's, one through a pointer) run. They keep their grid, which is still
+/// right, the threads past the end finding no element, but not what was tuned.
+pub(super) fn unreached_grids_note(unit: &Unit, name: &str) -> Option<Note> {
+    let places = unit.unreached_launches;
+    (!places.is_empty()).then(|| Note {
+        line: Some(unit.line_of(unit.kernel.span.start_byte)),
+        message: format!("the launches at {} keep their grid: right at any `{name}`, with threads that find no element, but slower than the tuned launch here", places.join(", ")),
+    })
 }
 
 /// When `grid` names a `dim3` variable of the launch's function: its first extent, or why it
