@@ -390,11 +390,15 @@ def test_a_branch_the_same_for_every_element_of_a_chunk_keeps_its_vectors_and_it
     run = subprocess.run([str(CUTUNE_BIN), "templatize", str(source), "--kernel", "merge_attn_states_kernel", "--write"], capture_output=True, text=True, check=True)
     assert "applied: vectorize-elements: each thread takes `MERGE_ATTN_STATES_VEC` consecutive elements from line 37" in run.stderr, run.stderr
     text = source.read_text()
-    # The row's weights once per chunk, from its first element; the empty-row branch ends the
-    # chunk; the row's log-sum-exp stays the first element's own store.
+    # The row's weights once per chunk, from its first element; the empty-row test, the same
+    # for the whole chunk, taken once before the lanes, each branch with lanes and stores of its
+    # own; the row's log-sum-exp stays the first element's own store.
     assert "    int th = i_vec / head_dim;\n    float la = lse_a[th];\n    float lb = lse_b[th];\n    float m = fmaxf(la, lb);\n" in text
-    assert "      if (m == -INFINITY) {\n" in text and "        out_v[i_lane] = __float2half(0.f);\n        if (d == 0) out_lse[th] = -INFINITY;\n        continue;\n      }\n" in text
-    assert "    if (out_v_at != nullptr) cutune_store(out_v_at, out_v_bits);\n    if (out_v2_at != nullptr) cutune_store(out_v2_at, out_v2_bits);\n" in text
+    empty_row = text.index("    if (m == -INFINITY) {\n")
+    other_rows = text.index("    } else {\n", empty_row)
+    assert "        out_v[i_lane] = __float2half(0.f);\n        if (d == 0) out_lse[th] = -INFINITY;\n      }\n      cutune_store(out_v_at, out_v_bits);\n" in text[empty_row:other_rows]
+    assert "        if (d == 0) out_lse[th] = m + logf(s);\n      }\n      cutune_store(out_v2_at, out_v2_bits);\n    }\n" in text[other_rows:]
+    assert "nullptr) cutune_store" not in text
     # The last chunk, one element at a time: the `return` ends one element.
     assert "        if (d == 0) out_lse[th] = -INFINITY;\n        continue;\n      }\n      float wa = expf(la - m);\n" in text
     compiled = subprocess.run([str(CUTUNE_BIN), "check", str(source), "--kernel", "merge_attn_states_kernel", "--sample", "6", "--json"], capture_output=True, text=True)

@@ -18,6 +18,7 @@ failed=0
 "$cutune" templatize "$repo/tests/fixtures/template/elements.cu" --kernel scale_add_bias > "$work/scale_add_bias.cu" 2> "$work/scale_add_bias.log" || { cat "$work/scale_add_bias.log"; exit 1; }
 "$cutune" templatize "$repo/tests/fixtures/template/elements_uniform_if.cu" --kernel blend_rows > "$work/blend_rows.cu" 2> "$work/blend_rows.log" || { cat "$work/blend_rows.log"; exit 1; }
 "$cutune" templatize "$repo/tests/fixtures/template/elements_hoist.cu" --kernel scale_valid_rows > "$work/scale_valid_rows.cu" 2> "$work/scale_valid_rows.log" || { cat "$work/scale_valid_rows.log"; exit 1; }
+"$cutune" templatize "$repo/tests/fixtures/template/elements_uniform_if_in_lanes.cu" --kernel scale_seen_rows > "$work/scale_seen_rows.cu" 2> "$work/scale_seen_rows.log" || { cat "$work/scale_seen_rows.log"; exit 1; }
 
 cat > "$work/residual_relu_main.cu" <<'CU'
 #include <cstdio>
@@ -153,7 +154,45 @@ int main() {
 }
 CU
 
-for fixture in residual_relu scale_add_bias blend_rows scale_valid_rows; do
+# Rows whose weight is zero are cleared and left early, the others scaled; every row is marked
+# seen by its first element: the uniform `if` kept in the lanes, after each lane's read.
+cat > "$work/scale_seen_rows_main.cu" <<'CU'
+#include <cmath>
+#include <cstdio>
+#include <vector>
+#include "scale_seen_rows.cu"
+int main() {
+  double worst = 0;
+  int bad_seen = 0;
+  for (int width : {6, 8, 4096, 4099}) {
+    for (int offset : {0, 1}) {
+      const int rows = 43, n = rows * width;
+      std::vector<float> in(n), w(rows), out(n);
+      std::vector<int> seen(rows);
+      for (int i = 0; i < n; ++i) in[i] = (i % 19) * 0.25f - 2.f;
+      for (int r = 0; r < rows; ++r) w[r] = r % 4 == 0 ? 0.f : 0.5f + r * 0.0625f;
+      float *din, *dw, *dout; int* dseen;
+      cudaMalloc(&din, (n + 1) * sizeof(float)); cudaMalloc(&dw, (rows + 1) * sizeof(float));
+      cudaMalloc(&dout, (n + 1) * sizeof(float)); cudaMalloc(&dseen, rows * sizeof(int));
+      cudaMemcpy(din + offset, in.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemcpy(dw + offset, w.data(), rows * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemset(dout, 0xff, (n + 1) * sizeof(float)); cudaMemset(dseen, 0, rows * sizeof(int));
+      run(dout + offset, dseen, din + offset, dw + offset, rows, width);
+      cudaMemcpy(out.data(), dout + offset, n * sizeof(float), cudaMemcpyDeviceToHost);
+      cudaMemcpy(seen.data(), dseen, rows * sizeof(int), cudaMemcpyDeviceToHost);
+      for (int i = 0; i < n; ++i) {
+        const double want = (double)in[i] * w[i / width];
+        worst = std::fmax(worst, std::fabs(out[i] - want) / (std::fabs(want) + 1e-3));
+      }
+      for (int r = 0; r < rows; ++r) bad_seen += seen[r] != 1;
+      cudaFree(din); cudaFree(dw); cudaFree(dout); cudaFree(dseen);
+    }
+  }
+  printf("scale_seen_rows worst relative difference %.3g, rows not seen %d, %s\n", worst, bad_seen, cudaGetErrorString(cudaGetLastError()));
+  return worst < 1e-5 && bad_seen == 0 ? 0 : 1;
+}
+CU
+for fixture in residual_relu scale_add_bias blend_rows scale_valid_rows scale_seen_rows; do
   param=$(echo "$fixture" | tr a-z A-Z)_VEC
   for vec in 1 2 4 8; do
     [ "$fixture" != scale_add_bias ] && [ "$vec" = 8 ] && continue  # 8 floats are 32 bytes: no such access

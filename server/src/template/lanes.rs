@@ -501,13 +501,50 @@ impl<'a, 't> Writer<'a, 't> {
         (out, Some(whole.to_string()))
     }
 
-    /// One chunk: the vectors, the statements once per lane (`var` = `first + lane`) with their
-    /// accesses read from and written to the vectors, then the stores.
+    /// One chunk: the declarations the same in every lane, computed once from the first lane's
+    /// element, then the lanes (see [`Writer::lanes`]).
     pub(super) fn chunk(&self, indent: &str, var: &str, ty: &str, first: &str, statements: &[Node]) -> String {
+        let mut out = String::new();
+        for declaration in statements.iter().filter(|s| self.plan.uniform_declarations.contains(s)) {
+            out.push_str(&format!("{indent}{}\n", self.first_lane_text(*declaration, var, first)));
+        }
+        self.lanes(&mut out, indent, var, ty, first, statements);
+        out
+    }
+
+    /// `statements` for every lane of the chunk. An `if` the same in every lane at their top level
+    /// is taken once, before the lanes, where it can be ([`Writer::unswitchable`]): each branch
+    /// then runs its own lanes, with no test per lane and every store reached (merge_attn_states:
+    /// 77.4 → 73.8 µs on the H100, docs/benchmarks.md). Otherwise one lane loop: the vectors,
+    /// the statements once per lane (`var` = `first + lane`) with their accesses read from and
+    /// written to the vectors, then the stores.
+    fn lanes(&self, out: &mut String, indent: &str, var: &str, ty: &str, first: &str, statements: &[Node<'t>]) {
+        if let Some(at) = self.unswitchable(statements) {
+            let text = self.unit.text();
+            let inner = format!("{indent}{}", self.step);
+            let (before, statement, after) = (&statements[..at], statements[at], &statements[at + 1..]);
+            let condition = statement.child_by_field_name("condition").map_or("", |c| &text[c.byte_range()]);
+            let (consequence, alternative) = branches_of(statement);
+            out.push_str(&format!("{indent}if {condition} {{\n"));
+            self.lanes(out, &inner, var, ty, first, &taken(before, consequence, after));
+            let otherwise = taken(before, alternative, after);
+            if self.unswitchable(&otherwise).is_some() {
+                // A chained `else if`, taken before the lanes too: written as one.
+                let mut chained = String::new();
+                self.lanes(&mut chained, indent, var, ty, first, &otherwise);
+                out.push_str(&format!("{indent}}} else {}", chained.trim_start()));
+            } else {
+                out.push_str(&format!("{indent}}} else {{\n"));
+                self.lanes(out, &inner, var, ty, first, &otherwise);
+                out.push_str(&format!("{indent}}}\n"));
+            }
+            return;
+        }
         let (vec, lane, step) = (self.vec, &self.lane, &self.step);
         let lane_indent = format!("{indent}{step}");
-        let mut out = String::new();
-        for (s, name) in self.plan.sites.iter().zip(&self.names) {
+        let within = |s: &Site| statements.iter().any(|t| t.byte_range().contains(&s.statement.start_byte()));
+        let sites: Vec<(&Site, &String)> = self.plan.sites.iter().zip(&self.names).filter(|(s, _)| within(s)).collect();
+        for (s, name) in &sites {
             let element = plain_element(&s.element);
             out.push_str(&format!("{indent}{} {name}_bits;\n", self.bits(s)));
             let constness = if s.written { "" } else { "const " };
@@ -516,20 +553,48 @@ impl<'a, 't> Writer<'a, 't> {
                 out.push_str(&format!("{indent}{element}* {name}_at = nullptr;\n"));
             }
         }
-        for declaration in statements.iter().filter(|s| self.plan.uniform_declarations.contains(s)) {
-            out.push_str(&format!("{indent}{}\n", self.first_lane_text(*declaration, var, first)));
-        }
         out.push_str(&format!("{indent}for (int {lane} = 0; {lane} < {vec}; ++{lane}) {{\n"));
         out.push_str(&format!("{lane_indent}const {ty} {var} = {first} + {lane};\n"));
-        self.write_statements(&mut out, &lane_indent, statements);
+        self.write_statements(out, &lane_indent, statements);
         out.push_str(&format!("{indent}}}\n"));
         // Under an `if` (or past one that returns) a store may not have been reached.
-        let reached = if self.plan.uniform_ifs.is_empty() { "" } else { "if ({name}_at != nullptr) " };
-        for (_, name) in self.plan.sites.iter().zip(&self.names).filter(|(s, _)| s.written) {
-            let guard = reached.replace("{name}", name);
+        let branches = statements.iter().any(|s| descendants(*s).any(|n| self.plan.uniform_ifs.contains(&n)));
+        for (_, name) in sites.iter().filter(|(s, _)| s.written) {
+            let guard = if branches { format!("if ({name}_at != nullptr) ") } else { String::new() };
             out.push_str(&format!("{indent}{guard}cutune_store({name}_at, {name}_bits);\n"));
         }
-        out
+    }
+
+    /// The first `if` of `statements` (their top level) that is the same in every lane, when it
+    /// may be taken before the lanes instead of in each: the statements before it do not declare
+    /// or assign what its condition reads, nor write memory it reads, and the condition changes
+    /// nothing (no assignment, no call but of a pure function), so testing it once, first, is
+    /// testing it in every lane.
+    fn unswitchable(&self, statements: &[Node<'t>]) -> Option<usize> {
+        let text = self.unit.text();
+        let at = statements.iter().position(|s| self.plan.uniform_ifs.contains(s))?;
+        let condition = statements[at].child_by_field_name("condition")?;
+        let changes = descendants(condition).any(|n| match n.kind() {
+            "assignment_expression" | "update_expression" => true,
+            "call_expression" => !n.child_by_field_name("function").is_some_and(|f| PURE_FUNCTIONS.contains(&&text[f.byte_range()])),
+            _ => false,
+        });
+        let read: Vec<&str> = identifiers_in(&text[condition.byte_range()]).collect();
+        let reads_memory = descendants(condition).any(|n| matches!(n.kind(), "subscript_expression" | "pointer_expression" | "field_expression"));
+        let before: Vec<Node> = statements[..at].iter().filter(|s| !self.plan.uniform_declarations.contains(s)).flat_map(|s| descendants(*s)).collect();
+        let changed: Vec<String> = before
+            .iter()
+            .filter_map(|n| match n.kind() {
+                "init_declarator" => n.child_by_field_name("declarator").map(|d| declared_name(text, d)),
+                "assignment_expression" => n.child_by_field_name("left").map(|l| text[l.byte_range()].to_string()),
+                "update_expression" => n.child_by_field_name("argument").map(|a| text[a.byte_range()].to_string()),
+                _ => None,
+            })
+            .collect();
+        let changes_what_it_reads = changed.iter().any(|t| identifiers_in(t).any(|w| read.contains(&w)));
+        let may_write_memory = before.iter().any(|n| matches!(n.kind(), "assignment_expression" | "update_expression" | "call_expression"));
+        let interferes = changes_what_it_reads || reads_memory && may_write_memory;
+        (!changes && !interferes).then_some(at)
     }
 
     /// `statements` once per lane at `indent`: each site's load (lane 0's) before the statement
@@ -618,6 +683,27 @@ impl<'a, 't> Writer<'a, 't> {
             None => {}
         }
     }
+}
+
+/// Functions a condition may call and still change nothing.
+const PURE_FUNCTIONS: [&str; 12] = ["min", "max", "fminf", "fmaxf", "fmin", "fmax", "fabsf", "fabs", "abs", "isnan", "isinf", "isfinite"];
+
+/// The statements of one branch of an `if` taken before the lanes: those `before` it, the
+/// branch's, then those `after` it, unless the branch ends in a `return`, which ends the element
+/// there (and, the lanes' last statement now, is left out).
+fn taken<'t>(before: &[Node<'t>], branch: Option<Node<'t>>, after: &[Node<'t>]) -> Vec<Node<'t>> {
+    let mut statements = before.to_vec();
+    let mut own = branch.map(with_comments).unwrap_or_default();
+    let returns = own.iter().rev().find(|n| n.kind() != "comment").is_some_and(|n| n.kind() == "return_statement");
+    if returns {
+        let last = own.iter().rposition(|n| n.kind() == "return_statement").expect("checked");
+        own.remove(last);
+    }
+    statements.extend(own);
+    if !returns {
+        statements.extend_from_slice(after);
+    }
+    statements
 }
 
 /// An `if`'s statement and its `else`'s (a chained `if`, a block or one statement).
