@@ -56,10 +56,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 53
+    assert len(kernels) == len(set(kernels)) == 55
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -93,11 +93,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
     assert by_kernel["grid_sum"]["why"].startswith("`blocks_per_sm` in grid extent x is not a size, a parameter or a scalar argument"), by_kernel["grid_sum"]
-    assert report["totals"] == {"kernels": 53, "ready": 45, "spec": 6, "compile": 1, "parameters": 1}
+    assert report["totals"] == {"kernels": 55, "ready": 47, "spec": 6, "compile": 1, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "53 kernels under" in text.stdout and "45 ready to tune (85%)" in text.stdout
+    assert "55 kernels under" in text.stdout and "47 ready to tune (85%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -844,23 +844,23 @@ def test_a_template_tile_picked_by_a_branch_on_the_block_moves_with_it_and_threa
 def test_a_kernel_another_file_launches_too_keeps_one_row_per_block_and_is_told_of_full_grids(tmp_path: Path):
     root = project(tmp_path, "launched_twice")
     (root / ".git").mkdir()
-    # bench.cu launches `scale_rows` itself with one row per block; the rewrite edits only the
+    # bench.cu launches `scale_by_row_max` itself with one row per block; the rewrite edits only the
     # header's launch, so a tuned block of several rows would skip rows there.
-    spec, report = templatized_spec_and_report(root, "rows.cuh", "scale_rows")
+    spec, report = templatized_spec_and_report(root, "rows.cuh", "scale_by_row_max")
     assert "refused: rows-per-block: the kernel is also launched at bench.cu:13, which this rewrite cannot edit" in report, report
     assert not any("ROWS_PER_BLOCK" in p["name"] for p in spec["params"])
     assert "ROWS_PER_BLOCK" not in (root / "rows.cuh").read_text()
     # A grid divided by the elements per thread stays right at bench.cu's full grid: applied,
     # with a note that names the launch left as it was.
-    spec, report = templatized_spec_and_report(root, "rows.cuh", "add_bias")
+    spec, report = templatized_spec_and_report(root, "rows.cuh", "add_offset")
     assert "applied: vectorize-elements" in report, report
-    assert "note: the launches at bench.cu:14 keep their grid: right at any `ADD_BIAS_VEC`" in report, report
-    assert "add_bias<<<(rows * cols + 127) / 128, 128>>>" in (root / "bench.cu").read_text()
+    assert "note: the launches at bench.cu:14 keep their grid: right at any `ADD_OFFSET_VEC`" in report, report
+    assert "add_offset<<<(rows * cols + 127) / 128, 128>>>" in (root / "bench.cu").read_text()
 
     # Without bench.cu's launch the header's own launcher is the only one: rows per block applies.
     bench = root / "bench.cu"
-    bench.write_text(bench.read_text().replace("    scale_rows<<<rows, ROW_THREADS>>>(x, rows, cols);\n", ""))
+    bench.write_text(bench.read_text().replace("    scale_by_row_max<<<rows, ROW_THREADS>>>(x, rows, cols);\n", ""))
     (root / "rows.cuh").write_text((WORKSPACE / "launched_twice" / "rows.cuh").read_text())
-    spec, report = templatized_spec_and_report(root, "rows.cuh", "scale_rows")
+    spec, report = templatized_spec_and_report(root, "rows.cuh", "scale_by_row_max")
     assert "applied: rows-per-block" in report, report
-    assert "scale_rows<<<(rows + SCALE_ROWS_ROWS_PER_BLOCK - 1) / SCALE_ROWS_ROWS_PER_BLOCK, dim3(ROW_THREADS, SCALE_ROWS_ROWS_PER_BLOCK)>>>" in (root / "rows.cuh").read_text()
+    assert "scale_by_row_max<<<(rows + SCALE_BY_ROW_MAX_ROWS_PER_BLOCK - 1) / SCALE_BY_ROW_MAX_ROWS_PER_BLOCK, dim3(ROW_THREADS, SCALE_BY_ROW_MAX_ROWS_PER_BLOCK)>>>" in (root / "rows.cuh").read_text()

@@ -345,13 +345,15 @@ fn launches_in<'a>(doc: &'a Document, kernel: &str) -> Vec<Cow<'a, LaunchSite>> 
 
 /// The launches of `kernel` that a rewrite of the launch sites in its own file (`own`, whose
 /// direct launches it edits) does not reach, each said as a place: those through a function
-/// pointer or the driver API in `own` (`line 40`), and every one in the other files
-/// (`bench.cu:12`).
+/// pointer or the driver API in `own` (`line 40`), and those in the other files (`bench.cu:12`)
+/// but a file that defines a kernel of that name itself (another program of a samples
+/// repository: its launches are of its own kernel).
 pub fn unreached_launches(own: &Document, kernel: &str, hosts: &[HostDocument]) -> Vec<String> {
     let line = |doc: &Document, launch: &LaunchSite| doc.position(crate::syntax::Encoding::Utf8, launch.span.start_byte).line + 1;
     let edited: Vec<Span> = own.model().launches_of(kernel).map(|l| l.span).collect();
     let own_indirect = launches_in(own, kernel).into_iter().filter(|l| !edited.contains(&l.span)).map(|l| format!("line {}", line(own, &l)));
-    let elsewhere = hosts.iter().flat_map(|host| {
+    let defines_its_own = |doc: &Document| doc.model().kernels.iter().any(|k| k.name == kernel && k.is_definition);
+    let elsewhere = hosts.iter().filter(|host| !defines_its_own(&host.document)).flat_map(|host| {
         let file = host.path.file_name().map_or_else(|| host.path.display().to_string(), |f| f.to_string_lossy().into_owned());
         launches_in(&host.document, kernel).into_iter().map(move |l| format!("{file}:{}", line(&host.document, &l)))
     });
@@ -908,7 +910,9 @@ mod tests {
         );
         let bench = HostDocument { path: PathBuf::from("/p/bench.cu"), document: Document::new("int main() {\n  k<<<8, 32>>>(0, 8);\n}\n".to_string()) };
         let other = HostDocument { path: PathBuf::from("/p/other.cu"), document: Document::new("int main() { other<<<8, 32>>>(0, 8); }\n".to_string()) };
-        assert_eq!(unreached_launches(&own, "k", &[bench, other]), ["line 5", "bench.cu:2"]);
+        // Another program's kernel of the same name, launched in its own file.
+        let namesake = HostDocument { path: PathBuf::from("/q/namesake.cu"), document: Document::new("__global__ void k(float* x, int n) {}\nint main() { k<<<8, 32>>>(0, 8); }\n".to_string()) };
+        assert_eq!(unreached_launches(&own, "k", &[bench, other, namesake]), ["line 5", "bench.cu:2"]);
         assert_eq!(unreached_launches(&own, "k", &[]), ["line 5"]);
     }
 
