@@ -409,3 +409,16 @@ def test_a_branch_the_same_for_every_element_of_a_chunk_keeps_its_vectors_and_it
     lane_if.write_text((REPO / "tests" / "fixtures" / "template" / "elements_lane_if.cu").read_text())
     run = subprocess.run([str(CUTUNE_BIN), "templatize", str(lane_if), "--kernel", "clamp_or_skip"], capture_output=True, text=True, check=True)
     assert "refused: vectorize-elements: `return` at line 9 is under a condition that differs between lanes: not vectorised" in run.stderr, run.stderr
+
+
+def test_streaming_stores_make_a_buffer_an_output_that_the_bound_counts_once(tmp_path: Path):
+    source = tmp_path / "streaming_stores.cu"
+    source.write_text((REPO / "tests" / "fixtures" / "template" / "streaming_stores.cu").read_text())
+    (tmp_path / ".cutune").write_text("")
+    subprocess.run([str(CUTUNE_BIN), "templatize", str(source), "--kernel", "row_mean_center", "--write"], capture_output=True, text=True, check=True)
+    [kernel] = tomllib.loads((tmp_path / "streaming_stores.cutune.toml").read_text())["kernels"]
+    roles = {a["name"]: a.get("role") for a in kernel["args"] if "role" in a}
+    # `__stcs(out + …, v)` writes, `__ldcs(x + c)` reads: not every non-const pointer is in-out.
+    assert roles == {"out": "output", "mean": "output", "inp": "input"}, roles
+    checked = subprocess.run([str(CUTUNE_BIN), "spec", "check", str(tmp_path / "streaming_stores.cutune.toml")], capture_output=True, text=True)
+    assert checked.returncode == 0 and "0 errors, 0 warnings" in checked.stdout, checked.stdout + checked.stderr

@@ -59,9 +59,7 @@ fn access_at_depth(text: &str, body: Node, name: &str, depth: usize) -> Access {
             "init_declarator" | "pointer_declarator" | "binary_expression" | "parameter_declaration" => continue,
             // Passed to a function of the file: what that function does with it.
             "argument_list" if depth < MAX_ROLE_DEPTH => {
-                let access = passed_access(text, parent, pointer, depth);
-                reads |= matches!(access, Access::Reads | Access::ReadsAndWrites);
-                writes |= matches!(access, Access::Writes | Access::ReadsAndWrites);
+                add(&mut reads, &mut writes, passed_access(text, parent, pointer, depth));
                 continue;
             }
             // Passed on elsewhere (`atomicAdd(out, v)`): assume both.
@@ -77,6 +75,10 @@ fn access_at_depth(text: &str, body: Node, name: &str, depth: usize) -> Access {
                 if a.child_by_field_name("operator").is_some_and(|op| &text[op.byte_range()] != "=") {
                     reads = true;
                 }
+            }
+            // `&x[i]` passed to a function (`__ldg(&x[i])`): what the function does with it.
+            Some(address) if address.kind() == "pointer_expression" && text[address.byte_range()].starts_with('&') && address.parent().is_some_and(|a| a.kind() == "argument_list") && depth < MAX_ROLE_DEPTH => {
+                add(&mut reads, &mut writes, passed_access(text, address.parent().expect("checked"), address, depth));
             }
             Some(u) if u.kind() == "update_expression" || (u.kind() == "pointer_expression" && text[u.byte_range()].starts_with('&')) => {
                 reads = true;
@@ -100,12 +102,42 @@ fn passed_access(text: &str, arguments: Node, argument: Node, depth: usize) -> A
     let callee = callee.map(|f| f.child_by_field_name("name").unwrap_or(f)).map(|f| &text[f.byte_range()]);
     let mut cursor = arguments.walk();
     let index = arguments.named_children(&mut cursor).position(|a| a == argument);
+    if let Some(access) = callee.zip(index).and_then(|(name, i)| builtin_access(name, i)) {
+        return access;
+    }
     let root = std::iter::successors(Some(arguments), |n| n.parent()).last().expect("a node has a root");
     let definition = callee.and_then(|name| super::host::functions(text, root).into_iter().find(|(f, _)| *f == name).map(|(_, node)| node));
     let parameter = definition.zip(index).and_then(|(d, i)| super::host::parameters(text, d).into_iter().nth(i)).filter(|p| !p.name.is_empty());
     match (definition.and_then(|d| d.child_by_field_name("body")), parameter) {
-        (Some(body), Some(parameter)) => access_at_depth(text, body, &parameter.name, depth + 1),
+        // A function that takes the pointer and touches nothing through it has lost it on the
+        // way (turned into an integer and back, as llm.c's `atomicAddX` does): assume both.
+        (Some(body), Some(parameter)) => match access_at_depth(text, body, &parameter.name, depth + 1) {
+            Access::Untouched => Access::ReadsAndWrites,
+            access => access,
+        },
         _ => Access::ReadsAndWrites,
+    }
+}
+
+/// Adds what a call does with the buffer to what the kernel does with it.
+fn add(reads: &mut bool, writes: &mut bool, access: Access) {
+    *reads |= matches!(access, Access::Reads | Access::ReadsAndWrites);
+    *writes |= matches!(access, Access::Writes | Access::ReadsAndWrites);
+}
+
+/// What a CUDA built-in does with the pointer it takes as argument `index`: the cache-hinted
+/// loads (`__ldcs(p)`, llm.c's streaming reads) read it, the cache-hinted stores (`__stcs(p, v)`)
+/// write it, `memcpy(dst, src, n)` writes its first and reads its second. `None` for any other
+/// function (atomics read and write).
+fn builtin_access(function: &str, index: usize) -> Option<Access> {
+    const LOADS: [&str; 6] = ["__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu", "__ldcv"];
+    const STORES: [&str; 4] = ["__stwb", "__stcg", "__stcs", "__stwt"];
+    match (function, index) {
+        (f, 0) if LOADS.contains(&f) => Some(Access::Reads),
+        (f, 0) if STORES.contains(&f) => Some(Access::Writes),
+        ("memcpy", 0) => Some(Access::Writes),
+        ("memcpy", 1) => Some(Access::Reads),
+        _ => None,
     }
 }
 
@@ -154,6 +186,29 @@ mod tests {
         let root = doc.tree().expect("parses").root_node();
         let kernel = descendants(root).filter(|n| n.kind() == "function_definition").find(|f| doc.text()[f.byte_range()].contains("__global__")).expect("a kernel");
         access_of(doc.text(), kernel.child_by_field_name("body").expect("a body"), name)
+    }
+
+    #[test]
+    fn cache_hinted_loads_read_and_stores_write() {
+        // llm.c's layernorm: streaming stores of the outputs, streaming loads of the input.
+        let streaming = "__global__ void k(float* out, float* mean, float* x, int c) {
+            float m = __ldcs(x + c) + __ldg(&x[0]);
+            __stcs(mean + blockIdx.x, m);
+            __stcs(out + c, m * 2.f);
+        }";
+        assert_eq!(access_in(streaming, "out"), Access::Writes);
+        assert_eq!(access_in(streaming, "mean"), Access::Writes);
+        assert_eq!(access_in(streaming, "x"), Access::Reads);
+        let copy = "__global__ void k(float* dst, float* src) { memcpy(dst + threadIdx.x, src, 4); }";
+        assert_eq!(access_in(copy, "dst"), Access::Writes);
+        assert_eq!(access_in(copy, "src"), Access::Reads);
+        // A helper that turns the address into an integer: what it does cannot be followed.
+        let through_integer = "__device__ void add_to(float* addr, float v) { unsigned long long bits = (unsigned long long)addr; atomicAdd((float*)bits, v); }
+            __global__ void k(float* sums) { add_to(&sums[threadIdx.x], 1.f); }";
+        assert_eq!(access_in(through_integer, "sums"), Access::ReadsAndWrites);
+        // A hinted load of a buffer the kernel also stores: both.
+        let in_place = "__global__ void k(float* y) { __stcs(y + threadIdx.x, __ldcs(y + threadIdx.x) * 2.f); }";
+        assert_eq!(access_in(in_place, "y"), Access::ReadsAndWrites);
     }
 
     #[test]
