@@ -19,6 +19,7 @@ failed=0
 "$cutune" templatize "$repo/tests/fixtures/template/elements_uniform_if.cu" --kernel blend_rows > "$work/blend_rows.cu" 2> "$work/blend_rows.log" || { cat "$work/blend_rows.log"; exit 1; }
 "$cutune" templatize "$repo/tests/fixtures/template/elements_hoist.cu" --kernel scale_valid_rows > "$work/scale_valid_rows.cu" 2> "$work/scale_valid_rows.log" || { cat "$work/scale_valid_rows.log"; exit 1; }
 "$cutune" templatize "$repo/tests/fixtures/template/elements_uniform_if_in_lanes.cu" --kernel scale_seen_rows > "$work/scale_seen_rows.cu" 2> "$work/scale_seen_rows.log" || { cat "$work/scale_seen_rows.log"; exit 1; }
+"$cutune" templatize "$repo/tests/fixtures/template/elements_uniform_return.cu" --kernel scale_live_rows > "$work/scale_live_rows.cu" 2> "$work/scale_live_rows.log" || { cat "$work/scale_live_rows.log"; exit 1; }
 
 cat > "$work/residual_relu_main.cu" <<'CU'
 #include <cstdio>
@@ -192,7 +193,49 @@ int main() {
   return worst < 1e-5 && bad_seen == 0 ? 0 : 1;
 }
 CU
-for fixture in residual_relu scale_add_bias blend_rows scale_valid_rows scale_seen_rows; do
+# Rows whose scale is zero are left as they were (their poison stays), the others scaled: the
+# uniform `if` that only returns, taken once before the lanes.
+cat > "$work/scale_live_rows_main.cu" <<'CU'
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+#include "scale_live_rows.cu"
+int main() {
+  double worst = 0;
+  int touched = 0;
+  for (int width : {6, 8, 4096, 4099}) {
+    for (int offset : {0, 1}) {
+      const int rows = 39, n = rows * width;
+      std::vector<float> in(n), s(rows), out(n);
+      for (int i = 0; i < n; ++i) in[i] = (i % 21) * 0.25f - 2.5f;
+      for (int r = 0; r < rows; ++r) s[r] = r % 3 == 0 ? 0.f : 0.75f + r * 0.125f;
+      float *din, *ds, *dout;
+      cudaMalloc(&din, (n + 1) * sizeof(float)); cudaMalloc(&ds, (rows + 1) * sizeof(float)); cudaMalloc(&dout, (n + 1) * sizeof(float));
+      cudaMemcpy(din + offset, in.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemcpy(ds + offset, s.data(), rows * sizeof(float), cudaMemcpyHostToDevice);
+      cudaMemset(dout, 0xff, (n + 1) * sizeof(float));
+      run(dout + offset, din + offset, ds + offset, rows, width);
+      cudaMemcpy(out.data(), dout + offset, n * sizeof(float), cudaMemcpyDeviceToHost);
+      for (int i = 0; i < n; ++i) {
+        const float scale = s[i / width];
+        if (scale == 0.f) {
+          unsigned bits;
+          std::memcpy(&bits, &out[i], sizeof bits);
+          touched += bits != 0xffffffffu;
+        } else {
+          const double want = (double)in[i] * scale;
+          worst = std::fmax(worst, std::fabs(out[i] - want) / (std::fabs(want) + 1e-3));
+        }
+      }
+      cudaFree(din); cudaFree(ds); cudaFree(dout);
+    }
+  }
+  printf("scale_live_rows worst relative difference %.3g, skipped rows' elements written %d, %s\n", worst, touched, cudaGetErrorString(cudaGetLastError()));
+  return worst < 1e-5 && touched == 0 ? 0 : 1;
+}
+CU
+for fixture in residual_relu scale_add_bias blend_rows scale_valid_rows scale_seen_rows scale_live_rows; do
   param=$(echo "$fixture" | tr a-z A-Z)_VEC
   for vec in 1 2 4 8; do
     [ "$fixture" != scale_add_bias ] && [ "$vec" = 8 ] && continue  # 8 floats are 32 bytes: no such access

@@ -525,9 +525,26 @@ impl<'a, 't> Writer<'a, 't> {
             let (before, statement, after) = (&statements[..at], statements[at], &statements[at + 1..]);
             let condition = statement.child_by_field_name("condition").map_or("", |c| &text[c.byte_range()]);
             let (consequence, alternative) = branches_of(statement);
+            let (then, otherwise) = (taken(before, consequence, after), taken(before, alternative, after));
+            // A branch that does nothing (`if (m == -INFINITY) return;`) gets no lanes.
+            match (inert(text, &then), inert(text, &otherwise)) {
+                (true, true) => return,
+                (true, false) => {
+                    out.push_str(&format!("{indent}if (!{condition}) {{\n"));
+                    self.lanes(out, &inner, var, ty, first, &otherwise);
+                    out.push_str(&format!("{indent}}}\n"));
+                    return;
+                }
+                (false, true) => {
+                    out.push_str(&format!("{indent}if {condition} {{\n"));
+                    self.lanes(out, &inner, var, ty, first, &then);
+                    out.push_str(&format!("{indent}}}\n"));
+                    return;
+                }
+                (false, false) => {}
+            }
             out.push_str(&format!("{indent}if {condition} {{\n"));
-            self.lanes(out, &inner, var, ty, first, &taken(before, consequence, after));
-            let otherwise = taken(before, alternative, after);
+            self.lanes(out, &inner, var, ty, first, &then);
             if self.unswitchable(&otherwise).is_some() {
                 // A chained `else if`, taken before the lanes too: written as one.
                 let mut chained = String::new();
@@ -574,11 +591,7 @@ impl<'a, 't> Writer<'a, 't> {
         let text = self.unit.text();
         let at = statements.iter().position(|s| self.plan.uniform_ifs.contains(s))?;
         let condition = statements[at].child_by_field_name("condition")?;
-        let changes = descendants(condition).any(|n| match n.kind() {
-            "assignment_expression" | "update_expression" => true,
-            "call_expression" => !n.child_by_field_name("function").is_some_and(|f| PURE_FUNCTIONS.contains(&&text[f.byte_range()])),
-            _ => false,
-        });
+        let changes = changes_something(text, condition);
         let read: Vec<&str> = identifiers_in(&text[condition.byte_range()]).collect();
         let reads_memory = descendants(condition).any(|n| matches!(n.kind(), "subscript_expression" | "pointer_expression" | "field_expression"));
         let before: Vec<Node> = statements[..at].iter().filter(|s| !self.plan.uniform_declarations.contains(s)).flat_map(|s| descendants(*s)).collect();
@@ -704,6 +717,26 @@ fn taken<'t>(before: &[Node<'t>], branch: Option<Node<'t>>, after: &[Node<'t>]) 
         statements.extend_from_slice(after);
     }
     statements
+}
+
+/// Whether evaluating `node` may change something: an assignment, an increment, a call of a
+/// function that is not pure.
+fn changes_something(text: &str, node: Node) -> bool {
+    descendants(node).any(|n| match n.kind() {
+        "assignment_expression" | "update_expression" => true,
+        "call_expression" => !n.child_by_field_name("function").is_some_and(|f| PURE_FUNCTIONS.contains(&&text[f.byte_range()])),
+        _ => false,
+    })
+}
+
+/// Whether `statements` do nothing but declare locals from expressions that change nothing:
+/// lanes of them would compute values no one reads.
+fn inert(text: &str, statements: &[Node]) -> bool {
+    statements.iter().all(|s| match s.kind() {
+        "comment" => true,
+        "declaration" => !changes_something(text, *s),
+        _ => false,
+    })
 }
 
 /// An `if`'s statement and its `else`'s (a chained `if`, a block or one statement).
