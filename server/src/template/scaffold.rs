@@ -329,18 +329,19 @@ fn host_files<'a>(kernel_doc: &'a Document, kernel_file: Option<&'a Path>, hosts
 fn find_launch<'a>(templated: &'a Document, hosts: &'a [HostDocument], kernel: &'a str) -> Option<(&'a Document, Cow<'a, LaunchSite>)> {
     // The hosts come nearest first, so the launch of the kernel's own program wins over a
     // namesake's elsewhere in the workspace, whatever its syntax.
-    std::iter::once(templated).chain(hosts.iter().map(|h| &h.document)).find_map(|doc| launches_in(doc, kernel).into_iter().next().map(|l| (doc, l)))
+    std::iter::once(templated).chain(hosts.iter().map(|h| &h.document)).find_map(|doc| launches_in(doc, kernel).next().map(|l| (doc, l)))
 }
 
 /// Every launch of `kernel` in `doc`: the direct ones first, then those through a function
-/// pointer, then those through the driver API.
-fn launches_in<'a>(doc: &'a Document, kernel: &str) -> Vec<Cow<'a, LaunchSite>> {
+/// pointer, then those through the driver API. Lazily: the pointers and the driver calls are
+/// looked for (each a walk of the tree) only when the launches before them do not suffice.
+fn launches_in<'a>(doc: &'a Document, kernel: &'a str) -> impl Iterator<Item = Cow<'a, LaunchSite>> + 'a {
     let model = doc.model();
-    let aliases = pointer_aliases(doc, kernel);
-    let direct = model.launches.iter().filter(|l| l.kernel == kernel).map(Cow::Borrowed);
-    let through_pointer = model.launches.iter().filter(|l| aliases.contains(&l.kernel)).map(Cow::Borrowed);
-    let through_driver = driver_launches(doc, kernel).into_iter().map(Cow::Owned);
-    direct.chain(through_pointer).chain(through_driver).collect()
+    let direct = model.launches.iter().filter(move |l| l.kernel == kernel).map(Cow::Borrowed);
+    let through_pointer = std::iter::once_with(move || pointer_aliases(doc, kernel))
+        .flat_map(move |aliases| model.launches.iter().filter(move |l| aliases.contains(&l.kernel)).map(Cow::Borrowed));
+    let through_driver = std::iter::once_with(move || driver_launches(doc, kernel)).flatten().map(Cow::Owned);
+    direct.chain(through_pointer).chain(through_driver)
 }
 
 /// The launches of `kernel` that a rewrite of the launch sites in its own file (`own`, whose
@@ -351,11 +352,11 @@ fn launches_in<'a>(doc: &'a Document, kernel: &str) -> Vec<Cow<'a, LaunchSite>> 
 pub fn unreached_launches(own: &Document, kernel: &str, hosts: &[HostDocument]) -> Vec<String> {
     let line = |doc: &Document, launch: &LaunchSite| doc.position(crate::syntax::Encoding::Utf8, launch.span.start_byte).line + 1;
     let edited: Vec<Span> = own.model().launches_of(kernel).map(|l| l.span).collect();
-    let own_indirect = launches_in(own, kernel).into_iter().filter(|l| !edited.contains(&l.span)).map(|l| format!("line {}", line(own, &l)));
+    let own_indirect = launches_in(own, kernel).filter(|l| !edited.contains(&l.span)).map(|l| format!("line {}", line(own, &l)));
     let defines_its_own = |doc: &Document| doc.model().kernels.iter().any(|k| k.name == kernel && k.is_definition);
     let elsewhere = hosts.iter().filter(|host| !defines_its_own(&host.document)).flat_map(|host| {
         let file = host.path.file_name().map_or_else(|| host.path.display().to_string(), |f| f.to_string_lossy().into_owned());
-        launches_in(&host.document, kernel).into_iter().map(move |l| format!("{file}:{}", line(&host.document, &l)))
+        launches_in(&host.document, kernel).map(move |l| format!("{file}:{}", line(&host.document, &l)))
     });
     own_indirect.chain(elsewhere).collect()
 }
