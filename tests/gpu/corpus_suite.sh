@@ -34,6 +34,7 @@ cases=(
   "cuda-samples Samples/2_Concepts_and_Techniques/shfl_scan/shfl_integral_image.cuh shfl_vertical_shfl"
   "llm.c dev/cuda/attention_backward.cu softmax_autoregressive_backward_kernel1"
   "llm.c dev/cuda/softmax_forward.cu softmax_forward_online_kernel2"
+  "llm.c dev/cuda/softmax_forward.cu softmax_forward_kernel1"
   "llm.c dev/cuda/classifier_fused.cu fused_classifier_kernel3"
   "cuda-samples Samples/0_Introduction/simpleZeroCopy/simpleZeroCopy.cu vectorAddGPU"
   "cuda-samples Samples/0_Introduction/simpleStreams/simpleStreams.cu init_array"
@@ -118,5 +119,9 @@ for case in cases:
         verdict = f"no verified winner; {len(r.get('rejected', []))} rejected"
     best = f"{b['time_us']:>9.2f} {b['speedup']:>7.2f}x" if b else f"{'-':>9} {'-':>8}"
     print(f"{kernel:32} {len(r.get('rows', [])):>9} {r.get('baseline_us') or 0:>12.2f} {best} {sol:>5}  {verdict:30} {b.get('config', '')}")
+    roles = r.get("roles")
+    if roles:
+        settled = f"written only: {', '.join(roles['buffers']) or 'none'}" if roles["settled"] == "written_only" else f"undecided: {roles['why']}"
+        print(f"{'':32} roles settled by running the original: {settled}")
 PY
 exit $status

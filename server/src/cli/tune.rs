@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::gpu::RunnerSource;
+use crate::gpu::{RunnerSource, SettledRoles};
 use crate::search::StrategyName;
 use crate::store::Evaluation;
 use crate::tune::{self, job, Observer, Progress, TuneOptions, TuneReport};
@@ -201,6 +201,18 @@ fn table(report: &TuneReport, top: usize) -> String {
     }
     if let Some(why) = &report.sol_missing {
         out.push_str(&format!("speed of light: none: {why}\n"));
+    }
+    match &report.roles {
+        Some(SettledRoles::WrittenOnly { buffers }) if !buffers.is_empty() => {
+            let names: Vec<String> = buffers.iter().map(|b| format!("`{b}`")).collect();
+            out.push_str(&format!(
+                "roles: the original's output does not change with the initial bytes of {}: the bound counts {} once, as an output (write role = \"output\" in the spec to say so)\n",
+                names.join(", "),
+                if names.len() == 1 { "it" } else { "each" }
+            ));
+        }
+        Some(SettledRoles::Undecided { why }) => out.push_str(&format!("roles: in-out buffers counted twice in the bound: {why}\n")),
+        _ => {}
     }
     for rejected in &report.rejected {
         out.push_str(&format!("rejected {}: {}\n", rejected.config, rejected.summary));

@@ -17,8 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::protocol::{Request, Response, TimingPolicy, PROTOCOL_VERSION};
-use super::{Check, CheckRequest, DeviceInfo, FailureKind, Kernel, MeasuredCeilings, Outcome, Problem, Runner, RunnerSource, Started, Timing, Verdict};
+use super::{Arg, Check, CheckRequest, DeviceInfo, FailureKind, Kernel, MeasuredCeilings, Outcome, Problem, Runner, RunnerSource, SettledRoles, Started, Timing, Verdict};
 use crate::space::Configuration;
+use crate::spec::Role;
 
 /// Failed starts in a row after which the runner gives up.
 pub const MAX_START_ATTEMPTS: u32 = 3;
@@ -350,6 +351,29 @@ impl Runner for WorkerRunner {
         check
     }
 
+    fn settle_roles(&mut self, baseline: &Kernel) -> SettledRoles {
+        // One run of the original per in-out buffer, and one more, each with the slack of a measure.
+        let in_out = self.prepared.as_ref().and_then(|(problems, ..)| problems.first()).map_or(0, |p| p.args.iter().filter(|a| matches!(a, Arg::Buffer { role: Role::InOut, .. })).count());
+        let deadline = self.watchdog.slack * (in_out as u32 + 1);
+        let process = match self.ensure_running() {
+            Ok(process) => process,
+            Err(why) => return SettledRoles::Undecided { why },
+        };
+        match process.exchange(&Request::SettleRoles { baseline: baseline.clone() }, deadline) {
+            Ok(Response::Settled { roles }) => roles,
+            other => {
+                // The worker may have lost its context (it exits then): start afresh next time.
+                self.process = None;
+                let why = match other {
+                    Ok(Response::Error { message }) => message,
+                    Ok(response) => format!("the worker answered `settle_roles` with {}", describe(&response)),
+                    Err(e) => format!("the worker failed while running the original again: {e}"),
+                };
+                SettledRoles::Undecided { why }
+            }
+        }
+    }
+
     fn ceilings(&mut self, cubin: &Path) -> anyhow::Result<MeasuredCeilings> {
         // Loading the module and allocating the buffers, then well under a second of kernels.
         let deadline = self.watchdog.startup + self.watchdog.slack;
@@ -377,6 +401,7 @@ fn describe(response: &Response) -> String {
         Response::Prepared { .. } => "`prepared`".into(),
         Response::Outcome { .. } => "an outcome".into(),
         Response::Checked { .. } => "a check".into(),
+        Response::Settled { .. } => "settled roles".into(),
         Response::Ceilings(_) => "`ceilings`".into(),
         Response::Error { message } => format!("an error ({message})"),
     }
@@ -796,6 +821,44 @@ mod tests {
         // goes on.
         assert!(matches!(runner.measure(&config(), Some(&kernel("good"))), Outcome::Measured { .. }));
         assert_eq!((count(&log, "check"), count(&log, "prepare")), (6, 4));
+    }
+
+    /// Problems with the in-out buffers `out` and `acc` and the input `x`.
+    fn problems_with_buffers() -> Vec<Problem> {
+        use crate::spec::{Dtype, Init, Tolerance};
+        let buffer = |name: &str, role| Arg::Buffer {
+            name: name.into(),
+            dtype: Dtype::F32,
+            length: 1024,
+            role,
+            init: Init::Uniform { low: -1.0, high: 1.0 },
+            tolerance: Tolerance { dtype: Dtype::F32, atol: 1e-5, rtol: 1e-5 },
+            data: None,
+            compare: Default::default(),
+        };
+        let args = vec![buffer("out", Role::InOut), buffer("acc", Role::InOut), buffer("x", Role::Input)];
+        vec![Problem { label: "n=1024".into(), args, seed: 1 }]
+    }
+
+    #[test]
+    fn roles_are_settled_on_the_prepared_problems_and_a_fault_leaves_them_undecided() {
+        let (runner, log) = fake("normal", "settle");
+        let mut runner = runner.unwrap();
+        let launch = LaunchDims { grid: [4, 1, 1], block: [256, 1, 1], shared_bytes: 0, cooperative: false };
+        let baseline = |function: &str| Kernel { launches: vec![launch.clone()], ..kernel(function) };
+        runner.prepare(&problems_with_buffers(), &baseline("baseline"), Path::new("/tmp/harness.cubin")).unwrap();
+        assert_eq!(runner.settle_roles(&baseline("baseline")), SettledRoles::WrittenOnly { buffers: vec!["out".into()] });
+        match runner.settle_roles(&baseline("racy")) {
+            SettledRoles::Undecided { why } => assert!(why.contains("second run"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        match runner.settle_roles(&baseline("fault")) {
+            SettledRoles::Undecided { why } => assert!(why.contains("ILLEGAL_ADDRESS"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        // The lost worker was replaced, with the problems prepared again.
+        assert_eq!(runner.settle_roles(&baseline("baseline")), SettledRoles::WrittenOnly { buffers: vec!["out".into()] });
+        assert_eq!((count(&log, "settle_roles"), count(&log, "start"), count(&log, "prepare")), (4, 2, 2));
     }
 
     #[test]

@@ -375,6 +375,19 @@ pub enum Check {
     Compared { verdict: Verdict, repeats: Vec<Verdict> },
 }
 
+/// Which in-out buffers the original kernel only writes, found by running it again with each
+/// one's initial bytes changed ([`Runner::settle_roles`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "settled", rename_all = "snake_case")]
+pub enum SettledRoles {
+    /// The in-out buffers whose initial bytes changed no output on any problem, in argument
+    /// order (empty when each of them changed one).
+    WrittenOnly { buffers: Vec<String> },
+    /// Why the runs could not tell, e.g. the original's output varies between two runs of the
+    /// same input.
+    Undecided { why: String },
+}
+
 /// What [`Runner::start_measure`] did.
 #[derive(Debug)]
 pub enum Started {
@@ -418,6 +431,14 @@ pub trait Runner {
     /// run code cannot check.
     fn check(&mut self, _request: &CheckRequest) -> Check {
         Check::Failed { kind: FailureKind::Worker, message: "recorded measurements carry no outputs, so a replay cannot check a kernel".into() }
+    }
+    /// Runs the prepared original, `baseline`, again on the prepared problems with each in-out
+    /// buffer's initial bytes changed in turn (other seeds, captured bytes left out), and
+    /// compares every output bit for bit with its first run: a buffer whose initial bytes
+    /// change nothing is one the original only writes, so the bound counts it once. Untimed.
+    /// Only a runner that runs code can.
+    fn settle_roles(&mut self, _baseline: &Kernel) -> SettledRoles {
+        SettledRoles::Undecided { why: "recorded measurements carry no outputs".into() }
     }
     /// Measures the device's ceilings with `cubin`, the kernels of [`CEILINGS_SOURCE`] compiled
     /// for it. Only a live device can.

@@ -35,6 +35,10 @@ pub enum Request {
     /// Checks a candidate against the baseline on problems of its own; the prepared problems
     /// stay. Answered by [`Response::Checked`].
     Check { check: super::CheckRequest },
+    /// Runs the prepared baseline again with each in-out buffer's initial bytes changed in
+    /// turn (see [`crate::gpu::Runner::settle_roles`]); the prepared problems and the
+    /// baseline's outputs stay. Answered by [`Response::Settled`] or [`Response::Error`].
+    SettleRoles { baseline: Kernel },
     /// Measures the device's ceilings with `cubin`, the kernels of `gpu/ceilings.cu` compiled
     /// for this device. Answered by [`Response::Ceilings`] or [`Response::Error`]. It
     /// allocates two large buffers for the copy (an eighth of the memory each, at most 1 GiB)
@@ -55,6 +59,7 @@ pub enum Response {
     Prepared { timings: Vec<Timing> },
     Outcome { outcome: Outcome },
     Checked { check: super::Check },
+    Settled { roles: super::SettledRoles },
     /// The device's ceilings: copy bandwidth (bytes read plus written) in GB/s, the FP32 and
     /// FP16 (`half2`) FMA rates in TFLOPS, and the copy's times by size.
     Ceilings(MeasuredCeilings),

@@ -6,15 +6,16 @@ use anyhow::{anyhow, Context, Result};
 
 use super::search_loop::{Feed, Proposals};
 use super::{verification, Observer, Session, Tools};
-use crate::gpu::{Kernel, Module, Runner, Timing};
+use crate::gpu::{Kernel, Module, Runner, SettledRoles, Timing};
 use crate::sol::{self, RunBound};
 use crate::space::Configuration;
-use crate::spec::KernelSpec;
+use crate::spec::{KernelSpec, Role};
 
 /// Compiles the baseline (the original kernel) and the verification kernels ahead of the first
 /// candidates, which the search proposes meanwhile, and has the runner measure the baseline.
-/// Returns its timings and the proposals that need no compile.
-pub(super) fn prepare(session: &Session, feed: &mut Feed, runner: &mut dyn Runner, observer: &mut dyn Observer) -> Result<(Vec<Timing>, Proposals)> {
+/// Returns its timings, the baseline as the runner ran it, and the proposals that need no
+/// compile.
+pub(super) fn prepare(session: &Session, feed: &mut Feed, runner: &mut dyn Runner, observer: &mut dyn Observer) -> Result<(Vec<Timing>, Kernel, Proposals)> {
     let kernel = session.kernel;
     let (baseline_kernel, harness, early) = match &session.pool {
         Some(pool) => {
@@ -42,7 +43,26 @@ pub(super) fn prepare(session: &Session, feed: &mut Feed, runner: &mut dyn Runne
         None => (Kernel { module: Module { cubin: Default::default(), function: kernel.name.clone() }, launches: Vec::new() }, Default::default(), Vec::new()),
     };
     let timings = runner.prepare(&session.problems, &baseline_kernel, &harness).with_context(|| format!("running the baseline `{}` on {}", kernel.name, session.device.name))?;
-    Ok((timings, early))
+    Ok((timings, baseline_kernel, early))
+}
+
+/// The spec the bound is taken from: the in-out buffers that running the original again with
+/// other initial bytes showed it only writes become outputs, counted once instead of twice.
+/// Only a runner that runs code is asked, and only when the spec has in-out buffers and no
+/// `bytes` of its own; the answer is returned for the report.
+pub(super) fn settle_roles(kernel: &KernelSpec, runner: &mut dyn Runner, baseline: &Kernel) -> (KernelSpec, Option<SettledRoles>) {
+    let in_out = kernel.args.iter().any(|a| a.role == Some(Role::InOut));
+    if !in_out || kernel.sol.bytes.is_some() || !runner.needs_code() {
+        return (kernel.clone(), None);
+    }
+    let settled = runner.settle_roles(baseline);
+    let mut counted = kernel.clone();
+    if let SettledRoles::WrittenOnly { buffers } = &settled {
+        for arg in counted.args.iter_mut().filter(|a| buffers.contains(&a.name)) {
+            arg.role = Some(Role::Output);
+        }
+    }
+    (counted, Some(settled))
 }
 
 /// The speed-of-light bound of `kernel` on the runner's device: its ceilings are measured once

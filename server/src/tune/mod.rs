@@ -195,6 +195,10 @@ pub struct TuneReport {
     /// The speed-of-light bound of the objective; when absent, why.
     pub sol: Option<RunBound>,
     pub sol_missing: Option<String>,
+    /// Which in-out buffers running the original with other initial bytes showed it only
+    /// writes (the bound counts them once); absent when the spec has none, gives `bytes`, or
+    /// the runner runs no code.
+    pub roles: Option<crate::gpu::SettledRoles>,
     pub best: Option<Row>,
     /// Every evaluation of this run, in the order they were made.
     pub rows: Vec<Row>,
@@ -275,10 +279,11 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
     let session = Session::new(target, runner, tools, options)?;
     let kernel = &target.kernel;
     let mut feed = search_loop::Feed::new(&session);
-    let (baseline, early) = baseline::prepare(&session, &mut feed, runner, observer)?;
+    let (baseline, baseline_kernel, early) = baseline::prepare(&session, &mut feed, runner, observer)?;
     let baseline_us = (!baseline.is_empty()).then(|| baseline.iter().map(|t| t.median_us).sum::<f64>());
     feed.search.set_target(options.target_speedup.zip(baseline_us).map(|(speedup, baseline)| baseline / speedup));
-    let (sol_bound, sol_missing) = match baseline::speed_of_light(kernel, runner, tools).and_then(|bound| baseline::kept_by_the_original(bound, &baseline)) {
+    let (counted, roles) = baseline::settle_roles(kernel, runner, &baseline_kernel);
+    let (sol_bound, sol_missing) = match baseline::speed_of_light(&counted, runner, tools).and_then(|bound| baseline::kept_by_the_original(bound, &baseline)) {
         Ok(bound) => (Some(bound), None),
         Err(why) => {
             tracing::warn!("no speed-of-light bound for `{}`: {why}", kernel.name);
@@ -313,6 +318,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         baseline_us,
         sol: tally.sol_bound,
         sol_missing,
+        roles,
         best: tally.best,
         rows: tally.rows,
         verification: verified.report,

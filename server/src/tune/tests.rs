@@ -224,3 +224,69 @@ fn a_cancelled_run_records_the_candidate_still_being_measured() {
     assert_eq!(report.rows.len(), 3);
     assert_eq!(report.stop_reason, "cancelled");
 }
+
+/// Runs code (as a worker does) and settles roles as `settled`; counts how often it was asked.
+struct Settling {
+    device: DeviceInfo,
+    source: RunnerSource,
+    settled: crate::gpu::SettledRoles,
+    asked: usize,
+}
+
+impl Runner for Settling {
+    fn device(&self) -> &DeviceInfo {
+        &self.device
+    }
+    fn source(&self) -> &RunnerSource {
+        &self.source
+    }
+    fn needs_code(&self) -> bool {
+        true
+    }
+    fn prepare(&mut self, _: &[Problem], _: &Kernel, _: &Path) -> Result<Vec<Timing>> {
+        unreachable!("settle_roles is asked after the baseline was prepared")
+    }
+    fn measure(&mut self, _: &Configuration, _: Option<&Kernel>) -> Outcome {
+        unreachable!("settle_roles measures nothing")
+    }
+    fn settle_roles(&mut self, _: &Kernel) -> crate::gpu::SettledRoles {
+        self.asked += 1;
+        self.settled.clone()
+    }
+}
+
+fn fused_add_rmsnorm() -> KernelSpec {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/fused_add_rmsnorm.cutune.toml")).unwrap();
+    spec::parse_spec(&text).0.unwrap().kernels.remove(0)
+}
+
+#[test]
+fn buffers_the_original_only_writes_are_counted_once_in_the_bound() {
+    use crate::gpu::SettledRoles;
+    let kernel = fused_add_rmsnorm();
+    let roles = |k: &KernelSpec| k.args.iter().filter_map(|a| a.role.map(|r| (a.name.clone(), r))).collect::<Vec<_>>();
+    let device = DeviceInfo::datasheet("sm_90").unwrap();
+    let settling = |settled| Settling { device: device.clone(), source: RunnerSource::Device, settled, asked: 0 };
+    let baseline = Kernel { module: crate::gpu::Module { cubin: "/cache/k.cubin".into(), function: "k".into() }, launches: Vec::new() };
+    let ceilings = crate::sol::Ceilings::datasheet("NVIDIA H100 80GB HBM3").unwrap();
+
+    let mut runner = settling(SettledRoles::WrittenOnly { buffers: vec!["residual".into()] });
+    let (counted, settled) = baseline::settle_roles(&kernel, &mut runner, &baseline);
+    assert_eq!(settled, Some(SettledRoles::WrittenOnly { buffers: vec!["residual".into()] }));
+    assert_eq!(roles(&counted), [("input".into(), spec::Role::InOut), ("residual".into(), spec::Role::Output), ("weight".into(), spec::Role::Input)]);
+    // The bound moves by one pass over `residual`: its bytes once instead of twice.
+    let (before, after) = (crate::sol::RunBound::of(&kernel, &ceilings).unwrap(), crate::sol::RunBound::of(&counted, &ceilings).unwrap());
+    let residual_bytes: f64 = kernel.problem_shapes().map(|shape| (shape["rows"] * shape["hidden"] * 2) as f64).sum();
+    assert_eq!(before.bytes - after.bytes, residual_bytes);
+
+    // Undecided, the spec's roles stand.
+    let mut runner = settling(SettledRoles::Undecided { why: "varies".into() });
+    assert_eq!(roles(&baseline::settle_roles(&kernel, &mut runner, &baseline).0), roles(&kernel));
+
+    // The spec's own `bytes` is the user's word: nothing to settle, nothing run.
+    let mut given = kernel.clone();
+    given.sol.bytes = Some("4 * rows * hidden * 2".into());
+    let mut runner = settling(SettledRoles::WrittenOnly { buffers: vec!["residual".into()] });
+    assert_eq!(baseline::settle_roles(&given, &mut runner, &baseline).1, None);
+    assert_eq!(runner.asked, 0);
+}

@@ -152,6 +152,18 @@ impl Worker {
                 };
                 (Response::Checked { check }, lost)
             }
+            Request::SettleRoles { baseline } => match (&self.gpu, &self.session) {
+                (Some(gpu), Some(session)) => match session.settle_roles(gpu, &mut self.modules, &baseline) {
+                    Ok(roles) => (Response::Settled { roles }, None),
+                    Err(failure) => {
+                        let message = format!("running the original again to settle the buffers' roles: {}", failure.message);
+                        let lost = (failure.kind == FailureKind::Fault).then(|| message.clone());
+                        (Response::Error { message }, lost)
+                    }
+                },
+                (None, _) => return Some((no_device(), None)),
+                (_, None) => (Response::Error { message: "the worker was asked to settle roles before it prepared any problems".into() }, None),
+            },
             Request::Ceilings { cubin } => {
                 let Some(gpu) = &self.gpu else { return Some((no_device(), None)) };
                 match ceilings::measure(gpu, &cubin) {

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use crate::gpu::protocol::TimingPolicy;
-use crate::gpu::{Check, CheckRequest, FailureKind, Kernel, LaunchDims, Outcome, Problem, Timing, Verdict};
+use crate::gpu::{Check, CheckRequest, FailureKind, Kernel, LaunchDims, Outcome, Problem, SettledRoles, Timing, Verdict};
 use crate::space::SplitMix64;
 use crate::spec::{Compare, Dtype, Init, Role, Tolerance};
 
@@ -49,6 +49,9 @@ impl Failure {
 /// Value for poisoning outputs before a run: all-ones bytes are NaN in every float format, so
 /// an element the kernel fails to write shows up as a mismatch (counted as unwritten).
 const POISON: u8 = 0xFF;
+
+/// Flips a buffer's seed for [`Session::settle_roles`]'s runs with other initial bytes.
+const RESEED: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// Bytes after every buffer, set to [`GUARD`] before each checked run and compared after it: a
 /// kernel that writes past the end of a buffer changes them. 64 KiB covers a missing bounds
@@ -109,6 +112,8 @@ struct ProblemData {
 enum Reference {
     /// The baseline's outputs, under the spec's tolerances.
     Baseline,
+    /// The baseline's outputs, bit for bit.
+    BaselineExactly,
     /// The first run's outputs, bitwise or under the spec's tolerances.
     FirstRun { bitwise: bool },
 }
@@ -127,7 +132,7 @@ impl Session {
     /// keeps its outputs on the device.
     pub fn prepare(gpu: &Gpu, modules: &mut Modules, problems: &[Problem], baseline: &Kernel, harness: Harness, policy: &TimingPolicy) -> Result<(Session, Vec<Timing>), Failure> {
         let session = Session::allocate(problems, harness, false)?;
-        let timings = session.run(gpu, modules, baseline, Some(policy), &[], SHARED_PATTERNS[0], |problem| problem.keep_baseline())?;
+        let timings = session.run(gpu, modules, baseline, Some(policy), &[], SHARED_PATTERNS[0], None, |problem| problem.keep_baseline())?;
         Ok((session, timings))
     }
 
@@ -142,7 +147,7 @@ impl Session {
     /// Checks `kernel` against the baseline's outputs and times it; `cutoff_us` (per problem,
     /// may be empty) races it against the best so far.
     pub fn measure(&self, gpu: &Gpu, modules: &mut Modules, kernel: &Kernel, policy: &TimingPolicy, cutoff_us: &[f64]) -> Outcome {
-        let timings = self.run(gpu, modules, kernel, Some(policy), cutoff_us, SHARED_PATTERNS[0], |problem| problem.compare(&self.harness, &self.guard, Reference::Baseline));
+        let timings = self.run(gpu, modules, kernel, Some(policy), cutoff_us, SHARED_PATTERNS[0], None, |problem| problem.compare(&self.harness, &self.guard, Reference::Baseline));
         match timings.and_then(|timings| Ok((timings, self.verdict(Reference::Baseline)?))) {
             Ok((timings, verdict)) => Outcome::Measured { timings, verdict },
             Err(failure) => Outcome::Failed { kind: failure.kind, message: failure.message },
@@ -163,7 +168,7 @@ impl Session {
         // The original's own guards are checked too: a problem the original writes past (sizes
         // it does not support) cannot tell anything about the candidate.
         let baseline = session
-            .run(gpu, modules, &request.baseline, None, &[], SHARED_PATTERNS[0], |problem| {
+            .run(gpu, modules, &request.baseline, None, &[], SHARED_PATTERNS[0], None, |problem| {
                 problem.keep_baseline()?;
                 problem.compare(&session.harness, &session.guard, Reference::Baseline)
             })
@@ -183,7 +188,7 @@ impl Session {
         // (threads racing on one element, shared memory read before it is written: a GEMM
         // without bounds checks at M = 1) is one the original does not define here.
         let again = session
-            .run(gpu, modules, &request.baseline, None, &[], SHARED_PATTERNS[1], |problem| problem.compare(&session.harness, &session.guard, Reference::Baseline))
+            .run(gpu, modules, &request.baseline, None, &[], SHARED_PATTERNS[1], None, |problem| problem.compare(&session.harness, &session.guard, Reference::Baseline))
             .and_then(|_| session.verdict(Reference::Baseline));
         match again {
             Err(failure) => {
@@ -203,7 +208,7 @@ impl Session {
             let reference = if run == 0 { Reference::Baseline } else { Reference::FirstRun { bitwise: request.bitwise } };
             let pattern = SHARED_PATTERNS[run % SHARED_PATTERNS.len()];
             let compared = session
-                .run(gpu, modules, &request.candidate, None, &[], pattern, |problem| {
+                .run(gpu, modules, &request.candidate, None, &[], pattern, None, |problem| {
                     problem.compare(&session.harness, &session.guard, reference)?;
                     if run == 0 { problem.keep_first_run() } else { Ok(()) }
                 })
@@ -218,6 +223,39 @@ impl Session {
         }
         let verdict = verdicts.remove(0);
         (Check::Compared { verdict, repeats: verdicts }, false)
+    }
+
+    /// Runs `baseline` (the prepared original) again on the prepared problems, first as it was,
+    /// then with each in-out buffer's initial bytes changed in turn, comparing every output
+    /// bit for bit with the prepared run: an in-out buffer whose initial bytes change nothing
+    /// is one the original only writes. The baseline's kept outputs stay as they are.
+    pub fn settle_roles(&self, gpu: &Gpu, modules: &mut Modules, baseline: &Kernel) -> Result<SettledRoles, Failure> {
+        let Some(first) = self.problems.first() else { return Ok(SettledRoles::WrittenOnly { buffers: Vec::new() }) };
+        let in_out: Vec<(usize, &str)> = first.buffers.iter().enumerate().filter(|(_, b)| b.role == Role::InOut).map(|(i, b)| (i, b.name.as_str())).collect();
+        if in_out.is_empty() {
+            return Ok(SettledRoles::WrittenOnly { buffers: Vec::new() });
+        }
+        if let Verdict::Mismatch { arg, index, mismatches, .. } = self.rerun_baseline(gpu, modules, baseline, None)? {
+            let why = format!(
+                "the original gives another output on a second run of the same input (`{arg}`[{index}], {mismatches} elements differ), so other initial bytes could not tell which buffers it reads"
+            );
+            return Ok(SettledRoles::Undecided { why });
+        }
+        let mut written_only = Vec::new();
+        for (index, name) in in_out {
+            if self.rerun_baseline(gpu, modules, baseline, Some(index))?.is_pass() {
+                written_only.push(name.to_string());
+            }
+        }
+        Ok(SettledRoles::WrittenOnly { buffers: written_only })
+    }
+
+    /// One untimed run of `baseline` with the buffer at `reseeded` given other initial bytes,
+    /// its outputs and guards compared bit for bit with the prepared run's.
+    fn rerun_baseline(&self, gpu: &Gpu, modules: &mut Modules, baseline: &Kernel, reseeded: Option<usize>) -> Result<Verdict, Failure> {
+        let exactly = Reference::BaselineExactly;
+        self.run(gpu, modules, baseline, None, &[], SHARED_PATTERNS[0], reseeded, |problem| problem.compare(&self.harness, &self.guard, exactly))?;
+        self.verdict(exactly)
     }
 
     /// Reads the comparisons queued by [`ProblemData::compare`]: the summaries, and for a
@@ -282,6 +320,7 @@ impl Session {
         policy: Option<&TimingPolicy>,
         cutoff_us: &[f64],
         shared_pattern: u32,
+        reseeded: Option<usize>,
         mut checked: impl FnMut(&ProblemData) -> Result<(), Failure>,
     ) -> Result<Vec<Timing>, Failure> {
         if kernel.launches.len() != self.problems.len() {
@@ -330,7 +369,7 @@ impl Session {
         }
         let mut timings = Vec::with_capacity(self.problems.len());
         for (index, (problem, dims)) in self.problems.iter().zip(&kernel.launches).enumerate() {
-            problem.run_once(&self.harness, shared_pattern, function, dims)?;
+            problem.run_once(&self.harness, shared_pattern, reseeded, function, dims)?;
             checked(problem)?;
             let Some(policy) = policy else { continue };
             let what = format!("while timing problem `{}`", problem.label);
@@ -346,14 +385,14 @@ impl Buffer {
     /// The tolerance of a comparison with `reference`: none when it must be bitwise.
     fn tolerance_against(&self, reference: Reference) -> Tolerance {
         match reference {
-            Reference::FirstRun { bitwise: true } => Tolerance { dtype: self.dtype, atol: 0.0, rtol: 0.0 },
+            Reference::FirstRun { bitwise: true } | Reference::BaselineExactly => Tolerance { dtype: self.dtype, atol: 0.0, rtol: 0.0 },
             _ => self.tolerance.clone(),
         }
     }
 
     fn reference(&self, reference: Reference) -> Option<&DeviceBuffer> {
         match reference {
-            Reference::Baseline => self.expected.as_ref(),
+            Reference::Baseline | Reference::BaselineExactly => self.expected.as_ref(),
             Reference::FirstRun { .. } => self.first_run.as_ref(),
         }
     }
@@ -527,16 +566,22 @@ impl ProblemData {
 
     /// Fills the inputs and in-outs anew (a kernel may have written them), poisons the outputs,
     /// sets the guards and shared memory, runs the kernel once and waits for it, so that a
-    /// fault is this kernel's.
-    fn run_once(&self, harness: &Harness, shared_pattern: u32, function: Function, dims: &LaunchDims) -> Result<(), Failure> {
+    /// fault is this kernel's. The buffer at index `reseeded`, if any, is filled from another
+    /// seed and without its captured bytes, so that all its initial bytes differ.
+    fn run_once(&self, harness: &Harness, shared_pattern: u32, reseeded: Option<usize>, function: Function, dims: &LaunchDims) -> Result<(), Failure> {
         let setting_up = format!("while setting up problem `{}`", self.label);
-        for buffer in &self.buffers {
+        for (index, buffer) in self.buffers.iter().enumerate() {
+            let other_bytes = reseeded == Some(index);
+            let seed = if other_bytes { buffer.seed ^ RESEED } else { buffer.seed };
             match buffer.role {
                 Role::Output => buffer.device.fill(POISON),
                 // A capture shorter than the buffer leaves the fill in the rest.
                 Role::Input | Role::InOut => harness
-                    .fill(&buffer.device, buffer.dtype, &buffer.init, buffer.length, buffer.seed)
-                    .and_then(|()| buffer.captured.as_ref().map_or(Ok(()), |captured| buffer.device.copy_from(captured))),
+                    .fill(&buffer.device, buffer.dtype, &buffer.init, buffer.length, seed)
+                    .and_then(|()| match buffer.captured.as_ref().filter(|_| !other_bytes) {
+                        Some(captured) => buffer.device.copy_from(captured),
+                        None => Ok(()),
+                    }),
             }
             .and_then(|()| buffer.device.fill_from(buffer.bytes, GUARD))
             .map_err(Failure::driver(FailureKind::Worker, &setting_up))?;
