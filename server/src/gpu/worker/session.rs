@@ -107,6 +107,22 @@ struct ProblemData {
     summaries: DeviceBuffer,
 }
 
+/// What a run sets before it launches, besides the fills every run makes.
+#[derive(Clone, Copy)]
+struct Setup {
+    /// What shared memory holds (one of [`SHARED_PATTERNS`]).
+    shared_pattern: u32,
+    /// The buffer, by argument index, filled from another seed and without its captured bytes,
+    /// so that all its initial bytes differ ([`Session::settle_roles`]).
+    reseeded: Option<usize>,
+}
+
+impl Setup {
+    fn shared(shared_pattern: u32) -> Setup {
+        Setup { shared_pattern, reseeded: None }
+    }
+}
+
 /// What a run's outputs are compared with.
 #[derive(Clone, Copy)]
 enum Reference {
@@ -132,7 +148,7 @@ impl Session {
     /// keeps its outputs on the device.
     pub fn prepare(gpu: &Gpu, modules: &mut Modules, problems: &[Problem], baseline: &Kernel, harness: Harness, policy: &TimingPolicy) -> Result<(Session, Vec<Timing>), Failure> {
         let session = Session::allocate(problems, harness, false)?;
-        let timings = session.run(gpu, modules, baseline, Some(policy), &[], SHARED_PATTERNS[0], None, |problem| problem.keep_baseline())?;
+        let timings = session.run(gpu, modules, baseline, Some(policy), &[], Setup::shared(SHARED_PATTERNS[0]), |problem| problem.keep_baseline())?;
         Ok((session, timings))
     }
 
@@ -147,7 +163,7 @@ impl Session {
     /// Checks `kernel` against the baseline's outputs and times it; `cutoff_us` (per problem,
     /// may be empty) races it against the best so far.
     pub fn measure(&self, gpu: &Gpu, modules: &mut Modules, kernel: &Kernel, policy: &TimingPolicy, cutoff_us: &[f64]) -> Outcome {
-        let timings = self.run(gpu, modules, kernel, Some(policy), cutoff_us, SHARED_PATTERNS[0], None, |problem| problem.compare(&self.harness, &self.guard, Reference::Baseline));
+        let timings = self.run(gpu, modules, kernel, Some(policy), cutoff_us, Setup::shared(SHARED_PATTERNS[0]), |problem| problem.compare(&self.harness, &self.guard, Reference::Baseline));
         match timings.and_then(|timings| Ok((timings, self.verdict(Reference::Baseline)?))) {
             Ok((timings, verdict)) => Outcome::Measured { timings, verdict },
             Err(failure) => Outcome::Failed { kind: failure.kind, message: failure.message },
@@ -168,7 +184,7 @@ impl Session {
         // The original's own guards are checked too: a problem the original writes past (sizes
         // it does not support) cannot tell anything about the candidate.
         let baseline = session
-            .run(gpu, modules, &request.baseline, None, &[], SHARED_PATTERNS[0], None, |problem| {
+            .run(gpu, modules, &request.baseline, None, &[], Setup::shared(SHARED_PATTERNS[0]), |problem| {
                 problem.keep_baseline()?;
                 problem.compare(&session.harness, &session.guard, Reference::Baseline)
             })
@@ -188,7 +204,7 @@ impl Session {
         // (threads racing on one element, shared memory read before it is written: a GEMM
         // without bounds checks at M = 1) is one the original does not define here.
         let again = session
-            .run(gpu, modules, &request.baseline, None, &[], SHARED_PATTERNS[1], None, |problem| problem.compare(&session.harness, &session.guard, Reference::Baseline))
+            .run(gpu, modules, &request.baseline, None, &[], Setup::shared(SHARED_PATTERNS[1]), |problem| problem.compare(&session.harness, &session.guard, Reference::Baseline))
             .and_then(|_| session.verdict(Reference::Baseline));
         match again {
             Err(failure) => {
@@ -208,7 +224,7 @@ impl Session {
             let reference = if run == 0 { Reference::Baseline } else { Reference::FirstRun { bitwise: request.bitwise } };
             let pattern = SHARED_PATTERNS[run % SHARED_PATTERNS.len()];
             let compared = session
-                .run(gpu, modules, &request.candidate, None, &[], pattern, None, |problem| {
+                .run(gpu, modules, &request.candidate, None, &[], Setup::shared(pattern), |problem| {
                     problem.compare(&session.harness, &session.guard, reference)?;
                     if run == 0 { problem.keep_first_run() } else { Ok(()) }
                 })
@@ -254,7 +270,7 @@ impl Session {
     /// its outputs and guards compared bit for bit with the prepared run's.
     fn rerun_baseline(&self, gpu: &Gpu, modules: &mut Modules, baseline: &Kernel, reseeded: Option<usize>) -> Result<Verdict, Failure> {
         let exactly = Reference::BaselineExactly;
-        self.run(gpu, modules, baseline, None, &[], SHARED_PATTERNS[0], reseeded, |problem| problem.compare(&self.harness, &self.guard, exactly))?;
+        self.run(gpu, modules, baseline, None, &[], Setup { shared_pattern: SHARED_PATTERNS[0], reseeded }, |problem| problem.compare(&self.harness, &self.guard, exactly))?;
         self.verdict(exactly)
     }
 
@@ -309,7 +325,7 @@ impl Session {
         Ok(verdict.finish())
     }
 
-    /// Per problem: one checked run after setting shared memory to `shared_pattern`, then
+    /// Per problem: one checked run after `setup`, then
     /// `checked` (which queues work on its outputs), then the timed runs when there is a
     /// `policy`. Returns the timing of each problem (none without a policy).
     fn run(
@@ -319,8 +335,7 @@ impl Session {
         kernel: &Kernel,
         policy: Option<&TimingPolicy>,
         cutoff_us: &[f64],
-        shared_pattern: u32,
-        reseeded: Option<usize>,
+        setup: Setup,
         mut checked: impl FnMut(&ProblemData) -> Result<(), Failure>,
     ) -> Result<Vec<Timing>, Failure> {
         if kernel.launches.len() != self.problems.len() {
@@ -369,7 +384,7 @@ impl Session {
         }
         let mut timings = Vec::with_capacity(self.problems.len());
         for (index, (problem, dims)) in self.problems.iter().zip(&kernel.launches).enumerate() {
-            problem.run_once(&self.harness, shared_pattern, reseeded, function, dims)?;
+            problem.run_once(&self.harness, setup, function, dims)?;
             checked(problem)?;
             let Some(policy) = policy else { continue };
             let what = format!("while timing problem `{}`", problem.label);
@@ -566,12 +581,11 @@ impl ProblemData {
 
     /// Fills the inputs and in-outs anew (a kernel may have written them), poisons the outputs,
     /// sets the guards and shared memory, runs the kernel once and waits for it, so that a
-    /// fault is this kernel's. The buffer at index `reseeded`, if any, is filled from another
-    /// seed and without its captured bytes, so that all its initial bytes differ.
-    fn run_once(&self, harness: &Harness, shared_pattern: u32, reseeded: Option<usize>, function: Function, dims: &LaunchDims) -> Result<(), Failure> {
+    /// fault is this kernel's.
+    fn run_once(&self, harness: &Harness, setup: Setup, function: Function, dims: &LaunchDims) -> Result<(), Failure> {
         let setting_up = format!("while setting up problem `{}`", self.label);
         for (index, buffer) in self.buffers.iter().enumerate() {
-            let other_bytes = reseeded == Some(index);
+            let other_bytes = setup.reseeded == Some(index);
             let seed = if other_bytes { buffer.seed ^ RESEED } else { buffer.seed };
             match buffer.role {
                 Role::Output => buffer.device.fill(POISON),
@@ -586,7 +600,7 @@ impl ProblemData {
             .and_then(|()| buffer.device.fill_from(buffer.bytes, GUARD))
             .map_err(Failure::driver(FailureKind::Worker, &setting_up))?;
         }
-        harness.poison_shared(shared_pattern).map_err(Failure::driver(FailureKind::Worker, &setting_up))?;
+        harness.poison_shared(setup.shared_pattern).map_err(Failure::driver(FailureKind::Worker, &setting_up))?;
         let launching = format!(
             "launching on problem `{}` (grid {:?}, block {:?}, {} bytes of dynamic shared memory)",
             self.label, dims.grid, dims.block, dims.shared_bytes
