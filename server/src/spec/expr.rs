@@ -264,7 +264,23 @@ const REFUSED_BITWISE: [&str; 5] = ["<<", ">>", "&", "|", "^"];
 /// what it is: the spec reads numbers, sizes, parameters and scalars, not the host's variables.
 fn host_code(text: &str, at: usize) -> Option<ParseError> {
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let word_before = text[..at].trim_end().rsplit(|c: char| !is_word(c)).next().unwrap_or("");
+    let before = text[..at].trim_end();
+    // `(input->size).width`: the object is what the parentheses hold.
+    let parenthesised = before.strip_suffix(')').and_then(|inside| {
+        let mut depth = 0;
+        let open = inside.char_indices().rev().find(|&(_, c)| {
+            depth += match c {
+                ')' => 1,
+                '(' => -1,
+                _ => 0,
+            };
+            depth < 0
+        })?;
+        Some(inside[open.0 + 1..].trim())
+    });
+    // Only a name is shown as the object; `(a + b)->size` stays `…->size`.
+    let parenthesised = parenthesised.map(|object| if object.chars().all(is_word) { object } else { "" });
+    let word_before = parenthesised.unwrap_or_else(|| before.rsplit(|c: char| !is_word(c)).next().unwrap_or(""));
     let rest = &text[at..];
     let (what, length) = if rest.starts_with("->") || (rest.starts_with('.') && !word_before.is_empty()) {
         let member_start = at + if rest.starts_with("->") { 2 } else { 1 };
@@ -1194,6 +1210,7 @@ mod tests {
         assert_eq!(parse_error("a $ b").message, "unexpected character `$`");
         assert!(parse_error("plan->gridSize * 2").message.starts_with("`plan->gridSize` is a member of a host variable, which the spec cannot read"));
         assert!(parse_error("(dims.x + 1)").message.starts_with("`dims.x` is a member of a host variable"));
+        assert!(parse_error("((input_size).width + 31) // 32").message.starts_with("`input_size.width` is a member of a host variable"));
         assert!(parse_error("(a + b)->size").message.starts_with("`…->size` is a member of a host variable"));
         assert!(parse_error("gridDim.x * 2").message.starts_with("`gridDim.x` is the launching kernel's own, in a launch from device code, which the spec cannot read"));
         assert!(parse_error("sizes[2]").message.starts_with("`sizes[…]` is an element of a host array"));

@@ -4,6 +4,8 @@
 //! Expressions (grid, block, lengths, restrictions, SOL) are kept as text here. They are
 //! parsed and checked by the spec validator, which reports positions inside the TOML file.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// A value that templatize could not infer. Validation reports every place that still holds it.
@@ -43,6 +45,12 @@ pub struct KernelSpec {
     pub compiler_options: Vec<String>,
     /// Problem sizes: each shape names every size variable.
     pub shapes: Vec<Shape>,
+    /// What the spec has no number for yet, each with where the program makes it: sizes the
+    /// expressions name that no shape gives (`x.numel()` in a PyTorch op), and arguments whose
+    /// value or length is `?`. `templatize` writes them, `check` says the reason with the error,
+    /// and a shape or value that gives the number makes the entry moot.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unknown: BTreeMap<String, String>,
     /// The kernel's parameters, in signature order.
     pub args: Vec<ArgSpec>,
     /// Tuning parameters, in the order the search enumerates them.
@@ -83,7 +91,7 @@ fn zero() -> String {
 }
 
 /// Size variable name to value, e.g. `{ rows = 8192, hidden = 4096 }`.
-pub type Shape = std::collections::BTreeMap<String, i64>;
+pub type Shape = BTreeMap<String, i64>;
 
 /// Sizes that are properties of the GPU, for programs that size their grid by it
 /// (`blocks = sm_count * threads_per_sm / block_size`). A shape holds the H100 SXM's values, for

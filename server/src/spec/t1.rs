@@ -136,6 +136,7 @@ pub fn import_t1(json_text: &str) -> Result<T1Import> {
         cooperative: false,
         compiler_options,
         shapes: vec![shape],
+        unknown: Default::default(),
         args,
         params,
         restrictions,

@@ -599,3 +599,34 @@ fn textures_cuda_cannot_make_are_errors_that_say_why() {
         assert!(found.contains(expected), "{texture} {dtype}: {found}");
     }
 }
+
+#[test]
+fn what_the_spec_has_no_number_for_is_reported_with_where_the_program_makes_it() {
+    // The sizes come from a tensor and `eps` from Python, as in a PyTorch op: no shape gives
+    // `rows` or `hidden`, and `unknown` says where the program makes each.
+    let text = valid_toml()
+        .replace("[[kernels.shapes]]\nrows = 8192\nhidden = 4096\n\n[[kernels.shapes]]\nrows = 77\nhidden = 5120\n", "[[kernels.shapes]]\n")
+        .replace("value = \"1e-6\"", "value = \"?\"")
+        .replace(
+            "[[kernels.args]]\nname = \"out\"",
+            "[kernels.unknown]\nrows = \"the program makes it as `x.size(0)` in `rmsnorm_` (ops.cpp:12)\"\neps = \"it is the parameter `eps` of `rmsnorm_` (ops.cpp:9)\"\n\n[[kernels.args]]\nname = \"out\"",
+        );
+    let (spec, diagnostics) = parse_spec(&text);
+    assert_eq!(spec.as_ref().map(|s| s.kernels[0].unknown.len()), Some(2));
+    let messages: Vec<&str> = diagnostics.iter().map(|d| d.message.as_str()).collect();
+    let grid = messages.iter().find(|m| m.starts_with("grid extent x:")).unwrap_or_else(|| panic!("{}", describe(&text, &diagnostics)));
+    assert!(
+        grid.contains("`rows` is a size no shape gives (the program makes it as `x.size(0)` in `rmsnorm_` (ops.cpp:12)): write `rows = …` in each `[[kernels.shapes]]`, or capture a launch (`cutune profile --kernel rmsnorm_kernel -- CMD`)"),
+        "{grid}"
+    );
+    let eps = messages.iter().find(|m| m.starts_with("value of scalar argument `eps`")).unwrap();
+    assert!(eps.starts_with("value of scalar argument `eps` is unknown (it is the parameter `eps` of `rmsnorm_` (ops.cpp:9)): write a number"), "{eps}");
+    // `hidden` has no entry: the message it always had.
+    assert!(messages.contains(&"value of scalar argument `hidden`: `hidden` has no value (scalars may use sizes and parameters, not other scalars)"), "{}", describe(&text, &diagnostics));
+
+    // Rendered after the shapes, and read back the same.
+    let spec = spec.unwrap();
+    let rendered = render_spec(&spec);
+    assert!(rendered.contains("[[kernels.shapes]]\n\n[kernels.unknown]\neps = \"it is the parameter"), "{rendered}");
+    assert_eq!(parse_spec(&rendered).0, Some(spec));
+}

@@ -110,6 +110,10 @@ struct Scope<'k> {
     sizes: BTreeSet<&'k str>,
     params: BTreeSet<&'k str>,
     scalars: BTreeSet<&'k str>,
+    /// Sizes no shape gives and unknown scalars, with where the program makes each.
+    unknown: &'k BTreeMap<String, String>,
+    /// The kernel's name, for the capture that would give them.
+    kernel: &'k str,
 }
 
 impl Scope<'_> {
@@ -124,6 +128,8 @@ struct Field<'p> {
     kind: FieldKind,
     what: String,
     example: String,
+    /// Where the program makes the value, when the spec's `unknown` says (scalars).
+    made: Option<&'p str>,
 }
 
 /// What an expression field must evaluate to.
@@ -241,35 +247,35 @@ impl<'t> Checker<'t> {
             for (i, text) in extents.iter().enumerate() {
                 let axis = ["x", "y", "z"].get(i).copied().unwrap_or("?");
                 let example = if key == "grid" { format!("ceil_div({first_size}, {first_param})") } else { first_param.clone() };
-                fields.push((Field { path: base(&[K(key), I(i)]), kind: FieldKind::Extent, what: format!("{key} extent {axis}"), example }, text));
+                fields.push((Field { path: base(&[K(key), I(i)]), kind: FieldKind::Extent, what: format!("{key} extent {axis}"), example, made: None }, text));
             }
         }
-        fields.push((Field { path: base(&[K("shared_bytes")]), kind: FieldKind::Amount, what: "shared_bytes".into(), example: "0".into() }, &kernel.shared_bytes));
+        fields.push((Field { path: base(&[K("shared_bytes")]), kind: FieldKind::Amount, what: "shared_bytes".into(), example: "0".into(), made: None }, &kernel.shared_bytes));
         for (a, arg) in kernel.args.iter().enumerate() {
             if let Some(length) = &arg.length {
                 let what = format!("length of argument `{}`", arg.name);
-                fields.push((Field { path: base(&[K("args"), I(a), K("length")]), kind: FieldKind::Length, what, example: sizes_example.clone() }, length));
+                fields.push((Field { path: base(&[K("args"), I(a), K("length")]), kind: FieldKind::Length, what, example: sizes_example.clone(), made: kernel.unknown.get(&arg.name).map(String::as_str) }, length));
             }
             if let Some(value) = &arg.value {
                 let what = format!("value of scalar argument `{}`", arg.name);
-                fields.push((Field { path: base(&[K("args"), I(a), K("value")]), kind: FieldKind::Scalar, what, example: first_size.clone() }, value));
+                fields.push((Field { path: base(&[K("args"), I(a), K("value")]), kind: FieldKind::Scalar, what, example: first_size.clone(), made: kernel.unknown.get(&arg.name).map(String::as_str) }, value));
             }
             for (i, extent) in arg.texture.iter().flat_map(|t| t.extent.iter().enumerate()) {
                 let axis = ["x", "y", "z"].get(i).copied().unwrap_or("?");
                 let what = format!("extent {axis} of texture `{}`", arg.name);
-                fields.push((Field { path: base(&[K("args"), I(a), K("texture"), K("extent"), I(i)]), kind: FieldKind::Length, what, example: first_size.clone() }, extent));
+                fields.push((Field { path: base(&[K("args"), I(a), K("texture"), K("extent"), I(i)]), kind: FieldKind::Length, what, example: first_size.clone(), made: None }, extent));
             }
         }
         for (r, text) in kernel.restrictions.iter().enumerate() {
             let example = format!("{first_param} <= 1024");
-            fields.push((Field { path: base(&[K("restrictions"), I(r)]), kind: FieldKind::Restriction, what: format!("restriction {}", r + 1), example }, text));
+            fields.push((Field { path: base(&[K("restrictions"), I(r)]), kind: FieldKind::Restriction, what: format!("restriction {}", r + 1), example, made: None }, text));
         }
         if let Some(bytes) = &kernel.sol.bytes {
             let example = format!("2 * {sizes_example} * 2");
-            fields.push((Field { path: base(&[K("sol"), K("bytes")]), kind: FieldKind::Amount, what: "SOL bytes".into(), example }, bytes));
+            fields.push((Field { path: base(&[K("sol"), K("bytes")]), kind: FieldKind::Amount, what: "SOL bytes".into(), example, made: None }, bytes));
         }
         if let Some(flops) = &kernel.sol.flops {
-            fields.push((Field { path: base(&[K("sol"), K("flops")]), kind: FieldKind::Amount, what: "SOL flops".into(), example: sizes_example.clone() }, flops));
+            fields.push((Field { path: base(&[K("sol"), K("flops")]), kind: FieldKind::Amount, what: "SOL flops".into(), example: sizes_example.clone(), made: None }, flops));
         }
 
         let mut parsed = Vec::new();
@@ -315,7 +321,7 @@ impl<'t> Checker<'t> {
                 }
             }
         }
-        let mut scope = Scope { sizes: BTreeSet::new(), params: BTreeSet::new(), scalars: BTreeSet::new() };
+        let mut scope = Scope { sizes: BTreeSet::new(), params: BTreeSet::new(), scalars: BTreeSet::new(), unknown: &kernel.unknown, kernel: &kernel.name };
         for shape in &kernel.shapes {
             scope.sizes.extend(shape.keys().map(String::as_str));
         }
@@ -363,7 +369,10 @@ impl<'t> Checker<'t> {
                 FieldKind::Scalar => "a number or an expression over the sizes",
                 FieldKind::Restriction => "a condition over the parameters and sizes",
             };
-            let message = format!("{} is unknown: write {wanted}, e.g. `{}`", field.what, field.example);
+            let message = match field.made {
+                Some(made) => format!("{} is unknown ({made}): write {wanted}, e.g. `{}`", field.what, field.example),
+                None => format!("{} is unknown: write {wanted}, e.g. `{}`", field.what, field.example),
+            };
             self.push(Severity::Error, value_span, message);
             // Offered to write only when it names what the spec has: `n` in a spec without `n`
             // is an illustration, not a value.
@@ -388,11 +397,11 @@ impl<'t> Checker<'t> {
                 let range = self.inner_span(value_span.clone(), text, span);
                 let known: Vec<&str> = scope.sizes.iter().chain(&scope.params).chain(&scope.scalars).copied().collect();
                 let known = if known.is_empty() { "none are declared".to_string() } else { format!("known: {}", known.join(", ")) };
-                self.push(
-                    Severity::Error,
-                    range,
-                    format!("`{name}` in {} is not a size, a parameter or a scalar argument ({known})", field.what),
-                );
+                let message = match scope.unknown.get(name) {
+                    Some(made) => format!("{}: {}", field.what, no_shape_gives(name, made, scope.kernel)),
+                    None => format!("`{name}` in {} is not a size, a parameter or a scalar argument ({known})", field.what),
+                };
+                self.push(Severity::Error, range, message);
             }
         }
         all_known.then_some(expr)
@@ -671,11 +680,23 @@ impl<'t> Checker<'t> {
                 .collect();
             if let Err(e) = expr.eval(&|n| env.get(n).copied()) {
                 let span = self.span(&field.path);
+                let unknown_size = expr.names().into_iter().map(|(name, _)| name).find(|name| !env.contains_key(*name) && kernel.unknown.contains_key(*name));
                 // Nothing can run without it: the buffers' lengths and the launch often follow it.
-                self.push(Severity::Error, span, format!("{}: {e} (scalars may use sizes and parameters, not other scalars)", field.what));
+                let message = match unknown_size {
+                    Some(name) => format!("{}: {}", field.what, no_shape_gives(name, &kernel.unknown[name], &kernel.name)),
+                    None => format!("{}: {e} (scalars may use sizes and parameters, not other scalars)", field.what),
+                };
+                self.push(Severity::Error, span, message);
             }
         }
     }
+}
+
+/// What to do about the size `name`, which no shape gives, made by the program as `made`.
+fn no_shape_gives(name: &str, made: &str, kernel: &str) -> String {
+    format!(
+        "`{name}` is a size no shape gives ({made}): write `{name} = …` in each `[[kernels.shapes]]`, or capture a launch (`cutune profile --kernel {kernel} -- CMD`) and templatize again"
+    )
 }
 
 /// The names a configuration's expressions see: the sizes of `shape`, each parameter's value

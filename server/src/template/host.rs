@@ -72,6 +72,71 @@ pub(super) struct HostContext<'d> {
     texture_calls: HashMap<&'static str, Vec<Call<'d>>>,
 }
 
+/// Where a value without a number is made ([`HostContext::value_source`]): in the file whose
+/// text is `text`, at byte `at`, in `function`.
+pub(super) struct ValueSource<'d> {
+    pub text: &'d str,
+    pub at: usize,
+    pub function: String,
+    pub made_by: Made,
+}
+
+pub(super) enum Made {
+    /// An expression the host code gives no number for (`x.numel()`, `q_len * batch_size`).
+    Expression(String),
+    /// A parameter of `function`, which no file calls (its callers are elsewhere: Python
+    /// bindings, another program).
+    Parameter(String),
+    /// A member of `class`, which the method `function` reads.
+    Member { name: String, class: String },
+    /// Written by a call of this function through a pointer (`&numBlocksPerSm`): the occupancy
+    /// calculator, whose answer depends on the compiled kernel and the device.
+    Call(String),
+}
+
+impl ValueSource<'_> {
+    /// Where the value comes from, for a person, with its `place` (`file:line`): a PyTorch
+    /// tensor's size is named as one.
+    pub(super) fn describe(&self, place: &str) -> String {
+        let function = &self.function;
+        match &self.made_by {
+            Made::Expression(text) => match (tensor_of_size(text), tensor_of_data(text)) {
+                (Some(tensor), _) => format!("the program makes it as `{text}` in `{function}` ({place}), a size of the PyTorch tensor `{tensor}`, known only when the program runs"),
+                (_, Some(tensor)) => format!("the program makes it as `{text}` in `{function}` ({place}), the data of the PyTorch tensor `{tensor}`, whose length only the running program knows"),
+                _ => format!("the program makes it as `{text}` in `{function}` ({place})"),
+            },
+            Made::Parameter(name) => format!("it is the parameter `{name}` of `{function}` ({place}), which nothing in the workspace calls"),
+            Made::Call(callee) => format!("the program sets it with `{callee}` in `{function}` ({place}), which only the running program answers"),
+            Made::Member { name, class } => format!("it is the member `{name}` of `{class}`, read in `{function}` ({place}), which the program sets as it runs"),
+        }
+    }
+}
+
+/// `x` of `x.numel()`, `x.size(0)`, `x.sizes()[1]`, `x.stride(-1)`, `x.dim()`: a size of a
+/// PyTorch tensor, which only the running program knows.
+fn tensor_of_size(text: &str) -> Option<&str> {
+    tensor_call(text, &["numel", "size", "sizes", "stride", "strides", "dim", "ndimension"])
+}
+
+/// `x` of `x.data_ptr<float>()` or `x.data_ptr()`: a PyTorch tensor's data, whose length only
+/// the running program knows.
+fn tensor_of_data(text: &str) -> Option<&str> {
+    tensor_call(text, &["data_ptr", "data", "const_data_ptr", "mutable_data_ptr"])
+}
+
+/// `x` of `x.method(…)` or `x.method<T>(…)`, for one of `methods`.
+fn tensor_call<'t>(text: &'t str, methods: &[&str]) -> Option<&'t str> {
+    let (object, rest) = text.split_once('.')?;
+    let object = object.trim();
+    let rest = rest.trim_start();
+    let method = rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next()?;
+    let mut after = rest[method.len()..].trim_start();
+    if let Some(arguments) = after.strip_prefix('<') {
+        after = arguments.split_once('>')?.1.trim_start();
+    }
+    (is_identifier(object) && methods.contains(&method) && after.starts_with('(')).then_some(object)
+}
+
 /// A file whose host code may be on a launch's call path, with the folder it is in (`None` for
 /// a text that has no file).
 pub(super) struct HostFile<'d> {
@@ -246,7 +311,7 @@ impl<'d> Scope<'d> {
             // `n = n / 2` says nothing about `n` that its earlier value does not, and a value
             // read from the command line (`n = atoi(argv[1])`) overrides the default only when
             // the user asks: the default is the program's own.
-            if identifiers_in(value).any(|w| w == name) || reads_command_line(value) {
+            if reads_variable(value, &name) || reads_command_line(value) {
                 continue;
             }
             // `if (n < 256) threads = n;` after `threads = 256`: `min`, not `n` alone.
@@ -273,11 +338,24 @@ impl<'d> Scope<'d> {
         self.value_given(name).map(|(value, _)| value)
     }
 
+    /// The function and byte offset of the call that sets `name` to a value no source gives (the
+    /// occupancy calculator's `&numBlocksPerSm`), when that is the value at the point.
+    fn set_by_call(&self, text: &str, name: &str) -> Option<(String, usize)> {
+        let (value, at) = self.given_at_point(name)?;
+        let callee = text[at..].split('(').next()?.trim();
+        (value == UNKNOWN && is_identifier(callee)).then(|| (callee.to_string(), at))
+    }
+
     /// [`Scope::value_text`] with the byte offset where the value is given.
     fn value_given(&self, name: &str) -> Option<(&str, usize)> {
+        self.given_at_point(name).filter(|(v, _)| *v != UNKNOWN)
+    }
+
+    /// The last value given `name` before the point, else the first one given, `?` included.
+    fn given_at_point(&self, name: &str) -> Option<(&str, usize)> {
         let mut given = self.values.iter().filter(|(n, _, _)| n == name);
         let first = given.clone().next();
-        given.rfind(|(_, _, at)| *at < self.point).or(first).map(|(_, v, at)| (v.as_str(), *at)).filter(|(v, _)| *v != UNKNOWN)
+        given.rfind(|(_, _, at)| *at < self.point).or(first).map(|(_, v, at)| (v.as_str(), *at))
     }
 
     /// `expression`, written at byte `at`, as it reads at the scope's point: each name given
@@ -775,6 +853,49 @@ impl<'d> HostContext<'d> {
         self.paths.iter().map(|path| self.eval_name(path, 0, name, 0)).collect()
     }
 
+    /// Where the program makes a value it gives no number for (a size, a scalar, a buffer): the
+    /// name followed from the launch
+    /// along the first call path, through the values it is given and the arguments passed for
+    /// it, to the expression that is no plain name (`x.numel()`) or to a parameter of a function
+    /// that nothing in the files calls. `None` when the trail ends in nothing the code shows.
+    pub(super) fn value_source(&self, name: &str) -> Option<ValueSource<'d>> {
+        let path = self.paths.first()?;
+        let (mut at, mut name) = (0, name.to_string());
+        // Each step moves to another name or an outer frame; a cycle of names ends here.
+        for _ in 0..32 {
+            let frame = path.get(at)?;
+            if let Some((value, given_at)) = frame.scope.value_given(&name) {
+                let value = without_float_casts(&strip_casts_everywhere(value));
+                let value = strip_outer_parens(value.trim()).to_string();
+                if is_identifier(&value) && value != name {
+                    name = value;
+                    continue;
+                }
+                return Some(ValueSource { text: frame.text, at: given_at, function: frame_name(frame), made_by: Made::Expression(value) });
+            }
+            if let Some(callee) = frame.scope.set_by_call(frame.text, &name) {
+                return Some(ValueSource { text: frame.text, at: callee.1, function: frame_name(frame), made_by: Made::Call(callee.0) });
+            }
+            let Some(index) = frame.params.iter().position(|p| *p == name) else {
+                // Neither a local nor a parameter of a method: a member of its class.
+                let function = frame_name(frame);
+                let class = function.rsplit_once("::")?.0.to_string();
+                return Some(ValueSource { text: frame.text, at: frame.scope.point, function, made_by: Made::Member { name, class } });
+            };
+            let Some((call, caller)) = frame.called_by.zip(path.get(at + 1)) else {
+                let function = frame.scope.body.and_then(|b| b.parent())?;
+                return Some(ValueSource { text: frame.text, at: function.start_byte(), function: frame_name(frame), made_by: Made::Parameter(name) });
+            };
+            let passed = without_float_casts(&strip_casts_everywhere(&frame.argument(index)?));
+            let passed = strip_outer_parens(passed.trim()).to_string();
+            if !is_identifier(&passed) {
+                return Some(ValueSource { text: caller.text, at: call.node.start_byte(), function: frame_name(caller), made_by: Made::Expression(passed) });
+            }
+            (at, name) = (at + 1, passed);
+        }
+        None
+    }
+
     fn eval_name(&self, path: &[Frame], at: usize, name: &str, depth: usize) -> Option<i64> {
         if let Some(v) = self.defines.get(name) {
             return Some(*v);
@@ -1269,6 +1390,17 @@ fn expanded_in(scope: &Scope, expr: &str, fields: &HashMap<String, String>, dept
     rename_identifiers_in(&expr, |name| {
         let value = scope.value_text(name).filter(|v| *v != UNKNOWN && depth < 4)?;
         Some(format!("({})", expanded_in(scope, value, fields, depth + 1)))
+    })
+}
+
+/// Whether `value` reads the variable `name`: `x.numel()` calls a method of that name and
+/// does not.
+fn reads_variable(value: &str, name: &str) -> bool {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    value.match_indices(name).any(|(at, _)| {
+        let (before, after) = (&value[..at], &value[at + name.len()..]);
+        let member = before.trim_end().ends_with('.') || before.trim_end().ends_with("->");
+        !before.ends_with(is_word) && !after.starts_with(is_word) && !member
     })
 }
 
@@ -2458,6 +2590,25 @@ mod tests {
         assert_eq!(strip_element_size("static_cast<size_t>(sizeof(float) * w * h)", &float, &scope).as_deref(), Some("w * h"));
         assert_eq!(strip_casts_everywhere("static_cast<long long>(n) * 2"), "(n) * 2");
         assert_eq!(strip_casts_everywhere("static_cast<float>(n) * 2"), "static_cast<float>(n) * 2");
+    }
+
+    #[test]
+    fn a_tensors_sizes_are_told_from_other_calls_and_a_method_is_no_read_of_its_namesake() {
+        assert_eq!(tensor_of_size("x.numel()"), Some("x"));
+        assert_eq!(tensor_of_size("input.size(-1)"), Some("input"));
+        assert_eq!(tensor_of_size("q.sizes()[1]"), Some("q"));
+        assert_eq!(tensor_of_size("q.stride (0)"), Some("q"));
+        assert_eq!(tensor_of_size("prop.multiProcessorCount"), None);
+        assert_eq!(tensor_of_size("v.size"), None, "a field, not a call");
+        assert_eq!(tensor_of_size("a.b.numel()"), None);
+        assert_eq!(tensor_of_data("x.data_ptr<at::Half>()"), Some("x"));
+        assert_eq!(tensor_of_data("out.data_ptr()"), Some("out"));
+        assert_eq!(tensor_of_data("x.numel()"), None);
+        assert!(!reads_variable("x.numel()", "numel"));
+        assert!(!reads_variable("input->size", "size"));
+        assert!(!reads_variable("numel_total / 2", "numel"));
+        assert!(reads_variable("numel / 2", "numel"));
+        assert!(reads_variable("2 * (n)", "n"));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::LineOrigins;
 use crate::slice::{device_slice, SliceOptions};
 use crate::spec::{expr, sha256_hex, ArgSpec, Baseline, Compare, Dtype, Init, KernelSpec, ParamKind, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
 use crate::syntax::host::{declared_name, driver_launches};
-use crate::syntax::{access_of, descendants, identifiers_in, Access, Document, Kernel, LaunchSite, Param, Span, TemplateParamKind};
+use crate::syntax::{access_of, descendants, identifiers_in, is_identifier, Access, Document, Kernel, LaunchSite, Param, Span, TemplateParamKind};
 use crate::workspace::HostDocument;
 
 /// What the scaffold found besides the spec: where the launch it read is, and the launch
@@ -189,8 +189,8 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         }
     }
     let mut shapes: Vec<Shape> = Vec::new();
+    let host_name = |size: &String| renamed_sizes.iter().find(|(_, renamed)| renamed == size).map_or(size.clone(), |(name, _)| name.clone());
     if let Some(h) = &host {
-        let host_name = |size: &String| renamed_sizes.iter().find(|(_, renamed)| renamed == size).map_or(size.clone(), |(name, _)| name.clone());
         let values: Vec<(String, Vec<Option<i64>>)> = sizes.iter().map(|s| (s.clone(), h.size_values(&host_name(s)))).collect();
         for path in 0..h.paths.len() {
             let shape: Shape = values.iter().filter_map(|(s, v)| Some((s.clone(), v[path]?))).collect();
@@ -217,6 +217,26 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
             shapes.push(tail);
         }
     }
+    // Where the program makes what the spec has no number for: `name` in the launcher's names.
+    let made = |name: &str| {
+        let place = |text: &str, at: usize| place_in(text, at, templated, slice_options.file.as_deref(), hosts, origins);
+        match (&host, site) {
+            (Some(h), _) => match h.value_source(name) {
+                Some(source) => source.describe(&place(source.text, source.at)),
+                None => format!("the launch in `{}` passes it, and the source gives no number for it", h.launcher_name()),
+            },
+            (None, Some((doc, l))) => format!("the launch ({}) passes it; its host code was not read", place(doc.text(), l.span.start_byte)),
+            (None, None) => format!("no launch of `{kernel}` was found in the workspace"),
+        }
+    };
+    // A member (`size.width`) has its own error: the spec cannot name it.
+    let unknown_sizes = sizes.iter().filter(|size| is_identifier(size) && shapes.iter().all(|shape| !shape.contains_key(*size))).map(|size| (size.clone(), made(&host_name(size))));
+    let left_unknown = |a: &ArgSpec| a.value.as_deref() == Some(UNKNOWN) || a.length.as_deref() == Some(UNKNOWN);
+    let unknown_args = args.iter().enumerate().filter(|(_, a)| left_unknown(a)).map(|(i, a)| {
+        let passed = launch.and_then(|l| l.args.get(i)).map(|text| super::host::strip_outer_parens(text.trim()).to_string()).unwrap_or_default();
+        (a.name.clone(), made(&passed))
+    });
+    let unknown = unknown_sizes.chain(unknown_args).collect();
     for restriction in whole_blocks(&grid, &sizes, &params, &shapes) {
         if !restrictions.contains(&restriction) {
             restrictions.push(restriction);
@@ -259,6 +279,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         cooperative: synchronises_grid(&source),
         compiler_options: Vec::new(),
         shapes,
+        unknown,
         args,
         params,
         restrictions,
@@ -342,6 +363,19 @@ fn launches_in<'a>(doc: &'a Document, kernel: &'a str) -> impl Iterator<Item = C
         .flat_map(move |aliases| model.launches.iter().filter(move |l| aliases.contains(&l.kernel)).map(Cow::Borrowed));
     let through_driver = std::iter::once_with(move || driver_launches(doc, kernel)).flatten().map(Cow::Owned);
     direct.chain(through_pointer).chain(through_driver)
+}
+
+/// `file:line` of byte `at` of `text`: the kernel's own file (`templated`, at `own`, whose lines
+/// templatize's rewrites moved) or one of the host files.
+fn place_in(text: &str, at: usize, templated: &Document, own: Option<&Path>, hosts: &[HostDocument], origins: &LineOrigins) -> String {
+    let name = |path: &Path| path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
+    let line = text[..at.min(text.len())].bytes().filter(|b| *b == b'\n').count() as u32;
+    let (file, line) = match hosts.iter().find(|h| std::ptr::eq(text, h.document.text())) {
+        _ if std::ptr::eq(text, templated.text()) => (own.map(name), origins.original(line) + 1),
+        Some(host) => (Some(name(&host.path)), line + 1),
+        None => (None, line + 1),
+    };
+    file.map_or_else(|| format!("line {line}"), |file| format!("{file}:{line}"))
 }
 
 /// The launches of `kernel` that a rewrite of the launch sites in its own file (`own`, whose

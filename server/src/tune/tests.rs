@@ -1,5 +1,6 @@
 //! The tuning loop on a scripted runner that runs no code (as a replay): the speed-of-light
-//! bound from the datasheet, a time faster than it flagged and never best, and the stop near it.
+//! bound from the datasheet, a time faster than it flagged and never best, and the stop near it;
+//! and the roles a runner of code settles, counted in the bound.
 
 use std::path::Path;
 
@@ -8,11 +9,14 @@ use crate::gpu::{DeviceInfo, Kernel, Problem, Timing, Verdict};
 use crate::spec::{self, Shape};
 
 /// Times each configuration by its `BLOCK_SIZE`, as recorded measurements; the original at
-/// `baseline_us`.
+/// `baseline_us`. With `settles`, it stands for a runner of code that settles roles so, and
+/// counts how often it is asked.
 struct Scripted {
     device: DeviceInfo,
     source: RunnerSource,
     baseline_us: f64,
+    settles: Option<crate::gpu::SettledRoles>,
+    asked_to_settle: usize,
 }
 
 impl Runner for Scripted {
@@ -23,10 +27,14 @@ impl Runner for Scripted {
         &self.source
     }
     fn needs_code(&self) -> bool {
-        false
+        self.settles.is_some()
     }
     fn prepare(&mut self, problems: &[Problem], _: &Kernel, _: &Path) -> Result<Vec<Timing>> {
         Ok(problems.iter().map(|_| timing(self.baseline_us)).collect())
+    }
+    fn settle_roles(&mut self, _: &Kernel) -> crate::gpu::SettledRoles {
+        self.asked_to_settle += 1;
+        self.settles.clone().expect("asked only of a runner of code")
     }
     fn measure(&mut self, config: &Configuration, _: Option<&Kernel>) -> Outcome {
         let us = match config.get("BLOCK_SIZE") {
@@ -59,7 +67,7 @@ fn tune_scripted_rmsnorm(dir_name: &str, baseline_us: f64, check: impl FnOnce(&S
     let tools = Tools { nvrtc: None, cache: CubinCache::new(dir.join("cubins")), store: &store, ceilings_dir: dir.join("ceilings") };
     let mut device = DeviceInfo::datasheet("sm_90").unwrap();
     device.name = "NVIDIA H100 80GB HBM3".into();
-    let mut runner = Scripted { device, source: RunnerSource::Replay { from: "scripted".into() }, baseline_us };
+    let mut runner = Scripted { device, source: RunnerSource::Replay { from: "scripted".into() }, baseline_us, settles: None, asked_to_settle: 0 };
     let target = Target { file: "rmsnorm.cu".into(), kernel, source: "// templatized".into(), kernel_sha256: String::new() };
     let options = TuneOptions { compile_threads: 1, batch_size: 1, reuse_stored: false, ..TuneOptions::brute_force(Some(10)) };
     let report = tune(&target, &mut runner, &tools, &options, &mut Silent).unwrap();
@@ -225,36 +233,6 @@ fn a_cancelled_run_records_the_candidate_still_being_measured() {
     assert_eq!(report.stop_reason, "cancelled");
 }
 
-/// Runs code (as a worker does) and settles roles as `settled`; counts how often it was asked.
-struct Settling {
-    device: DeviceInfo,
-    source: RunnerSource,
-    settled: crate::gpu::SettledRoles,
-    asked: usize,
-}
-
-impl Runner for Settling {
-    fn device(&self) -> &DeviceInfo {
-        &self.device
-    }
-    fn source(&self) -> &RunnerSource {
-        &self.source
-    }
-    fn needs_code(&self) -> bool {
-        true
-    }
-    fn prepare(&mut self, _: &[Problem], _: &Kernel, _: &Path) -> Result<Vec<Timing>> {
-        unreachable!("settle_roles is asked after the baseline was prepared")
-    }
-    fn measure(&mut self, _: &Configuration, _: Option<&Kernel>) -> Outcome {
-        unreachable!("settle_roles measures nothing")
-    }
-    fn settle_roles(&mut self, _: &Kernel) -> crate::gpu::SettledRoles {
-        self.asked += 1;
-        self.settled.clone()
-    }
-}
-
 fn fused_add_rmsnorm() -> KernelSpec {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/fused_add_rmsnorm.cutune.toml")).unwrap();
     spec::parse_spec(&text).0.unwrap().kernels.remove(0)
@@ -266,7 +244,7 @@ fn buffers_the_original_only_writes_are_counted_once_in_the_bound() {
     let kernel = fused_add_rmsnorm();
     let roles = |k: &KernelSpec| k.args.iter().filter_map(|a| a.role.map(|r| (a.name.clone(), r))).collect::<Vec<_>>();
     let device = DeviceInfo::datasheet("sm_90").unwrap();
-    let settling = |settled| Settling { device: device.clone(), source: RunnerSource::Device, settled, asked: 0 };
+    let settling = |settled| Scripted { device: device.clone(), source: RunnerSource::Device, baseline_us: 10.0, settles: Some(settled), asked_to_settle: 0 };
     let baseline = Kernel { module: crate::gpu::Module { cubin: "/cache/k.cubin".into(), function: "k".into() }, launches: Vec::new() };
     let ceilings = crate::sol::Ceilings::datasheet("NVIDIA H100 80GB HBM3").unwrap();
 
@@ -288,5 +266,5 @@ fn buffers_the_original_only_writes_are_counted_once_in_the_bound() {
     given.sol.bytes = Some("4 * rows * hidden * 2".into());
     let mut runner = settling(SettledRoles::WrittenOnly { buffers: vec!["residual".into()] });
     assert_eq!(baseline::settle_roles(&given, &mut runner, &baseline).1, None);
-    assert_eq!(runner.asked, 0);
+    assert_eq!(runner.asked_to_settle, 0);
 }
