@@ -395,7 +395,8 @@ def test_a_branch_the_same_for_every_element_of_a_chunk_keeps_its_vectors_and_it
     # for the whole chunk, taken once before the lanes, each branch with lanes and stores of its
     # own; the row's log-sum-exp stays the first element's own store.
     assert "    int th = i_vec / head_dim;\n    float la = lse_a[th];\n    float lb = lse_b[th];\n    float m = fmaxf(la, lb);\n" in text
-    empty_row = text.index("    if (m == -INFINITY) {\n")
+    # The comment after the brace stays on the `if` taken before the lanes.
+    empty_row = text.index("    if (m == -INFINITY) {  // both parts empty: avoid (-inf) - (-inf) = NaN\n")
     other_rows = text.index("    } else {\n", empty_row)
     assert "        out_v[i_lane] = __float2half(0.f);\n        if (d == 0) out_lse[th] = -INFINITY;\n      }\n      cutune_store(out_v_at, out_v_bits);\n" in text[empty_row:other_rows]
     assert "        if (d == 0) out_lse[th] = m + logf(s);\n      }\n      cutune_store(out_v2_at, out_v2_bits);\n    }\n" in text[other_rows:]

@@ -536,14 +536,14 @@ impl<'a, 't> Writer<'a, 't> {
                     return;
                 }
                 (false, true) => {
-                    out.push_str(&format!("{indent}if {condition} {{\n"));
+                    out.push_str(&format!("{indent}if {condition} {{{}\n", self.after_brace(consequence)));
                     self.lanes(out, &inner, var, ty, first, &then);
                     out.push_str(&format!("{indent}}}\n"));
                     return;
                 }
                 (false, false) => {}
             }
-            out.push_str(&format!("{indent}if {condition} {{\n"));
+            out.push_str(&format!("{indent}if {condition} {{{}\n", self.after_brace(consequence)));
             self.lanes(out, &inner, var, ty, first, &then);
             if self.unswitchable(&otherwise).is_some() {
                 // A chained `else if`, taken before the lanes too: written as one.
@@ -551,7 +551,7 @@ impl<'a, 't> Writer<'a, 't> {
                 self.lanes(&mut chained, indent, var, ty, first, &otherwise);
                 out.push_str(&format!("{indent}}} else {}", chained.trim_start()));
             } else {
-                out.push_str(&format!("{indent}}} else {{\n"));
+                out.push_str(&format!("{indent}}} else {{{}\n", self.after_brace(alternative)));
                 self.lanes(out, &inner, var, ty, first, &otherwise);
                 out.push_str(&format!("{indent}}}\n"));
             }
@@ -672,6 +672,16 @@ impl<'a, 't> Writer<'a, 't> {
         out
     }
 
+    /// The comment after a branch's opening brace, on its line (`{  // both parts empty`), with
+    /// the space before it: it stays on the line of the `if` taken before the lanes.
+    fn after_brace(&self, branch: Option<Node>) -> String {
+        let text = self.unit.text();
+        match branch.and_then(brace_comment) {
+            Some(comment) => format!("{}{}", &text[branch.expect("has the comment").start_byte() + 1..comment.start_byte()], &text[comment.byte_range()]),
+            None => String::new(),
+        }
+    }
+
     /// An `if` the same in every lane from its keyword on, its branches in braces.
     fn write_uniform_if(&self, out: &mut String, indent: &str, statement: Node) {
         let text = self.unit.text();
@@ -707,6 +717,8 @@ const PURE_FUNCTIONS: [&str; 12] = ["min", "max", "fminf", "fmaxf", "fmin", "fma
 fn taken<'t>(before: &[Node<'t>], branch: Option<Node<'t>>, after: &[Node<'t>]) -> Vec<Node<'t>> {
     let mut statements = before.to_vec();
     let mut own = branch.map(with_comments).unwrap_or_default();
+    // The comment on the brace's line goes with the `if` (see [`Writer::after_brace`]).
+    own.retain(|n| Some(*n) != branch.and_then(brace_comment));
     let returns = own.iter().rev().find(|n| n.kind() != "comment").is_some_and(|n| n.kind() == "return_statement");
     if returns {
         let last = own.iter().rposition(|n| n.kind() == "return_statement").expect("checked");
@@ -748,6 +760,12 @@ fn branches_of(statement: Node) -> (Option<Node>, Option<Node>) {
 /// Whether `statements` call an atomic (`atomicAdd`, `atomicMax`, …).
 fn calls_atomics(text: &str, statements: &[Node]) -> bool {
     statements.iter().flat_map(|s| descendants(*s)).any(|n| n.kind() == "call_expression" && n.child_by_field_name("function").is_some_and(|f| text[f.byte_range()].contains("atomic")))
+}
+
+/// The comment right after a block's opening brace, on the same line.
+fn brace_comment(branch: Node) -> Option<Node> {
+    let first = branch.named_child(0).filter(|_| branch.kind() == "compound_statement")?;
+    (first.kind() == "comment" && first.start_position().row == branch.start_position().row).then_some(first)
 }
 
 /// A branch's statements with their comments (one statement without braces is itself).
