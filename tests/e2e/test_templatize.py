@@ -331,10 +331,14 @@ def test_a_loop_whose_index_is_taken_apart_loads_each_half_of_the_row_as_vectors
     assert "applied: vectorize: loop(s) at line 26 load and store `SILU_AND_MUL_VEC` elements at a time when aligned" in run.stderr, run.stderr
     # The row's two halves and the output, each one access per chunk; the chunks must stay in
     # one row, so `d` must be a multiple of the width.
-    assert "    const bool i_whole = d % SILU_AND_MUL_VEC == 0;\n    const int i_vec_end = i_whole ? n - n % SILU_AND_MUL_VEC : 0;\n" in run.stdout
+    # `out[i]` is aligned when `out` is: tested once, with the row's divisor.
+    assert (
+        "    const bool i_whole = d % SILU_AND_MUL_VEC == 0 &&\n                         (unsigned long long)out % sizeof(half_bits) == 0;\n"
+        "    const int i_vec_end = i_whole ? n - n % SILU_AND_MUL_VEC : 0;\n"
+    ) in run.stdout
     assert "        if (i_lane == 0) row_v_bits = cutune_load<half_bits>(&row[j]);\n        float x = __half2float(row_v[i_lane]);\n" in run.stdout
     assert "        if (i_lane == 0) row_v2_bits = cutune_load<half_bits>(&row[d + j]);\n" in run.stdout
-    assert "      cutune_store(out_v_at, out_v_bits);\n" in run.stdout
+    assert "      *reinterpret_cast<half_bits*>(out_v_at) = out_v_bits;\n" in run.stdout
 
     # A transposed store cannot be one vector: the load is, each lane keeps its own store.
     transposed = tmp_path / "transposed.cu"
@@ -350,7 +354,7 @@ def test_a_loop_whose_index_is_taken_apart_loads_each_half_of_the_row_as_vectors
     )
     run = subprocess.run([str(CUTUNE_BIN), "templatize", str(transposed), "--kernel", "transpose_flat"], capture_output=True, text=True, check=True)
     assert "applied: vectorize: loop(s) at line 2 load and store `TRANSPOSE_FLAT_VEC` elements at a time when aligned" in run.stderr, run.stderr
-    assert "        if (i_lane == 0) in_v_bits = cutune_load<float_bits>(&in[i]);\n        out[c * rows + r] = in_v[i_lane];\n" in run.stdout
+    assert "        if (i_lane == 0) in_v_bits = *reinterpret_cast<const float_bits*>(&in[i]);\n        out[c * rows + r] = in_v[i_lane];\n" in run.stdout
 
     # A buffer stored as a vector and at a lane's own index too: its stores would reorder. Refused.
     both = tmp_path / "both.cu"
@@ -370,7 +374,7 @@ def test_a_kernel_of_one_element_per_thread_takes_several_with_a_smaller_grid(tm
     # launch's grid divided by V.
     assert "#if RESIDUAL_RELU_VEC == 1\n\tconst int i = threadIdx.x + blockIdx.x * blockDim.x;\n\tif (i >= total)\n\t\treturn;\n" in text
     assert "\tconst int i_vec = (threadIdx.x + blockIdx.x * blockDim.x) * RESIDUAL_RELU_VEC;\n" in text
-    assert "\t\t\tif (i_lane == 0) a_v_bits = cutune_load<float_bits>(&a[i]);\n" in text
+    assert "\t\t\tif (i_lane == 0) a_v_bits = *reinterpret_cast<const float_bits*>(&a[i]);\n" in text
     assert "\t\tfor (int i = i_vec; i < total && i < i_vec + RESIDUAL_RELU_VEC; ++i) {\n\t\t\tconst float sum = a[i] + b[i];\n" in text
     assert "+ RESIDUAL_RELU_VEC - 1) / RESIDUAL_RELU_VEC, RESIDUAL_RELU_BLOCK_SIZE>>>(y, a, b, total);" in text
     spec = tomllib.loads((tmp_path / "residual_relu.cutune.toml").read_text())
@@ -398,8 +402,8 @@ def test_a_branch_the_same_for_every_element_of_a_chunk_keeps_its_vectors_and_it
     # The comment after the brace stays on the `if` taken before the lanes.
     empty_row = text.index("    if (m == -INFINITY) {  // both parts empty: avoid (-inf) - (-inf) = NaN\n")
     other_rows = text.index("    } else {\n", empty_row)
-    assert "        out_v[i_lane] = __float2half(0.f);\n        if (d == 0) out_lse[th] = -INFINITY;\n      }\n      cutune_store(out_v_at, out_v_bits);\n" in text[empty_row:other_rows]
-    assert "        if (d == 0) out_lse[th] = m + logf(s);\n      }\n      cutune_store(out_v2_at, out_v2_bits);\n    }\n" in text[other_rows:]
+    assert "        out_v[i_lane] = __float2half(0.f);\n        if (d == 0) out_lse[th] = -INFINITY;\n      }\n      *reinterpret_cast<half_bits*>(out_v_at) = out_v_bits;\n" in text[empty_row:other_rows]
+    assert "        if (d == 0) out_lse[th] = m + logf(s);\n      }\n      *reinterpret_cast<half_bits*>(out_v2_at) = out_v2_bits;\n    }\n" in text[other_rows:]
     assert "nullptr) cutune_store" not in text
     # The last chunk, one element at a time: the `return` ends one element.
     assert "        if (d == 0) out_lse[th] = -INFINITY;\n        continue;\n      }\n      float wa = expf(la - m);\n" in text

@@ -5,13 +5,16 @@
 #   EXAMPLE SHAPE: baseline µs, best µs (speedup, %SOL of the true bound), bound µs, verified;
 #   torch.compile µs (best / torch.compile)
 # Exits non-zero if a tune fails or its winner is not verified.
-#   CUTUNE=target/release/cutune OUT=$OUT [EXAMPLES="softmax rmsnorm"] [BUDGET=60] bash tests/gpu/sol_vs_torch.sh
+# SOL_STOP is `cutune tune --sol-stop` (default 0.95: the search stops within 95% of the bound;
+# 0 searches the whole budget).
+#   CUTUNE=target/release/cutune OUT=$OUT [EXAMPLES="softmax rmsnorm"] [BUDGET=60] [SOL_STOP=0] bash tests/gpu/sol_vs_torch.sh
 set -u
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
 cutune="${CUTUNE:-$repo/target/release/cutune}"
 out="${OUT:-$repo/gpu-out}"
 budget="${BUDGET:-60}"
+sol_stop="${SOL_STOP:-0.95}"
 mkdir -p "$out"
 work="$(mktemp -d -t cutune-sol.XXXXXX)"
 examples="${EXAMPLES:-rmsnorm layernorm fused_add_rmsnorm silu_and_mul softmax merge_attn_states block_reduce transpose}"
@@ -32,7 +35,7 @@ print(" ".join(line.replace(" ", "") for line in blocks[0].group(1).strip().spli
 PY
 )
   log="$out/sol_$example"
-  "$cutune" tune "examples/$example.cu" --kernel "$kernel" --spec "$spec" --budget "$budget" --workspace "$work/$example" --json \
+  "$cutune" tune "examples/$example.cu" --kernel "$kernel" --spec "$spec" --budget "$budget" --sol-stop "$sol_stop" --workspace "$work/$example" --json \
     > "$log.tune.json" 2> "$log.tune.err" || status=1
   python3 tests/gpu/torch_compile_times.py "$example" $shape > "$log.torch.json" 2> "$log.torch.err" || echo "{}" > "$log.torch.json"
   python3 - "$example" "$shape" "$log" <<'PY' || status=1

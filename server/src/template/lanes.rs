@@ -460,6 +460,10 @@ pub(super) struct Writer<'a, 't> {
     names: Vec<String>,
     bit_types: Vec<(String, String)>,
     lane: String,
+    /// Per site: whether its chunk's address is aligned exactly when its pointer is (`p[i]`, `p` a
+    /// parameter the body never moves, `i` the element): the pointer is tested once, with the
+    /// chunk's other conditions, and the access needs no test of its own.
+    aligned_with_pointer: Vec<bool>,
 }
 
 impl<'a, 't> Writer<'a, 't> {
@@ -478,7 +482,13 @@ impl<'a, 't> Writer<'a, 't> {
                 bit_types.push((element, name));
             }
         }
-        Writer { unit, plan, vec, step: indent_step(unit.text()), names, bit_types, lane: unit.local_name(&format!("{var}_lane")) }
+        let aligned_with_pointer = plan.sites.iter().map(|s| s.index.trim() == var && fixed_parameter(unit, &s.pointer)).collect();
+        Writer { unit, plan, vec, step: indent_step(unit.text()), names, bit_types, lane: unit.local_name(&format!("{var}_lane")), aligned_with_pointer }
+    }
+
+    /// Whether the chunk's condition has tested `s`'s alignment ([`Writer::prologue`]).
+    fn is_aligned(&self, s: &Site) -> bool {
+        self.plan.sites.iter().position(|t| std::ptr::eq(t, s)).is_some_and(|at| self.aligned_with_pointer[at])
     }
 
     fn bits(&self, s: &Site) -> &str {
@@ -492,11 +502,18 @@ impl<'a, 't> Writer<'a, 't> {
         for (element, name) in &self.bit_types {
             out.push_str(&format!("{indent}typedef typename cutune_bits<{} * sizeof({element})>::type {name};\n", self.vec));
         }
-        if self.plan.divisors.is_empty() {
+        // A chunk of V starts at a multiple of V; it stays within one row when the divisors are too,
+        // and its accesses `p[i]` are aligned when their pointers are.
+        let mut terms: Vec<String> = self.plan.divisors.iter().map(|d| format!("{} % {} == 0", operand(d), self.vec)).collect();
+        for (s, _) in self.plan.sites.iter().zip(&self.aligned_with_pointer).filter(|(_, aligned)| **aligned) {
+            let term = format!("(unsigned long long){} % sizeof({}) == 0", s.pointer, self.bits(s));
+            if !terms.contains(&term) {
+                terms.push(term);
+            }
+        }
+        if terms.is_empty() {
             return (out, None);
         }
-        // A chunk of V starts at a multiple of V; it stays within one row when the divisors are too.
-        let terms: Vec<String> = self.plan.divisors.iter().map(|d| format!("{} % {} == 0", operand(d), self.vec)).collect();
         out.push_str(&joined(&format!("{indent}const bool {whole} = "), &terms, "&&", ";\n"));
         (out, Some(whole.to_string()))
     }
@@ -576,9 +593,12 @@ impl<'a, 't> Writer<'a, 't> {
         out.push_str(&format!("{indent}}}\n"));
         // Under an `if` (or past one that returns) a store may not have been reached.
         let branches = statements.iter().any(|s| descendants(*s).any(|n| self.plan.uniform_ifs.contains(&n)));
-        for (_, name) in sites.iter().filter(|(s, _)| s.written) {
+        for (s, name) in sites.iter().filter(|(s, _)| s.written) {
             let guard = if branches { format!("if ({name}_at != nullptr) ") } else { String::new() };
-            out.push_str(&format!("{indent}{guard}cutune_store({name}_at, {name}_bits);\n"));
+            match self.is_aligned(s) {
+                true => out.push_str(&format!("{indent}{guard}*reinterpret_cast<{}*>({name}_at) = {name}_bits;\n", self.bits(s))),
+                false => out.push_str(&format!("{indent}{guard}cutune_store({name}_at, {name}_bits);\n")),
+            }
         }
     }
 
@@ -634,7 +654,9 @@ impl<'a, 't> Writer<'a, 't> {
             // The first lane's element is where the vector starts.
             for (s, name) in &here {
                 let address = format!("&{}[{}]", s.pointer, s.index);
-                if s.read {
+                if s.read && self.is_aligned(s) {
+                    out.push_str(&format!("{indent}if ({lane} == 0) {name}_bits = *reinterpret_cast<const {}*>({address});\n", self.bits(s)));
+                } else if s.read {
                     out.push_str(&format!("{indent}if ({lane} == 0) {name}_bits = cutune_load<{}>({address});\n", self.bits(s)));
                 }
                 if s.written {
@@ -760,6 +782,20 @@ fn branches_of(statement: Node) -> (Option<Node>, Option<Node>) {
 /// Whether `statements` call an atomic (`atomicAdd`, `atomicMax`, …).
 fn calls_atomics(text: &str, statements: &[Node]) -> bool {
     statements.iter().flat_map(|s| descendants(*s)).any(|n| n.kind() == "call_expression" && n.child_by_field_name("function").is_some_and(|f| text[f.byte_range()].contains("atomic")))
+}
+
+/// Whether `pointer` is a pointer parameter of the kernel that its body never assigns or steps:
+/// its alignment is the same for every thread and every chunk.
+fn fixed_parameter(unit: &Unit, pointer: &str) -> bool {
+    let text = unit.text();
+    let is_parameter = unit.kernel.params.iter().any(|p| p.name == pointer && p.pointer_depth > 0);
+    let body = super::kernel_definition(unit.doc, unit.kernel).and_then(|d| d.child_by_field_name("body"));
+    let moves = |n: &Node| match n.kind() {
+        "assignment_expression" => n.child_by_field_name("left").is_some_and(|l| &text[l.byte_range()] == pointer),
+        "update_expression" => n.child_by_field_name("argument").is_some_and(|a| &text[a.byte_range()] == pointer),
+        _ => false,
+    };
+    is_parameter && body.is_some_and(|b| !descendants(b).any(|n| moves(&n)))
 }
 
 /// The comment right after a block's opening brace, on the same line.
