@@ -63,7 +63,7 @@ impl Transform for VectorizeElements {
         let values: Vec<i64> = [1i64, 2, 4, 8, 16].into_iter().filter(|v| *v as u64 * widest <= 16).collect();
         let mut rewrite = Rewrite::default();
         rewrite.edits.extend(super::strategy::vec_bits_edit_if_missing(unit));
-        rewrite.edits.extend(lanes::access_helpers_edit(unit));
+        rewrite.edits.extend(lanes::access_helpers_edit(unit, &[(&plan, &elements.var)]));
         // The parameter must be defined before the first launch as well as the kernel.
         let first_launch = launches.iter().map(|l| l.span.start_byte).min().expect("checked non-empty");
         rewrite.edits.push(if first_launch < unit.kernel.span.start_byte { unit.define_block_at(first_launch, &name, "1") } else { unit.define_block(&name, "1") });

@@ -42,6 +42,14 @@ pub(super) struct Site<'t> {
     statement: Node<'t>,
 }
 
+impl Site<'_> {
+    /// Whether the access is aligned exactly when its pointer is: `p[i]` at the element `var`
+    /// itself (a chunk starts at a multiple of V), `p` a parameter the body never moves.
+    fn aligned_with_pointer(&self, unit: &Unit, var: &str) -> bool {
+        self.index.trim() == var && fixed_parameter(unit, &self.pointer)
+    }
+}
+
 /// A loop the lane analysis vectorises: its accesses, the divisors that must be multiples of V,
 /// and the `if`s whose condition is the same in every lane (their branches are taken by all V
 /// lanes or by none, so accesses inside them stay whole).
@@ -419,9 +427,11 @@ fn conditional(node: Node, statement: Node) -> bool {
     })
 }
 
-/// The helpers the lane loop's accesses use, once per file.
-pub(super) fn access_helpers_edit(unit: &Unit) -> Option<TextEdit> {
-    if contains_identifier(unit.text(), ACCESS_GUARD) {
+/// The helpers the lane loop's accesses use, once per file; none when every access of `plans`
+/// (each with its loop's element variable) tests its alignment with its chunk.
+pub(super) fn access_helpers_edit(unit: &Unit, plans: &[(&LanePlan, &str)]) -> Option<TextEdit> {
+    let needed = plans.iter().any(|(plan, var)| plan.sites.iter().any(|s| !s.aligned_with_pointer(unit, var)));
+    if !needed || contains_identifier(unit.text(), ACCESS_GUARD) {
         return None;
     }
     let mut edit = unit.define_block(ACCESS_GUARD, "");
@@ -482,7 +492,7 @@ impl<'a, 't> Writer<'a, 't> {
                 bit_types.push((element, name));
             }
         }
-        let aligned_with_pointer = plan.sites.iter().map(|s| s.index.trim() == var && fixed_parameter(unit, &s.pointer)).collect();
+        let aligned_with_pointer = plan.sites.iter().map(|s| s.aligned_with_pointer(unit, var)).collect();
         Writer { unit, plan, vec, step: indent_step(unit.text()), names, bit_types, lane: unit.local_name(&format!("{var}_lane")), aligned_with_pointer }
     }
 

@@ -334,9 +334,14 @@ impl Transform for VectorizeRowLoops {
         rewrite.edits.extend(vec_bits_edit_if_missing(unit));
         rewrite.edits.push(unit.define_block(&name, "1"));
         let mut lines = Vec::new();
-        if accepted.iter().any(|(_, plan)| matches!(plan, LoopPlan::Lanes(_))) {
-            rewrite.edits.extend(super::lanes::access_helpers_edit(unit));
-        }
+        let lane_plans: Vec<(&super::lanes::LanePlan, &str)> = accepted
+            .iter()
+            .filter_map(|(l, plan)| match plan {
+                LoopPlan::Lanes(lanes) => Some((lanes, l.var.as_str())),
+                LoopPlan::Direct(_) => None,
+            })
+            .collect();
+        rewrite.edits.extend(super::lanes::access_helpers_edit(unit, &lane_plans));
         let walked: Vec<WalkedRow> = accepted
             .iter()
             .filter_map(|(l, plan)| match plan {
