@@ -368,14 +368,18 @@ fn launches_in<'a>(doc: &'a Document, kernel: &'a str) -> impl Iterator<Item = C
 /// `file:line` of byte `at` of `text`: the kernel's own file (`templated`, at `own`, whose lines
 /// templatize's rewrites moved) or one of the host files.
 fn place_in(text: &str, at: usize, templated: &Document, own: Option<&Path>, hosts: &[HostDocument], origins: &LineOrigins) -> String {
-    let name = |path: &Path| path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned());
-    let line = text[..at.min(text.len())].bytes().filter(|b| *b == b'\n').count() as u32;
+    let line = |doc: &Document| doc.position(crate::syntax::Encoding::Utf8, at).line;
     let (file, line) = match hosts.iter().find(|h| std::ptr::eq(text, h.document.text())) {
-        _ if std::ptr::eq(text, templated.text()) => (own.map(name), origins.original(line) + 1),
-        Some(host) => (Some(name(&host.path)), line + 1),
-        None => (None, line + 1),
+        _ if std::ptr::eq(text, templated.text()) => (own.map(file_name), origins.original(line(templated)) + 1),
+        Some(host) => (Some(file_name(&host.path)), line(&host.document) + 1),
+        None => (None, text[..at.min(text.len())].matches('\n').count() as u32 + 1),
     };
     file.map_or_else(|| format!("line {line}"), |file| format!("{file}:{line}"))
+}
+
+/// A path's last part (`bench.cu`), as places are said.
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned())
 }
 
 /// The launches of `kernel` that a rewrite of the launch sites in its own file (`own`, whose
@@ -389,7 +393,7 @@ pub fn unreached_launches(own: &Document, kernel: &str, hosts: &[HostDocument]) 
     let own_indirect = launches_in(own, kernel).filter(|l| !edited.contains(&l.span)).map(|l| format!("line {}", line(own, &l)));
     let defines_its_own = |doc: &Document| doc.model().kernels.iter().any(|k| k.name == kernel && k.is_definition);
     let elsewhere = hosts.iter().filter(|host| !defines_its_own(&host.document)).flat_map(|host| {
-        let file = host.path.file_name().map_or_else(|| host.path.display().to_string(), |f| f.to_string_lossy().into_owned());
+        let file = file_name(&host.path);
         launches_in(&host.document, kernel).map(move |l| format!("{file}:{}", line(&host.document, &l)))
     });
     own_indirect.chain(elsewhere).collect()
