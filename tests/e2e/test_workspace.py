@@ -56,10 +56,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 57
+    assert len(kernels) == len(set(kernels)) == 59
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -93,11 +93,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
     assert by_kernel["grid_sum"]["why"].startswith("grid extent x: `blocks_per_sm` is a size no shape gives (the program sets it with `cudaOccupancyMaxActiveBlocksPerMultiprocessor` in `main` (grid_sum.cu:"), by_kernel["grid_sum"]
-    assert report["totals"] == {"kernels": 57, "ready": 47, "spec": 8, "compile": 1, "parameters": 1}
+    assert report["totals"] == {"kernels": 59, "ready": 49, "spec": 8, "compile": 1, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "57 kernels under" in text.stdout and "47 ready to tune (82%)" in text.stdout
+    assert "59 kernels under" in text.stdout and "49 ready to tune (83%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -909,3 +909,33 @@ async def test_the_code_action_writes_where_a_pytorch_ops_sizes_come_from(client
     (root / ".git").mkdir()
     spec = await code_action_spec(client, root / "csrc" / "softclamp.cu", "x[i] = limit", "softclamp_kernel")
     assert spec["unknown"]["numel"].startswith("the program makes it as `x.numel()` in `softclamp_` (bindings.cpp:9)"), spec
+
+
+def test_ping_pong_buffers_and_buffers_an_init_function_allocates_get_their_lengths(tmp_path: Path):
+    root = project(tmp_path, "ping_pong")
+    (root / ".git").mkdir()
+    # `merge(out, in, …)` where `in` and `out` are `dst` or `buffer` by the passes' parity, both
+    # `keys.…` buffers that `allocate(keys, n)` gives `count * sizeof(uint)` bytes.
+    merge = templatized_spec(root, "merge_steps.cuh", "merge_runs")
+    assert [(a["name"], a.get("length")) for a in merge["args"]] == [("dst", "n"), ("src", "n"), ("width", None), ("n", None)]
+    assert merge["shapes"] == [{"n": 1048576, "width": 256}]
+    # `if (descending) merge_runs<1> … else merge_runs<0>`: the direction is the problem's, not a
+    # choice to tune.
+    descending = next(p for p in merge["params"] if p["name"] == "DESCENDING")
+    assert descending["values"] == [descending["default"]]
+    # `sort_each_tile(in, src, n / TILE)`: the grid and the count follow the tile the spec varies,
+    # over the caller's `n`, which the launcher does not have (it is named for its launcher, as
+    # the kernel's own `n` is another value).
+    tiles = templatized_spec(root, "merge_steps.cuh", "sort_tiles")
+    assert tiles["grid"] == ["sort_each_tile_n // TILE"]
+    assert tiles["shapes"] == [{"sort_each_tile_n": 1048576}]
+    assert [(a["name"], a.get("length"), a.get("value")) for a in tiles["args"]] == [("out", "sort_each_tile_n", None), ("in", "sort_each_tile_n", None), ("n", None, "sort_each_tile_n // TILE * TILE")]
+    survey = json.loads(cutune("survey", str(root), "--json").stdout)
+    assert {k["kernel"]: k["stage"] for k in survey["kernels"]} == {"sort_tiles": "ready", "merge_runs": "ready"}, survey
+
+
+async def test_the_code_action_follows_ping_pong_buffers_to_their_allocation(client, tmp_path: Path):
+    root = project(tmp_path, "ping_pong")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "merge_steps.cuh", "uint key = src[i]", "merge_runs")
+    assert [(a["name"], a.get("length")) for a in spec["args"]] == [("dst", "n"), ("src", "n"), ("width", None), ("n", None)], spec

@@ -215,7 +215,7 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
     };
     let spec = &result.spec;
     survey.params = spec.params.iter().map(|p| format!("{}={}", p.name, p.default)).collect();
-    survey.execution_params = spec.params.iter().filter(|p| !matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).count();
+    survey.execution_params = spec.params.iter().filter(|p| !matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters) && p.values.len() > 1).count();
     survey.spec_problems = template::spec_problems(path, spec);
     survey.compile = compile_default(&result.text, path, spec, &slice_options, nvrtc, no_nvrtc, arch);
     if let CompileResult::Failed { reason } = &mut survey.compile {

@@ -308,9 +308,9 @@ pub fn address_taken(element: &str) -> String {
     while let Some(inner) = e.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
         e = inner.trim();
     }
-    match e.strip_prefix('&') {
-        // `&d_x`, `&bufs.x`, `&arrays->data`.
-        Some(name) if name.trim().replace("->", ".").chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') => name.trim().to_string(),
+    match e.strip_prefix('&').map(|name| name.trim()).map(|name| name.strip_prefix('(').and_then(|n| n.strip_suffix(')')).unwrap_or(name).trim()) {
+        // `&d_x`, `&bufs.x`, `&arrays->data`, `&(input.g_a)`.
+        Some(name) if name.replace("->", ".").chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') => name.to_string(),
         _ => String::new(),
     }
 }

@@ -302,7 +302,7 @@ fn settled_at_top(text: &str, resolve: &dyn Fn(&str) -> Option<i64>) -> String {
 }
 
 /// The byte offsets of the `?` and its `:` of a conditional at the top level of `text`.
-fn top_level_conditional(text: &str) -> Option<(usize, usize)> {
+pub(super) fn top_level_conditional(text: &str) -> Option<(usize, usize)> {
     let mut depth = 0i32;
     let mut question = None;
     let mut nested = 0;

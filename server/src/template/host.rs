@@ -70,6 +70,8 @@ pub(super) struct HostContext<'d> {
     /// The calls that make texture objects and the arrays behind them, by callee:
     /// `cudaCreateTextureObject`, `cudaMallocArray`, `cudaMalloc3DArray`.
     texture_calls: HashMap<&'static str, Vec<Call<'d>>>,
+    /// Every host function of the files by name: (the file's text, its definition).
+    definitions: HashMap<&'d str, (&'d str, Node<'d>)>,
 }
 
 /// Where a value without a number is made ([`HostContext::value_source`]): in the file whose
@@ -454,6 +456,7 @@ impl<'d> HostContext<'d> {
                 }
             }
         }
+        let function_definitions = definitions.clone();
         let texture_calls = TEXTURE_CALLS.iter().map(|&name| (name, calls.get(name).cloned().unwrap_or_default())).collect();
         let folders = files.iter().map(|f| (f.document.text().as_ptr(), f.folder)).collect();
         let graph = CallGraph::new(calls, definitions, folders);
@@ -465,7 +468,7 @@ impl<'d> HostContext<'d> {
         globals.extend(globals_loaded_from_images(&on_paths, &graph));
         let branch_values = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte).map(|n| branch_values_around(text, n)).unwrap_or_default();
         let fields = fields_set_once(&documents, &defines, &graph);
-        Some(HostContext { paths, asked_paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls })
+        Some(HostContext { paths, asked_paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, definitions: function_definitions })
     }
 
     /// How the program makes the texture object the launcher passes as `arg`: the
@@ -622,7 +625,7 @@ impl<'d> HostContext<'d> {
     /// launch's branch settles (`case 6:` of `switch (whichKernel)`) take their branch.
     pub(super) fn worked_out_by_caller(&self, text: &str, block: &[String]) -> String {
         let in_block = |word: &str| block.iter().any(|b| identifiers_in(b).any(|w| w == word));
-        let known = |word: &str| self.launcher().params.iter().any(|p| p == word) || self.defines.contains_key(word) || expr::Function::from_name(word).is_some();
+        let known = |word: &str| self.launcher().params.iter().any(|p| p == word) || self.defines.contains_key(word) || expr::Function::from_name(word).is_some() || self.paths.first().and_then(|path| Self::callers_name(path, word)).is_some();
         let settle = |name: &str| match in_block(name) {
             true => None,
             false => self.branch_values.get(name).copied().or_else(|| self.defines.get(name).copied()),
@@ -661,7 +664,12 @@ impl<'d> HostContext<'d> {
                 return Some(self.in_spec_names(&self.to_launcher_names(path, at + 1, &value)));
             }
             if !is_identifier(&arg) {
-                return None;
+                // An expression passed as it is (`sort_each_tile(out, in, n / TILE)`).
+                if eval_constant(&arg, &|_| None).is_some() {
+                    return None;
+                }
+                let value = rename_identifiers_in(&arg, |word| Some(self.to_launcher_names(path, at + 1, word)).filter(|w| w != word));
+                return Some(self.in_spec_names(&value));
             }
             current = arg;
         }
@@ -849,8 +857,29 @@ impl<'d> HostContext<'d> {
     }
 
     /// The value of a size named at the launch, along each call path that gives one.
+    /// A name the launcher does not know is a caller's, left by a length worked out there
+    /// (`N` of `mergeSort`, which passes its launcher `N / TILE` and `TILE`): its value is that
+    /// of the nearest caller with a parameter or local of the name.
     pub(super) fn size_values(&self, name: &str) -> Vec<Option<i64>> {
-        self.paths.iter().map(|path| self.eval_name(path, 0, name, 0)).collect()
+        self.paths
+            .iter()
+            .map(|path| {
+                self.eval_name(path, 0, name, 0).or_else(|| {
+                    let caller = Self::callers_name(path, name)?;
+                    self.eval_name(path, caller, name, 0)
+                })
+            })
+            .collect()
+    }
+
+    /// The nearest caller on `path` with a parameter or local `name`, when the launcher has
+    /// none of that name.
+    fn callers_name(path: &[Frame], name: &str) -> Option<usize> {
+        let names = |f: &Frame| f.params.iter().any(|p| p == name) || f.scope.value_text(name).is_some();
+        match names(path.first()?) {
+            true => None,
+            false => path.iter().position(names),
+        }
     }
 
     /// Where the program makes a value it gives no number for (a size, a scalar, a buffer): the
@@ -1129,16 +1158,23 @@ impl<'d> HostContext<'d> {
     }
 
     fn buffer_length_on(&self, path: &[Frame], arg: &str, element: &str) -> Option<String> {
-        let mut name = without_pointer_cast(arg).to_string();
-        // Elements before the pointer: `q = qkv + 0 * B * T * C` leaves `length(qkv) - offset`.
-        let mut offsets: Vec<String> = Vec::new();
-        for (at, frame) in path.iter().enumerate() {
+        self.length_from(path, 0, without_pointer_cast(arg), Vec::new(), element, 0)
+    }
+
+    /// The length of the buffer frame `start` of `path` calls `name`, `offsets` elements into
+    /// it (`q = qkv + 0 * B * T * C` leaves `length(qkv) - offset`).
+    fn length_from(&self, path: &[Frame], start: usize, name: &str, mut offsets: Vec<String>, element: &str, depth: usize) -> Option<String> {
+        let mut name = name.to_string();
+        for (at, frame) in path.iter().enumerate().skip(start) {
             for _ in 0..4 {
                 let Some((base, offset)) = frame.scope.body.and_then(|b| pointer_offset(frame.text, b, &name)) else { break };
                 offsets.push(self.to_launcher_names(path, at, &offset));
                 name = base;
             }
-            if let Some(bytes) = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name)) {
+            let dotted = name.replace("->", ".");
+            let member = dotted.split_once('.').filter(|(object, member)| is_identifier(object) && is_identifier(member));
+            let allocated = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name));
+            if let Some(bytes) = allocated.or_else(|| member.and_then(|(object, member)| self.allocated_by_callee(frame, object, member))) {
                 let length = self.elements_in(&bytes, element, &frame.scope, &|ty| self.type_at(path, at, ty))?;
                 let mut length = self.to_launcher_names(path, at, &length);
                 let is_zero = |offset: &str| split_top_level(offset, '*').iter().any(|f| eval_constant(f, &|_| None) == Some(0));
@@ -1147,14 +1183,62 @@ impl<'d> HostContext<'d> {
                 }
                 return Some(self.in_spec_names(&length));
             }
+            // A member of an object the caller passes: the same member of the caller's object.
+            if let Some((object, member)) = member {
+                if let Some(index) = frame.params.iter().position(|p| p == object) {
+                    let passed = frame.argument(index)?;
+                    let passed = passed.trim().trim_start_matches(['&', '*']).trim();
+                    name = format!("{}.{member}", strip_outer_parens(passed));
+                    continue;
+                }
+            }
             match frame.params.iter().position(|p| *p == name) {
                 Some(index) => name = without_pointer_cast(&frame.argument(index)?).to_string(),
+                None if frame.scope.body.is_some_and(|b| local_types(frame.text, b).iter().any(|(n, _)| *n == name)) => {
+                    return self.local_pointer_length(path, at, &name, offsets, element, depth);
+                }
                 // A file-scope buffer: the callers see the same one.
-                None if frame.scope.body.is_some_and(|b| local_types(frame.text, b).iter().any(|(n, _)| *n == name)) => return None,
                 None => continue,
             }
         }
         offsets.is_empty().then(|| self.global_buffer_length(&name, element)).flatten()
+    }
+
+    /// The bytes that a function `frame` calls with `object` allocates for its `member`, in the
+    /// frame's names: a struct of device buffers set up by an init function
+    /// (`initInputData(input, n)` doing `cudaMalloc(&(data.g_a), sizeof(float) * size)`).
+    fn allocated_by_callee(&self, frame: &Frame, object: &str, member: &str) -> Option<String> {
+        let body = frame.scope.body?;
+        descendants(body).filter(|n| n.kind() == "call_expression").find_map(|call| {
+            let callee = &frame.text[call.child_by_field_name("function")?.byte_range()];
+            let args = call_args(frame.text, call.child_by_field_name("arguments")?);
+            let index = args.iter().position(|a| a.trim().trim_start_matches('&').trim() == object)?;
+            let &(text, definition) = self.definitions.get(bare_name(callee))?;
+            let params = parameters(text, definition);
+            let param = &params.get(index)?.name;
+            let (_, bytes) = allocations(text, definition).find(|(target, _)| target.replace("->", ".") == format!("{param}.{member}"))?;
+            let passed = |word: &str| params.iter().position(|p| p.name == word).and_then(|j| args.get(j)).map(|a| format!("({})", a.trim()));
+            Some(rename_identifiers_in(&bytes, passed))
+        })
+    }
+
+    /// The length of a local pointer of frame `at` that takes another buffer (`okey = d_BufKey`)
+    /// or one of two (`(pass & 1) ? d_Buf : d_Dst`, or the same set in the branches of an
+    /// `if`, ping-pong buffers): the kernel works on either, so on no more than the shorter.
+    fn local_pointer_length(&self, path: &[Frame], at: usize, name: &str, offsets: Vec<String>, element: &str, depth: usize) -> Option<String> {
+        const MAX_LOCAL_POINTERS: usize = 4;
+        if depth >= MAX_LOCAL_POINTERS {
+            return None;
+        }
+        let value = strip_outer_parens(path[at].scope.value_text(name)?.trim()).to_string();
+        let buffer = |text: &str| Some(without_pointer_cast(strip_outer_parens(text.trim())).to_string()).filter(|b| is_identifier(b) && b != name);
+        let length_of = |buffer: String| self.length_from(path, at, &buffer, offsets.clone(), element, depth + 1);
+        let Some((question, colon)) = callee::top_level_conditional(&value) else {
+            return length_of(buffer(&value)?);
+        };
+        let first = length_of(buffer(&value[question + 1..colon])?)?;
+        let second = length_of(buffer(&value[colon + 1..])?)?;
+        Some(if first == second { first } else { format!("min({first}, {second})") })
     }
 
     /// The element count of `bytes` of `element`s; a byte count held in a variable, a

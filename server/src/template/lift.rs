@@ -127,12 +127,25 @@ impl Transform for TemplateParams {
             let mut instantiated: Vec<i64> = at_launches.iter().map(|&(v, _)| v).collect();
             instantiated.sort_unstable();
             instantiated.dedup();
+            let written_by_host = from_host.filter(|_| at_launches.is_empty()).map_or(&[][..], |h| &h.written[..]);
             if instantiated.len() > 1 {
                 let seen: Vec<String> = at_launches.iter().map(|(v, line)| format!("{v} (line {line})")).collect();
                 rewrite.notes.push(Note {
                     line: Some(unit.line_at(tp.span)),
                     message: format!("launches instantiate `{}` differently: {}; the spec tries those values and starts from {default}", tp.name, seen.join(", ")),
                 });
+            }
+            // Launches of 0 and 1 only are a switch the program flips by its own run-time values
+            // (`if (sortDir) k<1U><<<…>>> else k<0U><<<…>>>`): the problem decides it, not
+            // speed, and the other value computes something else.
+            if instantiated == [0, 1] || written_by_host == [0, 1] {
+                rewrite.notes.push(Note {
+                    line: Some(unit.line_at(tp.span)),
+                    message: format!("`{}` is a switch the program sets (0 or 1 at its launches), not a tuning choice: kept at {default}", tp.name),
+                });
+                let origin = format!("template parameter `{}` of `{}`, a switch of the program", tp.name, unit.kernel.name);
+                rewrite.params.push(param(&tp.name, ParamKind::Template, default, vec![default], origin));
+                continue;
             }
             let values = match instantiated.len() {
                 0 | 1 if looks_like_block_size(&tp.name) => block_values(),

@@ -131,7 +131,13 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
                 texture.extent = texture.extent.iter().map(|e| integer(e)).collect();
             }
             let division = if a.dtype.is_float() { Division::True } else { Division::Floor };
-            a.value = a.value.map(|v| in_spec(&v, division));
+            // A count the caller works out from the block (`tiles * TILE` with `tiles = n /
+            // TILE`) moves with the block, as the grid does.
+            let worked_out = |v: String| match &host {
+                Some(h) if !a.dtype.is_float() => h.worked_out_by_caller(&v, &block),
+                _ => v,
+            };
+            a.value = a.value.take().map(worked_out).map(|v| in_spec(&v, division));
             a
         })
         .collect();
@@ -312,6 +318,9 @@ pub struct HostValue {
     pub value: i64,
     /// `runner.cu:189 (`BM = 64` in `runSgemm1DBlocktiling`)`.
     pub origin: String,
+    /// Every value the launches of that file write for the parameter (`k<1><<<…>>>` and
+    /// `k<0><<<…>>>` in the two branches of an `if`), sorted.
+    pub written: Vec<i64>,
 }
 
 /// Per template parameter of `kernel`, the integer the launch in the host files instantiates
@@ -324,16 +333,24 @@ pub fn host_template_values(doc: &Document, kernel_file: Option<&Path>, kernel: 
     let Some(context) = HostContext::new(&files, launch_doc, &launch) else { return Vec::new() };
     let file = host.path.file_name().map_or_else(|| host.path.display().to_string(), |n| n.to_string_lossy().into_owned());
     let at = format!("{file}:{}", launch.span.start.line + 1);
+    let launches: Vec<_> = launches_in(launch_doc, kernel).collect();
+    let written = |index: usize| -> Vec<i64> {
+        let mut values: Vec<i64> = launches.iter().filter_map(|l| l.template_args.get(index)?.value).collect();
+        values.sort_unstable();
+        values.dedup();
+        values
+    };
     launch
         .template_args
         .iter()
-        .map(|arg| {
+        .enumerate()
+        .map(|(index, arg)| {
             if let Some(value) = arg.value {
-                return Some(HostValue { value, origin: at.clone() });
+                return Some(HostValue { value, origin: at.clone(), written: written(index) });
             }
             let text = context.template_argument(&arg.text);
             let choice = context.launch_choice(text.trim())?;
-            Some(HostValue { value: choice.default, origin: format!("{at} ({})", choice.origin) })
+            Some(HostValue { value: choice.default, origin: format!("{at} ({})", choice.origin), written: written(index) })
         })
         .collect()
 }
@@ -953,6 +970,16 @@ mod tests {
         let namesake = HostDocument { path: PathBuf::from("/q/namesake.cu"), document: Document::new("__global__ void k(float* x, int n) {}\nint main() { k<<<8, 32>>>(0, 8); }\n".to_string()) };
         assert_eq!(unreached_launches(&own, "k", &[bench, other, namesake]), ["line 5", "bench.cu:2"]);
         assert_eq!(unreached_launches(&own, "k", &[]), ["line 5"]);
+    }
+
+    #[test]
+    fn a_buffer_that_is_one_of_two_is_as_long_as_the_shorter() {
+        let text = "__global__ void copy(float* out, const float* in, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) out[i] = in[i];\n}\n\
+                    void step(float* a, float* b, int n, int pass) {\n  float* out = (pass & 1) ? a : b;\n  copy<<<n / 256, 256>>>(out, a, n);\n}\n\
+                    int main() {\n  const int n = 1 << 20;\n  float *a, *b;\n  cudaMalloc(&a, n * sizeof(float));\n  cudaMalloc(&b, 2 * n * sizeof(float));\n  step(a, b, n, 1);\n}\n";
+        let spec = crate::template::templatize(text, "copy", &SliceOptions::default()).unwrap().spec;
+        let lengths: Vec<Option<&str>> = spec.args.iter().map(|a| a.length.as_deref()).collect();
+        assert_eq!(lengths, [Some("min(n, 2 * n)"), Some("n"), None]);
     }
 
     #[test]
