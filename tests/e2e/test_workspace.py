@@ -919,10 +919,10 @@ def test_ping_pong_buffers_and_buffers_an_init_function_allocates_get_their_leng
     merge = templatized_spec(root, "merge_steps.cuh", "merge_runs")
     assert [(a["name"], a.get("length")) for a in merge["args"]] == [("dst", "n"), ("src", "n"), ("width", None), ("n", None)]
     assert merge["shapes"] == [{"n": 1048576, "width": 256}]
-    # `if (descending) merge_runs<1> … else merge_runs<0>`: the direction is the problem's, not a
-    # choice to tune.
+    # `if (descending) merge_runs<1> … else merge_runs<0>`, called with `descending` 0: the
+    # direction is the problem's, not a choice to tune, and the spec's is the program's.
     descending = next(p for p in merge["params"] if p["name"] == "DESCENDING")
-    assert descending["values"] == [descending["default"]]
+    assert (descending["default"], descending["values"]) == (0, [0])
     # `sort_each_tile(in, src, n / TILE)`: the grid and the count follow the tile the spec varies,
     # over the caller's `n`, which the launcher does not have (it is named for its launcher, as
     # the kernel's own `n` is another value).

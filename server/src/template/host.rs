@@ -72,6 +72,9 @@ pub(super) struct HostContext<'d> {
     texture_calls: HashMap<&'static str, Vec<Call<'d>>>,
     /// Every host function of the files by name: (the file's text, its definition).
     definitions: HashMap<&'d str, (&'d str, Node<'d>)>,
+    /// The conditions of the `if`s around the launch in the launcher, each with whether the
+    /// launch is in the branch taken when it holds.
+    branch_conditions: Vec<(String, bool)>,
 }
 
 /// Where a value without a number is made ([`HostContext::value_source`]): in the file whose
@@ -466,9 +469,11 @@ impl<'d> HostContext<'d> {
         let on_paths: Vec<&Document> = documents.iter().copied().filter(|d| paths.iter().flatten().any(|f| std::ptr::eq(f.text, d.text()))).collect();
         globals.retain(|name, _| !reassigned.contains(name));
         globals.extend(globals_loaded_from_images(&on_paths, &graph));
-        let branch_values = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte).map(|n| branch_values_around(text, n)).unwrap_or_default();
+        let launch_node = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte);
+        let branch_values = launch_node.map(|n| branch_values_around(text, n)).unwrap_or_default();
+        let branch_conditions = launch_node.map(|n| branch_conditions_around(text, n).into_iter().map(|(c, holds)| (c.to_string(), holds)).collect()).unwrap_or_default();
         let fields = fields_set_once(&documents, &defines, &graph);
-        Some(HostContext { paths, asked_paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, definitions: function_definitions })
+        Some(HostContext { paths, asked_paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, definitions: function_definitions, branch_conditions })
     }
 
     /// How the program makes the texture object the launcher passes as `arg`: the
@@ -854,6 +859,21 @@ impl<'d> HostContext<'d> {
     /// `sizeof(floatX)` → `4`, for the types whose size is known.
     fn sizes_of_types(&self, text: &str) -> String {
         replace_calls(text, "sizeof", |inner| size_of_type(&self.resolve_type(inner)).map(|b| b.to_string()))
+    }
+
+    /// Whether the program's run (the first call path) reaches the launch: `Some(false)` when
+    /// an `if` around it takes the other branch there, `None` when a condition has no value.
+    pub(super) fn launch_taken(&self) -> Option<bool> {
+        let path = self.paths.first()?;
+        let mut taken = Some(true);
+        for (condition, holds) in &self.branch_conditions {
+            match self.eval_text(path, 0, strip_outer_parens(condition), 0) {
+                Some(value) if (value != 0) != *holds => return Some(false),
+                Some(_) => {}
+                None => taken = None,
+            }
+        }
+        taken
     }
 
     /// The value of a size named at the launch, along each call path that gives one.
@@ -1581,6 +1601,27 @@ fn branch_values_around(text: &str, node: Node) -> HashMap<String, i64> {
         child = parent;
     }
     values
+}
+
+/// The conditions of the `if`s around `node` in its function, each with whether `node` is in
+/// the branch taken when it holds.
+fn branch_conditions_around<'t>(text: &'t str, node: Node) -> Vec<(&'t str, bool)> {
+    let mut conditions = Vec::new();
+    let mut child = node;
+    for parent in std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| n.kind() != "function_definition") {
+        if parent.kind() == "if_statement" {
+            let holds = match (parent.child_by_field_name("consequence"), parent.child_by_field_name("alternative")) {
+                (Some(consequence), _) if consequence == child => Some(true),
+                (_, Some(alternative)) if alternative == child => Some(false),
+                _ => None,
+            };
+            if let Some((condition, holds)) = parent.child_by_field_name("condition").zip(holds) {
+                conditions.push((&text[condition.byte_range()], holds));
+            }
+        }
+        child = parent;
+    }
+    conditions
 }
 
 /// `(block_size == 16)` → (`block_size`, 16).

@@ -106,7 +106,9 @@ impl Transform for TemplateParams {
                 .collect();
             let from_default = tp.default.as_deref().and_then(|d| parse_int_literal(d.trim()));
             let from_host = unit.host_instantiation.get(index).and_then(|v| v.as_ref());
-            let default = match (at_launches.first(), from_default, from_host) {
+            // Of the launches in the file, the one the program takes, when the host code says.
+            let taken = from_host.filter(|h| at_launches.iter().any(|&(v, _)| v == h.value)).map(|h| (h.value, 0));
+            let default = match (taken.as_ref().or(at_launches.first()), from_default, from_host) {
                 (Some(&(value, _)), _, _) => value,
                 (None, Some(value), _) => value,
                 (None, None, Some(host)) => {
@@ -158,8 +160,13 @@ impl Transform for TemplateParams {
         if rewrite.params.is_empty() && rewrite.notes.is_empty() {
             return Outcome::NotApplicable("the kernel has no integer template parameters".into());
         }
-        let names: Vec<&str> = rewrite.params.iter().map(|p| p.name.as_str()).collect();
-        rewrite.summary = format!("template parameters {} are tuning parameters", names.join(", "));
+        let (tuned, kept): (Vec<&ParamSpec>, Vec<&ParamSpec>) = rewrite.params.iter().partition(|p| p.values.len() > 1);
+        let names = |params: &[&ParamSpec]| params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ");
+        rewrite.summary = match (tuned.is_empty(), kept.is_empty()) {
+            (false, true) => format!("template parameters {} are tuning parameters", names(&tuned)),
+            (true, false) => format!("template parameters {} keep the program's values", names(&kept)),
+            _ => format!("template parameters {} are tuning parameters; {} keep the program's values", names(&tuned), names(&kept)),
+        };
         Outcome::Applied(rewrite)
     }
 }

@@ -54,7 +54,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let Surroundings { hosts, captured_block, origins } = *around;
     let model = templated.model();
     let k = model.kernel(kernel).expect("templatize keeps the kernel");
-    let found = find_launch(templated, hosts, kernel);
+    let found = find_launch(templated, slice_options.file.as_deref(), hosts, kernel);
     let site = found.as_ref().map(|(doc, l)| (*doc, l.as_ref()));
     let launch = site.map(|(_, l)| l);
     let files = host_files(templated, slice_options.file.as_deref(), hosts);
@@ -323,16 +323,19 @@ pub struct HostValue {
     pub written: Vec<i64>,
 }
 
-/// Per template parameter of `kernel`, the integer the launch in the host files instantiates
+/// Per template parameter of `kernel`, the integer the launch the program takes instantiates
 /// it with, when the host code settles it (`sgemm<BM, BN><<<...>>>` after `const uint BM = 64;`).
-/// Launches in the kernel's own file are the template-params transform's to read.
+/// A literal of a launch in the kernel's own file is the template-params transform's to read;
+/// this says which of its launches the program takes.
 pub fn host_template_values(doc: &Document, kernel_file: Option<&Path>, kernel: &str, hosts: &[HostDocument]) -> Vec<Option<HostValue>> {
-    let Some((launch_doc, launch)) = find_launch(doc, hosts, kernel) else { return Vec::new() };
-    let Some(host) = hosts.iter().find(|h| std::ptr::eq(&h.document, launch_doc)) else { return Vec::new() };
+    let Some((launch_doc, launch)) = find_launch(doc, kernel_file, hosts, kernel) else { return Vec::new() };
     let files = host_files(doc, kernel_file, hosts);
     let Some(context) = HostContext::new(&files, launch_doc, &launch) else { return Vec::new() };
-    let file = host.path.file_name().map_or_else(|| host.path.display().to_string(), |n| n.to_string_lossy().into_owned());
-    let at = format!("{file}:{}", launch.span.start.line + 1);
+    let host = hosts.iter().find(|h| std::ptr::eq(&h.document, launch_doc));
+    let at = match host {
+        Some(host) => format!("{}:{}", file_name(&host.path), launch.span.start.line + 1),
+        None => format!("line {}", launch.span.start.line + 1),
+    };
     let launches: Vec<_> = launches_in(launch_doc, kernel).collect();
     let written = |index: usize| -> Vec<i64> {
         let mut values: Vec<i64> = launches.iter().filter_map(|l| l.template_args.get(index)?.value).collect();
@@ -348,6 +351,9 @@ pub fn host_template_values(doc: &Document, kernel_file: Option<&Path>, kernel: 
             if let Some(value) = arg.value {
                 return Some(HostValue { value, origin: at.clone(), written: written(index) });
             }
+            // In the kernel's own file a launch choice stays the transforms' (a block passed
+            // as both the template argument and the block).
+            host?;
             let text = context.template_argument(&arg.text);
             let choice = context.launch_choice(text.trim())?;
             Some(HostValue { value: choice.default, origin: format!("{at} ({})", choice.origin), written: written(index) })
@@ -361,13 +367,22 @@ fn host_files<'a>(kernel_doc: &'a Document, kernel_file: Option<&'a Path>, hosts
     std::iter::once(own).chain(hosts.iter().map(|h| HostFile { document: &h.document, folder: h.path.parent() })).collect()
 }
 
-/// The first launch of `kernel`: in its own file, else in the host files; directly, through a
-/// function pointer (`kernel = &transposeNaive; ... kernel<<<grid, threads>>>(...)`), or through
-/// the driver API (`cuLaunchKernel` of the function `cuModuleGetFunction` named `"kernel"`).
-fn find_launch<'a>(templated: &'a Document, hosts: &'a [HostDocument], kernel: &'a str) -> Option<(&'a Document, Cow<'a, LaunchSite>)> {
+/// The launch of `kernel` the spec follows: in its own file, else in the host files; directly,
+/// through a function pointer (`kernel = &transposeNaive; ... kernel<<<grid, threads>>>(...)`),
+/// or through the driver API (`cuLaunchKernel` of the function `cuModuleGetFunction` named
+/// `"kernel"`). Of several in one file, the first that the program's run does not branch
+/// around (`if (descending) k<1><<<…>>> else k<0><<<…>>>`, called with `descending` 0).
+fn find_launch<'a>(templated: &'a Document, kernel_file: Option<&'a Path>, hosts: &'a [HostDocument], kernel: &'a str) -> Option<(&'a Document, Cow<'a, LaunchSite>)> {
     // The hosts come nearest first, so the launch of the kernel's own program wins over a
     // namesake's elsewhere in the workspace, whatever its syntax.
-    std::iter::once(templated).chain(hosts.iter().map(|h| &h.document)).find_map(|doc| launches_in(doc, kernel).next().map(|l| (doc, l)))
+    let doc = std::iter::once(templated).chain(hosts.iter().map(|h| &h.document)).find(|doc| launches_in(doc, kernel).next().is_some())?;
+    let mut launches = launches_in(doc, kernel);
+    let first = launches.next()?;
+    let Some(second) = launches.next() else { return Some((doc, first)) };
+    let files = host_files(templated, kernel_file, hosts);
+    let skipped = |l: &LaunchSite| HostContext::new(&files, doc, l).and_then(|h| h.launch_taken()) == Some(false);
+    let taken = std::iter::once(first.clone()).chain(std::iter::once(second)).chain(launches).find(|l| !skipped(l));
+    Some((doc, taken.unwrap_or(first)))
 }
 
 /// Every launch of `kernel` in `doc`: the direct ones first, then those through a function
@@ -980,6 +995,25 @@ mod tests {
         let spec = crate::template::templatize(text, "copy", &SliceOptions::default()).unwrap().spec;
         let lengths: Vec<Option<&str>> = spec.args.iter().map(|a| a.length.as_deref()).collect();
         assert_eq!(lengths, [Some("min(n, 2 * n)"), Some("n"), None]);
+    }
+
+    #[test]
+    fn of_launches_in_two_branches_the_spec_follows_the_one_the_program_takes() {
+        let program = |flag: &str| {
+            format!(
+                "template <int UP>\n__global__ void shift(float* x) {{ x[threadIdx.x] += UP ? 1.f : -1.f; }}\n\
+                 void run(float* x, int up) {{\n  if (up)\n    shift<1><<<1, 32>>>(x);\n  else\n    shift<0><<<1, 64>>>(x);\n}}\n\
+                 int main() {{\n  float* x;\n  cudaMalloc(&x, 64 * sizeof(float));\n  run(x, {flag});\n}}\n"
+            )
+        };
+        let spec = |flag: &str| crate::template::templatize(&program(flag), "shift", &SliceOptions::default()).unwrap().spec;
+        for (flag, up, block) in [("0", 0, 64), ("1", 1, 32)] {
+            let spec = spec(flag);
+            let default = |name: &str| spec.params.iter().find(|p| p.name == name).map(|p| (p.default, p.values.clone()));
+            assert_eq!(default("UP"), Some((up, vec![up])), "run(x, {flag})");
+            assert_eq!(spec.block, ["SHIFT_BLOCK_SIZE"]);
+            assert_eq!(default("SHIFT_BLOCK_SIZE").map(|(d, _)| d), Some(block), "run(x, {flag})");
+        }
     }
 
     #[test]
