@@ -68,6 +68,8 @@ cases=(
   "cuda-samples Samples/3_CUDA_Features/cudaTensorCoreGemm/cudaTensorCoreGemm.cu simple_wmma_gemm"
   "cuda-samples Samples/3_CUDA_Features/tf32TensorCoreGemm/tf32TensorCoreGemm.cu compute_tf32gemm"
   "cuda-samples Samples/5_Domain_Specific/fastWalshTransform/fastWalshTransform_kernel.cuh fwtBatch2Kernel"
+  "cuda-samples Samples/0_Introduction/mergeSort/mergeSort.cu generateSampleRanksKernel"
+  "cuda-samples Samples/0_Introduction/mergeSort/mergeSort.cu mergeElementaryIntervalsKernel"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()

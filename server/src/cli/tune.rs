@@ -196,6 +196,12 @@ fn table(report: &TuneReport, top: usize) -> String {
         None => "no configuration passed".to_string(),
     };
     out.push_str(&format!("{best}\n"));
+    if let Some(why) = &report.unsteady_original {
+        out.push_str(&format!(
+            "the original is not its own equal on the spec's data: {why}: its result depends on more than its inputs (the order its threads run in, or input it expects prepared, such as sorted runs or indices in range), so no candidate can be checked against it; tune it on the program's own data: `cutune profile --kernel {} -- CMD`, then templatize again\n",
+            report.kernel
+        ));
+    }
     if let (Some(bound), Some(time)) = (&report.sol, report.best.as_ref().and_then(|b| b.time_us)) {
         out.push_str(&format!("speed of light: {}\n", bound.headroom(time)));
     }
@@ -211,7 +217,7 @@ fn table(report: &TuneReport, top: usize) -> String {
                 if names.len() == 1 { "it" } else { "each" }
             ));
         }
-        Some(SettledRoles::Undecided { why }) => out.push_str(&format!("roles: in-out buffers counted twice in the bound: {why}\n")),
+        Some(SettledRoles::Undecided { why }) => out.push_str(&format!("roles: in-out buffers counted twice in the bound: {why}, so other initial bytes could not tell which buffers it reads\n")),
         _ => {}
     }
     for rejected in &report.rejected {

@@ -57,6 +57,9 @@ fn access_at_depth(text: &str, body: Node, name: &str, depth: usize) -> Access {
             "pointer_expression" if text[parent.byte_range()].starts_with('*') => parent,
             // Declarations, aliases and comparisons: the accesses through the alias count.
             "init_declarator" | "pointer_declarator" | "binary_expression" | "parameter_declaration" => continue,
+            // Moving the pointer (`p += offset;`, `p = base;`, `p++;`) touches no element.
+            "assignment_expression" if parent.child_by_field_name("left") == Some(pointer) => continue,
+            "update_expression" if parent.parent().is_some_and(|s| s.kind() == "expression_statement" || s.kind() == "for_statement") => continue,
             // Passed to a function of the file: what that function does with it.
             "argument_list" if depth < MAX_ROLE_DEPTH => {
                 add(&mut reads, &mut writes, passed_access(text, parent, pointer, depth));
@@ -232,4 +235,22 @@ mod tests {
         assert_eq!(access_in(read_back, "y"), Access::ReadsAndWrites);
     }
 
+    #[test]
+    fn moving_a_pointer_touches_no_element() {
+        // cuda-samples' mergeSort moves its unqualified parameters to the block's segment, then
+        // reads through a helper of the file.
+        let moved = "template <int DIR> __device__ unsigned find(unsigned v, unsigned* data, int n) { return data[n / 2] < v ? n : 0; }
+            __global__ void k(unsigned* ranks, unsigned* keys, int stride) {
+                keys += blockIdx.x * 2 * stride;
+                ranks += blockIdx.x;
+                for (unsigned* p = keys; p < keys + 4; p++) { ranks[0] += *p; }
+                keys++;
+                ranks[1] = find<1>(keys[threadIdx.x], keys + stride, stride);
+            }";
+        assert_eq!(access_in(moved, "keys"), Access::Reads);
+        assert_eq!(access_in(moved, "ranks"), Access::ReadsAndWrites);
+        // A step through the elements is still an access of the one it reaches.
+        let stepped = "__global__ void k(float* out, int n) { for (int i = 0; i < n; i++) { *out++ = 1.f; } }";
+        assert_eq!(access_in(stepped, "out"), Access::ReadsAndWrites);
+    }
 }

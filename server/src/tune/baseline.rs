@@ -2,6 +2,8 @@
 //! with the search's first candidates, the baseline measured, and the speed-of-light bound the
 //! run is judged against.
 
+use std::collections::BTreeMap;
+
 use anyhow::{anyhow, Context, Result};
 
 use super::search_loop::{Feed, Proposals};
@@ -63,6 +65,21 @@ pub(super) fn settle_roles(kernel: &KernelSpec, runner: &mut dyn Runner, baselin
         }
     }
     (counted, Some(settled))
+}
+
+/// Why no configuration could pass, when every one gave wrong output and the original run
+/// again does not give its own output either (threads racing, input it expects prepared:
+/// a merge of runs it assumes sorted). `None` when something passed, a configuration failed
+/// otherwise, or the runner runs no code.
+pub(super) fn unsteady_original(passed: bool, failures: &BTreeMap<String, u64>, runner: &mut dyn Runner, baseline: &Kernel) -> Option<String> {
+    const WRONG: &str = "wrong output";
+    if passed || failures.is_empty() || failures.keys().any(|reason| reason != WRONG) || !runner.needs_code() {
+        return None;
+    }
+    match runner.settle_roles(baseline) {
+        SettledRoles::Undecided { why } => Some(why),
+        SettledRoles::WrittenOnly { .. } => None,
+    }
 }
 
 /// The speed-of-light bound of `kernel` on the runner's device: its ceilings are measured once

@@ -199,6 +199,10 @@ pub struct TuneReport {
     /// writes (the bound counts them once); absent when the spec has none, gives `bytes`, or
     /// the runner runs no code.
     pub roles: Option<crate::gpu::SettledRoles>,
+    /// When every configuration gave wrong output: how the original, run again, gave another
+    /// output than its own, so nothing could be checked against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsteady_original: Option<String>,
     pub best: Option<Row>,
     /// Every evaluation of this run, in the order they were made.
     pub rows: Vec<Row>,
@@ -305,6 +309,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         None => stop_reason,
     };
     let verify_seconds = verifying.elapsed().as_secs_f64();
+    let unsteady_original = baseline::unsteady_original(tally.best.is_some(), &tally.failures, runner, &baseline_kernel);
     tools.store.finish_run(run_id, &stop_reason)?;
     Ok(TuneReport {
         file: target.file.clone(),
@@ -319,6 +324,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         sol: tally.sol_bound,
         sol_missing,
         roles,
+        unsteady_original,
         best: tally.best,
         rows: tally.rows,
         verification: verified.report,

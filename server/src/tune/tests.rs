@@ -268,3 +268,24 @@ fn buffers_the_original_only_writes_are_counted_once_in_the_bound() {
     assert_eq!(baseline::settle_roles(&given, &mut runner, &baseline).1, None);
     assert_eq!(runner.asked_to_settle, 0);
 }
+
+#[test]
+fn an_original_that_differs_from_itself_explains_why_nothing_passed() {
+    use crate::gpu::SettledRoles;
+    let device = DeviceInfo::datasheet("sm_90").unwrap();
+    let baseline = Kernel { module: crate::gpu::Module { cubin: "/cache/k.cubin".into(), function: "k".into() }, launches: Vec::new() };
+    let racing = SettledRoles::Undecided { why: "the original gives another output on a second run of the same input (`dst`[3], 9 elements differ)".into() };
+    let mut runner = Scripted { device, source: RunnerSource::Device, baseline_us: 10.0, settles: Some(racing), asked_to_settle: 0 };
+    let wrong = BTreeMap::from([("wrong output".to_string(), 30)]);
+    assert_eq!(baseline::unsteady_original(false, &wrong, &mut runner, &baseline).as_deref(), Some("the original gives another output on a second run of the same input (`dst`[3], 9 elements differ)"));
+    assert_eq!(runner.asked_to_settle, 1);
+    // Something passed, or something failed otherwise (a fault may be the candidate's own): the
+    // original is not run again.
+    assert_eq!(baseline::unsteady_original(true, &wrong, &mut runner, &baseline), None);
+    let mixed = BTreeMap::from([("wrong output".to_string(), 29), ("launch failed".to_string(), 1)]);
+    assert_eq!(baseline::unsteady_original(false, &mixed, &mut runner, &baseline), None);
+    assert_eq!(runner.asked_to_settle, 1);
+    // An original that repeats itself: the candidates are wrong, and the report says no more.
+    runner.settles = Some(SettledRoles::WrittenOnly { buffers: Vec::new() });
+    assert_eq!(baseline::unsteady_original(false, &wrong, &mut runner, &baseline), None);
+}
