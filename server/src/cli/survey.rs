@@ -221,6 +221,8 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
     if let CompileResult::Failed { reason } = &mut survey.compile {
         if let Some(condition) = reason.contains(&format!("\"{kernel}\" is undefined")).then(|| excluding_condition(&text, kernel)).flatten() {
             *reason = format!("the kernel is under `{condition}`, which this build's macros leave out: change them (compile_commands.json, `-D`, or the file's `#define`s) to survey it");
+        } else if launches_from_device(&text, kernel) {
+            *reason = format!("the kernel launches kernels itself (dynamic parallelism), which needs relocatable device code linked with the device runtime (`-rdc=true`, cudadevrt); cutune compiles one kernel with NVRTC and links nothing ({reason})");
         }
     }
     (survey.stage, survey.why) = if let Some(first) = survey.spec_problems.first() {
@@ -244,6 +246,14 @@ fn excluding_condition(text: &str, kernel: &str) -> Option<String> {
     text[group.byte_range()].lines().next().map(|line| line.trim().to_string())
 }
 
+
+/// Whether `kernel`'s definition holds a launch (`child<<<…>>>(…)` from device code).
+fn launches_from_device(text: &str, kernel: &str) -> bool {
+    let doc = Document::new(text.to_string());
+    let model = doc.model();
+    let Some(definition) = model.kernels.iter().find(|k| k.name == kernel && k.is_definition) else { return false };
+    model.launches.iter().any(|l| definition.span.start_byte <= l.span.start_byte && l.span.end_byte <= definition.span.end_byte)
+}
 
 /// Compiles the default configuration: that needs the parameters and template arguments, not
 /// the shapes, so it runs whatever else the spec lacks.

@@ -196,11 +196,8 @@ fn table(report: &TuneReport, top: usize) -> String {
         None => "no configuration passed".to_string(),
     };
     out.push_str(&format!("{best}\n"));
-    if let Some(why) = &report.unsteady_original {
-        out.push_str(&format!(
-            "the original is not its own equal on the spec's data: {why}: its result depends on more than its inputs (the order its threads run in, or input it expects prepared, such as sorted runs or indices in range), so no candidate can be checked against it; tune it on the program's own data: `cutune profile --kernel {} -- CMD`, then templatize again\n",
-            report.kernel
-        ));
+    if let Some(explanation) = report.unsteady_explanation() {
+        out.push_str(&format!("{explanation}\n"));
     }
     if let (Some(bound), Some(time)) = (&report.sol, report.best.as_ref().and_then(|b| b.time_us)) {
         out.push_str(&format!("speed of light: {}\n", bound.headroom(time)));

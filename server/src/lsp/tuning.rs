@@ -332,7 +332,10 @@ fn summarize(report: &TuneReport) -> String {
             Some(speedup) => format!("best {} at {:.2} µs, {speedup:.2}× the original", best.config, best.time_us.unwrap_or(f64::NAN)),
             None => format!("best {}", best.config),
         },
-        None => "no configuration ran correctly".to_string(),
+        None => match report.unsteady_explanation() {
+            Some(explanation) => format!("no configuration ran correctly: {explanation}"),
+            None => "no configuration ran correctly".to_string(),
+        },
     };
     let verified = match &report.verification {
         Some(verification) => format!("; verified: {}", verification.summary()),

@@ -342,6 +342,18 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
     })
 }
 
+impl TuneReport {
+    /// Why no configuration could pass, when the original is not its own equal on the spec's
+    /// data, with the way out: said by the CLI and the editor alike.
+    pub fn unsteady_explanation(&self) -> Option<String> {
+        let why = self.unsteady_original.as_ref()?;
+        Some(format!(
+            "the original is not its own equal on the spec's data: {why}: its result depends on more than its inputs (the order its threads run in, or input it expects prepared, such as sorted runs or indices in range), so no candidate can be checked against it; tune it on the program's own data: `cutune profile --kernel {} -- CMD`, then templatize again",
+            self.kernel
+        ))
+    }
+}
+
 /// What every stage of one tuning session reads: the target, the options, where results go,
 /// the device and the compile pool.
 struct Session<'a> {

@@ -289,3 +289,14 @@ fn an_original_that_differs_from_itself_explains_why_nothing_passed() {
     runner.settles = Some(SettledRoles::WrittenOnly { buffers: Vec::new() });
     assert_eq!(baseline::unsteady_original(false, &wrong, &mut runner, &baseline), None);
 }
+
+#[test]
+fn the_report_explains_an_unsteady_original_with_the_way_out() {
+    tune_scripted_rmsnorm("cutune-tune-unsteady", 60.0, |_, _, _, mut report| {
+        assert_eq!(report.unsteady_explanation(), None);
+        report.unsteady_original = Some("the original gives another output on a second run of the same input (`out`[3], 9 elements differ)".into());
+        let explanation = report.unsteady_explanation().unwrap();
+        assert!(explanation.starts_with("the original is not its own equal on the spec's data: the original gives another output on a second run of the same input (`out`[3], 9 elements differ): "), "{explanation}");
+        assert!(explanation.ends_with(&format!("`cutune profile --kernel {} -- CMD`, then templatize again", report.kernel)), "{explanation}");
+    });
+}
