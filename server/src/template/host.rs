@@ -70,8 +70,8 @@ pub(super) struct HostContext<'d> {
     /// The calls that make texture objects and the arrays behind them, by callee:
     /// `cudaCreateTextureObject`, `cudaMallocArray`, `cudaMalloc3DArray`.
     texture_calls: HashMap<&'static str, Vec<Call<'d>>>,
-    /// Every host function of the files by name: (the file's text, its definition).
-    definitions: HashMap<&'d str, (&'d str, Node<'d>)>,
+    /// The host functions of the files and their calls.
+    graph: CallGraph<'d>,
     /// The conditions of the `if`s around the launch in the launcher, each with whether the
     /// launch is in the branch taken when it holds.
     branch_conditions: Vec<(String, bool)>,
@@ -459,7 +459,6 @@ impl<'d> HostContext<'d> {
                 }
             }
         }
-        let function_definitions = definitions.clone();
         let texture_calls = TEXTURE_CALLS.iter().map(|&name| (name, calls.get(name).cloned().unwrap_or_default())).collect();
         let folders = files.iter().map(|f| (f.document.text().as_ptr(), f.folder)).collect();
         let graph = CallGraph::new(calls, definitions, folders);
@@ -473,7 +472,7 @@ impl<'d> HostContext<'d> {
         let branch_values = launch_node.map(|n| branch_values_around(text, n)).unwrap_or_default();
         let branch_conditions = launch_node.map(|n| branch_conditions_around(text, n).into_iter().map(|(c, holds)| (c.to_string(), holds)).collect()).unwrap_or_default();
         let fields = fields_set_once(&documents, &defines, &graph);
-        Some(HostContext { paths, asked_paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, definitions: function_definitions, branch_conditions })
+        Some(HostContext { paths, asked_paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions })
     }
 
     /// How the program makes the texture object the launcher passes as `arg`: the
@@ -1233,7 +1232,7 @@ impl<'d> HostContext<'d> {
             let callee = &frame.text[call.child_by_field_name("function")?.byte_range()];
             let args = call_args(frame.text, call.child_by_field_name("arguments")?);
             let index = args.iter().position(|a| a.trim().trim_start_matches('&').trim() == object)?;
-            let &(text, definition) = self.definitions.get(bare_name(callee))?;
+            let &(text, definition) = self.graph.definitions.get(bare_name(callee))?;
             let params = parameters(text, definition);
             let param = &params.get(index)?.name;
             let (_, bytes) = allocations(text, definition).find(|(target, _)| target.replace("->", ".") == format!("{param}.{member}"))?;

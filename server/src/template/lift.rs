@@ -107,9 +107,9 @@ impl Transform for TemplateParams {
             let from_default = tp.default.as_deref().and_then(|d| parse_int_literal(d.trim()));
             let from_host = unit.host_instantiation.get(index).and_then(|v| v.as_ref());
             // Of the launches in the file, the one the program takes, when the host code says.
-            let taken = from_host.filter(|h| at_launches.iter().any(|&(v, _)| v == h.value)).map(|h| (h.value, 0));
-            let default = match (taken.as_ref().or(at_launches.first()), from_default, from_host) {
-                (Some(&(value, _)), _, _) => value,
+            let taken = from_host.map(|h| h.value).filter(|value| at_launches.iter().any(|&(v, _)| v == *value));
+            let default = match (taken.or(at_launches.first().map(|&(v, _)| v)), from_default, from_host) {
+                (Some(value), _, _) => value,
                 (None, Some(value), _) => value,
                 (None, None, Some(host)) => {
                     rewrite.notes.push(Note { line: Some(unit.line_at(tp.span)), message: format!("template parameter `{}` is {} at the launch in {}", tp.name, host.value, host.origin) });

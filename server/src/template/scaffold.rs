@@ -54,11 +54,12 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let Surroundings { hosts, captured_block, origins } = *around;
     let model = templated.model();
     let k = model.kernel(kernel).expect("templatize keeps the kernel");
-    let found = find_launch(templated, slice_options.file.as_deref(), hosts, kernel);
+    let (found, host) = match find_launch(templated, slice_options.file.as_deref(), hosts, kernel) {
+        Some((doc, launch, host)) => (Some((doc, launch)), host),
+        None => (None, None),
+    };
     let site = found.as_ref().map(|(doc, l)| (*doc, l.as_ref()));
     let launch = site.map(|(_, l)| l);
-    let files = host_files(templated, slice_options.file.as_deref(), hosts);
-    let host = site.and_then(|(doc, l)| HostContext::new(&files, doc, l));
     // A launch in the kernel's own file stands where templatize's rewrites moved it.
     let in_kernel_file = site.is_some_and(|(doc, _)| std::ptr::eq(doc, templated));
     let user_line = |l: &LaunchSite| if in_kernel_file { origins.original(l.span.start.line) + 1 } else { l.span.start.line + 1 };
@@ -328,9 +329,7 @@ pub struct HostValue {
 /// A literal of a launch in the kernel's own file is the template-params transform's to read;
 /// this says which of its launches the program takes.
 pub fn host_template_values(doc: &Document, kernel_file: Option<&Path>, kernel: &str, hosts: &[HostDocument]) -> Vec<Option<HostValue>> {
-    let Some((launch_doc, launch)) = find_launch(doc, kernel_file, hosts, kernel) else { return Vec::new() };
-    let files = host_files(doc, kernel_file, hosts);
-    let Some(context) = HostContext::new(&files, launch_doc, &launch) else { return Vec::new() };
+    let Some((launch_doc, launch, Some(context))) = find_launch(doc, kernel_file, hosts, kernel) else { return Vec::new() };
     let host = hosts.iter().find(|h| std::ptr::eq(&h.document, launch_doc));
     let at = match host {
         Some(host) => format!("{}:{}", file_name(&host.path), launch.span.start.line + 1),
@@ -371,18 +370,24 @@ fn host_files<'a>(kernel_doc: &'a Document, kernel_file: Option<&'a Path>, hosts
 /// through a function pointer (`kernel = &transposeNaive; ... kernel<<<grid, threads>>>(...)`),
 /// or through the driver API (`cuLaunchKernel` of the function `cuModuleGetFunction` named
 /// `"kernel"`). Of several in one file, the first that the program's run does not branch
-/// around (`if (descending) k<1><<<…>>> else k<0><<<…>>>`, called with `descending` 0).
-fn find_launch<'a>(templated: &'a Document, kernel_file: Option<&'a Path>, hosts: &'a [HostDocument], kernel: &'a str) -> Option<(&'a Document, Cow<'a, LaunchSite>)> {
+/// around (`if (descending) k<1><<<…>>> else k<0><<<…>>>`, called with `descending` 0). With
+/// the host code around it, when its function is found.
+fn find_launch<'a>(templated: &'a Document, kernel_file: Option<&'a Path>, hosts: &'a [HostDocument], kernel: &'a str) -> Option<(&'a Document, Cow<'a, LaunchSite>, Option<HostContext<'a>>)> {
     // The hosts come nearest first, so the launch of the kernel's own program wins over a
     // namesake's elsewhere in the workspace, whatever its syntax.
     let doc = std::iter::once(templated).chain(hosts.iter().map(|h| &h.document)).find(|doc| launches_in(doc, kernel).next().is_some())?;
-    let mut launches = launches_in(doc, kernel);
-    let first = launches.next()?;
-    let Some(second) = launches.next() else { return Some((doc, first)) };
     let files = host_files(templated, kernel_file, hosts);
-    let skipped = |l: &LaunchSite| HostContext::new(&files, doc, l).and_then(|h| h.launch_taken()) == Some(false);
-    let taken = std::iter::once(first.clone()).chain(std::iter::once(second)).chain(launches).find(|l| !skipped(l));
-    Some((doc, taken.unwrap_or(first)))
+    let mut launches = launches_in(doc, kernel).map(|l| {
+        let host = HostContext::new(&files, doc, &l);
+        (l, host)
+    });
+    let (first, first_host) = launches.next()?;
+    let taken = |host: &Option<HostContext>| host.as_ref().and_then(HostContext::launch_taken) != Some(false);
+    if taken(&first_host) {
+        return Some((doc, first, first_host));
+    }
+    // None taken that the host code tells: the first written, as before.
+    Some(launches.find(|(_, host)| taken(host)).map_or((doc, first, first_host), |(l, host)| (doc, l, host)))
 }
 
 /// Every launch of `kernel` in `doc`: the direct ones first, then those through a function
