@@ -56,10 +56,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 60
+    assert len(kernels) == len(set(kernels)) == 62
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -97,11 +97,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
     assert by_kernel["grid_sum"]["why"].startswith("grid extent x: `blocks_per_sm` is a size no shape gives (the program sets it with `cudaOccupancyMaxActiveBlocksPerMultiprocessor` in `main` (grid_sum.cu:"), by_kernel["grid_sum"]
-    assert report["totals"] == {"kernels": 60, "ready": 49, "spec": 8, "compile": 2, "parameters": 1}
+    assert report["totals"] == {"kernels": 62, "ready": 51, "spec": 8, "compile": 2, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "60 kernels under" in text.stdout and "49 ready to tune (82%)" in text.stdout
+    assert "62 kernels under" in text.stdout and "51 ready to tune (82%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -936,6 +936,41 @@ def test_ping_pong_buffers_and_buffers_an_init_function_allocates_get_their_leng
     assert [(a["name"], a.get("length"), a.get("value")) for a in tiles["args"]] == [("out", "sort_each_tile_n", None), ("in", "sort_each_tile_n", None), ("n", None, "sort_each_tile_n // TILE * TILE")]
     survey = json.loads(cutune("survey", str(root), "--json").stdout)
     assert {k["kernel"]: k["stage"] for k in survey["kernels"]} == {"sort_tiles": "ready", "merge_runs": "ready"}, survey
+
+
+def test_macros_of_a_header_that_the_block_and_the_kernel_share_are_tuned_as_builds(tmp_path: Path):
+    root = project(tmp_path, "header_macros")
+    (root / ".git").mkdir()
+    header = (root / "config.h").read_text()
+    # `threads = SORT_LIMIT / 2` with `__shared__ unsigned block_keys[SORT_LIMIT]`: each value of
+    # the header's macro is a build, set with `-D`; the header is left as it is.
+    spec, report = templatized_spec_and_report(root, "sort_runs.cu", "sort_runs")
+    limit = next(p for p in spec["params"] if p["name"] == "SORT_LIMIT")
+    assert limit == {"name": "SORT_LIMIT", "kind": "define", "default": 1024, "values": [64, 128, 256, 512, 1024], "origin": "`#define SORT_LIMIT 1024` at config.h:8, which the kernel's code uses too: each value is a build of the kernel"}
+    assert spec["block"] == ["SORT_LIMIT // 2"] and spec["grid"] == ["count // SORT_LIMIT"]
+    # The `if (length <= SORT_LIMIT)` the launch is under bounds the builds.
+    assert spec["restrictions"] == ["count % SORT_LIMIT == 0", "length <= SORT_LIMIT"]
+    assert "the block of the launch at line 38 is made of macros: `SORT_LIMIT` = 1024" in report
+    # A kernel header that reads its includer's macros: both extents of its `dim3` block.
+    stage = templatized_spec(root, "stage.cuh", "stage_pixels")
+    assert [(p["name"], p["kind"], p["default"]) for p in stage["params"] if p["name"].startswith("TILE")] == [("TILE_X", "define", 16), ("TILE_Y", "define", 8)]
+    assert stage["block"] == ["TILE_X", "TILE_Y"] and "TILE_X * TILE_Y <= 1024" in stage["restrictions"]
+    assert (root / "config.h").read_text() == header
+    # NVRTC compiles every build: the slice guards the header's macros, so `-D` sets them.
+    # The runs are 256 keys long: smaller builds are left out by the restriction.
+    check = cutune("check", "sort_runs.cu", "--kernel", "sort_runs", "--all", cwd=root)
+    assert check.returncode == 0, check.stdout + check.stderr
+    rows = [line.split() for line in check.stdout.splitlines() if line.startswith("SORT_LIMIT=") and "fast_math=0 max_registers=0" in line]
+    shared = {int(row[0].split("=")[1]): row[3] if row[5] == "ok" else row[5] for row in rows}
+    assert shared == {64: "infeasible:", 128: "infeasible:", 256: "1024", 512: "2048", 1024: "4096"}, check.stdout
+
+
+async def test_the_code_action_lifts_a_header_macro_the_block_and_the_kernel_share(client, tmp_path: Path):
+    root = project(tmp_path, "header_macros")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "sort_runs.cu", "block_keys[threadIdx.x] = keys", "sort_runs")
+    assert [(p["name"], p["kind"], p["default"]) for p in spec["params"]][0] == ("SORT_LIMIT", "define", 1024), spec
+    assert "length <= SORT_LIMIT" in spec["restrictions"], spec
 
 
 async def test_the_code_action_follows_ping_pong_buffers_to_their_allocation(client, tmp_path: Path):

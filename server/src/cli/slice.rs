@@ -41,6 +41,7 @@ pub fn run(args: &SliceArgs) -> Result<()> {
             .collect(),
         includer: crate::slice::includer_prelude(&args.file),
         template_args: Vec::new(),
+        define_params: Vec::new(),
     };
     if !args.no_compile_commands {
         if let Some(flags) = compile_flags_for(&args.file) {

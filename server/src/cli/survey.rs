@@ -264,7 +264,7 @@ fn compile_default(text: &str, path: &Path, kernel: &KernelSpec, slice_options: 
     if kernel.template_args.iter().any(|a| a.trim() == UNKNOWN) {
         return CompileResult::NotRun { reason: "a template argument is unknown (`?`)".into() };
     }
-    let slice = match device_slice(&Document::new(text.to_string()), &kernel.name, &slice_options.clone().with_template_args(&kernel.template_args)) {
+    let slice = match device_slice(&Document::new(text.to_string()), &kernel.name, &slice_options.clone().for_spec(kernel)) {
         Ok(slice) => slice,
         Err(e) => return CompileResult::Failed { reason: format!("{}: {e}", path.display()) },
     };

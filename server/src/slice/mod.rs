@@ -45,6 +45,9 @@ pub struct SliceOptions {
     /// The kernel's template arguments (from its spec): a `__device__` function passed as one
     /// (`trimul_global<matmul_tri_naive>`) is kept, though only host code names it.
     pub template_args: Vec<String>,
+    /// The spec's `define` parameters, which tuning sets with `-D`: a `#define` of one that no
+    /// `#ifndef` guards (in a header, which templatize does not edit) is guarded in the slice.
+    pub define_params: Vec<String>,
 }
 
 impl SliceOptions {
@@ -82,6 +85,12 @@ impl SliceOptions {
     pub fn with_template_args(mut self, args: &[String]) -> SliceOptions {
         self.template_args = args.to_vec();
         self
+    }
+
+    /// For compiling `kernel`'s spec: its template arguments, and its `define` parameters.
+    pub fn for_spec(mut self, kernel: &crate::spec::KernelSpec) -> SliceOptions {
+        self.define_params = kernel.params.iter().filter(|p| p.kind == crate::spec::ParamKind::Define).map(|p| p.name.clone()).collect();
+        self.with_template_args(&kernel.template_args)
     }
 
     /// Adds the include dirs and defines of a `compile_commands.json` entry before those already
@@ -276,7 +285,37 @@ fn inline_local_headers(text: &str, opts: &SliceOptions) -> String {
             out.push('\n');
         }
     }
-    out + &inline_into(text, opts.file.as_deref().and_then(Path::parent), opts, &mut seen, 0)
+    guard_defines(out + &inline_into(text, opts.file.as_deref().and_then(Path::parent), opts, &mut seen, 0), &opts.define_params)
+}
+
+/// `text` with each one-line `#define NAME value` of `names` that the line before does not
+/// guard put under `#ifndef NAME`, so that `-DNAME=…` sets it.
+fn guard_defines(text: String, names: &[String]) -> String {
+    if names.is_empty() {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut previous = "";
+    for line in text.split_inclusive('\n') {
+        let guarded = |name: &str| previous.trim().strip_prefix("#ifndef").map(str::trim) == Some(name);
+        match defined_name(line).filter(|name| names.iter().any(|n| n == name) && !guarded(name) && !line.trim_end().ends_with('\\')) {
+            Some(name) => {
+                let _ = write!(out, "#ifndef {name}\n{}\n#endif\n", line.trim_end_matches(['\n', '\r']));
+            }
+            None => out.push_str(line),
+        }
+        previous = line;
+    }
+    out
+}
+
+/// The name an object-like `#define` line defines (not a function-like macro's).
+fn defined_name(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("define")?;
+    let rest = rest.strip_prefix([' ', '\t'])?.trim_start();
+    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+    let follows = rest[end..].chars().next();
+    (end > 0 && follows.is_none_or(char::is_whitespace)).then(|| &rest[..end])
 }
 
 /// The first file beside `file` (by name), else in the folder above, that includes it with

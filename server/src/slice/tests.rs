@@ -220,3 +220,21 @@ fn a_quoted_header_beside_the_file_is_the_projects_whatever_its_name() {
     let dropped: Vec<&str> = sliced.dropped_includes.iter().map(|d| d.path.as_str()).collect();
     assert_eq!(dropped, ["<climits>"]);
 }
+
+#[test]
+fn a_define_parameter_a_header_defines_is_guarded_in_the_slice_so_that_d_sets_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.h"), "#define TILE 16\n#define ROWS(n) ((n) * TILE)\n#ifndef DEPTH\n#define DEPTH 2\n#endif\n").unwrap();
+    let file = dir.path().join("k.cu");
+    let text = "#include \"config.h\"\n__global__ void k(float *x) { __shared__ float t[TILE]; t[0] = x[ROWS(DEPTH)]; x[0] = t[0]; }\n";
+    std::fs::write(&file, text).unwrap();
+    let mut options = SliceOptions::for_file(&file);
+    let plain = device_slice(&Document::new(text.to_string()), "k", &options).unwrap();
+    assert!(plain.source.contains("#define TILE 16\n") && !plain.source.contains("#ifndef TILE"), "{}", plain.source);
+    options.define_params = vec!["TILE".into(), "DEPTH".into()];
+    let sliced = device_slice(&Document::new(text.to_string()), "k", &options).unwrap();
+    assert!(sliced.source.contains("#ifndef TILE\n#define TILE 16\n#endif\n"), "{}", sliced.source);
+    // Guarded already: left as it is; a function-like macro is no parameter.
+    assert_eq!(sliced.source.matches("#ifndef DEPTH").count(), 1, "{}", sliced.source);
+    assert!(sliced.source.contains("#define ROWS(n) ((n) * TILE)\n") && !sliced.source.contains("#ifndef ROWS"), "{}", sliced.source);
+}

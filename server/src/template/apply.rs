@@ -18,7 +18,8 @@ pub struct AppliedDefaults {
 }
 
 /// Rewrites, for each parameter `config` sets, its default in `text`: the value of
-/// `#define NAME value` under `#ifndef NAME` for a `define` parameter, the default of the
+/// `#define NAME value` under `#ifndef NAME` for a `define` parameter (or where it is, for a
+/// macro lifted there; a note when that is another file), the default of the
 /// kernel's template parameter for a `template` one. Errors name what is missing.
 pub fn apply_defaults(text: &str, kernel: &KernelSpec, config: &Configuration) -> Result<AppliedDefaults, String> {
     let document = Document::new(text.to_string());
@@ -28,6 +29,13 @@ pub fn apply_defaults(text: &str, kernel: &KernelSpec, config: &Configuration) -
         let Some(value) = config.get(&param.name) else { continue };
         let name = &param.name;
         match param.kind {
+            // A macro the kernel's code uses where it is defined, which templatize does not
+            // guard: its line in this file, or a note for the header that has it.
+            ParamKind::Define if param.origin.starts_with(&format!("`#define {name} ")) => match define_value(text, name) {
+                Some(range) => applied.edits.push(TextEdit { range, new_text: value.to_string() }),
+                None if value != param.default => applied.notes.push(format!("{name}={value}: set it where it is defined, {}", param.origin)),
+                None => {}
+            },
             ParamKind::Define => {
                 let range = guarded_define_value(text, name)
                     .ok_or_else(|| format!("the file has no `#ifndef {name}` / `#define {name} …` to rewrite: templatize `{}` first", kernel.name))?;
@@ -160,6 +168,25 @@ mod tests {
         let config = Configuration(vec![("RMSNORM_VEC".into(), 8)]);
         let error = apply_defaults(&original, &kernel, &config).unwrap_err();
         assert!(error.contains("no `#ifndef RMSNORM_VEC` / `#define RMSNORM_VEC …` to rewrite: templatize `rmsnorm_kernel` first"), "{error}");
+    }
+
+    #[test]
+    fn a_macro_lifted_where_it_is_is_rewritten_in_its_file_or_said_for_its_header() {
+        let own = "#define LIMIT 1024U\n__global__ void k(unsigned *x) { x[threadIdx.x] = LIMIT; }\n";
+        let kernel = |origin: &str| KernelSpec {
+            params: vec![crate::spec::ParamSpec { name: "LIMIT".into(), kind: ParamKind::Define, default: 1024, values: vec![512, 1024], origin: origin.into() }],
+            ..spec(own, "k")
+        };
+        let config = Configuration(vec![("LIMIT".into(), 512)]);
+        let applied = apply_defaults(own, &kernel("`#define LIMIT 1024` at k.cu:1, which the kernel's code uses too: each value is a build of the kernel"), &config).unwrap();
+        assert_eq!(apply_edits(own, &applied.edits).unwrap(), own.replace("1024U", "512"));
+        let header = "#include \"config.h\"\n__global__ void k(unsigned *x) { x[threadIdx.x] = LIMIT; }\n";
+        let origin = "`#define LIMIT 1024` at config.h:3, which the kernel's code uses too: each value is a build of the kernel";
+        let applied = apply_defaults(header, &kernel(origin), &config).unwrap();
+        assert_eq!(applied.edits, []);
+        assert_eq!(applied.notes, [format!("LIMIT=512: set it where it is defined, {origin}")]);
+        // At its default there is nothing to say.
+        assert_eq!(apply_defaults(header, &kernel(origin), &Configuration(vec![("LIMIT".into(), 1024)])).unwrap().notes, Vec::<String>::new());
     }
 
     #[test]

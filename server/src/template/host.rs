@@ -41,6 +41,8 @@ pub(super) struct HostContext<'d> {
     /// default run, but where a buffer they share with it may be allocated.
     asked_paths: Vec<Vec<Frame<'d>>>,
     defines: HashMap<String, i64>,
+    /// Where each `#define NAME <integer>` is, by name: the text of its file and its offset there.
+    literal_macros: HashMap<String, (&'d str, usize)>,
     /// File-scope constants defined as another name: `constexpr int kBlock = BLOCK_SIZE;`.
     file_constants: HashMap<String, String>,
     /// File-scope variables with an initial value that no function assigns another (`static
@@ -421,6 +423,7 @@ impl<'d> HostContext<'d> {
         let launcher = descendants(root).filter(|n| n.kind() == "function_definition").filter(|n| n.byte_range().contains(&launch.span.start_byte)).last()?;
         let mut calls: HashMap<&str, Vec<Call>> = HashMap::new();
         let mut defines = HashMap::new();
+        let mut literal_macros = HashMap::new();
         let mut file_constants = HashMap::new();
         let mut globals = HashMap::new();
         let mut reassigned = std::collections::HashSet::new();
@@ -447,6 +450,12 @@ impl<'d> HostContext<'d> {
         let launch_file_last = documents.iter().filter(|d| !std::ptr::eq(**d, launch_doc)).chain(std::iter::once(&launch_doc));
         for doc in launch_file_last {
             defines.extend(doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))));
+            for define in &doc.model().defines {
+                match define.value.is_some() && define.value_text.trim().starts_with(|c: char| c.is_ascii_digit()) {
+                    true => literal_macros.insert(define.name.clone(), (doc.text(), define.span.start_byte)),
+                    false => literal_macros.remove(&define.name),
+                };
+            }
             if let Some(tree) = doc.tree() {
                 file_constants.extend(file_constants_of(doc.text(), tree.root_node()));
             }
@@ -472,7 +481,7 @@ impl<'d> HostContext<'d> {
         let branch_values = launch_node.map(|n| branch_values_around(text, n)).unwrap_or_default();
         let branch_conditions = launch_node.map(|n| branch_conditions_around(text, n).into_iter().map(|(c, holds)| (c.to_string(), holds)).collect()).unwrap_or_default();
         let fields = fields_set_once(&documents, &defines, &graph);
-        Some(HostContext { paths, asked_paths, defines, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions })
+        Some(HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions })
     }
 
     /// How the program makes the texture object the launcher passes as `arg`: the
@@ -597,6 +606,24 @@ impl<'d> HostContext<'d> {
     /// Whether `name` is an object-like `#define` of the files in view.
     pub(super) fn is_macro(&self, name: &str) -> bool {
         self.defines.contains_key(name)
+    }
+
+    /// Another `#define` that writes out a value of macro `name` (`value`): one named after it
+    /// that holds its square or its log2 (`BLOCK_SIZE2 64` and `BLOCK_SIZE_LOG2 3` beside
+    /// `BLOCK_SIZE 8`), which a new value of `name` would leave behind.
+    pub(super) fn macro_written_out(&self, name: &str, value: i64) -> Option<(&str, i64)> {
+        let log2 = (value > 0 && value & (value - 1) == 0).then(|| i64::from(value.trailing_zeros()));
+        let derived = |v: i64| Some(v) == value.checked_mul(value) || Some(v) == log2;
+        let mut related: Vec<(&str, i64)> = self.literal_macros.keys().filter(|other| other.len() > name.len() && other.starts_with(name)).filter_map(|other| Some((other.as_str(), *self.defines.get(other)?))).filter(|(_, v)| derived(*v)).collect();
+        related.sort_unstable();
+        related.into_iter().next()
+    }
+
+    /// A `#define name <integer>` of the workspace: its value, and where it is (the text of its
+    /// file and its offset there).
+    pub(super) fn literal_macro(&self, name: &str) -> Option<(i64, &'d str, usize)> {
+        let (text, at) = self.literal_macros.get(name)?;
+        Some((*self.defines.get(name)?, text, *at))
     }
 
     /// The name of the function that launches the kernel.
@@ -1122,10 +1149,16 @@ impl<'d> HostContext<'d> {
     }
 
     /// The conditions the host code asserts along the first call path, in the launcher's
-    /// names: `assert(block_size % 32 == 0)`.
+    /// names: `assert(block_size % 32 == 0)`; and those of the `if`s the launch is under in the
+    /// launcher (`if (arrayLength <= SHARED_SIZE_LIMIT)`), which hold whenever it runs.
     pub(super) fn assertions(&self) -> Vec<String> {
         let Some(path) = self.paths.first() else { return Vec::new() };
-        let mut out = Vec::new();
+        let mut out: Vec<String> = self
+            .branch_conditions
+            .iter()
+            .filter_map(|(condition, holds)| if *holds { Some(strip_outer_parens(condition).to_string()) } else { negated_comparison(strip_outer_parens(condition)) })
+            .map(|condition| self.in_spec_names(&self.to_launcher_names(path, 0, &strip_casts_everywhere(&condition))))
+            .collect();
         for (at, frame) in path.iter().enumerate() {
             let Some(body) = frame.scope.body else { continue };
             for node in descendants(body).filter(|n| n.kind() == "call_expression") {
@@ -1621,6 +1654,18 @@ fn branch_conditions_around<'t>(text: &'t str, node: Node) -> Vec<(&'t str, bool
         child = parent;
     }
     conditions
+}
+
+/// `a <= b` → `a > b`, for one comparison of two operands.
+fn negated_comparison(condition: &str) -> Option<String> {
+    const OPPOSITES: [(&str, &str); 6] = [("<=", ">"), (">=", "<"), ("==", "!="), ("!=", "=="), ("<", ">="), (">", "<=")];
+    if ["&&", "||", "?", "<<", ">>"].iter().any(|op| condition.contains(op)) {
+        return None;
+    }
+    OPPOSITES.iter().find_map(|(op, opposite)| {
+        let (left, right) = condition.split_once(op)?;
+        (!right.contains(['<', '>', '=', '!'])).then(|| format!("{} {opposite} {}", left.trim(), right.trim()))
+    })
 }
 
 /// `(block_size == 16)` → (`block_size`, 16).

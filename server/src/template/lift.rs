@@ -30,7 +30,7 @@ pub fn transforms() -> Vec<Box<dyn Transform>> {
 }
 
 /// Names that are facts of the hardware or of the maths, never choices.
-const FIXED_NAMES: [&str; 6] = ["WARP_SIZE", "WARPSIZE", "FULL_MASK", "WARP_MASK", "LANE_MASK", "NUM_BANKS"];
+pub(super) const FIXED_NAMES: [&str; 6] = ["WARP_SIZE", "WARPSIZE", "FULL_MASK", "WARP_MASK", "LANE_MASK", "NUM_BANKS"];
 
 /// Name fragments that mark a `#define` as an execution choice.
 const CHOICE_WORDS: [&str; 17] = [
@@ -245,11 +245,19 @@ impl Transform for Defines {
 
 /// The byte counts the file's host code allocates (`cudaMalloc(&a, sizeof(half) * M_GLOBAL *
 /// K_GLOBAL)`), as written and with the `#define`s they name written out (`M_GLOBAL` is
-/// `(M * M_TILES)`), so that a define the problem's size is made of is found in them.
+/// `(M * M_TILES)`), so that a define the problem's size is made of is found in them. A buffer
+/// only other kernels' launches pass is left out: another kernel's scratch buffer (`d_Buf`,
+/// one sum per block of a second pass) sizes that kernel's problem.
 fn names_sizing_allocations(unit: &Unit) -> Vec<(String, String)> {
     let Some(tree) = unit.doc.tree() else { return Vec::new() };
     let expression_defines = |name: &str| unit.model.defines.iter().find(|d| d.name == name && !is_int_literal(&d.value_text)).map(|d| format!("({})", d.value_text));
-    super::host::allocations(unit.text(), tree.root_node()).map(|(_, bytes)| {
+    let passed_by = |own: bool| -> BTreeSet<&str> {
+        let launches = unit.model.launches.iter().filter(|l| (l.kernel == unit.kernel.name) == own);
+        launches.flat_map(|l| l.args.iter().flat_map(|a| crate::syntax::identifiers_in(a))).collect()
+    };
+    let (own, others) = (passed_by(true), passed_by(false));
+    let only_others = |pointer: &String| others.contains(pointer.as_str()) && !own.contains(pointer.as_str());
+    super::host::allocations(unit.text(), tree.root_node()).filter(|(pointer, _)| !only_others(pointer)).map(|(_, bytes)| {
         let expanded = super::renamed_until_settled(&bytes, expression_defines);
         (bytes, expanded)
     })
@@ -492,6 +500,9 @@ fn block_source(unit: &Unit, launch: &crate::syntax::LaunchSite, text: &str) -> 
     if let Some(parts) = &parts {
         if parts.iter().all(|p| is_param(p)) {
             return BlockSource::Lifted(parts.join(", "));
+        }
+        if parts.iter().all(|p| is_param(p) || crate::syntax::is_identifier(p)) {
+            return BlockSource::RunTime(format!("the block `{text}` is a `dim3` of ({}), names the host code sets: see launch-choices", parts.join(", ")));
         }
         return BlockSource::Other(format!("the block `{text}` is a `dim3` of ({}): only parts that are `#define`s are lifted", parts.join(", ")));
     }

@@ -39,7 +39,7 @@ use cutune_capture::report::CaptureFile;
 use tree_sitter::Node;
 
 use crate::slice::SliceOptions;
-use crate::spec::{KernelSpec, ParamSpec};
+use crate::spec::{KernelSpec, ParamKind, ParamSpec};
 use crate::syntax::{Document, Kernel, KernelModel, Span};
 use crate::workspace::HostDocument;
 
@@ -470,8 +470,12 @@ fn launch_report(inferred: &scaffold::Inferred) -> TransformReport {
     if found.choices.is_empty() {
         return transform_report("launch-choices", Status::NotApplicable, format!("the launch at {place} makes no run-time choice that may vary alone: {}", found.held.join("; ")), Vec::new());
     }
-    let lifted: Vec<String> = found.choices.iter().map(|p| format!("`{}` = {} ({})", p.name, p.default, p.origin)).collect();
-    let message = format!("launch parameters from the launch at {place}: {}; only the launch changes, no recompile", lifted.join(", "));
+    let said = |kind: ParamKind| found.choices.iter().filter(|p| p.kind == kind).map(|p| format!("`{}` = {} ({})", p.name, p.default, p.origin)).collect::<Vec<_>>().join(", ");
+    let message = match (said(ParamKind::Launch), said(ParamKind::Define)) {
+        (launches, builds) if builds.is_empty() => format!("launch parameters from the launch at {place}: {launches}; only the launch changes, no recompile"),
+        (launches, builds) if launches.is_empty() => format!("the block of the launch at {place} is made of macros: {builds}; tuning compiles each value with `-D`"),
+        (launches, builds) => format!("launch parameters from the launch at {place}: {launches}; only the launch changes, no recompile; and of macros: {builds}; tuning compiles each value with `-D`"),
+    };
     transform_report("launch-choices", Status::Applied, message, Vec::new())
 }
 

@@ -153,11 +153,12 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let mut choices = Vec::new();
     let mut held = Vec::new();
     if let (Some((_, l)), Some(h)) = (site, &host) {
-        // A macro the kernel's code uses (to size its shared tile) is fixed by that code.
+        // A macro the kernel's code uses (to size its shared tile) goes with that code: a build.
         let in_body: BTreeSet<&str> = body.map(|b| identifiers_in(&templated.text()[b.byte_range()]).filter(|w| h.is_macro(w)).collect()).unwrap_or_default();
         let threads_bound;
         let partitioned = body.and_then(|b| mixed_per_block_output(templated.text(), b, &args));
-        (choices, threads_bound, held) = launch_choices(h, &args, &params, &block, &in_body, captured_block, partitioned);
+        let macros = BodyMacros { names: &in_body, place: &|text, at| place_in(text, at, templated, slice_options.file.as_deref(), hosts, origins) };
+        (choices, threads_bound, held) = launch_choices(h, &args, &params, &block, &macros, captured_block, partitioned);
         restrictions.extend(threads_bound);
         // A block the lift left literal (in another file, which templatize does not edit, or a
         // `dim3` of numbers): the spec varies the launch. Not when the kernel has fixed-size
@@ -470,19 +471,33 @@ fn alternatives(value: Node) -> Vec<Node> {
 /// the count of per-block results, which another block partitions differently) and whose
 /// value, followed up the call path, is a constant or a swept array's element, or, for an
 /// extent that is the name alone, the program's captured launch.
-fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], block: &[String], in_body: &BTreeSet<&str>, captured_block: Option<[u32; 3]>, partitioned: Option<&str>) -> (Vec<ParamSpec>, Vec<String>, Vec<String>) {
+/// The macros a kernel's code uses, and how to say where a text's offset is (`common.h:34`).
+struct BodyMacros<'a> {
+    names: &'a BTreeSet<&'a str>,
+    place: &'a dyn Fn(&str, usize) -> String,
+}
+
+fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], block: &[String], in_body: &BodyMacros, captured_block: Option<[u32; 3]>, partitioned: Option<&str>) -> (Vec<ParamSpec>, Vec<String>, Vec<String>) {
     let mut names: Vec<&str> = Vec::new();
+    // Macros the kernel's code uses too (to size its shared tiles): a value of theirs is a
+    // build of the kernel, the block with it, set with `-D`.
+    let mut macros: Vec<(&str, i64, String)> = Vec::new();
     let mut held: Vec<String> = Vec::new();
     for name in block.iter().flat_map(|b| identifiers_in(b)) {
         let known = params.iter().any(|p| p.name == name) || is_keyword(name) || expr::Function::from_name(name).is_some();
-        if known || names.contains(&name) || held.iter().any(|h| h.starts_with(&format!("`{name}` "))) {
+        if known || names.contains(&name) || macros.iter().any(|(m, ..)| *m == name) || held.iter().any(|h| h.starts_with(&format!("`{name}` "))) {
             continue;
         }
         if let Some(arg) = args.iter().find(|a| a.length.as_deref().is_some_and(|l| identifiers_in(l).any(|w| w == name))) {
             let length = arg.length.as_deref().unwrap_or_default();
             held.push(format!("`{name}` also sizes `{}` ({length}), so another block would change the problem, not only the launch", arg.name));
-        } else if in_body.contains(name) {
-            held.push(format!("`{name}` is a macro the kernel's code uses too (a shared array's size), so the block is that code's"));
+        } else if in_body.names.contains(name) {
+            let literal = host.literal_macro(name).filter(|_| !super::lift::FIXED_NAMES.contains(&name));
+            match literal.map(|(value, text, at)| (value, text, at, host.macro_written_out(name, value))) {
+                Some((value, text, at, None)) => macros.push((name, value, (in_body.place)(text, at))),
+                Some((value, .., Some((other, derived)))) => held.push(format!("`{name}` is a macro the kernel's code uses too, and `{other}` writes out a value of it ({derived} for {value}), which another value would leave behind, so the block is that code's")),
+                None => held.push(format!("`{name}` is a macro the kernel's code uses too (a shared array's size), so the block is that code's")),
+            }
         } else {
             names.push(name);
         }
@@ -506,11 +521,16 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
         }
     }
     let swept = found.iter().any(|(_, choice)| !choice.sweep.is_empty());
-    let mut choices: Vec<ParamSpec> = found
-        .into_iter()
-        .map(|(name, choice)| {
+    let launches = found.into_iter().map(|(name, choice)| (name, ParamKind::Launch, choice));
+    let builds = macros.into_iter().map(|(name, value, place)| {
+        let origin = format!("`#define {name} {value}` at {place}, which the kernel's code uses too: each value is a build of the kernel");
+        (name, ParamKind::Define, LaunchChoice { default: value, sweep: Vec::new(), origin })
+    });
+    let mut choices: Vec<ParamSpec> = launches
+        .chain(builds)
+        .map(|(name, kind, choice)| {
             let values = if choice.sweep.is_empty() { block_values(block, name, choice.default) } else { choice.sweep };
-            ParamSpec { name: name.to_string(), kind: ParamKind::Launch, default: choice.default, values, origin: choice.origin }
+            ParamSpec { name: name.to_string(), kind, default: choice.default, values, origin: choice.origin }
         })
         .collect();
     // Two or more extents (`dim3 threads(TILE_X, TILE_Y)`): each over the powers of two, the
@@ -1019,6 +1039,38 @@ mod tests {
             assert_eq!(spec.block, ["SHIFT_BLOCK_SIZE"]);
             assert_eq!(default("SHIFT_BLOCK_SIZE").map(|(d, _)| d), Some(block), "run(x, {flag})");
         }
+    }
+
+    #[test]
+    fn a_header_macro_the_block_and_the_kernels_code_share_is_a_build_unless_another_writes_it_out() {
+        let templatized = |header: &str, condition: &str| {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir(dir.path().join(".git")).unwrap();
+            std::fs::write(dir.path().join("config.h"), header).unwrap();
+            let text = format!(
+                "#include \"config.h\"\n__global__ void reverse(float* x, int n) {{\n  __shared__ float run[RUN];\n  x += blockIdx.x * RUN;\n  run[threadIdx.x] = x[threadIdx.x];\n  __syncthreads();\n  x[threadIdx.x] = run[RUN - 1 - threadIdx.x] + n;\n}}\n\
+                 void launch(float* x, int count, int n) {{\n  int threads = RUN;\n  int blocks = count / RUN;\n  {condition}\n    reverse<<<blocks, threads>>>(x, n);\n}}\n\
+                 int main() {{\n  float* x;\n  cudaMalloc(&x, (1 << 20) * sizeof(float));\n  launch(x, 1 << 20, 100);\n}}\n"
+            );
+            let file = dir.path().join("reverse.cu");
+            std::fs::write(&file, &text).unwrap();
+            let hosts = crate::workspace::host_documents_near(&file, "reverse");
+            crate::template::templatize_in_workspace(&text, "reverse", &file, &SliceOptions::for_file(&file), &hosts, dir.path()).unwrap()
+        };
+        let shared = templatized("#define RUN 256\n", "if (n < RUN)");
+        let run = shared.spec.params.iter().find(|p| p.name == "RUN").expect("RUN is a parameter");
+        assert_eq!((run.kind, run.default, run.values.clone()), (ParamKind::Define, 256, vec![32, 64, 128, 256, 512, 1024]));
+        assert_eq!(run.origin, "`#define RUN 256` at config.h:1, which the kernel's code uses too: each value is a build of the kernel");
+        assert_eq!(shared.spec.block, ["RUN"]);
+        // The `if` the launch is under holds whenever it runs; an `else` holds the opposite.
+        assert!(shared.spec.restrictions.contains(&"n < RUN".to_string()), "{:?}", shared.spec.restrictions);
+        let otherwise = templatized("#define RUN 256\n", "if (n >= RUN)\n    return;\n  else");
+        assert!(otherwise.spec.restrictions.contains(&"n < RUN".to_string()), "{:?}", otherwise.spec.restrictions);
+        // `RUN_LOG2` writes out log2(RUN): the code is written for that one value.
+        let fixed = templatized("#define RUN 256\n#define RUN_LOG2 8\n", "if (n < RUN)");
+        assert!(fixed.spec.params.iter().all(|p| p.name != "RUN"), "{:?}", fixed.spec.params);
+        let report = fixed.reports.iter().find(|r| r.transform == "launch-choices").unwrap();
+        assert!(report.message.contains("`RUN` is a macro the kernel's code uses too, and `RUN_LOG2` writes out a value of it (8 for 256)"), "{}", report.message);
     }
 
     #[test]

@@ -70,9 +70,15 @@ fn spec_or_templatized(file: &Path, kernel_name: &str, spec_path: &Path, text: &
             if rewritten {
                 return Ok((kernel, text.to_string(), said));
             }
+            // Defines lifted where they are (a header's, which templatize does not edit) leave
+            // the file as templatize would write it.
+            let templatized = in_memory()?.text;
+            if templatized == text {
+                return Ok((kernel, templatized, said));
+            }
             let note = format!("{}: the source does not define the spec's parameters; using it templatized in memory", file.display());
             let note = said.map_or(note.clone(), |said| format!("{said}\n{note}"));
-            return Ok((kernel, in_memory()?.text, Some(note)));
+            return Ok((kernel, templatized, Some(note)));
         }
     }
     let note = format!("{}: no spec of `{}` beside the file; using it templatized in memory", file.display(), kernel_name);
@@ -95,7 +101,7 @@ pub fn spec_beside(file: &Path, kernel_name: &str) -> Option<KernelSpec> {
 /// [`kernel_and_source`].
 pub fn target(file: &Path, kernel_name: &str, spec_path: Option<&Path>, text: &str) -> Result<(Target, Option<String>)> {
     let (kernel, templatized, note) = kernel_and_source(file, kernel_name, spec_path, text)?;
-    let slice = device_slice(&Document::new(templatized), kernel_name, &SliceOptions::for_file(file).with_template_args(&kernel.template_args)).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    let slice = device_slice(&Document::new(templatized), kernel_name, &SliceOptions::for_file(file).for_spec(&kernel)).map_err(|e| anyhow!("{}: {e}", file.display()))?;
     let kernel_sha256 = super::kernel_sha256(text, kernel_name);
     Ok((Target { file: file.display().to_string(), kernel, source: slice.source, kernel_sha256 }, note))
 }
@@ -161,7 +167,7 @@ pub fn candidate_target(mut target: Target, text: &str, candidate: &Path, candid
     let name = candidate_kernel.map_or_else(|| candidate_name(&candidate_text, &kernel), str::to_string);
     let name = name.as_str();
     same_parameters(text, &file, &kernel, &candidate_text, candidate, name)?;
-    let slice = device_slice(&Document::new(candidate_text.clone()), name, &SliceOptions::for_file(candidate).with_template_args(&target.kernel.template_args)).map_err(|e| anyhow!("{}: {e}", candidate.display()))?;
+    let slice = device_slice(&Document::new(candidate_text.clone()), name, &SliceOptions::for_file(candidate).for_spec(&target.kernel)).map_err(|e| anyhow!("{}: {e}", candidate.display()))?;
     // The tuner compiles and launches the spec's kernel name: the candidate takes it.
     target.source = crate::syntax::rename_identifiers_in(&slice.source, |w| (w == name).then(|| kernel.clone()));
     target.file = candidate.display().to_string();
@@ -478,7 +484,7 @@ pub fn check_file(request: FileCheck) -> Result<FileChecked> {
     if let Some(open) = kernel.template_args.iter().position(|a| a.trim() == spec::UNKNOWN) {
         bail!("{}: template argument {} of `{}` is unknown (`?`): compiling needs it; `cutune spec check` says how to fill it", file.display(), open + 1, kernel.name);
     }
-    let slice_options = SliceOptions::for_file(file).with_template_args(&kernel.template_args);
+    let slice_options = SliceOptions::for_file(file).for_spec(&kernel);
     let slice = device_slice(&Document::new(source), request.kernel, &slice_options).map_err(|e| anyhow!("{}: {e}", file.display()))?;
     notes.extend(slice.unresolved.iter().map(|u| format!("{}:{}: note: unresolved `{}`: {}", file.display(), u.line, u.symbol, u.why)));
     let nvrtc = Nvrtc::locate(request.nvrtc).map_err(|e| anyhow!("{e}\n(set {NVRTC_ENV} or pass --nvrtc to choose a library)"))?;
