@@ -70,6 +70,9 @@ cases=(
   "cuda-samples Samples/5_Domain_Specific/fastWalshTransform/fastWalshTransform_kernel.cuh fwtBatch2Kernel"
   "cuda-samples Samples/0_Introduction/mergeSort/mergeSort.cu generateSampleRanksKernel"
   "cuda-samples Samples/0_Introduction/mergeSort/mergeSort.cu mergeElementaryIntervalsKernel"
+  "cuda-samples Samples/0_Introduction/mergeSort/mergeSort.cu mergeSortSharedKernel"
+  "cuda-samples Samples/2_Concepts_and_Techniques/sortingNetworks/bitonicSort.cu bitonicSortShared"
+  "cuda-samples Samples/2_Concepts_and_Techniques/imageDenoising/imageDenoising_nlm2_kernel.cuh NLM2"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()

@@ -172,6 +172,36 @@ fn no_execution_parameter(reports: &[template::TransformReport]) -> String {
     if said.is_empty() { base.to_string() } else { format!("{base} ({})", said.join("; ")) }
 }
 
+/// Why the program's own configuration cannot run on the spec's first shape: a shape of a call
+/// path that does not take the launch (`arrayLength = 64` where the launch is under `else` of
+/// `if (arrayLength <= SHARED_SIZE_LIMIT)`).
+fn default_infeasible(spec: &KernelSpec) -> Option<String> {
+    let shape = spec.shapes.first()?;
+    let infeasible = space::check_restrictions(spec, shape, &Configuration::default_of(spec)).err()?;
+    let values = shape.iter().map(|(name, value)| format!("{name} = {value}")).collect::<Vec<_>>().join(", ");
+    Some(format!("the spec's first shape ({values}) is not one the launch runs with at the program's own parameters: {}; write a shape it runs with", infeasible.reason))
+}
+
+/// Configurations of the execution parameters the survey looks at for [`restricted_to_one_value`].
+const RESTRICTED_SPACE_LIMIT: u64 = 4096;
+
+/// Why nothing but compiler options varies once the spec's restrictions hold on its first shape
+/// (`SHARED_SIZE_LIMIT % arrayLength == 0` with runs as long as the largest limit): each
+/// execution parameter keeps one value there.
+fn restricted_to_one_value(spec: &KernelSpec) -> Option<String> {
+    let shape = spec.shapes.first()?;
+    let allowed = space::values_allowed(spec, shape, RESTRICTED_SPACE_LIMIT)?;
+    if allowed.iter().any(|(_, values)| values.len() > 1) {
+        return None;
+    }
+    let kept: Vec<String> = allowed.iter().map(|(name, values)| match values.first() {
+        Some(value) => format!("`{name}` = {value}"),
+        None => format!("`{name}` none"),
+    }).collect();
+    let restrictions = spec.restrictions.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ");
+    Some(format!("no execution parameter varies on the program's shape, only compiler options: the restrictions ({restrictions}) and the block's limits leave {}", kept.join(", ")))
+}
+
 /// A kernel to survey, and the workspace root its host code is looked for in.
 struct Target {
     path: PathBuf,
@@ -231,6 +261,11 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
         (Stage::Compile, reason.clone())
     } else if survey.execution_params == 0 {
         (Stage::Parameters, no_execution_parameter(&result.reports))
+    } else if let Some(why) = default_infeasible(spec) {
+        (Stage::Spec, why)
+    } else if let Some(why) = restricted_to_one_value(spec) {
+        survey.execution_params = 0;
+        (Stage::Parameters, why)
     } else {
         (Stage::Ready, String::new())
     };

@@ -6,12 +6,12 @@
 
 mod fit;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::compile::CompileRequest;
 use crate::gpu::LaunchDims;
 use crate::spec::expr::{self, Value};
-use crate::spec::{self, KernelSpec, ParamKind, Shape};
+use crate::spec::{self, KernelSpec, ParamKind, ParamSpec, Shape};
 
 pub use fit::{fit, Occupancy};
 
@@ -159,6 +159,26 @@ pub fn check_restrictions(kernel: &KernelSpec, shape: &Shape, config: &Configura
     Ok(())
 }
 
+/// For each parameter but the compiler options, the values it takes in the configurations the
+/// restrictions and the block's limits allow on `shape`, the compiler options at their
+/// defaults; `None` when there are more than `limit` such configurations to look at.
+pub fn values_allowed(kernel: &KernelSpec, shape: &Shape, limit: u64) -> Option<Vec<(String, BTreeSet<i64>)>> {
+    let is_option = |p: &ParamSpec| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters);
+    let params = kernel.params.iter().map(|p| if is_option(p) { ParamSpec { values: vec![p.default], ..p.clone() } } else { p.clone() }).collect();
+    let execution = KernelSpec { params, ..kernel.clone() };
+    let space = Space::new(&execution);
+    if space.count() > limit {
+        return None;
+    }
+    let mut allowed: Vec<(String, BTreeSet<i64>)> = execution.params.iter().filter(|p| !is_option(p)).map(|p| (p.name.clone(), BTreeSet::new())).collect();
+    for config in (0..space.count()).map(|i| space.at(i)).filter(|c| check_restrictions(&execution, shape, c).is_ok()) {
+        for (name, values) in &mut allowed {
+            values.extend(config.get(name));
+        }
+    }
+    Some(allowed)
+}
+
 /// The grid, block and dynamic shared memory of `config` on `shape`, from the spec's expressions.
 pub fn launch_dims(kernel: &KernelSpec, shape: &Shape, config: &Configuration) -> Result<LaunchDims, Infeasible> {
     let env = environment(kernel, shape, config);
@@ -264,6 +284,19 @@ mod tests {
         assert_eq!(check_restrictions(&k, &shape, &odd).unwrap_err().reason, "restriction `hidden % VEC == 0` is false");
         let big = Configuration(vec![("BLOCK".into(), 2048), ("VEC".into(), 1), ("fast_math".into(), 0)]);
         assert_eq!(check_restrictions(&k, &shape, &big).unwrap_err().reason, "block extent x is 2048; it must be 1 to 1024");
+    }
+
+    #[test]
+    fn the_values_allowed_are_those_of_feasible_configurations_with_compiler_options_at_their_defaults() {
+        let k = spec();
+        let values = |shape: &Shape, limit| values_allowed(&k, shape, limit).map(|v| v.into_iter().map(|(n, set)| (n, set.into_iter().collect::<Vec<_>>())).collect::<Vec<_>>());
+        // hidden = 6: VEC 4 does not divide it; BLOCK 2048 is over the block's limit.
+        let shape = k.shapes[0].clone();
+        assert_eq!(values(&shape, 12), Some(vec![("BLOCK".into(), vec![64, 128, 256]), ("VEC".into(), vec![1, 2])]));
+        let odd = Shape::from([("rows".to_string(), 4), ("hidden".to_string(), 7)]);
+        assert_eq!(values(&odd, 12), Some(vec![("BLOCK".into(), vec![64, 128, 256]), ("VEC".into(), vec![1])]));
+        // 4 x 3 configurations once fast_math keeps its default: over a limit of 11.
+        assert_eq!(values(&shape, 11), None);
     }
 
     #[test]

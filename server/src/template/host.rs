@@ -2,7 +2,7 @@
 //! reaches the launching function, with the constants of each function on it, to put numbers on
 //! the sizes and to find the launch choices the program makes at run time.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use tree_sitter::Node;
@@ -77,6 +77,9 @@ pub(super) struct HostContext<'d> {
     /// The conditions of the `if`s around the launch in the launcher, each with whether the
     /// launch is in the branch taken when it holds.
     branch_conditions: Vec<(String, bool)>,
+    /// The variables of the `for` loops around the launch in the launcher: a condition on one
+    /// holds for some passes, not for the launch's values.
+    loop_variables: BTreeSet<String>,
 }
 
 /// Where a value without a number is made ([`HostContext::value_source`]): in the file whose
@@ -480,8 +483,9 @@ impl<'d> HostContext<'d> {
         let launch_node = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte);
         let branch_values = launch_node.map(|n| branch_values_around(text, n)).unwrap_or_default();
         let branch_conditions = launch_node.map(|n| branch_conditions_around(text, n).into_iter().map(|(c, holds)| (c.to_string(), holds)).collect()).unwrap_or_default();
+        let loop_variables = launch_node.map(|n| loop_variables_around(text, n)).unwrap_or_default();
         let fields = fields_set_once(&documents, &defines, &graph);
-        Some(HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions })
+        Some(HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions, loop_variables })
     }
 
     /// How the program makes the texture object the launcher passes as `arg`: the
@@ -1156,6 +1160,7 @@ impl<'d> HostContext<'d> {
         let mut out: Vec<String> = self
             .branch_conditions
             .iter()
+            .filter(|(condition, _)| !identifiers_in(condition).any(|w| self.loop_variables.contains(w)))
             .filter_map(|(condition, holds)| if *holds { Some(strip_outer_parens(condition).to_string()) } else { negated_comparison(strip_outer_parens(condition)) })
             .map(|condition| self.in_spec_names(&self.to_launcher_names(path, 0, &strip_casts_everywhere(&condition))))
             .collect();
@@ -1654,6 +1659,22 @@ fn branch_conditions_around<'t>(text: &'t str, node: Node) -> Vec<(&'t str, bool
         child = parent;
     }
     conditions
+}
+
+/// The variables the `for` loops around `node` in its function declare or update.
+fn loop_variables_around(text: &str, node: Node) -> BTreeSet<String> {
+    let loops = std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| n.kind() != "function_definition").filter(|n| n.kind() == "for_statement");
+    let mut names = BTreeSet::new();
+    for header in loops.flat_map(|l| ["initializer", "update"].into_iter().filter_map(move |field| l.child_by_field_name(field))) {
+        let assigned = descendants(header).filter_map(|n| match n.kind() {
+            "init_declarator" => n.child_by_field_name("declarator"),
+            "assignment_expression" => n.child_by_field_name("left"),
+            "update_expression" => n.child_by_field_name("argument"),
+            _ => None,
+        });
+        names.extend(assigned.filter(|n| n.kind() == "identifier").map(|n| text[n.byte_range()].to_string()));
+    }
+    names
 }
 
 /// `a <= b` → `a > b`, for one comparison of two operands.

@@ -1066,6 +1066,10 @@ mod tests {
         assert!(shared.spec.restrictions.contains(&"n < RUN".to_string()), "{:?}", shared.spec.restrictions);
         let otherwise = templatized("#define RUN 256\n", "if (n >= RUN)\n    return;\n  else");
         assert!(otherwise.spec.restrictions.contains(&"n < RUN".to_string()), "{:?}", otherwise.spec.restrictions);
+        // A condition on a loop's variable holds on some passes only: no restriction.
+        let looped = templatized("#define RUN 256\n", "for (int pass = 0; pass < 4; pass++)\n    if (pass < RUN)");
+        assert!(looped.spec.params.iter().any(|p| p.name == "RUN"));
+        assert!(looped.spec.restrictions.iter().all(|r| !r.contains("pass") && !r.contains("0 < RUN")), "{:?}", looped.spec.restrictions);
         // `RUN_LOG2` writes out log2(RUN): the code is written for that one value.
         let fixed = templatized("#define RUN 256\n#define RUN_LOG2 8\n", "if (n < RUN)");
         assert!(fixed.spec.params.iter().all(|p| p.name != "RUN"), "{:?}", fixed.spec.params);
