@@ -194,10 +194,9 @@ fn restricted_to_one_value(spec: &KernelSpec) -> Option<String> {
     if allowed.iter().any(|(_, values)| values.len() > 1) {
         return None;
     }
-    let kept: Vec<String> = allowed.iter().map(|(name, values)| match values.first() {
-        Some(value) => format!("`{name}` = {value}"),
-        None => format!("`{name}` none"),
-    }).collect();
+    // The program's own configuration is allowed (`default_infeasible` comes first): each
+    // parameter keeps its default.
+    let kept: Vec<String> = allowed.iter().flat_map(|(name, values)| values.iter().map(move |value| format!("`{name}` = {value}"))).collect();
     let restrictions = spec.restrictions.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ");
     Some(format!("no execution parameter varies on the program's shape, only compiler options: the restrictions ({restrictions}) and the block's limits leave {}", kept.join(", ")))
 }

@@ -407,15 +407,44 @@ pub fn with_project_headers(text: &str, opts: &SliceOptions) -> String {
     inline_into(text, opts.file.as_deref().and_then(Path::parent), opts, &mut BTreeSet::new(), 0)
 }
 
+/// The header of the project an `#include` line names, found as the compiler would from `dir`.
+fn project_header(line: &str, dir: Option<&Path>, opts: &SliceOptions) -> Option<PathBuf> {
+    included(line).and_then(|w| match includes::classify(w, dir, &opts.include_dirs) {
+        Verdict::Local(path) => Some(path.canonicalize().unwrap_or(path)),
+        _ => None,
+    })
+}
+
+/// Where the file `text` (of `opts.file`) sees `#define name` first: in its includer's text
+/// before it, in itself, or in a project header either includes; the file, the 1-based line,
+/// and the value as written (`1024U`).
+pub fn where_defined(text: &str, name: &str, opts: &SliceOptions) -> Option<(PathBuf, u32, String)> {
+    let mut seen = BTreeSet::new();
+    let includer = opts.includer.as_ref().and_then(|(path, prelude)| defined_in(prelude, path, name, opts, &mut seen, 0));
+    includer.or_else(|| defined_in(text, opts.file.as_deref()?, name, opts, &mut seen, 0))
+}
+
+fn defined_in(text: &str, path: &Path, name: &str, opts: &SliceOptions, seen: &mut BTreeSet<PathBuf>, depth: usize) -> Option<(PathBuf, u32, String)> {
+    for (index, line) in text.lines().enumerate() {
+        if defined_name(line) == Some(name) {
+            let value = line.split_once(name).map_or("", |(_, rest)| rest.split("//").next().unwrap_or("").split("/*").next().unwrap_or(""));
+            return Some((path.to_path_buf(), index as u32 + 1, value.trim().to_string()));
+        }
+        let Some(header) = project_header(line, path.parent(), opts).filter(|h| depth < 8 && seen.insert(h.clone())) else { continue };
+        let found = std::fs::read_to_string(&header).ok().and_then(|header_text| defined_in(&header_text, &header, name, opts, seen, depth + 1));
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
 fn inline_into(text: &str, dir: Option<&Path>, opts: &SliceOptions, seen: &mut BTreeSet<PathBuf>, depth: usize) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
         // A header of the project, quoted or found in an include dir, goes into the slice: NVRTC
         // gets the slice's text alone.
-        let header = included(line).and_then(|w| match includes::classify(w, dir, &opts.include_dirs) {
-            Verdict::Local(path) => Some(path.canonicalize().unwrap_or(path)),
-            _ => None,
-        });
+        let header = project_header(line, dir, opts);
         match header.filter(|_| depth < 8) {
             Some(path) if seen.contains(&path) => {}
             Some(path) => match std::fs::read_to_string(&path) {

@@ -238,3 +238,23 @@ fn a_define_parameter_a_header_defines_is_guarded_in_the_slice_so_that_d_sets_it
     assert_eq!(sliced.source.matches("#ifndef DEPTH").count(), 1, "{}", sliced.source);
     assert!(sliced.source.contains("#define ROWS(n) ((n) * TILE)\n") && !sliced.source.contains("#ifndef ROWS"), "{}", sliced.source);
 }
+
+#[test]
+fn a_macro_is_found_where_the_file_sees_it_first_through_its_includes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("common")).unwrap();
+    std::fs::write(dir.path().join("common/limits.h"), "// limits\n#define LIMIT 512U // keys per block\n").unwrap();
+    std::fs::write(dir.path().join("config.h"), "#pragma once\n#include \"common/limits.h\"\n#define TILE 16\n").unwrap();
+    std::fs::write(dir.path().join("main.cu"), "#define WIDTH 8\n#include \"config.h\"\n#include \"kernels.cuh\"\n").unwrap();
+    let file = dir.path().join("kernels.cuh");
+    let text = "#define ROWS 4\n__global__ void k(float *x) { x[0] = LIMIT + TILE + WIDTH + ROWS; }\n";
+    std::fs::write(&file, text).unwrap();
+    let options = SliceOptions::for_file(&file);
+    let found = |name: &str| where_defined(text, name, &options).map(|(path, line, value)| (path.file_name().unwrap().to_string_lossy().into_owned(), line, value));
+    // The includer's text before the include comes first, with the headers it includes.
+    assert_eq!(found("WIDTH"), Some(("main.cu".into(), 1, "8".into())));
+    assert_eq!(found("LIMIT"), Some(("limits.h".into(), 2, "512U".into())));
+    assert_eq!(found("TILE"), Some(("config.h".into(), 3, "16".into())));
+    assert_eq!(found("ROWS"), Some(("kernels.cuh".into(), 1, "4".into())));
+    assert_eq!(found("DEPTH"), None);
+}

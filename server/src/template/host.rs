@@ -448,10 +448,19 @@ impl<'d> HostContext<'d> {
             expression_functions.extend(expression_functions_of(doc.text(), tree.root_node()));
         }
         // A name the launch's own file defines is that file's, whatever another program of the
-        // workspace defines it as (`#define M_GLOBAL` in each tensor-core sample): that file
-        // goes last, so its values win.
-        let launch_file_last = documents.iter().filter(|d| !std::ptr::eq(**d, launch_doc)).chain(std::iter::once(&launch_doc));
-        for doc in launch_file_last {
+        // workspace defines it as (`#define M_GLOBAL` in each tensor-core sample), and one its
+        // folder's headers define is theirs (`SHARED_SIZE_LIMIT` of mergeSort_common.h, not of
+        // another sample's): the other folders' files first, then the folder's, then the file,
+        // so that the nearest values win.
+        let launch_folder = files.iter().find(|f| std::ptr::eq(f.document, launch_doc)).and_then(|f| f.folder);
+        let nearness = |doc: &&Document| match files.iter().find(|f| std::ptr::eq(f.document, *doc)) {
+            _ if std::ptr::eq(*doc, launch_doc) => 2,
+            Some(file) if file.folder.is_some() && file.folder == launch_folder => 1,
+            _ => 0,
+        };
+        let mut nearest_last = documents.clone();
+        nearest_last.sort_by_key(nearness);
+        for doc in &nearest_last {
             defines.extend(doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))));
             for define in &doc.model().defines {
                 match define.value.is_some() && define.value_text.trim().starts_with(|c: char| c.is_ascii_digit()) {
@@ -1161,7 +1170,7 @@ impl<'d> HostContext<'d> {
             .branch_conditions
             .iter()
             .filter(|(condition, _)| !identifiers_in(condition).any(|w| self.loop_variables.contains(w)))
-            .filter_map(|(condition, holds)| if *holds { Some(strip_outer_parens(condition).to_string()) } else { negated_comparison(strip_outer_parens(condition)) })
+            .filter_map(|(condition, holds)| bound_under(strip_outer_parens(condition), *holds))
             .map(|condition| self.in_spec_names(&self.to_launcher_names(path, 0, &strip_casts_everywhere(&condition))))
             .collect();
         for (at, frame) in path.iter().enumerate() {
@@ -1677,15 +1686,18 @@ fn loop_variables_around(text: &str, node: Node) -> BTreeSet<String> {
     names
 }
 
-/// `a <= b` → `a > b`, for one comparison of two operands.
-fn negated_comparison(condition: &str) -> Option<String> {
-    const OPPOSITES: [(&str, &str); 6] = [("<=", ">"), (">=", "<"), ("==", "!="), ("!=", "=="), ("<", ">="), (">", "<=")];
-    if ["&&", "||", "?", "<<", ">>"].iter().any(|op| condition.contains(op)) {
+/// The bound an `if`'s condition puts on the code in its branch (`holds`: the `then` branch):
+/// one ordering of two operands (`a <= b`, or `a > b` in the `else`). An equality is left
+/// out: `if (block_size == 16) k<16> else k<32>` picks an instantiation, which tuning varies.
+fn bound_under(condition: &str, holds: bool) -> Option<String> {
+    const OPPOSITES: [(&str, &str); 4] = [("<=", ">"), (">=", "<"), ("<", ">="), (">", "<=")];
+    if ["&&", "||", "?", "<<", ">>", "==", "!="].iter().any(|op| condition.contains(op)) {
         return None;
     }
     OPPOSITES.iter().find_map(|(op, opposite)| {
         let (left, right) = condition.split_once(op)?;
-        (!right.contains(['<', '>', '=', '!'])).then(|| format!("{} {opposite} {}", left.trim(), right.trim()))
+        let op = if holds { op } else { opposite };
+        (!right.contains(['<', '>', '=', '!'])).then(|| format!("{} {op} {}", left.trim(), right.trim()))
     })
 }
 

@@ -157,7 +157,16 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         let in_body: BTreeSet<&str> = body.map(|b| identifiers_in(&templated.text()[b.byte_range()]).filter(|w| h.is_macro(w)).collect()).unwrap_or_default();
         let threads_bound;
         let partitioned = body.and_then(|b| mixed_per_block_output(templated.text(), b, &args));
-        let macros = BodyMacros { names: &in_body, place: &|text, at| place_in(text, at, templated, slice_options.file.as_deref(), hosts, origins) };
+        // The definition the kernel's file sees (its folder's header, not a namesake of another
+        // program of the workspace); one of the file itself where the lines are the user's.
+        let definition = |name: &str| {
+            let seen = crate::slice::where_defined(templated.text(), name, slice_options).filter(|(path, ..)| Some(path.as_path()) != slice_options.file.as_deref());
+            match seen {
+                Some((path, line, value)) => Some((crate::syntax::parse_int_literal(&value)?, format!("{}:{line}", file_name(&path)))),
+                None => h.literal_macro(name).map(|(value, text, at)| (value, place_in(text, at, templated, slice_options.file.as_deref(), hosts, origins))),
+            }
+        };
+        let macros = BodyMacros { names: &in_body, definition: &definition };
         (choices, threads_bound, held) = launch_choices(h, &args, &params, &block, &macros, captured_block, partitioned);
         restrictions.extend(threads_bound);
         // A block the lift left literal (in another file, which templatize does not edit, or a
@@ -471,10 +480,11 @@ fn alternatives(value: Node) -> Vec<Node> {
 /// the count of per-block results, which another block partitions differently) and whose
 /// value, followed up the call path, is a constant or a swept array's element, or, for an
 /// extent that is the name alone, the program's captured launch.
-/// The macros a kernel's code uses, and how to say where a text's offset is (`common.h:34`).
+/// The macros a kernel's code uses, and for a `#define NAME <integer>` its value and where it is
+/// (`common.h:34`).
 struct BodyMacros<'a> {
     names: &'a BTreeSet<&'a str>,
-    place: &'a dyn Fn(&str, usize) -> String,
+    definition: &'a dyn Fn(&str) -> Option<(i64, String)>,
 }
 
 fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], block: &[String], in_body: &BodyMacros, captured_block: Option<[u32; 3]>, partitioned: Option<&str>) -> (Vec<ParamSpec>, Vec<String>, Vec<String>) {
@@ -492,10 +502,10 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
             let length = arg.length.as_deref().unwrap_or_default();
             held.push(format!("`{name}` also sizes `{}` ({length}), so another block would change the problem, not only the launch", arg.name));
         } else if in_body.names.contains(name) {
-            let literal = host.literal_macro(name).filter(|_| !super::lift::FIXED_NAMES.contains(&name));
-            match literal.map(|(value, text, at)| (value, text, at, host.macro_written_out(name, value))) {
-                Some((value, text, at, None)) => macros.push((name, value, (in_body.place)(text, at))),
-                Some((value, .., Some((other, derived)))) => held.push(format!("`{name}` is a macro the kernel's code uses too, and `{other}` writes out a value of it ({derived} for {value}), which another value would leave behind, so the block is that code's")),
+            let literal = (in_body.definition)(name).filter(|_| !super::lift::FIXED_NAMES.contains(&name));
+            match literal.map(|(value, place)| (value, place, host.macro_written_out(name, value))) {
+                Some((value, place, None)) => macros.push((name, value, place)),
+                Some((value, _, Some((other, derived)))) => held.push(format!("`{name}` is a macro the kernel's code uses too, and `{other}` writes out a value of it ({derived} for {value}), which another value would leave behind, so the block is that code's")),
                 None => held.push(format!("`{name}` is a macro the kernel's code uses too (a shared array's size), so the block is that code's")),
             }
         } else {
@@ -1066,6 +1076,9 @@ mod tests {
         assert!(shared.spec.restrictions.contains(&"n < RUN".to_string()), "{:?}", shared.spec.restrictions);
         let otherwise = templatized("#define RUN 256\n", "if (n >= RUN)\n    return;\n  else");
         assert!(otherwise.spec.restrictions.contains(&"n < RUN".to_string()), "{:?}", otherwise.spec.restrictions);
+        // An equality picks what to launch (`if (block == 16) k<16> else k<32>`): no restriction.
+        let picked = templatized("#define RUN 256\n", "if (n != RUN)");
+        assert!(picked.spec.restrictions.iter().all(|r| !r.contains("n ")), "{:?}", picked.spec.restrictions);
         // A condition on a loop's variable holds on some passes only: no restriction.
         let looped = templatized("#define RUN 256\n", "for (int pass = 0; pass < 4; pass++)\n    if (pass < RUN)");
         assert!(looped.spec.params.iter().any(|p| p.name == "RUN"));
