@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tomllib
@@ -963,25 +964,25 @@ def test_macros_of_a_header_that_the_block_and_the_kernel_share_are_tuned_as_bui
     rows = [line.split() for line in check.stdout.splitlines() if line.startswith("SORT_LIMIT=") and "fast_math=0 max_registers=0" in line]
     shared = {int(row[0].split("=")[1]): row[5] if row[7] == "ok" else row[7] for row in rows}
     assert shared == {64: "infeasible:", 128: "infeasible:", 256: "1024", 512: "2048", 1024: "4096"}, check.stdout
+    def surveyed_with_runs_of(length: int) -> dict:
+        source = root / "sort_runs.cu"
+        source.write_text(re.sub(r"sort_each_run\(keys, count, \d+\)", f"sort_each_run(keys, count, {length})", source.read_text()))
+        return {k["kernel"]: k for k in json.loads(cutune("survey", str(root), "--json").stdout)["kernels"]}
+
     # Runs as long as the largest build: the restriction leaves one value, and the survey says
     # that only compiler options vary.
-    source = root / "sort_runs.cu"
-    source.write_text(source.read_text().replace("sort_each_run(keys, count, 256)", "sort_each_run(keys, count, 1024)"))
-    survey = {k["kernel"]: k for k in json.loads(cutune("survey", str(root), "--json").stdout)["kernels"]}
-    assert survey["sort_runs"]["stage"] == "parameters", survey["sort_runs"]
-    assert survey["sort_runs"]["why"] == (
+    survey = surveyed_with_runs_of(1024)
+    assert (survey["sort_runs"]["stage"], survey["sort_runs"]["why"]) == ("parameters", (
         "no execution parameter varies on the program's shape, only compiler options: the restrictions"
         " (`count % SORT_LIMIT == 0`, `length <= SORT_LIMIT`) and the block's limits leave `SORT_LIMIT` = 1024"
-    )
+    ))
     assert survey["stage_pixels"]["stage"] == "ready"
     # Runs longer than the program's build: its shape is not one the launch runs with.
-    source.write_text(source.read_text().replace("sort_each_run(keys, count, 1024)", "sort_each_run(keys, count, 2048)"))
-    survey = {k["kernel"]: k for k in json.loads(cutune("survey", str(root), "--json").stdout)["kernels"]}
-    assert survey["sort_runs"]["stage"] == "spec", survey["sort_runs"]
-    assert survey["sort_runs"]["why"] == (
+    survey = surveyed_with_runs_of(2048)
+    assert (survey["sort_runs"]["stage"], survey["sort_runs"]["why"]) == ("spec", (
         "the spec's first shape (count = 1048576, length = 2048) is not one the launch runs with at the program's own"
         " parameters: restriction `length <= SORT_LIMIT` is false; write a shape it runs with"
-    )
+    ))
 
 
 async def test_the_code_action_lifts_a_header_macro_the_block_and_the_kernel_share(client, tmp_path: Path):

@@ -7,13 +7,8 @@
 # must have a verified winner, and builds other than the program's must have run and passed
 # (the slice guards the header's macros, so `-D` sets them).
 #   CUTUNE=target/release/cutune bash tests/gpu/header_macros.sh
-set -u
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cutune="${CUTUNE:-$repo/target/release/cutune}"
-out="${OUT:-$repo/gpu-out}"
-mkdir -p "$out"
-work="$(mktemp -d -t cutune-macros.XXXXXX)"
-cp -r "$repo/tests/fixtures/workspace/header_macros/." "$work/" && (cd "$work" && git init -q)
+source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
+work="$(fixture_copy macros workspace/header_macros)"
 cd "$work"
 status=0
 for case in "sort_runs.cu sort_runs" "stage.cuh stage_pixels"; do

@@ -5,13 +5,8 @@
 # Templatized as a user would, each is tuned with a small budget; `squash`'s report must say
 # that `out` is written only (and its bound count `out` once), `accumulate`'s must not.
 #   CUTUNE=target/release/cutune bash tests/gpu/settle_roles.sh
-set -u
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cutune="${CUTUNE:-$repo/target/release/cutune}"
-out="${OUT:-$repo/gpu-out}"
-mkdir -p "$out"
-work="$(mktemp -d -t cutune-roles.XXXXXX)"
-cp "$repo/tests/fixtures/roles/written_then_read.cu" "$work/" && (cd "$work" && git init -q)
+source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
+work="$(fixture_copy roles roles/written_then_read.cu)"
 status=0
 for kernel in squash accumulate; do
   "$cutune" templatize "$work/written_then_read.cu" --kernel "$kernel" --write > /dev/null 2>&1 || { echo "FAIL: templatize $kernel"; status=1; }

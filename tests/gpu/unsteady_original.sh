@@ -6,14 +6,8 @@
 # tuned with a small budget; the report must name the original's second run, not only the
 # configurations' wrong outputs.
 #   CUTUNE=target/release/cutune bash tests/gpu/unsteady_original.sh
-set -u
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cutune="${CUTUNE:-$repo/target/release/cutune}"
-out="${OUT:-$repo/gpu-out}"
-mkdir -p "$out"
-work="$(mktemp -d -t cutune-unsteady.XXXXXX)"
-cp -r "$repo/tests/fixtures/workspace/ping_pong/." "$work/" && (cd "$work" && git init -q)
-cd "$work"
+source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
+cd "$(fixture_copy unsteady workspace/ping_pong)"
 "$cutune" templatize merge_steps.cuh --kernel merge_runs --write > /dev/null 2>&1 || { echo "FAIL: templatize merge_runs"; exit 1; }
 "$cutune" tune merge_steps.cuh --kernel merge_runs --budget 6 --json > "$out/unsteady_merge_runs.json" 2> "$out/unsteady_merge_runs.err" || { echo "FAIL: tune merge_runs"; tail -3 "$out/unsteady_merge_runs.err"; exit 1; }
 python3 - "$out/unsteady_merge_runs.json" <<'PY'
