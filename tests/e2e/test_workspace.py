@@ -980,8 +980,8 @@ def test_macros_of_a_header_that_the_block_and_the_kernel_share_are_tuned_as_bui
     # Runs longer than the program's build: its shape is not one the launch runs with.
     survey = surveyed_with_runs_of(2048)
     assert (survey["sort_runs"]["stage"], survey["sort_runs"]["why"]) == ("spec", (
-        "the spec's first shape (count = 1048576, length = 2048) is not one the launch runs with at the program's own"
-        " parameters: restriction `length <= SORT_LIMIT` is false; write a shape it runs with"
+        "the spec's first shape (count = 1048576, length = 2048) is not one the launch runs with: no configuration meets"
+        " the restrictions there (at the program's own: restriction `length <= SORT_LIMIT` is false); write a shape it runs with"
     ))
 
 

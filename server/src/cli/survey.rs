@@ -172,33 +172,28 @@ fn no_execution_parameter(reports: &[template::TransformReport]) -> String {
     if said.is_empty() { base.to_string() } else { format!("{base} ({})", said.join("; ")) }
 }
 
-/// Why the program's own configuration cannot run on the spec's first shape: a shape of a call
-/// path that does not take the launch (`arrayLength = 64` where the launch is under `else` of
-/// `if (arrayLength <= SHARED_SIZE_LIMIT)`).
-fn default_infeasible(spec: &KernelSpec) -> Option<String> {
-    let shape = spec.shapes.first()?;
-    let infeasible = space::check_restrictions(spec, shape, &Configuration::default_of(spec)).err()?;
-    let values = shape.iter().map(|(name, value)| format!("{name} = {value}")).collect::<Vec<_>>().join(", ");
-    Some(format!("the spec's first shape ({values}) is not one the launch runs with at the program's own parameters: {}; write a shape it runs with", infeasible.reason))
-}
-
-/// Configurations of the execution parameters the survey looks at for [`restricted_to_one_value`].
+/// Configurations of the execution parameters the survey looks at for [`restricted_space`].
 const RESTRICTED_SPACE_LIMIT: u64 = 4096;
 
-/// Why nothing but compiler options varies once the spec's restrictions hold on its first shape
-/// (`SHARED_SIZE_LIMIT % arrayLength == 0` with runs as long as the largest limit): each
-/// execution parameter keeps one value there.
-fn restricted_to_one_value(spec: &KernelSpec) -> Option<String> {
+/// What the spec's restrictions leave on its first shape, when that is too little to tune: no
+/// configuration at all (the stage `spec`: a shape of a call path that does not take the
+/// launch, `arrayLength = 64` where the launch is under the `else` of `if (arrayLength <=
+/// SHARED_SIZE_LIMIT)`), or one value of each execution parameter (the stage `parameters`:
+/// `SHARED_SIZE_LIMIT % arrayLength == 0` with runs as long as the largest limit).
+fn restricted_space(spec: &KernelSpec) -> Option<(Stage, String)> {
     let shape = spec.shapes.first()?;
     let allowed = space::values_allowed(spec, shape, RESTRICTED_SPACE_LIMIT)?;
     if allowed.iter().any(|(_, values)| values.len() > 1) {
         return None;
     }
-    // The program's own configuration is allowed (`default_infeasible` comes first): each
-    // parameter keeps its default.
+    if allowed.iter().all(|(_, values)| values.is_empty()) {
+        let values = shape.iter().map(|(name, value)| format!("{name} = {value}")).collect::<Vec<_>>().join(", ");
+        let why = space::check_restrictions(spec, shape, &Configuration::default_of(spec)).err().map_or_else(String::new, |e| format!(" (at the program's own: {})", e.reason));
+        return Some((Stage::Spec, format!("the spec's first shape ({values}) is not one the launch runs with: no configuration meets the restrictions there{why}; write a shape it runs with")));
+    }
     let kept: Vec<String> = allowed.iter().flat_map(|(name, values)| values.iter().map(move |value| format!("`{name}` = {value}"))).collect();
     let restrictions = spec.restrictions.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", ");
-    Some(format!("no execution parameter varies on the program's shape, only compiler options: the restrictions ({restrictions}) and the block's limits leave {}", kept.join(", ")))
+    Some((Stage::Parameters, format!("no execution parameter varies on the program's shape, only compiler options: the restrictions ({restrictions}) and the block's limits leave {}", kept.join(", "))))
 }
 
 /// A kernel to survey, and the workspace root its host code is looked for in.
@@ -260,11 +255,9 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
         (Stage::Compile, reason.clone())
     } else if survey.execution_params == 0 {
         (Stage::Parameters, no_execution_parameter(&result.reports))
-    } else if let Some(why) = default_infeasible(spec) {
-        (Stage::Spec, why)
-    } else if let Some(why) = restricted_to_one_value(spec) {
+    } else if let Some((stage, why)) = restricted_space(spec) {
         survey.execution_params = 0;
-        (Stage::Parameters, why)
+        (stage, why)
     } else {
         (Stage::Ready, String::new())
     };
