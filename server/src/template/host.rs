@@ -448,19 +448,10 @@ impl<'d> HostContext<'d> {
             expression_functions.extend(expression_functions_of(doc.text(), tree.root_node()));
         }
         // A name the launch's own file defines is that file's, whatever another program of the
-        // workspace defines it as (`#define M_GLOBAL` in each tensor-core sample), and one its
-        // folder's headers define is theirs (`SHARED_SIZE_LIMIT` of mergeSort_common.h, not of
-        // another sample's): the other folders' files first, then the folder's, then the file,
-        // so that the nearest values win.
-        let launch_folder = files.iter().find(|f| std::ptr::eq(f.document, launch_doc)).and_then(|f| f.folder);
-        let nearness = |doc: &&Document| match files.iter().find(|f| std::ptr::eq(f.document, *doc)) {
-            _ if std::ptr::eq(*doc, launch_doc) => 2,
-            Some(file) if file.folder.is_some() && file.folder == launch_folder => 1,
-            _ => 0,
-        };
-        let mut nearest_last = documents.clone();
-        nearest_last.sort_by_key(nearness);
-        for doc in &nearest_last {
+        // workspace defines it as (`#define M_GLOBAL` in each tensor-core sample): that file
+        // goes last, so its values win.
+        let launch_file_last = documents.iter().filter(|d| !std::ptr::eq(**d, launch_doc)).chain(std::iter::once(&launch_doc));
+        for doc in launch_file_last {
             defines.extend(doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))));
             for define in &doc.model().defines {
                 match define.value.is_some() && define.value_text.trim().starts_with(|c: char| c.is_ascii_digit()) {
