@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 62
+    assert len(kernels) == len(set(kernels)) == 63
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -98,11 +98,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
     assert by_kernel["grid_sum"]["why"].startswith("grid extent x: `blocks_per_sm` is a size no shape gives (the program sets it with `cudaOccupancyMaxActiveBlocksPerMultiprocessor` in `main` (grid_sum.cu:"), by_kernel["grid_sum"]
-    assert report["totals"] == {"kernels": 62, "ready": 51, "spec": 8, "compile": 2, "parameters": 1}
+    assert report["totals"] == {"kernels": 63, "ready": 52, "spec": 8, "compile": 2, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "62 kernels under" in text.stdout and "51 ready to tune (82%)" in text.stdout
+    assert "63 kernels under" in text.stdout and "52 ready to tune (83%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -983,6 +983,36 @@ def test_macros_of_a_header_that_the_block_and_the_kernel_share_are_tuned_as_bui
         "the spec's first shape (count = 1048576, length = 2048) is not one the launch runs with: no configuration meets"
         " the restrictions there (at the program's own: restriction `length <= SORT_LIMIT` is false); write a shape it runs with"
     ))
+
+
+def test_a_kernel_whose_parameters_and_launch_arguments_change_with_the_build_is_read_as_the_build_has_them(tmp_path: Path):
+    root = project(tmp_path, "build_flags")
+    (root / ".git").mkdir()
+    kernel_file = (root / "pad_rows.cuh").read_text()
+    # `#ifndef FIXED_ROWS` and `#if ADD_BIAS` inside the parameter list and inside the launch's
+    # arguments: the kernel parses, each argument meets its parameter, and `ADD_BIAS`, which the
+    # launch's file sees through its include, keeps the bias the launch passes.
+    spec, report = templatized_spec_and_report(root, "pad_rows.cuh", "pad_rows")
+    assert "does not parse" not in report, report
+    assert [(a["name"], a.get("length"), a.get("value")) for a in spec["args"]] == [
+        ("dst", "rows * padded_width", None), ("src", "rows * width", None), ("width", None, "width"),
+        ("padded_width", None, "padded_width"), ("rows", None, "rows"), ("bias", None, "0.5"),
+    ], spec["args"]
+    assert spec["shapes"][0] == {"padded_width": 1024, "rows": 512, "width": 1000}
+    assert (root / "pad_rows.cuh").read_text() == kernel_file
+    # NVRTC gets the file with its conditionals, and compiles what the spec says it takes.
+    check = cutune("check", "pad_rows.cuh", "--kernel", "pad_rows", cwd=root)
+    assert check.returncode == 0 and " 0 failed" in check.stdout, check.stdout + check.stderr
+    hover = cutune("kernels", "pad_rows.cuh", cwd=root)
+    assert "__global__ void pad_rows(float *dst, const float *src, int width, int padded_width, int rows , float bias )" in hover.stdout, hover.stdout
+
+
+async def test_the_code_action_reads_a_kernel_whose_parameter_list_has_conditionals(client, tmp_path: Path):
+    root = project(tmp_path, "build_flags")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "pad_rows.cuh", "dst[y * padded_width + x] = value", "pad_rows")
+    assert [a["name"] for a in spec["args"]] == ["dst", "src", "width", "padded_width", "rows", "bias"], spec
+    assert next(a for a in spec["args"] if a["name"] == "bias")["value"] == "0.5", spec
 
 
 async def test_the_code_action_lifts_a_header_macro_the_block_and_the_kernel_share(client, tmp_path: Path):

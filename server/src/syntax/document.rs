@@ -10,6 +10,7 @@ use line_index::{LineCol, LineIndex, TextSize, WideEncoding, WideLineCol};
 use tree_sitter::{InputEdit, Parser, Tree};
 
 use super::incremental::{analyze, ItemCache};
+use super::list_conditionals::{settled_in_lists, Defines};
 use super::model::KernelModel;
 
 /// Files larger than this are kept in sync but not parsed: tree-sitter would take seconds on
@@ -83,6 +84,12 @@ pub struct Document {
     /// touched. Kept, like the tree, only while the document is being edited.
     items: Option<Arc<ItemCache>>,
     analysis: Analysis,
+    /// Whether the tree was parsed from a view with conditionals settled, which an edit can
+    /// change far from where it lands: the next parse cannot reuse that tree.
+    parsed_settled: bool,
+    /// The macros of the project headers the file includes, which settle conditionals inside
+    /// its lists (see [`settled_in_lists`]).
+    included: Arc<Defines>,
 }
 
 thread_local! {
@@ -94,13 +101,16 @@ thread_local! {
     });
 }
 
-fn parse(text: &str, old: Option<&Tree>) -> Option<Tree> {
-    PARSER.with(|p| p.borrow_mut().parse(without_alignment(text).as_ref(), old))
+/// Parses what the grammar can read of `text` (see [`settled_in_lists`] and
+/// [`without_alignment`]); the tree's ranges index `text`.
+fn parse(view: &str, old: Option<&Tree>) -> Option<Tree> {
+    PARSER.with(|p| p.borrow_mut().parse(without_alignment(view).as_ref(), old))
 }
 
-/// A fresh tree of `text`, parsed as documents are (`__align__` read as the grammar needs).
+/// A fresh tree of `text`, parsed as documents are (`__align__` and conditionals inside lists
+/// read as the grammar needs).
 pub fn parse_source(text: &str) -> Tree {
-    parse(text, None).expect("parsing without a timeout or cancellation always yields a tree")
+    parse(&settled_in_lists(text, &Defines::new()), None).expect("parsing without a timeout or cancellation always yields a tree")
 }
 
 /// `text` with each `__align__(N)` blanked out, byte for byte: the grammar reads `struct
@@ -139,16 +149,22 @@ fn without_alignment(text: &str) -> std::borrow::Cow<'_, str> {
 
 impl Document {
     pub fn new(text: String) -> Document {
-        Document::build(text, None, None)
+        Document::build(text, None, None, Arc::default())
+    }
+
+    /// A document that sees the macros `included` (of the project headers it includes) before
+    /// its own, where they settle a conditional inside a parenthesised list.
+    pub fn with_included_defines(text: String, included: Defines) -> Document {
+        Document::build(text, None, None, Arc::new(included))
     }
 
     /// A document that is not CUDA source: the text and its line index, no parse, no model.
     pub fn text_only(text: String) -> Document {
         let line_index = Arc::new(LineIndex::new(&text));
-        Document { text, line_index, tree: None, model: Arc::default(), items: None, analysis: Analysis::TextOnly }
+        Document { text, line_index, tree: None, model: Arc::default(), items: None, analysis: Analysis::TextOnly, parsed_settled: false, included: Arc::default() }
     }
 
-    fn build(text: String, edited_tree: Option<Tree>, previous_items: Option<&ItemCache>) -> Document {
+    fn build(text: String, edited_tree: Option<Tree>, previous_items: Option<&ItemCache>, included: Arc<Defines>) -> Document {
         let line_index = Arc::new(LineIndex::new(&text));
         if text.len() > MAX_ANALYZED_BYTES {
             return Document {
@@ -158,17 +174,21 @@ impl Document {
                 tree: None,
                 model: Arc::default(),
                 items: None,
+                parsed_settled: false,
+                included,
             };
         }
         // Error recovery in an edited tree can differ from a fresh parse's (and lose kernels a
         // fresh parse finds). A broken file is parsed afresh, so that the editor and
         // `cutune kernels` always see the same model. When the file was already broken before
         // the edit it most likely still is: parse it afresh at once rather than twice.
-        let tree = match edited_tree {
+        let view = settled_in_lists(&text, &included);
+        let parsed_settled = matches!(view, std::borrow::Cow::Owned(_));
+        let tree = match edited_tree.filter(|_| !parsed_settled) {
             Some(edited) if !edited.root_node().has_error() => {
-                parse(&text, Some(&edited)).filter(|t| !t.root_node().has_error()).or_else(|| parse(&text, None))
+                parse(&view, Some(&edited)).filter(|t| !t.root_node().has_error()).or_else(|| parse(&view, None))
             }
-            _ => parse(&text, None),
+            _ => parse(&view, None),
         };
         let (model, items) = match &tree {
             Some(tree) => {
@@ -177,7 +197,7 @@ impl Document {
             }
             None => (KernelModel::default(), None),
         };
-        Document { text, line_index, tree, model: Arc::new(model), items, analysis: Analysis::Complete }
+        Document { text, line_index, tree, model: Arc::new(model), items, analysis: Analysis::Complete, parsed_settled, included }
     }
 
     pub fn text(&self) -> &str {
@@ -218,7 +238,7 @@ impl Document {
     /// once. Either all apply or none do: the document stays as it was on error.
     pub fn apply(&self, encoding: Encoding, changes: &[Change]) -> Result<Document, EditError> {
         let mut text = self.text.clone();
-        let mut tree = self.tree.clone();
+        let mut tree = self.tree.clone().filter(|_| !self.parsed_settled);
         // The index of the text as it stands, rebuilt only when a later change needs it:
         // `build` makes the final one, so a one-change keystroke indexes the file once.
         let mut index = Some(self.line_index.clone());
@@ -246,7 +266,7 @@ impl Document {
         if self.analysis == Analysis::TextOnly {
             return Ok(Document::text_only(text));
         }
-        Ok(Document::build(text, tree, self.items.as_deref()))
+        Ok(Document::build(text, tree, self.items.as_deref(), self.included.clone()))
     }
 
     /// The byte offset of a position, if it lies inside the text.
@@ -349,6 +369,22 @@ mod tests {
             serde_json::to_value(fresh.model().as_ref()).unwrap()
         );
         assert_eq!(edited.model().launches[0].block.extent.unwrap().x, 128);
+    }
+
+    #[test]
+    fn an_edit_that_changes_which_branch_of_a_list_conditional_is_taken_matches_a_fresh_parse() {
+        let text = "#define WIDE 0\n__global__ void k(float* x,\n#if WIDE\n int w,\n#endif\n int n) {}\n";
+        let doc = Document::new(text.into());
+        assert_eq!(doc.model().kernels[0].params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["x", "n"]);
+        assert!(doc.model().syntax_errors.is_empty());
+        // The edit is on the first line; the branch it takes is four lines below.
+        let edited = doc.apply(Encoding::Utf8, &[range(pos(0, 13), pos(0, 14), "1")]).unwrap();
+        let fresh = Document::new(edited.text().to_string());
+        assert_eq!(edited.model().kernels[0].params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["x", "w", "n"]);
+        assert_eq!(
+            serde_json::to_value(edited.model().as_ref()).unwrap(),
+            serde_json::to_value(fresh.model().as_ref()).unwrap()
+        );
     }
 
     #[test]

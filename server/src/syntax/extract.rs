@@ -272,10 +272,13 @@ impl<'t> Extractor<'t, '_> {
                 self.push_expr_tunable(TunableKind::LaunchBoundsMinBlocks, &name, min);
             }
         }
-        // Template parameters hide defines of the same name inside the kernel.
+        // Template parameters hide defines of the same name inside the kernel, and so do the
+        // kernel's parameters: a macro of that name would have rewritten the declaration, so
+        // where the parameter is declared the macro is not defined (a `#define BlockWidth 80`
+        // under an `#ifdef` that also leaves `short BlockWidth` out of the list).
         let mut locals = Locals::default();
-        for p in &template_params {
-            locals.scalars.insert(p.name.clone(), None);
+        for name in template_params.iter().map(|p| &p.name).chain(params.iter().map(|p| &p.name)) {
+            locals.scalars.insert(name.clone(), None);
         }
         let locals = Arc::new(locals);
         let shared = match body {
@@ -288,7 +291,7 @@ impl<'t> Extractor<'t, '_> {
 
         let signature_end = body.map(|b| b.start_byte()).unwrap_or(item.end_byte());
         Kernel {
-            signature: fold_whitespace(self.text[outer.start_byte()..signature_end].trim_end_matches(';')),
+            signature: self.signature(outer, signature_end),
             name,
             span: Span::of(outer),
             name_span: Span::of(name_node),
@@ -331,10 +334,32 @@ impl<'t> Extractor<'t, '_> {
             .collect()
     }
 
+    /// A declaration's text from `start` to `end` of `outer` on one line, as the build compiles
+    /// it: its tokens, so that a conditional inside its parameter list shows settled (the
+    /// parser read neither the directives nor the branches not taken).
+    fn signature(&self, outer: Node, end: usize) -> String {
+        let text = &self.text[outer.start_byte()..end];
+        if !text.contains('#') {
+            return fold_whitespace(text.trim_end_matches(';'));
+        }
+        let mut out = String::new();
+        let mut last_end = None;
+        for token in descendants(outer).filter(|n| n.child_count() == 0 && n.end_byte() <= end && n.start_byte() < n.end_byte()) {
+            if last_end.is_some_and(|e| e < token.start_byte()) {
+                out.push(' ');
+            }
+            out.push_str(self.text_of(token));
+            last_end = Some(token.end_byte());
+        }
+        fold_whitespace(out.trim_end_matches(';'))
+    }
+
     fn params(&self, list: Node) -> Vec<Param> {
         named_children(list)
             // `int *partial_sums = NULL` is an optional parameter: the kernel still takes it.
             .filter(|p| matches!(p.kind(), "parameter_declaration" | "optional_parameter_declaration"))
+            // `k(void)` takes nothing: C's spelling of an empty list.
+            .filter(|p| !(p.child_by_field_name("declarator").is_none() && self.text_of(*p).trim() == "void"))
             .map(|p| {
                 let mut declarator = p.child_by_field_name("declarator");
                 let mut pointer_depth = 0u8;
@@ -540,7 +565,7 @@ impl<'t> Extractor<'t, '_> {
                 name: self.text_of(name_node).to_string(),
                 span: Span::of(outer),
                 name_span: Span::of(name_node),
-                signature: fold_whitespace(self.text[outer.start_byte()..signature_end].trim_end_matches(';')),
+                signature: self.signature(outer, signature_end),
                 is_definition: body.is_some(),
             });
         }

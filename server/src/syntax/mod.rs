@@ -14,6 +14,7 @@ mod fixture_tests;
 mod hover;
 pub mod host;
 mod incremental;
+mod list_conditionals;
 mod model;
 
 pub use access::{access_of, Access};
@@ -23,6 +24,7 @@ pub use checks::{check, format_bytes, Finding, Severity};
 pub use document::{parse_source, Analysis, Change, Document, EditError, Encoding, TextPosition, MAX_ANALYZED_BYTES};
 pub use extract::{compile_queries, descendants, identifiers_in, is_identifier, rename_identifiers_in};
 pub use hover::{hover, HoverInfo};
+pub use list_conditionals::{defines_in, has_conditional_in_list, Defines};
 pub use model::*;
 
 pub fn language() -> tree_sitter::Language {

@@ -140,7 +140,7 @@ impl Workspace {
         let mut documents: Vec<HostDocument> = Vec::new();
         let mut wanted: BTreeSet<String> = BTreeSet::from([kernel.to_string()]);
         let mut seen_names = wanted.clone();
-        let own = std::fs::read_to_string(kernel_file).map(Document::new).ok();
+        let own = std::fs::read_to_string(kernel_file).map(|text| host_document(kernel_file, text)).ok();
         // Nearest first: in a project of many programs (a samples repository), the launch in
         // the kernel's own folder is the one in question, and the file limit should not be
         // spent on namesakes elsewhere.
@@ -152,7 +152,7 @@ impl Workspace {
             for &(path, _) in by_distance.iter().filter(|(path, entry)| *path != kernel_file && entry.mentions(stem)).take(MAX_HOST_FILES) {
                 let Ok(text) = std::fs::read_to_string(path) else { continue };
                 if quoted_includes(path, &text).contains(kernel_file) {
-                    documents.push(HostDocument { path: path.clone(), document: Document::new(text) });
+                    documents.push(HostDocument { path: path.clone(), document: host_document(path, text) });
                 }
             }
         }
@@ -174,7 +174,7 @@ impl Workspace {
                 let known = path == kernel_file || documents.iter().any(|d| &d.path == path);
                 if !known && wanted.iter().any(|name| entry.mentions(name)) {
                     if let Ok(text) = std::fs::read_to_string(path) {
-                        documents.push(HostDocument { path: path.clone(), document: Document::new(text) });
+                        documents.push(HostDocument { path: path.clone(), document: host_document(path, text) });
                     }
                 }
             }
@@ -207,7 +207,7 @@ impl Workspace {
                 included += 1;
                 if let Ok(text) = std::fs::read_to_string(&header) {
                     pending.push_back((header.clone(), text.clone()));
-                    documents.push(HostDocument { path: header, document: Document::new(text) });
+                    documents.push(HostDocument { path: header.clone(), document: host_document(&header, text) });
                 }
             }
         }
@@ -227,6 +227,31 @@ impl Workspace {
 /// How many leading path components `a` and `b` share.
 fn shared_components(a: &Path, b: &Path) -> usize {
     a.components().zip(b.components()).take_while(|(x, y)| x == y).count()
+}
+
+/// `text` of `path` as a document that sees the macros of the project headers it includes,
+/// where a conditional inside one of its lists needs them (a launch's arguments under
+/// `#if (USE_TEXTURE)`, which the kernel's header defines).
+fn host_document(path: &Path, text: String) -> Document {
+    if !syntax::has_conditional_in_list(&text) {
+        return Document::new(text);
+    }
+    let mut included = syntax::Defines::new();
+    let mut pending = vec![(path.to_path_buf(), text.clone())];
+    let mut seen = BTreeSet::from([path.to_path_buf()]);
+    while let Some((file, file_text)) = pending.pop() {
+        for header in quoted_includes(&file, &file_text) {
+            if seen.len() > MAX_INCLUDED_FILES || !seen.insert(header.clone()) {
+                continue;
+            }
+            let Ok(header_text) = std::fs::read_to_string(&header) else { continue };
+            for (name, value) in syntax::defines_in(&header_text) {
+                included.entry(name).or_insert(value);
+            }
+            pending.push((header, header_text));
+        }
+    }
+    Document::with_included_defines(text, included)
 }
 
 /// The files `#include "name"` names in `text`, where they exist next to `path`.
