@@ -316,7 +316,8 @@ impl<'d> Scope<'d> {
                 value = right;
             }
             let name = text[target.byte_range()].replace(' ', "");
-            let value = replace_members(&text[value.byte_range()], |object, member| dispatched.get(&format!("{object}.{member}")).cloned());
+            // A value written over several lines may say what each term is for, in comments.
+            let value = replace_members(&without_comments(&text[value.byte_range()]), |object, member| dispatched.get(&format!("{object}.{member}")).cloned());
             let value = value.as_str();
             // `n = n / 2` says nothing about `n` that its earlier value does not, and a value
             // read from the command line (`n = atoi(argv[1])`) overrides the default only when
@@ -2701,6 +2702,15 @@ mod tests {
         assert_eq!(list_element(&frame, "sizes[0]").as_deref(), Some("256"));
         assert_eq!(list_element(&frame, "sizes[5]"), None);
         assert_eq!(sweep_element(&frame, "sizes[each]").map(|(_, values)| values), Some(vec![256, 1024, 2048]));
+    }
+
+    #[test]
+    fn a_value_written_over_lines_with_a_comment_for_each_term_is_read_without_them() {
+        let text = "void run() {\n  const int bytes =\n    (2 * tile * sizeof(float))  // keys and values\n    + (rows * 4) /* scores */;\n  go(bytes);\n}\n";
+        let doc = Document::new(text.to_string());
+        let frame = frame_at_go(&doc);
+        let bytes = frame.scope.value_text("bytes").expect("`bytes` is given a value");
+        assert_eq!(bytes.split_whitespace().collect::<Vec<_>>().join(" "), "(2 * tile * sizeof(float)) + (rows * 4)");
     }
 
     #[test]
