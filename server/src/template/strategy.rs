@@ -235,20 +235,22 @@ pub(super) fn dim3_variable<'t>(unit: &Unit<'t>, launch: &LaunchSite, grid: &str
     }
     let root = unit.doc.tree()?.root_node();
     let function = enclosing_function(root, launch)?;
+    // `dim3 threads, blocks;` declares both: each declarator, with the declaration it is in.
     let dim3_of = |scope: Node<'t>| {
-        descendants(scope).filter(|n| n.kind() == "declaration" && n.start_byte() < launch.span.start_byte).filter(|d| {
-            d.child_by_field_name("type").is_some_and(|t| text[t.byte_range()].trim() == "dim3")
-                && d.child_by_field_name("declarator").map(|i| i.child_by_field_name("declarator").unwrap_or(i)).is_some_and(|n| &text[n.byte_range()] == grid)
-        })
+        descendants(scope)
+            .filter(|n| n.kind() == "declaration" && n.start_byte() < launch.span.start_byte)
+            .filter(|d| d.child_by_field_name("type").is_some_and(|t| text[t.byte_range()].trim() == "dim3"))
+            .flat_map(|d| d.children_by_field_name("declarator", &mut d.walk()).map(move |i| (d, i)).collect::<Vec<_>>())
+            .filter(|(_, i)| &text[i.child_by_field_name("declarator").unwrap_or(*i).byte_range()] == grid)
     };
-    let Some(declaration) = dim3_of(function).last() else {
+    let Some((declaration, declarator)) = dim3_of(function).last() else {
         // A `dim3` of the file, set somewhere else (`grid_1d.x = …`): its extents are not at hand.
         return dim3_of(root).next().map(|_| Err("is a `dim3` that the launch's function does not declare".to_string()));
     };
     if read_by_other_code(unit, function, declaration, grid) {
         return Some(Err(format!("is a `dim3` that other code of `{}` uses too", launch.enclosing_function.as_deref().unwrap_or("the function"))));
     }
-    let value = declaration.child_by_field_name("declarator").and_then(|i| i.child_by_field_name("value"));
+    let value = declarator.child_by_field_name("value");
     let arguments = match value {
         Some(v) if v.kind() == "argument_list" => Some(v),
         Some(v) if v.kind() == "call_expression" => v.child_by_field_name("arguments"),
