@@ -200,7 +200,7 @@ impl<'d> Frame<'d> {
     fn dim3_components(&self, name: &str) -> Option<Vec<String>> {
         let file = self.scope.body.map(|b| std::iter::successors(Some(b), |n| n.parent()).last().expect("a node is its own ancestor"));
         // `threads = dim3(512, 1)`; an `int grid = (n + 255) / 256` is no `dim3`.
-        let assigned_whole = self.scope.value_given(name).filter(|(v, _)| v.starts_with("dim3") || v.starts_with('{')).and_then(|(v, at)| Some((dim3_arguments(v)?, at)));
+        let assigned_whole = self.scope.value_given(name).and_then(|(v, at)| Some((dim3_arguments(v)?, at)));
         let constructed = assigned_whole
             .or_else(|| self.scope.body.and_then(|b| dim3_local(self.text, b, name)))
             .map(|(components, at)| components.iter().map(|c| self.scope.as_written_at(c, at)).collect())
@@ -643,10 +643,10 @@ impl<'d> HostContext<'d> {
     /// Grid or block components: `dim3(a, b)`, a `dim3` local, or a plain expression.
     pub(super) fn dims(&self, text: &str) -> Vec<String> {
         let text = text.trim();
-        let inner = text.strip_prefix("dim3").map(str::trim).and_then(|t| t.strip_prefix('(').and_then(|t| t.strip_suffix(')')));
+        let constructed = dim3_arguments(text).filter(|_| !text.starts_with('('));
         let launcher = self.launcher();
-        let parts = match (inner, is_identifier(text).then(|| launcher.dim3_components(text)).flatten()) {
-            (Some(inner), _) => split_args(inner),
+        let parts = match (constructed, is_identifier(text).then(|| launcher.dim3_components(text)).flatten()) {
+            (Some(args), _) => args,
             (None, Some(args)) => args,
             (None, None) => vec![text.to_string()],
         };
@@ -2385,7 +2385,7 @@ fn dim3_local(text: &str, body: Node, name: &str) -> Option<(Vec<String>, usize)
 /// The extents `declaration` gives the `dim3` named `name`: `dim3 name(a, b)`, `const dim3
 /// name = dim3(a)`, `dim3 name{a}`, or 1, 1, 1 for `dim3 name;`.
 fn dim3_declared(text: &str, declaration: Node, name: &str) -> Option<Vec<String>> {
-    if declaration.child_by_field_name("type").is_none_or(|t| &text[t.byte_range()] != "dim3") {
+    if declaration.child_by_field_name("type").is_none_or(|t| !EXTENT_TYPES.contains(&&text[t.byte_range()])) {
         return None;
     }
     declaration.children_by_field_name("declarator", &mut declaration.walk()).find_map(|declarator| {
@@ -2400,10 +2400,16 @@ fn dim3_declared(text: &str, declaration: Node, name: &str) -> Option<Vec<String
 
 /// `(a, b)`, `{a, b}` or `dim3(a, b)` → `[a, b]`.
 fn dim3_arguments(value: &str) -> Option<Vec<String>> {
-    let value = value.trim().trim_start_matches("dim3").trim();
+    let value = value.trim();
+    let value = EXTENT_CONSTRUCTORS.iter().find_map(|c| value.strip_prefix(c)).unwrap_or(value).trim();
     let inner = value.strip_prefix('(').and_then(|r| r.strip_suffix(')')).or_else(|| value.strip_prefix('{').and_then(|r| r.strip_suffix('}')))?;
     balanced(inner).then(|| split_args(inner))
 }
+
+/// The types a launch takes as its grid or block: `dim3`, or the vector a `make_uint3` makes.
+const EXTENT_TYPES: [&str; 2] = ["dim3", "uint3"];
+/// What makes one, and how the value is written: `dim3(a, b)`, `make_uint3(a, b, 1)`.
+const EXTENT_CONSTRUCTORS: [&str; 2] = ["dim3", "make_uint3"];
 
 /// The extents of a file-scope `dim3 name(...)`, or 1, 1, 1 for a `dim3 name;`.
 fn dim3_global(text: &str, root: Node, name: &str) -> Option<Vec<String>> {
@@ -2749,6 +2755,7 @@ mod tests {
     fn a_dim3_is_read_from_constructors_and_braces_not_from_any_parentheses() {
         assert_eq!(dim3_arguments("dim3(512, 1)"), Some(vec!["512".to_string(), "1".to_string()]));
         assert_eq!(dim3_arguments("{16, 8}"), Some(vec!["16".to_string(), "8".to_string()]));
+        assert_eq!(dim3_arguments("make_uint3(w / 64, h, 1)"), Some(vec!["w / 64".to_string(), "h".to_string(), "1".to_string()]));
         assert_eq!(dim3_arguments("(n + 255) / (256)"), None);
     }
 
