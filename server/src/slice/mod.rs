@@ -252,6 +252,9 @@ const FIXED_WIDTH_INTEGERS: &[&str] = &[
     "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "intptr_t", "uintptr_t",
 ];
 
+/// The templates of `<type_traits>` a kernel's signature may name.
+const TYPE_TRAITS: &[&str] = &["integral_constant", "bool_constant", "is_same", "conditional", "enable_if"];
+
 /// The slice with `<cuda_fp16.h>`, `<cuda_bf16.h>` or the fixed-width integers included first
 /// when it uses their types without including them: the original got them through host
 /// headers (cuBLAS's, PyTorch's, the C library's) that NVRTC cannot open.
@@ -267,6 +270,10 @@ fn with_number_type_headers(source: String) -> String {
     // `<stdint.h>` is the C library's, which NVRTC lacks; libcu++ declares the same types for it.
     if uses(FIXED_WIDTH_INTEGERS) && !source.contains("cuda/std/cstdint") {
         headers.push_str("#include <cuda/std/cstdint>\n");
+    }
+    // So is `<type_traits>`, whose tags pick a kernel's instantiation (`std::bool_constant<true>`).
+    if TYPE_TRAITS.iter().any(|name| source.contains(&format!("std::{name}<")) || source.contains(&format!("std::{name}>"))) && !source.contains("cuda/std/type_traits") {
+        headers.push_str("#include <cuda/std/type_traits>\n// The host's <type_traits>, which NVRTC lacks: libcu++ has the same names.\nnamespace std { using namespace cuda::std; }\n");
     }
     headers + &source
 }

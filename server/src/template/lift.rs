@@ -95,8 +95,15 @@ impl Transform for TemplateParams {
 
     fn apply(&self, unit: &Unit) -> Outcome {
         let mut rewrite = Rewrite::default();
+        let mut tagged = Vec::new();
         for (index, tp) in unit.kernel.template_params.iter().enumerate() {
             if !matches!(tp.kind, TemplateParamKind::Value { integer: true, .. }) {
+                continue;
+            }
+            // Carried by a tag the launch makes (`std::bool_constant<true>{}`): the program
+            // picks the instantiation with it, as with a switch; the spec keeps that value.
+            if unit.kernel.params.iter().any(|p| super::scaffold::tag_carries(p, &tp.name)) {
+                tagged.push(format!("`{}`", tp.name));
                 continue;
             }
             let at_launches: Vec<(i64, u32)> = unit
@@ -158,11 +165,15 @@ impl Transform for TemplateParams {
             rewrite.params.push(param(&tp.name, ParamKind::Template, default, values, origin));
         }
         if rewrite.params.is_empty() && rewrite.notes.is_empty() {
-            return Outcome::NotApplicable("the kernel has no integer template parameters".into());
+            return Outcome::NotApplicable(match tagged.is_empty() {
+                true => "the kernel has no integer template parameters".into(),
+                false => format!("{} is carried by a tag the launch makes: the program's instantiation", tagged.join(", ")),
+            });
         }
         let (tuned, kept): (Vec<&ParamSpec>, Vec<&ParamSpec>) = rewrite.params.iter().partition(|p| p.values.len() > 1);
         let names = |params: &[&ParamSpec]| params.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ");
         rewrite.summary = match (tuned.is_empty(), kept.is_empty()) {
+            (true, true) => "no template parameter has a value in this file".to_string(),
             (false, true) => format!("template parameters {} are tuning parameters", names(&tuned)),
             (true, false) => format!("template parameters {} keep the program's values", names(&kept)),
             _ => format!("template parameters {} are tuning parameters; {} keep the program's values", names(&tuned), names(&kept)),

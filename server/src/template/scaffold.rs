@@ -109,6 +109,9 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         .map(|(i, p)| {
             let at_launch = launch.and_then(|l| l.args.get(i)).map(|a| a.trim().to_string());
             let element = instantiated(&p.base_type).unwrap_or_else(|| p.base_type.clone());
+            // An unnamed parameter (a tag) is named by its place, `arg6`, for the spec to list.
+            let named = Param { name: format!("arg{}", i + 1), ..p.clone() };
+            let p = if p.name.is_empty() { &named } else { p };
             arg_spec(original, original_body, p, &element, at_launch.as_deref(), host.as_ref(), &scalars)
         })
         .unzip();
@@ -731,6 +734,7 @@ fn template_args(k: &Kernel, launch: Option<&LaunchSite>, params: &[ParamSpec], 
                 .filter(|arg| !open(arg))
                 .or_else(|| tp.default.clone())
                 .or_else(|| deduced_type(k, &tp.name, launch?, host?))
+                .or_else(|| deduced_from_tag(k, &tp.name, launch?))
                 .filter(|arg| !open(arg))
                 .or_else(|| instantiation.get(i).cloned())
                 .unwrap_or_else(|| UNKNOWN.to_string()),
@@ -793,6 +797,54 @@ fn deduced_type(k: &Kernel, name: &str, launch: &LaunchSite, host: &HostContext)
     host.argument_type(launch.args.get(index)?)
 }
 
+/// The template parameter `name` that a tag parameter carries (`std::bool_constant<Atomic>`),
+/// from the tag the launch makes (`std::bool_constant<false>{}`): `false`.
+fn deduced_from_tag(k: &Kernel, name: &str, launch: &LaunchSite) -> Option<String> {
+    k.params.iter().zip(&launch.args).find_map(|(p, arg)| {
+        let (template, params) = p.ty.trim().split_once('<')?;
+        let params = split_top_level(params.strip_suffix('>')?.trim());
+        let at = params.iter().position(|param| param == name)?;
+        let made = arg.trim().strip_suffix("{}").or_else(|| arg.trim().strip_suffix("()"))?.trim();
+        let values = split_top_level(made.strip_prefix(template.trim())?.trim().strip_prefix('<')?.strip_suffix('>')?);
+        values.get(at).cloned()
+    })
+}
+
+/// `a, b<c, d>` → `[a, b<c, d>]`: the commas outside angle brackets and parentheses.
+fn split_top_level(list: &str) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut depth = 0i32;
+    for c in list.chars() {
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(String::new());
+                continue;
+            }
+            _ => {}
+        }
+        parts.last_mut().expect("one part at least").push(c);
+    }
+    parts.iter().map(|p| p.trim().to_string()).collect()
+}
+
+/// Whether the kernel parameter `p` is a tag that carries the template parameter `name`
+/// (`std::bool_constant<Atomic>` carries `Atomic`): the launch's tag picks its value.
+pub(super) fn tag_carries(p: &Param, name: &str) -> bool {
+    is_tag_type(&p.ty) && p.ty.split_once('<').is_some_and(|(_, params)| split_top_level(params.trim_end_matches('>')).iter().any(|param| param == name))
+}
+
+/// A type whose value is its type alone (`std::bool_constant<A>`, `std::true_type`): an empty
+/// struct, one byte of nothing the kernel reads, passed only to pick an instantiation.
+fn is_tag_type(ty: &str) -> bool {
+    let ty = ty.trim().trim_start_matches("const ").trim();
+    let ty = ty.strip_prefix("cuda::").unwrap_or(ty);
+    let ty = ty.strip_prefix("std::").unwrap_or(ty);
+    let template = ty.split('<').next().unwrap_or(ty).trim();
+    matches!(template, "integral_constant" | "bool_constant" | "true_type" | "false_type")
+}
+
 /// The spec of the kernel parameter `p`, whose element type is `element` (its type, with the
 /// instantiation's type for a template parameter). A buffer's length comes from its allocation
 /// in the host code, else from the bounds the kernel checks its index against, which may name
@@ -804,6 +856,9 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
     let (dtype, lanes) = number.unwrap_or((Dtype::U8, 0));
     if p.pointer_depth == 0 && texture::is_texture_type(&base_type) {
         return (texture::texture_arg(doc, body, &p.name, at_launch, host), false);
+    }
+    if p.pointer_depth == 0 && is_tag_type(&p.ty) {
+        return (ArgSpec { name: p.name.clone(), dtype: Dtype::U8, length: None, role: None, init: None, value: Some("0".to_string()), compare: None, texture: None }, false);
     }
     if p.pointer_depth == 0 {
         // A surface object, a struct passed by value: no number stands for it, and the worker
