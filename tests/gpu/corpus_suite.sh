@@ -73,6 +73,8 @@ cases=(
   "cuda-samples Samples/0_Introduction/mergeSort/mergeSort.cu mergeSortSharedKernel"
   "cuda-samples Samples/2_Concepts_and_Techniques/sortingNetworks/bitonicSort.cu bitonicSortShared"
   "cuda-samples Samples/2_Concepts_and_Techniques/imageDenoising/imageDenoising_nlm2_kernel.cuh NLM2"
+  "llm.c dev/cuda/attention_forward.cu attention_forward_kernel2"
+  "llm.c dev/cuda/matmul_backward_bias.cu matmul_backward_bias_kernel9"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()
