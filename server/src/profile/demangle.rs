@@ -39,13 +39,13 @@ pub fn kernel_name(raw: &str) -> KernelName {
 
 fn parse_signature(text: &str) -> KernelName {
     let (head, parameters) = match parameter_list(text) {
-        Some((open, close)) => (&text[..open], Some(split_top_level(&text[open + 1..close]))),
+        Some((open, close)) => (&text[..open], Some(split_template_args(&text[open + 1..close]))),
         None => (text, None),
     };
     // The return type, when there is one, is separated from the name by a top-level space.
     let name = last_top_level_word(head.trim());
     let (qualified, template_args) = match trailing_angle_list(name) {
-        Some(open) => (&name[..open], split_top_level(&name[open + 1..name.len() - 1])),
+        Some(open) => (&name[..open], split_template_args(&name[open + 1..name.len() - 1])),
         None => (name, Vec::new()),
     };
     let base = split_top_level_by(qualified, "::").pop().unwrap_or_default();
@@ -112,7 +112,9 @@ fn last_top_level_word(text: &str) -> &str {
     &text[start..]
 }
 
-fn split_top_level(text: &str) -> Vec<String> {
+/// `a, b<c, d>` → `[a, b<c, d>]`: a template's argument list split at its own commas, not at
+/// those inside angle brackets, parentheses or brackets.
+pub(crate) fn split_template_args(text: &str) -> Vec<String> {
     split_top_level_by(text, ",")
 }
 

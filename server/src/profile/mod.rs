@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 pub use demangle::{kernel_name, KernelName};
+pub(crate) use demangle::split_template_args;
 pub use locate::{locate_kernels, SourceKernel};
 
 /// One kernel's GPU time as a profiler reports it, under the name it gives.

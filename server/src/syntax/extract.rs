@@ -344,7 +344,7 @@ impl<'t> Extractor<'t, '_> {
         }
         let mut out = String::new();
         let mut last_end = None;
-        for token in descendants(outer).filter(|n| n.child_count() == 0 && n.end_byte() <= end && n.start_byte() < n.end_byte()) {
+        for token in descendants(outer).take_while(|n| n.start_byte() < end).filter(|n| n.child_count() == 0 && n.end_byte() <= end && n.start_byte() < n.end_byte()) {
             if last_end.is_some_and(|e| e < token.start_byte()) {
                 out.push(' ');
             }

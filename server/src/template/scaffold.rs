@@ -13,6 +13,7 @@ use super::host::{HostContext, HostFile, LaunchChoice};
 use super::spec_text::{spec_expression, Division};
 use super::texture;
 use super::LineOrigins;
+use crate::profile::split_template_args;
 use crate::slice::{device_slice, SliceOptions};
 use crate::spec::{expr, sha256_hex, ArgSpec, Baseline, Compare, Dtype, Init, KernelSpec, ParamKind, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
 use crate::syntax::host::{declared_name, driver_launches};
@@ -802,37 +803,18 @@ fn deduced_type(k: &Kernel, name: &str, launch: &LaunchSite, host: &HostContext)
 fn deduced_from_tag(k: &Kernel, name: &str, launch: &LaunchSite) -> Option<String> {
     k.params.iter().zip(&launch.args).find_map(|(p, arg)| {
         let (template, params) = p.ty.trim().split_once('<')?;
-        let params = split_top_level(params.strip_suffix('>')?.trim());
+        let params = split_template_args(params.strip_suffix('>')?.trim());
         let at = params.iter().position(|param| param == name)?;
         let made = arg.trim().strip_suffix("{}").or_else(|| arg.trim().strip_suffix("()"))?.trim();
-        let values = split_top_level(made.strip_prefix(template.trim())?.trim().strip_prefix('<')?.strip_suffix('>')?);
+        let values = split_template_args(made.strip_prefix(template.trim())?.trim().strip_prefix('<')?.strip_suffix('>')?);
         values.get(at).cloned()
     })
-}
-
-/// `a, b<c, d>` → `[a, b<c, d>]`: the commas outside angle brackets and parentheses.
-fn split_top_level(list: &str) -> Vec<String> {
-    let mut parts = vec![String::new()];
-    let mut depth = 0i32;
-    for c in list.chars() {
-        match c {
-            '<' | '(' => depth += 1,
-            '>' | ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(String::new());
-                continue;
-            }
-            _ => {}
-        }
-        parts.last_mut().expect("one part at least").push(c);
-    }
-    parts.iter().map(|p| p.trim().to_string()).collect()
 }
 
 /// Whether the kernel parameter `p` is a tag that carries the template parameter `name`
 /// (`std::bool_constant<Atomic>` carries `Atomic`): the launch's tag picks its value.
 pub(super) fn tag_carries(p: &Param, name: &str) -> bool {
-    is_tag_type(&p.ty) && p.ty.split_once('<').is_some_and(|(_, params)| split_top_level(params.trim_end_matches('>')).iter().any(|param| param == name))
+    is_tag_type(&p.ty) && p.ty.split_once('<').is_some_and(|(_, params)| split_template_args(params.trim_end_matches('>')).iter().any(|param| param == name))
 }
 
 /// A type whose value is its type alone (`std::bool_constant<A>`, `std::true_type`): an empty
