@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 63
+    assert len(kernels) == len(set(kernels)) == 65
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -98,11 +98,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
     assert by_kernel["grid_sum"]["why"].startswith("grid extent x: `blocks_per_sm` is a size no shape gives (the program sets it with `cudaOccupancyMaxActiveBlocksPerMultiprocessor` in `main` (grid_sum.cu:"), by_kernel["grid_sum"]
-    assert report["totals"] == {"kernels": 63, "ready": 52, "spec": 8, "compile": 2, "parameters": 1}
+    assert report["totals"] == {"kernels": 65, "ready": 54, "spec": 8, "compile": 2, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "63 kernels under" in text.stdout and "52 ready to tune (83%)" in text.stdout
+    assert "65 kernels under" in text.stdout and "54 ready to tune (83%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -371,6 +371,25 @@ def test_device_properties_become_device_sizes_and_odd_allocations_keep_their_tr
     # `k = d_qkv + B * T * C` of a `3 * B * T * C` allocation, passed on as `n = B * T * C`.
     y = next(a for a in bias["args"] if a["name"] == "y")
     assert y["length"] == "3 * n - n"
+
+
+def test_device_limits_are_numbers_and_the_clock_and_cache_are_device_sizes(tmp_path: Path):
+    root = project(tmp_path, "host_values")
+    spin = templatized_spec(root, "probe.cu", "spin")
+    # `cycles = (long long)(ms * clock_rate)` with `cudaDevAttrClockRate`: the GPU's own clock
+    # when tuning, the H100's until then.
+    assert next(a for a in spin["args"] if a["name"] == "cycles")["value"] == "ms * clock_khz"
+    # `&d_elapsed[2 * s]`, `s` at its first pass: the buffer from that element on.
+    assert next(a for a in spin["args"] if a["name"] == "elapsed")["length"] == "2 * streams - 2 * s"
+    assert spin["shapes"] == [{"clock_khz": 1980000, "ms": 2, "s": 0, "streams": 8}]
+    # `<<<1, 1>>>`: the block is lifted, the one block of the grid stays one.
+    assert spin["grid"] == ["1"] and spin["block"] == ["SPIN_BLOCK_SIZE"]
+
+    sweep = templatized_spec(root, "probe.cu", "sweep_cache")
+    # `prop.maxGridSize[1]` is 65,535 on every GPU CUDA 13 supports; `prop.l2CacheSize` differs.
+    assert sweep["grid"] == ["ceil_div(65535, SWEEP_CACHE_ITEMS_PER_THREAD)"]
+    assert next(a for a in sweep["args"] if a["name"] == "n")["value"] == "l2_bytes // 4"
+    assert sweep["shapes"] == [{"l2_bytes": 50 * 2**20}]
 
 
 def test_bench_index_reports_the_size_and_build_time_of_the_workspace_index(tmp_path: Path):

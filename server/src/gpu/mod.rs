@@ -53,9 +53,25 @@ pub struct DeviceInfo {
     pub memory_bytes: u64,
     /// e.g. 13000 for CUDA 13.0.
     pub driver_version: i32,
+    /// The SM clock's peak, in kHz (`cudaDevAttrClockRate`); 0 where unknown (a datasheet, a
+    /// record made before it was kept).
+    #[serde(default)]
+    pub clock_khz: u32,
 }
 
 impl DeviceInfo {
+    /// The spec's device sizes ([`crate::spec::DEVICE_SIZES`]) as this device has them; a size
+    /// it did not report is 0, which leaves a shape's value as it is.
+    pub fn spec_sizes(&self) -> [(&'static str, i64); 5] {
+        [
+            ("sm_count", self.multiprocessors.into()),
+            ("threads_per_sm", self.max_threads_per_multiprocessor.into()),
+            ("shared_bytes_per_block_optin", self.shared_bytes_per_block_optin.into()),
+            ("clock_khz", self.clock_khz.into()),
+            ("l2_bytes", i64::try_from(self.l2_bytes).unwrap_or(0)),
+        ]
+    }
+
     /// The architecture to compile for, e.g. `sm_90`.
     pub fn arch(&self) -> String {
         format!("sm_{}{}", self.compute_capability.0, self.compute_capability.1)
@@ -93,6 +109,7 @@ impl DeviceInfo {
             l2_bytes: 0,
             memory_bytes: 0,
             driver_version: 0,
+            clock_khz: 0,
         })
     }
 }

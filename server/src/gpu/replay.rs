@@ -424,6 +424,7 @@ fn placeholder_device(name: &str) -> DeviceInfo {
         l2_bytes: 40 * 1024 * 1024,
         memory_bytes: 40 * 1024 * 1024 * 1024,
         driver_version: 0,
+        clock_khz: 1_410_000,
     }
 }
 

@@ -93,18 +93,20 @@ fn zero() -> String {
 /// Size variable name to value, e.g. `{ rows = 8192, hidden = 4096 }`.
 pub type Shape = BTreeMap<String, i64>;
 
-/// Sizes that are properties of the GPU, for programs that size their grid by it
-/// (`blocks = sm_count * threads_per_sm / block_size`). A shape holds the H100 SXM's values, for
-/// checks made without a GPU; tuning sets the measuring GPU's own ([`with_device_sizes`]).
-pub const DEVICE_SIZES: [(&str, i64); 2] = [("sm_count", 132), ("threads_per_sm", 2048)];
+/// Sizes that are properties of the GPU, for programs that size their grid or their arguments
+/// by it (`blocks = sm_count * threads_per_sm / block_size`, a spin of `ms * clock_khz`
+/// cycles). A shape holds the H100 SXM's values, for checks made without a GPU; tuning sets the
+/// measuring GPU's own ([`with_device_sizes`]).
+pub const DEVICE_SIZES: [(&str, i64); 5] = [("sm_count", 132), ("threads_per_sm", 2048), ("shared_bytes_per_block_optin", 232_448), ("clock_khz", 1_980_000), ("l2_bytes", 52_428_800)];
 
-/// `kernel` with the [`DEVICE_SIZES`] its shapes name set to the given GPU's values.
-pub fn with_device_sizes(kernel: &KernelSpec, sm_count: u32, threads_per_sm: u32) -> KernelSpec {
+/// `kernel` with the [`DEVICE_SIZES`] its shapes name set to the given GPU's `sizes`; a size
+/// of 0 (one the device did not report) leaves the shape's value.
+pub fn with_device_sizes(kernel: &KernelSpec, sizes: &[(&str, i64)]) -> KernelSpec {
     let mut kernel = kernel.clone();
     for shape in &mut kernel.shapes {
-        for (name, value) in [("sm_count", sm_count), ("threads_per_sm", threads_per_sm)] {
+        for &(name, value) in sizes {
             if let (Some(size), true) = (shape.get_mut(name), value > 0) {
-                *size = value as i64;
+                *size = value;
             }
         }
     }

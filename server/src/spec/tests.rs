@@ -550,13 +550,13 @@ fn templatizing_again_keeps_the_entry_and_its_baseline_and_updates_the_parameter
 #[test]
 fn tuning_sets_the_device_sizes_of_every_shape_to_the_measuring_gpu() {
     let mut kernel = crate::spec::parse_spec(include_str!("../../../examples/block_reduce.cutune.toml")).0.expect("the example parses").kernels.remove(0);
-    kernel.shapes = vec![Shape::from([("n".to_string(), 4096), ("sm_count".to_string(), 132)]), Shape::from([("n".to_string(), 17)])];
-    let on_smaller = with_device_sizes(&kernel, 114, 2048);
-    assert_eq!(on_smaller.shapes[0], Shape::from([("n".to_string(), 4096), ("sm_count".to_string(), 114)]));
+    kernel.shapes = vec![Shape::from([("n".to_string(), 4096), ("sm_count".to_string(), 132), ("clock_khz".to_string(), 1_980_000)]), Shape::from([("n".to_string(), 17)])];
+    let on_smaller = with_device_sizes(&kernel, &[("sm_count", 114), ("clock_khz", 1_755_000)]);
+    assert_eq!(on_smaller.shapes[0], Shape::from([("n".to_string(), 4096), ("sm_count".to_string(), 114), ("clock_khz".to_string(), 1_755_000)]));
     // A shape that does not name a device size is left alone, and so is a count the device
     // did not report.
     assert_eq!(on_smaller.shapes[1], kernel.shapes[1]);
-    assert_eq!(with_device_sizes(&kernel, 0, 0).shapes, kernel.shapes);
+    assert_eq!(with_device_sizes(&kernel, &[("sm_count", 0), ("clock_khz", 0)]).shapes, kernel.shapes);
 }
 
 /// The valid spec with its `in` buffer made a texture: `[[kernels.args]]` with `texture`.

@@ -754,7 +754,7 @@ impl<'d> HostContext<'d> {
 
     /// `cuda_num_SMs` and `prop.multiProcessorCount` → `sm_count`, and the other device sizes.
     fn device_sizes_named(&self, text: &str) -> String {
-        let text = replace_members(text, |_, member| device_property(member).map(str::to_string));
+        let text = replace_members(&device_arrays_named(text), |_, member| device_property(member).map(str::to_string));
         rename_identifiers_in(&text, |word| self.device_variables.get(word).map(|s| s.to_string()))
     }
 
@@ -1224,6 +1224,10 @@ impl<'d> HostContext<'d> {
     fn length_from(&self, path: &[Frame], start: usize, name: &str, mut offsets: Vec<String>, element: &str, depth: usize) -> Option<String> {
         let mut name = name.to_string();
         for (at, frame) in path.iter().enumerate().skip(start) {
+            if let Some((base, offset)) = element_address(&name) {
+                offsets.push(self.to_launcher_names(path, at, &offset));
+                name = base;
+            }
             for _ in 0..4 {
                 let Some((base, offset)) = frame.scope.body.and_then(|b| pointer_offset(frame.text, b, &name)) else { break };
                 offsets.push(self.to_launcher_names(path, at, &offset));
@@ -1414,13 +1418,49 @@ fn replace_whole(text: &str, what: &str, with: &str) -> String {
     out
 }
 
-/// The spec's name for a device property the host code reads (`cudaDeviceProp` fields).
+/// What the spec writes for a device property the host code reads (a `cudaDeviceProp` field,
+/// `maxGridSize[1]` with its index, or a `cudaDevAttr…`): a device size where GPUs differ, the
+/// number itself where every GPU CUDA 13 supports (compute capability 7.5 on) has the same.
 fn device_property(field: &str) -> Option<&'static str> {
     match field {
         "multiProcessorCount" | "cudaDevAttrMultiProcessorCount" => Some("sm_count"),
         "maxThreadsPerMultiProcessor" | "cudaDevAttrMaxThreadsPerMultiProcessor" => Some("threads_per_sm"),
+        "sharedMemPerBlockOptin" | "cudaDevAttrMaxSharedMemoryPerBlockOptin" => Some("shared_bytes_per_block_optin"),
+        "clockRate" | "cudaDevAttrClockRate" => Some("clock_khz"),
+        "l2CacheSize" | "cudaDevAttrL2CacheSize" => Some("l2_bytes"),
+        "maxThreadsPerBlock" | "cudaDevAttrMaxThreadsPerBlock" => Some("1024"),
+        "warpSize" | "cudaDevAttrWarpSize" => Some("32"),
+        "sharedMemPerBlock" | "cudaDevAttrMaxSharedMemoryPerBlock" => Some("49152"),
+        "maxGridSize[0]" | "cudaDevAttrMaxGridDimX" => Some("2147483647"),
+        "maxGridSize[1]" | "maxGridSize[2]" | "cudaDevAttrMaxGridDimY" | "cudaDevAttrMaxGridDimZ" => Some("65535"),
+        "maxThreadsDim[0]" | "maxThreadsDim[1]" | "cudaDevAttrMaxBlockDimX" | "cudaDevAttrMaxBlockDimY" => Some("1024"),
+        "maxThreadsDim[2]" | "cudaDevAttrMaxBlockDimZ" => Some("64"),
         _ => None,
     }
+}
+
+/// The device properties in `text` that are an element of an array field
+/// (`prop.maxGridSize[1]`, `p->maxThreadsDim[2]`) as [`device_property`] writes them.
+fn device_arrays_named(text: &str) -> String {
+    let mut out = text.to_string();
+    for field in ["maxGridSize", "maxThreadsDim"] {
+        let mut from = 0;
+        while let Some(found) = out[from..].find(field).map(|i| from + i) {
+            let object_end = out[..found].strip_suffix('.').or_else(|| out[..found].strip_suffix("->")).map(|o| o.trim_end().len());
+            let object_start = object_end.map(|end| out[..end].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1));
+            let rest = &out[found + field.len()..];
+            let index = rest.strip_prefix('[').and_then(|r| r.split_once(']')).map(|(index, _)| index.trim());
+            match (object_start.zip(object_end), index.and_then(|i| device_property(&format!("{field}[{i}]")))) {
+                (Some((start, end)), Some(value)) if is_identifier(&out[start..end]) => {
+                    let close = found + field.len() + rest.find(']').expect("an index was read") + 1;
+                    out.replace_range(start..close, value);
+                    from = start + value.len();
+                }
+                _ => from = found + field.len(),
+            }
+        }
+    }
+    out
 }
 
 /// `name = prop.multiProcessorCount;` and `cudaDeviceGetAttribute(&name, cudaDevAttrMultiProcessorCount, dev)`
@@ -1431,8 +1471,8 @@ fn device_variables_of(text: &str) -> Vec<(String, &'static str)> {
         let statement = statement.trim();
         if let Some((target, value)) = statement.split_once('=') {
             let target = target.split_whitespace().last().unwrap_or("");
-            let value = value.trim().replace("->", ".");
-            let field = value.split_once('.').filter(|(object, field)| is_identifier(object) && is_identifier(field)).map(|(_, field)| field);
+            let value: String = value.replace("->", ".").split_whitespace().collect();
+            let field = value.split_once('.').filter(|(object, field)| is_identifier(object) && is_identifier(field.split('[').next().unwrap_or(field))).map(|(_, field)| field);
             if let Some(name) = field.and_then(device_property).filter(|_| is_identifier(target)) {
                 out.push((target.to_string(), name));
             }
@@ -2446,6 +2486,19 @@ fn without_pointer_cast(arg: &str) -> &str {
     }
 }
 
+/// `base` and `offset` of an argument that points into a buffer: `&d_a[2 * i]` or `d_a + 2 * i`.
+fn element_address(arg: &str) -> Option<(String, String)> {
+    let arg = strip_outer_parens(arg.trim());
+    if let Some(element) = arg.strip_prefix('&').map(str::trim).and_then(|e| e.strip_suffix(']')) {
+        let (base, offset) = element.split_once('[')?;
+        let base = base.trim();
+        return (is_identifier(base) && balanced(offset)).then(|| (base.to_string(), offset.trim().to_string()));
+    }
+    let (base, offset) = arg.split_once('+')?;
+    let base = without_pointer_cast(base.trim());
+    (is_identifier(base) && balanced(offset) && !offset.contains(['+', '-'])).then(|| (base.to_string(), offset.trim().to_string()))
+}
+
 /// `name = base + offset` (a declaration or an assignment) in `body`: the pointer `name` is
 /// `offset` elements into `base`.
 fn pointer_offset(text: &str, body: Node, name: &str) -> Option<(String, String)> {
@@ -2632,7 +2685,7 @@ fn without_integer_static_casts(text: &str) -> String {
 pub(super) fn is_integer_type(text: &str) -> bool {
     let words: Vec<&str> = text.split_whitespace().collect();
     let plain = |w: &str| matches!(w, "int" | "unsigned" | "signed" | "long" | "short" | "const");
-    let named = |w: &str| matches!(w, "size_t" | "ssize_t" | "uint" | "uint32_t" | "int32_t" | "uint64_t" | "int64_t" | "ptrdiff_t");
+    let named = |w: &str| matches!(w, "size_t" | "ssize_t" | "uint" | "uint32_t" | "int32_t" | "uint64_t" | "int64_t" | "ptrdiff_t" | "clock_t");
     match words.as_slice() {
         [] => false,
         [one] => plain(one) || named(one),
@@ -2851,6 +2904,10 @@ mod tests {
             (_, m) => device_property(m).map(String::from),
         });
         assert_eq!(members, "sm_count * 2 / 256 + 1.5");
+        // Limits every GPU CUDA 13 runs on shares are numbers; the clock is the device's.
+        let text = "void setup() { int rate; cudaDeviceGetAttribute(&rate, cudaDevAttrClockRate, dev); int most = prop.maxGridSize [1]; int t = p->maxThreadsPerBlock; }";
+        assert_eq!(device_variables_of(text), vec![("rate".to_string(), "clock_khz"), ("most".to_string(), "65535"), ("t".to_string(), "1024")]);
+        assert_eq!(device_arrays_named("dim3(prop.maxGridSize[1], 1), p->maxThreadsDim[2] + a.maxGridSize[n]"), "dim3(65535, 1), 64 + a.maxGridSize[n]");
     }
 
     #[test]

@@ -404,8 +404,9 @@ impl Transform for BlockSize {
                 Some(GridLocal::Shared(..)) | None => {}
             }
         }
-        // Literals of the block size, and of one less (the ceil-division), in the grid.
-        for grid in &grid_spans {
+        // Literals of the block size, and of one less (the ceil-division), in the grid's
+        // arithmetic. A grid that is one literal (`<<<1, 1>>>`) counts blocks, whatever their size.
+        for grid in grid_spans.iter().filter(|g| !is_int_literal(unit.slice(**g))) {
             for (range, value) in int_literals(unit.slice(*grid), grid.start_byte) {
                 let new_text = match value {
                     v if v == b => name.clone(),

@@ -45,7 +45,7 @@ pub struct Target {
 impl Target {
     /// The spec's device sizes (`sm_count`, …) set to the GPU that measures.
     pub fn on_device(mut self, device: &crate::gpu::DeviceInfo) -> Target {
-        self.kernel = crate::spec::with_device_sizes(&self.kernel, device.multiprocessors, device.max_threads_per_multiprocessor);
+        self.kernel = crate::spec::with_device_sizes(&self.kernel, &device.spec_sizes());
         self
     }
 }
