@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 65
+    assert len(kernels) == len(set(kernels)) == 68
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -98,11 +98,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
     assert by_kernel["grid_sum"]["why"].startswith("grid extent x: `blocks_per_sm` is a size no shape gives (the program sets it with `cudaOccupancyMaxActiveBlocksPerMultiprocessor` in `main` (grid_sum.cu:"), by_kernel["grid_sum"]
-    assert report["totals"] == {"kernels": 65, "ready": 54, "spec": 8, "compile": 2, "parameters": 1}
+    assert report["totals"] == {"kernels": 68, "ready": 57, "spec": 8, "compile": 2, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "65 kernels under" in text.stdout and "54 ready to tune (83%)" in text.stdout
+    assert "68 kernels under" in text.stdout and "57 ready to tune (84%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -391,6 +391,25 @@ def test_device_limits_are_numbers_and_the_clock_and_cache_are_device_sizes(tmp_
     assert next(a for a in sweep["args"] if a["name"] == "n")["value"] == "l2_bytes // 4"
     assert sweep["shapes"] == [{"l2_bytes": 50 * 2**20}]
 
+    count = templatized_spec(root, "probe.cu", "count_positive")
+    # `dim3 threads(32, 8)` of a kernel whose only `__shared__` is a counter: both extents vary;
+    # the grid of 32 blocks is no encoding of the block's 32.
+    assert count["block"] == ["COUNT_POSITIVE_BLOCK_X", "COUNT_POSITIVE_BLOCK_Y"]
+    assert count["grid"] == ["32"]
+
+
+def test_a_launch_the_first_pass_of_a_sweep_does_not_reach_takes_the_first_pass_that_does(tmp_path: Path):
+    root = project(tmp_path, "sweep_dispatch")
+    # `for (length = 64; length <= N; length *= 2) sort_runs(d_keys, N / length, length)`, and
+    # `sort_runs` merges across tiles only `if` not `length <= TILE`: from 2048 on, where the
+    # inner loop's first pass (`stride = length / 2`) launches it.
+    merge = templatized_spec(root, "sort.cu", "merge_across_tiles")
+    assert merge["shapes"] == [{"length": 2048, "runs": 512}]
+    assert next(a for a in merge["args"] if a["name"] == "stride")["value"] == "length // 2"
+    # The tile sort runs on the first pass, as before.
+    tile = templatized_spec(root, "sort.cu", "sort_in_tile")
+    assert tile["shapes"] == [{"length": 64, "runs": 16384}]
+
 
 def test_bench_index_reports_the_size_and_build_time_of_the_workspace_index(tmp_path: Path):
     root = project(tmp_path, "host_values")
@@ -400,9 +419,9 @@ def test_bench_index_reports_the_size_and_build_time_of_the_workspace_index(tmp_
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     assert report["root"] == str(root)
-    # train.cu and util.h; not the text file, not compile_commands.json.
-    assert (report["files"], report["skipped"]) == (2, 0)
-    sources = sum((root / name).stat().st_size for name in ("train.cu", "util.h"))
+    # train.cu, probe.cu and util.h; not the text file, not compile_commands.json.
+    assert (report["files"], report["skipped"]) == (3, 0)
+    sources = sum((root / name).stat().st_size for name in ("train.cu", "probe.cu", "util.h"))
     assert abs(report["source_mib"] * 2**20 - sources) < 1
     assert report["build"]["samples"] == 2 and report["build"]["median_us"] > 0
 

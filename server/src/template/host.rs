@@ -8,6 +8,7 @@ use std::path::Path;
 use tree_sitter::Node;
 
 use super::callee;
+use super::loop_passes;
 use super::layout::operand;
 use super::data_files::{image_loaded_by, ImageLoad};
 use super::texture::{self, TextureSetup};
@@ -342,6 +343,15 @@ impl<'d> Scope<'d> {
         Scope { body, values, point, set_by, images }
     }
 
+    /// Gives the loop variable `name` the start `value` in the loop whose initializer is `initializer`.
+    fn start_loop_at(&mut self, initializer: &std::ops::Range<usize>, name: &str, value: &str) {
+        for (n, given, at) in &mut self.values {
+            if n == name && initializer.contains(at) {
+                *given = value.to_string();
+            }
+        }
+    }
+
     /// The value `name` holds at the scope's point: the last one given before it, else (a value
     /// set later in a loop, or out of order) the first. None where that is what the occupancy
     /// calculator wrote: the name stays, for a captured launch to give.
@@ -486,7 +496,51 @@ impl<'d> HostContext<'d> {
         let branch_conditions = launch_node.map(|n| branch_conditions_around(text, n).into_iter().map(|(c, holds)| (c.to_string(), holds)).collect()).unwrap_or_default();
         let loop_variables = launch_node.map(|n| loop_variables_around(text, n)).unwrap_or_default();
         let fields = fields_set_once(&documents, &defines, &graph);
-        Some(HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions, loop_variables })
+        let mut context = HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions, loop_variables };
+        context.paths = context.paths.iter().map(|path| context.at_first_pass_taken(path)).collect();
+        Some(context)
+    }
+
+    /// `path`, or, where the program's run does not reach the launch on the first pass of the
+    /// counted loops around it and the calls to it (`for (n = 64; n <= N; n *= 2) sort(n)`,
+    /// which launches under `n > 1024`), the path at the first passes that do: each loop's
+    /// start is the first of its passes that leaves fewer of the launch's conditions false.
+    fn at_first_pass_taken(&self, path: &[Frame<'d>]) -> Vec<Frame<'d>> {
+        let mut current = path.to_vec();
+        let Some(mut failing) = self.conditions_failing(&current).filter(|f| *f > 0) else { return current };
+        for at in 0..path.len() {
+            let frame = &path[at];
+            let Some(body) = frame.scope.body else { continue };
+            let point = frame.scope.point;
+            let loops = descendants(body).filter(|n| n.kind() == "for_statement" && n.child_by_field_name("body").is_some_and(|b| b.byte_range().contains(&point)));
+            for for_node in loops {
+                let Some(counted) = loop_passes::counted_loop(frame.text, for_node, &|text| self.eval_text(&current, at, text, 0)) else { continue };
+                for value in counted.passes.iter().skip(1) {
+                    let mut candidate = current.clone();
+                    candidate[at].scope.start_loop_at(&counted.initializer, &counted.variable, &value.to_string());
+                    match self.conditions_failing(&candidate) {
+                        Some(0) => return candidate,
+                        Some(fewer) if fewer < failing => {
+                            (current, failing) = (candidate, fewer);
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        path.to_vec()
+    }
+
+    /// How many of the conditions around the launch are false on `path`; `None` when one has
+    /// no value there.
+    fn conditions_failing(&self, path: &[Frame]) -> Option<usize> {
+        let mut failing = 0;
+        for (condition, holds) in &self.branch_conditions {
+            let value = self.eval_text(path, 0, strip_outer_parens(condition), 0)?;
+            failing += usize::from((value != 0) != *holds);
+        }
+        Some(failing)
     }
 
     /// How the program makes the texture object the launcher passes as `arg`: the
@@ -1464,17 +1518,22 @@ fn device_arrays_named(text: &str) -> String {
 }
 
 /// `name = prop.multiProcessorCount;` and `cudaDeviceGetAttribute(&name, cudaDevAttrMultiProcessorCount, dev)`
-/// anywhere in `text`: the variables that hold a device property.
+/// anywhere in `text`: the variables that hold a device property, and nothing else (not
+/// `blocks`, clamped with `if (blocks > prop.maxGridSize[0]) blocks = prop.maxGridSize[0];`).
 fn device_variables_of(text: &str) -> Vec<(String, &'static str)> {
     let mut out = Vec::new();
+    let mut assigned_otherwise = BTreeSet::new();
     for statement in text.split(';') {
         let statement = statement.trim();
-        if let Some((target, value)) = statement.split_once('=') {
+        if let Some((target, value)) = statement.split_once('=').filter(|(_, value)| !value.starts_with('=')) {
             let target = target.split_whitespace().last().unwrap_or("");
             let value: String = value.replace("->", ".").split_whitespace().collect();
             let field = value.split_once('.').filter(|(object, field)| is_identifier(object) && is_identifier(field.split('[').next().unwrap_or(field))).map(|(_, field)| field);
-            if let Some(name) = field.and_then(device_property).filter(|_| is_identifier(target)) {
-                out.push((target.to_string(), name));
+            match field.and_then(device_property) {
+                Some(name) if is_identifier(target) => out.push((target.to_string(), name)),
+                // `int num_sms = 0;` before the property is read: a start, not another value.
+                _ if is_identifier(target) && eval_constant(&value, &|_| None).is_none() => drop(assigned_otherwise.insert(target.to_string())),
+                _ => {}
             }
         }
         if let Some(args) = statement.split_once("cudaDeviceGetAttribute(").map(|(_, a)| a) {
@@ -1484,6 +1543,7 @@ fn device_variables_of(text: &str) -> Vec<(String, &'static str)> {
             }
         }
     }
+    out.retain(|(name, _)| !assigned_otherwise.contains(name));
     out
 }
 
@@ -2905,7 +2965,8 @@ mod tests {
         });
         assert_eq!(members, "sm_count * 2 / 256 + 1.5");
         // Limits every GPU CUDA 13 runs on shares are numbers; the clock is the device's.
-        let text = "void setup() { int rate; cudaDeviceGetAttribute(&rate, cudaDevAttrClockRate, dev); int most = prop.maxGridSize [1]; int t = p->maxThreadsPerBlock; }";
+        let text = "void setup() { int rate; cudaDeviceGetAttribute(&rate, cudaDevAttrClockRate, dev); int most = prop.maxGridSize [1]; int t = p->maxThreadsPerBlock;
+            blocks = n / 256; if (blocks > prop.maxGridSize[0]) { blocks = prop.maxGridSize[0]; } }";
         assert_eq!(device_variables_of(text), vec![("rate".to_string(), "clock_khz"), ("most".to_string(), "65535"), ("t".to_string(), "1024")]);
         assert_eq!(device_arrays_named("dim3(prop.maxGridSize[1], 1), p->maxThreadsDim[2] + a.maxGridSize[n]"), "dim3(65535, 1), 64 + a.maxGridSize[n]");
     }

@@ -18,6 +18,7 @@ mod file;
 mod format;
 mod layout;
 mod lift;
+mod loop_passes;
 mod online_softmax;
 mod rows_per_block;
 mod scaffold;

@@ -176,8 +176,9 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         // A block the lift left literal (in another file, which templatize does not edit, or a
         // `dim3` of numbers): the spec varies the launch. Not when the kernel has fixed-size
         // `__shared__` arrays: those are laid out for that block (a 32 × 9 tile of sums), and
-        // another block would read past them.
-        if choices.is_empty() && k.shared.iter().all(|s| s.is_extern) {
+        // another block would read past them. A `__shared__` scalar (a flag, a counter) is
+        // one per block whatever its size.
+        if choices.is_empty() && k.shared.iter().all(|s| s.is_extern || s.dims.is_empty()) {
             let (literal, threads_bound) = literal_block_choices(kernel, user_line(l), &mut grid, &mut block);
             choices.extend(literal);
             restrictions.extend(threads_bound);
@@ -649,7 +650,11 @@ fn literal_block_choices(kernel: &str, line: u32, grid: &mut [String], block: &m
 
 /// A grid extent with the block's literal `value` replaced by its parameter `name`, including
 /// the `value - 1` of a rounding-up division: `(n + 127) / 128` → `(n + (NAME - 1)) / NAME`.
+/// A grid of one literal (`<<<32, 32>>>`) counts blocks, whatever their size: it stays.
 fn tied_to_block(grid: &str, value: i64, name: &str) -> String {
+    if grid.trim().parse::<i64>().is_ok() {
+        return grid.to_string();
+    }
     let tied = replace_integer(grid, value, name);
     if tied == grid || value < 2 {
         return tied;
