@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 68
+    assert len(kernels) == len(set(kernels)) == 70
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -98,11 +98,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
     assert by_kernel["grid_sum"]["why"].startswith("grid extent x: `blocks_per_sm` is a size no shape gives (the program sets it with `cudaOccupancyMaxActiveBlocksPerMultiprocessor` in `main` (grid_sum.cu:"), by_kernel["grid_sum"]
-    assert report["totals"] == {"kernels": 68, "ready": 57, "spec": 8, "compile": 2, "parameters": 1}
+    assert report["totals"] == {"kernels": 70, "ready": 59, "spec": 8, "compile": 2, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "68 kernels under" in text.stdout and "57 ready to tune (84%)" in text.stdout
+    assert "70 kernels under" in text.stdout and "59 ready to tune (84%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -321,6 +321,24 @@ async def test_the_code_action_reads_a_launch_helper_with_reference_parameters(c
     assert spec["template_args"] == ["int", "THREADS"]
 
 
+async def test_the_code_action_reads_sizes_an_object_keeps_and_the_device_reports(client, tmp_path: Path):
+    root = project(tmp_path, "class_state")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "simulation.cu", "values[i] *= factor", "scale_paths")
+    assert spec["template_args"] == ["float"] and spec["shapes"] == [{"m_paths": 2**20, "step_paths": 2**20}]
+    probe = project(tmp_path, "host_values")
+    (probe / ".git").mkdir()
+    spin = await code_action_spec(client, probe / "probe.cu", "elapsed[0] = clock64() - start", "spin")
+    assert next(a for a in spin["args"] if a["name"] == "cycles")["value"] == "ms * clock_khz"
+
+
+async def test_the_code_action_takes_the_first_pass_of_a_sweep_that_reaches_the_launch(client, tmp_path: Path):
+    root = project(tmp_path, "sweep_dispatch")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "sort.cu", "unsigned partner = i ^ stride", "merge_across_tiles")
+    assert spec["shapes"] == [{"length": 2048, "runs": 512}]
+
+
 def test_a_texture_the_spec_cannot_make_is_refused_with_the_reason(tmp_path: Path):
     root = project(tmp_path, "textures")
     assert cutune("templatize", "image_kernels.cuh", "--kernel", "shade", "--write", cwd=root).returncode == 0
@@ -409,6 +427,25 @@ def test_a_launch_the_first_pass_of_a_sweep_does_not_reach_takes_the_first_pass_
     # The tile sort runs on the first pass, as before.
     tile = templatized_spec(root, "sort.cu", "sort_in_tile")
     assert tile["shapes"] == [{"length": 64, "runs": 16384}]
+
+
+def test_sizes_kept_in_an_objects_members_come_from_where_the_program_makes_the_object(tmp_path: Path):
+    root = project(tmp_path, "class_state")
+    # `sim.step(d_values)` in `Runner<Real>::operator()`, called as `runner()` in main; the
+    # members from the constructor's initializer list and `Simulation<Real> sim(paths,
+    # block_size)`, those from the runner's fields main sets (not the command line's).
+    scale = templatized_spec(root, "simulation.cu", "scale_paths")
+    assert scale["template_args"] == ["float"]
+    assert scale["grid"] == ["ceil_div(m_paths, m_block_size)"]
+    assert scale["shapes"] == [{"m_paths": 2**20, "step_paths": 2**20}]
+    block = next(p for p in scale["params"] if p["name"] == "m_block_size")
+    assert (block["kind"], block["default"]) == ("launch", 128)
+    # `Real(0.5)`: a cast to the type the class is instantiated with.
+    assert next(a for a in scale["args"] if a["name"] == "factor")["value"] == "0.5"
+    # A method defined in the class template's body, in the header: the class's `Real`.
+    fill = templatized_spec(root, "simulation.cuh", "fill_paths")
+    assert fill["template_args"] == ["float"] and fill["shapes"] == [{"m_paths": 2**20, "reset_paths": 2**20}]
+    assert next(a for a in fill["args"] if a["name"] == "values") ["length"] == "reset_paths"
 
 
 def test_bench_index_reports_the_size_and_build_time_of_the_workspace_index(tmp_path: Path):

@@ -9,6 +9,7 @@ use tree_sitter::Node;
 
 use super::callee;
 use super::loop_passes;
+use super::objects;
 use super::layout::operand;
 use super::data_files::{image_loaded_by, ImageLoad};
 use super::texture::{self, TextureSetup};
@@ -715,7 +716,7 @@ impl<'d> HostContext<'d> {
     /// launch's branch settles (`case 6:` of `switch (whichKernel)`) take their branch.
     pub(super) fn worked_out_by_caller(&self, text: &str, block: &[String]) -> String {
         let in_block = |word: &str| block.iter().any(|b| identifiers_in(b).any(|w| w == word));
-        let known = |word: &str| self.launcher().params.iter().any(|p| p == word) || self.defines.contains_key(word) || expr::Function::from_name(word).is_some() || self.paths.first().and_then(|path| Self::callers_name(path, word)).is_some();
+        let known = |word: &str| self.launcher().params.iter().any(|p| p == word) || self.defines.contains_key(word) || expr::Function::from_name(word).is_some() || self.paths.first().and_then(|path| self.callers_name(path, word)).is_some();
         let settle = |name: &str| match in_block(name) {
             true => None,
             false => self.branch_values.get(name).copied().or_else(|| self.defines.get(name).copied()),
@@ -970,20 +971,23 @@ impl<'d> HostContext<'d> {
             .iter()
             .map(|path| {
                 self.eval_name(path, 0, name, 0).or_else(|| {
-                    let caller = Self::callers_name(path, name)?;
+                    let caller = self.callers_name(path, name)?;
                     self.eval_name(path, caller, name, 0)
                 })
             })
             .collect()
     }
 
-    /// The nearest caller on `path` with a parameter or local `name`, when the launcher has
-    /// none of that name.
-    fn callers_name(path: &[Frame], name: &str) -> Option<usize> {
-        let names = |f: &Frame| f.params.iter().any(|p| p == name) || f.scope.value_text(name).is_some();
-        match names(path.first()?) {
+    /// The nearest caller on `path` with a parameter, local or object's member `name`, when
+    /// the launcher has none of that name.
+    fn callers_name(&self, path: &[Frame], name: &str) -> Option<usize> {
+        let names = |at: usize| {
+            let frame = &path[at];
+            frame.params.iter().any(|p| p == name) || frame.scope.value_text(name).is_some() || self.member_in_caller(path, at, name).is_some()
+        };
+        match names(0) {
             true => None,
-            false => path.iter().position(names),
+            false => (0..path.len()).find(|&at| names(at)),
         }
     }
 
@@ -1010,6 +1014,15 @@ impl<'d> HostContext<'d> {
             if let Some(callee) = frame.scope.set_by_call(frame.text, &name) {
                 return Some(ValueSource { text: frame.text, at: callee.1, function: frame_name(frame), made_by: Made::Call(callee.0) });
             }
+            if let Some(passed) = self.member_in_caller(path, at, &name).filter(|_| !frame.params.contains(&name)) {
+                let passed = strip_outer_parens(strip_casts_everywhere(&passed).trim()).to_string();
+                if !is_identifier(&passed) {
+                    let caller = &path[at + 1];
+                    return Some(ValueSource { text: caller.text, at: caller.scope.point, function: frame_name(caller), made_by: Made::Expression(passed) });
+                }
+                (at, name) = (at + 1, passed);
+                continue;
+            }
             let Some(index) = frame.params.iter().position(|p| *p == name) else {
                 // Neither a local nor a parameter of a method: a member of its class.
                 let function = frame_name(frame);
@@ -1028,6 +1041,29 @@ impl<'d> HostContext<'d> {
             (at, name) = (at + 1, passed);
         }
         None
+    }
+
+    /// A member of its object that the method of frame `at` reads, in the caller's names: the
+    /// object's member where the caller gives it a value (`test.numSims = 1 << 20` before
+    /// `test()`), else the argument the caller makes the object with for the constructor
+    /// parameter that sets it (`128` of `Simulation<float> sim(n, 128)` for `m_block_size`).
+    fn member_in_caller(&self, path: &[Frame], at: usize, member: &str) -> Option<String> {
+        let frame = path.get(at)?;
+        let call = frame.called_by?;
+        let caller = path.get(at + 1)?;
+        let (object, ty) = objects::called_object(&call)?;
+        let definition = frame.scope.body?.parent()?;
+        let class = objects::class_of_definition(frame.text, definition)?;
+        if objects::class_of(&ty) != class {
+            return None;
+        }
+        let field = format!("{object}.{member}");
+        if caller.scope.value_text(&field).is_some() {
+            return Some(field);
+        }
+        let args = objects::construction_args(caller.text, caller.scope.body?, &object)?;
+        let &(text, constructor) = self.graph.definitions.get(class)?;
+        args.get(objects::member_parameter(text, constructor, member)?).cloned()
     }
 
     fn eval_name(&self, path: &[Frame], at: usize, name: &str, depth: usize) -> Option<i64> {
@@ -1058,7 +1094,7 @@ impl<'d> HostContext<'d> {
             return self.eval_text(path, at, value.as_deref().unwrap_or(text), depth + 1);
         }
         if let Some(index) = frame.template_params.iter().position(|p| p == name) {
-            let arg = frame.called_by?.template_args().get(index)?.clone();
+            let arg = template_args_of(&frame.called_by?).get(index)?.clone();
             return self.eval_text(path, at + 1, &arg, depth + 1);
         }
         match frame.params.iter().position(|p| p == name) {
@@ -1066,6 +1102,9 @@ impl<'d> HostContext<'d> {
             None if self.globals.contains_key(name) => self.eval_text(path, at, &self.globals[name], depth + 1),
             // `dimsA_x`, the size [`Self::members_resolved`] names for `dimsA.x`.
             None => {
+                if let Some(passed) = self.member_in_caller(path, at, name) {
+                    return self.eval_text(path, at + 1, &passed, depth + 1);
+                }
                 let (object, member) = name.rsplit_once('_')?;
                 self.eval_member(path, at, object, member, depth + 1)
             }
@@ -1137,12 +1176,17 @@ impl<'d> HostContext<'d> {
                 };
                 return Some(LaunchChoice { default, sweep: Vec::new(), origin });
             }
-            let Some(index) = frame.params.iter().position(|p| *p == current) else {
-                let init = self.globals.get(&current)?;
-                let default = self.eval_text(path, at, init, 0)?;
-                return Some(LaunchChoice { default, sweep: Vec::new(), origin: format!("`{current} = {init}` at file scope") });
+            let passed = match frame.params.iter().position(|p| *p == current) {
+                Some(index) => frame.argument(index)?,
+                None => match self.globals.get(&current) {
+                    Some(init) => {
+                        let default = self.eval_text(path, at, init, 0)?;
+                        return Some(LaunchChoice { default, sweep: Vec::new(), origin: format!("`{current} = {init}` at file scope") });
+                    }
+                    None => self.member_in_caller(path, at, &current)?,
+                },
             };
-            let arg = strip_casts_everywhere(&frame.argument(index)?);
+            let arg = strip_casts_everywhere(&passed);
             at += 1;
             if is_identifier(&arg) {
                 current = arg;
@@ -1168,7 +1212,7 @@ impl<'d> HostContext<'d> {
         let mut current = self.members_resolved(text.trim());
         for frame in path {
             let Some(index) = frame.template_params.iter().position(|p| *p == current) else { break };
-            match frame.called_by.and_then(|c| c.template_args().get(index).cloned()) {
+            match frame.called_by.and_then(|c| template_args_of(&c).get(index).cloned()) {
                 Some(arg) => current = arg,
                 None => break,
             }
@@ -1199,7 +1243,7 @@ impl<'d> HostContext<'d> {
             // caller's argument in the same position.
             let tp_index = frame.template_params.iter().position(|t| *t == ty)?;
             let call = frame.called_by?;
-            if let Some(explicit) = call.template_args().get(tp_index) {
+            if let Some(explicit) = template_args_of(&call).get(tp_index) {
                 return Some(self.resolve_type(explicit));
             }
             current = call.args().get(param_index?)?.trim().to_string();
@@ -1236,7 +1280,10 @@ impl<'d> HostContext<'d> {
     /// A floating-point scalar's value along the first call path: a literal at the launch, or
     /// an expression of the host code (`1.0f / sqrtf(HS)`, a default argument).
     pub(super) fn float_value(&self, text: &str) -> Option<String> {
-        let value = self.eval_float_text(self.paths.first()?, 0, text, 0)?;
+        let path = self.paths.first()?;
+        // `Real(0.5)` in a host template over `Real`: a cast to the type it is instantiated with.
+        let text = path[0].template_params.iter().fold(without_float_casts(text), |text, ty| replace_calls(&text, ty, |inner| Some(format!("({inner})"))));
+        let value = self.eval_float_text(path, 0, &text, 0)?;
         Some(format!("{value}"))
     }
 
@@ -1376,7 +1423,7 @@ impl<'d> HostContext<'d> {
         let mut current = ty.trim().to_string();
         for frame in &path[at.min(path.len())..] {
             let Some(index) = frame.template_params.iter().position(|p| *p == current) else { break };
-            match frame.called_by.and_then(|c| c.template_args().get(index).cloned()) {
+            match frame.called_by.and_then(|c| template_args_of(&c).get(index).cloned()) {
                 Some(arg) => current = arg,
                 None => break,
             }
@@ -1646,6 +1693,16 @@ fn reads_variable(value: &str, name: &str) -> bool {
     })
 }
 
+/// The template arguments a call gives its callee: written at the call (`run<float>(…)`), or,
+/// for a method called on an object, those of the object's type (`Simulation<float> sim`).
+fn template_args_of(call: &Call) -> Vec<String> {
+    let explicit = call.template_args();
+    match explicit.is_empty() {
+        true => objects::called_object(call).map(|(_, ty)| objects::type_template_args(&ty)).unwrap_or_default(),
+        false => explicit,
+    }
+}
+
 fn frame_name(frame: &Frame) -> String {
     frame.scope.body.and_then(|b| b.parent()).and_then(|f| function_name(frame.text, f)).unwrap_or("?").to_string()
 }
@@ -1689,8 +1746,14 @@ fn without_comments(text: &str) -> String {
 }
 
 /// The names of a template function's template parameters (`typename T`, `int N`, `class U = V`).
+/// A method defined in its class template's body has the class's (`reset` of `template <typename
+/// Real> class Simulation { void reset(Real *d) {…} }`).
 fn template_parameter_names(text: &str, function: Node) -> Vec<String> {
-    match function.parent().filter(|p| p.kind() == "template_declaration") {
+    if let Some(template) = function.parent().filter(|p| p.kind() == "template_declaration") {
+        return template_parameter_names_of(text, template);
+    }
+    let class = std::iter::successors(function.parent(), |n| n.parent()).take_while(|n| n.kind() != "function_definition").find(|n| matches!(n.kind(), "class_specifier" | "struct_specifier"));
+    match class.and_then(|c| c.parent()).filter(|p| p.kind() == "template_declaration") {
         Some(template) => template_parameter_names_of(text, template),
         None => Vec::new(),
     }
@@ -1814,11 +1877,15 @@ struct CallGraph<'d> {
     passing: HashMap<String, Vec<(Call<'d>, usize)>>,
     /// The folder of each file, by the address of its text.
     folders: HashMap<*const u8, Option<&'d Path>>,
+    /// The calls made on an object, by method and the object's class: `sim.step(d)` of a
+    /// `Simulation<float> sim` under (`step`, `Simulation`), `sim()` under `operator()`.
+    method_calls: HashMap<(String, String), Vec<Call<'d>>>,
 }
 
 impl<'d> CallGraph<'d> {
     fn new(calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, (&'d str, Node<'d>)>, folders: HashMap<*const u8, Option<&'d Path>>) -> CallGraph<'d> {
         let mut passing: HashMap<String, Vec<(Call<'d>, usize)>> = HashMap::new();
+        let mut method_calls: HashMap<(String, String), Vec<Call<'d>>> = HashMap::new();
         for call in calls.values().flatten() {
             for (index, arg) in call.args().iter().enumerate() {
                 let name = arg.trim().trim_start_matches('&');
@@ -1826,14 +1893,27 @@ impl<'d> CallGraph<'d> {
                     passing.entry(name.to_string()).or_default().push((*call, index));
                 }
             }
+            if let Some(((_, ty), method)) = objects::called_object(call).zip(objects::method_called(call)) {
+                method_calls.entry((method, objects::class_of(&ty).to_string())).or_default().push(*call);
+            }
         }
-        CallGraph { calls, definitions, passing, folders }
+        CallGraph { calls, definitions, passing, folders, method_calls }
     }
 
-    /// The calls that reach `function`: by name, and through a function parameter that a
-    /// caller passes it as (`run(launch_softmax_1, 256)`, where `run(Kernel kernel, int
-    /// block)` calls `kernel(..., block)`: the call `kernel(...)` in `run`).
-    fn callers_of(&self, function: &str) -> Vec<Call<'d>> {
+    /// The calls that reach the function defined as `definition` (named `function`): by name,
+    /// through a function parameter that a caller passes it as (`run(launch_softmax_1, 256)`,
+    /// where `run(Kernel kernel, int block)` calls `kernel(..., block)`: the call `kernel(...)`
+    /// in `run`), and, for a method, on objects of its class (`sim.step(d)`).
+    fn callers_of(&self, text: &str, definition: Node, function: &str) -> Vec<Call<'d>> {
+        let mut callers = self.callers_by_name(bare_name(function));
+        if let Some(class) = objects::class_of_definition(text, definition) {
+            let on_objects = self.method_calls.get(&(bare_name(function).to_string(), class.to_string())).into_iter().flatten();
+            callers.extend(on_objects.filter(|c| !callers.iter().any(|known| known.node == c.node)).copied().collect::<Vec<_>>());
+        }
+        callers
+    }
+
+    fn callers_by_name(&self, function: &str) -> Vec<Call<'d>> {
         let mut callers = self.calls.get(function).cloned().unwrap_or_default();
         for (call, index) in self.passing.get(function).into_iter().flatten() {
             let Some(callee) = call.node.child_by_field_name("function").map(|f| f.child_by_field_name("name").unwrap_or(f)) else { continue };
@@ -1942,8 +2022,9 @@ fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<V
         return;
     }
     let last = path.last().expect("paths start with the launcher");
-    let name = last.scope.body.and_then(|b| b.parent()).and_then(|f| function_name(last.text, f));
-    let callers = name.filter(|_| path.len() < MAX_DEPTH).map(|n| graph.callers_of(bare_name(n))).unwrap_or_default();
+    let definition = last.scope.body.and_then(|b| b.parent());
+    let named = definition.and_then(|f| Some((f, function_name(last.text, f)?)));
+    let callers = named.filter(|_| path.len() < MAX_DEPTH).map(|(f, n)| graph.callers_of(last.text, f, n)).unwrap_or_default();
     // A caller already on the path (recursion) leads nowhere new.
     let callers: Vec<_> = callers.into_iter().filter(|call| !path.iter().any(|f| f.scope.body == call.caller.child_by_field_name("body"))).collect();
     if callers.is_empty() {
@@ -2419,7 +2500,9 @@ fn asked_for_on_command_line(call: &Call) -> bool {
 /// the spec describes (a path the user asks for is set apart the same way, in `call_paths`).
 fn as_run_without_arguments(condition: &str) -> Option<i64> {
     let mut text = condition.to_string();
-    while let Some(at) = text.find("checkCmdLineFlag") {
+    // `checkCmdLineFlag(argc, argv, "n")`, and `getCmdLineArgumentString(argc, argv, "n", &v)`,
+    // which also says whether the flag is there.
+    while let Some(at) = text.find("checkCmdLineFlag").or_else(|| text.find("getCmdLineArgument")) {
         let open = at + text[at..].find('(')?;
         let close = open + matching_paren(&text[open..])?;
         text.replace_range(at..=close, "0");
@@ -2939,6 +3022,7 @@ mod tests {
         assert_eq!(as_run_without_arguments(r#"checkCmdLineFlag(argc, (const char **)argv, "dimX")"#), Some(0));
         assert_eq!(as_run_without_arguments(r#"!checkCmdLineFlag(argc, (const char **)argv, "n")"#), Some(1));
         assert_eq!(as_run_without_arguments("argc > 2"), Some(0));
+        assert_eq!(as_run_without_arguments(r#"getCmdLineArgumentString(argc, argv, "sims", &value)"#), Some(0));
         assert_eq!(as_run_without_arguments("argc < 2 && n > 0"), None, "`n` is not the command line's");
         assert_eq!(as_run_without_arguments("n > 0"), None);
     }

@@ -19,6 +19,7 @@ mod format;
 mod layout;
 mod lift;
 mod loop_passes;
+mod objects;
 mod online_softmax;
 mod rows_per_block;
 mod scaffold;

@@ -150,7 +150,8 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         mark_partial_results(templated.text(), b, k, &mut args);
     }
     let renamed_sizes = match &host {
-        Some(h) => rename_shadowed_sizes(&h.launcher_name(), &mut grid, &mut block, &mut shared_bytes, &mut args, &host_lengths),
+        // A method's own name (`step` of `Simulation<Real>::step`): the spec's names are identifiers.
+        Some(h) => rename_shadowed_sizes(h.launcher_name().rsplit("::").next().unwrap_or_default(), &mut grid, &mut block, &mut shared_bytes, &mut args, &host_lengths),
         None => Vec::new(),
     };
 

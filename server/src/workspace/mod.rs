@@ -167,6 +167,9 @@ impl Workspace {
             }
         }
         for _ in 0..=MAX_CALL_DEPTH {
+            // A method (`PiEstimator<Real>::operator()`) is called on objects of its class,
+            // which the files that call it name.
+            wanted = wanted.iter().map(|name| sought_name(name).to_string()).collect();
             for &(path, entry) in &by_distance {
                 if documents.len() >= MAX_HOST_FILES {
                     break;
@@ -263,6 +266,18 @@ fn quoted_includes(path: &Path, text: &str) -> Vec<PathBuf> {
         .filter(|p| p.is_file())
         .map(|p| p.canonicalize().unwrap_or(p))
         .collect()
+}
+
+/// The name a file that calls `function` has: its own, or for a method (`Runner<T>::launch`)
+/// its class's (`Runner`), which the callers' objects are declared with.
+fn sought_name(function: &str) -> &str {
+    match function.rsplit_once("::") {
+        Some((class, _)) => {
+            let class = class.split('<').next().unwrap_or(class);
+            class.rsplit("::").next().unwrap_or(class).trim()
+        }
+        None => function,
+    }
 }
 
 /// The host documents of `kernel` in `file`, from an index of the file's workspace (its

@@ -1,0 +1,169 @@
+//! Host code that keeps a launch's values in an object: a method called on it (`sim.step(d)`,
+//! `estimator()` of `operator()`), and the members its constructor sets from the arguments it
+//! is made with (`Simulation<float> sim(paths, 128)` of `Simulation(unsigned n, unsigned block) :
+//! m_paths(n), m_block_size(block) {}`).
+
+use tree_sitter::Node;
+
+use crate::syntax::host::{call_args, function_name, local_types, parameters, Call};
+use crate::syntax::{descendants, is_identifier};
+
+/// The object a call is made on and its declared type, when the callee is a method of it
+/// (`sim.step(d)`, `p->step(d)`) or the object itself (`sim()`, its `operator()`): the type
+/// is that of a local or a parameter of the calling function.
+pub(super) fn called_object(call: &Call) -> Option<(String, String)> {
+    let function = call.node.child_by_field_name("function")?;
+    let object = match function.kind() {
+        "field_expression" => function.child_by_field_name("argument")?,
+        "identifier" => function,
+        _ => return None,
+    };
+    let object = &call.text[object.byte_range()];
+    is_identifier(object).then_some(())?;
+    let body = call.caller.child_by_field_name("body")?;
+    let declared = local_types(call.text, body).into_iter().find(|(name, _)| name == object).map(|(_, ty)| ty);
+    let ty = declared.or_else(|| parameters(call.text, call.caller).into_iter().find(|p| p.name == object).map(|p| p.ty))?;
+    Some((object.to_string(), ty))
+}
+
+/// The method a call names (`step` of `sim.step(d)`), `operator()` for a call of the object.
+pub(super) fn method_called(call: &Call) -> Option<String> {
+    let function = call.node.child_by_field_name("function")?;
+    match function.kind() {
+        "field_expression" => Some(call.text[function.child_by_field_name("field")?.byte_range()].to_string()),
+        "identifier" => Some("operator()".to_string()),
+        _ => None,
+    }
+}
+
+/// The class a type names: `Simulation` of `const Simulation<float>`, `ns::Runner`, `struct Options`.
+pub(super) fn class_of(ty: &str) -> &str {
+    let ty = ty.trim();
+    let ty = ["const ", "struct ", "class ", "typename "].iter().fold(ty, |t, prefix| t.strip_prefix(prefix).unwrap_or(t).trim_start());
+    let ty = ty.split('<').next().unwrap_or(ty).trim_end_matches(['*', '&', ' ']);
+    ty.rsplit("::").next().unwrap_or(ty).trim()
+}
+
+/// The class of a method's qualified name: `Simulation` of `Simulation<Real>::step`.
+pub(super) fn class_of_method(function: &str) -> Option<&str> {
+    let (class, _) = function.rsplit_once("::")?;
+    Some(class_of(class))
+}
+
+/// The class a function definition is a method of: by its qualified name (`Simulation<Real>::step`),
+/// or the class it is defined in.
+pub(super) fn class_of_definition<'t>(text: &'t str, function: Node<'t>) -> Option<&'t str> {
+    if let Some(class) = function_name(text, function).and_then(class_of_method) {
+        return Some(class);
+    }
+    let class = std::iter::successors(function.parent(), |n| n.parent()).find(|n| matches!(n.kind(), "class_specifier" | "struct_specifier"))?;
+    Some(class_of(&text[class.child_by_field_name("name")?.byte_range()]))
+}
+
+/// The template arguments a type gives its class: `["float"]` of `Simulation<float>`.
+pub(super) fn type_template_args(ty: &str) -> Vec<String> {
+    let Some((_, rest)) = ty.split_once('<') else { return Vec::new() };
+    let Some(inner) = rest.rfind('>').map(|end| &rest[..end]) else { return Vec::new() };
+    crate::profile::split_template_args(inner)
+}
+
+/// The arguments `object` is constructed with in `body` (`Simulation<float> sim(a, b)`,
+/// `Options o{a, b}`, `auto sim = Simulation<float>(a, b)`), each's text.
+pub(super) fn construction_args(text: &str, body: Node, object: &str) -> Option<Vec<String>> {
+    // `Simulation<Real> sim(paths, block)` of names only reads as a function's declaration
+    // (C++'s most vexing parse): its parameters' types are the arguments.
+    let declared_as_function = descendants(body).filter(|n| n.kind() == "function_declarator").find_map(|declarator| {
+        let name = declarator.child_by_field_name("declarator")?;
+        (&text[name.byte_range()] == object && declarator.parent()?.kind() == "declaration").then_some(())?;
+        let list = declarator.child_by_field_name("parameters")?;
+        let mut cursor = list.walk();
+        let params: Vec<Node> = list.named_children(&mut cursor).collect();
+        params.iter().all(|p| p.kind() == "parameter_declaration" && p.child_by_field_name("declarator").is_none()).then(|| params.iter().map(|p| text[p.byte_range()].to_string()).collect())
+    });
+    declared_as_function.or_else(|| descendants(body).filter(|n| n.kind() == "init_declarator").find_map(|declarator| {
+        let name = declarator.child_by_field_name("declarator")?;
+        (&text[name.byte_range()] == object).then_some(())?;
+        let value = declarator.child_by_field_name("value")?;
+        let list = match value.kind() {
+            "argument_list" | "initializer_list" => value,
+            "call_expression" => value.child_by_field_name("arguments")?,
+            _ => return None,
+        };
+        Some(call_args(text, list))
+    }))
+}
+
+/// The constructor parameter a member is set from: `m_paths(n)` in the constructor's
+/// initializer list, or `m_paths = n;` in its body, as the parameter's index.
+pub(super) fn member_parameter(text: &str, constructor: Node, member: &str) -> Option<usize> {
+    let params = parameters(text, constructor);
+    let index_of = |value: &str| params.iter().position(|p| p.name == value.trim());
+    let initialised = descendants(constructor).filter(|n| n.kind() == "field_initializer").find_map(|init| {
+        let mut cursor = init.walk();
+        let children: Vec<Node> = init.named_children(&mut cursor).collect();
+        let (field, args) = (children.first()?, children.get(1)?);
+        (&text[field.byte_range()] == member).then_some(())?;
+        match call_args(text, *args).as_slice() {
+            [value] => index_of(value),
+            _ => None,
+        }
+    });
+    initialised.or_else(|| {
+        let body = constructor.child_by_field_name("body")?;
+        descendants(body).filter(|n| n.kind() == "assignment_expression").find_map(|assignment| {
+            let left = assignment.child_by_field_name("left")?;
+            let target = text[left.byte_range()].trim_start_matches("this->");
+            (target == member && &text[assignment.child_by_field_name("operator")?.byte_range()] == "=").then_some(())?;
+            index_of(&text[assignment.child_by_field_name("right")?.byte_range()])
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::host::{calls_by_callee, functions};
+    use crate::syntax::Document;
+    use std::collections::HashMap;
+
+    const PROGRAM: &str = "template <typename Real> class Simulation {
+public:
+    Simulation(unsigned int paths, unsigned int block_size) : m_paths(paths), m_block_size(block_size) {}
+    void step(Real* d);
+    void operator()();
+private:
+    unsigned int m_paths, m_block_size, m_seed;
+};
+struct Options { unsigned int paths; };
+void run(Simulation<double>& sim, double* d) { sim.step(d); }
+int main() {
+    Options options{1 << 20};
+    Simulation<float> sim(options.paths, 128);
+    Simulation<float> named(paths, block_size);
+    sim.step(d);
+    sim();
+}
+";
+
+    #[test]
+    fn a_method_called_on_an_object_names_the_objects_class_and_its_constructor_the_arguments() {
+        let doc = Document::new(PROGRAM.to_string());
+        let root = doc.tree().expect("parses").root_node();
+        let mut calls = HashMap::new();
+        calls_by_callee(doc.text(), root, &mut calls);
+        let of = |callee: &str| calls[callee].iter().map(|c| (called_object(c), method_called(c))).collect::<Vec<_>>();
+        assert_eq!(of("sim.step"), vec![(Some(("sim".into(), "Simulation<double>".into())), Some("step".into())), (Some(("sim".into(), "Simulation<float>".into())), Some("step".into()))]);
+        assert_eq!(of("sim"), vec![(Some(("sim".into(), "Simulation<float>".into())), Some("operator()".into()))]);
+        assert_eq!((class_of("const Simulation<float>&"), class_of_method("Simulation<Real>::step")), ("Simulation", Some("Simulation")));
+        assert_eq!(type_template_args("Simulation<std::pair<int, int>, 4>"), ["std::pair<int, int>", "4"]);
+
+        let main = functions(doc.text(), root)["main"];
+        let body = main.child_by_field_name("body").expect("a body");
+        assert_eq!(construction_args(doc.text(), body, "sim"), Some(vec!["options.paths".to_string(), "128".to_string()]));
+        assert_eq!(construction_args(doc.text(), body, "options"), Some(vec!["1 << 20".to_string()]));
+        assert_eq!(construction_args(doc.text(), body, "named"), Some(vec!["paths".to_string(), "block_size".to_string()]));
+        let constructor = descendants(root).find(|n| n.kind() == "function_definition" && doc.text()[n.byte_range()].starts_with("Simulation(")).expect("the constructor");
+        assert_eq!(member_parameter(doc.text(), constructor, "m_block_size"), Some(1));
+        assert_eq!(member_parameter(doc.text(), constructor, "m_seed"), None);
+    }
+}
