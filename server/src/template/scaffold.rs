@@ -988,6 +988,9 @@ fn dtype_of(ty: &str) -> Option<(Dtype, u32)> {
         // `clock_t` and `ptrdiff_t` are `long` on Linux.
         "long long" | "int64_t" | "long" | "clock_t" | "ptrdiff_t" | "intptr_t" => (Dtype::I64, 1),
         "unsigned long long" | "uint64_t" | "size_t" | "unsigned long" | "uintptr_t" => (Dtype::U64, 1),
+        // cuRAND's generator states, as words (their sizes: `size_of_type`).
+        "curandState" | "curandState_t" | "curandStateXORWOW" | "curandStateXORWOW_t" => (Dtype::U32, 12),
+        "curandStatePhilox4_32_10" | "curandStatePhilox4_32_10_t" => (Dtype::U32, 20),
         _ => return None,
     })
 }

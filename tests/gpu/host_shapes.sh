@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# GPU check of kernels whose shapes the host code keeps where session 25 learned to read them
+# (docs/templatize.md, the host-code table), each templatized as a user would and tuned with a
+# small budget on the lent GPU:
+# - tests/fixtures/workspace/host_values/probe.cu, sized by what the device reports: `spin` runs
+#   `ms * clockRate` cycles (the worker reads the GPU's own clock: the original takes about
+#   `ms`, 2 ms), `sweep_cache` a buffer of the L2's size over `maxGridSize[1]` blocks,
+#   `count_positive` a `dim3` of numbers with a `__shared__` counter;
+# - tests/fixtures/workspace/class_state: `scale_paths`, its sizes kept in an object's members
+#   that a constructor sets from the fields main gives a runner;
+# - tests/fixtures/workspace/sweep_dispatch: `merge_across_tiles`, which the first pass of the
+#   program's sweep does not reach (its shape is the first pass that does, 2048).
+# Each but `spin` must reach a winner verified in five stages with other configurations timed.
+#   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
+source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
+status=0
+
+# fixture folder | file | kernel | budget
+cases="workspace/host_values|probe.cu|spin|3
+workspace/host_values|probe.cu|sweep_cache|10
+workspace/host_values|probe.cu|count_positive|10
+workspace/class_state|simulation.cu|scale_paths|10
+workspace/sweep_dispatch|sort.cu|merge_across_tiles|10"
+
+while IFS='|' read -r fixture file kernel budget; do
+    work="$(fixture_copy "$kernel" "$fixture")"
+    report="$out/host_shapes_$kernel.json"
+    (cd "$work" && "$cutune" templatize "$file" --kernel "$kernel" --write) > "$out/host_shapes_$kernel.txt" 2>&1 || { echo "FAIL: templatize $kernel"; status=1; continue; }
+    (cd "$work" && "$cutune" tune "$file" --kernel "$kernel" --budget "$budget" --json) > "$report" 2> "$out/host_shapes_$kernel.err" || { echo "FAIL: tune $kernel"; tail -3 "$out/host_shapes_$kernel.err"; status=1; continue; }
+    python3 - "$report" "$kernel" <<'PY' || status=1
+import json, sys
+report, kernel = json.load(open(sys.argv[1])), sys.argv[2]
+best, verification = report.get("best"), report.get("verification") or {"cases": []}
+statuses = [c["status"] for c in verification["cases"]]
+timed = [r for r in report["rows"] if r.get("time_us") is not None]
+baseline = report.get("baseline_us") or 0
+if kernel == "spin":
+    ok = 1000 <= baseline <= 10000
+    said = f"the original spins {baseline:.0f} us for `ms * clock_khz` cycles (ms = 2) on {report['device']}"
+else:
+    ok = best is not None and statuses and all(s == "pass" for s in statuses) and len(timed) > 1
+    said = f"best {dict(best['config']) if best else None} {best['speedup'] if best else '-'}x of {baseline:.1f} us, {len(timed)} configurations timed, verification {statuses}"
+print(("PASS" if ok else "FAIL") + f": {kernel}: {said}")
+sys.exit(0 if ok else 1)
+PY
+done <<< "$cases"
+exit $status
