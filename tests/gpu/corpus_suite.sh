@@ -75,6 +75,9 @@ cases=(
   "cuda-samples Samples/2_Concepts_and_Techniques/imageDenoising/imageDenoising_nlm2_kernel.cuh NLM2"
   "llm.c dev/cuda/attention_forward.cu attention_forward_kernel2"
   "llm.c dev/cuda/matmul_backward_bias.cu matmul_backward_bias_kernel9"
+  "cuda-samples Samples/2_Concepts_and_Techniques/sortingNetworks/bitonicSort.cu bitonicSortShared1"
+  "cuda-samples Samples/2_Concepts_and_Techniques/sortingNetworks/bitonicSort.cu bitonicMergeShared"
+  "cuda-samples Samples/0_Introduction/simpleAttributes/simpleAttributes.cu kernCacheSegmentTest"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()
