@@ -325,7 +325,7 @@ async def test_the_code_action_reads_sizes_an_object_keeps_and_the_device_report
     root = project(tmp_path, "class_state")
     (root / ".git").mkdir()
     spec = await code_action_spec(client, root / "simulation.cu", "values[i] *= factor", "scale_paths")
-    assert spec["template_args"] == ["float"] and spec["shapes"] == [{"m_paths": 2**20, "step_paths": 2**20}]
+    assert spec["template_args"] == ["float"] and spec["shapes"] == [{"m_paths": 2**20}]
     probe = project(tmp_path, "host_values")
     (probe / ".git").mkdir()
     spin = await code_action_spec(client, probe / "probe.cu", "elapsed[0] = clock64() - start", "spin")
@@ -437,15 +437,17 @@ def test_sizes_kept_in_an_objects_members_come_from_where_the_program_makes_the_
     scale = templatized_spec(root, "simulation.cu", "scale_paths")
     assert scale["template_args"] == ["float"]
     assert scale["grid"] == ["ceil_div(m_paths, m_block_size)"]
-    assert scale["shapes"] == [{"m_paths": 2**20, "step_paths": 2**20}]
+    # The buffer `Runner` allocates `paths` long is `m_paths` long: the object is made from it.
+    assert scale["shapes"] == [{"m_paths": 2**20}]
+    assert next(a for a in scale["args"] if a["name"] == "values")["length"] == "m_paths"
     block = next(p for p in scale["params"] if p["name"] == "m_block_size")
     assert (block["kind"], block["default"]) == ("launch", 128)
     # `Real(0.5)`: a cast to the type the class is instantiated with.
     assert next(a for a in scale["args"] if a["name"] == "factor")["value"] == "0.5"
     # A method defined in the class template's body, in the header: the class's `Real`.
     fill = templatized_spec(root, "simulation.cuh", "fill_paths")
-    assert fill["template_args"] == ["float"] and fill["shapes"] == [{"m_paths": 2**20, "reset_paths": 2**20}]
-    assert next(a for a in fill["args"] if a["name"] == "values") ["length"] == "reset_paths"
+    assert fill["template_args"] == ["float"] and fill["shapes"] == [{"m_paths": 2**20}]
+    assert next(a for a in fill["args"] if a["name"] == "values")["length"] == "m_paths"
 
 
 def test_bench_index_reports_the_size_and_build_time_of_the_workspace_index(tmp_path: Path):

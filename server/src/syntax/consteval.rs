@@ -49,9 +49,9 @@ pub fn size_of_type(ty: &str) -> Option<u64> {
         "float3" | "int3" | "uint3" => 12,
         "float4" | "int4" | "uint4" | "double2" | "longlong2" => 16,
         "double4" => 32,
-        // cuRAND's generator states (curand_kernel.h, CUDA 12 and 13).
+        // cuRAND's generator states (curand_kernel.h; `sizeof` with nvcc of CUDA 13 on the lent H100).
         "curandState" | "curandState_t" | "curandStateXORWOW" | "curandStateXORWOW_t" => 48,
-        "curandStatePhilox4_32_10" | "curandStatePhilox4_32_10_t" => 80,
+        "curandStatePhilox4_32_10" | "curandStatePhilox4_32_10_t" => 64,
         _ => return None,
     })
 }

@@ -943,8 +943,11 @@ impl<'d> HostContext<'d> {
     }
 
     /// `sizeof(floatX)` → `4`, for the types whose size is known.
+    /// `sizeof(T)` of a type the launcher names, through its aliases and the host templates'
+    /// parameters on the first call path (`Real` of `PricingEngine<Real>`, made as `<float>`).
     fn sizes_of_types(&self, text: &str) -> String {
-        replace_calls(text, "sizeof", |inner| size_of_type(&self.resolve_type(inner)).map(|b| b.to_string()))
+        let instantiated = |ty: &str| self.paths.first().map_or_else(|| ty.to_string(), |path| self.type_at(path, 0, ty));
+        replace_calls(text, "sizeof", |inner| size_of_type(&self.resolve_type(&instantiated(inner))).map(|b| b.to_string()))
     }
 
     /// Whether the program's run (the first call path) reaches the launch: `Some(false)` when
@@ -1064,6 +1067,20 @@ impl<'d> HostContext<'d> {
         let args = objects::construction_args(caller.text, caller.scope.body?, &object)?;
         let &(text, constructor) = self.graph.definitions.get(class)?;
         args.get(objects::member_parameter(text, constructor, member)?).cloned()
+    }
+
+    /// The caller's names that frame `at`'s object is constructed with, each with the member
+    /// the constructor sets from it: `paths` → `m_paths` for `Simulation<Real> sim(paths, …)`.
+    fn members_constructed_from(&self, path: &[Frame], at: usize) -> Vec<(String, String)> {
+        let made = || {
+            let (frame, caller) = (path.get(at)?, path.get(at + 1)?);
+            let (object, ty) = objects::called_object(&frame.called_by?)?;
+            let class = objects::class_of(&ty);
+            let args = objects::construction_args(caller.text, caller.scope.body?, &object)?;
+            let &(text, constructor) = self.graph.definitions.get(class)?;
+            Some(objects::members_set(text, constructor).into_iter().filter_map(|(member, index)| Some((args.get(index)?.trim().to_string(), member))).collect())
+        };
+        made().unwrap_or_default()
     }
 
     fn eval_name(&self, path: &[Frame], at: usize, name: &str, depth: usize) -> Option<i64> {
@@ -1226,7 +1243,7 @@ impl<'d> HostContext<'d> {
     pub(super) fn argument_type(&self, arg: &str) -> Option<String> {
         let path = self.paths.first()?;
         let mut current = arg.trim().to_string();
-        for frame in path {
+        for (at, frame) in path.iter().enumerate() {
             let declared = frame.scope.body.map(|b| local_types(frame.text, b)).unwrap_or_default().into_iter().find(|(n, _)| *n == current).map(|(_, t)| t);
             let (ty, param_index) = match declared {
                 Some(ty) => (ty, None),
@@ -1243,8 +1260,10 @@ impl<'d> HostContext<'d> {
             // caller's argument in the same position.
             let tp_index = frame.template_params.iter().position(|t| *t == ty)?;
             let call = frame.called_by?;
+            // Explicit, or the caller's object's (`PricingEngine<Real> pricer`), which may be a
+            // parameter of the caller's own template in turn.
             if let Some(explicit) = template_args_of(&call).get(tp_index) {
-                return Some(self.resolve_type(explicit));
+                return Some(self.resolve_type(&self.type_at(path, at + 1, explicit)));
             }
             current = call.args().get(param_index?)?.trim().to_string();
         }
@@ -1449,10 +1468,14 @@ impl<'d> HostContext<'d> {
             let frame = &path[level];
             let below = &path[level - 1];
             let args = below.called_with().unwrap_or_default();
+            let members = self.members_constructed_from(path, level - 1);
             text = with_arguments_named(&text, &args, &below.params);
             text = rename_identifiers_in(&text, |word| {
                 if let Some(j) = args.iter().position(|a| a.trim() == word) {
                     return below.params.get(j).cloned();
+                }
+                if let Some((_, member)) = members.iter().find(|(arg, _)| arg == word) {
+                    return Some(member.clone());
                 }
                 let init = frame.scope.value_text(word)?;
                 let init = strip_casts_everywhere(init);

@@ -96,27 +96,30 @@ pub(super) fn construction_args(text: &str, body: Node, object: &str) -> Option<
 /// The constructor parameter a member is set from: `m_paths(n)` in the constructor's
 /// initializer list, or `m_paths = n;` in its body, as the parameter's index.
 pub(super) fn member_parameter(text: &str, constructor: Node, member: &str) -> Option<usize> {
+    members_set(text, constructor).into_iter().find(|(m, _)| m == member).map(|(_, index)| index)
+}
+
+/// Each member the constructor sets from one of its parameters, with the parameter's index:
+/// the initializer list first, then plain assignments in its body.
+pub(super) fn members_set(text: &str, constructor: Node) -> Vec<(String, usize)> {
     let params = parameters(text, constructor);
     let index_of = |value: &str| params.iter().position(|p| p.name == value.trim());
-    let initialised = descendants(constructor).filter(|n| n.kind() == "field_initializer").find_map(|init| {
+    let initialised = descendants(constructor).filter(|n| n.kind() == "field_initializer").filter_map(|init| {
         let mut cursor = init.walk();
         let children: Vec<Node> = init.named_children(&mut cursor).collect();
         let (field, args) = (children.first()?, children.get(1)?);
-        (&text[field.byte_range()] == member).then_some(())?;
         match call_args(text, *args).as_slice() {
-            [value] => index_of(value),
+            [value] => Some((text[field.byte_range()].to_string(), index_of(value)?)),
             _ => None,
         }
     });
-    initialised.or_else(|| {
-        let body = constructor.child_by_field_name("body")?;
-        descendants(body).filter(|n| n.kind() == "assignment_expression").find_map(|assignment| {
-            let left = assignment.child_by_field_name("left")?;
-            let target = text[left.byte_range()].trim_start_matches("this->");
-            (target == member && &text[assignment.child_by_field_name("operator")?.byte_range()] == "=").then_some(())?;
-            index_of(&text[assignment.child_by_field_name("right")?.byte_range()])
-        })
-    })
+    let body = constructor.child_by_field_name("body");
+    let assigned = body.into_iter().flat_map(descendants).filter(|n| n.kind() == "assignment_expression").filter_map(|assignment| {
+        let target = text[assignment.child_by_field_name("left")?.byte_range()].trim_start_matches("this->");
+        (&text[assignment.child_by_field_name("operator")?.byte_range()] == "=").then_some(())?;
+        Some((target.to_string(), index_of(&text[assignment.child_by_field_name("right")?.byte_range()])?))
+    });
+    initialised.chain(assigned).collect()
 }
 
 #[cfg(test)]

@@ -990,7 +990,7 @@ fn dtype_of(ty: &str) -> Option<(Dtype, u32)> {
         "unsigned long long" | "uint64_t" | "size_t" | "unsigned long" | "uintptr_t" => (Dtype::U64, 1),
         // cuRAND's generator states, as words (their sizes: `size_of_type`).
         "curandState" | "curandState_t" | "curandStateXORWOW" | "curandStateXORWOW_t" => (Dtype::U32, 12),
-        "curandStatePhilox4_32_10" | "curandStatePhilox4_32_10_t" => (Dtype::U32, 20),
+        "curandStatePhilox4_32_10" | "curandStatePhilox4_32_10_t" => (Dtype::U32, 16),
         _ => return None,
     })
 }
