@@ -224,6 +224,15 @@ impl<'d> Frame<'d> {
         Some(components)
     }
 
+    /// The class this function is a method of, by its qualified name or where it is defined.
+    fn class(&self) -> Option<&'d str> {
+        objects::class_of_definition(self.text, self.scope.body?.parent()?)
+    }
+
+    fn is_method(&self) -> bool {
+        self.class().is_some()
+    }
+
     /// The arguments this function was called with, in the next frame's names.
     fn called_with(&self) -> Option<Vec<String>> {
         self.called_by.map(|c| c.args())
@@ -1052,11 +1061,11 @@ impl<'d> HostContext<'d> {
     /// parameter that sets it (`128` of `Simulation<float> sim(n, 128)` for `m_block_size`).
     fn member_in_caller(&self, path: &[Frame], at: usize, member: &str) -> Option<String> {
         let frame = path.get(at)?;
+        let class = frame.class()?;
         let call = frame.called_by?;
         let caller = path.get(at + 1)?;
+        objects::object_named(&call)?;
         let (object, ty) = objects::called_object(&call)?;
-        let definition = frame.scope.body?.parent()?;
-        let class = objects::class_of_definition(frame.text, definition)?;
         if objects::class_of(&ty) != class {
             return None;
         }
@@ -1074,6 +1083,7 @@ impl<'d> HostContext<'d> {
     fn members_constructed_from(&self, path: &[Frame], at: usize) -> Vec<(String, String)> {
         let made = || {
             let (frame, caller) = (path.get(at)?, path.get(at + 1)?);
+            frame.class()?;
             let (object, ty) = objects::called_object(&frame.called_by?)?;
             let class = objects::class_of(&ty);
             let args = objects::construction_args(caller.text, caller.scope.body?, &object)?;
@@ -1111,7 +1121,7 @@ impl<'d> HostContext<'d> {
             return self.eval_text(path, at, value.as_deref().unwrap_or(text), depth + 1);
         }
         if let Some(index) = frame.template_params.iter().position(|p| p == name) {
-            let arg = template_args_of(&frame.called_by?).get(index)?.clone();
+            let arg = template_args_of(frame).get(index)?.clone();
             return self.eval_text(path, at + 1, &arg, depth + 1);
         }
         match frame.params.iter().position(|p| p == name) {
@@ -1229,7 +1239,7 @@ impl<'d> HostContext<'d> {
         let mut current = self.members_resolved(text.trim());
         for frame in path {
             let Some(index) = frame.template_params.iter().position(|p| *p == current) else { break };
-            match frame.called_by.and_then(|c| template_args_of(&c).get(index).cloned()) {
+            match template_args_of(frame).get(index).cloned() {
                 Some(arg) => current = arg,
                 None => break,
             }
@@ -1262,7 +1272,7 @@ impl<'d> HostContext<'d> {
             let call = frame.called_by?;
             // Explicit, or the caller's object's (`PricingEngine<Real> pricer`), which may be a
             // parameter of the caller's own template in turn.
-            if let Some(explicit) = template_args_of(&call).get(tp_index) {
+            if let Some(explicit) = template_args_of(frame).get(tp_index) {
                 return Some(self.resolve_type(&self.type_at(path, at + 1, explicit)));
             }
             current = call.args().get(param_index?)?.trim().to_string();
@@ -1442,7 +1452,7 @@ impl<'d> HostContext<'d> {
         let mut current = ty.trim().to_string();
         for frame in &path[at.min(path.len())..] {
             let Some(index) = frame.template_params.iter().position(|p| *p == current) else { break };
-            match frame.called_by.and_then(|c| template_args_of(&c).get(index).cloned()) {
+            match template_args_of(frame).get(index).cloned() {
                 Some(arg) => current = arg,
                 None => break,
             }
@@ -1716,14 +1726,16 @@ fn reads_variable(value: &str, name: &str) -> bool {
     })
 }
 
-/// The template arguments a call gives its callee: written at the call (`run<float>(…)`), or,
-/// for a method called on an object, those of the object's type (`Simulation<float> sim`).
-fn template_args_of(call: &Call) -> Vec<String> {
+/// The template arguments the call of `frame`'s function gives it: written at the call
+/// (`run<float>(…)`), or, for a method called on an object, those of the object's type
+/// (`Simulation<float> sim`).
+fn template_args_of(frame: &Frame) -> Vec<String> {
+    let Some(call) = frame.called_by else { return Vec::new() };
     let explicit = call.template_args();
-    match explicit.is_empty() {
-        true => objects::called_object(call).map(|(_, ty)| objects::type_template_args(&ty)).unwrap_or_default(),
-        false => explicit,
+    if !explicit.is_empty() || !frame.is_method() {
+        return explicit;
     }
+    objects::called_object(&call).map(|(_, ty)| objects::type_template_args(&ty)).unwrap_or_default()
 }
 
 fn frame_name(frame: &Frame) -> String {
@@ -1909,6 +1921,8 @@ impl<'d> CallGraph<'d> {
     fn new(calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, (&'d str, Node<'d>)>, folders: HashMap<*const u8, Option<&'d Path>>) -> CallGraph<'d> {
         let mut passing: HashMap<String, Vec<(Call<'d>, usize)>> = HashMap::new();
         let mut method_calls: HashMap<(String, String), Vec<Call<'d>>> = HashMap::new();
+        // The variables of each calling function, read once however many calls it makes.
+        let mut variables: HashMap<usize, Vec<(String, String)>> = HashMap::new();
         for call in calls.values().flatten() {
             for (index, arg) in call.args().iter().enumerate() {
                 let name = arg.trim().trim_start_matches('&');
@@ -1916,8 +1930,11 @@ impl<'d> CallGraph<'d> {
                     passing.entry(name.to_string()).or_default().push((*call, index));
                 }
             }
-            if let Some(((_, ty), method)) = objects::called_object(call).zip(objects::method_called(call)) {
-                method_calls.entry((method, objects::class_of(&ty).to_string())).or_default().push(*call);
+            let Some(object) = objects::object_named(call) else { continue };
+            let declared = variables.entry(call.caller.id()).or_insert_with(|| objects::variables_of(call));
+            let Some((_, ty)) = declared.iter().find(|(name, _)| name == object) else { continue };
+            if let Some(method) = objects::method_called(call) {
+                method_calls.entry((method, objects::class_of(ty).to_string())).or_default().push(*call);
             }
         }
         CallGraph { calls, definitions, passing, folders, method_calls }

@@ -12,18 +12,25 @@ use crate::syntax::{descendants, is_identifier};
 /// (`sim.step(d)`, `p->step(d)`) or the object itself (`sim()`, its `operator()`): the type
 /// is that of a local or a parameter of the calling function.
 pub(super) fn called_object(call: &Call) -> Option<(String, String)> {
+    let object = object_named(call)?;
+    Some((object.to_string(), variables_of(call).into_iter().find(|(name, _)| name == object)?.1))
+}
+
+/// The name a call is made on (`sim` of `sim.step(d)` and of `sim()`), before its type is known.
+pub(super) fn object_named<'t>(call: &Call<'t>) -> Option<&'t str> {
     let function = call.node.child_by_field_name("function")?;
     let object = match function.kind() {
         "field_expression" => function.child_by_field_name("argument")?,
         "identifier" => function,
         _ => return None,
     };
-    let object = &call.text[object.byte_range()];
-    is_identifier(object).then_some(())?;
-    let body = call.caller.child_by_field_name("body")?;
-    let declared = local_types(call.text, body).into_iter().find(|(name, _)| name == object).map(|(_, ty)| ty);
-    let ty = declared.or_else(|| parameters(call.text, call.caller).into_iter().find(|p| p.name == object).map(|p| p.ty))?;
-    Some((object.to_string(), ty))
+    Some(&call.text[object.byte_range()]).filter(|o| is_identifier(o))
+}
+
+/// The calling function's locals and parameters with their declared types.
+pub(super) fn variables_of(call: &Call) -> Vec<(String, String)> {
+    let locals = call.caller.child_by_field_name("body").map(|body| local_types(call.text, body)).unwrap_or_default();
+    locals.into_iter().chain(parameters(call.text, call.caller).into_iter().map(|p| (p.name, p.ty))).collect()
 }
 
 /// The method a call names (`step` of `sim.step(d)`), `operator()` for a call of the object.
