@@ -20,6 +20,20 @@ pub fn function_name<'d>(text: &'d str, function: Node<'d>) -> Option<&'d str> {
     None
 }
 
+/// The class a type names: `Simulation` of `const Simulation<float>&`, `ns::Runner`, `struct Options`.
+pub fn class_of(ty: &str) -> &str {
+    let ty = ty.trim();
+    let ty = ["const ", "struct ", "class ", "typename "].iter().fold(ty, |t, prefix| t.strip_prefix(prefix).unwrap_or(t).trim_start());
+    let ty = ty.split('<').next().unwrap_or(ty).trim_end_matches(['*', '&', ' ']);
+    ty.rsplit("::").next().unwrap_or(ty).trim()
+}
+
+/// The class of a method's qualified name: `Simulation` of `Simulation<Real>::step`.
+pub fn class_of_method(function: &str) -> Option<&str> {
+    let (class, _) = function.rsplit_once("::")?;
+    Some(class_of(class))
+}
+
 /// Every function definition under `root`, by name; the first of overloads.
 pub fn functions<'d>(text: &'d str, root: Node<'d>) -> HashMap<&'d str, Node<'d>> {
     let mut out = HashMap::new();

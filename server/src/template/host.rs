@@ -14,7 +14,7 @@ use super::layout::operand;
 use super::data_files::{image_loaded_by, ImageLoad};
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, DEVICE_SIZES, UNKNOWN};
-use crate::syntax::host::{address_taken, call_args, calls_by_callee, declared_name, function_name, functions, local_types, parameters, Call};
+use crate::syntax::host::{address_taken, call_args, calls_by_callee, class_of, declared_name, function_name, functions, local_types, parameters, Call};
 use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, is_identifier, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
@@ -1060,32 +1060,29 @@ impl<'d> HostContext<'d> {
     /// `test()`), else the argument the caller makes the object with for the constructor
     /// parameter that sets it (`128` of `Simulation<float> sim(n, 128)` for `m_block_size`).
     fn member_in_caller(&self, path: &[Frame], at: usize, member: &str) -> Option<String> {
-        let frame = path.get(at)?;
-        let class = frame.class()?;
-        let call = frame.called_by?;
-        let caller = path.get(at + 1)?;
-        objects::object_named(&call)?;
-        let (object, ty) = objects::called_object(&call)?;
-        if objects::class_of(&ty) != class {
-            return None;
-        }
+        let (object, _) = Self::object_of(path, at)?;
         let field = format!("{object}.{member}");
-        if caller.scope.value_text(&field).is_some() {
+        if path.get(at + 1)?.scope.value_text(&field).is_some() {
             return Some(field);
         }
-        let args = objects::construction_args(caller.text, caller.scope.body?, &object)?;
-        let &(text, constructor) = self.graph.definitions.get(class)?;
-        args.get(objects::member_parameter(text, constructor, member)?).cloned()
+        self.members_constructed_from(path, at).into_iter().find(|(_, m)| m == member).map(|(arg, _)| arg)
     }
 
-    /// The caller's names that frame `at`'s object is constructed with, each with the member
-    /// the constructor sets from it: `paths` → `m_paths` for `Simulation<Real> sim(paths, …)`.
+    /// The object frame `at`'s method was called on and its class, when the object is one of
+    /// that class (`sim` of `sim.step(d)` for `Simulation<Real>::step`).
+    fn object_of<'p>(path: &'p [Frame], at: usize) -> Option<(String, &'p str)> {
+        let frame = path.get(at)?;
+        let class = frame.class()?;
+        let (object, ty) = objects::called_object(&frame.called_by?)?;
+        (class_of(&ty) == class).then_some((object, class))
+    }
+
+    /// The caller's arguments that frame `at`'s object is constructed with, each with the
+    /// member the constructor sets from it: `paths` → `m_paths` for `Simulation<Real> sim(paths, …)`.
     fn members_constructed_from(&self, path: &[Frame], at: usize) -> Vec<(String, String)> {
         let made = || {
-            let (frame, caller) = (path.get(at)?, path.get(at + 1)?);
-            frame.class()?;
-            let (object, ty) = objects::called_object(&frame.called_by?)?;
-            let class = objects::class_of(&ty);
+            let (object, class) = Self::object_of(path, at)?;
+            let caller = path.get(at + 1)?;
             let args = objects::construction_args(caller.text, caller.scope.body?, &object)?;
             let &(text, constructor) = self.graph.definitions.get(class)?;
             Some(objects::members_set(text, constructor).into_iter().filter_map(|(member, index)| Some((args.get(index)?.trim().to_string(), member))).collect())
@@ -1934,7 +1931,7 @@ impl<'d> CallGraph<'d> {
             let declared = variables.entry(call.caller.id()).or_insert_with(|| objects::variables_of(call));
             let Some((_, ty)) = declared.iter().find(|(name, _)| name == object) else { continue };
             if let Some(method) = objects::method_called(call) {
-                method_calls.entry((method, objects::class_of(ty).to_string())).or_default().push(*call);
+                method_calls.entry((method, class_of(ty).to_string())).or_default().push(*call);
             }
         }
         CallGraph { calls, definitions, passing, folders, method_calls }

@@ -5,7 +5,7 @@
 
 use tree_sitter::Node;
 
-use crate::syntax::host::{call_args, function_name, local_types, parameters, Call};
+use crate::syntax::host::{call_args, class_of, class_of_method, function_name, local_types, parameters, Call};
 use crate::syntax::{descendants, is_identifier};
 
 /// The object a call is made on and its declared type, when the callee is a method of it
@@ -41,20 +41,6 @@ pub(super) fn method_called(call: &Call) -> Option<String> {
         "identifier" => Some("operator()".to_string()),
         _ => None,
     }
-}
-
-/// The class a type names: `Simulation` of `const Simulation<float>`, `ns::Runner`, `struct Options`.
-pub(super) fn class_of(ty: &str) -> &str {
-    let ty = ty.trim();
-    let ty = ["const ", "struct ", "class ", "typename "].iter().fold(ty, |t, prefix| t.strip_prefix(prefix).unwrap_or(t).trim_start());
-    let ty = ty.split('<').next().unwrap_or(ty).trim_end_matches(['*', '&', ' ']);
-    ty.rsplit("::").next().unwrap_or(ty).trim()
-}
-
-/// The class of a method's qualified name: `Simulation` of `Simulation<Real>::step`.
-pub(super) fn class_of_method(function: &str) -> Option<&str> {
-    let (class, _) = function.rsplit_once("::")?;
-    Some(class_of(class))
 }
 
 /// The class a function definition is a method of: by its qualified name (`Simulation<Real>::step`),
@@ -100,14 +86,8 @@ pub(super) fn construction_args(text: &str, body: Node, object: &str) -> Option<
     }))
 }
 
-/// The constructor parameter a member is set from: `m_paths(n)` in the constructor's
-/// initializer list, or `m_paths = n;` in its body, as the parameter's index.
-pub(super) fn member_parameter(text: &str, constructor: Node, member: &str) -> Option<usize> {
-    members_set(text, constructor).into_iter().find(|(m, _)| m == member).map(|(_, index)| index)
-}
-
 /// Each member the constructor sets from one of its parameters, with the parameter's index:
-/// the initializer list first, then plain assignments in its body.
+/// the initializer list first (`m_paths(n)`), then plain assignments in its body (`m_paths = n;`).
 pub(super) fn members_set(text: &str, constructor: Node) -> Vec<(String, usize)> {
     let params = parameters(text, constructor);
     let index_of = |value: &str| params.iter().position(|p| p.name == value.trim());
@@ -173,7 +153,7 @@ int main() {
         assert_eq!(construction_args(doc.text(), body, "options"), Some(vec!["1 << 20".to_string()]));
         assert_eq!(construction_args(doc.text(), body, "named"), Some(vec!["paths".to_string(), "block_size".to_string()]));
         let constructor = descendants(root).find(|n| n.kind() == "function_definition" && doc.text()[n.byte_range()].starts_with("Simulation(")).expect("the constructor");
-        assert_eq!(member_parameter(doc.text(), constructor, "m_block_size"), Some(1));
-        assert_eq!(member_parameter(doc.text(), constructor, "m_seed"), None);
+        // `m_seed` is set from no parameter.
+        assert_eq!(members_set(doc.text(), constructor), [("m_paths".to_string(), 0), ("m_block_size".to_string(), 1)]);
     }
 }

@@ -271,13 +271,7 @@ fn quoted_includes(path: &Path, text: &str) -> Vec<PathBuf> {
 /// The name a file that calls `function` has: its own, or for a method (`Runner<T>::launch`)
 /// its class's (`Runner`), which the callers' objects are declared with.
 fn sought_name(function: &str) -> &str {
-    match function.rsplit_once("::") {
-        Some((class, _)) => {
-            let class = class.split('<').next().unwrap_or(class);
-            class.rsplit("::").next().unwrap_or(class).trim()
-        }
-        None => function,
-    }
+    syntax::host::class_of_method(function).unwrap_or(function)
 }
 
 /// The host documents of `kernel` in `file`, from an index of the file's workspace (its
