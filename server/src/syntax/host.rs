@@ -309,16 +309,53 @@ fn kernel_params_array(text: &str, body: Node, passed: &str) -> Option<Vec<Strin
     elements.iter().all(|e| !e.is_empty()).then_some(elements)
 }
 
-/// `&x`, `(void *)&x` and `reinterpret_cast<void *>(&x)` → `x`; empty when the element is not
-/// the address of a variable.
+/// What a pointer cast casts: `(floatX*)x`, `reinterpret_cast<uint4 *>(x)`,
+/// `static_cast<void **>(&p)` → `x`, `x`, `&p`; any other text as it is (`(float*)a + k`
+/// casts only `a`).
+pub fn without_pointer_cast(text: &str) -> &str {
+    let text = text.trim();
+    let named = ["reinterpret_cast<", "static_cast<", "const_cast<"].iter().find_map(|cast| text.strip_prefix(cast));
+    let (ty, operand) = match named {
+        Some(rest) => match rest.split_once(">(").and_then(|(ty, operand)| Some((ty, operand.strip_suffix(')')?))) {
+            Some(cast) => cast,
+            None => return text,
+        },
+        None => match text.strip_prefix('(').and_then(|rest| rest.split_once(')')) {
+            Some(cast) => cast,
+            None => return text,
+        },
+    };
+    let operand = operand.trim();
+    if ty.trim_end().ends_with('*') && is_one_term(operand) { operand } else { text }
+}
+
+/// `x`, `&p`, `a.b->c`, `d[2 * i]`, `(x + 1)`, `x.data_ptr<float>()`: no operator outside
+/// brackets but a leading `&`.
+fn is_one_term(text: &str) -> bool {
+    let mut depth = 0i32;
+    let mut chars = text.strip_prefix('&').unwrap_or(text).chars().peekable();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        any = true;
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            '-' if depth == 0 && chars.peek() == Some(&'>') => {
+                chars.next();
+            }
+            // Template arguments and namespaces: `x.data_ptr<at::Half>()`.
+            c if depth == 0 && !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '<' | '>' | ':')) => return false,
+            _ => {}
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    any && depth == 0
+}
+
 pub fn address_taken(element: &str) -> String {
-    let mut e = element.trim();
-    if let Some(inner) = e.strip_prefix("reinterpret_cast<").and_then(|r| r.split_once(">(")).and_then(|(_, r)| r.strip_suffix(')')) {
-        e = inner.trim();
-    }
-    if let Some(rest) = e.strip_prefix('(').and_then(|r| r.split_once(')')).filter(|(ty, _)| ty.trim_end().ends_with('*')).map(|(_, rest)| rest) {
-        e = rest.trim();
-    }
+    let mut e = without_pointer_cast(element);
     while let Some(inner) = e.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
         e = inner.trim();
     }

@@ -13,6 +13,7 @@ mod float_eval;
 mod fixture_tests;
 mod hover;
 pub mod host;
+pub mod python;
 mod incremental;
 mod list_conditionals;
 mod model;

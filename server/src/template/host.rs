@@ -12,9 +12,10 @@ use super::loop_passes;
 use super::objects;
 use super::layout::operand;
 use super::data_files::{image_loaded_by, ImageLoad};
+use super::tensors;
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, DEVICE_SIZES, UNKNOWN};
-use crate::syntax::host::{address_taken, call_args, calls_by_callee, class_of, declared_name, function_name, functions, local_types, parameters, Call};
+use crate::syntax::host::{address_taken, call_args, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, parameters, Call};
 use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, is_identifier, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
@@ -798,8 +799,9 @@ impl<'d> HostContext<'d> {
             // Members first: `block_dim.y` is a component, not `block_dim`'s whole value.
             let next = rename_identifiers_in(&self.members_resolved(&expanded), |word| {
                 let init = launcher.value_text(word).map(strip_casts_everywhere)?;
-                // A constant stays a name: a size of the shape, or a launch choice.
-                if eval_constant(&init, &|_| None).is_some() {
+                // A constant stays a name: a size of the shape, or a launch choice; so does a
+                // size read from a tensor (`N = Q.size(2)`), whose value the tensor's maker gives.
+                if eval_constant(&init, &|_| None).is_some() || tensors::size_read(&init).is_some() {
                     return None;
                 }
                 let init = init.trim_start_matches('{').trim_end_matches('}').trim().to_string();
@@ -813,7 +815,57 @@ impl<'d> HostContext<'d> {
         let expanded = self.static_members_resolved(&self.members_resolved(&self.functions_inlined(&expanded)));
         let expanded = rename_identifiers_in(&expanded, |word| self.file_constants.get(word).cloned());
         let expanded = self.sizes_of_types(&self.device_sizes_named(&expanded));
+        let expanded = tensors::replace_size_reads(&expanded, |tensor, read| Some(self.size_read_named(tensor, read)));
         strip_outer_parens(&expanded).to_string()
+    }
+
+    /// The spec's name for a size read from a tensor: the launcher's local that holds it or the
+    /// same read of a tensor made with the same dimensions (`N` for `Q.size(2)` or `K.size(2)`
+    /// where `const int N = Q.size(2)` and `k = torch::randn_like(q)`), else a name of the read
+    /// of the first such tensor the launcher takes (`Q_size_2`): one name for one size, so that
+    /// checks that vary the sizes vary the tensors together.
+    fn size_read_named(&self, tensor: &str, read: tensors::SizeRead) -> String {
+        let Some(path) = self.paths.first() else { return read.name(tensor) };
+        let shape = self.tensor_dims(path, 0, tensor, 0);
+        let alike = |other: &str| other == tensor || (shape.is_some() && self.tensor_dims(path, 0, other, 0) == shape);
+        let rank = shape.as_ref().map(|(_, dims)| dims.len());
+        let same_read = |other: tensors::SizeRead| match (read, rank) {
+            (tensors::SizeRead::Dim(k), Some(n)) => usize::try_from(if k < 0 { n as i64 + k } else { k }).is_ok_and(|k| other.is_dim(k, n)),
+            _ => other == read,
+        };
+        let launcher = &self.launcher().scope;
+        let holder = launcher.values.iter().find(|(name, value, _)| {
+            let held = tensors::size_read(value).is_some_and(|(t, r)| same_read(r) && alike(t));
+            held && is_identifier(name) && launcher.value_text(name) == Some(value.as_str())
+        });
+        if let Some((name, _, _)) = holder {
+            return name.clone();
+        }
+        let first_alike = self.launcher().params.iter().find(|p| alike(p)).map_or(tensor, String::as_str);
+        read.name(first_alike)
+    }
+
+    /// The length of the data of a tensor the launcher passes (`Q.data_ptr<float>()`) in
+    /// elements of `element`, in the spec's names: the product of its dimensions.
+    fn tensor_data_length(&self, arg: &str, element: &str) -> Option<String> {
+        let (tensor, typed) = tensors::data_of(arg)?;
+        let path = self.paths.first()?;
+        let (made_at, dims) = self.tensor_dims(path, 0, tensor, 0)?;
+        let dims: Vec<String> = match made_at {
+            // Made by the launcher: its dimensions are in its names.
+            0 => dims.iter().map(|d| format!("({})", self.in_spec_names(d))).collect(),
+            _ => (0..dims.len()).map(|k| self.size_read_named(tensor, tensors::SizeRead::Dim(k as i64))).collect(),
+        };
+        // A `float` tensor read as `float4`s has a quarter as many.
+        let (numerator, denominator) = typed.map_or(Some((1, 1)), |t| self.elements_per_allocated(t, element))?;
+        let mut length = dims.join(" * ");
+        if numerator != 1 {
+            length = format!("{length} * {numerator}");
+        }
+        if denominator != 1 {
+            length = format!("{length} / {denominator}");
+        }
+        Some(callee::readable(&length))
     }
 
     /// `cuda_num_SMs` and `prop.multiProcessorCount` → `sm_count`, and the other device sizes.
@@ -1129,6 +1181,10 @@ impl<'d> HostContext<'d> {
                 if let Some(passed) = self.member_in_caller(path, at, name) {
                     return self.eval_text(path, at + 1, &passed, depth + 1);
                 }
+                // `Q_size_0`, the size [`Self::in_spec_names`] names for `Q.size(0)`.
+                if let Some(value) = tensors::named_read(name).and_then(|(tensor, read)| self.eval_size_read(path, at, tensor, read, depth + 1)) {
+                    return Some(value);
+                }
                 let (object, member) = name.rsplit_once('_')?;
                 self.eval_member(path, at, object, member, depth + 1)
             }
@@ -1162,8 +1218,48 @@ impl<'d> HostContext<'d> {
         if let Some(element) = path.get(at).and_then(|frame| list_element(frame, text)).filter(|_| depth < 16) {
             return self.eval_text(path, at, &element, depth + 1);
         }
-        let text = replace_members(&strip_casts_everywhere(text), |object, member| self.eval_member(path, at, object, member, depth + 1).map(|v| v.to_string()));
+        let text = tensors::replace_size_reads(&strip_casts_everywhere(text), |tensor, read| self.eval_size_read(path, at, tensor, read, depth + 1).map(|v| v.to_string()));
+        let text = replace_members(&text, |object, member| self.eval_member(path, at, object, member, depth + 1).map(|v| v.to_string()));
         eval_constant(&text, &|name| self.eval_name(path, at, name, depth))
+    }
+
+    /// The value of a size read from tensor `tensor` of frame `at` (`x.size(0)`), from the
+    /// dimensions the tensor was made with.
+    fn eval_size_read(&self, path: &[Frame], at: usize, tensor: &str, read: tensors::SizeRead, depth: usize) -> Option<i64> {
+        let (made_at, dims) = self.tensor_dims(path, at, tensor, depth)?;
+        let dims: Option<Vec<i64>> = dims.iter().map(|d| self.eval_text(path, made_at, d, depth + 1)).collect();
+        read.of(&dims?)
+    }
+
+    /// The dimensions tensor `name` of frame `at` was made with, and the frame whose names they
+    /// are in: made there (`torch::empty({n, d})`, or like another tensor), passed down by a
+    /// caller, or made at file scope.
+    fn tensor_dims(&self, path: &[Frame], at: usize, name: &str, depth: usize) -> Option<(usize, Vec<String>)> {
+        if depth > 16 {
+            return None;
+        }
+        let frame = path.get(at)?;
+        let made = |value: &str| match tensors::made_tensor(&strip_casts_everywhere(value))? {
+            tensors::MadeTensor::Dims(dims) => Some((at, dims)),
+            tensors::MadeTensor::Like(other) => self.tensor_dims(path, at, &other, depth + 1),
+        };
+        if let Some(value) = frame.scope.value_text(name) {
+            return made(value);
+        }
+        match frame.params.iter().position(|p| p == name) {
+            Some(index) => {
+                let passed = strip_casts_everywhere(&frame.argument(index)?);
+                let passed = passed.trim();
+                match is_identifier(passed) {
+                    true => self.tensor_dims(path, at + 1, passed, depth + 1),
+                    false => match tensors::made_tensor(passed)? {
+                        tensors::MadeTensor::Dims(dims) => Some((at + 1, dims)),
+                        tensors::MadeTensor::Like(other) => self.tensor_dims(path, at + 1, &other, depth + 1),
+                    },
+                }
+            }
+            None => made(self.globals.get(name)?),
+        }
     }
 
     /// Where the launcher's `name` gets its value along the first call path, when that is a
@@ -1317,7 +1413,8 @@ impl<'d> HostContext<'d> {
         if depth > 16 {
             return None;
         }
-        eval_float(text, &|name| self.eval_float_name(path, at, name, depth + 1))
+        let text = tensors::replace_size_reads(text, |tensor, read| self.eval_size_read(path, at, tensor, read, depth + 1).map(|v| v.to_string()));
+        eval_float(&text, &|name| self.eval_float_name(path, at, name, depth + 1))
     }
 
     fn eval_float_name(&self, path: &[Frame], at: usize, name: &str, depth: usize) -> Option<f64> {
@@ -1339,6 +1436,9 @@ impl<'d> HostContext<'d> {
     /// buffer the program maps from OpenGL allocates none), the paths the command line asks for
     /// last.
     pub(super) fn buffer_length(&self, arg: &str, element: &str) -> Option<String> {
+        if let Some(length) = self.tensor_data_length(arg, element) {
+            return Some(length);
+        }
         self.paths.iter().chain(&self.asked_paths).find_map(|path| self.buffer_length_on(path, arg, element))
     }
 
@@ -2592,7 +2692,7 @@ fn balanced(text: &str) -> bool {
 }
 
 /// Splits `a, f(b, c), d` at its top-level commas.
-fn split_args(text: &str) -> Vec<String> {
+pub(super) fn split_args(text: &str) -> Vec<String> {
     split_top_level(text, ',').into_iter().map(|a| a.trim().to_string()).collect()
 }
 
@@ -2655,15 +2755,6 @@ fn file_scope_declarations(root: Node) -> Vec<Node> {
         }
     }
     out
-}
-
-/// `(floatX*)dlogits` → `dlogits`.
-fn without_pointer_cast(arg: &str) -> &str {
-    let arg = arg.trim();
-    match arg.strip_prefix('(').and_then(|rest| rest.split_once(')')) {
-        Some((ty, rest)) if ty.trim_end().ends_with('*') && is_identifier(rest.trim()) => rest.trim(),
-        _ => arg,
-    }
 }
 
 /// `base` and `offset` of an argument that points into a buffer: `&d_a[2 * i]` or `d_a + 2 * i`.
@@ -2760,13 +2851,14 @@ fn strip_element_size(bytes: &str, elements_per: &dyn Fn(&str) -> Option<(u64, u
     let bytes = with_sizeof_parenthesised(&expand_vector_sizes(strip_outer_parens(&bytes), scope));
     let factors = split_top_level(&bytes, '*');
     let ratio = |f: &str| {
-        let f = f.replace(' ', "");
-        let operand = f.strip_prefix("sizeof(")?.strip_suffix(')')?;
+        // `sizeof( unsigned int )` → `unsigned int`: one space between a type's words.
+        let operand = f.trim().strip_prefix("sizeof")?.trim_start().strip_prefix('(')?.strip_suffix(')')?;
+        let operand = operand.split_whitespace().collect::<Vec<_>>().join(" ");
         // `sizeof *d_results`, `sizeof(d_results[0])`: the size of the buffer's own element.
-        if operand.starts_with('*') || operand.ends_with("[0]") {
+        if operand.starts_with('*') || operand.replace(' ', "").ends_with("[0]") {
             return Some((1, 1));
         }
-        elements_per(operand)
+        elements_per(&operand)
     };
     let (position, (numerator, denominator)) = factors.iter().enumerate().find_map(|(i, f)| Some((i, ratio(f)?)))?;
     let mut rest: Vec<String> = factors.iter().enumerate().filter(|(i, _)| *i != position).map(|(_, f)| strip_casts_everywhere(f.trim())).collect();

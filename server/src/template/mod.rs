@@ -25,6 +25,7 @@ mod rows_per_block;
 mod scaffold;
 mod spec_text;
 mod strategy;
+mod tensors;
 mod thread_tile;
 mod texture;
 mod warp_reduce;

@@ -10,7 +10,9 @@ use super::Skipped;
 use crate::syntax::format_bytes;
 
 /// The extensions of the files the index reads.
-const SOURCE_EXTENSIONS: &[&str] = &["cu", "cuh", "cpp", "cc", "cxx", "c", "h", "hpp", "hh", "hxx", "inl"];
+/// Python scripts are indexed too: those that call a PyTorch extension's functions are its host
+/// code ([`crate::syntax::python`]).
+const SOURCE_EXTENSIONS: &[&str] = &["cu", "cuh", "cpp", "cc", "cxx", "c", "h", "hpp", "hh", "hxx", "inl", "py"];
 
 /// Bounds on what one index holds, so that opening a huge tree cannot exhaust memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +57,11 @@ fn outermost_ignored(root: &Path, folder: &Path) -> Option<PathBuf> {
 /// or `.git`.
 pub fn is_marked_root(dir: &Path) -> bool {
     [".cutune", "compile_commands.json", ".git"].iter().any(|marker| dir.join(marker).exists())
+}
+
+/// Whether `path` is a Python script.
+pub(super) fn is_python(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "py")
 }
 
 pub(super) fn is_source(path: &Path) -> bool {

@@ -14,10 +14,11 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crate::syntax::python::{self, Binding};
 use crate::syntax::{self, Document};
 
 pub use files::{find_root, is_marked_root, shipped_header_dir, Limits};
-use files::source_files;
+use files::{is_python, source_files};
 
 /// One indexed file.
 #[derive(Clone, Debug)]
@@ -32,12 +33,12 @@ pub struct FileEntry {
 }
 
 impl FileEntry {
-    fn of_text(text: &str, bytes: u64, modified: Option<SystemTime>) -> FileEntry {
+    fn of_text(text: &str, bytes: u64, modified: Option<SystemTime>, is_python: bool) -> FileEntry {
         FileEntry {
             bytes,
             modified,
             identifiers: syntax::identifiers_in(text).map(Box::from).collect(),
-            has_kernels: text.contains("__global__"),
+            has_kernels: !is_python && text.contains("__global__"),
         }
     }
 
@@ -69,6 +70,8 @@ const MAX_HOST_FILES: usize = 16;
 /// through many files does not crowd out the header that defines the sizes.
 const MAX_INCLUDED_FILES: usize = 16;
 const MAX_CALL_DEPTH: usize = 4;
+/// At most this many Python scripts that call an exported function are read as host code.
+const MAX_PYTHON_FILES: usize = 8;
 
 impl Workspace {
     /// An empty index of `root`; [`Workspace::refresh`] fills it.
@@ -107,7 +110,7 @@ impl Workspace {
                 None => match std::fs::read(&found.path) {
                     Ok(bytes) => {
                         read += 1;
-                        FileEntry::of_text(&String::from_utf8_lossy(&bytes), found.bytes, found.modified)
+                        FileEntry::of_text(&String::from_utf8_lossy(&bytes), found.bytes, found.modified, is_python(&found.path))
                     }
                     Err(e) => {
                         skipped.push(Skipped { path: found.path, reason: format!("cannot be read: {e}") });
@@ -149,7 +152,7 @@ impl Workspace {
         // The files that include a header of kernels: their file-scope objects (a texture
         // object made in an `init` function, a buffer) are what the launches pass.
         if let Some(stem) = kernel_file.file_stem().and_then(|s| s.to_str()) {
-            for &(path, _) in by_distance.iter().filter(|(path, entry)| *path != kernel_file && entry.mentions(stem)).take(MAX_HOST_FILES) {
+            for &(path, _) in by_distance.iter().filter(|(path, entry)| *path != kernel_file && !is_python(path) && entry.mentions(stem)).take(MAX_HOST_FILES) {
                 let Ok(text) = std::fs::read_to_string(path) else { continue };
                 if quoted_includes(path, &text).contains(kernel_file) {
                     documents.push(HostDocument { path: path.clone(), document: host_document(path, text) });
@@ -175,7 +178,7 @@ impl Workspace {
                     break;
                 }
                 let known = path == kernel_file || documents.iter().any(|d| &d.path == path);
-                if !known && wanted.iter().any(|name| entry.mentions(name)) {
+                if !known && !is_python(path) && wanted.iter().any(|name| entry.mentions(name)) {
                     if let Ok(text) = std::fs::read_to_string(path) {
                         documents.push(HostDocument { path: path.clone(), document: host_document(path, text) });
                     }
@@ -190,8 +193,25 @@ impl Workspace {
             }
             seen_names.extend(wanted.iter().cloned());
         }
+        self.add_python_callers(&by_distance, own.as_ref(), &seen_names, &mut documents);
         self.add_local_includes(kernel_file, own.as_ref(), &mut documents);
         documents
+    }
+
+    /// The Python scripts that call a function of the call chain (`names`) that a binding of
+    /// the C++ files exports, nearest first, each as the host code it stands for.
+    fn add_python_callers(&self, by_distance: &[(&PathBuf, &FileEntry)], own: Option<&Document>, names: &BTreeSet<String>, documents: &mut Vec<HostDocument>) {
+        let cpp = own.into_iter().chain(documents.iter().map(|d| &d.document));
+        let exported: Vec<Binding> = cpp.flat_map(|doc| doc.tree().map(|tree| python::bindings(doc.text(), tree.root_node())).unwrap_or_default()).filter(|b| names.contains(&b.cpp)).collect();
+        if exported.is_empty() {
+            return;
+        }
+        let scripts = by_distance.iter().filter(|(path, entry)| is_python(path) && exported.iter().any(|b| entry.mentions(&b.python)));
+        for &(path, _) in scripts.take(MAX_PYTHON_FILES) {
+            let Ok(text) = std::fs::read_to_string(path) else { continue };
+            let module = path.file_stem().and_then(|s| s.to_str()).unwrap_or("script");
+            documents.push(HostDocument { path: path.clone(), document: Document::new(python::as_host_code(&text, module, &exported)) });
+        }
     }
 
     /// The headers the kernel's file and the host files include with quotes, found next to the

@@ -1,0 +1,560 @@
+//! Python that calls a PyTorch extension, read as host code. A C++ binding exports functions to
+//! Python (`m.def("forward", &forward)`, `ops.impl("rms_norm", torch::kCUDA, &rms_norm)`); the
+//! scripts that call them (a benchmark, a test) make the tensors whose sizes the kernels run on.
+//! [`as_host_code`] writes such a script as the C++ the rest of cutune reads: its numbers, the
+//! tensors it makes (`torch.randn(b, n, d)` as `torch::randn({b, n, d})`) and its calls of
+//! exported functions, each on the line it has in the script, so that a place in it is a place
+//! in the script. What it cannot write (classes, strings, most library calls) it leaves out.
+
+use std::collections::{HashMap, HashSet};
+
+use tree_sitter::{Node, Parser};
+
+use super::host::call_args;
+
+/// A function a C++ binding exports to Python: its name there and in C++, with the C++
+/// parameters' names (for keyword arguments).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Binding {
+    pub python: String,
+    pub cpp: String,
+    pub params: Vec<String>,
+}
+
+/// The functions `text` (C++) exports: `m.def("name", &function, …)` (also through
+/// `torch::wrap_pybind_function`, `py::overload_cast<…>` or `TORCH_FN`) and
+/// `m.impl("name", [dispatch key,] &function)`; a schema (`"name(Tensor x) -> ()"`) names it
+/// before its parenthesis.
+pub fn bindings(text: &str, root: Node) -> Vec<Binding> {
+    let functions = super::host::functions(text, root);
+    let mut out: Vec<Binding> = Vec::new();
+    for call in super::descendants(root).filter(|n| n.kind() == "call_expression") {
+        let Some(function) = call.child_by_field_name("function").filter(|f| f.kind() == "field_expression") else { continue };
+        let method = function.child_by_field_name("field").map(|f| &text[f.byte_range()]);
+        if !matches!(method, Some("def" | "impl")) {
+            continue;
+        }
+        let Some(args) = call.child_by_field_name("arguments").map(|a| call_args(text, a)) else { continue };
+        let Some(python) = args.first().and_then(|a| exported_name(a)) else { continue };
+        let Some(cpp) = args.iter().skip(1).rev().find_map(|a| bound_function(a)) else { continue };
+        if out.iter().any(|b| b.python == python && b.cpp == cpp) {
+            continue;
+        }
+        let params = functions.iter().find(|(name, _)| name.rsplit("::").next() == Some(cpp.as_str())).map(|(_, f)| super::host::parameter_names(text, *f)).unwrap_or_default();
+        out.push(Binding { python, cpp, params });
+    }
+    out
+}
+
+/// `forward` of `"forward"` or of the schema `"rms_norm(Tensor! out, …) -> ()"`.
+fn exported_name(arg: &str) -> Option<String> {
+    let name = arg.trim().strip_prefix('"')?.split(['"', '(']).next()?.trim();
+    super::is_identifier(name).then(|| name.to_string())
+}
+
+/// `forward` of `&forward`, `torch::wrap_pybind_function(forward)`,
+/// `py::overload_cast<int>(&ns::forward)` or `TORCH_FN(forward)`; nothing for a lambda, a
+/// string or a dispatch key.
+fn bound_function(arg: &str) -> Option<String> {
+    let mut arg = arg.trim();
+    // A wrapper's argument: what the wrapper binds.
+    while let Some(open) = arg.find('(').filter(|_| arg.ends_with(')')) {
+        let wrapper = &arg[..open];
+        if !["wrap_pybind_function", "overload_cast", "TORCH_FN"].iter().any(|w| wrapper.contains(w)) {
+            return None;
+        }
+        arg = arg[open + 1..arg.len() - 1].trim();
+    }
+    let name = arg.trim_start_matches('&').trim();
+    let bare = name.rsplit("::").next()?;
+    (super::is_identifier(bare) && !name.starts_with("torch::k") && !name.starts_with("c10::")).then(|| bare.to_string())
+}
+
+/// Whether `text` may call one of `bindings` (by its Python name).
+pub fn calls_any(text: &str, bindings: &[Binding]) -> bool {
+    bindings.iter().any(|b| super::identifiers_in(text).any(|w| w == b.python))
+}
+
+/// The C++ that `python` stands for as host code of `bindings`, line for line: a module's
+/// numbers and tensors at file scope, each function as a function, and the module's other
+/// statements in functions named `{module}_py_line_{n}` after their first line.
+pub fn as_host_code(python: &str, module: &str, bindings: &[Binding]) -> String {
+    let mut parser = Parser::new();
+    let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+    if parser.set_language(&language).is_err() {
+        return String::new();
+    }
+    let Some(tree) = parser.parse(python, None) else { return String::new() };
+    let root = tree.root_node();
+    let functions = super::descendants(root).filter(|n| n.kind() == "function_definition").filter_map(|f| Some(python[f.child_by_field_name("name")?.byte_range()].to_string())).collect();
+    let mut writer = Writer { text: python, bindings, functions, lines: vec![String::new(); python.lines().count() + 1] };
+    let module: String = module.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    let mut cursor = root.walk();
+    for statement in root.named_children(&mut cursor) {
+        writer.module_statement(statement, &module);
+    }
+    writer.lines.join("\n")
+}
+
+struct Writer<'a> {
+    text: &'a str,
+    bindings: &'a [Binding],
+    /// The functions the script defines: calls of them are host calls too.
+    functions: HashSet<String>,
+    /// The C++ of each line of the script.
+    lines: Vec<String>,
+}
+
+/// C++ words a Python name may be but a C++ one may not.
+const CPP_KEYWORDS: [&str; 16] = ["auto", "class", "new", "delete", "this", "int", "float", "double", "long", "char", "void", "struct", "namespace", "template", "typename", "default"];
+
+impl<'a> Writer<'a> {
+    fn text(&self, node: Node) -> &'a str {
+        &self.text[node.byte_range()]
+    }
+
+    fn put(&mut self, row: usize, code: &str) {
+        let last = self.lines.len() - 1;
+        let line = &mut self.lines[row.min(last)];
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(code);
+    }
+
+    fn module_statement(&mut self, statement: Node, module: &str) {
+        match statement.kind() {
+            "function_definition" => self.function(statement, &HashMap::new()),
+            "decorated_definition" => {
+                if let Some(definition) = statement.child_by_field_name("definition").filter(|d| d.kind() == "function_definition") {
+                    self.function(definition, &parametrized(self.text, statement));
+                }
+            }
+            // Numbers and tensors at file scope, where every function of the module sees them.
+            "expression_statement" if self.assignments(statement).is_some_and(|a| a.iter().all(|(_, value)| !self.calls_host(value))) => {
+                for (name, value) in self.assignments(statement).unwrap_or_default() {
+                    self.put(statement.start_position().row, &format!("auto {name} = {value};"));
+                }
+            }
+            _ => {
+                let mut body = Writer { text: self.text, bindings: self.bindings, functions: self.functions.clone(), lines: vec![String::new(); self.lines.len()] };
+                body.statement(statement);
+                if body.lines.iter().all(String::is_empty) {
+                    return;
+                }
+                let (first, last) = (statement.start_position().row, statement.end_position().row);
+                self.put(first, &format!("void {module}_py_line_{}() {{", first + 1));
+                for (row, code) in body.lines.into_iter().enumerate().filter(|(_, c)| !c.is_empty()) {
+                    self.put(row, &code);
+                }
+                self.put(last, "}");
+            }
+        }
+    }
+
+    /// `def f(a, b=2):` as `void f(auto a, auto b = 2) {…}`; a parametrized test's names
+    /// (`@pytest.mark.parametrize("n", [7, 4096])`) are its locals, at their first values.
+    fn function(&mut self, definition: Node, parametrized: &HashMap<String, String>) {
+        let (Some(name), Some(body)) = (definition.child_by_field_name("name"), definition.child_by_field_name("body")) else { return };
+        let mut params = Vec::new();
+        if let Some(list) = definition.child_by_field_name("parameters") {
+            let mut cursor = list.walk();
+            for param in list.named_children(&mut cursor) {
+                let (name, default) = match param.kind() {
+                    "identifier" => (Some(param), None),
+                    "typed_parameter" => (param.named_child(0).filter(|n| n.kind() == "identifier"), None),
+                    "default_parameter" | "typed_default_parameter" => (param.child_by_field_name("name"), param.child_by_field_name("value")),
+                    _ => (None, None),
+                };
+                let Some(name) = name.map(|n| self.text(n)).filter(|n| !parametrized.contains_key(*n)) else { continue };
+                match default.and_then(|d| self.expression(d)) {
+                    Some(value) => params.push(format!("auto {} = {value}", cpp_name(name))),
+                    None => params.push(format!("auto {}", cpp_name(name))),
+                }
+            }
+        }
+        let row = definition.start_position().row;
+        self.put(row, &format!("void {}({}) {{", cpp_name(self.text(name)), params.join(", ")));
+        let mut names: Vec<_> = parametrized.iter().collect();
+        names.sort();
+        for (name, value) in names {
+            self.put(row, &format!("auto {} = {value};", cpp_name(name)));
+        }
+        self.block(body);
+        self.put(definition.end_position().row, "}");
+    }
+
+    fn block(&mut self, block: Node) {
+        let mut cursor = block.walk();
+        for statement in block.named_children(&mut cursor) {
+            self.statement(statement);
+        }
+    }
+
+    /// One statement of a function: assignments and calls of host functions are written; the
+    /// bodies of `with`, of an `if`'s first branch and of a loop's first pass are read in place.
+    fn statement(&mut self, statement: Node) {
+        let row = statement.start_position().row;
+        match statement.kind() {
+            "expression_statement" => {
+                if let Some(assignments) = self.assignments(statement) {
+                    for (name, value) in assignments {
+                        self.put(row, &format!("auto {name} = {value};"));
+                    }
+                } else if let Some(call) = statement.named_child(0).filter(|c| c.kind() == "call").and_then(|c| self.host_call(c)) {
+                    self.put(row, &format!("{call};"));
+                }
+            }
+            "with_statement" => {
+                if let Some(body) = statement.child_by_field_name("body") {
+                    self.block(body);
+                }
+            }
+            "if_statement" => {
+                if let Some(body) = statement.child_by_field_name("consequence") {
+                    self.put(row, "{");
+                    self.block(body);
+                    self.put(body.end_position().row, "}");
+                }
+            }
+            "for_statement" => self.first_pass(statement),
+            _ => {}
+        }
+    }
+
+    /// A loop's first pass: `for n in [1024, 4096]:` runs its body with `n = 1024` first, as
+    /// the program's first launch does; `for _ in range(10):` with `_ = 0`.
+    fn first_pass(&mut self, loop_node: Node) {
+        let (Some(left), Some(right), Some(body)) = (loop_node.child_by_field_name("left"), loop_node.child_by_field_name("right"), loop_node.child_by_field_name("body")) else { return };
+        let first = match right.kind() {
+            "list" | "tuple" => right.named_child(0).and_then(|e| self.expression(e)),
+            "call" if right.child_by_field_name("function").is_some_and(|f| self.text(f) == "range") => {
+                let args = right.child_by_field_name("arguments").map(|a| self.arguments(a)).unwrap_or_default();
+                match args.len() {
+                    1 => Some("0".to_string()),
+                    _ => args.first().and_then(|a| a.clone()),
+                }
+            }
+            _ => None,
+        };
+        let row = loop_node.start_position().row;
+        self.put(row, "{");
+        if let (Some(first), "identifier") = (first, left.kind()) {
+            self.put(row, &format!("auto {} = {first};", cpp_name(self.text(left))));
+        }
+        self.block(body);
+        self.put(body.end_position().row, "}");
+    }
+
+    /// `a = …` and `a, b = …, …` where every value can be written: (name, value) pairs.
+    fn assignments(&self, statement: Node) -> Option<Vec<(String, String)>> {
+        let assignment = statement.named_child(0).filter(|a| a.kind() == "assignment")?;
+        let (left, right) = (assignment.child_by_field_name("left")?, assignment.child_by_field_name("right")?);
+        let pairs: Vec<(Node, Node)> = match (left.kind(), right.kind()) {
+            ("identifier", _) => vec![(left, right)],
+            ("pattern_list" | "tuple_pattern", "expression_list" | "tuple") if left.named_child_count() == right.named_child_count() => {
+                named_children(left).into_iter().zip(named_children(right)).collect()
+            }
+            _ => return None,
+        };
+        pairs.into_iter().map(|(name, value)| (name.kind() == "identifier").then(|| Some((cpp_name(self.text(name)), self.expression(value)?))).flatten()).collect()
+    }
+
+    /// Whether `value` (written C++) calls a host function, which only a function can.
+    fn calls_host(&self, value: &str) -> bool {
+        super::identifiers_in(value).any(|w| self.functions.contains(w) || self.bindings.iter().any(|b| b.cpp == w))
+    }
+
+    /// A Python expression as C++, where it is a number, a name, arithmetic, a tensor made by
+    /// a shape or like another, a size read from a tensor, or a call of a host function.
+    fn expression(&self, node: Node) -> Option<String> {
+        let text = self.text(node);
+        match node.kind() {
+            "integer" => Some(text.replace('_', "")),
+            "float" => Some(text.replace('_', "")),
+            "true" => Some("1".into()),
+            "false" | "none" => Some("0".into()),
+            "identifier" => Some(cpp_name(text)),
+            "parenthesized_expression" => Some(format!("({})", self.expression(node.named_child(0)?)?)),
+            "unary_operator" => {
+                let operator = node.child_by_field_name("operator").map(|o| self.text(o))?;
+                (operator == "-" || operator == "+").then_some(())?;
+                Some(format!("{operator}{}", self.expression(node.child_by_field_name("argument")?)?))
+            }
+            "binary_operator" => {
+                let operator = self.text(node.child_by_field_name("operator")?);
+                let (left, right) = (self.expression(node.child_by_field_name("left")?)?, self.expression(node.child_by_field_name("right")?)?);
+                match operator {
+                    "+" | "-" | "*" | "%" | "<<" | ">>" | "&" | "|" | "/" => Some(format!("{left} {operator} {right}")),
+                    "//" => Some(format!("{left} / {right}")),
+                    "**" => {
+                        let (base, exponent) = (left.parse::<i64>().ok()?, right.parse::<u32>().ok()?);
+                        base.checked_pow(exponent).map(|v| v.to_string())
+                    }
+                    _ => None,
+                }
+            }
+            "subscript" => self.shape_read(node),
+            "call" => self.call(node),
+            _ => None,
+        }
+    }
+
+    /// `x.shape[0]` and `x.size()[0]` as `x.size(0)`.
+    fn shape_read(&self, subscript: Node) -> Option<String> {
+        let value = subscript.child_by_field_name("value")?;
+        let index = self.expression(subscript.child_by_field_name("subscript")?)?;
+        let tensor = match value.kind() {
+            "attribute" if value.child_by_field_name("attribute").is_some_and(|a| self.text(a) == "shape") => value.child_by_field_name("object")?,
+            "call" => {
+                let function = value.child_by_field_name("function").filter(|f| f.kind() == "attribute")?;
+                (self.text(function.child_by_field_name("attribute")?) == "size").then_some(())?;
+                function.child_by_field_name("object")?
+            }
+            _ => return None,
+        };
+        (tensor.kind() == "identifier").then(|| format!("{}.size({index})", cpp_name(self.text(tensor))))
+    }
+
+    fn call(&self, call: Node) -> Option<String> {
+        if let Some(host) = self.host_call(call) {
+            return Some(host);
+        }
+        let function = call.child_by_field_name("function")?;
+        let arguments = call.child_by_field_name("arguments")?;
+        if function.kind() == "identifier" && self.text(function) == "int" {
+            return Some(format!("({})", self.arguments(arguments).first()?.clone()?));
+        }
+        let (object, method) = match function.kind() {
+            "attribute" => (function.child_by_field_name("object")?, self.text(function.child_by_field_name("attribute")?)),
+            _ => return None,
+        };
+        if self.text(object) == "torch" {
+            return self.made_by_torch(method, arguments);
+        }
+        match method {
+            // Methods that keep the shape: the tensor they are called on.
+            "cuda" | "to" | "half" | "float" | "bfloat16" | "double" | "contiguous" | "clone" | "detach" | "requires_grad_" | "cpu" => self.expression(object),
+            "view" | "reshape" => Some(format!("torch::empty({{{}}})", self.dims(arguments)?)),
+            "size" => {
+                let args = self.arguments(arguments);
+                let index = args.first()?.clone()?;
+                (object.kind() == "identifier").then(|| format!("{}.size({index})", cpp_name(self.text(object))))
+            }
+            "numel" => (object.kind() == "identifier").then(|| format!("{}.numel()", cpp_name(self.text(object)))),
+            _ => None,
+        }
+    }
+
+    /// `torch.randn(b, n, d)`, `torch.empty((b, n), dtype=…)`, `torch.full((n,), 1.0)`,
+    /// `torch.randint(0, 10, (n,))`, `torch.arange(n)`, `torch.zeros_like(x)`.
+    fn made_by_torch(&self, function: &str, arguments: Node) -> Option<String> {
+        match function {
+            "empty" | "zeros" | "ones" | "randn" | "rand" => Some(format!("torch::{function}({{{}}})", self.dims(arguments)?)),
+            "full" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 0)?)),
+            "randint" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 2).or_else(|| self.shape_argument(arguments, 1))?)),
+            "arange" if self.arguments(arguments).len() == 1 => Some(format!("torch::empty({{{}}})", self.arguments(arguments).first()?.clone()?)),
+            "empty_like" | "zeros_like" | "ones_like" | "randn_like" | "rand_like" | "full_like" => {
+                let first = arguments.named_child(0).filter(|a| a.kind() == "identifier")?;
+                Some(format!("torch::{function}({})", cpp_name(self.text(first))))
+            }
+            _ => None,
+        }
+    }
+
+    /// The dimensions a shape is given as: each positional argument (`randn(b, n)`), one
+    /// tuple or list (`randn((b, n))`), or `size=`.
+    fn dims(&self, arguments: Node) -> Option<String> {
+        if let Some(size) = self.keyword(arguments, "size") {
+            return self.tuple(size);
+        }
+        let positional: Vec<Node> = named_children(arguments).into_iter().filter(|a| a.kind() != "keyword_argument").collect();
+        match positional.as_slice() {
+            [only] if matches!(only.kind(), "tuple" | "list") => self.tuple(*only),
+            _ => positional.iter().map(|a| self.expression(*a)).collect::<Option<Vec<_>>>().map(|d| d.join(", ")),
+        }
+    }
+
+    /// The shape given as the positional argument `index` or as `size=`.
+    fn shape_argument(&self, arguments: Node, index: usize) -> Option<String> {
+        let positional: Vec<Node> = named_children(arguments).into_iter().filter(|a| a.kind() != "keyword_argument").collect();
+        self.tuple(self.keyword(arguments, "size").or_else(|| positional.get(index).copied())?)
+    }
+
+    fn tuple(&self, node: Node) -> Option<String> {
+        match node.kind() {
+            "tuple" | "list" => named_children(node).into_iter().map(|e| self.expression(e)).collect::<Option<Vec<_>>>().map(|d| d.join(", ")),
+            _ => self.expression(node),
+        }
+    }
+
+    fn keyword<'t>(&self, arguments: Node<'t>, name: &str) -> Option<Node<'t>> {
+        named_children(arguments).into_iter().filter(|a| a.kind() == "keyword_argument").find(|a| a.child_by_field_name("name").is_some_and(|n| self.text(n) == name))?.child_by_field_name("value")
+    }
+
+    /// The positional arguments, each written where it can be.
+    fn arguments(&self, arguments: Node) -> Vec<Option<String>> {
+        named_children(arguments).into_iter().filter(|a| a.kind() != "keyword_argument").map(|a| self.expression(a)).collect()
+    }
+
+    /// A call of an exported function (`ext.forward(q, k, v)`, `torch.ops.ns.rms_norm(…)`, or
+    /// by its name) or of a function of the script, with its keyword arguments put where the
+    /// parameters they name are.
+    fn host_call(&self, call: Node) -> Option<String> {
+        let function = call.child_by_field_name("function")?;
+        let name = match function.kind() {
+            "identifier" => self.text(function),
+            "attribute" => self.text(function.child_by_field_name("attribute")?),
+            _ => return None,
+        };
+        let binding = self.bindings.iter().find(|b| b.python == name);
+        let own = function.kind() == "identifier" && self.functions.contains(name);
+        let (callee, params): (String, &[String]) = match (binding, own) {
+            (_, true) => (cpp_name(name), &[]),
+            (Some(binding), false) => (binding.cpp.clone(), &binding.params),
+            (None, false) => return None,
+        };
+        let arguments = call.child_by_field_name("arguments")?;
+        // An argument that cannot be written still holds its place.
+        let mut args: Vec<String> = self.arguments(arguments).into_iter().map(|a| a.unwrap_or_else(|| "0".into())).collect();
+        for keyword in named_children(arguments).into_iter().filter(|a| a.kind() == "keyword_argument") {
+            let (Some(name), Some(value)) = (keyword.child_by_field_name("name"), keyword.child_by_field_name("value")) else { continue };
+            let value = self.expression(value).unwrap_or_else(|| "0".into());
+            match params.iter().position(|p| p == self.text(name)) {
+                Some(at) => {
+                    if args.len() <= at {
+                        args.resize(at + 1, "0".into());
+                    }
+                    args[at] = value;
+                }
+                None => args.push(value),
+            }
+        }
+        Some(format!("{callee}({})", args.join(", ")))
+    }
+}
+
+fn named_children(node: Node) -> Vec<Node> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
+/// A Python name as a C++ one: a C++ keyword gets a trailing underscore.
+fn cpp_name(name: &str) -> String {
+    match CPP_KEYWORDS.contains(&name) {
+        true => format!("{name}_"),
+        false => name.to_string(),
+    }
+}
+
+/// The names a test's `@pytest.mark.parametrize("n", [7, 4096])` decorators set, each to its
+/// first value written as C++ (`"n, d", [(7, 64), …]` too).
+fn parametrized(text: &str, decorated: Node) -> HashMap<String, String> {
+    let writer = Writer { text, bindings: &[], functions: HashSet::new(), lines: Vec::new() };
+    let mut out = HashMap::new();
+    for decorator in named_children(decorated).into_iter().filter(|d| d.kind() == "decorator") {
+        let Some(call) = decorator.named_child(0).filter(|c| c.kind() == "call") else { continue };
+        let is_parametrize = call.child_by_field_name("function").is_some_and(|f| text[f.byte_range()].ends_with("parametrize"));
+        let Some(arguments) = call.child_by_field_name("arguments").filter(|_| is_parametrize) else { continue };
+        let args = named_children(arguments);
+        let (Some(names), Some(values)) = (args.first(), args.get(1)) else { continue };
+        let names: Vec<&str> = text[names.byte_range()].trim_matches(['"', '\'']).split(',').map(str::trim).collect();
+        let Some(first) = values.named_child(0).filter(|_| matches!(values.kind(), "list" | "tuple")) else { continue };
+        let firsts: Vec<Node> = match (names.len(), first.kind()) {
+            (1, _) => vec![first],
+            (_, "tuple" | "list") => named_children(first),
+            _ => continue,
+        };
+        for (name, value) in names.iter().zip(firsts) {
+            if let Some(value) = writer.expression(value) {
+                out.insert(name.to_string(), value);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding(python: &str, cpp: &str, params: &[&str]) -> Binding {
+        Binding { python: python.into(), cpp: cpp.into(), params: params.iter().map(|p| p.to_string()).collect() }
+    }
+
+    #[test]
+    fn bindings_are_read_from_pybind_and_torch_library_registrations() {
+        let text = r#"
+torch::Tensor forward(torch::Tensor q, torch::Tensor k);
+void rms_norm(torch::Tensor& out, torch::Tensor& input, double epsilon) {}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+    m.def("forward", torch::wrap_pybind_function(forward), "forward");
+    m.def("norm", &rms_norm, "rms norm");
+}
+TORCH_LIBRARY(_C, ops) {
+    ops.def("rms_norm(Tensor! out, Tensor input, float epsilon) -> ()");
+    ops.impl("rms_norm", torch::kCUDA, &rms_norm);
+}
+"#;
+        let doc = crate::syntax::Document::new(text.to_string());
+        let found = bindings(text, doc.tree().unwrap().root_node());
+        assert_eq!(found, vec![binding("forward", "forward", &[]), binding("norm", "rms_norm", &["out", "input", "epsilon"]), binding("rms_norm", "rms_norm", &["out", "input", "epsilon"])]);
+    }
+
+    #[test]
+    fn a_script_becomes_host_code_line_for_line() {
+        let script = "\
+import torch
+ext = load(name='ext', sources=['main.cpp'])
+batch, heads = 16, 12
+seq_len = 2 ** 6
+q = torch.randn(batch, heads, seq_len, 64).cuda()
+k = torch.randn_like(q)
+print('start')
+with torch.no_grad():
+    out = ext.forward(q, k)
+";
+        let code = as_host_code(script, "bench", &[binding("forward", "flash_forward", &[])]);
+        let lines: Vec<&str> = code.lines().collect();
+        assert_eq!(lines.len(), script.lines().count());
+        assert_eq!(lines[2], "auto batch = 16; auto heads = 12;");
+        assert_eq!(lines[3], "auto seq_len = 64;");
+        assert_eq!(lines[4], "auto q = torch::randn({batch, heads, seq_len, 64});");
+        assert_eq!(lines[5], "auto k = torch::randn_like(q);");
+        assert_eq!(lines[6], "", "what is no host code is left out");
+        assert_eq!(lines[7], "void bench_py_line_8() {");
+        assert_eq!(lines[8], "auto out = flash_forward(q, k); }");
+    }
+
+    #[test]
+    fn functions_tests_and_loops_take_their_first_values() {
+        let script = "\
+import pytest, torch
+
+@pytest.mark.parametrize(\"num_tokens\", [7, 83, 4096])
+@pytest.mark.parametrize(\"hidden_size, eps\", [(768, 1e-5), (5120, 1e-6)])
+def test_norm(num_tokens, hidden_size, eps, dtype):
+    x = torch.empty((num_tokens, hidden_size), dtype=dtype)
+    out = torch.empty_like(x)
+    ops.rms_norm(out, x, epsilon=eps)
+
+def bench(n, d=1024):
+    x = torch.rand(size=(n, d))
+    ops.rms_norm(x, x, 1e-6)
+
+if __name__ == '__main__':
+    for n in [4096, 8192]:
+        bench(n)
+";
+        let code = as_host_code(script, "test_norm", &[binding("rms_norm", "rms_norm", &["out", "input", "epsilon"])]);
+        let lines: Vec<&str> = code.lines().collect();
+        assert_eq!(lines[4], "void test_norm(auto dtype) { auto eps = 1e-5; auto hidden_size = 768; auto num_tokens = 7;");
+        assert_eq!(lines[5], "auto x = torch::empty({num_tokens, hidden_size});");
+        assert_eq!(lines[7], "rms_norm(out, x, eps); }");
+        assert_eq!(lines[9], "void bench(auto n, auto d = 1024) {");
+        assert_eq!(lines[10], "auto x = torch::rand({n, d});");
+        assert_eq!(lines[13], "void test_norm_py_line_14() { {");
+        assert_eq!(lines[14], "{ auto n = 4096;");
+        assert_eq!(lines[15], "bench(n); } } }");
+    }
+}

@@ -1,0 +1,267 @@
+//! PyTorch tensors in host code: the sizes a binding reads from a tensor (`x.size(0)`,
+//! `x.numel()`) and the shapes code makes tensors with (`torch::empty({n, d})`,
+//! `torch::zeros_like(x)`), so that a size read from a tensor has the number its maker gave it.
+
+use crate::syntax::is_identifier;
+
+/// What a size read from a tensor asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SizeRead {
+    /// `size(k)`, `sizes()[k]`, `shape[k]`; negative from the last.
+    Dim(i64),
+    Numel,
+    /// `stride(k)` of a contiguous tensor.
+    Stride(i64),
+    /// `dim()`, `ndimension()`.
+    Rank,
+}
+
+impl SizeRead {
+    /// Its value for a tensor of `dims`.
+    pub(super) fn of(self, dims: &[i64]) -> Option<i64> {
+        let at = |k: i64| usize::try_from(if k < 0 { dims.len() as i64 + k } else { k }).ok().filter(|&k| k < dims.len());
+        match self {
+            SizeRead::Dim(k) => dims.get(at(k)?).copied(),
+            SizeRead::Numel => dims.iter().try_fold(1i64, |p, d| p.checked_mul(*d)),
+            SizeRead::Stride(k) => dims[at(k)? + 1..].iter().try_fold(1i64, |p, d| p.checked_mul(*d)),
+            SizeRead::Rank => i64::try_from(dims.len()).ok(),
+        }
+    }
+
+    /// Whether it reads the dimension `k` of a tensor of `rank` dimensions.
+    pub(super) fn is_dim(self, k: usize, rank: usize) -> bool {
+        matches!(self, SizeRead::Dim(d) if d == k as i64 || d == k as i64 - rank as i64)
+    }
+
+    /// The size name it is in a spec, for `tensor`: `x_size_0`, `x_size_m1` (the last),
+    /// `x_numel`, `x_stride_0`, `x_dim`.
+    pub(super) fn name(self, tensor: &str) -> String {
+        let index = |k: i64| if k < 0 { format!("m{}", -k) } else { k.to_string() };
+        match self {
+            SizeRead::Dim(k) => format!("{tensor}_size_{}", index(k)),
+            SizeRead::Numel => format!("{tensor}_numel"),
+            SizeRead::Stride(k) => format!("{tensor}_stride_{}", index(k)),
+            SizeRead::Rank => format!("{tensor}_dim"),
+        }
+    }
+}
+
+/// The tensor and the read a size name of [`SizeRead::name`] stands for.
+pub(super) fn named_read(name: &str) -> Option<(&str, SizeRead)> {
+    let index = |k: &str| match k.strip_prefix('m') {
+        Some(k) => k.parse::<i64>().ok().map(|k| -k),
+        None => k.parse::<i64>().ok(),
+    };
+    let (tensor, read) = if let Some((t, k)) = name.rsplit_once("_size_") {
+        (t, SizeRead::Dim(index(k)?))
+    } else if let Some((t, k)) = name.rsplit_once("_stride_") {
+        (t, SizeRead::Stride(index(k)?))
+    } else if let Some(t) = name.strip_suffix("_numel") {
+        (t, SizeRead::Numel)
+    } else {
+        (name.strip_suffix("_dim")?, SizeRead::Rank)
+    };
+    is_identifier(tensor).then_some((tensor, read))
+}
+
+/// Each size read from a tensor in `text` (`x.size(0)`, `x.sizes()[1]`, `x.shape[0]`,
+/// `x.numel()`, `x.stride(-1)`, `x.dim()`) replaced by what `value` gives for it, where it
+/// gives something.
+pub(super) fn replace_size_reads(text: &str, value: impl Fn(&str, SizeRead) -> Option<String>) -> String {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(dot) = rest.find('.') {
+        let start = rest[..dot].rfind(|c: char| !is_word(c)).map_or(0, |i| i + 1);
+        let tensor = &rest[start..dot];
+        let before = if start == 0 { out.as_str() } else { &rest[..start] };
+        let member_of_another = before.ends_with('.') || before.ends_with("->");
+        match read_after(&rest[dot + 1..]).filter(|_| is_identifier(tensor) && !member_of_another) {
+            Some((read, length)) => match value(tensor, read) {
+                Some(v) => {
+                    out.push_str(&rest[..start]);
+                    out.push_str(&v);
+                    rest = &rest[dot + 1 + length..];
+                }
+                None => {
+                    out.push_str(&rest[..dot + 1 + length]);
+                    rest = &rest[dot + 1 + length..];
+                }
+            },
+            None => {
+                out.push_str(&rest[..=dot]);
+                rest = &rest[dot + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The read of the whole `text`, when it is one: `x.size(0)` → (`x`, `Dim(0)`).
+pub(super) fn size_read(text: &str) -> Option<(&str, SizeRead)> {
+    let text = text.trim();
+    let (tensor, rest) = text.split_once('.')?;
+    let (read, length) = read_after(rest)?;
+    (is_identifier(tensor) && rest[length..].trim().is_empty()).then_some((tensor, read))
+}
+
+/// The read at the start of `text` (what follows a tensor's dot), with the bytes it takes.
+fn read_after(text: &str) -> Option<(SizeRead, usize)> {
+    let method_end = text.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(text.len());
+    let method = &text[..method_end];
+    let after = &text[method_end..];
+    let spaces = after.len() - after.trim_start().len();
+    let after = after.trim_start();
+    let index = |s: &str| s.split_whitespace().collect::<String>().parse::<i64>().ok();
+    // `(k)` or `()`, `[k]`: the argument and the bytes up to the closing bracket.
+    let bracketed = |open: char, close: char| -> Option<(&str, usize)> {
+        let inner = after.strip_prefix(open)?;
+        let end = inner.find(close)?;
+        Some((&inner[..end], method_end + spaces + end + 2))
+    };
+    match method {
+        "size" | "stride" => {
+            let (arg, length) = bracketed('(', ')')?;
+            let k = index(arg)?;
+            Some((if method == "size" { SizeRead::Dim(k) } else { SizeRead::Stride(k) }, length))
+        }
+        "numel" | "dim" | "ndimension" => {
+            let (arg, length) = bracketed('(', ')')?;
+            arg.trim().is_empty().then_some((if method == "numel" { SizeRead::Numel } else { SizeRead::Rank }, length))
+        }
+        "sizes" => {
+            let (arg, called) = bracketed('(', ')')?;
+            let indexed = text[called..].trim_start();
+            let skipped = text[called..].len() - indexed.len();
+            let inner = indexed.strip_prefix('[').filter(|_| arg.trim().is_empty())?;
+            let end = inner.find(']')?;
+            Some((SizeRead::Dim(index(&inner[..end])?), called + skipped + end + 2))
+        }
+        "shape" => {
+            let (arg, length) = bracketed('[', ']')?;
+            Some((SizeRead::Dim(index(arg)?), length))
+        }
+        _ => None,
+    }
+}
+
+/// How host code makes a tensor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum MadeTensor {
+    /// Of these dimensions: `torch::empty({n, d}, options)`.
+    Dims(Vec<String>),
+    /// Of another tensor's shape: `torch::zeros_like(x)`, `x.clone()`, `x.to(device)`.
+    Like(String),
+}
+
+/// The factories that make a tensor of a shape given first (`torch::zeros({B, nh, N})`).
+const SHAPED: [&str; 7] = ["empty", "zeros", "ones", "full", "randn", "rand", "empty_strided"];
+/// Those that make one of another's shape.
+const LIKE: [&str; 6] = ["empty_like", "zeros_like", "ones_like", "full_like", "randn_like", "rand_like"];
+/// Methods that give a tensor of the same shape.
+const SAME_SHAPE: [&str; 10] = ["clone", "contiguous", "to", "cuda", "half", "float", "bfloat16", "detach", "type", "copy"];
+
+/// How `value` (the text a tensor variable is given) makes it, when it is one of the ways
+/// cutune reads.
+pub(super) fn made_tensor(value: &str) -> Option<MadeTensor> {
+    let value = value.trim();
+    let open = value.find('(')?;
+    let callee = value[..open].trim();
+    let args_text = value[open + 1..].trim_end().strip_suffix(')')?;
+    let function = callee.rsplit("::").next()?;
+    let namespaced = ["torch::", "at::"].iter().any(|ns| callee.starts_with(ns)) && callee.split("::").count() == 2;
+    if namespaced && SHAPED.contains(&function) {
+        let dims = args_text.trim_start().strip_prefix('{')?;
+        let end = dims.find('}')?;
+        let dims: Vec<String> = super::host::split_args(&dims[..end]).into_iter().map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect();
+        return (!dims.is_empty()).then_some(MadeTensor::Dims(dims));
+    }
+    if namespaced && LIKE.contains(&function) {
+        let first = super::host::split_args(args_text).into_iter().next()?;
+        return is_identifier(first.trim()).then(|| MadeTensor::Like(first.trim().to_string()));
+    }
+    let (object, method) = callee.rsplit_once('.')?;
+    (is_identifier(object.trim()) && SAME_SHAPE.contains(&method.trim())).then(|| MadeTensor::Like(object.trim().to_string()))
+}
+
+/// The tensor whose data `arg` passes (`x.data_ptr<float>()`, `(float *)x.data_ptr()`), with
+/// the element type it names, if any.
+pub(super) fn data_of(arg: &str) -> Option<(&str, Option<&str>)> {
+    let arg = crate::syntax::host::without_pointer_cast(arg);
+    let (tensor, rest) = arg.split_once('.')?;
+    let rest = rest.trim_start();
+    let method = ["data_ptr", "const_data_ptr", "mutable_data_ptr", "data"].into_iter().find(|m| rest.starts_with(m) && !rest[m.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))?;
+    let after = rest[method.len()..].trim_start();
+    let (element, call) = match after.strip_prefix('<') {
+        Some(typed) => {
+            let (element, call) = typed.split_once('>')?;
+            (Some(element.trim()), call.trim_start())
+        }
+        None => (None, after),
+    };
+    (is_identifier(tensor.trim()) && call.replace(' ', "") == "()").then(|| (tensor.trim(), element))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_reads_are_found_in_expressions_and_named() {
+        let read = size_read;
+        assert_eq!(read("Q.size(0)"), Some(("Q", SizeRead::Dim(0))));
+        assert_eq!(read("input.size(-1)"), Some(("input", SizeRead::Dim(-1))));
+        assert_eq!(read("q.sizes()[1]"), Some(("q", SizeRead::Dim(1))));
+        assert_eq!(read("x.shape[2]"), Some(("x", SizeRead::Dim(2))));
+        assert_eq!(read("x.numel()"), Some(("x", SizeRead::Numel)));
+        assert_eq!(read("x.stride (0)"), Some(("x", SizeRead::Stride(0))));
+        assert_eq!(read("x.dim()"), Some(("x", SizeRead::Rank)));
+        assert_eq!(read("x.size(i)"), None, "an index the text does not give");
+        assert_eq!(read("a.b.numel()"), None);
+        assert_eq!(read("grid.x"), None);
+        let replaced = replace_size_reads("ceil((float) Q.size(2) / Bc) + x.numel() - a.b.size(0)", |t, r| Some(r.name(t)));
+        assert_eq!(replaced, "ceil((float) Q_size_2 / Bc) + x_numel - a.b.size(0)");
+        assert_eq!(named_read("Q_size_2"), Some(("Q", SizeRead::Dim(2))));
+        assert_eq!(named_read("hidden_states_size_m1"), Some(("hidden_states", SizeRead::Dim(-1))));
+        assert_eq!(named_read("x_numel"), Some(("x", SizeRead::Numel)));
+        assert_eq!(named_read("x_stride_0"), Some(("x", SizeRead::Stride(0))));
+        assert_eq!(named_read("block_size"), None);
+    }
+
+    #[test]
+    fn a_read_has_the_value_of_a_contiguous_tensor() {
+        let dims = [16, 12, 64, 32];
+        assert_eq!(SizeRead::Dim(2).of(&dims), Some(64));
+        assert_eq!(SizeRead::Dim(-1).of(&dims), Some(32));
+        assert_eq!(SizeRead::Dim(4).of(&dims), None);
+        assert_eq!(SizeRead::Numel.of(&dims), Some(16 * 12 * 64 * 32));
+        assert_eq!(SizeRead::Stride(1).of(&dims), Some(64 * 32));
+        assert_eq!(SizeRead::Stride(-1).of(&dims), Some(1));
+        assert_eq!(SizeRead::Rank.of(&dims), Some(4));
+        assert!(SizeRead::Dim(-1).is_dim(3, 4) && SizeRead::Dim(3).is_dim(3, 4) && !SizeRead::Dim(2).is_dim(3, 4));
+    }
+
+    #[test]
+    fn tensors_are_made_of_dimensions_or_of_another_tensors_shape() {
+        let dims = |d: &[&str]| Some(MadeTensor::Dims(d.iter().map(|s| s.to_string()).collect()));
+        assert_eq!(made_tensor("torch::zeros({B, nh, N})"), dims(&["B", "nh", "N"]));
+        assert_eq!(made_tensor("torch::full({B, nh, N}, -INFINITY)"), dims(&["B", "nh", "N"]));
+        assert_eq!(made_tensor("at::empty({n, d * 2}, x.options())"), dims(&["n", "d * 2"]));
+        assert_eq!(made_tensor("torch::zeros_like(Q)"), Some(MadeTensor::Like("Q".into())));
+        assert_eq!(made_tensor("x.clone()"), Some(MadeTensor::Like("x".into())));
+        assert_eq!(made_tensor("l.to(device)"), Some(MadeTensor::Like("l".into())));
+        assert_eq!(made_tensor("torch::matmul(a, b)"), None);
+        assert_eq!(made_tensor("x.view({n, d})"), None, "a view changes the shape");
+        assert_eq!(made_tensor("std::empty({n})"), None);
+    }
+
+    #[test]
+    fn a_tensors_data_is_found_through_casts() {
+        assert_eq!(data_of("Q.data_ptr<float>()"), Some(("Q", Some("float"))));
+        assert_eq!(data_of("(half *)out.data_ptr()"), Some(("out", None)));
+        assert_eq!(data_of("reinterpret_cast<float4 *>(x.data_ptr<float>())"), Some(("x", Some("float"))));
+        assert_eq!(data_of("x.data_ptr_impl()"), None);
+        assert_eq!(data_of("d_x"), None);
+    }
+}
