@@ -153,5 +153,8 @@ pub(super) const HOST_TYPES: [(&str, &str); 3] = [("uint", "unsigned int"), ("us
 /// [`STANDARD_MACROS`].
 pub(super) fn declares_standard_macros(written: &str) -> bool {
     let name = written.trim_matches(|c| c == '<' || c == '>' || c == '"');
-    matches!(name, "cmath" | "math.h" | "cfloat" | "float.h" | "climits" | "limits.h" | "cstdlib" | "stdlib.h")
+    // PyTorch's headers include `<cmath>` and `<cfloat>`: an extension's kernels use their
+    // macros with nothing else included.
+    let pytorch = ["torch/", "ATen/", "c10/"].iter().any(|dir| name.starts_with(dir));
+    pytorch || matches!(name, "cmath" | "math.h" | "cfloat" | "float.h" | "climits" | "limits.h" | "cstdlib" | "stdlib.h")
 }

@@ -89,9 +89,9 @@ pub fn as_host_code(python: &str, module: &str, bindings: &[Binding]) -> String 
     let functions = super::descendants(root).filter(|n| n.kind() == "function_definition").filter_map(|f| Some(python[f.child_by_field_name("name")?.byte_range()].to_string())).collect();
     let mut writer = Writer { text: python, bindings, functions, lines: vec![String::new(); python.lines().count() + 1] };
     let module: String = module.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    let mut cursor = root.walk();
-    for statement in root.named_children(&mut cursor) {
-        writer.module_statement(statement, &module);
+    let lists = module_lists(python, root);
+    for statement in named_children(root) {
+        writer.module_statement(statement, &module, &lists);
     }
     writer.lines.join("\n")
 }
@@ -122,12 +122,12 @@ impl<'a> Writer<'a> {
         line.push_str(code);
     }
 
-    fn module_statement(&mut self, statement: Node, module: &str) {
+    fn module_statement(&mut self, statement: Node, module: &str, lists: &HashMap<&str, Node>) {
         match statement.kind() {
             "function_definition" => self.function(statement, &HashMap::new()),
             "decorated_definition" => {
                 if let Some(definition) = statement.child_by_field_name("definition").filter(|d| d.kind() == "function_definition") {
-                    self.function(definition, &parametrized(self.text, statement));
+                    self.function(definition, &parametrized(self.text, statement, lists));
                 }
             }
             // Numbers and tensors at file scope, where every function of the module sees them.
@@ -447,9 +447,18 @@ fn cpp_name(name: &str) -> String {
     }
 }
 
+/// The lists the module assigns to a name: `HIDDEN_SIZES = [768, 5120]`.
+fn module_lists<'t>(text: &'t str, root: Node<'t>) -> HashMap<&'t str, Node<'t>> {
+    let assignments = named_children(root).into_iter().filter(|s| s.kind() == "expression_statement").filter_map(|s| s.named_child(0)).filter(|a| a.kind() == "assignment");
+    assignments
+        .filter_map(|a| Some((a.child_by_field_name("left").filter(|l| l.kind() == "identifier")?, a.child_by_field_name("right").filter(|r| matches!(r.kind(), "list" | "tuple"))?)))
+        .map(|(name, list)| (&text[name.byte_range()], list))
+        .collect()
+}
+
 /// The names a test's `@pytest.mark.parametrize("n", [7, 4096])` decorators set, each to its
-/// first value written as C++ (`"n, d", [(7, 64), …]` too).
-fn parametrized(text: &str, decorated: Node) -> HashMap<String, String> {
+/// first value written as C++ (`"n, d", [(7, 64), …]` too, and a list the module names).
+fn parametrized(text: &str, decorated: Node, lists: &HashMap<&str, Node>) -> HashMap<String, String> {
     let writer = Writer { text, bindings: &[], functions: HashSet::new(), lines: Vec::new() };
     let mut out = HashMap::new();
     for decorator in named_children(decorated).into_iter().filter(|d| d.kind() == "decorator") {
@@ -458,6 +467,11 @@ fn parametrized(text: &str, decorated: Node) -> HashMap<String, String> {
         let Some(arguments) = call.child_by_field_name("arguments").filter(|_| is_parametrize) else { continue };
         let args = named_children(arguments);
         let (Some(names), Some(values)) = (args.first(), args.get(1)) else { continue };
+        // A list the module names (`HIDDEN_SIZES = [768, 5120]`).
+        let values = match values.kind() {
+            "identifier" => lists.get(&text[values.byte_range()]).unwrap_or(values),
+            _ => values,
+        };
         let names: Vec<&str> = text[names.byte_range()].trim_matches(['"', '\'']).split(',').map(str::trim).collect();
         let Some(first) = values.named_child(0).filter(|_| matches!(values.kind(), "list" | "tuple")) else { continue };
         let firsts: Vec<Node> = match (names.len(), first.kind()) {

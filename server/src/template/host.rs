@@ -83,6 +83,9 @@ pub(super) struct HostContext<'d> {
     /// The variables of the `for` loops around the launch in the launcher: a condition on one
     /// holds for some passes, not for the launch's values.
     loop_variables: BTreeSet<String>,
+    /// The PyTorch dispatch macro the launch is in (`AT_DISPATCH_FLOATING_TYPES_AND_HALF(…,
+    /// [&] { kernel<scalar_t><<<…>>>(…); })`), which names `scalar_t`.
+    dispatch: Option<String>,
 }
 
 /// Where a value without a number is made ([`HostContext::value_source`]): in the file whose
@@ -506,8 +509,9 @@ impl<'d> HostContext<'d> {
         let branch_values = launch_node.map(|n| branch_values_around(text, n)).unwrap_or_default();
         let branch_conditions = launch_node.map(|n| branch_conditions_around(text, n).into_iter().map(|(c, holds)| (c.to_string(), holds)).collect()).unwrap_or_default();
         let loop_variables = launch_node.map(|n| loop_variables_around(text, n)).unwrap_or_default();
+        let dispatch = launch_node.and_then(|n| torch_dispatch_around(text, n));
         let fields = fields_set_once(&documents, &defines, &graph);
-        let mut context = HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions, loop_variables };
+        let mut context = HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions, loop_variables, dispatch };
         context.paths = context.paths.iter().map(|path| context.at_first_pass_taken(path)).collect();
         Some(context)
     }
@@ -800,8 +804,10 @@ impl<'d> HostContext<'d> {
             let next = rename_identifiers_in(&self.members_resolved(&expanded), |word| {
                 let init = launcher.value_text(word).map(strip_casts_everywhere)?;
                 // A constant stays a name: a size of the shape, or a launch choice; so does a
-                // size read from a tensor (`N = Q.size(2)`), whose value the tensor's maker gives.
-                if eval_constant(&init, &|_| None).is_some() || tensors::size_read(&init).is_some() {
+                // dimension read from a tensor (`N = Q.size(2)`), whose value the tensor's maker
+                // gives.
+                let dimension = tensors::size_read(&init).is_some_and(|(_, read)| matches!(read, tensors::SizeRead::Dim(_)));
+                if eval_constant(&init, &|_| None).is_some() || dimension {
                     return None;
                 }
                 let init = init.trim_start_matches('{').trim_end_matches('}').trim().to_string();
@@ -815,34 +821,83 @@ impl<'d> HostContext<'d> {
         let expanded = self.static_members_resolved(&self.members_resolved(&self.functions_inlined(&expanded)));
         let expanded = rename_identifiers_in(&expanded, |word| self.file_constants.get(word).cloned());
         let expanded = self.sizes_of_types(&self.device_sizes_named(&expanded));
-        let expanded = tensors::replace_size_reads(&expanded, |tensor, read| Some(self.size_read_named(tensor, read)));
+        let expanded = tensors::replace_size_reads(&expanded, |tensor, read| Some(self.size_read_in_spec(tensor, read)));
         strip_outer_parens(&expanded).to_string()
     }
 
-    /// The spec's name for a size read from a tensor: the launcher's local that holds it or the
-    /// same read of a tensor made with the same dimensions (`N` for `Q.size(2)` or `K.size(2)`
-    /// where `const int N = Q.size(2)` and `k = torch::randn_like(q)`), else a name of the read
-    /// of the first such tensor the launcher takes (`Q_size_2`): one name for one size, so that
-    /// checks that vary the sizes vary the tensors together.
-    fn size_read_named(&self, tensor: &str, read: tensors::SizeRead) -> String {
+    /// The spec's expression for a size read from the launcher's tensor `tensor`: a dimension
+    /// is the launcher's local that holds it or the same dimension of another tensor (`N` for
+    /// `Q.size(2)` or `K.size(2)` where `const int N = Q.size(2)` and `k = torch::randn_like(q)`),
+    /// else a name of it in the first tensor the launcher takes with it (`Q_size_2`); `numel()`
+    /// and strides are products of dimensions. One size has one name, so that checks that vary
+    /// the sizes vary the tensors together.
+    fn size_read_in_spec(&self, tensor: &str, read: tensors::SizeRead) -> String {
         let Some(path) = self.paths.first() else { return read.name(tensor) };
-        let shape = self.tensor_dims(path, 0, tensor, 0);
-        let alike = |other: &str| other == tensor || (shape.is_some() && self.tensor_dims(path, 0, other, 0) == shape);
-        let rank = shape.as_ref().map(|(_, dims)| dims.len());
-        let same_read = |other: tensors::SizeRead| match (read, rank) {
-            (tensors::SizeRead::Dim(k), Some(n)) => usize::try_from(if k < 0 { n as i64 + k } else { k }).is_ok_and(|k| other.is_dim(k, n)),
-            _ => other == read,
+        let Some(rank) = self.tensor_dims(path, 0, tensor, 0).map(|(_, dims)| dims.len()) else { return read.name(tensor) };
+        // A dimension is where it was made and as what (`hidden_size` of the test that made
+        // both `x` and `weight` with it): the same dimension of two tensors is one size.
+        let made_as = |t: &str, read: tensors::SizeRead| {
+            let (at, dims) = self.tensor_dims(path, 0, t, 0)?;
+            let k = match read {
+                tensors::SizeRead::Dim(k) => usize::try_from(if k < 0 { dims.len() as i64 + k } else { k }).ok()?,
+                _ => return None,
+            };
+            // A number is no name: `64` of one dimension is not `64` of another, unless it is
+            // the same dimension of tensors made alike.
+            let made = dims.get(k)?.clone();
+            let place = match eval_constant(&made, &|_| None) {
+                Some(_) => format!("{k} of {}", dims.join(", ")),
+                None => made,
+            };
+            Some((at, place))
         };
-        let launcher = &self.launcher().scope;
-        let holder = launcher.values.iter().find(|(name, value, _)| {
-            let held = tensors::size_read(value).is_some_and(|(t, r)| same_read(r) && alike(t));
-            held && is_identifier(name) && launcher.value_text(name) == Some(value.as_str())
-        });
-        if let Some((name, _, _)) = holder {
-            return name.clone();
+        let dim = |k: usize| {
+            let wanted = made_as(tensor, tensors::SizeRead::Dim(k as i64));
+            let same = |t: &str, r: tensors::SizeRead| (t == tensor && r.is_dim(k, rank)) || (wanted.is_some() && made_as(t, r) == wanted);
+            let launcher = &self.launcher().scope;
+            let holder = launcher.values.iter().find(|(name, value, _)| {
+                let held = tensors::size_read(value).is_some_and(|(t, r)| same(t, r));
+                held && is_identifier(name) && launcher.value_text(name) == Some(value.as_str())
+            });
+            if let Some((name, _, _)) = holder {
+                return name.clone();
+            }
+            // The first tensor the launcher takes with that dimension names it.
+            let taken = self.launcher().params.iter().find_map(|p| {
+                let rank = self.tensor_dims(path, 0, p, 0)?.1.len();
+                (0..rank).map(|j| tensors::SizeRead::Dim(j as i64)).find(|&r| same(p, r)).map(|r| r.name(p))
+            });
+            taken.unwrap_or_else(|| tensors::SizeRead::Dim(k as i64).name(tensor))
+        };
+        let product = |from: usize| if from >= rank { "1".to_string() } else { (from..rank).map(dim).collect::<Vec<_>>().join(" * ") };
+        let at = |k: i64| usize::try_from(if k < 0 { rank as i64 + k } else { k }).ok().filter(|&k| k < rank);
+        match read {
+            tensors::SizeRead::Dim(k) => at(k).map_or_else(|| read.name(tensor), dim),
+            tensors::SizeRead::Numel => format!("({})", product(0)),
+            tensors::SizeRead::Stride(k) => at(k).map_or_else(|| read.name(tensor), |k| format!("({})", product(k + 1))),
+            tensors::SizeRead::Rank => rank.to_string(),
         }
-        let first_alike = self.launcher().params.iter().find(|p| alike(p)).map_or(tensor, String::as_str);
-        read.name(first_alike)
+    }
+
+    /// The length of a tensor's data that frame `at` (a caller of the launcher) passes down as
+    /// a pointer (`softclamp_cuda(stream, x.data_ptr<float>(), numel)`), in the launcher's
+    /// names: a local of that frame that holds its `numel()` (`numel = x.numel()`) or each of
+    /// its dimensions, passed down to the launcher.
+    fn passed_tensor_length(&self, path: &[Frame], at: usize, tensor: &str) -> Option<String> {
+        let frame = path.get(at)?;
+        let (_, dims) = self.tensor_dims(path, at, tensor, 0)?;
+        let holder = |wanted: &dyn Fn(tensors::SizeRead) -> bool| {
+            frame.scope.values.iter().find(|(name, value, _)| is_identifier(name) && frame.scope.value_text(name) == Some(value.as_str()) && tensors::size_read(value).is_some_and(|(t, r)| t == tensor && wanted(r))).map(|(name, _, _)| name.clone())
+        };
+        // A dimension passed down as it is read (`row_center_cuda(…, x.size(0), x.size(1))`)
+        // becomes the parameter it is passed as.
+        let rank = dims.len();
+        let dimension = |k: usize| holder(&|r| r.is_dim(k, rank)).unwrap_or_else(|| format!("{tensor}.size({k})"));
+        let length = holder(&|r| r == tensors::SizeRead::Numel).unwrap_or_else(|| (0..rank).map(dimension).collect::<Vec<_>>().join(" * "));
+        let in_launcher = self.to_launcher_names(path, at, &length);
+        let known = |word: &str| self.launcher().params.iter().any(|p| p == word) || self.launcher().scope.value_text(word).is_some();
+        let all_known = identifiers_in(&in_launcher).all(known);
+        all_known.then(|| self.in_spec_names(&in_launcher))
     }
 
     /// The length of the data of a tensor the launcher passes (`Q.data_ptr<float>()`) in
@@ -854,10 +909,10 @@ impl<'d> HostContext<'d> {
         let dims: Vec<String> = match made_at {
             // Made by the launcher: its dimensions are in its names.
             0 => dims.iter().map(|d| format!("({})", self.in_spec_names(d))).collect(),
-            _ => (0..dims.len()).map(|k| self.size_read_named(tensor, tensors::SizeRead::Dim(k as i64))).collect(),
+            _ => (0..dims.len()).map(|k| self.size_read_in_spec(tensor, tensors::SizeRead::Dim(k as i64))).collect(),
         };
         // A `float` tensor read as `float4`s has a quarter as many.
-        let (numerator, denominator) = typed.map_or(Some((1, 1)), |t| self.elements_per_allocated(t, element))?;
+        let (numerator, denominator) = typed.map_or(Some((1, 1)), |t| self.elements_per_allocated(&self.template_argument(t), element))?;
         let mut length = dims.join(" * ");
         if numerator != 1 {
             length = format!("{length} * {numerator}");
@@ -1328,6 +1383,10 @@ impl<'d> HostContext<'d> {
     /// call path replaced by what their callers instantiate (`T` of `run<T>` called as
     /// `run<float>` is `float`).
     pub(super) fn template_argument(&self, text: &str) -> String {
+        // Every floating-point dispatch of PyTorch's has `float`, its default dtype.
+        if text.trim() == "scalar_t" && self.dispatch.as_deref().is_some_and(|d| d.starts_with("AT_DISPATCH_FLOATING_TYPES")) {
+            return "float".to_string();
+        }
         let Some(path) = self.paths.first() else { return text.to_string() };
         let mut current = self.members_resolved(text.trim());
         for frame in path {
@@ -1482,7 +1541,13 @@ impl<'d> HostContext<'d> {
                 }
             }
             match frame.params.iter().position(|p| *p == name) {
-                Some(index) => name = without_pointer_cast(&frame.argument(index)?).to_string(),
+                Some(index) => {
+                    let passed = frame.argument(index)?;
+                    if let Some((tensor, _)) = tensors::data_of(&passed).filter(|_| offsets.is_empty()) {
+                        return self.passed_tensor_length(path, at + 1, tensor);
+                    }
+                    name = without_pointer_cast(&passed).to_string();
+                }
                 None if frame.scope.body.is_some_and(|b| local_types(frame.text, b).iter().any(|(n, _)| *n == name)) => {
                     return self.local_pointer_length(path, at, &name, offsets, element, depth);
                 }
@@ -1606,7 +1671,8 @@ fn with_arguments_named(text: &str, args: &[String], params: &[String]) -> Strin
     for (arg, param) in args.iter().zip(params) {
         let arg = strip_casts_everywhere(arg);
         let arg = strip_outer_parens(&arg);
-        if is_identifier(arg) || !arg.contains(['+', '-', '*', '/']) || param.is_empty() {
+        let is_expression = arg.contains(['+', '-', '*', '/']) || tensors::size_read(arg).is_some();
+        if is_identifier(arg) || !is_expression || param.is_empty() {
             continue;
         }
         out = replace_whole(&out, arg, param);
@@ -2905,6 +2971,15 @@ fn expand_vector_sizes(bytes: &str, scope: &Scope) -> String {
         }
     }
     out
+}
+
+/// The name of the PyTorch dispatch macro (`AT_DISPATCH_…`) whose lambda holds `node`.
+fn torch_dispatch_around(text: &str, node: Node) -> Option<String> {
+    std::iter::successors(node.parent(), |n| n.parent())
+        .filter(|n| n.kind() == "call_expression")
+        .filter_map(|call| call.child_by_field_name("function"))
+        .map(|function| text[function.byte_range()].to_string())
+        .find(|name| name.starts_with("AT_DISPATCH_"))
 }
 
 /// `(size_t)rows * hidden` → `rows * hidden`: integer casts the spec's expressions do not need;
