@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 70
+    assert len(kernels) == len(set(kernels)) == 71
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -98,11 +98,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
     assert by_kernel["grid_sum"]["why"].startswith("grid extent x: `blocks_per_sm` is a size no shape gives (the program sets it with `cudaOccupancyMaxActiveBlocksPerMultiprocessor` in `main` (grid_sum.cu:"), by_kernel["grid_sum"]
-    assert report["totals"] == {"kernels": 70, "ready": 59, "spec": 8, "compile": 2, "parameters": 1}
+    assert report["totals"] == {"kernels": 71, "ready": 62, "spec": 6, "compile": 2, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "70 kernels under" in text.stdout and "59 ready to tune (84%)" in text.stdout
+    assert "71 kernels under" in text.stdout and "62 ready to tune (87%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -951,6 +951,8 @@ def test_a_kernel_another_file_launches_too_keeps_one_row_per_block_and_is_told_
 def test_sizes_a_pytorch_op_takes_from_its_tensors_are_left_unknown_with_where_they_come_from(tmp_path: Path):
     root = project(tmp_path, "torch_op")
     (root / ".git").mkdir()
+    # Without the script that calls the op, only the running program says the sizes.
+    shutil.rmtree(root / "scripts")
     for kernel in ("softclamp_kernel", "row_center_kernel"):
         run = cutune("templatize", "csrc/softclamp.cu", "--kernel", kernel, "--write", cwd=root)
         assert run.returncode == 0, run.stderr
@@ -989,8 +991,52 @@ def test_sizes_a_pytorch_op_takes_from_its_tensors_are_left_unknown_with_where_t
 async def test_the_code_action_writes_where_a_pytorch_ops_sizes_come_from(client, tmp_path: Path):
     root = project(tmp_path, "torch_op")
     (root / ".git").mkdir()
+    shutil.rmtree(root / "scripts")
     spec = await code_action_spec(client, root / "csrc" / "softclamp.cu", "x[i] = limit", "softclamp_kernel")
     assert spec["unknown"]["numel"].startswith("the program makes it as `x.numel()` in `softclamp_` (bindings.cpp:9)"), spec
+
+
+def test_a_python_script_that_calls_the_extension_gives_the_tensors_sizes(tmp_path: Path):
+    root = project(tmp_path, "torch_op")
+    (root / ".git").mkdir()
+    # `scripts/bench.py` calls `ext.softclamp_(x, 3.0)` with `x = torch.randn(tokens, hidden)`
+    # and `tokens, hidden = 4096, 1024` at module level; `row_center_` with a tensor of
+    # `(2 * tokens, 256)`.
+    softclamp = templatized_spec(root, "csrc/softclamp.cu", "softclamp_kernel")
+    assert softclamp["shapes"] == [{"numel": 4096 * 1024}]
+    assert next(a for a in softclamp["args"] if a["name"] == "limit")["value"] == "3"
+    assert next(a for a in softclamp["args"] if a["name"] == "x")["length"] == "numel"
+    row_center = templatized_spec(root, "csrc/softclamp.cu", "row_center_kernel")
+    assert row_center["shapes"][0] == {"rows": 8192, "cols": 256}
+    # `x.data_ptr<float>()` passed down beside `x.size(0)` and `x.size(1)`: rows by columns.
+    assert next(a for a in row_center["args"] if a["name"] == "x")["length"] == "rows * cols"
+    assert "unknown" not in row_center
+    survey = json.loads(cutune("survey", str(root), "--json").stdout)
+    assert survey["totals"]["ready"] == 2, survey
+
+
+def test_a_torch_library_op_gets_its_sizes_and_type_from_a_parametrized_test(tmp_path: Path):
+    root = project(tmp_path, "torch_library")
+    (root / ".git").mkdir()
+    # `ops.impl("rms_norm", torch::kCUDA, &rms_norm)`, called as `torch.ops.fixture_ops.rms_norm`
+    # by a pytest test whose first parameters are 83 tokens of `HIDDEN_SIZES[0]` (768).
+    spec = templatized_spec(root, "csrc/norm.cu", "rms_norm_kernel")
+    # `AT_DISPATCH_FLOATING_TYPES_AND_HALF`: `float`, which every such dispatch has.
+    assert spec["template_args"] == ["float"]
+    assert spec["shapes"] == [{"hidden_size": 768, "out_size_0": 83}]
+    lengths = {a["name"]: a.get("length") for a in spec["args"]}
+    # `weight` is made with the test's `hidden_size` too: one size, one name.
+    assert lengths == {"out": "out_size_0 * hidden_size", "input": "out_size_0 * hidden_size", "weight": "hidden_size", "epsilon": None, "hidden_size": None}
+    assert next(a for a in spec["args"] if a["name"] == "epsilon")["value"] == "1e-6"
+    check = cutune("spec", "check", "csrc/norm.cutune.toml", cwd=root)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+async def test_the_code_action_reads_the_sizes_a_python_script_makes_tensors_with(client, tmp_path: Path):
+    root = project(tmp_path, "torch_op")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "csrc" / "softclamp.cu", "x[i] = limit", "softclamp_kernel")
+    assert spec["shapes"] == [{"numel": 4096 * 1024}] and "unknown" not in spec, spec
 
 
 def test_ping_pong_buffers_and_buffers_an_init_function_allocates_get_their_lengths(tmp_path: Path):

@@ -414,7 +414,7 @@ mod tests {
         let path = dir.path().join("scale_rows-0.cutcap");
         write_capture(&path, &Launch { rows: 64, cols: 48, in_written: false });
         let mut spec = templatized();
-        assert_eq!((arg(&spec, "rows").value.as_deref(), arg(&spec, "out").length.as_deref()), (Some("in.size(0)"), Some("?")), "the source alone cannot say them");
+        assert_eq!((arg(&spec, "rows").value.as_deref(), arg(&spec, "out").length.as_deref()), (Some("rows"), Some("?")), "the source alone cannot say them");
 
         let notes = apply(&mut spec, &CaptureFile::open(&path).unwrap(), "captures/scale_rows-0.cutcap").unwrap();
 
@@ -422,7 +422,8 @@ mod tests {
         assert_eq!((shape.get("rows"), shape.get("cols")), (Some(&64), Some(&48)), "{notes:?}");
         assert_eq!(arg(&spec, "rows").value.as_deref(), Some("rows"));
         assert_eq!(arg(&spec, "cols").value.as_deref(), Some("cols"));
-        assert_eq!(spec.grid[0], "rows", "{notes:?}");
+        // `rows` read from the tensor is a size of the source's too, so rows-per-block applies.
+        assert_eq!(spec.grid[0], "ceil_div(rows, SCALE_ROWS_ROWS_PER_BLOCK)", "{notes:?}");
         assert_eq!(arg(&spec, "out").length.as_deref(), Some("rows * cols"));
         assert_eq!(arg(&spec, "weight").length.as_deref(), Some("cols"));
         assert_eq!(arg(&spec, "in").role, Some(Role::Input));
