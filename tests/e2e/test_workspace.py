@@ -1021,7 +1021,8 @@ def test_a_torch_library_op_gets_its_sizes_and_type_from_a_parametrized_test(tmp
     # `ops.impl("rms_norm", torch::kCUDA, &rms_norm)`, called as `torch.ops.fixture_ops.rms_norm`
     # by a pytest test whose first parameters are 83 tokens of `HIDDEN_SIZES[0]` (768).
     spec = templatized_spec(root, "csrc/norm.cu", "rms_norm_kernel")
-    # `AT_DISPATCH_FLOATING_TYPES_AND_HALF`: `float`, which every such dispatch has.
+    # The project's `FIXTURE_DISPATCH_FLOATING_TYPES` over PyTorch's: `float`, which every floating
+    # dispatch has.
     assert spec["template_args"] == ["float"]
     assert spec["shapes"] == [{"hidden_size": 768, "out_size_0": 83}]
     lengths = {a["name"]: a.get("length") for a in spec["args"]}

@@ -78,6 +78,7 @@ cases=(
   "cuda-samples Samples/2_Concepts_and_Techniques/sortingNetworks/bitonicSort.cu bitonicSortShared1"
   "cuda-samples Samples/2_Concepts_and_Techniques/sortingNetworks/bitonicSort.cu bitonicMergeShared"
   "cuda-samples Samples/0_Introduction/simpleAttributes/simpleAttributes.cu kernCacheSegmentTest"
+  "flash-attention-minimal flash.cu forward_kernel"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()

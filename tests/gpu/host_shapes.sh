@@ -10,6 +10,8 @@
 #   that a constructor sets from the fields main gives a runner;
 # - tests/fixtures/workspace/sweep_dispatch: `merge_across_tiles`, which the first pass of the
 #   program's sweep does not reach (its shape is the first pass that does, 2048).
+# - tests/fixtures/workspace/torch_op and torch_library: PyTorch extensions' kernels, their
+#   sizes the tensors a Python script or a pytest test makes (session 26).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -20,7 +22,10 @@ cases="workspace/host_values|probe.cu|spin|3
 workspace/host_values|probe.cu|sweep_cache|10
 workspace/host_values|probe.cu|count_positive|10
 workspace/class_state|simulation.cu|scale_paths|10
-workspace/sweep_dispatch|sort.cu|merge_across_tiles|10"
+workspace/sweep_dispatch|sort.cu|merge_across_tiles|10
+workspace/torch_op|csrc/softclamp.cu|softclamp_kernel|10
+workspace/torch_op|csrc/softclamp.cu|row_center_kernel|10
+workspace/torch_library|csrc/norm.cu|rms_norm_kernel|10"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"

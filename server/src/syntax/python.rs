@@ -205,6 +205,12 @@ impl<'a> Writer<'a> {
                     self.put(row, &format!("{call};"));
                 }
             }
+            // A wrapper that returns what the op returns: the call is the statement.
+            "return_statement" => {
+                if let Some(call) = statement.named_child(0).filter(|c| c.kind() == "call").and_then(|c| self.host_call(c)) {
+                    self.put(row, &format!("{call};"));
+                }
+            }
             "with_statement" => {
                 if let Some(body) = statement.child_by_field_name("body") {
                     self.block(body);
@@ -404,7 +410,14 @@ impl<'a> Writer<'a> {
         let function = call.child_by_field_name("function")?;
         let name = match function.kind() {
             "identifier" => self.text(function),
-            "attribute" => self.text(function.child_by_field_name("attribute")?),
+            // `torch.ops.ns.op.default(…)`: the op's default overload.
+            "attribute" => match self.text(function.child_by_field_name("attribute")?) {
+                "default" => {
+                    let op = function.child_by_field_name("object").filter(|o| o.kind() == "attribute")?;
+                    self.text(op.child_by_field_name("attribute")?)
+                }
+                name => name,
+            },
             _ => return None,
         };
         let binding = self.bindings.iter().find(|b| b.python == name);
@@ -570,5 +583,12 @@ if __name__ == '__main__':
         assert_eq!(lines[13], "void test_norm_py_line_14() { {");
         assert_eq!(lines[14], "{ auto n = 4096;");
         assert_eq!(lines[15], "bench(n); } } }");
+    }
+
+    #[test]
+    fn an_ops_default_overload_returned_by_a_wrapper_is_a_call_of_the_op() {
+        let script = "def mymuladd(a, b, c):\n    return torch.ops.extension_cpp.mymuladd.default(a, b, c)\n";
+        let code = as_host_code(script, "ops", &[binding("mymuladd", "mymuladd_cuda", &[])]);
+        assert_eq!(code.lines().collect::<Vec<_>>(), ["void mymuladd(auto a, auto b, auto c) {", "mymuladd_cuda(a, b, c); }"]);
     }
 }

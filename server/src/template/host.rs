@@ -807,7 +807,8 @@ impl<'d> HostContext<'d> {
                 // dimension read from a tensor (`N = Q.size(2)`), whose value the tensor's maker
                 // gives.
                 let dimension = tensors::size_read(&init).is_some_and(|(_, read)| matches!(read, tensors::SizeRead::Dim(_)));
-                if eval_constant(&init, &|_| None).is_some() || dimension {
+                // A tensor (`a_contig = a.contiguous()`) is read by its sizes, not inlined.
+                if eval_constant(&init, &|_| None).is_some() || dimension || tensors::made_tensor(&init).is_some() {
                     return None;
                 }
                 let init = init.trim_start_matches('{').trim_end_matches('}').trim().to_string();
@@ -1117,6 +1118,11 @@ impl<'d> HostContext<'d> {
     /// that nothing in the files calls. `None` when the trail ends in nothing the code shows.
     pub(super) fn value_source(&self, name: &str) -> Option<ValueSource<'d>> {
         let path = self.paths.first()?;
+        // A size the spec names for a read of the launcher's tensor (`a_contig_numel`).
+        if let Some((tensor, read)) = tensors::named_read(name).filter(|_| path[0].scope.value_text(name).is_none()) {
+            let launcher = &path[0];
+            return Some(ValueSource { text: launcher.text, at: launcher.scope.point, function: frame_name(launcher), made_by: Made::Expression(read.call(tensor)) });
+        }
         let (mut at, mut name) = (0, name.to_string());
         // Each step moves to another name or an outer frame; a cycle of names ends here.
         for _ in 0..32 {
@@ -1383,8 +1389,10 @@ impl<'d> HostContext<'d> {
     /// call path replaced by what their callers instantiate (`T` of `run<T>` called as
     /// `run<float>` is `float`).
     pub(super) fn template_argument(&self, text: &str) -> String {
-        // Every floating-point dispatch of PyTorch's has `float`, its default dtype.
-        if text.trim() == "scalar_t" && self.dispatch.as_deref().is_some_and(|d| d.starts_with("AT_DISPATCH_FLOATING_TYPES")) {
+        // Every floating-point dispatch has `float`, PyTorch's default dtype: PyTorch's own
+        // (`AT_DISPATCH_FLOATING_TYPES_AND_HALF`) and a project's over them
+        // (`VLLM_DISPATCH_FLOATING_TYPES`).
+        if text.trim() == "scalar_t" && self.dispatch.as_deref().is_some_and(|d| d.contains("FLOAT")) {
             return "float".to_string();
         }
         let Some(path) = self.paths.first() else { return text.to_string() };
@@ -2973,13 +2981,14 @@ fn expand_vector_sizes(bytes: &str, scope: &Scope) -> String {
     out
 }
 
-/// The name of the PyTorch dispatch macro (`AT_DISPATCH_…`) whose lambda holds `node`.
+/// The name of the dtype dispatch macro (`AT_DISPATCH_…`, a project's `…_DISPATCH_…`) whose
+/// lambda holds `node`.
 fn torch_dispatch_around(text: &str, node: Node) -> Option<String> {
     std::iter::successors(node.parent(), |n| n.parent())
         .filter(|n| n.kind() == "call_expression")
         .filter_map(|call| call.child_by_field_name("function"))
         .map(|function| text[function.byte_range()].to_string())
-        .find(|name| name.starts_with("AT_DISPATCH_"))
+        .find(|name| is_identifier(name) && name.contains("DISPATCH"))
 }
 
 /// `(size_t)rows * hidden` → `rows * hidden`: integer casts the spec's expressions do not need;

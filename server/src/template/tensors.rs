@@ -46,6 +46,18 @@ impl SizeRead {
     }
 }
 
+impl SizeRead {
+    /// The read as C++ writes it: `x.size(0)`, `x.numel()`, `x.stride(1)`, `x.dim()`.
+    pub(super) fn call(self, tensor: &str) -> String {
+        match self {
+            SizeRead::Dim(k) => format!("{tensor}.size({k})"),
+            SizeRead::Numel => format!("{tensor}.numel()"),
+            SizeRead::Stride(k) => format!("{tensor}.stride({k})"),
+            SizeRead::Rank => format!("{tensor}.dim()"),
+        }
+    }
+}
+
 /// The tensor and the read a size name of [`SizeRead::name`] stands for.
 pub(super) fn named_read(name: &str) -> Option<(&str, SizeRead)> {
     let index = |k: &str| match k.strip_prefix('m') {
@@ -172,6 +184,11 @@ pub(super) fn made_tensor(value: &str) -> Option<MadeTensor> {
     let function = callee.rsplit("::").next()?;
     let namespaced = ["torch::", "at::"].iter().any(|ns| callee.starts_with(ns)) && callee.split("::").count() == 2;
     if namespaced && SHAPED.contains(&function) {
+        // `at::empty(x.sizes(), x.options())`: the shape of `x`.
+        let first = super::host::split_args(args_text).into_iter().next()?;
+        if let Some(other) = first.strip_suffix("()").and_then(|f| f.trim_end().strip_suffix(".sizes")).map(str::trim).filter(|o| is_identifier(o)) {
+            return Some(MadeTensor::Like(other.to_string()));
+        }
         let dims = args_text.trim_start().strip_prefix('{')?;
         let end = dims.find('}')?;
         let dims: Vec<String> = super::host::split_args(&dims[..end]).into_iter().map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect();
@@ -249,6 +266,7 @@ mod tests {
         assert_eq!(made_tensor("torch::full({B, nh, N}, -INFINITY)"), dims(&["B", "nh", "N"]));
         assert_eq!(made_tensor("at::empty({n, d * 2}, x.options())"), dims(&["n", "d * 2"]));
         assert_eq!(made_tensor("torch::zeros_like(Q)"), Some(MadeTensor::Like("Q".into())));
+        assert_eq!(made_tensor("at::empty(a_contig.sizes(), a_contig.options())"), Some(MadeTensor::Like("a_contig".into())));
         assert_eq!(made_tensor("x.clone()"), Some(MadeTensor::Like("x".into())));
         assert_eq!(made_tensor("l.to(device)"), Some(MadeTensor::Like("l".into())));
         assert_eq!(made_tensor("torch::matmul(a, b)"), None);
