@@ -999,9 +999,10 @@ async def test_the_code_action_writes_where_a_pytorch_ops_sizes_come_from(client
 def test_a_python_script_that_calls_the_extension_gives_the_tensors_sizes(tmp_path: Path):
     root = project(tmp_path, "torch_op")
     (root / ".git").mkdir()
-    # `scripts/bench.py` calls `ext.softclamp_(x, 3.0)` with `x = torch.randn(tokens, hidden)`
-    # and `tokens, hidden = 4096, 1024` at module level; `row_center_` with a tensor of
-    # `(2 * tokens, 256)`.
+    # `scripts/bench.py` calls `ext.softclamp_(x, limit)` with `x = torch.randn(tokens, hidden)`
+    # in `main(tokens, hidden, limit=3.0)`, which it calls with the defaults of its `argparse`
+    # options (`--tokens 4096`, `--hidden-size 1024`) as keyword arguments; `row_center_` with a
+    # tensor of `(2 * tokens, 256)`.
     softclamp = templatized_spec(root, "csrc/softclamp.cu", "softclamp_kernel")
     assert softclamp["shapes"] == [{"numel": 4096 * 1024}]
     assert next(a for a in softclamp["args"] if a["name"] == "limit")["value"] == "3"

@@ -6,7 +6,7 @@
 //! exported functions, each on the line it has in the script, so that a place in it is a place
 //! in the script. What it cannot write (classes, strings, most library calls) it leaves out.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use tree_sitter::{Node, Parser};
 
@@ -70,11 +70,6 @@ fn bound_function(arg: &str) -> Option<String> {
     (super::is_identifier(bare) && !name.starts_with("torch::k") && !name.starts_with("c10::")).then(|| bare.to_string())
 }
 
-/// Whether `text` may call one of `bindings` (by its Python name).
-pub fn calls_any(text: &str, bindings: &[Binding]) -> bool {
-    bindings.iter().any(|b| super::identifiers_in(text).any(|w| w == b.python))
-}
-
 /// The C++ that `python` stands for as host code of `bindings`, line for line: a module's
 /// numbers and tensors at file scope, each function as a function, and the module's other
 /// statements in functions named `{module}_py_line_{n}` after their first line.
@@ -86,8 +81,9 @@ pub fn as_host_code(python: &str, module: &str, bindings: &[Binding]) -> String 
     }
     let Some(tree) = parser.parse(python, None) else { return String::new() };
     let root = tree.root_node();
-    let functions = super::descendants(root).filter(|n| n.kind() == "function_definition").filter_map(|f| Some(python[f.child_by_field_name("name")?.byte_range()].to_string())).collect();
-    let mut writer = Writer { text: python, bindings, functions, lines: vec![String::new(); python.lines().count() + 1] };
+    let functions = super::descendants(root).filter(|n| n.kind() == "function_definition").filter_map(|f| Some((python[f.child_by_field_name("name")?.byte_range()].to_string(), parameter_names(python, f)))).collect();
+    let options = OptionDefaults::new(&Writer { text: python, bindings, functions: HashMap::new(), options: HashMap::new(), lines: Vec::new() }, root);
+    let mut writer = Writer { text: python, bindings, functions, options: options.0, lines: vec![String::new(); python.lines().count() + 1] };
     let module: String = module.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     let lists = module_lists(python, root);
     for statement in named_children(root) {
@@ -99,14 +95,19 @@ pub fn as_host_code(python: &str, module: &str, bindings: &[Binding]) -> String 
 struct Writer<'a> {
     text: &'a str,
     bindings: &'a [Binding],
-    /// The functions the script defines: calls of them are host calls too.
-    functions: HashSet<String>,
+    /// The functions the script defines, with their parameters' names: calls of them are host
+    /// calls too.
+    functions: HashMap<String, Vec<String>>,
+    /// The command-line options the script declares with `argparse`, by their attribute
+    /// (`num_tokens` of `--num-tokens`), with their defaults as C++: the run without arguments.
+    options: HashMap<String, String>,
     /// The C++ of each line of the script.
     lines: Vec<String>,
 }
 
 /// C++ words a Python name may be but a C++ one may not.
-const CPP_KEYWORDS: [&str; 16] = ["auto", "class", "new", "delete", "this", "int", "float", "double", "long", "char", "void", "struct", "namespace", "template", "typename", "default"];
+/// `main` too: C++'s `main` takes no such parameters, and nothing may call it.
+const CPP_KEYWORDS: [&str; 17] = ["auto", "class", "new", "delete", "this", "int", "float", "double", "long", "char", "void", "struct", "namespace", "template", "typename", "default", "main"];
 
 impl<'a> Writer<'a> {
     fn text(&self, node: Node) -> &'a str {
@@ -137,7 +138,7 @@ impl<'a> Writer<'a> {
                 }
             }
             _ => {
-                let mut body = Writer { text: self.text, bindings: self.bindings, functions: self.functions.clone(), lines: vec![String::new(); self.lines.len()] };
+                let mut body = Writer { text: self.text, bindings: self.bindings, functions: self.functions.clone(), options: self.options.clone(), lines: vec![String::new(); self.lines.len()] };
                 body.statement(statement);
                 if body.lines.iter().all(String::is_empty) {
                     return;
@@ -268,7 +269,7 @@ impl<'a> Writer<'a> {
 
     /// Whether `value` (written C++) calls a host function, which only a function can.
     fn calls_host(&self, value: &str) -> bool {
-        super::identifiers_in(value).any(|w| self.functions.contains(w) || self.bindings.iter().any(|b| b.cpp == w))
+        super::identifiers_in(value).any(|w| self.functions.contains_key(w) || self.bindings.iter().any(|b| b.cpp == w))
     }
 
     /// A Python expression as C++, where it is a number, a name, arithmetic, a tensor made by
@@ -301,6 +302,8 @@ impl<'a> Writer<'a> {
                 }
             }
             "subscript" => self.shape_read(node),
+            // `args.num_tokens` of `parser.add_argument("--num-tokens", default=4096)`.
+            "attribute" => node.child_by_field_name("attribute").and_then(|a| self.options.get(self.text(a))).cloned(),
             "call" => self.call(node),
             _ => None,
         }
@@ -421,11 +424,11 @@ impl<'a> Writer<'a> {
             _ => return None,
         };
         let binding = self.bindings.iter().find(|b| b.python == name);
-        let own = function.kind() == "identifier" && self.functions.contains(name);
+        let own = self.functions.get(name).filter(|_| function.kind() == "identifier");
         let (callee, params): (String, &[String]) = match (binding, own) {
-            (_, true) => (cpp_name(name), &[]),
-            (Some(binding), false) => (binding.cpp.clone(), &binding.params),
-            (None, false) => return None,
+            (_, Some(params)) => (cpp_name(name), params),
+            (Some(binding), None) => (binding.cpp.clone(), &binding.params),
+            (None, None) => return None,
         };
         let arguments = call.child_by_field_name("arguments")?;
         // An argument that cannot be written still holds its place.
@@ -444,6 +447,44 @@ impl<'a> Writer<'a> {
             }
         }
         Some(format!("{callee}({})", args.join(", ")))
+    }
+}
+
+/// The names of a Python function's parameters, in order (`*args` and `**kwargs` left out).
+fn parameter_names(text: &str, definition: Node) -> Vec<String> {
+    let Some(list) = definition.child_by_field_name("parameters") else { return Vec::new() };
+    named_children(list)
+        .into_iter()
+        .filter_map(|param| match param.kind() {
+            "identifier" => Some(param),
+            "typed_parameter" => param.named_child(0).filter(|n| n.kind() == "identifier"),
+            "default_parameter" | "typed_default_parameter" => param.child_by_field_name("name"),
+            _ => None,
+        })
+        .map(|name| cpp_name(&text[name.byte_range()]))
+        .collect()
+}
+
+/// The defaults of the options a script declares with `argparse`
+/// (`parser.add_argument("--num-tokens", type=int, default=4096)`), by the attribute the parsed
+/// arguments hold each in (`dest=`, or the long name with `-` as `_`).
+struct OptionDefaults(HashMap<String, String>);
+
+impl OptionDefaults {
+    fn new(writer: &Writer, root: Node) -> OptionDefaults {
+        let mut out = HashMap::new();
+        for call in super::descendants(root).filter(|n| n.kind() == "call") {
+            let is_option = call.child_by_field_name("function").is_some_and(|f| f.kind() == "attribute" && f.child_by_field_name("attribute").is_some_and(|a| writer.text(a) == "add_argument"));
+            let Some(arguments) = call.child_by_field_name("arguments").filter(|_| is_option) else { continue };
+            let Some(default) = writer.keyword(arguments, "default").and_then(|d| writer.expression(d)) else { continue };
+            let flags: Vec<String> = named_children(arguments).into_iter().filter(|a| a.kind() == "string").map(|a| writer.text(a).trim_matches(['"', '\'']).to_string()).collect();
+            let long = flags.iter().find(|f| f.starts_with("--")).or(flags.first());
+            let dest = writer.keyword(arguments, "dest").map(|d| writer.text(d).trim_matches(['"', '\'']).to_string()).or_else(|| long.map(|f| f.trim_start_matches('-').replace('-', "_")));
+            if let Some(dest) = dest.filter(|d| super::is_identifier(d)) {
+                out.insert(dest, default);
+            }
+        }
+        OptionDefaults(out)
     }
 }
 
@@ -472,7 +513,7 @@ fn module_lists<'t>(text: &'t str, root: Node<'t>) -> HashMap<&'t str, Node<'t>>
 /// The names a test's `@pytest.mark.parametrize("n", [7, 4096])` decorators set, each to its
 /// first value written as C++ (`"n, d", [(7, 64), …]` too, and a list the module names).
 fn parametrized(text: &str, decorated: Node, lists: &HashMap<&str, Node>) -> HashMap<String, String> {
-    let writer = Writer { text, bindings: &[], functions: HashSet::new(), lines: Vec::new() };
+    let writer = Writer { text, bindings: &[], functions: HashMap::new(), options: HashMap::new(), lines: Vec::new() };
     let mut out = HashMap::new();
     for decorator in named_children(decorated).into_iter().filter(|d| d.kind() == "decorator") {
         let Some(call) = decorator.named_child(0).filter(|c| c.kind() == "call") else { continue };
@@ -583,6 +624,29 @@ if __name__ == '__main__':
         assert_eq!(lines[13], "void test_norm_py_line_14() { {");
         assert_eq!(lines[14], "{ auto n = 4096;");
         assert_eq!(lines[15], "bench(n); } } }");
+    }
+
+    #[test]
+    fn options_take_their_defaults_and_keywords_their_parameters_place() {
+        let script = "\
+import argparse
+
+def main(tokens, hidden):
+    x = torch.randn(tokens, hidden)
+    ext.softclamp_(x, 3.0)
+
+if __name__ == '__main__':
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--tokens', type=int, default=4096)
+    parser.add_argument('--hidden-size', type=int, default=2 ** 10)
+    parser.add_argument('-b', '--batch', dest='batch_size', type=int, default=8)
+    args = parser.parse_args()
+    main(hidden=args.hidden_size, tokens=args.tokens * args.batch_size)
+";
+        let code = as_host_code(script, "bench", &[binding("softclamp_", "softclamp_", &[])]);
+        let lines: Vec<&str> = code.lines().collect();
+        assert_eq!(lines[2], "void main_(auto tokens, auto hidden) {", "{code}");
+        assert_eq!(lines[12], "main_(4096 * 8, 1024); } }", "{code}");
     }
 
     #[test]

@@ -83,8 +83,9 @@ pub(super) struct HostContext<'d> {
     /// The variables of the `for` loops around the launch in the launcher: a condition on one
     /// holds for some passes, not for the launch's values.
     loop_variables: BTreeSet<String>,
-    /// The PyTorch dispatch macro the launch is in (`AT_DISPATCH_FLOATING_TYPES_AND_HALF(…,
-    /// [&] { kernel<scalar_t><<<…>>>(…); })`), which names `scalar_t`.
+    /// The dtype dispatch macro the launch is in, PyTorch's or a project's over it
+    /// (`AT_DISPATCH_FLOATING_TYPES_AND_HALF(…, [&] { kernel<scalar_t><<<…>>>(…); })`), which
+    /// names `scalar_t`.
     dispatch: Option<String>,
 }
 
@@ -116,7 +117,7 @@ impl ValueSource<'_> {
     pub(super) fn describe(&self, place: &str) -> String {
         let function = &self.function;
         match &self.made_by {
-            Made::Expression(text) => match (tensor_of_size(text), tensor_of_data(text)) {
+            Made::Expression(text) => match (tensors::size_read(text).map(|(t, _)| t), tensors::data_of(text).map(|(t, _)| t)) {
                 (Some(tensor), _) => format!("the program makes it as `{text}` in `{function}` ({place}), a size of the PyTorch tensor `{tensor}`, known only when the program runs"),
                 (_, Some(tensor)) => format!("the program makes it as `{text}` in `{function}` ({place}), the data of the PyTorch tensor `{tensor}`, whose length only the running program knows"),
                 _ => format!("the program makes it as `{text}` in `{function}` ({place})"),
@@ -126,31 +127,6 @@ impl ValueSource<'_> {
             Made::Member { name, class } => format!("it is the member `{name}` of `{class}`, read in `{function}` ({place}), which the program sets as it runs"),
         }
     }
-}
-
-/// `x` of `x.numel()`, `x.size(0)`, `x.sizes()[1]`, `x.stride(-1)`, `x.dim()`: a size of a
-/// PyTorch tensor, which only the running program knows.
-fn tensor_of_size(text: &str) -> Option<&str> {
-    tensor_call(text, &["numel", "size", "sizes", "stride", "strides", "dim", "ndimension"])
-}
-
-/// `x` of `x.data_ptr<float>()` or `x.data_ptr()`: a PyTorch tensor's data, whose length only
-/// the running program knows.
-fn tensor_of_data(text: &str) -> Option<&str> {
-    tensor_call(text, &["data_ptr", "data", "const_data_ptr", "mutable_data_ptr"])
-}
-
-/// `x` of `x.method(…)` or `x.method<T>(…)`, for one of `methods`.
-fn tensor_call<'t>(text: &'t str, methods: &[&str]) -> Option<&'t str> {
-    let (object, rest) = text.split_once('.')?;
-    let object = object.trim();
-    let rest = rest.trim_start();
-    let method = rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next()?;
-    let mut after = rest[method.len()..].trim_start();
-    if let Some(arguments) = after.strip_prefix('<') {
-        after = arguments.split_once('>')?.1.trim_start();
-    }
-    (is_identifier(object) && methods.contains(&method) && after.starts_with('(')).then_some(object)
 }
 
 /// A file whose host code may be on a launch's call path, with the folder it is in (`None` for
@@ -840,7 +816,7 @@ impl<'d> HostContext<'d> {
         let made_as = |t: &str, read: tensors::SizeRead| {
             let (at, dims) = self.tensor_dims(path, 0, t, 0)?;
             let k = match read {
-                tensors::SizeRead::Dim(k) => usize::try_from(if k < 0 { dims.len() as i64 + k } else { k }).ok()?,
+                tensors::SizeRead::Dim(k) => tensors::dim_index(k, dims.len())?,
                 _ => return None,
             };
             // A number is no name: `64` of one dimension is not `64` of another, unless it is
@@ -871,7 +847,7 @@ impl<'d> HostContext<'d> {
             taken.unwrap_or_else(|| tensors::SizeRead::Dim(k as i64).name(tensor))
         };
         let product = |from: usize| if from >= rank { "1".to_string() } else { (from..rank).map(dim).collect::<Vec<_>>().join(" * ") };
-        let at = |k: i64| usize::try_from(if k < 0 { rank as i64 + k } else { k }).ok().filter(|&k| k < rank);
+        let at = |k: i64| tensors::dim_index(k, rank);
         match read {
             tensors::SizeRead::Dim(k) => at(k).map_or_else(|| read.name(tensor), dim),
             tensors::SizeRead::Numel => format!("({})", product(0)),
@@ -1300,26 +1276,23 @@ impl<'d> HostContext<'d> {
             return None;
         }
         let frame = path.get(at)?;
-        let made = |value: &str| match tensors::made_tensor(&strip_casts_everywhere(value))? {
-            tensors::MadeTensor::Dims(dims) => Some((at, dims)),
-            tensors::MadeTensor::Like(other) => self.tensor_dims(path, at, &other, depth + 1),
+        // A tensor made by `value` in frame `made_at`.
+        let made = |made_at: usize, value: &str| match tensors::made_tensor(&strip_casts_everywhere(value))? {
+            tensors::MadeTensor::Dims(dims) => Some((made_at, dims)),
+            tensors::MadeTensor::Like(other) => self.tensor_dims(path, made_at, &other, depth + 1),
         };
         if let Some(value) = frame.scope.value_text(name) {
-            return made(value);
+            return made(at, value);
         }
         match frame.params.iter().position(|p| p == name) {
             Some(index) => {
                 let passed = strip_casts_everywhere(&frame.argument(index)?);
-                let passed = passed.trim();
-                match is_identifier(passed) {
-                    true => self.tensor_dims(path, at + 1, passed, depth + 1),
-                    false => match tensors::made_tensor(passed)? {
-                        tensors::MadeTensor::Dims(dims) => Some((at + 1, dims)),
-                        tensors::MadeTensor::Like(other) => self.tensor_dims(path, at + 1, &other, depth + 1),
-                    },
+                match is_identifier(passed.trim()) {
+                    true => self.tensor_dims(path, at + 1, passed.trim(), depth + 1),
+                    false => made(at + 1, &passed),
                 }
             }
-            None => made(self.globals.get(name)?),
+            None => made(at, self.globals.get(name)?),
         }
     }
 
@@ -3212,17 +3185,7 @@ mod tests {
     }
 
     #[test]
-    fn a_tensors_sizes_are_told_from_other_calls_and_a_method_is_no_read_of_its_namesake() {
-        assert_eq!(tensor_of_size("x.numel()"), Some("x"));
-        assert_eq!(tensor_of_size("input.size(-1)"), Some("input"));
-        assert_eq!(tensor_of_size("q.sizes()[1]"), Some("q"));
-        assert_eq!(tensor_of_size("q.stride (0)"), Some("q"));
-        assert_eq!(tensor_of_size("prop.multiProcessorCount"), None);
-        assert_eq!(tensor_of_size("v.size"), None, "a field, not a call");
-        assert_eq!(tensor_of_size("a.b.numel()"), None);
-        assert_eq!(tensor_of_data("x.data_ptr<at::Half>()"), Some("x"));
-        assert_eq!(tensor_of_data("out.data_ptr()"), Some("out"));
-        assert_eq!(tensor_of_data("x.numel()"), None);
+    fn a_method_is_no_read_of_its_namesake() {
         assert!(!reads_variable("x.numel()", "numel"));
         assert!(!reads_variable("input->size", "size"));
         assert!(!reads_variable("numel_total / 2", "numel"));

@@ -16,10 +16,15 @@ pub(super) enum SizeRead {
     Rank,
 }
 
+/// The dimension `k` names in a tensor of `rank` dimensions (`-1` the last), if it has it.
+pub(super) fn dim_index(k: i64, rank: usize) -> Option<usize> {
+    usize::try_from(if k < 0 { rank as i64 + k } else { k }).ok().filter(|&k| k < rank)
+}
+
 impl SizeRead {
     /// Its value for a tensor of `dims`.
     pub(super) fn of(self, dims: &[i64]) -> Option<i64> {
-        let at = |k: i64| usize::try_from(if k < 0 { dims.len() as i64 + k } else { k }).ok().filter(|&k| k < dims.len());
+        let at = |k: i64| dim_index(k, dims.len());
         match self {
             SizeRead::Dim(k) => dims.get(at(k)?).copied(),
             SizeRead::Numel => dims.iter().try_fold(1i64, |p, d| p.checked_mul(*d)),
@@ -30,7 +35,7 @@ impl SizeRead {
 
     /// Whether it reads the dimension `k` of a tensor of `rank` dimensions.
     pub(super) fn is_dim(self, k: usize, rank: usize) -> bool {
-        matches!(self, SizeRead::Dim(d) if d == k as i64 || d == k as i64 - rank as i64)
+        matches!(self, SizeRead::Dim(d) if dim_index(d, rank) == Some(k))
     }
 
     /// The size name it is in a spec, for `tensor`: `x_size_0`, `x_size_m1` (the last),
@@ -237,6 +242,8 @@ mod tests {
         assert_eq!(read("x.size(i)"), None, "an index the text does not give");
         assert_eq!(read("a.b.numel()"), None);
         assert_eq!(read("grid.x"), None);
+        assert_eq!(read("prop.multiProcessorCount"), None);
+        assert_eq!(read("v.size"), None, "a field, not a call");
         let replaced = replace_size_reads("ceil((float) Q.size(2) / Bc) + x.numel() - a.b.size(0)", |t, r| Some(r.name(t)));
         assert_eq!(replaced, "ceil((float) Q_size_2 / Bc) + x_numel - a.b.size(0)");
         assert_eq!(named_read("Q_size_2"), Some(("Q", SizeRead::Dim(2))));
@@ -279,6 +286,8 @@ mod tests {
         assert_eq!(data_of("Q.data_ptr<float>()"), Some(("Q", Some("float"))));
         assert_eq!(data_of("(half *)out.data_ptr()"), Some(("out", None)));
         assert_eq!(data_of("reinterpret_cast<float4 *>(x.data_ptr<float>())"), Some(("x", Some("float"))));
+        assert_eq!(data_of("x.data_ptr<at::Half>()"), Some(("x", Some("at::Half"))));
+        assert_eq!(data_of("x.numel()"), None);
         assert_eq!(data_of("x.data_ptr_impl()"), None);
         assert_eq!(data_of("d_x"), None);
     }
