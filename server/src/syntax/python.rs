@@ -82,8 +82,8 @@ pub fn as_host_code(python: &str, module: &str, bindings: &[Binding]) -> String 
     let Some(tree) = parser.parse(python, None) else { return String::new() };
     let root = tree.root_node();
     let functions = super::descendants(root).filter(|n| n.kind() == "function_definition").filter_map(|f| Some((python[f.child_by_field_name("name")?.byte_range()].to_string(), parameter_names(python, f)))).collect();
-    let options = OptionDefaults::new(&Writer { text: python, bindings, functions: HashMap::new(), options: HashMap::new(), lines: Vec::new() }, root);
-    let mut writer = Writer { text: python, bindings, functions, options: options.0, lines: vec![String::new(); python.lines().count() + 1] };
+    let options = OptionDefaults::new(&Writer { text: python, bindings, functions: HashMap::new(), options: HashMap::new(), params: Vec::new(), lines: Vec::new() }, root);
+    let mut writer = Writer { text: python, bindings, functions, options: options.0, params: Vec::new(), lines: vec![String::new(); python.lines().count() + 1] };
     let module: String = module.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     let lists = module_lists(python, root);
     for statement in named_children(root) {
@@ -101,6 +101,9 @@ struct Writer<'a> {
     /// The command-line options the script declares with `argparse`, by their attribute
     /// (`num_tokens` of `--num-tokens`), with their defaults as C++: the run without arguments.
     options: HashMap<String, String>,
+    /// The parameters of the function being written: one called (`op(out, x)`) is a function
+    /// the caller passes (`run(ext.rms_norm, out, x)`), which C++ calls through a pointer.
+    params: Vec<String>,
     /// The C++ of each line of the script.
     lines: Vec<String>,
 }
@@ -138,7 +141,7 @@ impl<'a> Writer<'a> {
                 }
             }
             _ => {
-                let mut body = Writer { text: self.text, bindings: self.bindings, functions: self.functions.clone(), options: self.options.clone(), lines: vec![String::new(); self.lines.len()] };
+                let mut body = Writer { text: self.text, bindings: self.bindings, functions: self.functions.clone(), options: self.options.clone(), params: Vec::new(), lines: vec![String::new(); self.lines.len()] };
                 body.statement(statement);
                 if body.lines.iter().all(String::is_empty) {
                     return;
@@ -181,7 +184,9 @@ impl<'a> Writer<'a> {
         for (name, value) in names {
             self.put(row, &format!("auto {} = {value};", cpp_name(name)));
         }
+        self.params = parameter_names(self.text, definition);
         self.block(body);
+        self.params.clear();
         self.put(definition.end_position().row, "}");
     }
 
@@ -202,8 +207,11 @@ impl<'a> Writer<'a> {
                     for (name, value) in assignments {
                         self.put(row, &format!("auto {name} = {value};"));
                     }
-                } else if let Some(call) = statement.named_child(0).filter(|c| c.kind() == "call").and_then(|c| self.host_call(c)) {
-                    self.put(row, &format!("{call};"));
+                } else {
+                    // `print(n, run(ext.op, x))`: the host calls inside what is no host call.
+                    for call in self.outermost_host_calls(statement) {
+                        self.put(row, &format!("{call};"));
+                    }
                 }
             }
             // A wrapper that returns what the op returns: the call is the statement.
@@ -227,6 +235,16 @@ impl<'a> Writer<'a> {
             "for_statement" => self.first_pass(statement),
             _ => {}
         }
+    }
+
+    /// The host calls in `node`, outermost first: those no other host call holds.
+    fn outermost_host_calls(&self, node: Node) -> Vec<String> {
+        if node.kind() == "call" {
+            if let Some(call) = self.host_call(node) {
+                return vec![call];
+            }
+        }
+        named_children(node).into_iter().flat_map(|child| self.outermost_host_calls(child)).collect()
     }
 
     /// A loop's first pass: `for n in [1024, 4096]:` runs its body with `n = 1024` first, as
@@ -303,7 +321,12 @@ impl<'a> Writer<'a> {
             }
             "subscript" => self.shape_read(node),
             // `args.num_tokens` of `parser.add_argument("--num-tokens", default=4096)`.
-            "attribute" => node.child_by_field_name("attribute").and_then(|a| self.options.get(self.text(a))).cloned(),
+            // An exported function passed as a value (`run(ext.rms_norm, …)`).
+            "attribute" => {
+                let attribute = self.text(node.child_by_field_name("attribute")?);
+                let exported = self.bindings.iter().find(|b| b.python == attribute).map(|b| b.cpp.clone());
+                self.options.get(attribute).cloned().or(exported)
+            }
             "call" => self.call(node),
             _ => None,
         }
@@ -425,9 +448,11 @@ impl<'a> Writer<'a> {
         };
         let binding = self.bindings.iter().find(|b| b.python == name);
         let own = self.functions.get(name).filter(|_| function.kind() == "identifier");
+        let passed = function.kind() == "identifier" && self.params.iter().any(|p| *p == cpp_name(name));
         let (callee, params): (String, &[String]) = match (binding, own) {
             (_, Some(params)) => (cpp_name(name), params),
             (Some(binding), None) => (binding.cpp.clone(), &binding.params),
+            (None, None) if passed => (cpp_name(name), &[]),
             (None, None) => return None,
         };
         let arguments = call.child_by_field_name("arguments")?;
@@ -513,7 +538,7 @@ fn module_lists<'t>(text: &'t str, root: Node<'t>) -> HashMap<&'t str, Node<'t>>
 /// The names a test's `@pytest.mark.parametrize("n", [7, 4096])` decorators set, each to its
 /// first value written as C++ (`"n, d", [(7, 64), …]` too, and a list the module names).
 fn parametrized(text: &str, decorated: Node, lists: &HashMap<&str, Node>) -> HashMap<String, String> {
-    let writer = Writer { text, bindings: &[], functions: HashMap::new(), options: HashMap::new(), lines: Vec::new() };
+    let writer = Writer { text, bindings: &[], functions: HashMap::new(), options: HashMap::new(), params: Vec::new(), lines: Vec::new() };
     let mut out = HashMap::new();
     for decorator in named_children(decorated).into_iter().filter(|d| d.kind() == "decorator") {
         let Some(call) = decorator.named_child(0).filter(|c| c.kind() == "call") else { continue };
@@ -647,6 +672,18 @@ if __name__ == '__main__':
         let lines: Vec<&str> = code.lines().collect();
         assert_eq!(lines[2], "void main_(auto tokens, auto hidden) {", "{code}");
         assert_eq!(lines[12], "main_(4096 * 8, 1024); } }", "{code}");
+    }
+
+    #[test]
+    fn an_op_passed_to_a_timing_function_is_called_through_its_parameter() {
+        let script = "def run(op, out, x, iters=100):\n    for _ in range(iters):\n        op(out, x, 1e-6)\n\nrun(torch.ops.my_ops.rms_norm, out, x)\n";
+        let code = as_host_code(script, "bench", &[binding("rms_norm", "rms_norm", &[])]);
+        let lines: Vec<&str> = code.lines().collect();
+        assert_eq!(lines[0], "void run(auto op, auto out, auto x, auto iters = 100) {", "{code}");
+        assert_eq!(lines[2], "op(out, x, 1e-6); } }", "{code}");
+        assert_eq!(lines[4], "void bench_py_line_5() { run(rms_norm, out, x); }", "{code}");
+        let printed = as_host_code("print(n, run(torch.ops.my_ops.rms_norm, out, x))\ndef run(op, out, x):\n    op(out, x)\n", "bench", &[binding("rms_norm", "rms_norm", &[])]);
+        assert_eq!(printed.lines().next(), Some("void bench_py_line_1() { run(rms_norm, out, x); }"), "{printed}");
     }
 
     #[test]
