@@ -81,9 +81,10 @@ pub fn as_host_code(python: &str, module: &str, bindings: &[Binding]) -> String 
     }
     let Some(tree) = parser.parse(python, None) else { return String::new() };
     let root = tree.root_node();
-    let functions = super::descendants(root).filter(|n| n.kind() == "function_definition").filter_map(|f| Some((python[f.child_by_field_name("name")?.byte_range()].to_string(), parameter_names(python, f)))).collect();
-    let options = OptionDefaults::new(&Writer { text: python, bindings, functions: HashMap::new(), options: HashMap::new(), params: Vec::new(), lines: Vec::new() }, root);
-    let mut writer = Writer { text: python, bindings, functions, options: options.0, params: Vec::new(), lines: vec![String::new(); python.lines().count() + 1] };
+    let mut writer = Writer::bare(python, bindings);
+    writer.options = option_defaults(&writer, root);
+    writer.functions = super::descendants(root).filter(|n| n.kind() == "function_definition").filter_map(|f| Some((python[f.child_by_field_name("name")?.byte_range()].to_string(), parameter_names(python, f)))).collect();
+    writer.lines = vec![String::new(); python.lines().count() + 1];
     let module: String = module.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     let lists = module_lists(python, root);
     for statement in named_children(root) {
@@ -113,6 +114,16 @@ struct Writer<'a> {
 const CPP_KEYWORDS: [&str; 17] = ["auto", "class", "new", "delete", "this", "int", "float", "double", "long", "char", "void", "struct", "namespace", "template", "typename", "default", "main"];
 
 impl<'a> Writer<'a> {
+    /// A writer of `text` that knows nothing of it yet and has no lines.
+    fn bare(text: &'a str, bindings: &'a [Binding]) -> Writer<'a> {
+        Writer { text, bindings, functions: HashMap::new(), options: HashMap::new(), params: Vec::new(), lines: Vec::new() }
+    }
+
+    /// A writer of the same script, into empty lines of its own.
+    fn beside(&self) -> Writer<'a> {
+        Writer { functions: self.functions.clone(), options: self.options.clone(), lines: vec![String::new(); self.lines.len()], ..Writer::bare(self.text, self.bindings) }
+    }
+
     fn text(&self, node: Node) -> &'a str {
         &self.text[node.byte_range()]
     }
@@ -141,7 +152,7 @@ impl<'a> Writer<'a> {
                 }
             }
             _ => {
-                let mut body = Writer { text: self.text, bindings: self.bindings, functions: self.functions.clone(), options: self.options.clone(), params: Vec::new(), lines: vec![String::new(); self.lines.len()] };
+                let mut body = self.beside();
                 body.statement(statement);
                 if body.lines.iter().all(String::is_empty) {
                     return;
@@ -161,20 +172,14 @@ impl<'a> Writer<'a> {
     fn function(&mut self, definition: Node, parametrized: &HashMap<String, String>) {
         let (Some(name), Some(body)) = (definition.child_by_field_name("name"), definition.child_by_field_name("body")) else { return };
         let mut params = Vec::new();
-        if let Some(list) = definition.child_by_field_name("parameters") {
-            let mut cursor = list.walk();
-            for param in list.named_children(&mut cursor) {
-                let (name, default) = match param.kind() {
-                    "identifier" => (Some(param), None),
-                    "typed_parameter" => (param.named_child(0).filter(|n| n.kind() == "identifier"), None),
-                    "default_parameter" | "typed_default_parameter" => (param.child_by_field_name("name"), param.child_by_field_name("value")),
-                    _ => (None, None),
-                };
-                let Some(name) = name.map(|n| self.text(n)).filter(|n| !parametrized.contains_key(*n)) else { continue };
-                match default.and_then(|d| self.expression(d)) {
-                    Some(value) => params.push(format!("auto {} = {value}", cpp_name(name))),
-                    None => params.push(format!("auto {}", cpp_name(name))),
-                }
+        for (name, default) in parameters(definition) {
+            let name = self.text(name);
+            if parametrized.contains_key(name) {
+                continue;
+            }
+            match default.and_then(|d| self.expression(d)) {
+                Some(value) => params.push(format!("auto {} = {value}", cpp_name(name))),
+                None => params.push(format!("auto {}", cpp_name(name))),
             }
         }
         let row = definition.start_position().row;
@@ -475,42 +480,44 @@ impl<'a> Writer<'a> {
     }
 }
 
-/// The names of a Python function's parameters, in order (`*args` and `**kwargs` left out).
-fn parameter_names(text: &str, definition: Node) -> Vec<String> {
+/// A Python function's parameters, in order, each with its default (`*args` and `**kwargs`
+/// left out).
+fn parameters(definition: Node) -> Vec<(Node, Option<Node>)> {
     let Some(list) = definition.child_by_field_name("parameters") else { return Vec::new() };
     named_children(list)
         .into_iter()
         .filter_map(|param| match param.kind() {
-            "identifier" => Some(param),
-            "typed_parameter" => param.named_child(0).filter(|n| n.kind() == "identifier"),
-            "default_parameter" | "typed_default_parameter" => param.child_by_field_name("name"),
+            "identifier" => Some((param, None)),
+            "typed_parameter" => Some((param.named_child(0).filter(|n| n.kind() == "identifier")?, None)),
+            "default_parameter" | "typed_default_parameter" => Some((param.child_by_field_name("name")?, param.child_by_field_name("value"))),
             _ => None,
         })
-        .map(|name| cpp_name(&text[name.byte_range()]))
         .collect()
+}
+
+/// The names of a Python function's parameters as C++ names them.
+fn parameter_names(text: &str, definition: Node) -> Vec<String> {
+    parameters(definition).into_iter().map(|(name, _)| cpp_name(&text[name.byte_range()])).collect()
 }
 
 /// The defaults of the options a script declares with `argparse`
 /// (`parser.add_argument("--num-tokens", type=int, default=4096)`), by the attribute the parsed
 /// arguments hold each in (`dest=`, or the long name with `-` as `_`).
-struct OptionDefaults(HashMap<String, String>);
-
-impl OptionDefaults {
-    fn new(writer: &Writer, root: Node) -> OptionDefaults {
-        let mut out = HashMap::new();
-        for call in super::descendants(root).filter(|n| n.kind() == "call") {
-            let is_option = call.child_by_field_name("function").is_some_and(|f| f.kind() == "attribute" && f.child_by_field_name("attribute").is_some_and(|a| writer.text(a) == "add_argument"));
-            let Some(arguments) = call.child_by_field_name("arguments").filter(|_| is_option) else { continue };
-            let Some(default) = writer.keyword(arguments, "default").and_then(|d| writer.expression(d)) else { continue };
-            let flags: Vec<String> = named_children(arguments).into_iter().filter(|a| a.kind() == "string").map(|a| writer.text(a).trim_matches(['"', '\'']).to_string()).collect();
-            let long = flags.iter().find(|f| f.starts_with("--")).or(flags.first());
-            let dest = writer.keyword(arguments, "dest").map(|d| writer.text(d).trim_matches(['"', '\'']).to_string()).or_else(|| long.map(|f| f.trim_start_matches('-').replace('-', "_")));
-            if let Some(dest) = dest.filter(|d| super::is_identifier(d)) {
-                out.insert(dest, default);
-            }
+fn option_defaults(writer: &Writer, root: Node) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    for call in super::descendants(root).filter(|n| n.kind() == "call") {
+        let is_option = call.child_by_field_name("function").is_some_and(|f| f.kind() == "attribute" && f.child_by_field_name("attribute").is_some_and(|a| writer.text(a) == "add_argument"));
+        let Some(arguments) = call.child_by_field_name("arguments").filter(|_| is_option) else { continue };
+        let Some(default) = writer.keyword(arguments, "default").and_then(|d| writer.expression(d)) else { continue };
+        let unquoted = |node: Node| writer.text(node).trim_matches(['"', '\'']).to_string();
+        let flags: Vec<String> = named_children(arguments).into_iter().filter(|a| a.kind() == "string").map(unquoted).collect();
+        let long = flags.iter().find(|f| f.starts_with("--")).or(flags.first());
+        let dest = writer.keyword(arguments, "dest").map(unquoted).or_else(|| long.map(|f| f.trim_start_matches('-').replace('-', "_")));
+        if let Some(dest) = dest.filter(|d| super::is_identifier(d)) {
+            out.insert(dest, default);
         }
-        OptionDefaults(out)
     }
+    out
 }
 
 fn named_children(node: Node) -> Vec<Node> {
@@ -538,7 +545,7 @@ fn module_lists<'t>(text: &'t str, root: Node<'t>) -> HashMap<&'t str, Node<'t>>
 /// The names a test's `@pytest.mark.parametrize("n", [7, 4096])` decorators set, each to its
 /// first value written as C++ (`"n, d", [(7, 64), …]` too, and a list the module names).
 fn parametrized(text: &str, decorated: Node, lists: &HashMap<&str, Node>) -> HashMap<String, String> {
-    let writer = Writer { text, bindings: &[], functions: HashMap::new(), options: HashMap::new(), params: Vec::new(), lines: Vec::new() };
+    let writer = Writer::bare(text, &[]);
     let mut out = HashMap::new();
     for decorator in named_children(decorated).into_iter().filter(|d| d.kind() == "decorator") {
         let Some(call) = decorator.named_child(0).filter(|c| c.kind() == "call") else { continue };
