@@ -354,6 +354,8 @@ fn is_one_term(text: &str) -> bool {
     any && depth == 0
 }
 
+/// `&x`, `(void *)&x` and `reinterpret_cast<void *>(&x)` → `x`; empty when the element is not
+/// the address of a variable.
 pub fn address_taken(element: &str) -> String {
     let mut e = without_pointer_cast(element);
     while let Some(inner) = e.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {

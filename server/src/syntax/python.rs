@@ -146,11 +146,7 @@ impl<'a> Writer<'a> {
                 }
             }
             // Numbers and tensors at file scope, where every function of the module sees them.
-            "expression_statement" if self.assignments(statement).is_some_and(|a| a.iter().all(|(_, value)| !self.calls_host(value))) => {
-                for (name, value) in self.assignments(statement).unwrap_or_default() {
-                    self.put(statement.start_position().row, &format!("auto {name} = {value};"));
-                }
-            }
+            "expression_statement" if self.assignments(statement).is_some_and(|a| a.iter().all(|(_, value)| !self.calls_host(value))) => self.statement(statement),
             _ => {
                 let mut body = self.beside();
                 body.statement(statement);

@@ -49,9 +49,7 @@ impl SizeRead {
             SizeRead::Rank => format!("{tensor}_dim"),
         }
     }
-}
 
-impl SizeRead {
     /// The read as C++ writes it: `x.size(0)`, `x.numel()`, `x.stride(1)`, `x.dim()`.
     pub(super) fn call(self, tensor: &str) -> String {
         match self {

@@ -149,10 +149,12 @@ impl Workspace {
         // spent on namesakes elsewhere.
         let mut by_distance: Vec<(&PathBuf, &FileEntry)> = self.files.iter().collect();
         by_distance.sort_by_key(|(path, _)| std::cmp::Reverse(shared_components(path, kernel_file)));
+        // Python scripts are host code only through the functions a binding exports.
+        let (scripts, by_distance): (Vec<_>, Vec<_>) = by_distance.into_iter().partition(|(path, _)| is_python(path));
         // The files that include a header of kernels: their file-scope objects (a texture
         // object made in an `init` function, a buffer) are what the launches pass.
         if let Some(stem) = kernel_file.file_stem().and_then(|s| s.to_str()) {
-            for &(path, _) in by_distance.iter().filter(|(path, entry)| *path != kernel_file && !is_python(path) && entry.mentions(stem)).take(MAX_HOST_FILES) {
+            for &(path, _) in by_distance.iter().filter(|(path, entry)| *path != kernel_file && entry.mentions(stem)).take(MAX_HOST_FILES) {
                 let Ok(text) = std::fs::read_to_string(path) else { continue };
                 if quoted_includes(path, &text).contains(kernel_file) {
                     documents.push(HostDocument { path: path.clone(), document: host_document(path, text) });
@@ -178,7 +180,7 @@ impl Workspace {
                     break;
                 }
                 let known = path == kernel_file || documents.iter().any(|d| &d.path == path);
-                if !known && !is_python(path) && wanted.iter().any(|name| entry.mentions(name)) {
+                if !known && wanted.iter().any(|name| entry.mentions(name)) {
                     if let Ok(text) = std::fs::read_to_string(path) {
                         documents.push(HostDocument { path: path.clone(), document: host_document(path, text) });
                     }
@@ -193,25 +195,9 @@ impl Workspace {
             }
             seen_names.extend(wanted.iter().cloned());
         }
-        self.add_python_callers(&by_distance, own.as_ref(), &seen_names, &mut documents);
+        add_python_callers(&scripts, own.as_ref(), &seen_names, &mut documents);
         self.add_local_includes(kernel_file, own.as_ref(), &mut documents);
         documents
-    }
-
-    /// The Python scripts that call a function of the call chain (`names`) that a binding of
-    /// the C++ files exports, nearest first, each as the host code it stands for.
-    fn add_python_callers(&self, by_distance: &[(&PathBuf, &FileEntry)], own: Option<&Document>, names: &BTreeSet<String>, documents: &mut Vec<HostDocument>) {
-        let cpp = own.into_iter().chain(documents.iter().map(|d| &d.document));
-        let exported: Vec<Binding> = cpp.flat_map(|doc| doc.tree().map(|tree| python::bindings(doc.text(), tree.root_node())).unwrap_or_default()).filter(|b| names.contains(&b.cpp)).collect();
-        if exported.is_empty() {
-            return;
-        }
-        let scripts = by_distance.iter().filter(|(path, entry)| is_python(path) && exported.iter().any(|b| entry.mentions(&b.python)));
-        for &(path, _) in scripts.take(MAX_PYTHON_FILES) {
-            let Ok(text) = std::fs::read_to_string(path) else { continue };
-            let module = path.file_stem().and_then(|s| s.to_str()).unwrap_or("script");
-            documents.push(HostDocument { path: path.clone(), document: Document::new(python::as_host_code(&text, module, &exported)) });
-        }
     }
 
     /// The headers the kernel's file and the host files include with quotes, found next to the
@@ -244,6 +230,22 @@ impl Workspace {
     /// The files that may define a kernel called `name`.
     pub fn kernel_files_mentioning<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Path> {
         self.files.iter().filter(move |(_, e)| e.has_kernels && e.mentions(name)).map(|(p, _)| p.as_path())
+    }
+}
+
+/// The Python scripts that call a function of the call chain (`names`) that a binding of
+/// the C++ files exports, nearest first, each as the host code it stands for.
+fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], own: Option<&Document>, names: &BTreeSet<String>, documents: &mut Vec<HostDocument>) {
+    let cpp = own.into_iter().chain(documents.iter().map(|d| &d.document));
+    let exported: Vec<Binding> = cpp.flat_map(|doc| doc.tree().map(|tree| python::bindings(doc.text(), tree.root_node())).unwrap_or_default()).filter(|b| names.contains(&b.cpp)).collect();
+    if exported.is_empty() {
+        return;
+    }
+    let callers = scripts.iter().filter(|(_, entry)| exported.iter().any(|b| entry.mentions(&b.python)));
+    for &(path, _) in callers.take(MAX_PYTHON_FILES) {
+        let Ok(text) = std::fs::read_to_string(path) else { continue };
+        let module = path.file_stem().and_then(|s| s.to_str()).unwrap_or("script");
+        documents.push(HostDocument { path: path.clone(), document: Document::new(python::as_host_code(&text, module, &exported)) });
     }
 }
 
