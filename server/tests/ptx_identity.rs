@@ -103,3 +103,30 @@ fn the_default_instantiation_of_every_fixture_compiles_to_the_original_ptx() {
     assert!(compared.iter().any(|k| k == "rms_rows"), "the rows-per-block fixture was not compared: {compared:?}");
     assert!(compared.len() >= 35, "only {} fixtures compared: {compared:?}; not compiled alone: {alone:?}", compared.len());
 }
+
+/// A loop's unroll factor that `loop-unroll` lifts is a real choice: a factor compiles to other
+/// code than the default, and the default (0, no pragma at all) compiles without the warning a
+/// `#pragma unroll 0` would give.
+#[test]
+fn a_lifted_loop_unroll_factor_changes_the_code_and_its_default_warns_nothing() {
+    let nvrtc = Nvrtc::locate(None).unwrap_or_else(|e| panic!("this test needs NVRTC: run `scripts/test` (it installs it from pip) or set CUTUNE_NVRTC.\n{e}"));
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/template/loop_unroll.cu");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let options = SliceOptions::for_file(&path);
+    let templatized = templatize(&text, "block_min", &options).unwrap();
+    assert!(templatized.params().iter().any(|p| p.name == "BLOCK_MIN_UNROLL_R"), "{:?}", templatized.params());
+    let slice = device_slice(&Document::new(templatized.text.clone()), "block_min", &options).unwrap();
+    let compile = |defines: &[(&str, &str)]| {
+        let mut request = CompileRequest::new(&slice.source, "block_min.cu", "compute_90");
+        request.cubin = false;
+        request.options = vec!["--std=c++17".into()];
+        request.name_expressions = vec!["&block_min".into()];
+        request.defines = defines.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+        nvrtc.compile(&request).unwrap_or_else(|failure| panic!("{failure}\n{}", failure.log))
+    };
+    let default = compile(&[]);
+    assert!(default.diagnostics.is_empty(), "{:?}", default.diagnostics);
+    let unrolled = compile(&[("BLOCK_MIN_UNROLL_R", "4")]);
+    assert!(unrolled.diagnostics.is_empty(), "{:?}", unrolled.diagnostics);
+    assert_ne!(default.ptx, unrolled.ptx, "unrolling the loop by 4 left the PTX as it was");
+}

@@ -285,3 +285,38 @@ def test_short_rows_get_several_rows_per_block_where_the_launch_passes_the_row_c
         assert result.returncode == 0, result.stderr
         assert why in result.stderr, result.stderr
         assert "ROWS_PER_BLOCK" not in result.stdout
+
+
+def test_a_kernel_whose_launch_is_fixed_gets_its_loops_unroll_factors_and_is_ready_to_tune(tmp_path: Path):
+    source = copy(tmp_path, FIXTURES / "loop_unroll.cu")
+
+    written = cutune("templatize", str(source), "--kernel", "block_min", "--write")
+
+    assert written.returncode == 0, written.stderr
+    assert "loop-unroll: the launch makes no choice that may vary alone" in written.stderr
+    text = source.read_text()
+    # The loop over `d` (innermost, run-time trip count) and the one over `r`; not the loop that
+    # fills the thread's array, nor the one of a constant trip count, nor the outer loop.
+    assert "        #if BLOCK_MIN_UNROLL_D > 0\n        #pragma unroll block_min_unroll_d\n        #endif\n        for (int d = blockDim.x;" in text
+    assert "    #if BLOCK_MIN_UNROLL_R > 0\n    #pragma unroll block_min_unroll_r\n    #endif\n    for (int r = 0;" in text
+    assert text.count("#pragma unroll") == 2
+    spec = tomllib.loads((tmp_path / "loop_unroll.cutune.toml").read_text())
+    params = {p["name"]: p for p in spec["kernels"][0]["params"]}
+    assert params["BLOCK_MIN_UNROLL_D"]["default"] == 0 and params["BLOCK_MIN_UNROLL_D"]["values"] == [0, 1, 2, 4, 8]
+    assert set(params) == {"BLOCK_MIN_UNROLL_D", "BLOCK_MIN_UNROLL_R", "fast_math", "max_registers"}
+
+    checked = cutune("check", str(source), "--kernel", "block_min", "--all", "--json")
+    assert checked.returncode == 0, checked.stderr
+    report = json.loads(checked.stdout)
+    assert report["space_size"] == 5 * 5 * 2 * 5 and report["compiled"] == 250 and report["failed"] == 0
+
+    again = cutune("templatize", str(source), "--kernel", "block_min", "--diff")
+    assert again.returncode == 0 and again.stdout == "", again.stdout
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    copy(fresh, FIXTURES / "loop_unroll.cu")
+    survey = cutune("survey", str(fresh), "--json")
+    assert survey.returncode == 0, survey.stderr
+    [kernel] = json.loads(survey.stdout)["kernels"]
+    assert kernel["stage"] == "ready" and kernel["execution_params"] == 2, kernel

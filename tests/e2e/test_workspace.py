@@ -57,9 +57,9 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 71
+    assert len(kernels) == len(set(kernels)) == 72
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel"}
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel"}
     for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
@@ -87,22 +87,25 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     for kernel in ("seed_states", "count_inside"):
         assert by_kernel[kernel]["stage"] == "spec", by_kernel[kernel]
         assert any(p.startswith("block extent x: `m_block_size` is a size no shape gives (it is the member `m_block_size` of `Estimator`, read in `Estimator::run` (estimator.cu:") for p in by_kernel[kernel]["spec_problems"]), by_kernel[kernel]
-    # One block whose threads are the data's elements: nothing to vary but compiler options, and
-    # the survey says why.
-    assert by_kernel["block_prefix"]["stage"] == "parameters"
-    assert by_kernel["block_prefix"]["why"] == (
-        "no execution parameter was found, only compiler options (launch-choices: the launch at line 26 makes no run-time choice"
-        " that may vary alone: `count` also sizes `data` (count), so another block would change the problem, not only the launch)"
+    # One block whose threads are the data's elements: the block may not vary, so its loop's
+    # unroll factor is the choice; a warp's vote with no loop has nothing to vary but compiler
+    # options, and the survey says why.
+    assert by_kernel["block_prefix"]["stage"] == "ready"
+    assert by_kernel["block_prefix"]["params"] == ["fast_math=0", "max_registers=0", "BLOCK_PREFIX_UNROLL_STEP=0"]
+    assert by_kernel["warp_any"]["stage"] == "parameters"
+    assert by_kernel["warp_any"]["why"] == (
+        "no execution parameter was found, only compiler options (launch-choices: the launch at line 18 makes no run-time choice"
+        " that may vary alone: `lanes` also sizes `flags` (lanes), so another block would change the problem, not only the launch)"
     )
     # A cooperative launch sized by the occupancy calculator: its names stay for a capture to fill
     # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
     assert by_kernel["grid_sum"]["why"].startswith("grid extent x: `blocks_per_sm` is a size no shape gives (the program sets it with `cudaOccupancyMaxActiveBlocksPerMultiprocessor` in `main` (grid_sum.cu:"), by_kernel["grid_sum"]
-    assert report["totals"] == {"kernels": 71, "ready": 62, "spec": 6, "compile": 2, "parameters": 1}
+    assert report["totals"] == {"kernels": 72, "ready": 63, "spec": 6, "compile": 2, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "71 kernels under" in text.stdout and "62 ready to tune (87%)" in text.stdout
+    assert "72 kernels under" in text.stdout and "63 ready to tune (88%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):

@@ -12,7 +12,7 @@ use super::read_source;
 use crate::compile::Nvrtc;
 use crate::slice::{device_slice, SliceOptions};
 use crate::space::{self, Configuration};
-use crate::spec::{KernelSpec, ParamKind, UNKNOWN};
+use crate::spec::{KernelSpec, UNKNOWN};
 use crate::syntax::Document;
 use crate::template;
 use crate::workspace::{find_root, is_marked_root, Limits, Workspace};
@@ -239,7 +239,7 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
     };
     let spec = &result.spec;
     survey.params = spec.params.iter().map(|p| format!("{}={}", p.name, p.default)).collect();
-    survey.execution_params = spec.params.iter().filter(|p| !matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters) && p.values.len() > 1).count();
+    survey.execution_params = spec.execution_params().count();
     survey.spec_problems = template::spec_problems(path, spec);
     survey.compile = compile_default(&result.text, path, spec, &slice_options, nvrtc, no_nvrtc, arch);
     if let CompileResult::Failed { reason } = &mut survey.compile {

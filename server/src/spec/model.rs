@@ -70,6 +70,12 @@ pub struct KernelSpec {
 }
 
 impl KernelSpec {
+    /// The parameters that choose how the kernel runs, not only how it is compiled: all but
+    /// the compiler options, those with more than one value.
+    pub fn execution_params(&self) -> impl Iterator<Item = &ParamSpec> {
+        self.params.iter().filter(|p| !matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters) && p.values.len() > 1)
+    }
+
     /// The shapes of the problems the kernel is measured on, in their order: the spec's
     /// shapes, then each captured launch's.
     pub fn problem_shapes(&self) -> impl Iterator<Item = &Shape> {

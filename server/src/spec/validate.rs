@@ -231,12 +231,15 @@ impl<'t> Checker<'t> {
         let scope = self.check_names(k, kernel);
         let sizes_example = kernel.shapes.first().map(|s| s.keys().cloned().collect::<Vec<_>>().join(" * ")).filter(|s| !s.is_empty()).unwrap_or_else(|| "n".into());
         let first_size = kernel.shapes.first().and_then(|s| s.keys().next().cloned()).unwrap_or_else(|| "n".into());
-        // A parameter that sets the source (not a compiler option), preferably the block size.
-        let source_params = || kernel.params.iter().filter(|p| matches!(p.kind, ParamKind::Define | ParamKind::Template));
-        let first_param = source_params()
-            .find(|p| p.name.to_ascii_uppercase().contains("BLOCK"))
-            .or_else(|| source_params().next())
-            .map_or_else(|| "BLOCK_SIZE".to_string(), |p| p.name.clone());
+        // The block size: the block the spec launches, else a parameter named for it (another
+        // parameter, an unroll factor, would be a wrong example).
+        let first_param = kernel
+            .block
+            .first()
+            .filter(|b| !is_unknown(b))
+            .cloned()
+            .or_else(|| kernel.params.iter().find(|p| matches!(p.kind, ParamKind::Define | ParamKind::Template) && p.name.to_ascii_uppercase().contains("BLOCK")).map(|p| p.name.clone()))
+            .unwrap_or_else(|| "BLOCK_SIZE".to_string());
 
         let mut fields: Vec<(Field, &str)> = Vec::new();
         for (key, extents) in [("grid", &kernel.grid), ("block", &kernel.block)] {

@@ -832,6 +832,97 @@ impl Transform for PragmaUnroll {
     }
 }
 
+/// The unroll factor of a loop the code leaves to the compiler, as a parameter whose default
+/// 0 leaves it there: `#pragma unroll N` only under `#if NAME > 0` (a pragma of 0 is ignored,
+/// but with a warning). Only innermost loops, those with a run-time trip count first, at most
+/// [`UNROLLED_LOOPS`] of them; templatize offers it only to a kernel whose launch it found and
+/// that has no other execution choice (its block fixed by the algorithm, as cuda-samples'
+/// `clock`), so that other kernels' spaces stay small.
+pub(super) struct LoopUnroll;
+
+/// How many of a kernel's loops [`LoopUnroll`] makes a choice of: each multiplies the space by five.
+const UNROLLED_LOOPS: usize = 2;
+
+impl Transform for LoopUnroll {
+    fn name(&self) -> &'static str {
+        "loop-unroll"
+    }
+
+    fn apply(&self, unit: &Unit) -> Outcome {
+        let Some(body) = unit.body() else { return Outcome::NotApplicable("the kernel has no body".into()) };
+        let arrays = local_arrays(unit);
+        let mut loops: Vec<Node> = descendants(body).filter(|n| is_unrollable_loop(unit, *n, &arrays)).collect();
+        if loops.is_empty() {
+            return Outcome::NotApplicable("the kernel has no loop whose unrolling is the compiler's choice".into());
+        }
+        // A loop of a constant trip count the compiler unrolls fully already; one that runs as
+        // long as the data says is where a factor is a real choice.
+        loops.sort_by_key(|l| has_constant_trip_count(unit, *l));
+        loops.truncate(UNROLLED_LOOPS);
+        loops.sort_by_key(Node::start_byte);
+        let at_margin = super::layout::pragmas_at_margin(unit.text());
+        let mut rewrite = Rewrite::default();
+        let mut names: Vec<String> = Vec::new();
+        let mut said: Vec<String> = Vec::new();
+        for for_loop in loops {
+            let stem = loop_variable(unit, for_loop).map_or_else(|| "UNROLL".to_string(), |v| format!("UNROLL_{}", v.to_ascii_uppercase()));
+            let name = next_name(unit, &stem, &names);
+            let line_start = super::line_start(unit.text(), for_loop.start_byte());
+            let indent = if at_margin { "" } else { &unit.text()[line_start..for_loop.start_byte()] };
+            let guarded = format!("{indent}#if {name} > 0\n{indent}#pragma unroll {}\n{indent}#endif\n", unroll_constant(&name));
+            rewrite.edits.push(TextEdit { range: line_start..line_start, new_text: guarded });
+            rewrite.edits.push(unroll_parameter_block(unit, &name, 0));
+            let line = unit.line_of(for_loop.start_byte());
+            let origin = format!("unroll factor of the loop at line {line}; 0 leaves it to the compiler");
+            rewrite.params.push(param(&name, ParamKind::Define, 0, [1, 2, 4, 8], origin));
+            said.push(format!("{name} (line {line})"));
+            names.push(name);
+        }
+        rewrite.summary = format!("the launch makes no choice that may vary alone, so the loops' unroll factors are parameters: {}", said.join(", "));
+        Outcome::Applied(rewrite)
+    }
+}
+
+/// Whether `node` is a `for` loop [`LoopUnroll`] may put a pragma on: a statement of its own
+/// line in a block, holding no other loop, under no `#pragma` and no `#if` of the kernel's (an
+/// earlier rewrite's branches), not counting to a parameter of the file, and indexing none of
+/// the thread's arrays (a partial unroll would move them to memory).
+fn is_unrollable_loop(unit: &Unit, node: Node, arrays: &BTreeSet<&str>) -> bool {
+    let text = unit.text();
+    if node.kind() != "for_statement" || node.parent().is_none_or(|p| p.kind() != "compound_statement") {
+        return false;
+    }
+    let line_start = super::line_start(text, node.start_byte());
+    let own_line = text[line_start..node.start_byte()].trim().is_empty();
+    let previous_line = text[..line_start].trim_end().rsplit('\n').next().unwrap_or("").trim_start();
+    let nested_loop = descendants(node).skip(1).any(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement"));
+    let under_directive = std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| n.id() != unit.body().map_or(0, |b| b.id())).any(|n| n.kind().starts_with("preproc_"));
+    own_line
+        && !previous_line.starts_with('#')
+        && !nested_loop
+        && !under_directive
+        && !unrolls_parameter_loop(unit, line_start)
+        && !indexes_local_array(unit, arrays, line_start)
+}
+
+/// The variable a `for` loop declares or counts with (`d` of `for (int d = …; …)`).
+fn loop_variable<'u>(unit: &Unit<'u>, for_loop: Node) -> Option<&'u str> {
+    let initializer = for_loop.child_by_field_name("initializer")?;
+    let name = descendants(initializer).find(|n| n.kind() == "identifier")?;
+    Some(&unit.text()[name.byte_range()])
+}
+
+/// Whether the loop's trip count is fixed where it is compiled: it counts from a literal to a
+/// literal or a macro (`for (int i = 0; i < 8; ++i)`, `k < BLOCK_SIZE`).
+fn has_constant_trip_count(unit: &Unit, for_loop: Node) -> bool {
+    let text = unit.text();
+    let Some(condition) = for_loop.child_by_field_name("condition") else { return false };
+    let Some(bound) = condition.child_by_field_name("right") else { return false };
+    let bound = text[bound.byte_range()].trim();
+    let starts_at_literal = for_loop.child_by_field_name("initializer").is_some_and(|i| text[i.byte_range()].rsplit('=').next().is_some_and(|v| is_int_literal(v.trim().trim_end_matches(';'))));
+    starts_at_literal && (is_int_literal(bound) || unit.model.defines.iter().any(|d| d.name == bound))
+}
+
 /// The names of the kernel's own arrays (`float acc[4]`, fragments), not `__shared__` ones.
 fn local_arrays<'u>(unit: &'u Unit) -> BTreeSet<&'u str> {
     let Some(body) = unit.body() else { return BTreeSet::new() };
@@ -850,7 +941,7 @@ fn indexes_local_array(unit: &Unit, local_arrays: &BTreeSet<&str>, pragma_end: u
     let Some(body) = unit.body() else { return false };
     let text = unit.text();
     let Some(for_loop) = descendants(body).find(|n| n.kind() == "for_statement" && n.start_byte() >= pragma_end && text[pragma_end..n.start_byte()].trim().is_empty()) else { return false };
-    let Some(variable) = for_loop.child_by_field_name("initializer").and_then(|i| descendants(i).find(|n| n.kind() == "identifier")).map(|n| &text[n.byte_range()]) else { return false };
+    let Some(variable) = loop_variable(unit, for_loop) else { return false };
     descendants(for_loop).filter(|n| n.kind() == "subscript_expression").any(|subscript| {
         let mut base = subscript;
         while let Some(inner) = base.child_by_field_name("argument").filter(|a| a.kind() == "subscript_expression") {

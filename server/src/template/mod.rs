@@ -376,37 +376,83 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     let prefix = param_prefix(kernel);
     let host_instantiation = scaffold::host_template_values(&original, slice_options.file.as_deref(), kernel, hosts);
     let unreached_launches = scaffold::unreached_launches(&original, kernel, hosts);
-    let mut current = original.clone();
-    let mut params: Vec<ParamSpec> = Vec::new();
-    let mut restrictions: Vec<String> = Vec::new();
-    let mut reports = Vec::new();
-    let mut origins = LineOrigins::default();
+    let mut steps = Steps { current: original.clone(), params: Vec::new(), restrictions: Vec::new(), reports: Vec::new(), origins: LineOrigins::default() };
+    let context = StepContext { kernel, prefix: &prefix, host_instantiation: &host_instantiation, unreached_launches: &unreached_launches, slice_options };
     for transform in lift::transforms() {
-        let model = current.model().clone();
-        let k = model.kernel(kernel).expect("every kept rewrite keeps the kernel");
-        let unit = Unit { doc: &current, model: &model, kernel: k, prefix: &prefix, lifted: &params, host_instantiation: &host_instantiation, unreached_launches: &unreached_launches, origins: &origins, slice_options };
-        let report = match transform.apply(&unit) {
-            Outcome::Applied(rewrite) => match rewritten(&current, kernel, &rewrite.edits) {
-                Ok(next) => {
-                    origins.record(current.text(), &rewrite.edits);
-                    params.extend(rewrite.params);
-                    restrictions.extend(rewrite.restrictions);
-                    current = next;
-                    transform_report(transform.name(), Status::Applied, rewrite.summary, rewrite.notes)
-                }
-                Err(why) => transform_report(transform.name(), Status::Refused, why, rewrite.notes),
-            },
-            Outcome::NotApplicable(why) => transform_report(transform.name(), Status::NotApplicable, why, Vec::new()),
-            Outcome::Refused(note) => transform_report(transform.name(), Status::Refused, note.message.clone(), vec![note]),
-        };
-        reports.push(report);
+        steps.run(transform.as_ref(), &context);
     }
-    let around = scaffold::Surroundings { hosts, captured_block, origins: &origins };
-    let inferred = scaffold::infer(&original, &current, kernel, params, restrictions, slice_options, &around);
-    reports.push(launch_report(&inferred));
+    let infer = |steps: &Steps| {
+        let around = scaffold::Surroundings { hosts, captured_block, origins: &steps.origins };
+        scaffold::infer(&original, &steps.current, kernel, steps.params.clone(), steps.restrictions.clone(), slice_options, &around)
+    };
+    let mut inferred = infer(&steps);
+    steps.reports.push(launch_report(&inferred));
+    if inferred.launch.is_none() {
+        let why = "no launch was found: the block may yet be a choice, so the loops' unroll factors are not offered";
+        steps.reports.push(transform_report("loop-unroll", Status::NotApplicable, why.into(), Vec::new()));
+    } else if inferred.spec.execution_params().next().is_some() {
+        let why = "the kernel has other execution parameters: loop unroll factors are offered only where there is no other choice";
+        steps.reports.push(transform_report("loop-unroll", Status::NotApplicable, why.into(), Vec::new()));
+    } else if steps.run(&lift::LoopUnroll, &context) {
+        inferred = infer(&steps);
+    }
+    let Steps { current, reports, .. } = steps;
     let spec = inferred.spec;
     let edits = line_edits(text, current.text());
     Ok(Templatized { kernel: kernel.to_string(), text: current.text().to_string(), edits, spec, reports })
+}
+
+/// What stays the same for every transform of one templatize.
+struct StepContext<'a> {
+    kernel: &'a str,
+    prefix: &'a str,
+    host_instantiation: &'a [Option<scaffold::HostValue>],
+    unreached_launches: &'a [String],
+    slice_options: &'a SliceOptions,
+}
+
+/// The file as the transforms so far left it, with what they lifted and said.
+struct Steps {
+    current: Document,
+    params: Vec<ParamSpec>,
+    restrictions: Vec<String>,
+    reports: Vec<TransformReport>,
+    origins: LineOrigins,
+}
+
+impl Steps {
+    /// Applies `transform` to the current file and reports it; whether it changed anything.
+    fn run(&mut self, transform: &dyn Transform, context: &StepContext) -> bool {
+        let model = self.current.model().clone();
+        let k = model.kernel(context.kernel).expect("every kept rewrite keeps the kernel");
+        let unit = Unit {
+            doc: &self.current,
+            model: &model,
+            kernel: k,
+            prefix: context.prefix,
+            lifted: &self.params,
+            host_instantiation: context.host_instantiation,
+            unreached_launches: context.unreached_launches,
+            origins: &self.origins,
+            slice_options: context.slice_options,
+        };
+        let (report, applied) = match transform.apply(&unit) {
+            Outcome::Applied(rewrite) => match rewritten(&self.current, context.kernel, &rewrite.edits) {
+                Ok(next) => {
+                    self.origins.record(self.current.text(), &rewrite.edits);
+                    self.params.extend(rewrite.params);
+                    self.restrictions.extend(rewrite.restrictions);
+                    self.current = next;
+                    (transform_report(transform.name(), Status::Applied, rewrite.summary, rewrite.notes), true)
+                }
+                Err(why) => (transform_report(transform.name(), Status::Refused, why, rewrite.notes), false),
+            },
+            Outcome::NotApplicable(why) => (transform_report(transform.name(), Status::NotApplicable, why, Vec::new()), false),
+            Outcome::Refused(note) => (transform_report(transform.name(), Status::Refused, note.message.clone(), vec![note]), false),
+        };
+        self.reports.push(report);
+        applied
+    }
 }
 
 /// [`templatize_with_hosts`] for `file` in the workspace at `root`, with the launches of the
