@@ -86,9 +86,9 @@ pub fn as_host_code(python: &str, module: &str, bindings: &[Binding]) -> String 
     writer.functions = super::descendants(root).filter(|n| n.kind() == "function_definition").filter_map(|f| Some((python[f.child_by_field_name("name")?.byte_range()].to_string(), parameter_names(python, f)))).collect();
     writer.lines = vec![String::new(); python.lines().count() + 1];
     let module: String = module.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    let lists = module_lists(python, root);
+    writer.lists = module_lists(python, root);
     for statement in named_children(root) {
-        writer.module_statement(statement, &module, &lists);
+        writer.module_statement(statement, &module);
     }
     writer.lines.join("\n")
 }
@@ -107,6 +107,9 @@ struct Writer<'a> {
     params: Vec<String>,
     /// The C++ of each line of the script.
     lines: Vec<String>,
+    /// The lists the module names (`sizes = [1024, 4096]`, `shapes = [(s, k) for s in …]`),
+    /// which its loops walk.
+    lists: HashMap<&'a str, Node<'a>>,
 }
 
 /// C++ words a Python name may be but a C++ one may not.
@@ -116,12 +119,12 @@ const CPP_KEYWORDS: [&str; 17] = ["auto", "class", "new", "delete", "this", "int
 impl<'a> Writer<'a> {
     /// A writer of `text` that knows nothing of it yet and has no lines.
     fn bare(text: &'a str, bindings: &'a [Binding]) -> Writer<'a> {
-        Writer { text, bindings, functions: HashMap::new(), options: HashMap::new(), params: Vec::new(), lines: Vec::new() }
+        Writer { text, bindings, functions: HashMap::new(), options: HashMap::new(), params: Vec::new(), lines: Vec::new(), lists: HashMap::new() }
     }
 
     /// A writer of the same script, into empty lines of its own.
     fn beside(&self) -> Writer<'a> {
-        Writer { functions: self.functions.clone(), options: self.options.clone(), lines: vec![String::new(); self.lines.len()], ..Writer::bare(self.text, self.bindings) }
+        Writer { functions: self.functions.clone(), options: self.options.clone(), lines: vec![String::new(); self.lines.len()], lists: self.lists.clone(), ..Writer::bare(self.text, self.bindings) }
     }
 
     fn text(&self, node: Node) -> &'a str {
@@ -137,12 +140,12 @@ impl<'a> Writer<'a> {
         line.push_str(code);
     }
 
-    fn module_statement(&mut self, statement: Node, module: &str, lists: &HashMap<&str, Node>) {
+    fn module_statement(&mut self, statement: Node, module: &str) {
         match statement.kind() {
             "function_definition" => self.function(statement, &HashMap::new()),
             "decorated_definition" => {
                 if let Some(definition) = statement.child_by_field_name("definition").filter(|d| d.kind() == "function_definition") {
-                    self.function(definition, &parametrized(self.text, statement, lists));
+                    self.function(definition, &parametrized(self.text, statement, &self.lists));
                 }
             }
             // Numbers and tensors at file scope, where every function of the module sees them.
@@ -249,27 +252,64 @@ impl<'a> Writer<'a> {
     }
 
     /// A loop's first pass: `for n in [1024, 4096]:` runs its body with `n = 1024` first, as
-    /// the program's first launch does; `for _ in range(10):` with `_ = 0`.
+    /// the program's first launch does; `for _ in range(10):` with `_ = 0`; `for s, k in
+    /// shapes:` over `shapes = [(s, k) for s in sizes for k in widths]` with each at its list's first.
     fn first_pass(&mut self, loop_node: Node) {
         let (Some(left), Some(right), Some(body)) = (loop_node.child_by_field_name("left"), loop_node.child_by_field_name("right"), loop_node.child_by_field_name("body")) else { return };
-        let first = match right.kind() {
-            "list" | "tuple" => right.named_child(0).and_then(|e| self.expression(e)),
-            "call" if right.child_by_field_name("function").is_some_and(|f| self.text(f) == "range") => {
-                let args = right.child_by_field_name("arguments").map(|a| self.arguments(a)).unwrap_or_default();
-                match args.len() {
-                    1 => Some("0".to_string()),
-                    _ => args.first().and_then(|a| a.clone()),
-                }
-            }
-            _ => None,
-        };
         let row = loop_node.start_position().row;
         self.put(row, "{");
-        if let (Some(first), "identifier") = (first, left.kind()) {
-            self.put(row, &format!("auto {} = {first};", cpp_name(self.text(left))));
+        for (name, value) in self.first_item(left, right) {
+            self.put(row, &format!("auto {name} = {value};"));
         }
         self.block(body);
         self.put(body.end_position().row, "}");
+    }
+
+    /// What `target` is at the first item of `iterable`, as (name, C++ value) pairs in the
+    /// order they are declared: a list or tuple (written, or one the module names), a
+    /// comprehension (its own loops' first items, then its element), `range(…)`.
+    fn first_item(&self, target: Node, iterable: Node) -> Vec<(String, String)> {
+        let iterable = match iterable.kind() {
+            "identifier" => self.lists.get(self.text(iterable)).copied().unwrap_or(iterable),
+            _ => iterable,
+        };
+        match iterable.kind() {
+            "list" | "tuple" => iterable.named_child(0).map(|item| self.bind(target, item)).unwrap_or_default(),
+            "list_comprehension" | "generator_expression" => {
+                let clauses = named_children(iterable).into_iter().filter(|c| c.kind() == "for_in_clause");
+                let mut out: Vec<(String, String)> = clauses
+                    .filter_map(|clause| Some((clause.child_by_field_name("left")?, clause.child_by_field_name("right")?)))
+                    .flat_map(|(left, right)| self.first_item(left, right))
+                    .collect();
+                out.extend(iterable.child_by_field_name("body").map(|element| self.bind(target, element)).unwrap_or_default());
+                out
+            }
+            "call" if iterable.child_by_field_name("function").is_some_and(|f| self.text(f) == "range") => {
+                let args = iterable.child_by_field_name("arguments").map(|a| self.arguments(a)).unwrap_or_default();
+                let first = match args.len() {
+                    1 => Some("0".to_string()),
+                    _ => args.first().and_then(|a| a.clone()),
+                };
+                first.filter(|_| target.kind() == "identifier").map(|v| vec![(cpp_name(self.text(target)), v)]).unwrap_or_default()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// `target` bound to `item`: a name to its value (not to itself, as a comprehension's
+    /// `(s, k) for s in …` would), a tuple of names to a tuple of as many values.
+    fn bind(&self, target: Node, item: Node) -> Vec<(String, String)> {
+        let item = if item.kind() == "parenthesized_expression" { item.named_child(0).unwrap_or(item) } else { item };
+        match (target.kind(), item.kind()) {
+            ("identifier", _) => {
+                let name = cpp_name(self.text(target));
+                self.expression(item).filter(|value| *value != name).map(|value| vec![(name, value)]).unwrap_or_default()
+            }
+            ("pattern_list" | "tuple_pattern", "tuple" | "list") if target.named_child_count() == item.named_child_count() => {
+                named_children(target).into_iter().zip(named_children(item)).flat_map(|(t, i)| self.bind(t, i)).collect()
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// `a = …` and `a, b = …, …` where every value can be written: (name, value) pairs.
@@ -529,11 +569,12 @@ fn cpp_name(name: &str) -> String {
     }
 }
 
-/// The lists the module assigns to a name: `HIDDEN_SIZES = [768, 5120]`.
+/// The lists the module assigns to a name: `HIDDEN_SIZES = [768, 5120]`, and comprehensions
+/// (`SHAPES = [(s, k) for s in SIZES for k in WIDTHS]`).
 fn module_lists<'t>(text: &'t str, root: Node<'t>) -> HashMap<&'t str, Node<'t>> {
     let assignments = named_children(root).into_iter().filter(|s| s.kind() == "expression_statement").filter_map(|s| s.named_child(0)).filter(|a| a.kind() == "assignment");
     assignments
-        .filter_map(|a| Some((a.child_by_field_name("left").filter(|l| l.kind() == "identifier")?, a.child_by_field_name("right").filter(|r| matches!(r.kind(), "list" | "tuple"))?)))
+        .filter_map(|a| Some((a.child_by_field_name("left").filter(|l| l.kind() == "identifier")?, a.child_by_field_name("right").filter(|r| matches!(r.kind(), "list" | "tuple" | "list_comprehension"))?)))
         .map(|(name, list)| (&text[name.byte_range()], list))
         .collect()
 }
@@ -652,6 +693,31 @@ if __name__ == '__main__':
         assert_eq!(lines[13], "void test_norm_py_line_14() { {");
         assert_eq!(lines[14], "{ auto n = 4096;");
         assert_eq!(lines[15], "bench(n); } } }");
+    }
+
+    #[test]
+    fn loops_over_named_lists_and_comprehensions_take_their_first_items() {
+        let script = "\
+Ss = [1024, 2048]
+Ks = [4096, 8192]
+SKs = [(S, K) for S in Ss for K in Ks]
+
+for S, K in SKs:
+    x = torch.randn((S, K))
+    lib.sigmoid_f32(x, x)
+
+for n in Ks:
+    lib.sigmoid_f32(torch.randn(n), torch.randn(n))
+
+for (rows, cols), scale in [((64, 32), 2)]:
+    lib.sigmoid_f32(torch.randn(rows, cols * scale), torch.randn(rows, cols * scale))
+";
+        let code = as_host_code(script, "bench", &[binding("sigmoid_f32", "sigmoid_f32", &[])]);
+        let lines: Vec<&str> = code.lines().collect();
+        assert_eq!(lines[4], "void bench_py_line_5() { { auto S = 1024; auto K = 4096;", "{code}");
+        assert_eq!(lines[5], "auto x = torch::randn({S, K});", "{code}");
+        assert_eq!(lines[8], "void bench_py_line_9() { { auto n = 4096;", "{code}");
+        assert_eq!(lines[11], "void bench_py_line_12() { { auto rows = 64; auto cols = 32; auto scale = 2;", "{code}");
     }
 
     #[test]
