@@ -14,6 +14,7 @@ mod fixture_tests;
 mod hover;
 pub mod host;
 pub mod python;
+pub mod macros;
 mod incremental;
 mod list_conditionals;
 mod model;

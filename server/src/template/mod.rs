@@ -375,7 +375,7 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     check_templatizable(&original, kernel)?;
     let prefix = param_prefix(kernel);
     let host_instantiation = scaffold::host_template_values(&original, slice_options.file.as_deref(), kernel, hosts);
-    let unreached_launches = scaffold::unreached_launches(&original, kernel, hosts);
+    let unreached_launches = scaffold::unreached_launches(&original, slice_options.file.as_deref(), kernel, hosts);
     let mut steps = Steps { current: original.clone(), params: Vec::new(), restrictions: Vec::new(), reports: Vec::new(), origins: LineOrigins::default() };
     let context = StepContext { kernel, prefix: &prefix, host_instantiation: &host_instantiation, unreached_launches: &unreached_launches, slice_options };
     for transform in lift::transforms() {

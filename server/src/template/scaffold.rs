@@ -439,17 +439,27 @@ fn file_name(path: &Path) -> String {
 /// direct launches it edits) does not reach, each said as a place: those through a function
 /// pointer or the driver API in `own` (`line 40`), and those in the other files (`bench.cu:12`)
 /// but a file that defines a kernel of that name itself (another program of a samples
-/// repository: its launches are of its own kernel).
-pub fn unreached_launches(own: &Document, kernel: &str, hosts: &[HostDocument]) -> Vec<String> {
+/// repository: its launches are of its own kernel); and those a macro of `own` writes, which
+/// the host document of `own_path` itself holds expanded (`line 198`, the invocation).
+pub fn unreached_launches(own: &Document, own_path: Option<&Path>, kernel: &str, hosts: &[HostDocument]) -> Vec<String> {
     let line = |doc: &Document, launch: &LaunchSite| doc.position(crate::syntax::Encoding::Utf8, launch.span.start_byte).line + 1;
     let edited: Vec<Span> = own.model().launches_of(kernel).map(|l| l.span).collect();
     let own_indirect = launches_in(own, kernel).filter(|l| !edited.contains(&l.span)).map(|l| format!("line {}", line(own, &l)));
+    let is_own = |host: &HostDocument| own_path.is_some_and(|p| same_file(p, &host.path));
     let defines_its_own = |doc: &Document| doc.model().kernels.iter().any(|k| k.name == kernel && k.is_definition);
-    let elsewhere = hosts.iter().filter(|host| !defines_its_own(&host.document)).flat_map(|host| {
-        let file = file_name(&host.path);
-        launches_in(&host.document, kernel).map(move |l| format!("{file}:{}", line(&host.document, &l)))
+    let elsewhere = hosts.iter().filter(|host| is_own(host) || !defines_its_own(&host.document)).flat_map(|host| {
+        let file = if is_own(host) { None } else { Some(file_name(&host.path)) };
+        launches_in(&host.document, kernel).map(move |l| match &file {
+            Some(file) => format!("{file}:{}", line(&host.document, &l)),
+            None => format!("line {}", line(&host.document, &l)),
+        })
     });
     own_indirect.chain(elsewhere).collect()
+}
+
+/// Whether two paths name one file (one may be relative, the other canonical).
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || a.canonicalize().ok().is_some_and(|a| b.canonicalize().is_ok_and(|b| a == b))
 }
 
 /// The variables `doc` assigns `kernel`'s address to (`fn = &kernel`, `auto fn = kernel`).
@@ -1064,8 +1074,11 @@ mod tests {
         let other = HostDocument { path: PathBuf::from("/p/other.cu"), document: Document::new("int main() { other<<<8, 32>>>(0, 8); }\n".to_string()) };
         // Another program's kernel of the same name, launched in its own file.
         let namesake = HostDocument { path: PathBuf::from("/q/namesake.cu"), document: Document::new("__global__ void k(float* x, int n) {}\nint main() { k<<<8, 32>>>(0, 8); }\n".to_string()) };
-        assert_eq!(unreached_launches(&own, "k", &[bench, other, namesake]), ["line 5", "bench.cu:2"]);
-        assert_eq!(unreached_launches(&own, "k", &[]), ["line 5"]);
+        // The file's own launches that a macro writes, read from its expansion.
+        let expanded = HostDocument { path: PathBuf::from("/p/own.cu"), document: Document::new("__global__ void k(float* x, int n) {}\n\nvoid written(float* x) { k<<<1, 32>>>(x, 1); }\n".to_string()) };
+        assert_eq!(unreached_launches(&own, Some(Path::new("/p/own.cu")), "k", &[bench.clone(), other.clone(), namesake.clone(), expanded]), ["line 5", "bench.cu:2", "line 3"]);
+        assert_eq!(unreached_launches(&own, None, "k", &[bench, other, namesake]), ["line 5", "bench.cu:2"]);
+        assert_eq!(unreached_launches(&own, None, "k", &[]), ["line 5"]);
     }
 
     #[test]

@@ -143,7 +143,13 @@ impl Workspace {
         let mut documents: Vec<HostDocument> = Vec::new();
         let mut wanted: BTreeSet<String> = BTreeSet::from([kernel.to_string()]);
         let mut seen_names = wanted.clone();
-        let own = std::fs::read_to_string(kernel_file).map(|text| host_document(kernel_file, text)).ok();
+        let own_text = std::fs::read_to_string(kernel_file).ok();
+        let own = own_text.clone().map(|text| host_document(kernel_file, text));
+        // Launches the file writes with its own macros are only in the expansion: that is the
+        // host code to read, and its launches are ones templatize cannot edit.
+        if let Some(expanded) = own.as_ref().filter(|own| Some(own.text()) != own_text.as_deref()) {
+            documents.push(HostDocument { path: kernel_file.clone(), document: expanded.clone() });
+        }
         // Nearest first: in a project of many programs (a samples repository), the launch in
         // the kernel's own folder is the one in question, and the file limit should not be
         // spent on namesakes elsewhere.
@@ -249,6 +255,17 @@ fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], own: Option<&Document>
     }
 }
 
+/// `text` with the invocations of its launch- and binding-writing macros expanded.
+fn with_code_writing_macros_expanded(text: String) -> String {
+    let may_write_code = text.contains("#define") && ["<<<", ".def(", ".impl("].iter().any(|w| text.contains(w));
+    if !may_write_code {
+        return text;
+    }
+    let parsed = Document::new(text);
+    let expanded = parsed.tree().and_then(|tree| syntax::macros::expand_code_writing_macros(parsed.text(), tree.root_node()));
+    expanded.unwrap_or_else(|| parsed.text().to_string())
+}
+
 /// How many leading path components `a` and `b` share.
 fn shared_components(a: &Path, b: &Path) -> usize {
     a.components().zip(b.components()).take_while(|(x, y)| x == y).count()
@@ -257,7 +274,11 @@ fn shared_components(a: &Path, b: &Path) -> usize {
 /// `text` of `path` as a document that sees the macros of the project headers it includes,
 /// where a conditional inside one of its lists needs them (a launch's arguments under
 /// `#if (USE_TEXTURE)`, which the kernel's header defines).
+///
+/// The launchers and bindings it writes with its own macros are expanded where it invokes them
+/// ([`syntax::macros`]).
 fn host_document(path: &Path, text: String) -> Document {
+    let text = with_code_writing_macros_expanded(text);
     if !syntax::has_conditional_in_list(&text) {
         return Document::new(text);
     }

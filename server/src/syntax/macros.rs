@@ -1,0 +1,384 @@
+//! Function-like macros of a file expanded where it invokes them, for reading host code: a
+//! project that writes its launchers with a macro (`TORCH_BINDING(f32, float, 1)` defining
+//! `void add_f32(torch::Tensor a, …) { … add_f32_kernel<<<grid, block>>>(…); }`) and binds them
+//! with another (`BIND(add_f32)` as `m.def("add_f32", &add_f32)`) has its launches and
+//! bindings only in the expansion.
+//!
+//! Only invocations of macros whose body launches a kernel or binds a function are expanded,
+//! each onto the line it starts on (a macro's body is one logical line), so every other line
+//! keeps its number. Inside an expansion, every function-like macro of the file is expanded
+//! too (`STRINGFY(func)` as `"func"`), as the preprocessor rescans.
+
+use std::collections::HashMap;
+
+use tree_sitter::Node;
+
+use super::descendants;
+
+/// How deep expansions inside expansions go: a macro that (wrongly) expands to itself stops.
+const MAX_DEPTH: usize = 8;
+
+/// A function-like macro: its parameters (`...` for the variadic rest) and its body on one line.
+#[derive(Clone, Debug)]
+struct Macro {
+    params: Vec<String>,
+    body: String,
+}
+
+/// `text` with the invocations of its launch- or binding-writing macros expanded; `None` when
+/// it has none.
+pub fn expand_code_writing_macros(text: &str, root: Node) -> Option<String> {
+    let macros = function_macros(text, root);
+    let writing = code_writing(&macros);
+    if writing.is_empty() {
+        return None;
+    }
+    let skipped: Vec<std::ops::Range<usize>> = descendants(root)
+        .filter(|n| matches!(n.kind(), "preproc_def" | "preproc_function_def" | "comment" | "string_literal" | "raw_string_literal"))
+        .map(|n| if n.kind().starts_with("preproc") { directive_range(text, n.start_byte()) } else { n.byte_range() })
+        .collect();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (name, start) in identifiers(text) {
+        let Some(found) = macros.get(name).filter(|_| writing.contains(name)) else { continue };
+        if start < copied || skipped.iter().any(|r| r.contains(&start)) {
+            continue;
+        }
+        let Some((args, end)) = invocation_arguments(text, start + name.len()) else { continue };
+        let expansion = expand_nested(&substitute(found, &args), &macros, &[name], 0);
+        out.push_str(&text[copied..start]);
+        out.push_str(&expansion);
+        // The lines the invocation spanned stay lines, so that those after keep their numbers.
+        out.extend(std::iter::repeat_n('\n', text[start..end].matches('\n').count()));
+        copied = end;
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
+}
+
+/// The macros that write a launch or a binding, themselves or through a macro that does
+/// (`DISPATCH(N, K)` whose `switch` invokes `LAUNCH(64)`, which launches).
+fn code_writing(macros: &HashMap<String, Macro>) -> std::collections::HashSet<&str> {
+    let mut writing: std::collections::HashSet<&str> = macros.iter().filter(|(_, m)| ["<<<", ".def(", ".impl("].iter().any(|w| m.body.contains(w))).map(|(n, _)| n.as_str()).collect();
+    loop {
+        let more: Vec<&str> = macros.iter().filter(|(n, m)| !writing.contains(n.as_str()) && identifiers(&m.body).any(|(w, _)| writing.contains(w))).map(|(n, _)| n.as_str()).collect();
+        if more.is_empty() {
+            return writing;
+        }
+        writing.extend(more);
+    }
+}
+
+/// The file's function-like macros by name, their bodies joined onto one line without comments.
+/// Read from each directive's text: tree-sitter parses a body with a comment in it as an error.
+fn function_macros(text: &str, root: Node) -> HashMap<String, Macro> {
+    let directives = descendants(root).filter(|n| matches!(n.kind(), "preproc_def" | "preproc_function_def"));
+    directives.filter_map(|node| function_macro(&text[directive_range(text, node.start_byte())])).collect()
+}
+
+/// The directive starting at `start`: to the end of its last continued line. (tree-sitter may
+/// end the node early at a comment in the body.)
+fn directive_range(text: &str, start: usize) -> std::ops::Range<usize> {
+    let mut end = start;
+    for line in text[start..].split_inclusive('\n') {
+        end += line.len();
+        if !line.trim_end().ends_with('\\') {
+            break;
+        }
+    }
+    start..end
+}
+
+/// `#define NAME(a, b) body` as its name and [`Macro`]; `None` for an object-like macro.
+fn function_macro(directive: &str) -> Option<(String, Macro)> {
+    let rest = directive.trim_start().strip_prefix('#')?.trim_start().strip_prefix("define")?.trim_start();
+    let name_end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
+    let (name, rest) = rest.split_at(name_end);
+    // A function-like macro's `(` follows its name at once.
+    let params_text = rest.strip_prefix('(')?;
+    let close = params_text.find(')')?;
+    let params = one_line(&params_text[..close]).split(',').map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect();
+    Some((name.to_string(), Macro { params, body: one_line(&params_text[close + 1..]) }))
+}
+
+/// A macro body as the preprocessor sees it: continuations joined, comments gone.
+fn one_line(body: &str) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut chars = body.chars().peekable();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), _) => {
+                out.push(c);
+                if c == '\\' {
+                    out.extend(chars.next());
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                out.push(c);
+            }
+            (None, '\\') if chars.peek().is_some_and(|n| *n == '\n' || *n == '\r') => {
+                while chars.peek().is_some_and(|n| *n == '\n' || *n == '\r') {
+                    chars.next();
+                }
+                out.push(' ');
+            }
+            (None, '/') if chars.peek() == Some(&'/') => {
+                // To the end of the physical line; a continuation there still joins the next.
+                while chars.peek().is_some_and(|n| *n != '\n' && *n != '\\') {
+                    chars.next();
+                }
+            }
+            (None, '/') if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut previous = ' ';
+                for inner in chars.by_ref() {
+                    if previous == '*' && inner == '/' {
+                        break;
+                    }
+                    previous = inner;
+                }
+                out.push(' ');
+            }
+            (None, c) if c.is_whitespace() => out.push(' '),
+            _ => out.push(c),
+        }
+        // Runs of blanks outside literals are one, as the preprocessor's tokens have them.
+        if quote.is_none() && out.ends_with("  ") {
+            out.pop();
+        }
+    }
+    out.trim().to_string()
+}
+
+/// Each identifier of `text` with its offset.
+fn identifiers(text: &str) -> impl Iterator<Item = (&str, usize)> {
+    let bytes = text.as_bytes();
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            let start = at;
+            if is_word(bytes[at]) {
+                while at < bytes.len() && is_word(bytes[at]) {
+                    at += 1;
+                }
+                if !bytes[start].is_ascii_digit() {
+                    return Some((&text[start..at], start));
+                }
+            } else {
+                at += 1;
+            }
+        }
+        None
+    })
+}
+
+/// The arguments of an invocation whose name ends at `after`: `(a, f(b, c))` gives `a` and
+/// `f(b, c)`, and the offset past the `)`. `None` where no `(` follows.
+fn invocation_arguments(text: &str, after: usize) -> Option<(Vec<String>, usize)> {
+    let open = after + text[after..].len() - text[after..].trim_start().len();
+    if !text[open..].starts_with('(') {
+        return None;
+    }
+    let mut depth = 0;
+    let mut args = Vec::new();
+    let mut start = open + 1;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in text[open..].char_indices().map(|(i, c)| (open + i, c)) {
+        if let Some(q) = quote {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                _ if c == q => quote = None,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' | '\'' => quote = Some(c),
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    args.push(text[start..i].trim().to_string());
+                    if args.len() == 1 && args[0].is_empty() {
+                        args.clear();
+                    }
+                    return Some((args, i + 1));
+                }
+            }
+            ',' if depth == 1 => {
+                args.push(text[start..i].trim().to_string());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The body of `found` with its parameters replaced by `args`: `#p` is the argument quoted,
+/// `a ## b` pastes, `__VA_ARGS__` is the arguments past the named ones.
+fn substitute(found: &Macro, args: &[String]) -> String {
+    let value_of = |name: &str| -> Option<String> {
+        if name == "__VA_ARGS__" {
+            let named = found.params.iter().filter(|p| *p != "...").count();
+            return found.params.iter().any(|p| p == "...").then(|| args.get(named..).unwrap_or_default().join(", "));
+        }
+        let index = found.params.iter().position(|p| p == name)?;
+        Some(args.get(index).cloned().unwrap_or_default())
+    };
+    let body = &found.body;
+    let mut out = String::with_capacity(body.len() * 2);
+    let mut copied = 0;
+    for (word, start) in identifiers(body) {
+        let Some(value) = value_of(word) else { continue };
+        let before = body[..start].trim_end();
+        let stringified = before.ends_with('#') && !before.ends_with("##");
+        let cut = if stringified { before.len() - 1 } else { start };
+        if cut < copied {
+            continue;
+        }
+        out.push_str(&body[copied..cut]);
+        if stringified {
+            out.push_str(&format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\"")));
+        } else {
+            out.push_str(&value);
+        }
+        copied = start + word.len();
+    }
+    out.push_str(&body[copied..]);
+    paste_tokens(&out)
+}
+
+/// `a ## b` as `ab`.
+fn paste_tokens(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("##") {
+        out.push_str(rest[..at].trim_end());
+        rest = rest[at + 2..].trim_start();
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` with the invocations of `macros` in it expanded, as the preprocessor rescans a
+/// replacement; `active` are the macros being expanded, which do not expand again.
+fn expand_nested(text: &str, macros: &HashMap<String, Macro>, active: &[&str], depth: usize) -> String {
+    if depth >= MAX_DEPTH {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (name, start) in identifiers(text) {
+        let Some(found) = macros.get(name).filter(|_| !active.contains(&name)) else { continue };
+        if start < copied || in_string(&text[..start]) {
+            continue;
+        }
+        let Some((args, end)) = invocation_arguments(text, start + name.len()) else { continue };
+        let active: Vec<&str> = active.iter().copied().chain([name]).collect();
+        out.push_str(&text[copied..start]);
+        out.push_str(&expand_nested(&substitute(found, &args), macros, &active, depth + 1));
+        copied = end;
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// Whether the end of `before` is inside a string literal (an odd number of unescaped quotes).
+fn in_string(before: &str) -> bool {
+    let mut inside = false;
+    let mut escaped = false;
+    for c in before.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '"' => inside = !inside,
+            _ => {}
+        }
+    }
+    inside
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expanded(text: &str) -> Option<String> {
+        let doc = crate::syntax::Document::new(text.to_string());
+        expand_code_writing_macros(text, doc.tree().unwrap().root_node())
+    }
+
+    #[test]
+    fn a_launcher_written_by_a_macro_is_expanded_on_the_invocations_line() {
+        let text = "\
+#define STRINGFY(str) #str
+#define BIND(func) m.def(STRINGFY(func), &func, STRINGFY(func));
+#define LAUNCHER(packed, element, \\
+                 n) \\
+  void relu_##packed(torch::Tensor x) { \\
+    dim3 block(256 / (n)); /* threads */ \\
+    relu_##packed##_kernel<<<1, block>>>(reinterpret_cast<element *>(x.data_ptr())); \\
+  }
+
+// LAUNCHER(not, an, invocation)
+LAUNCHER(f32, float, 1)
+LAUNCHER(f16x2,
+         half, 2)
+int after = 1;
+PYBIND11_MODULE(ext, m) {
+  BIND(relu_f32)
+}
+";
+        let out = expanded(text).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), text.lines().count());
+        assert_eq!(lines[9], "// LAUNCHER(not, an, invocation)");
+        assert_eq!(lines[10], "void relu_f32(torch::Tensor x) { dim3 block(256 / (1)); relu_f32_kernel<<<1, block>>>(reinterpret_cast<float *>(x.data_ptr())); }");
+        assert!(lines[11].starts_with("void relu_f16x2(torch::Tensor x) {") && lines[11].contains("relu_f16x2_kernel<<<1, block>>>(reinterpret_cast<half *>"), "{}", lines[11]);
+        assert_eq!(lines[12], "");
+        assert_eq!(lines[13], "int after = 1;");
+        assert_eq!(lines[15].trim(), "m.def(\"relu_f32\", &relu_f32, \"relu_f32\");");
+    }
+
+    #[test]
+    fn a_macro_that_invokes_a_launching_macro_is_expanded_with_it() {
+        let text = "\
+#define LAUNCH(K) norm<(K)><<<grid, block>>>( /* rows */ \\
+    x, (K));
+#define DISPATCH(N, K) \\
+  dim3 grid((N)); \\
+  switch ((K)) { \\
+  case 64: LAUNCH(64) break; \\
+  }
+void norm_f32(torch::Tensor x) {
+  const int N = x.size(0);
+  DISPATCH(N, x.size(1))
+}
+";
+        let out = expanded(text).unwrap();
+        assert_eq!(out.lines().nth(9), Some("  dim3 grid((N)); switch ((x.size(1))) { case 64: norm<(64)><<<grid, block>>>( x, (64)); break; }"));
+    }
+
+    #[test]
+    fn files_without_code_writing_macros_are_left_alone() {
+        assert_eq!(expanded("#define CEIL(a, b) (((a) + (b) - 1) / (b))\nint n = CEIL(10, 3);\n"), None);
+        assert_eq!(expanded("#define LAUNCH(k) k<<<1, 1>>>()\n"), None, "defined, never invoked");
+    }
+
+    #[test]
+    fn variadic_arguments_and_nested_parentheses_pass_through() {
+        let text = "#define RUN(kernel, ...) kernel<<<1, 32>>>(__VA_ARGS__)\nvoid go() { RUN(scale, f(a, b), n); }\n";
+        let out = expanded(text).unwrap();
+        assert_eq!(out.lines().nth(1), Some("void go() { scale<<<1, 32>>>(f(a, b), n); }"));
+    }
+}
