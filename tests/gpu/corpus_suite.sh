@@ -79,6 +79,10 @@ cases=(
   "cuda-samples Samples/2_Concepts_and_Techniques/sortingNetworks/bitonicSort.cu bitonicMergeShared"
   "cuda-samples Samples/0_Introduction/simpleAttributes/simpleAttributes.cu kernCacheSegmentTest"
   "flash-attention-minimal flash.cu forward_kernel"
+  "cuda-samples Samples/0_Introduction/clock/clock.cu timedReduction"
+  "cuda-samples Samples/2_Concepts_and_Techniques/MC_EstimatePiP/src/piestimator.cu computeValue"
+  "leetcuda kernels/sgemv/sgemv.cu sgemv_k32_f32_kernel"
+  "leetcuda kernels/rope/rope.cu rope_f32_kernel"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()

@@ -12,6 +12,8 @@
 #   program's sweep does not reach (its shape is the first pass that does, 2048).
 # - tests/fixtures/workspace/torch_op and torch_library: PyTorch extensions' kernels, their
 #   sizes the tensors a Python script or a pytest test makes (session 26).
+# - tests/fixtures/workspace/macro_launchers: `row_sum_kernel`, whose launcher and binding only
+#   the file's macros write, sized by a Python script's comprehension loop (session 27).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -25,7 +27,8 @@ workspace/class_state|simulation.cu|scale_paths|10
 workspace/sweep_dispatch|sort.cu|merge_across_tiles|10
 workspace/torch_op|csrc/softclamp.cu|softclamp_kernel|10
 workspace/torch_op|csrc/softclamp.cu|row_center_kernel|10
-workspace/torch_library|csrc/norm.cu|rms_norm_kernel|10"
+workspace/torch_library|csrc/norm.cu|rms_norm_kernel|10
+workspace/macro_launchers|row_sum.cu|row_sum_kernel|10"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"
