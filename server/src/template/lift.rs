@@ -896,7 +896,8 @@ fn is_unrollable_loop(unit: &Unit, node: Node, arrays: &BTreeSet<&str>) -> bool 
     let own_line = text[line_start..node.start_byte()].trim().is_empty();
     let previous_line = text[..line_start].trim_end().rsplit('\n').next().unwrap_or("").trim_start();
     let nested_loop = descendants(node).skip(1).any(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement"));
-    let under_directive = std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| n.id() != unit.body().map_or(0, |b| b.id())).any(|n| n.kind().starts_with("preproc_"));
+    let body = unit.body().map(|b| b.id());
+    let under_directive = std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| Some(n.id()) != body).any(|n| n.kind().starts_with("preproc_"));
     own_line
         && !previous_line.starts_with('#')
         && !nested_loop
