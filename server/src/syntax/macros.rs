@@ -15,6 +15,9 @@ use tree_sitter::Node;
 
 use super::descendants;
 
+/// What a macro body holds when it launches a kernel or binds a function for Python.
+pub const CODE_WRITING_WORDS: [&str; 3] = ["<<<", ".def(", ".impl("];
+
 /// How deep expansions inside expansions go: a macro that (wrongly) expands to itself stops.
 const MAX_DEPTH: usize = 8;
 
@@ -37,32 +40,16 @@ pub fn expand_code_writing_macros(text: &str, root: Node) -> Option<String> {
         .filter(|n| matches!(n.kind(), "preproc_def" | "preproc_function_def" | "comment" | "string_literal" | "raw_string_literal"))
         .map(|n| if n.kind().starts_with("preproc") { directive_range(text, n.start_byte()) } else { n.byte_range() })
         .collect();
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
-    for (name, start) in identifiers(text) {
-        let Some(found) = macros.get(name).filter(|_| writing.contains(name)) else { continue };
-        if start < copied || skipped.iter().any(|r| r.contains(&start)) {
-            continue;
-        }
-        let Some((args, end)) = invocation_arguments(text, start + name.len()) else { continue };
-        let expansion = expand_nested(&substitute(found, &args), &macros, &[name], 0);
-        out.push_str(&text[copied..start]);
-        out.push_str(&expansion);
-        // The lines the invocation spanned stay lines, so that those after keep their numbers.
-        out.extend(std::iter::repeat_n('\n', text[start..end].matches('\n').count()));
-        copied = end;
-    }
-    if copied == 0 {
-        return None;
-    }
-    out.push_str(&text[copied..]);
-    Some(out)
+    // The invocations in code, not those in other directives, comments or strings.
+    let expands = |name: &str, start: usize| writing.contains(name) && !skipped.iter().any(|r| r.contains(&start));
+    // The lines an invocation spanned stay lines, so that those after keep their numbers.
+    splice_expansions(text, &macros, &expands, true, &[], 0)
 }
 
 /// The macros that write a launch or a binding, themselves or through a macro that does
 /// (`DISPATCH(N, K)` whose `switch` invokes `LAUNCH(64)`, which launches).
 fn code_writing(macros: &HashMap<String, Macro>) -> std::collections::HashSet<&str> {
-    let mut writing: std::collections::HashSet<&str> = macros.iter().filter(|(_, m)| ["<<<", ".def(", ".impl("].iter().any(|w| m.body.contains(w))).map(|(n, _)| n.as_str()).collect();
+    let mut writing: std::collections::HashSet<&str> = macros.iter().filter(|(_, m)| CODE_WRITING_WORDS.iter().any(|w| m.body.contains(w))).map(|(n, _)| n.as_str()).collect();
     loop {
         let more: Vec<&str> = macros.iter().filter(|(n, m)| !writing.contains(n.as_str()) && identifiers(&m.body).any(|(w, _)| writing.contains(w))).map(|(n, _)| n.as_str()).collect();
         if more.is_empty() {
@@ -271,27 +258,38 @@ fn paste_tokens(text: &str) -> String {
     out
 }
 
-/// `text` with the invocations of `macros` in it expanded, as the preprocessor rescans a
-/// replacement; `active` are the macros being expanded, which do not expand again.
-fn expand_nested(text: &str, macros: &HashMap<String, Macro>, active: &[&str], depth: usize) -> String {
+/// `text` with each invocation of `macros` that `expands` accepts (by name and offset) replaced
+/// by its expansion, in which the preprocessor's rescan expands every macro but the `active`
+/// ones (those being expanded); with `keep_lines`, an invocation over several lines leaves as
+/// many newlines after its expansion. `None` when nothing was expanded.
+fn splice_expansions(text: &str, macros: &HashMap<String, Macro>, expands: &dyn Fn(&str, usize) -> bool, keep_lines: bool, active: &[&str], depth: usize) -> Option<String> {
     if depth >= MAX_DEPTH {
-        return text.to_string();
+        return None;
     }
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     for (name, start) in identifiers(text) {
         let Some(found) = macros.get(name).filter(|_| !active.contains(&name)) else { continue };
-        if start < copied || in_string(&text[..start]) {
+        if start < copied || !expands(name, start) {
             continue;
         }
         let Some((args, end)) = invocation_arguments(text, start + name.len()) else { continue };
         let active: Vec<&str> = active.iter().copied().chain([name]).collect();
+        let replacement = substitute(found, &args);
+        let rescanned = |inner: &str, at: usize| !in_string(&inner[..at]);
+        let with_rescan = |body: &str| splice_expansions(body, macros, &|_, at| rescanned(body, at), false, &active, depth + 1);
         out.push_str(&text[copied..start]);
-        out.push_str(&expand_nested(&substitute(found, &args), macros, &active, depth + 1));
+        out.push_str(&with_rescan(&replacement).unwrap_or(replacement));
+        if keep_lines {
+            out.extend(std::iter::repeat_n('\n', text[start..end].matches('\n').count()));
+        }
         copied = end;
     }
+    if copied == 0 {
+        return None;
+    }
     out.push_str(&text[copied..]);
-    out
+    Some(out)
 }
 
 /// Whether the end of `before` is inside a string literal (an odd number of unescaped quotes).

@@ -257,7 +257,7 @@ fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], own: Option<&Document>
 
 /// `text` with the invocations of its launch- and binding-writing macros expanded.
 fn with_code_writing_macros_expanded(text: String) -> String {
-    let may_write_code = text.contains("#define") && ["<<<", ".def(", ".impl("].iter().any(|w| text.contains(w));
+    let may_write_code = text.contains("#define") && syntax::macros::CODE_WRITING_WORDS.iter().any(|w| text.contains(w));
     if !may_write_code {
         return text;
     }
