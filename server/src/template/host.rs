@@ -483,7 +483,7 @@ impl<'d> HostContext<'d> {
         globals.extend(globals_loaded_from_images(&on_paths, &graph));
         let launch_node = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte);
         let branch_values = launch_node.map(|n| branch_values_around(text, n)).unwrap_or_default();
-        let branch_conditions = launch_node.map(|n| branch_conditions_around(text, n).into_iter().map(|(c, holds)| (c.to_string(), holds)).collect()).unwrap_or_default();
+        let branch_conditions = launch_node.map(|n| branch_conditions_around(text, n)).unwrap_or_default();
         let loop_variables = launch_node.map(|n| loop_variables_around(text, n)).unwrap_or_default();
         let dispatch = launch_node.and_then(|n| torch_dispatch_around(text, n));
         let fields = fields_set_once(&documents, &defines, &graph);
@@ -1049,7 +1049,12 @@ impl<'d> HostContext<'d> {
         let path = self.paths.first()?;
         let mut taken = Some(true);
         for (condition, holds) in &self.branch_conditions {
-            match self.eval_text(path, 0, strip_outer_parens(condition), 0) {
+            // A `case`'s branch says its switch's value is the label's: the condition asks
+            // what the value is before that, as the launcher computes it.
+            let condition = rename_identifiers_in(condition, |word| {
+                self.branch_values.contains_key(word).then(|| path[0].scope.value_text(word).map(|v| format!("({v})"))).flatten()
+            });
+            match self.eval_text(path, 0, strip_outer_parens(&condition), 0) {
                 Some(value) if (value != 0) != *holds => return Some(false),
                 Some(_) => {}
                 None => taken = None,
@@ -1985,7 +1990,7 @@ fn branch_values_around(text: &str, node: Node) -> HashMap<String, i64> {
 
 /// The conditions of the `if`s around `node` in its function, each with whether `node` is in
 /// the branch taken when it holds.
-fn branch_conditions_around<'t>(text: &'t str, node: Node) -> Vec<(&'t str, bool)> {
+fn branch_conditions_around(text: &str, node: Node) -> Vec<(String, bool)> {
     let mut conditions = Vec::new();
     let mut child = node;
     for parent in std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| n.kind() != "function_definition") {
@@ -1996,7 +2001,12 @@ fn branch_conditions_around<'t>(text: &'t str, node: Node) -> Vec<(&'t str, bool
                 _ => None,
             };
             if let Some((condition, holds)) = parent.child_by_field_name("condition").zip(holds) {
-                conditions.push((&text[condition.byte_range()], holds));
+                conditions.push((text[condition.byte_range()].to_string(), holds));
+            }
+        }
+        if parent.kind() == "case_statement" {
+            if let Some(CaseTaken::When(condition)) = case_condition(text, parent, &|_| None) {
+                conditions.push((condition, true));
             }
         }
         child = parent;

@@ -115,10 +115,13 @@ impl Transform for TemplateParams {
             let from_host = unit.host_instantiation.get(index).and_then(|v| v.as_ref());
             // Of the launches in the file, the one the program takes, when the host code says.
             let taken = from_host.map(|h| h.value).filter(|value| at_launches.iter().any(|&(v, _)| v == *value));
+            // What the program instantiates comes before the declaration's default, which a
+            // launch that names its arguments (`k<(1024)><<<…>>>`, in a host file or a macro)
+            // does not use.
             let default = match (taken.or(at_launches.first().map(|&(v, _)| v)), from_default, from_host) {
                 (Some(value), _, _) => value,
-                (None, Some(value), _) => value,
-                (None, None, Some(host)) => {
+                (None, Some(value), None) => value,
+                (None, _, Some(host)) => {
                     rewrite.notes.push(Note { line: Some(unit.line_at(tp.span)), message: format!("template parameter `{}` is {} at the launch in {}", tp.name, host.value, host.origin) });
                     host.value
                 }

@@ -352,6 +352,9 @@ pub fn host_template_values(doc: &Document, kernel_file: Option<&Path>, kernel: 
         None => format!("line {}", launch.span.start.line + 1),
     };
     let launches: Vec<_> = launches_in(launch_doc, kernel).collect();
+    // Of launches that instantiate other values, the one the program takes only where the host
+    // code says it is taken (the `case` of the shape's thread count), not merely the first.
+    let settled = context.launch_taken() == Some(true);
     let written = |index: usize| -> Vec<i64> {
         let mut values: Vec<i64> = launches.iter().filter_map(|l| l.template_args.get(index)?.value).collect();
         values.sort_unstable();
@@ -364,7 +367,8 @@ pub fn host_template_values(doc: &Document, kernel_file: Option<&Path>, kernel: 
         .enumerate()
         .map(|(index, arg)| {
             if let Some(value) = arg.value {
-                return Some(HostValue { value, origin: at.clone(), written: written(index) });
+                let written = written(index);
+                return (settled || written.len() <= 1).then(|| HostValue { value, origin: at.clone(), written });
             }
             // In the kernel's own file a launch choice stays the transforms' (a block passed
             // as both the template argument and the block).
