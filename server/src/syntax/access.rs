@@ -72,13 +72,15 @@ fn access_at_depth(text: &str, body: Node, name: &str, depth: usize) -> Access {
                 continue;
             }
         };
+        // `FLOAT4(c[i]) = v`: a macro (or a function returning a reference) that stands for the
+        // element on the left of an assignment writes it.
+        let stood_for = access.parent().filter(|a| a.kind() == "argument_list").and_then(|a| a.parent()).filter(|call| call.kind() == "call_expression");
+        if let Some(compound) = stood_for.or(Some(access)).and_then(|target| assignment_to(text, target)) {
+            writes = true;
+            reads |= compound;
+            continue;
+        }
         match access.parent() {
-            Some(a) if a.kind() == "assignment_expression" && a.child_by_field_name("left") == Some(access) => {
-                writes = true;
-                if a.child_by_field_name("operator").is_some_and(|op| &text[op.byte_range()] != "=") {
-                    reads = true;
-                }
-            }
             // `&x[i]` passed to a function (`__ldg(&x[i])`): what the function does with it.
             Some(address) if address.kind() == "pointer_expression" && text[address.byte_range()].starts_with('&') && address.parent().is_some_and(|a| a.kind() == "argument_list") && depth < MAX_ROLE_DEPTH => {
                 add(&mut reads, &mut writes, passed_access(text, address.parent().expect("checked"), address, depth));
@@ -96,6 +98,13 @@ fn access_at_depth(text: &str, body: Node, name: &str, depth: usize) -> Access {
         (true, false) => Access::Reads,
         (false, false) => Access::Untouched,
     }
+}
+
+/// Whether `target` is the left side of an assignment, and if so whether a compound one (`+=`),
+/// which reads it too.
+fn assignment_to(text: &str, target: Node) -> Option<bool> {
+    let assignment = target.parent().filter(|a| a.kind() == "assignment_expression" && a.child_by_field_name("left") == Some(target))?;
+    Some(assignment.child_by_field_name("operator").is_some_and(|op| &text[op.byte_range()] != "="))
 }
 
 /// What the function called with `arguments` does with the buffer passed as `argument`: read,
@@ -233,6 +242,18 @@ mod tests {
         assert_eq!(access_in(helpers, "c"), Access::ReadsAndWrites);
         let read_back = "__global__ void k(float* y, int n) { y[threadIdx.x] = 1.0f; __syncthreads(); float s = y[n - 1 - threadIdx.x]; y[threadIdx.x] = s; }";
         assert_eq!(access_in(read_back, "y"), Access::ReadsAndWrites);
+    }
+
+    #[test]
+    fn a_macro_standing_for_an_element_on_the_left_of_an_assignment_writes_it() {
+        // xlite-dev/LeetCUDA's 128-bit stores: `#define FLOAT4(v) (reinterpret_cast<float4 *>(&(v))[0])`.
+        let packed = "__global__ void k(float* a, float* c, float* d, int n) {
+            int i = 4 * (blockIdx.x * blockDim.x + threadIdx.x);
+            if (i < n) { float4 v = FLOAT4(a[i]); FLOAT4(c[i]) = v; FLOAT4(d[i]) += v; }
+        }";
+        assert_eq!(access_in(packed, "a"), Access::Reads);
+        assert_eq!(access_in(packed, "c"), Access::Writes);
+        assert_eq!(access_in(packed, "d"), Access::ReadsAndWrites);
     }
 
     #[test]

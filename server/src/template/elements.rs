@@ -125,14 +125,11 @@ fn elements<'t>(unit: &Unit<'t>, body: Node<'t>) -> Option<Result<Elements<'t>, 
 
 /// `T i = blockIdx.x * blockDim.x + threadIdx.x;`: the name, the type, the value.
 fn index_declaration(text: &str, declaration: Node) -> Option<(String, String, String)> {
-    let mut cursor = declaration.walk();
-    let declarators: Vec<Node> = declaration.children_by_field_name("declarator", &mut cursor).collect();
-    let [d] = declarators.as_slice() else { return None };
-    let name = d.child_by_field_name("declarator").filter(|n| n.kind() == "identifier")?;
-    let value = d.child_by_field_name("value")?;
+    let name = index_holder(text, declaration)?;
+    let value = declaration.child_by_field_name("declarator")?.child_by_field_name("value")?;
     let ty = declaration.child_by_field_name("type")?;
     let value_text = &text[value.byte_range()];
-    is_grid_stride_start(value_text).then(|| (text[name.byte_range()].to_string(), text[ty.byte_range()].to_string(), value_text.trim().to_string()))
+    is_grid_stride_start(value_text).then(|| (name.to_string(), text[ty.byte_range()].to_string(), value_text.trim().to_string()))
 }
 
 fn binary<'t>(text: &'t str, node: Node) -> Option<(&'t str, &'t str, &'t str)> {
@@ -207,4 +204,77 @@ fn returns_continuing(text: &str, range: std::ops::Range<usize>, statements: &[N
     }
     out.push_str(&text[at..range.end]);
     out
+}
+
+/// What ties a thread to the others of its block or to the grid's shape: with none of it, the
+/// block is only a grouping of the threads.
+const SHARED_BETWEEN_THREADS: [&str; 17] = [
+    "__syncthreads", "__shared__", "__syncwarp", "shfl", "__ballot", "__any", "__all", "__activemask", "__match", "__reduce", "this_thread_block", "tiled_partition", "this_grid",
+    "gridDim", "warpSize", "cooperative_groups", "asm",
+];
+
+/// Whether each thread of the kernel whose body is `body` works on the elements of its flat
+/// index alone (`i = blockIdx.x * blockDim.x + threadIdx.x`, or a multiple of it), checked
+/// against a bound, and shares nothing with the other threads of its block: then how the threads
+/// are grouped into blocks changes no result, and a block of any size does the same work when
+/// the grid launches as many threads.
+pub(super) fn threads_independent_of_block(text: &str, body: Node) -> bool {
+    let root = std::iter::successors(Some(body), |n| n.parent()).last().unwrap_or(body);
+    let called = called_functions(text, root, body);
+    // `__shfl_xor_sync` and `__all_sync` by their prefixes, the rest by name.
+    let shared = |word: &str| word.contains("shfl") || SHARED_BETWEEN_THREADS.iter().any(|w| word == *w || (w.starts_with("__") && word.starts_with(w)));
+    let mentions = |code: &str, of: &dyn Fn(&str) -> bool| crate::syntax::identifiers_in(code).any(of);
+    let place = |word: &str| matches!(word, "threadIdx" | "blockIdx" | "blockDim");
+    if mentions(&text[body.byte_range()], &shared) || called.iter().any(|f| mentions(f, &shared) || mentions(f, &place)) {
+        return false;
+    }
+    // Each built-in of the thread's place is read once, in the flat index.
+    let flat: Vec<Node> = descendants(body).filter(|n| n.kind() == "binary_expression" && is_grid_stride_start(&text[n.byte_range()])).collect();
+    let [index] = flat.as_slice() else { return false };
+    let built_ins = descendants(body).filter(|n| n.kind() == "identifier" && place(&text[n.byte_range()])).count();
+    if built_ins != 3 {
+        return false;
+    }
+    // The variable holding it is checked against a bound before anything else is done: extra
+    // threads of a grid that does not divide evenly do nothing.
+    let statements = lanes::statements_of(body);
+    let Some(k) = statements.iter().position(|s| s.byte_range().contains(&index.start_byte())) else { return false };
+    let holder = (statements[k].kind() == "declaration").then(|| index_holder(text, statements[k])).flatten();
+    let (Some(var), Some(check)) = (holder, statements.get(k + 1).filter(|s| s.kind() == "if_statement" && s.child_by_field_name("alternative").is_none())) else { return false };
+    let earlier_reads = statements[..k].iter().any(|s| descendants(*s).any(|n| matches!(n.kind(), "subscript_expression" | "pointer_expression" | "call_expression")));
+    let condition = check.child_by_field_name("condition").and_then(|c| c.named_child(0));
+    let Some((left, op, right)) = condition.and_then(|c| binary(text, c)) else { return false };
+    let guarded = match (left == var, op, right == var) {
+        (true, "<" | "<=", _) | (_, ">" | ">=", true) => k + 2 == statements.len(),
+        (true, ">=" | ">", _) | (_, "<=" | "<", true) => check.child_by_field_name("consequence").is_some_and(|c| is_return(text, c)),
+        _ => false,
+    };
+    guarded && !earlier_reads
+}
+
+/// The name `declaration` declares, when it is one name given a value.
+fn index_holder<'t>(text: &'t str, declaration: Node) -> Option<&'t str> {
+    let declarators: Vec<Node> = declaration.children_by_field_name("declarator", &mut declaration.walk()).collect();
+    let [d] = declarators.as_slice() else { return None };
+    d.child_by_field_name("declarator").filter(|n| n.kind() == "identifier").map(|n| &text[n.byte_range()])
+}
+
+/// The texts of the functions of the file that `body` calls, and those they call in turn.
+fn called_functions<'t>(text: &'t str, root: Node, body: Node) -> Vec<&'t str> {
+    let functions: Vec<(&str, &str)> = descendants(root)
+        .filter(|n| n.kind() == "function_definition")
+        .filter_map(|f| Some((crate::syntax::host::function_name(text, f)?, &text[f.byte_range()])))
+        .collect();
+    let mut called: Vec<&str> = Vec::new();
+    let mut frontier = vec![&text[body.byte_range()]];
+    while let Some(code) = frontier.pop() {
+        let words: std::collections::HashSet<&str> = crate::syntax::identifiers_in(code).collect();
+        for (name, definition) in &functions {
+            if words.contains(name) && !called.contains(definition) {
+                called.push(definition);
+                frontier.push(definition);
+            }
+        }
+    }
+    called
 }

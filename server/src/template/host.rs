@@ -184,7 +184,7 @@ impl<'d> Frame<'d> {
         // `threads = dim3(512, 1)`; an `int grid = (n + 255) / 256` is no `dim3`.
         let assigned_whole = self.scope.value_given(name).and_then(|(v, at)| Some((dim3_arguments(v)?, at)));
         let constructed = assigned_whole
-            .or_else(|| self.scope.body.and_then(|b| dim3_local(self.text, b, name)))
+            .or_else(|| self.scope.body.and_then(|b| dim3_local(self.text, b, name, self.scope.point)))
             .map(|(components, at)| components.iter().map(|c| self.scope.as_written_at(c, at)).collect())
             .or_else(|| file.and_then(|f| dim3_global(self.text, f, name)));
         let assigned: Vec<Option<String>> = ["x", "y", "z"].iter().map(|axis| self.scope.value_given(&format!("{name}.{axis}")).map(|(v, at)| self.scope.as_written_at(v, at))).collect();
@@ -284,6 +284,9 @@ impl<'d> Scope<'d> {
                     }
                     continue;
                 }
+                // A name declared in a block the point is not in (the other branch's `int n`) is
+                // another variable.
+                "init_declarator" if !in_sight_of(node, point) => continue,
                 "init_declarator" => (node.child_by_field_name("declarator").and_then(declared_name), node.child_by_field_name("value")),
                 // `enum { SHMEM_SZ = MAX(...) };` in the function: a constant like another.
                 "enumerator" => (node.child_by_field_name("name"), node.child_by_field_name("value")),
@@ -2753,10 +2756,20 @@ pub(super) fn split_args(text: &str) -> Vec<String> {
     split_top_level(text, ',').into_iter().map(|a| a.trim().to_string()).collect()
 }
 
-/// The constructor arguments of `dim3 name(...)` or `dim3 name = dim3(...)`/`{...}` in `body`,
-/// and the byte offset of the declaration.
-fn dim3_local(text: &str, body: Node, name: &str) -> Option<(Vec<String>, usize)> {
-    descendants(body).filter(|n| n.kind() == "declaration").find_map(|node| Some((dim3_declared(text, node, name)?, node.start_byte())))
+/// The constructor arguments of `dim3 name(...)` or `dim3 name = dim3(...)`/`{...}` in `body`
+/// that byte `point` sees (the last made before it in a block around it), and the byte offset
+/// of the declaration.
+fn dim3_local(text: &str, body: Node, name: &str, point: usize) -> Option<(Vec<String>, usize)> {
+    let mut seen = descendants(body).filter(|n| n.kind() == "declaration" && in_sight_of(*n, point)).filter_map(|node| Some((dim3_declared(text, node, name)?, node.start_byte())));
+    let first = seen.next()?;
+    Some(seen.take_while(|(_, at)| *at < point).last().filter(|_| first.1 < point).unwrap_or(first))
+}
+
+/// Whether what `declaration` declares is in scope at byte `point`: the block it is declared
+/// in (a `{ … }`, or a `for` for its initializer) holds the point.
+fn in_sight_of(declaration: Node, point: usize) -> bool {
+    let block = std::iter::successors(declaration.parent(), |n| n.parent()).find(|n| matches!(n.kind(), "compound_statement" | "for_statement" | "for_range_loop" | "function_definition"));
+    block.is_none_or(|b| b.kind() == "function_definition" || b.byte_range().contains(&point))
 }
 
 /// The extents `declaration` gives the `dim3` named `name`: `dim3 name(a, b)`, `const dim3

@@ -196,7 +196,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
             arg.length = arg.length.take().map(|l| h.worked_out_by_caller(&l, &block));
         }
     }
-    let param_names: BTreeSet<&str> = params.iter().map(|p| p.name.as_str()).collect();
+    let mut param_names: BTreeSet<String> = params.iter().map(|p| p.name.clone()).collect();
     let mut sizes = BTreeSet::new();
     let expressions = grid.iter().chain(&block).chain(std::iter::once(&shared_bytes));
     let arg_exprs = args.iter().filter_map(|a| if a.dtype.is_float() { a.length.as_ref() } else { a.length.as_ref().or(a.value.as_ref()) });
@@ -238,6 +238,18 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
             let mut tail = shapes[0].clone();
             tail.insert(lead.clone(), value - 1);
             shapes.push(tail);
+        }
+    }
+    // A kernel of independent threads over a flat index, whose block is the problem's (`K` of
+    // `k<<<S, K>>>` over `S * K` elements): the grid may follow a block of any size instead.
+    if let (true, Some(b), Some((_, l))) = (choices.is_empty(), body, site) {
+        if super::elements::threads_independent_of_block(templated.text(), b) {
+            if let Some(choice) = flat_block_choice(kernel, user_line(l), &mut grid, &mut block, &shapes[0], &sizes) {
+                let at = params.iter().position(|p| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).unwrap_or(params.len());
+                params.insert(at, choice.clone());
+                param_names.insert(choice.name.clone());
+                choices.push(choice);
+            }
         }
     }
     // Where the program makes what the spec has no number for: `name` in the launcher's names.
@@ -609,6 +621,29 @@ fn block_values(block: &[String], name: &str, default: i64) -> Vec<i64> {
         values.sort_unstable();
     }
     values
+}
+
+/// The 1-D block of a kernel whose threads are independent, made of the problem's sizes (`K //
+/// 4`), as a launch parameter at its value for the first shape, the grid launching as many
+/// threads as the program's (`ceil_div(S * (K // 4), NAME)`). None when the block is no size
+/// there is a first value of, or several axes.
+fn flat_block_choice(kernel: &str, line: u32, grid: &mut [String], block: &mut [String], first: &Shape, sizes: &BTreeSet<String>) -> Option<ParamSpec> {
+    let ([grid_x, grid_rest @ ..], [block_x, block_rest @ ..]) = (grid, block) else { return None };
+    if !grid_rest.iter().chain(block_rest.iter()).all(|e| e.trim() == "1") || !identifiers_in(block_x).all(|w| sizes.contains(w) || expr::Function::from_name(w).is_some()) {
+        return None;
+    }
+    let value_of = |name: &str| first.get(name).map(|v| expr::Value::Int(*v));
+    let default = expr::parse(block_x).ok()?.eval_integer(&value_of).ok().filter(|v| (1..=1024).contains(v))?;
+    let name = format!("{}_BLOCK_SIZE", super::param_prefix(kernel));
+    if sizes.contains(&name) {
+        return None;
+    }
+    let threads = format!("{} * {}", super::layout::factor(grid_x), super::layout::factor(block_x));
+    let origin = format!("the block `{block_x}` of the launch on line {line} at the first shape; each thread takes its own flat index, so the grid follows the block: `ceil_div({threads}, {name})`");
+    *grid_x = format!("ceil_div({threads}, {name})");
+    *block_x = name.clone();
+    let values = block_values(std::slice::from_ref(block_x), &name, default);
+    Some(ParamSpec { name, kind: ParamKind::Launch, default, values, origin })
 }
 
 /// The literal extents of a block (`k<<<blocks, 256>>>` in `runner.cu`, `dim3 block(16, 16)`)
