@@ -1119,7 +1119,7 @@ def test_an_element_wise_kernel_launched_a_row_per_block_gets_a_block_the_grid_f
 async def test_the_code_action_lets_the_grid_follow_the_block_of_an_element_wise_kernel(client, tmp_path: Path):
     root = project(tmp_path, "flat_elements")
     (root / ".git").mkdir()
-    spec = await code_action_spec(client, root / "shift.cu", "y[i] = x[i] + offset", "shift_values")
+    spec = await code_action_spec(client, root / "shift.cu", "y[i] = unit * x[i] + offset", "shift_values")
     assert spec["grid"] == ["ceil_div(rows * cols, SHIFT_VALUES_BLOCK_SIZE)"] and "unknown" not in spec, spec
 
 

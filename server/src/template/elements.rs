@@ -240,16 +240,28 @@ pub(super) fn threads_independent_of_block(text: &str, body: Node) -> bool {
     let statements = lanes::statements_of(body);
     let Some(k) = statements.iter().position(|s| s.byte_range().contains(&index.start_byte())) else { return false };
     let holder = (statements[k].kind() == "declaration").then(|| index_holder(text, statements[k])).flatten();
-    let (Some(var), Some(check)) = (holder, statements.get(k + 1).filter(|s| s.kind() == "if_statement" && s.child_by_field_name("alternative").is_none())) else { return false };
-    let earlier_reads = statements[..k].iter().any(|s| descendants(*s).any(|n| matches!(n.kind(), "subscript_expression" | "pointer_expression" | "call_expression")));
+    // Constants may come between (`const half one = __float2half(1.0f);`).
+    let Some(guard) = (k + 1..statements.len()).find(|&g| statements[g].kind() != "declaration" || reads_memory(statements[g])) else { return false };
+    let (Some(var), Some(check)) = (holder, Some(statements[guard]).filter(|s| s.kind() == "if_statement" && s.child_by_field_name("alternative").is_none())) else { return false };
+    let earlier_reads = statements[..k].iter().any(|s| reads_memory(*s));
     let condition = check.child_by_field_name("condition").and_then(|c| c.named_child(0));
     let Some((left, op, right)) = condition.and_then(|c| binary(text, c)) else { return false };
     let guarded = match (left == var, op, right == var) {
-        (true, "<" | "<=", _) | (_, ">" | ">=", true) => k + 2 == statements.len(),
+        (true, "<" | "<=", _) | (_, ">" | ">=", true) => guard + 1 == statements.len(),
         (true, ">=" | ">", _) | (_, "<=" | "<", true) => check.child_by_field_name("consequence").is_some_and(|c| is_return(text, c)),
         _ => false,
     };
     guarded && !earlier_reads
+}
+
+/// Whether `statement` may read memory: an element, a dereference, or a call given anything but
+/// numbers.
+fn reads_memory(statement: Node) -> bool {
+    descendants(statement).any(|n| match n.kind() {
+        "subscript_expression" | "pointer_expression" => true,
+        "call_expression" => n.child_by_field_name("arguments").is_some_and(|a| a.named_children(&mut a.walk()).any(|arg| arg.kind() != "number_literal")),
+        _ => false,
+    })
 }
 
 /// The name `declaration` declares, when it is one name given a value.
