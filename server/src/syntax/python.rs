@@ -360,7 +360,7 @@ impl<'a> Writer<'a> {
                     _ => None,
                 }
             }
-            "subscript" => self.shape_read(node),
+            "subscript" => self.shape_read(node).or_else(|| self.leading_slice(node)),
             // `args.num_tokens` of `parser.add_argument("--num-tokens", default=4096)`.
             // An exported function passed as a value (`run(ext.rms_norm, …)`).
             "attribute" => {
@@ -387,6 +387,33 @@ impl<'a> Writer<'a> {
             _ => return None,
         };
         (tensor.kind() == "identifier").then(|| format!("{}.size({index})", cpp_name(self.text(tensor))))
+    }
+
+    /// `a[:m, :k]` (each dimension from its start, whole or to an extent) as libtorch's
+    /// `a.index({Slice(None, m), Slice(None, k)})`.
+    fn leading_slice(&self, subscript: Node) -> Option<String> {
+        let tensor = subscript.child_by_field_name("value").filter(|v| v.kind() == "identifier")?;
+        let items: Vec<Node> = subscript.children_by_field_name("subscript", &mut subscript.walk()).collect();
+        let extents = items.iter().map(|item| self.slice_from_start(*item)).collect::<Option<Vec<_>>>()?;
+        Some(format!("{}.index({{{}}})", cpp_name(self.text(tensor)), extents.join(", ")))
+    }
+
+    /// `:m` (or `0:m`) as `Slice(None, m)`, `:` as `Slice()`; `None` for another start, a step
+    /// or an index.
+    fn slice_from_start(&self, item: Node) -> Option<String> {
+        let children: Vec<Node> = item.children(&mut item.walk()).collect();
+        let [colon] = children.iter().filter(|c| c.kind() == ":").collect::<Vec<_>>()[..] else { return None };
+        let (before, after): (Vec<&Node>, Vec<&Node>) = children.iter().filter(|c| c.is_named()).partition(|c| c.start_byte() < colon.start_byte());
+        let from_start = match before.as_slice() {
+            [] => true,
+            [start] => self.text(**start) == "0",
+            _ => false,
+        };
+        match (item.kind() == "slice" && from_start, after.as_slice()) {
+            (true, []) => Some("Slice()".to_string()),
+            (true, [stop]) => Some(format!("Slice(None, {})", self.expression(**stop)?)),
+            _ => None,
+        }
     }
 
     fn call(&self, call: Node) -> Option<String> {
@@ -718,6 +745,24 @@ for (rows, cols), scale in [((64, 32), 2)]:
         assert_eq!(lines[5], "auto x = torch::randn({S, K});", "{code}");
         assert_eq!(lines[8], "void bench_py_line_9() { { auto n = 4096;", "{code}");
         assert_eq!(lines[11], "void bench_py_line_12() { { auto rows = 64; auto cols = 32; auto scale = 2;", "{code}");
+    }
+
+    #[test]
+    fn slices_from_the_start_of_a_preallocated_tensor_keep_their_extents() {
+        // xlite-dev/LeetCUDA's GEMM benchmarks slice each problem out of the largest one.
+        let script = "\
+A = torch.randn((MAX_M, MAX_K)).cuda()
+for M in [4096]:
+    a = A[:M, :].contiguous()
+    b = A[0:M, :64]
+    c = A[1:M]
+    d = A[:M:2]
+    lib.gemm(a, b)
+";
+        let code = as_host_code(script, "bench", &[binding("gemm", "gemm", &[])]);
+        assert!(code.contains("auto a = A.index({Slice(None, M), Slice()});"), "{code}");
+        assert!(code.contains("auto b = A.index({Slice(None, M), Slice(None, 64)});"), "{code}");
+        assert!(!code.contains("auto c =") && !code.contains("auto d ="), "a slice from elsewhere or with a step: {code}");
     }
 
     #[test]

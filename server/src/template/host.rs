@@ -1288,6 +1288,12 @@ impl<'d> HostContext<'d> {
         let made = |made_at: usize, value: &str| match tensors::made_tensor(&strip_casts_everywhere(value))? {
             tensors::MadeTensor::Dims(dims) => Some((made_at, dims)),
             tensors::MadeTensor::Like(other) => self.tensor_dims(path, made_at, &other, depth + 1),
+            // The extents are the slicing frame's names, the whole dimensions the other's.
+            tensors::MadeTensor::Sliced(other, extents) => {
+                let (at, dims) = self.tensor_dims(path, made_at, &other, depth + 1)?;
+                let names_agree = at == made_at || extents.iter().all(Option::is_none);
+                names_agree.then(|| (at, tensors::sliced_dims(&extents, dims)))
+            }
         };
         if let Some(value) = frame.scope.value_text(name) {
             return made(at, value);

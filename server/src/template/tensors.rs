@@ -168,6 +168,15 @@ pub(super) enum MadeTensor {
     Dims(Vec<String>),
     /// Of another tensor's shape: `torch::zeros_like(x)`, `x.clone()`, `x.to(device)`.
     Like(String),
+    /// The leading part of another tensor: `a.index({Slice(None, m), Slice()})` (Python's
+    /// `a[:m, :]`), each sliced dimension's new extent, `None` where it is whole.
+    Sliced(String, Vec<Option<String>>),
+}
+
+/// The dimensions of a tensor sliced from the start to `extents` (`None` where whole), from the
+/// dimensions `whole` of the tensor it is sliced from.
+pub(super) fn sliced_dims(extents: &[Option<String>], whole: Vec<String>) -> Vec<String> {
+    whole.into_iter().enumerate().map(|(k, dim)| extents.get(k).cloned().flatten().unwrap_or(dim)).collect()
 }
 
 /// The factories that make a tensor of a shape given first (`torch::zeros({B, nh, N})`).
@@ -202,7 +211,29 @@ pub(super) fn made_tensor(value: &str) -> Option<MadeTensor> {
         return is_identifier(first.trim()).then(|| MadeTensor::Like(first.trim().to_string()));
     }
     let (object, method) = callee.rsplit_once('.')?;
-    (is_identifier(object.trim()) && SAME_SHAPE.contains(&method.trim())).then(|| MadeTensor::Like(object.trim().to_string()))
+    let object = object.trim().to_string();
+    if !is_identifier(&object) {
+        return None;
+    }
+    if method.trim() == "index" {
+        let items = args_text.trim().strip_prefix('{')?.strip_suffix('}')?;
+        let extents = super::host::split_args(items).iter().map(|item| slice_extent(item)).collect::<Option<Vec<_>>>()?;
+        return Some(MadeTensor::Sliced(object, extents));
+    }
+    SAME_SHAPE.contains(&method.trim()).then_some(MadeTensor::Like(object))
+}
+
+/// The extent a `Slice` from the start leaves of a dimension: `Slice(None, m)` gives `m`,
+/// `Slice()` the whole (`None` inside); `None` for any other index.
+fn slice_extent(item: &str) -> Option<Option<String>> {
+    let item = item.trim();
+    let args = item.rsplit("::").next()?.strip_prefix("Slice(")?.strip_suffix(')')?;
+    match super::host::split_args(args).as_slice() {
+        [] => Some(None),
+        [only] if only.is_empty() => Some(None),
+        [start, stop] if matches!(start.as_str(), "None" | "0") => Some((stop != "None").then(|| stop.clone())),
+        _ => None,
+    }
 }
 
 /// The tensor whose data `arg` passes (`x.data_ptr<float>()`, `(float *)x.data_ptr()`), with
@@ -274,6 +305,11 @@ mod tests {
         assert_eq!(made_tensor("at::empty(a_contig.sizes(), a_contig.options())"), Some(MadeTensor::Like("a_contig".into())));
         assert_eq!(made_tensor("x.clone()"), Some(MadeTensor::Like("x".into())));
         assert_eq!(made_tensor("l.to(device)"), Some(MadeTensor::Like("l".into())));
+        let sliced = made_tensor("A.index({Slice(None, M), torch::indexing::Slice(), Slice(0, K)})");
+        assert_eq!(sliced, Some(MadeTensor::Sliced("A".into(), vec![Some("M".into()), None, Some("K".into())])));
+        assert_eq!(sliced_dims(&[Some("M".into()), None, Some("K".into())], vec!["MAX_M".into(), "H".into(), "MAX_K".into(), "D".into()]), ["M", "H", "K", "D"]);
+        assert_eq!(made_tensor("A.index({Slice(2, M)})"), None, "a slice from elsewhere than the start");
+        assert_eq!(made_tensor("A.index({0})"), None);
         assert_eq!(made_tensor("torch::matmul(a, b)"), None);
         assert_eq!(made_tensor("x.view({n, d})"), None, "a view changes the shape");
         assert_eq!(made_tensor("std::empty({n})"), None);
