@@ -1109,6 +1109,8 @@ def test_an_element_wise_kernel_launched_a_row_per_block_gets_a_block_the_grid_f
     packed = templatized_spec(root, "shift.cu", "shift_values4")
     assert packed["grid"] == ["ceil_div(rows * (cols // 4), SHIFT_VALUES4_BLOCK_SIZE)"]
     assert next(p for p in packed["params"] if p["name"] == "SHIFT_VALUES4_BLOCK_SIZE")["default"] == 128
+    # The program's rows are whole float4s: checks at other sizes keep to them.
+    assert packed["restrictions"] == ["cols % 4 == 0"]
     assert [(a["name"], a.get("role")) for a in packed["args"]][:2] == [("x", "input"), ("y", "output")]
     # Loads before the bound: a larger grid's extra threads would read past the end.
     unchecked, report = templatized_spec_and_report(root, "shift.cu", "shift_values4_unchecked")

@@ -83,6 +83,9 @@ cases=(
   "cuda-samples Samples/2_Concepts_and_Techniques/MC_EstimatePiP/src/piestimator.cu computeValue"
   "leetcuda kernels/sgemv/sgemv.cu sgemv_k32_f32_kernel"
   "leetcuda kernels/rope/rope.cu rope_f32_kernel"
+  "leetcuda kernels/elementwise/elementwise.cu elementwise_add_f32x4_kernel"
+  "leetcuda kernels/sgemm/sgemm.cu sgemm_t_8x8_sliced_k_f32x4_kernel"
+  "leetcuda kernels/reduce/block_all_reduce.cu block_all_reduce_sum_f32_f32_kernel"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()

@@ -13,7 +13,13 @@
 # - tests/fixtures/workspace/torch_op and torch_library: PyTorch extensions' kernels, their
 #   sizes the tensors a Python script or a pytest test makes (session 26).
 # - tests/fixtures/workspace/macro_launchers: `row_sum_kernel`, whose launcher and binding only
-#   the file's macros write, sized by a Python script's comprehension loop (session 27).
+#   the file's macros write, sized by a Python script's comprehension loop (session 27);
+#   `row_max_kernel`, whose block is the `case` its macro's `switch` takes for the shape (256,
+#   where the declaration says 128).
+# - tests/fixtures/workspace/flat_elements: `shift_values` and `shift_values4`, launched a row per
+#   block, their block a launch parameter the grid follows (session 28).
+# - tests/fixtures/workspace/sliced_tensors: `tile_mm_kernel`, its tensors sliced by a Python
+#   script from larger ones (session 28).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -28,7 +34,11 @@ workspace/sweep_dispatch|sort.cu|merge_across_tiles|10
 workspace/torch_op|csrc/softclamp.cu|softclamp_kernel|10
 workspace/torch_op|csrc/softclamp.cu|row_center_kernel|10
 workspace/torch_library|csrc/norm.cu|rms_norm_kernel|10
-workspace/macro_launchers|row_sum.cu|row_sum_kernel|10"
+workspace/macro_launchers|row_sum.cu|row_sum_kernel|10
+workspace/macro_launchers|row_max.cu|row_max_kernel|10
+workspace/flat_elements|shift.cu|shift_values|10
+workspace/flat_elements|shift.cu|shift_values4|10
+workspace/sliced_tensors|tile_mm.cu|tile_mm_kernel|20"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"

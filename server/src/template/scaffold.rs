@@ -244,11 +244,13 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     // `k<<<S, K>>>` over `S * K` elements): the grid may follow a block of any size instead.
     if let (true, Some(b), Some((_, l))) = (choices.is_empty(), body, site) {
         if super::elements::threads_independent_of_block(templated.text(), b) {
+            let original_block = block.first().cloned().unwrap_or_default();
             if let Some(choice) = flat_block_choice(kernel, user_line(l), &mut grid, &mut block, &shapes[0], &sizes) {
                 let at = params.iter().position(|p| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).unwrap_or(params.len());
                 params.insert(at, choice.clone());
                 param_names.insert(choice.name.clone());
                 choices.push(choice);
+                restrictions.extend(divided_evenly(&original_block, &shapes).into_iter().filter(|r| !restrictions.contains(r)).collect::<Vec<_>>());
             }
         }
     }
@@ -644,6 +646,14 @@ fn flat_block_choice(kernel: &str, line: u32, grid: &mut [String], block: &mut [
     *block_x = name.clone();
     let values = block_values(std::slice::from_ref(block_x), &name, default);
     Some(ParamSpec { name, kind: ParamKind::Launch, default, values, origin })
+}
+
+/// `K % 4 == 0` for a block `K // 4` where every shape's `K` divides so: the threads the program
+/// launches then cover its elements, which other sizes' would not.
+fn divided_evenly(extent: &str, shapes: &[Shape]) -> Option<String> {
+    let (size, divisor) = extent.split_once("//").map(|(n, d)| (n.trim(), d.trim().parse::<i64>().ok()))?;
+    let divisor = divisor.filter(|d| *d > 1)?;
+    shapes.iter().all(|shape| shape.get(size).is_some_and(|n| n % divisor == 0)).then(|| format!("{size} % {divisor} == 0"))
 }
 
 /// The literal extents of a block (`k<<<blocks, 256>>>` in `runner.cu`, `dim3 block(16, 16)`)
