@@ -19,7 +19,8 @@
 # - tests/fixtures/workspace/flat_elements: `shift_values` and `shift_values4`, launched a row per
 #   block, their block a launch parameter the grid follows (session 28).
 # - tests/fixtures/workspace/sliced_tensors: `tile_mm_kernel`, its tensors sliced by a Python
-#   script from larger ones (session 28).
+#   script from larger ones, and `mapped_mm_kernel`, whose tiles the threads are mapped onto
+#   with numbers (its tile sizes stay, its block keeps 256 threads; session 28).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -38,7 +39,8 @@ workspace/macro_launchers|row_sum.cu|row_sum_kernel|10
 workspace/macro_launchers|row_max.cu|row_max_kernel|10
 workspace/flat_elements|shift.cu|shift_values|10
 workspace/flat_elements|shift.cu|shift_values4|10
-workspace/sliced_tensors|tile_mm.cu|tile_mm_kernel|20"
+workspace/sliced_tensors|tile_mm.cu|tile_mm_kernel|20
+workspace/sliced_tensors|tile_mm.cu|mapped_mm_kernel|20"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"

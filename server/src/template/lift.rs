@@ -96,6 +96,7 @@ impl Transform for TemplateParams {
     fn apply(&self, unit: &Unit) -> Outcome {
         let mut rewrite = Rewrite::default();
         let mut tagged = Vec::new();
+        let hand_mapped = tiles_mapped_with_numbers(unit);
         for (index, tp) in unit.kernel.template_params.iter().enumerate() {
             if !matches!(tp.kind, TemplateParamKind::Value { integer: true, .. }) {
                 continue;
@@ -159,6 +160,12 @@ impl Transform for TemplateParams {
                 rewrite.params.push(param(&tp.name, ParamKind::Template, default, vec![default], origin));
                 continue;
             }
+            if let Some(why) = hand_mapped.iter().find(|(name, _)| *name == tp.name).map(|(_, why)| why) {
+                rewrite.notes.push(Note { line: Some(unit.line_at(tp.span)), message: format!("{why}: kept at {default}") });
+                let origin = format!("template parameter `{}` of `{}`, {HAND_MAPPED_TILE}", tp.name, unit.kernel.name);
+                rewrite.params.push(param(&tp.name, ParamKind::Template, default, vec![default], origin));
+                continue;
+            }
             let values = match instantiated.len() {
                 0 | 1 if looks_like_block_size(&tp.name) => block_values(),
                 0 | 1 => factor_values(default),
@@ -183,6 +190,70 @@ impl Transform for TemplateParams {
         };
         Outcome::Applied(rewrite)
     }
+}
+
+/// The end of the origin of a template parameter [`tiles_mapped_with_numbers`] keeps: the block's
+/// threads must stay as many as the mapping counts on.
+pub(super) const HAND_MAPPED_TILE: &str = "a tile the threads are mapped onto with numbers";
+
+/// The template parameters that size a dimension of a `__shared__` tile whose index there the
+/// threads compute with numbers of their own, not the parameters (`s_a[tid / 2][tid % 2 * 4]`
+/// of a `s_a[BM][BK]` loaded by 256 threads): another value would leave part of the tile
+/// unloaded or load past it. Each with why, for the note.
+fn tiles_mapped_with_numbers(unit: &Unit) -> Vec<(String, String)> {
+    let Some(body) = unit.body() else { return Vec::new() };
+    let text = unit.text();
+    let params: BTreeSet<&str> = unit.kernel.template_params.iter().map(|tp| tp.name.as_str()).collect();
+    let words = |code: &str| crate::syntax::identifiers_in(code).map(str::to_string).collect::<BTreeSet<String>>();
+    // Locals the thread's index makes, and of those, the ones made with numbers (`tid / 2`).
+    let mut from_thread: BTreeSet<String> = BTreeSet::from(["threadIdx".to_string()]);
+    let mut with_numbers: Vec<(String, String, usize)> = Vec::new();
+    for declarator in descendants(body).filter(|n| n.kind() == "init_declarator") {
+        let (Some(name), Some(value)) = (declarator.child_by_field_name("declarator").filter(|d| d.kind() == "identifier"), declarator.child_by_field_name("value")) else { continue };
+        let value_text = &text[value.byte_range()];
+        let read = words(value_text);
+        if !read.iter().any(|w| from_thread.contains(w)) {
+            continue;
+        }
+        let name = text[name.byte_range()].to_string();
+        from_thread.insert(name.clone());
+        let numbered = descendants(value).any(|n| n.kind() == "number_literal" && parse_int_literal(&text[n.byte_range()]).is_some_and(|v| v >= 2));
+        if numbered && !read.iter().any(|w| params.contains(w.as_str())) {
+            with_numbers.push((name, value_text.split_whitespace().collect::<Vec<_>>().join(" "), value.start_byte()));
+        }
+    }
+    let mut pinned: Vec<(String, String)> = Vec::new();
+    for tile in unit.kernel.shared.iter().filter(|s| !s.dims.is_empty()) {
+        for access in descendants(body).filter(|n| n.kind() == "subscript_expression" && n.parent().is_none_or(|p| p.kind() != "subscript_expression" || p.child_by_field_name("argument") != Some(*n))) {
+            // `s_a[i][j]`: the indices outermost first, down to the array.
+            let mut indices = Vec::new();
+            let mut current = access;
+            while current.kind() == "subscript_expression" {
+                indices.push(current.child_by_field_name("indices").or_else(|| current.child_by_field_name("index")));
+                let Some(argument) = current.child_by_field_name("argument") else { break };
+                current = argument;
+            }
+            if text[current.byte_range()].trim() != tile.name || indices.len() != tile.dims.len() {
+                continue;
+            }
+            indices.reverse();
+            for (dim, index) in tile.dims.iter().zip(indices) {
+                let index_text = index.map(|i| text[i.byte_range()].trim_matches(|c| c == '[' || c == ']').trim()).unwrap_or_default();
+                let read = words(index_text);
+                if read.iter().any(|w| params.contains(w.as_str())) {
+                    continue;
+                }
+                let Some((local, made, at)) = with_numbers.iter().find(|(name, ..)| read.contains(name)) else { continue };
+                for sized_by in words(&dim.text).into_iter().filter(|w| params.contains(w.as_str())) {
+                    if !pinned.iter().any(|(name, _)| *name == sized_by) {
+                        let why = format!("`{sized_by}` sizes `{}`, which the threads index as `{local} = {made}` (line {}), with numbers of their own", tile.name, unit.line_of(*at));
+                        pinned.push((sized_by, why));
+                    }
+                }
+            }
+        }
+    }
+    pinned
 }
 
 /// `#define`s the kernel's execution choices use: wrapped in `#ifndef` so that `-D` sets them.

@@ -340,7 +340,12 @@ fn template_block_bounds(params: &[ParamSpec], block: &[String]) -> Vec<String> 
     }
     let defaults: std::collections::HashMap<&str, i64> = params.iter().map(|p| (p.name.as_str(), p.default)).collect();
     let threads = block.iter().map(|b| expr::parse(b).ok()?.eval_integer(&|n| defaults.get(n).map(|v| expr::Value::Int(*v))).ok()).collect::<Option<Vec<i64>>>();
-    threads.map_or_else(Vec::new, |threads| threads_bounds(block, &[threads.iter().product()]))
+    let Some(threads) = threads.map(|t| t.iter().product::<i64>()) else { return Vec::new() };
+    // Threads mapped onto a tile with numbers (`tid / 2` for a row of 128): as many as there are.
+    if params.iter().any(|p| p.origin.ends_with(super::lift::HAND_MAPPED_TILE)) {
+        return vec![format!("{} == {threads}", threads_of(block))];
+    }
+    threads_bounds(block, &[threads])
 }
 
 /// An integer a launch in another file gives a template parameter, and where.
@@ -589,6 +594,14 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
     (choices, threads_bounds(block, &defaults), held)
 }
 
+/// The block's thread count as an expression: `(BN // TN) * (BM // TM)`.
+fn threads_of(block: &[String]) -> String {
+    match block {
+        [only] => only.clone(),
+        _ => block.iter().map(|b| super::layout::factor(b)).collect::<Vec<_>>().join(" * "),
+    }
+}
+
 /// 1 to 1,024 by powers of two, and `default` when it is none of them.
 fn powers_of_two_with(default: i64) -> Vec<i64> {
     let mut values: Vec<i64> = (0..=10).map(|p| 1i64 << p).collect();
@@ -602,7 +615,7 @@ fn powers_of_two_with(default: i64) -> Vec<i64> {
 /// A block's threads between a warp (or the program's own block when smaller: the default stays
 /// in the space) and 1,024, for a block of several varied extents whose defaults are `defaults`.
 fn threads_bounds(block: &[String], defaults: &[i64]) -> Vec<String> {
-    let threads = block.iter().map(String::as_str).collect::<Vec<_>>().join(" * ");
+    let threads = threads_of(block);
     let fewest = defaults.iter().product::<i64>().min(32);
     vec![format!("{threads} >= {fewest}"), format!("{threads} <= 1024")]
 }
