@@ -197,7 +197,7 @@ impl Transform for TemplateParams {
 pub(super) const HAND_MAPPED_TILE: &str = "a tile the threads are mapped onto with numbers";
 
 /// The template parameters that size a dimension of a `__shared__` tile whose index there the
-/// threads compute with numbers of their own, not the parameters (`s_a[tid / 2][tid % 2 * 4]`
+/// threads compute by dividing by numbers of their own, not the parameters (`s_a[tid / 2][tid % 2 * 4]`
 /// of a `s_a[BM][BK]` loaded by 256 threads): another value would leave part of the tile
 /// unloaded or load past it. Each with why, for the note.
 fn tiles_mapped_with_numbers(unit: &Unit) -> Vec<(String, String)> {
@@ -217,7 +217,13 @@ fn tiles_mapped_with_numbers(unit: &Unit) -> Vec<(String, String)> {
         }
         let name = text[name.byte_range()].to_string();
         from_thread.insert(name.clone());
-        let numbered = descendants(value).any(|n| n.kind() == "number_literal" && parse_int_literal(&text[n.byte_range()]).is_some_and(|v| v >= 2));
+        // Divided or wrapped by a number (`tid / 2`, `tid % 32`): a scaled index (`tx * 4`) is a
+        // vector's, whose tile a bound check (`if (t4x < BLOCK)`) may still follow.
+        let numbered = descendants(value).any(|n| {
+            let by_number = n.child_by_field_name("right").is_some_and(|r| r.kind() == "number_literal" && parse_int_literal(&text[r.byte_range()]).is_some_and(|v| v >= 2));
+            let operator = n.child_by_field_name("operator").map(|o| &text[o.byte_range()]);
+            n.kind() == "binary_expression" && matches!(operator, Some("/" | "%" | ">>" | "&")) && by_number
+        });
         if numbered && !read.iter().any(|w| params.contains(w.as_str())) {
             with_numbers.push((name, value_text.split_whitespace().collect::<Vec<_>>().join(" "), value.start_byte()));
         }
