@@ -59,6 +59,14 @@ fn code_writing(macros: &HashMap<String, Macro>) -> std::collections::HashSet<&s
     }
 }
 
+/// The file's function-like macros that take the address of an argument (`#define FLOAT4(v)
+/// (reinterpret_cast<float4 *>(&(v))[0])`): an element passed to one is read or written as part
+/// of a wider value, which must stay aligned.
+pub fn address_taking_macros(text: &str, root: Node) -> std::collections::HashSet<String> {
+    let takes_address = |m: &Macro| m.params.iter().any(|p| m.body.contains(&format!("&({p})")) || identifiers(&m.body).any(|(w, at)| w == p && m.body[..at].trim_end().ends_with('&')));
+    function_macros(text, root).into_iter().filter(|(_, m)| takes_address(m)).map(|(name, _)| name).collect()
+}
+
 /// The file's function-like macros by name, their bodies joined onto one line without comments.
 /// Read from each directive's text: tree-sitter parses a body with a comment in it as an error.
 fn function_macros(text: &str, root: Node) -> HashMap<String, Macro> {

@@ -1083,6 +1083,7 @@ impl Transform for SharedPadding {
         let Some(body) = unit.body() else { return Outcome::NotApplicable("the kernel has no body".into()) };
         let mut rewrite = Rewrite::default();
         let mut names: Vec<String> = Vec::new();
+        let wide = unit.doc.tree().map(|t| crate::syntax::macros::address_taking_macros(unit.text(), t.root_node())).unwrap_or_default();
         for tile in tiles {
             let line = unit.line_at(tile.span);
             let padded_by = unit.model.defines.iter().find(|d| d.name.contains("PAD") && super::contains_identifier(&tile.dims[1].text, &d.name));
@@ -1104,8 +1105,17 @@ impl Transform for SharedPadding {
             let new_text = if simple { format!("{inner_text} + {name}") } else { format!("({inner_text}) + {name}") };
             rewrite.edits.push(TextEdit { range: inner.span.start_byte..inner.span.end_byte, new_text });
             rewrite.edits.push(unit.define_block(&name, "0"));
+            // A tile read or written as wider values (`FLOAT4(s_a[i][j])`) keeps its rows 16-byte
+            // aligned: pads of whole 16-byte groups.
+            let values = match vector_accessed(unit, body, &tile.name, &wide) {
+                true => {
+                    let group = 16 / element_bytes(&tile.element_type);
+                    vec![0, group, 2 * group]
+                }
+                false => vec![0, 1, 2, 4],
+            };
             let origin = format!("padding of the inner dimension of `__shared__ {}` at line {line}", tile.name);
-            rewrite.params.push(param(&name, ParamKind::Define, 0, [0, 1, 2, 4], origin));
+            rewrite.params.push(param(&name, ParamKind::Define, 0, values, origin));
             names.push(name);
         }
         if names.is_empty() {
@@ -1117,6 +1127,25 @@ impl Transform for SharedPadding {
         }
         rewrite.summary = format!("shared tiles padded by {}", names.join(", "));
         Outcome::Applied(rewrite)
+    }
+}
+
+/// Whether an element of `array` is passed to one of the `wide` macros, which take its address.
+fn vector_accessed(unit: &Unit, body: Node, array: &str, wide: &std::collections::HashSet<String>) -> bool {
+    let text = unit.text();
+    descendants(body).filter(|n| n.kind() == "call_expression").any(|call| {
+        let callee = call.child_by_field_name("function").map(|f| &text[f.byte_range()]).unwrap_or_default();
+        let first = call.child_by_field_name("arguments").and_then(|a| a.named_child(0));
+        wide.contains(callee) && first.is_some_and(|arg| crate::syntax::identifiers_in(&text[arg.byte_range()]).next() == Some(array))
+    })
+}
+
+/// The bytes of a `__shared__` element type: 2 for halves, 8 for doubles, else 4.
+fn element_bytes(element_type: &str) -> i64 {
+    match element_type.trim() {
+        t if t.contains("half") || t.contains("bfloat16") || t.contains("short") => 2,
+        t if t.contains("double") || t.contains("long") => 8,
+        _ => 4,
     }
 }
 
