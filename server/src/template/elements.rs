@@ -242,7 +242,8 @@ pub(super) fn threads_independent_of_block(text: &str, body: Node) -> bool {
     let holder = (statements[k].kind() == "declaration").then(|| index_holder(text, statements[k])).flatten();
     // Constants may come between (`const half one = __float2half(1.0f);`).
     let Some(guard) = (k + 1..statements.len()).find(|&g| statements[g].kind() != "declaration" || reads_memory(statements[g])) else { return false };
-    let (Some(var), Some(check)) = (holder, Some(statements[guard]).filter(|s| s.kind() == "if_statement" && s.child_by_field_name("alternative").is_none())) else { return false };
+    let check = statements[guard];
+    let Some(var) = holder.filter(|_| check.kind() == "if_statement" && check.child_by_field_name("alternative").is_none()) else { return false };
     let earlier_reads = statements[..k].iter().any(|s| reads_memory(*s));
     let condition = check.child_by_field_name("condition").and_then(|c| c.named_child(0));
     let Some((left, op, right)) = condition.and_then(|c| binary(text, c)) else { return false };
