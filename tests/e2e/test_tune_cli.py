@@ -50,6 +50,29 @@ def test_a_replay_finds_the_recorded_best_and_says_it_is_a_replay(tmp_path):
     assert (count, runs) == (24, 2)
 
 
+def test_when_no_configuration_beats_the_original_the_original_stays(tmp_path):
+    # The recording with the original's configuration (BLOCK_SIZE=256, RMSNORM_VEC=1) made the fastest.
+    recording = json.loads(RECORDING.read_text())
+    fastest = min(r["times"]["runtimes"][0] for r in recording["results"] if r["invalidity"] == "correct")
+    original = [r for r in recording["results"] if r["configuration"] == {"BLOCK_SIZE": 256, "RMSNORM_VEC": 1}]
+    assert len(original) == 1
+    original[0]["times"]["runtimes"] = [fastest / 2]
+    original[0]["measurements"][0]["value"] = fastest / 2
+    slower = tmp_path / "original_fastest.t4.json"
+    slower.write_text(json.dumps(recording))
+
+    result = tune("--spec", str(SPEC), "--replay", str(slower), workspace=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "best: the original: no configuration is faster" in result.stdout, result.stdout
+    assert "1.95×" not in result.stdout and "best: BLOCK_SIZE=512" not in result.stdout, result.stdout
+    report = json.loads(tune("--spec", str(SPEC), "--replay", str(slower), "--json", workspace=tmp_path / "json").stdout)
+    assert report["original_fastest"] is True
+    assert report["best"]["config"] == [["BLOCK_SIZE", 256], ["RMSNORM_VEC", 1]], report["best"]
+
+    faster = json.loads(tune("--spec", str(SPEC), "--replay", str(RECORDING), "--json", workspace=tmp_path / "faster").stdout)
+    assert faster["original_fastest"] is False
+
+
 def test_budgets_and_strategies_are_honoured_and_seeded(tmp_path):
     def run(seed, workspace):
         result = tune("--spec", str(SPEC), "--replay", str(RECORDING), "--strategy", "random", "--budget", "6", "--seed", str(seed), "--json", workspace=workspace)

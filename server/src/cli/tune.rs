@@ -192,6 +192,12 @@ fn table(report: &TuneReport, top: usize) -> String {
         out.push_str(&format!("  {count} × {reason}\n"));
     }
     let best = match &report.best {
+        Some(b) if report.original_fastest => format!(
+            "best: the original: no configuration is faster (the fastest correct one, {}, ran at {:.2} µs, {:.2}× the original)",
+            b.config,
+            b.time_us.unwrap_or(0.0),
+            b.speedup.unwrap_or(f64::NAN)
+        ),
         Some(b) => format!("best: {} at {:.2} µs{}", b.config, b.time_us.unwrap_or(0.0), b.speedup.map_or(String::new(), |s| format!(", {s:.2}× the original"))),
         None => "no configuration passed".to_string(),
     };
@@ -199,7 +205,8 @@ fn table(report: &TuneReport, top: usize) -> String {
     if let Some(explanation) = report.unsteady_explanation() {
         out.push_str(&format!("{explanation}\n"));
     }
-    if let (Some(bound), Some(time)) = (&report.sol, report.best.as_ref().and_then(|b| b.time_us)) {
+    let best_time = if report.original_fastest { report.baseline_us } else { report.best.as_ref().and_then(|b| b.time_us) };
+    if let (Some(bound), Some(time)) = (&report.sol, best_time) {
         out.push_str(&format!("speed of light: {}\n", bound.headroom(time)));
     }
     if let Some(why) = &report.sol_missing {

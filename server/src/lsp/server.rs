@@ -260,6 +260,9 @@ impl Backend {
             return Err(failed(format!("the results of `{kernel}` were measured on an earlier version of it: tune it again first")));
         }
         let best = results.best().ok_or_else(|| failed(format!("no configuration of `{kernel}` ran correctly: nothing to apply")))?;
+        if !results.beats_original() {
+            return Err(failed(format!("no configuration of `{kernel}` is faster than the original (the fastest correct one, {}, ran at {:.2}× its speed): nothing to apply", best.config, results.best_speedup().unwrap_or(f64::NAN))));
+        }
         let (spec, _, _) = job::kernel_and_source(&file, &kernel, None, &text).map_err(|e| failed(format!("{e:#}")))?;
         let applied = crate::template::apply_defaults(&text, &spec, &best.config).map_err(failed)?;
         let encoding = self.state.encoding();
@@ -308,7 +311,7 @@ impl Backend {
         let definition = open.document.model().kernels.iter().find(|k| k.is_definition && k.name == kernel);
         if let (Some(results), Some(definition)) = (self.publisher().results(&file, kernel), definition) {
             let current = definition_sha256(open.document.text(), definition);
-            if let Some(best) = results.best().filter(|_| !results.is_stale(&current)) {
+            if let Some(best) = results.best().filter(|_| !results.is_stale(&current) && results.beats_original()) {
                 offered.push(action(format!("Apply best configuration {} ({})", best.config, results.hint(&current)), tuning::APPLY_BEST));
             }
             if self.client_shows_documents.load(Ordering::SeqCst) {

@@ -328,6 +328,9 @@ fn summarize(report: &TuneReport) -> String {
         RunnerSource::Device => String::new(),
     };
     let best = match &report.best {
+        Some(best) if report.original_fastest => {
+            format!("the original stays: no configuration is faster (the fastest correct one, {}, ran at {:.2}× its speed)", best.config, best.speedup.unwrap_or(f64::NAN))
+        }
         Some(best) => match best.speedup {
             Some(speedup) => format!("best {} at {:.2} µs, {speedup:.2}× the original", best.config, best.time_us.unwrap_or(f64::NAN)),
             None => format!("best {}", best.config),

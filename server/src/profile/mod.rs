@@ -91,7 +91,8 @@ pub fn rank(times: &GpuTimes) -> Ranking {
 /// The fraction of the program's GPU time saved by making a kernel with `share` of it
 /// `speedup` times faster.
 pub fn projected_gain(share: f64, speedup: f64) -> f64 {
-    if speedup <= 0.0 {
+    // Nothing faster than the original means the original stays: no gain, and no loss.
+    if speedup <= 1.0 {
         return 0.0;
     }
     share * (1.0 - 1.0 / speedup)
@@ -148,6 +149,6 @@ mod tests {
     fn the_projected_gain_follows_amdahl() {
         assert!((projected_gain(0.5, 2.0) - 0.25).abs() < 1e-12);
         assert_eq!(projected_gain(0.3, 1.0), 0.0);
-        assert!(projected_gain(0.3, 0.5) < 0.0, "a slowdown costs time");
+        assert_eq!(projected_gain(0.3, 0.5), 0.0, "nothing faster: the original stays");
     }
 }

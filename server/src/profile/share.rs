@@ -104,7 +104,9 @@ pub fn share_hover(share: &KernelShare, speedup: Option<f64>) -> String {
         if share.launches == 1 { "" } else { "es" },
         super::format_ns(share.total_ns)
     );
-    if let Some(speedup) = speedup {
+    if speedup.is_some_and(|speedup| speedup <= 1.0) {
+        text.push_str("; tuning found nothing faster than the original, which stays");
+    } else if let Some(speedup) = speedup {
         text.push_str(&format!(
             "; tuned {speedup:.2}× faster, it saves ≈{} of the program's GPU time (Amdahl: share × (1 − 1/speedup))",
             percent(projected_gain(share.share, speedup))

@@ -130,7 +130,7 @@ fn is_standard_library(name: &str) -> bool {
 
 /// Macros of the C headers NVRTC cannot include, with definitions that mean the same in device
 /// code. Only those the kept code uses are written.
-pub(super) const STANDARD_MACROS: [(&str, &str); 12] = [
+pub(super) const STANDARD_MACROS: [(&str, &str); 25] = [
     ("INFINITY", "__int_as_float(0x7f800000)"),
     ("NAN", "__int_as_float(0x7fffffff)"),
     ("HUGE_VALF", "__int_as_float(0x7f800000)"),
@@ -138,11 +138,25 @@ pub(super) const STANDARD_MACROS: [(&str, &str); 12] = [
     ("FLT_MIN", "1.175494351e-38F"),
     ("FLT_EPSILON", "1.192092896e-07F"),
     ("DBL_MAX", "1.7976931348623158e+308"),
+    ("DBL_MIN", "2.2250738585072014e-308"),
+    ("DBL_EPSILON", "2.2204460492503131e-16"),
     ("INT_MAX", "2147483647"),
     ("INT_MIN", "(-2147483647 - 1)"),
     ("UINT_MAX", "4294967295U"),
+    // glibc's `<math.h>` constants, which every nvcc compile sees through the runtime's headers.
+    ("M_E", "2.7182818284590452354"),
+    ("M_LOG2E", "1.4426950408889634074"),
+    ("M_LOG10E", "0.43429448190325182765"),
+    ("M_LN2", "0.69314718055994530942"),
+    ("M_LN10", "2.30258509299404568402"),
     ("M_PI", "3.14159265358979323846"),
+    ("M_PI_2", "1.57079632679489661923"),
+    ("M_PI_4", "0.78539816339744830962"),
+    ("M_1_PI", "0.31830988618379067154"),
+    ("M_2_PI", "0.63661977236758134308"),
+    ("M_2_SQRTPI", "1.12837916709551257390"),
     ("M_SQRT2", "1.41421356237309504880"),
+    ("M_SQRT1_2", "0.70710678118654752440"),
 ];
 
 /// Types glibc's `<sys/types.h>` declares, which every nvcc compile of a `.cu` file sees (the

@@ -124,6 +124,15 @@ fn macros_of_dropped_c_headers_get_device_definitions_when_used() {
 }
 
 #[test]
+fn math_constants_of_a_pytorch_extension_are_defined() {
+    // `<torch/extension.h>` brings `<cmath>`, whose `M_*` constants a GELU uses with nothing else included.
+    let text = "#include <torch/extension.h>\n__global__ void gelu(float* x) { x[0] *= 0.5f * M_2_SQRTPI * M_SQRT1_2; }\n";
+    let slice = device_slice(&Document::new(text.to_string()), "gelu", &SliceOptions::default()).unwrap();
+    assert!(slice.source.starts_with("#define M_2_SQRTPI 1.12837916709551257390\n#define M_SQRT1_2 0.70710678118654752440\n"), "{}", slice.source);
+    assert!(!slice.source.contains("M_PI"));
+}
+
+#[test]
 fn forward_declared_templates_are_kept_with_their_specialisations() {
     let text = "template <int B> struct bits;\ntemplate <> struct bits<4> { typedef unsigned int type; };\nstruct unused;\n__global__ void k(float* x) { typename bits<4>::type v = 0; x[0] = v; }\n";
     let slice = device_slice(&Document::new(text.to_string()), "k", &SliceOptions::default()).unwrap();

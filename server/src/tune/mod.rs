@@ -204,6 +204,8 @@ pub struct TuneReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unsteady_original: Option<String>,
     pub best: Option<Row>,
+    /// The best configuration is no faster than the original kernel, which stays the answer.
+    pub original_fastest: bool,
     /// Every evaluation of this run, in the order they were made.
     pub rows: Vec<Row>,
     /// The five-stage verification of `best` (absent for replays, with `--no-verify`, or when
@@ -325,6 +327,7 @@ pub fn tune(target: &Target, runner: &mut dyn Runner, tools: &Tools, options: &T
         sol_missing,
         roles,
         unsteady_original,
+        original_fastest: tally.best.as_ref().and_then(|best| best.speedup).is_some_and(|speedup| speedup <= 1.0),
         best: tally.best,
         rows: tally.rows,
         verification: verified.report,

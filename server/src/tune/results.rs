@@ -59,6 +59,13 @@ impl KernelResults {
         self.best().and_then(|best| self.speedup(best))
     }
 
+    /// Whether the best configuration is faster than the original kernel. When it is not, the
+    /// original stays the answer: nothing is offered to apply. (Without a measured baseline,
+    /// as in some replays, there is nothing to compare with, and the best stands.)
+    pub fn beats_original(&self) -> bool {
+        self.best_speedup().is_none_or(|speedup| speedup > 1.0)
+    }
+
     /// The latest verification of `evaluation`'s configuration.
     pub fn verification(&self, evaluation: &Evaluation) -> Option<&Verification> {
         self.verifications.iter().find(|v| v.config == evaluation.config)
@@ -161,6 +168,10 @@ impl KernelResults {
 
     fn verdict_hint(&self) -> String {
         match self.best() {
+            Some(_) if !self.beats_original() => {
+                let sol = self.run.info.sol.as_ref().zip(self.run.info.baseline_us).map_or_else(String::new, |(bound, time)| format!(" · {:.0}% SOL", bound.percent(time)));
+                format!("original fastest ({} tried) {}{sol}", self.evaluations.len(), self.origin())
+            }
             Some(best) => {
                 let replay = matches!(self.run.info.source, RunnerSource::Replay { .. });
                 let mark = if replay || self.verification(best).is_some_and(|v| v.passed) { "✓" } else { "✓?" };
@@ -338,10 +349,22 @@ pub(crate) mod tests {
         results.verifications = vec![verification(256, false)];
         assert_eq!(results.best().map(|b| b.config.to_string()), Some("BLOCK=128".into()));
         assert_eq!(results.hint("tuned"), "1.25× ✓? H100 · 50% SOL");
+        assert!(results.beats_original());
         let findings = results.findings(Span::default(), "tuned");
         assert_eq!((findings[0].severity, findings[0].code), (Severity::Error, "failed-verification"));
         assert_eq!(findings[0].message, "BLOCK=256 failed verification: failed stage 5 (edges) on n=255: skips part of the output");
         assert!(results.hover().contains("✗ BLOCK=256 failed stage 5 (edges)"), "{}", results.hover());
+    }
+
+    #[test]
+    fn when_no_configuration_beats_the_original_the_hint_says_the_original_stays() {
+        let mut results = results();
+        results.run.info.baseline_us = Some(45.0);
+        assert_eq!(results.best_speedup(), Some(0.9));
+        assert!(!results.beats_original());
+        assert_eq!(results.hint("tuned"), "original fastest (4 tried) H100 · 89% SOL");
+        results.run.info.baseline_us = None;
+        assert!(results.beats_original(), "nothing to compare with: the best stands");
     }
 
     #[test]
