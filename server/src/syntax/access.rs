@@ -75,7 +75,7 @@ fn access_at_depth(text: &str, body: Node, name: &str, depth: usize) -> Access {
         // `FLOAT4(c[i]) = v`: a macro (or a function returning a reference) that stands for the
         // element on the left of an assignment writes it.
         let stood_for = access.parent().filter(|a| a.kind() == "argument_list").and_then(|a| a.parent()).filter(|call| call.kind() == "call_expression");
-        if let Some(compound) = stood_for.or(Some(access)).and_then(|target| assignment_to(text, target)) {
+        if let Some(compound) = assignment_to(text, access).or_else(|| stood_for.and_then(|call| assignment_to(text, call))) {
             writes = true;
             reads |= compound;
             continue;

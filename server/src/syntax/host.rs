@@ -20,6 +20,27 @@ pub fn function_name<'d>(text: &'d str, function: Node<'d>) -> Option<&'d str> {
     None
 }
 
+/// The file's function definitions, each as its name and its whole text.
+pub fn function_definitions<'t>(text: &'t str, root: Node<'t>) -> Vec<(&'t str, &'t str)> {
+    descendants(root).filter(|n| n.kind() == "function_definition").filter_map(|f| Some((function_name(text, f)?, &text[f.byte_range()]))).collect()
+}
+
+/// The texts of those of `functions` that `code` calls, and of those they call in turn.
+pub fn functions_called_from<'t>(functions: &[(&'t str, &'t str)], code: &str) -> Vec<&'t str> {
+    let mut called: Vec<&str> = Vec::new();
+    let mut frontier = vec![code];
+    while let Some(code) = frontier.pop() {
+        let words: std::collections::HashSet<&str> = identifiers_in(code).collect();
+        for &(name, definition) in functions {
+            if words.contains(name) && !called.contains(&definition) {
+                called.push(definition);
+                frontier.push(definition);
+            }
+        }
+    }
+    called
+}
+
 /// The class a type names: `Simulation` of `const Simulation<float>&`, `ns::Runner`, `struct Options`.
 pub fn class_of(ty: &str) -> &str {
     let ty = ty.trim();

@@ -8,10 +8,10 @@ use tree_sitter::Node;
 
 use super::lanes::{self, LanePlan};
 use super::layout::{factor, indent_step, leading_whitespace, operand};
-use super::strategy::{divided_grids, inside_rewrite, is_grid_stride_start, unreached_grids_note, VECTOR_WIDTH_ORIGIN};
+use super::strategy::{divided_grids, inside_rewrite, is_grid_stride_start, unreached_grids_note, VECTORIZE_ROW_LOOPS};
 use super::{line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
-use crate::syntax::descendants;
+use crate::syntax::{descendants, host};
 
 pub struct VectorizeElements;
 
@@ -37,7 +37,7 @@ impl Transform for VectorizeElements {
 
     fn apply(&self, unit: &Unit) -> Outcome {
         let Some(body) = unit.body() else { return Outcome::NotApplicable("the kernel has no body".into()) };
-        if unit.lifted.iter().any(|p| p.origin.starts_with(VECTOR_WIDTH_ORIGIN)) {
+        if unit.applied.contains(&VECTORIZE_ROW_LOOPS) {
             return Outcome::NotApplicable("the kernel's loops are vectorised".into());
         }
         let elements = match elements(unit, body) {
@@ -220,7 +220,7 @@ const SHARED_BETWEEN_THREADS: [&str; 17] = [
 /// the grid launches as many threads.
 pub(super) fn threads_independent_of_block(text: &str, body: Node) -> bool {
     let root = std::iter::successors(Some(body), |n| n.parent()).last().unwrap_or(body);
-    let called = called_functions(text, root, body);
+    let called = host::functions_called_from(&host::function_definitions(text, root), &text[body.byte_range()]);
     // `__shfl_xor_sync` and `__all_sync` by their prefixes, the rest by name.
     let shared = |word: &str| word.contains("shfl") || SHARED_BETWEEN_THREADS.iter().any(|w| word == *w || (w.starts_with("__") && word.starts_with(w)));
     let mentions = |code: &str, of: &dyn Fn(&str) -> bool| crate::syntax::identifiers_in(code).any(of);
@@ -270,24 +270,4 @@ fn index_holder<'t>(text: &'t str, declaration: Node) -> Option<&'t str> {
     let declarators: Vec<Node> = declaration.children_by_field_name("declarator", &mut declaration.walk()).collect();
     let [d] = declarators.as_slice() else { return None };
     d.child_by_field_name("declarator").filter(|n| n.kind() == "identifier").map(|n| &text[n.byte_range()])
-}
-
-/// The texts of the functions of the file that `body` calls, and those they call in turn.
-fn called_functions<'t>(text: &'t str, root: Node, body: Node) -> Vec<&'t str> {
-    let functions: Vec<(&str, &str)> = descendants(root)
-        .filter(|n| n.kind() == "function_definition")
-        .filter_map(|f| Some((crate::syntax::host::function_name(text, f)?, &text[f.byte_range()])))
-        .collect();
-    let mut called: Vec<&str> = Vec::new();
-    let mut frontier = vec![&text[body.byte_range()]];
-    while let Some(code) = frontier.pop() {
-        let words: std::collections::HashSet<&str> = crate::syntax::identifiers_in(code).collect();
-        for (name, definition) in &functions {
-            if words.contains(name) && !called.contains(definition) {
-                called.push(definition);
-                frontier.push(definition);
-            }
-        }
-    }
-    called
 }

@@ -2763,12 +2763,13 @@ pub(super) fn split_args(text: &str) -> Vec<String> {
 }
 
 /// The constructor arguments of `dim3 name(...)` or `dim3 name = dim3(...)`/`{...}` in `body`
-/// that byte `point` sees (the last made before it in a block around it), and the byte offset
-/// of the declaration.
+/// that byte `point` sees, and the byte offset of the declaration: the last made before it in
+/// a block around it, else the first in sight.
 fn dim3_local(text: &str, body: Node, name: &str, point: usize) -> Option<(Vec<String>, usize)> {
-    let mut seen = descendants(body).filter(|n| n.kind() == "declaration" && in_sight_of(*n, point)).filter_map(|node| Some((dim3_declared(text, node, name)?, node.start_byte())));
-    let first = seen.next()?;
-    Some(seen.take_while(|(_, at)| *at < point).last().filter(|_| first.1 < point).unwrap_or(first))
+    let in_sight: Vec<(Vec<String>, usize)> =
+        descendants(body).filter(|n| n.kind() == "declaration" && in_sight_of(*n, point)).filter_map(|node| Some((dim3_declared(text, node, name)?, node.start_byte()))).collect();
+    let last_before = in_sight.iter().rposition(|(_, at)| *at < point).unwrap_or(0);
+    in_sight.into_iter().nth(last_before)
 }
 
 /// Whether what `declaration` declares is in scope at byte `point`: the block it is declared

@@ -162,8 +162,9 @@ impl Transform for TemplateParams {
             }
             if let Some(why) = hand_mapped.iter().find(|(name, _)| *name == tp.name).map(|(_, why)| why) {
                 rewrite.notes.push(Note { line: Some(unit.line_at(tp.span)), message: format!("{why}: kept at {default}") });
-                let origin = format!("template parameter `{}` of `{}`, {HAND_MAPPED_TILE}", tp.name, unit.kernel.name);
+                let origin = format!("template parameter `{}` of `{}`, a tile the threads are mapped onto with numbers", tp.name, unit.kernel.name);
                 rewrite.params.push(param(&tp.name, ParamKind::Template, default, vec![default], origin));
+                rewrite.keeps_block_threads = true;
                 continue;
             }
             let values = match instantiated.len() {
@@ -191,10 +192,6 @@ impl Transform for TemplateParams {
         Outcome::Applied(rewrite)
     }
 }
-
-/// The end of the origin of a template parameter [`tiles_mapped_with_numbers`] keeps: the block's
-/// threads must stay as many as the mapping counts on.
-pub(super) const HAND_MAPPED_TILE: &str = "a tile the threads are mapped onto with numbers";
 
 /// The template parameters that size a dimension of a `__shared__` tile whose index there the
 /// threads compute by dividing by numbers of their own, not the parameters (`s_a[tid / 2][tid % 2 * 4]`

@@ -68,6 +68,9 @@ pub struct Rewrite {
     pub edits: Vec<TextEdit>,
     pub params: Vec<ParamSpec>,
     pub restrictions: Vec<String>,
+    /// The block's thread count must stay the original's: the kernel maps its threads onto a
+    /// tile with numbers of its own (`tid / 2`), counting on as many threads as there are.
+    pub keeps_block_threads: bool,
     pub summary: String,
     pub notes: Vec<Note>,
 }
@@ -95,6 +98,8 @@ pub struct Unit<'a> {
     /// Upper-case stem for new parameter names: `rmsnorm_kernel` gives `RMSNORM`.
     pub prefix: &'a str,
     pub lifted: &'a [ParamSpec],
+    /// The names of the transforms applied before this one ([`Transform::name`]).
+    pub applied: &'a [&'static str],
     /// What a launch in another file instantiates each template parameter with, where it is an
     /// integer the host code settles (`const uint BM = 64;` in the launcher).
     pub host_instantiation: &'a [Option<scaffold::HostValue>],
@@ -376,13 +381,13 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     let prefix = param_prefix(kernel);
     let host_instantiation = scaffold::host_template_values(&original, slice_options.file.as_deref(), kernel, hosts);
     let unreached_launches = scaffold::unreached_launches(&original, slice_options.file.as_deref(), kernel, hosts);
-    let mut steps = Steps { current: original.clone(), params: Vec::new(), restrictions: Vec::new(), reports: Vec::new(), origins: LineOrigins::default() };
+    let mut steps = Steps { current: original.clone(), params: Vec::new(), restrictions: Vec::new(), keeps_block_threads: false, applied: Vec::new(), reports: Vec::new(), origins: LineOrigins::default() };
     let context = StepContext { kernel, prefix: &prefix, host_instantiation: &host_instantiation, unreached_launches: &unreached_launches, slice_options };
     for transform in lift::transforms() {
         steps.run(transform.as_ref(), &context);
     }
     let infer = |steps: &Steps| {
-        let around = scaffold::Surroundings { hosts, captured_block, origins: &steps.origins };
+        let around = scaffold::Surroundings { hosts, captured_block, origins: &steps.origins, keeps_block_threads: steps.keeps_block_threads };
         scaffold::infer(&original, &steps.current, kernel, steps.params.clone(), steps.restrictions.clone(), slice_options, &around)
     };
     let mut inferred = infer(&steps);
@@ -416,6 +421,8 @@ struct Steps {
     current: Document,
     params: Vec<ParamSpec>,
     restrictions: Vec<String>,
+    keeps_block_threads: bool,
+    applied: Vec<&'static str>,
     reports: Vec<TransformReport>,
     origins: LineOrigins,
 }
@@ -431,6 +438,7 @@ impl Steps {
             kernel: k,
             prefix: context.prefix,
             lifted: &self.params,
+            applied: &self.applied,
             host_instantiation: context.host_instantiation,
             unreached_launches: context.unreached_launches,
             origins: &self.origins,
@@ -442,6 +450,8 @@ impl Steps {
                     self.origins.record(self.current.text(), &rewrite.edits);
                     self.params.extend(rewrite.params);
                     self.restrictions.extend(rewrite.restrictions);
+                    self.keeps_block_threads |= rewrite.keeps_block_threads;
+                    self.applied.push(transform.name());
                     self.current = next;
                     (transform_report(transform.name(), Status::Applied, rewrite.summary, rewrite.notes), true)
                 }

@@ -47,12 +47,14 @@ pub struct Surroundings<'a> {
     pub captured_block: Option<[u32; 3]>,
     /// Where the templatized file's lines stood in the user's file.
     pub origins: &'a LineOrigins,
+    /// A transform found the kernel counting on the block's thread count ([`super::Rewrite::keeps_block_threads`]).
+    pub keeps_block_threads: bool,
 }
 
 /// Builds the spec of `kernel` from the templatized document and the host code of the other
 /// files given (the workspace's); `original` gives the baseline.
 pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params: Vec<ParamSpec>, mut restrictions: Vec<String>, slice_options: &SliceOptions, around: &Surroundings) -> Inferred {
-    let Surroundings { hosts, captured_block, origins } = *around;
+    let Surroundings { hosts, captured_block, origins, keeps_block_threads } = *around;
     let model = templated.model();
     let k = model.kernel(kernel).expect("templatize keeps the kernel");
     let (found, host) = match find_launch(templated, slice_options.file.as_deref(), hosts, kernel) {
@@ -283,7 +285,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     // launcher) moves with them, as a block of launch choices does.
     let block_params: Vec<&ParamSpec> = params.iter().filter(|p| p.kind == ParamKind::Template && block.iter().any(|b| identifiers_in(b).any(|w| w == p.name))).collect();
     if choices.is_empty() {
-        let bounds = template_block_bounds(&params, &block);
+        let bounds = template_block_bounds(&params, &block, keeps_block_threads);
         restrictions.extend(bounds.into_iter().filter(|r| !restrictions.contains(r)).collect::<Vec<_>>());
     }
     if !choices.is_empty() || !block_params.is_empty() {
@@ -331,7 +333,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
 /// The thread-count bounds of a block computed from template parameters (`(BM * BN) // TM`),
 /// at 32 (fewer when the default block has fewer) to 1,024 threads. None for a block that is
 /// one parameter (`THREADS`), whose values are already in range, or that no parameter makes.
-fn template_block_bounds(params: &[ParamSpec], block: &[String]) -> Vec<String> {
+fn template_block_bounds(params: &[ParamSpec], block: &[String], keeps_threads: bool) -> Vec<String> {
     let is_template = |w: &str| params.iter().any(|p| p.kind == ParamKind::Template && p.name == w);
     let made_by_template = block.iter().any(|b| identifiers_in(b).any(is_template));
     let arithmetic = block.iter().any(|b| !params.iter().any(|p| p.name == b.trim()) && b.trim().parse::<i64>().is_err());
@@ -342,7 +344,7 @@ fn template_block_bounds(params: &[ParamSpec], block: &[String]) -> Vec<String> 
     let threads = block.iter().map(|b| expr::parse(b).ok()?.eval_integer(&|n| defaults.get(n).map(|v| expr::Value::Int(*v))).ok()).collect::<Option<Vec<i64>>>();
     let Some(threads) = threads.map(|t| t.iter().product::<i64>()) else { return Vec::new() };
     // Threads mapped onto a tile with numbers (`tid / 2` for a row of 128): as many as there are.
-    if params.iter().any(|p| p.origin.ends_with(super::lift::HAND_MAPPED_TILE)) {
+    if keeps_threads {
         return vec![format!("{} == {threads}", threads_of(block))];
     }
     threads_bounds(block, &[threads])

@@ -21,8 +21,8 @@ pub struct GridStrideItems;
 /// guard and a scalar tail.
 pub struct VectorizeRowLoops;
 
-/// How a loop's vector width parameter begins its origin, which later transforms look for.
-pub(super) const VECTOR_WIDTH_ORIGIN: &str = "vector width";
+/// The name of [`VectorizeRowLoops`], which later transforms look for among those applied.
+pub(super) const VECTORIZE_ROW_LOOPS: &str = "vectorize";
 
 /// The helper type that moves V elements as one 2-, 4-, 8- or 16-byte access.
 const VEC_BITS_GUARD: &str = "CUTUNE_VEC_BITS";
@@ -298,7 +298,7 @@ pub(super) struct Access {
 
 impl Transform for VectorizeRowLoops {
     fn name(&self) -> &'static str {
-        "vectorize"
+        VECTORIZE_ROW_LOOPS
     }
 
     fn apply(&self, unit: &Unit) -> Outcome {
@@ -379,7 +379,7 @@ impl Transform for VectorizeRowLoops {
         }
         // Loops an earlier rewrite wrote all stand at that rewrite's first line.
         lines.dedup();
-        let origin = format!("{VECTOR_WIDTH_ORIGIN} of the loops at line {}; 1 is the original scalar loop", lines.join(", "));
+        let origin = format!("vector width of the loops at line {}; 1 is the original scalar loop", lines.join(", "));
         rewrite.params.push(ParamSpec { name: name.clone(), kind: ParamKind::Define, default: 1, values, origin });
         rewrite.summary = format!("loop(s) at line {} load and store `{name}` elements at a time when aligned", lines.join(", "));
         if let Some(k) = &keeping {
@@ -659,20 +659,9 @@ pub(super) fn combines_threads(callee: &str) -> bool {
 /// another such function (`block_sum` calling `warp_sum`).
 pub(super) fn shuffling_functions(unit: &Unit) -> Vec<String> {
     let Some(tree) = unit.doc.tree() else { return Vec::new() };
-    let text = unit.text();
-    let functions: Vec<(&str, &str)> = descendants(tree.root_node())
-        .filter(|n| n.kind() == "function_definition")
-        .filter_map(|f| Some((crate::syntax::host::function_name(text, f)?, &text[f.byte_range()])))
-        .collect();
-    let mut shuffling: Vec<String> = Vec::new();
-    loop {
-        let calls_one = |body: &str| body.contains("__shfl") || crate::syntax::identifiers_in(body).any(|w| shuffling.iter().any(|s| s == w));
-        let more: Vec<String> = functions.iter().filter(|(name, body)| !shuffling.iter().any(|s| s == name) && calls_one(body)).map(|(name, _)| name.to_string()).collect();
-        if more.is_empty() {
-            return shuffling;
-        }
-        shuffling.extend(more);
-    }
+    let functions = crate::syntax::host::function_definitions(unit.text(), tree.root_node());
+    let shuffles = |definition: &str| std::iter::once(definition).chain(crate::syntax::host::functions_called_from(&functions, definition)).any(|d| d.contains("__shfl"));
+    functions.iter().filter(|(_, definition)| shuffles(definition)).map(|(name, _)| name.to_string()).collect()
 }
 
 /// Whether `name` is `threadIdx.x`, or a local of the kernel set to it once and never assigned
