@@ -106,6 +106,8 @@ pub(super) enum Made {
     Parameter(String),
     /// A member of `class`, which the method `function` reads.
     Member { name: String, class: String },
+    /// Stepped (`n *= 2`) in the body of a loop, as many times as the loop runs.
+    SteppedInLoop(String),
     /// Written by a call of this function through a pointer (`&numBlocksPerSm`): the occupancy
     /// calculator, whose answer depends on the compiled kernel and the device.
     Call(String),
@@ -123,6 +125,7 @@ impl ValueSource<'_> {
                 _ => format!("the program makes it as `{text}` in `{function}` ({place})"),
             },
             Made::Parameter(name) => format!("it is the parameter `{name}` of `{function}` ({place}), which nothing in the workspace calls"),
+            Made::SteppedInLoop(name) => format!("the program steps `{name}` in a loop in `{function}` ({place}), as many times as the loop runs"),
             Made::Call(callee) => format!("the program sets it with `{callee}` in `{function}` ({place}), which only the running program answers"),
             Made::Member { name, class } => format!("it is the member `{name}` of `{class}`, read in `{function}` ({place}), which the program sets as it runs"),
         }
@@ -1119,6 +1122,9 @@ impl<'d> HostContext<'d> {
                     continue;
                 }
                 return Some(ValueSource { text: frame.text, at: given_at, function: frame_name(frame), made_by: Made::Expression(value) });
+            }
+            if let Some((_, stepped_at)) = frame.scope.given_at_point(&name).filter(|(v, at)| *v == UNKNOWN && is_step_of(&frame.text[*at..], &name)) {
+                return Some(ValueSource { text: frame.text, at: stepped_at, function: frame_name(frame), made_by: Made::SteppedInLoop(name) });
             }
             if let Some(callee) = frame.scope.set_by_call(frame.text, &name) {
                 return Some(ValueSource { text: frame.text, at: callee.1, function: frame_name(frame), made_by: Made::Call(callee.0) });
@@ -2470,11 +2476,20 @@ fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, S
     };
     let name = Some(&text[target.byte_range()]).filter(|_| target.kind() == "identifier")?;
     let enclosing = enclosing_in(node, body);
-    if in_loop(&enclosing) {
-        return None;
-    }
     let (_, before, _) = values.iter().rev().find(|(n, _, _)| n == name)?;
     let unknown = || Some((name.to_string(), UNKNOWN.to_string(), node.start_byte()));
+    if in_loop(&enclosing) {
+        // A loop's own step (`n *= 2` in its header) is the loop's business; one in its body
+        // happens as many times as the loop runs.
+        let loop_node = enclosing.iter().find(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop"))?;
+        if !loop_node.child_by_field_name("body").is_some_and(|b| b.byte_range().contains(&node.start_byte())) {
+            return None;
+        }
+        return match product_of_sizes(text, node, *loop_node, before, values) {
+            Some(numel) => Some((name.to_string(), numel, node.start_byte())),
+            None => unknown(),
+        };
+    }
     // What the occupancy calculator wrote, stepped, is still unknown.
     if before == UNKNOWN || enclosing.iter().any(|n| n.kind() == "conditional_expression") {
         return unknown();
@@ -2484,6 +2499,34 @@ fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, S
         Some(value) => Some((name.to_string(), value, node.start_byte())),
         None => unknown(),
     }
+}
+
+/// `n *= x.size(i)` in `for (int i = 0; i < x.dim(); ++i)` (or `< ndim`, a local holding
+/// `x.dim()`) after `n = 1`: the tensor's element count, `x.numel()`.
+fn product_of_sizes(text: &str, step: Node, loop_node: Node, before: &str, values: &[(String, String, usize)]) -> Option<String> {
+    let operator = &text[step.child_by_field_name("operator")?.byte_range()];
+    let (variable, start) = loop_passes::start_of(text, loop_node.child_by_field_name("initializer")?)?;
+    let (tensor, index) = tensor_size_call(&text[step.child_by_field_name("right")?.byte_range()])?;
+    let condition = loop_node.child_by_field_name("condition").filter(|c| c.kind() == "binary_expression")?;
+    let (left, compare, right) = (condition.child_by_field_name("left")?, condition.child_by_field_name("operator")?, condition.child_by_field_name("right")?);
+    let bound = text[right.byte_range()].trim();
+    let bound = values.iter().rev().find(|(n, _, _)| n == bound).map_or(bound, |(_, value, _)| value.as_str());
+    let rank_of_tensor = [format!("{tensor}.dim()"), format!("{tensor}.ndimension()")].iter().any(|r| r == bound.trim());
+    let whole = operator == "*=" && before.trim() == "1" && start.trim() == "0" && text[left.byte_range()] == variable && index == variable && &text[compare.byte_range()] == "<";
+    (whole && rank_of_tensor).then(|| format!("{tensor}.numel()"))
+}
+
+/// Whether `statement` begins by stepping `name`: `n *= 2`, `n += k`, `n++`.
+fn is_step_of(statement: &str, name: &str) -> bool {
+    let rest = statement.strip_prefix(name).map(str::trim_start).unwrap_or_default();
+    ["*=", "/=", "+=", "-=", "++", "--"].iter().any(|op| rest.starts_with(op))
+}
+
+/// `x.size(i)` as the tensor's name and the index's text.
+fn tensor_size_call(text: &str) -> Option<(&str, &str)> {
+    let (tensor, rest) = text.trim().split_once(".size(")?;
+    let index = rest.strip_suffix(')')?.trim();
+    (is_identifier(tensor) && is_identifier(index)).then_some((tensor, index))
 }
 
 /// The nodes around `node` up to the function's `body`, innermost first.
@@ -3088,9 +3131,9 @@ pub(super) fn replace_calls(text: &str, function: &str, replace: impl Fn(&str) -
     out
 }
 
-/// `n / (float)block` → `n / block`, and `float(n)`, `(double)n` the same.
+/// `n / (float)block` → `n / block`, and `float(n)`, `(double)n`, `static_cast<float>(n)` the same.
 fn without_float_casts(text: &str) -> String {
-    let out = text.replace("(float)", "").replace("(double)", "");
+    let out = text.replace("(float)", "").replace("(double)", "").replace("static_cast<float>(", "(").replace("static_cast<double>(", "(");
     ["float", "double"].iter().fold(out, |out, function| replace_calls(&out, function, |inner| Some(format!("({inner})"))))
 }
 

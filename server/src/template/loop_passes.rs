@@ -47,7 +47,7 @@ pub(super) fn counted_loop(text: &str, for_node: Node, value_of: &dyn Fn(&str) -
 }
 
 /// `uint n = 64` or `n = 64`: the variable and its start's text.
-fn start_of<'t>(text: &'t str, initializer: Node) -> Option<(String, &'t str)> {
+pub(super) fn start_of<'t>(text: &'t str, initializer: Node) -> Option<(String, &'t str)> {
     let (target, value) = match initializer.kind() {
         "declaration" => {
             let declarator = initializer.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
