@@ -2476,15 +2476,16 @@ fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, S
     };
     let name = Some(&text[target.byte_range()]).filter(|_| target.kind() == "identifier")?;
     let enclosing = enclosing_in(node, body);
-    let (_, before, _) = values.iter().rev().find(|(n, _, _)| n == name)?;
+    let (_, before, before_at) = values.iter().rev().find(|(n, _, _)| n == name)?;
     let unknown = || Some((name.to_string(), UNKNOWN.to_string(), node.start_byte()));
-    if in_loop(&enclosing) {
-        // A loop's own step (`n *= 2` in its header) is the loop's business; one in its body
-        // happens as many times as the loop runs.
-        let loop_node = enclosing.iter().find(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop"))?;
-        if !loop_node.child_by_field_name("body").is_some_and(|b| b.byte_range().contains(&node.start_byte())) {
-            return None;
-        }
+    let loop_node = enclosing.iter().find(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop"));
+    // A loop's own step (`n *= 2` in its header) is the loop's business.
+    if loop_node.is_some_and(|l| !l.child_by_field_name("body").is_some_and(|b| b.byte_range().contains(&node.start_byte()))) {
+        return None;
+    }
+    // A step in a loop's body happens as many times as the loop runs, unless the value is given
+    // again in each pass (`unsigned int bytes = …; bytes += pad;`): then it is stepped once.
+    if let Some(loop_node) = loop_node.filter(|l| !l.byte_range().contains(before_at)) {
         return match product_of_sizes(text, node, *loop_node, before, values) {
             Some(numel) => Some((name.to_string(), numel, node.start_byte())),
             None => unknown(),
