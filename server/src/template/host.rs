@@ -2478,7 +2478,7 @@ fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, S
     let enclosing = enclosing_in(node, body);
     let (_, before, before_at) = values.iter().rev().find(|(n, _, _)| n == name)?;
     let unknown = || Some((name.to_string(), UNKNOWN.to_string(), node.start_byte()));
-    let loop_node = enclosing.iter().find(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop"));
+    let loop_node = enclosing.iter().find(|n| LOOP_KINDS.contains(&n.kind()));
     // A loop's own step (`n *= 2` in its header) is the loop's business.
     if loop_node.is_some_and(|l| !l.child_by_field_name("body").is_some_and(|b| b.byte_range().contains(&node.start_byte()))) {
         return None;
@@ -2535,9 +2535,12 @@ fn enclosing_in<'t>(node: Node<'t>, body: Option<Node<'t>>) -> Vec<Node<'t>> {
     std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| Some(*n) != body).collect()
 }
 
+/// The kinds of tree-sitter nodes that are loops.
+const LOOP_KINDS: [&str; 4] = ["for_statement", "while_statement", "do_statement", "for_range_loop"];
+
 /// Whether one of the `enclosing` nodes is a loop.
 fn in_loop(enclosing: &[Node]) -> bool {
-    enclosing.iter().any(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "for_range_loop"))
+    enclosing.iter().any(|n| LOOP_KINDS.contains(&n.kind()))
 }
 
 /// `value`, given to `name` by a statement whose ancestors up to the function's body are
