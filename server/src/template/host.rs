@@ -359,8 +359,13 @@ impl<'d> Scope<'d> {
     /// occupancy calculator's `&numBlocksPerSm`), when that is the value at the point.
     fn set_by_call(&self, text: &str, name: &str) -> Option<(String, usize)> {
         let (value, at) = self.given_at_point(name)?;
-        let callee = text[at..].split('(').next()?.trim();
-        (value == UNKNOWN && is_identifier(callee)).then(|| (callee.to_string(), at))
+        called_at(text, value, at)
+    }
+
+    /// [`Scope::set_by_call`] for the last value given `name` before byte `before`.
+    fn set_by_call_before(&self, text: &str, name: &str, before: usize) -> Option<(String, usize)> {
+        let (_, value, at) = self.values.iter().rfind(|(n, _, at)| n == name && *at < before)?;
+        called_at(text, value, *at)
     }
 
     /// [`Scope::value_text`] with the byte offset where the value is given.
@@ -1124,7 +1129,13 @@ impl<'d> HostContext<'d> {
                 return Some(ValueSource { text: frame.text, at: given_at, function: frame_name(frame), made_by: Made::Expression(value) });
             }
             if let Some((_, stepped_at)) = frame.scope.given_at_point(&name).filter(|(v, at)| *v == UNKNOWN && is_step_of(&frame.text[*at..], &name)) {
-                return Some(ValueSource { text: frame.text, at: stepped_at, function: frame_name(frame), made_by: Made::SteppedInLoop(name) });
+                // A value a call set, stepped once (`blocks *= sm_count` after the occupancy
+                // calculator), is the call's to answer.
+                let made_by = match frame.scope.set_by_call_before(frame.text, &name, stepped_at) {
+                    Some((callee, called_at)) => return Some(ValueSource { text: frame.text, at: called_at, function: frame_name(frame), made_by: Made::Call(callee) }),
+                    None => Made::SteppedInLoop(name),
+                };
+                return Some(ValueSource { text: frame.text, at: stepped_at, function: frame_name(frame), made_by });
             }
             if let Some(callee) = frame.scope.set_by_call(frame.text, &name) {
                 return Some(ValueSource { text: frame.text, at: callee.1, function: frame_name(frame), made_by: Made::Call(callee.0) });
@@ -2515,6 +2526,13 @@ fn product_of_sizes(text: &str, step: Node, loop_node: Node, before: &str, value
     let rank_of_tensor = [format!("{tensor}.dim()"), format!("{tensor}.ndimension()")].iter().any(|r| r == bound.trim());
     let whole = operator == "*=" && before.trim() == "1" && start.trim() == "0" && text[left.byte_range()] == variable && index == variable && &text[compare.byte_range()] == "<";
     (whole && rank_of_tensor).then(|| format!("{tensor}.numel()"))
+}
+
+/// The function a call that gives no number starts with (`cudaOccupancy…(&blocks, …)` at byte
+/// `at`), for a value it left unknown.
+fn called_at(text: &str, value: &str, at: usize) -> Option<(String, usize)> {
+    let callee = text[at..].split('(').next()?.trim();
+    (value == UNKNOWN && is_identifier(callee)).then(|| (callee.to_string(), at))
 }
 
 /// Whether `statement` begins by stepping `name`: `n *= 2`, `n += k`, `n++`.

@@ -81,7 +81,7 @@ fn int_literal(text: &str) -> Option<i64> {
     text.starts_with(|c: char| c.is_ascii_digit()).then(|| parse_int_literal(text)).flatten()
 }
 
-fn is_int_literal(text: &str) -> bool {
+pub(super) fn is_int_literal(text: &str) -> bool {
     int_literal(text).is_some()
 }
 
@@ -765,7 +765,7 @@ fn ceil_div_term(unit: &Unit, literal_start: usize, name: &str) -> String {
 
 /// Decimal and hex integer literals in `text` (a slice starting at `base`), with their ranges in
 /// the file.
-fn int_literals(text: &str, base: usize) -> Vec<(std::ops::Range<usize>, i64)> {
+pub(super) fn int_literals(text: &str, base: usize) -> Vec<(std::ops::Range<usize>, i64)> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;

@@ -79,8 +79,11 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     if let Some(l) = launch {
         for (i, tp) in k.template_params.iter().enumerate() {
             let value = l.template_args.get(i).and_then(|a| a.value);
-            if params.iter().any(|p| p.name == tp.name) && value.is_some() && block.len() == 1 && block[0].parse::<i64>().ok() == value {
-                block[0] = tp.name.clone();
+            if let (true, Some(value), 1) = (params.iter().any(|p| p.name == tp.name), value, block.len()) {
+                if block[0].parse::<i64>().ok() == Some(value) {
+                    block[0] = tp.name.clone();
+                    grid = grid.iter().map(|g| grid_following_block(g, value, &tp.name)).collect();
+                }
             }
         }
     }
@@ -328,6 +331,24 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         baseline: Baseline { sha256: sha256_hex(&source), source },
     };
     Inferred { spec, launch: launch_found }
+}
+
+/// A grid that divides by the block's number (`(N + 256 - 1) / 256` for `<<<grid, 256>>>`)
+/// covers the elements with blocks of that size: with the block the parameter `name`, it divides
+/// by that. A grid that is one number counts blocks, whatever their size.
+fn grid_following_block(grid: &str, block: i64, name: &str) -> String {
+    if super::lift::is_int_literal(grid) {
+        return grid.to_string();
+    }
+    let mut text = grid.to_string();
+    for (range, value) in super::lift::int_literals(grid, 0).into_iter().rev() {
+        match value {
+            v if v == block => text.replace_range(range, name),
+            v if v == block - 1 && block > 2 => text.replace_range(range, &format!("({name} - 1)")),
+            _ => {}
+        }
+    }
+    text
 }
 
 /// The thread-count bounds of a block computed from template parameters (`(BM * BN) // TM`),
@@ -1124,6 +1145,17 @@ mod tests {
         // A grid group for its sizes, a block's barrier: no cooperative launch needed.
         assert!(!synchronises_grid(&kernel("cg::grid_group grid = cg::this_grid();\n  x[grid.thread_rank()] = grid.size();")));
         assert!(!synchronises_grid(&kernel("cg::thread_block block = cg::this_thread_block();\n  block.sync();\n  cg::sync(block);")));
+    }
+
+    #[test]
+    fn a_grid_dividing_by_the_template_block_divides_by_its_parameter() {
+        assert_eq!(grid_following_block("((N + 256 - 1) / 256) / (4)", 256, "THREADS"), "((N + THREADS - 1) / THREADS) / (4)");
+        assert_eq!(grid_following_block("(n + 127) / 128", 128, "T"), "(n + (T - 1)) / T");
+        // A grid of one number counts blocks; other numbers are the problem's.
+        assert_eq!(grid_following_block("256", 256, "THREADS"), "256");
+        assert_eq!(grid_following_block("rows * 8", 256, "THREADS"), "rows * 8");
+        // A block of 2: its `- 1` is no `block - 1` term to rewrite.
+        assert_eq!(grid_following_block("(n + 2 - 1) / 2", 2, "T"), "(n + T - 1) / T");
     }
 
     #[test]
