@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 83
+    assert len(kernels) == len(set(kernels)) == 84
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -108,11 +108,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # A count stepped in a loop as many times as the caller says: no number, not its first.
     assert by_kernel["fill_ramp"]["stage"] == "spec"
     assert by_kernel["fill_ramp"]["why"].startswith("value of scalar argument `n`: `n` is a size no shape gives (the program steps `n` in a loop in `ramp` (scale.cu:35)"), by_kernel["fill_ramp"]
-    assert report["totals"] == {"kernels": 83, "ready": 71, "spec": 8, "compile": 2, "parameters": 2}
+    assert report["totals"] == {"kernels": 84, "ready": 72, "spec": 8, "compile": 2, "parameters": 2}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "83 kernels under" in text.stdout and "71 ready to tune (86%)" in text.stdout
+    assert "84 kernels under" in text.stdout and "72 ready to tune (86%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -1170,6 +1170,26 @@ async def test_the_code_action_counts_the_elements_of_a_tensor_of_any_rank(clien
     assert spec["shapes"][0] == {"x_size_0": 64, "x_size_1": 128, "x_size_2": 32}, spec
     spec = await code_action_spec(client, root / "scale.cu", "partial[threadIdx.x] = i < n", "sum_squares")
     assert spec["grid"] == ["ceil_div(x_size_0 * x_size_1 * x_size_2, THREADS)"], spec
+
+
+def test_a_grid_and_block_passed_to_the_launcher_as_dim3_arguments_come_from_the_caller(tmp_path: Path):
+    root = project(tmp_path, "dim3_arguments")
+    (root / ".git").mkdir()
+    # `launch_paint(dim3 grid, dim3 block, …)` launches `paint<<<grid, block>>>`; `draw` in
+    # main.cpp makes `dim3 block(16, 16, 1)` and `dim3 grid(image_width / block.x, …)`.
+    spec = templatized_spec(root, "paint.cu", "paint")
+    assert spec["block"] == ["PAINT_BLOCK_X", "PAINT_BLOCK_Y"], spec
+    assert spec["grid"] == ["image_width // PAINT_BLOCK_X", "image_height // PAINT_BLOCK_Y"], spec
+    assert spec["shapes"][0]["image_width"] == 512 and spec["shapes"][0]["image_height"] == 384, spec["shapes"]
+    assert {p["name"]: p["default"] for p in spec["params"]}["PAINT_BLOCK_Y"] == 16
+    assert "unknown" not in spec
+
+
+async def test_the_code_action_reads_a_grid_passed_as_a_dim3_argument(client, tmp_path: Path):
+    root = project(tmp_path, "dim3_arguments")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "paint.cu", "pixels[y * width + x]", "paint")
+    assert spec["grid"] == ["image_width // PAINT_BLOCK_X", "image_height // PAINT_BLOCK_Y"], spec
 
 
 def test_tensors_a_script_slices_from_larger_ones_have_the_slices_sizes(tmp_path: Path):

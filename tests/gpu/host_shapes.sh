@@ -21,6 +21,10 @@
 # - tests/fixtures/workspace/sliced_tensors: `tile_mm_kernel`, its tensors sliced by a Python
 #   script from larger ones, and `mapped_mm_kernel`, whose tiles the threads are mapped onto
 #   with numbers (its tile sizes stay, its block keeps 256 threads; session 28).
+# - tests/fixtures/workspace/counted_elements: `scale_all`, its count made dimension by dimension
+#   in a loop (the tensor's numel, session 29), and `sum_squares`, whose macro launcher's grid
+#   divides by the template's block: at other blocks than 256 it must still be correct, which
+#   it is only if the grid follows the block (session 30).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -40,7 +44,9 @@ workspace/macro_launchers|row_max.cu|row_max_kernel|10
 workspace/flat_elements|shift.cu|shift_values|10
 workspace/flat_elements|shift.cu|shift_values4|10
 workspace/sliced_tensors|tile_mm.cu|tile_mm_kernel|20
-workspace/sliced_tensors|tile_mm.cu|mapped_mm_kernel|20"
+workspace/sliced_tensors|tile_mm.cu|mapped_mm_kernel|20
+workspace/counted_elements|scale.cu|scale_all|10
+workspace/counted_elements|scale.cu|sum_squares|10"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"
@@ -59,6 +65,9 @@ if kernel == "spin":
     said = f"the original spins {baseline:.0f} us for `ms * clock_khz` cycles (ms = 2) on {report['device']}"
 else:
     ok = best is not None and statuses and all(s == "pass" for s in statuses) and len(timed) > 1
+    if kernel == "sum_squares":
+        other_blocks = [r for r in report["rows"] if r["status"] == "ok" and dict(r["config"]).get("THREADS") != 256]
+        ok = ok and len(other_blocks) > 0
     said = f"best {dict(best['config']) if best else None} {best['speedup'] if best else '-'}x of {baseline:.1f} us, {len(timed)} configurations timed, verification {statuses}"
 print(("PASS" if ok else "FAIL") + f": {kernel}: {said}")
 sys.exit(0 if ok else 1)

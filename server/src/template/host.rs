@@ -701,12 +701,39 @@ impl<'d> HostContext<'d> {
         let text = text.trim();
         let constructed = dim3_arguments(text).filter(|_| !text.starts_with('('));
         let launcher = self.launcher();
-        let parts = match (constructed, is_identifier(text).then(|| launcher.dim3_components(text)).flatten()) {
+        let named = || launcher.dim3_components(text).or_else(|| self.dim3_passed(text));
+        let parts = match (constructed, is_identifier(text).then(named).flatten()) {
             (Some(args), _) => args,
             (None, Some(args)) => args,
             (None, None) => vec![text.to_string()],
         };
         parts.iter().map(|p| self.in_spec_names(p)).collect()
+    }
+
+    /// The extents of a `dim3` the launcher takes as its parameter `name` (`launch(dim3 grid, …)`),
+    /// from the caller that constructs it (`dim3 grid(width / block.x, height / block.y)`), with
+    /// the members of that caller's other `dim3`s (`block.x`) read there.
+    fn dim3_passed(&self, name: &str) -> Option<Vec<String>> {
+        let path = self.paths.first()?;
+        let mut current = name.to_string();
+        for at in 0..path.len() - 1 {
+            let index = path[at].params.iter().position(|p| *p == current)?;
+            let arg = strip_casts_everywhere(&path[at].argument(index)?).trim().to_string();
+            let caller = &path[at + 1];
+            let constructed = dim3_arguments(&arg).filter(|_| !arg.starts_with('(')).or_else(|| is_identifier(&arg).then(|| caller.dim3_components(&arg)).flatten());
+            if let Some(components) = constructed {
+                let member = |object: &str, member: &str| {
+                    let axis = ["x", "y", "z"].iter().position(|a| *a == member)?;
+                    Some(caller.dim3_components(object)?.get(axis).cloned().unwrap_or_else(|| "1".to_string()))
+                };
+                return Some(components.iter().map(|c| replace_members(c, member)).collect());
+            }
+            if !is_identifier(&arg) || path[at + 1].params.iter().all(|p| *p != arg) {
+                return None;
+            }
+            current = arg;
+        }
+        None
     }
 
     /// `text` (a grid extent or a buffer length, in the spec's names) with each launcher
