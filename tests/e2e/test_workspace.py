@@ -1182,6 +1182,10 @@ def test_a_grid_and_block_passed_to_the_launcher_as_dim3_arguments_come_from_the
     assert spec["grid"] == ["image_width // PAINT_BLOCK_X", "image_height // PAINT_BLOCK_Y"], spec
     assert spec["shapes"][0]["image_width"] == 512 and spec["shapes"][0]["image_height"] == 384, spec["shapes"]
     assert {p["name"]: p["default"] for p in spec["params"]}["PAINT_BLOCK_Y"] == 16
+    # The frame buffer is a file-scope pointer an init function allocates from its own local
+    # (`unsigned int count = image_width * image_height;`): its length is that local's value.
+    pixels = next(a for a in spec["args"] if a["name"] == "pixels")
+    assert pixels["length"] == "image_width * image_height", pixels
     assert "unknown" not in spec
 
 

@@ -1665,10 +1665,29 @@ impl<'d> HostContext<'d> {
     /// constants only: a count that names an allocating function's own variables means nothing
     /// at the launch.
     fn global_buffer_length(&self, name: &str, element: &str) -> Option<String> {
-        let length = self.elements_in(self.allocations.get(name)?, element, &Scope::default(), &|ty| ty.to_string())?;
+        let bytes = self.allocations.get(name)?;
         let constant = |w: &str| self.defines.contains_key(w) || self.globals.contains_key(w) || expr::Function::from_name(w).is_some();
-        let all_constant = identifiers_in(&length).all(constant);
-        all_constant.then(|| self.in_spec_names(&length))
+        let all_constant = |length: &str| identifiers_in(length).all(constant);
+        let length = self.elements_in(bytes, element, &Scope::default(), &|ty| ty.to_string()).filter(|l| all_constant(l));
+        let length = length.or_else(|| self.allocated_from_locals(name, bytes, element))?;
+        all_constant(&length).then(|| self.in_spec_names(&length))
+    }
+
+    /// The element count of a file-scope buffer that an init function allocates from its own
+    /// locals (`unsigned count = width * height; cudaMalloc(&pixels, count * sizeof(uint));`),
+    /// the locals replaced by their values there.
+    fn allocated_from_locals(&self, name: &str, bytes: &str, element: &str) -> Option<String> {
+        const ROUNDS: usize = 4;
+        let allocates = |text: &str, definition: &Node| definition.child_by_field_name("body").is_some_and(|b| malloc_bytes(text, b, name).as_deref() == Some(bytes));
+        let &(text, function) = self.graph.definitions.values().find(|(text, definition)| allocates(text, definition))?;
+        // The point is inside the body, where its locals are in sight.
+        let last = function.child_by_field_name("body")?.end_byte() - 1;
+        let scope = Scope::of(text, function, last, &self.graph);
+        let mut length = self.elements_in(bytes, element, &scope, &|ty| ty.to_string())?;
+        for _ in 0..ROUNDS {
+            length = rename_identifiers_in(&length, |word| scope.value_text(word).filter(|v| *v != UNKNOWN).map(|v| format!("({})", strip_casts_everywhere(v))));
+        }
+        Some(length)
     }
 
     /// Rewrites an expression in frame `at`'s names into the launcher's: locals are replaced by
