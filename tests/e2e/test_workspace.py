@@ -1176,16 +1176,18 @@ def test_a_grid_and_block_passed_to_the_launcher_as_dim3_arguments_come_from_the
     root = project(tmp_path, "dim3_arguments")
     (root / ".git").mkdir()
     # `launch_paint(dim3 grid, dim3 block, …)` launches `paint<<<grid, block>>>`; `draw` in
-    # main.cpp makes `dim3 block(16, 16, 1)` and `dim3 grid(image_width / block.x, …)`.
+    # main.cpp makes `dim3 block(16, 16, 1)` and `dim3 grid(image_width / block.x, …)`
+    # and passes `image_width` as `width`.
     spec = templatized_spec(root, "paint.cu", "paint")
     assert spec["block"] == ["PAINT_BLOCK_X", "PAINT_BLOCK_Y"], spec
-    assert spec["grid"] == ["image_width // PAINT_BLOCK_X", "image_height // PAINT_BLOCK_Y"], spec
-    assert spec["shapes"][0]["image_width"] == 512 and spec["shapes"][0]["image_height"] == 384, spec["shapes"]
+    # `image_width` is the launcher's `width`, which the kernel takes too: one size, not two.
+    assert spec["grid"] == ["width // PAINT_BLOCK_X", "image_height // PAINT_BLOCK_Y"], spec
+    assert spec["shapes"][0] == {"width": 512, "image_height": 384}, spec["shapes"]
     assert {p["name"]: p["default"] for p in spec["params"]}["PAINT_BLOCK_Y"] == 16
     # The frame buffer is a file-scope pointer an init function allocates from its own local
     # (`unsigned int count = image_width * image_height;`): its length is that local's value.
     pixels = next(a for a in spec["args"] if a["name"] == "pixels")
-    assert pixels["length"] == "image_width * image_height", pixels
+    assert pixels["length"] == "width * image_height", pixels
     assert "unknown" not in spec
 
 
@@ -1193,7 +1195,7 @@ async def test_the_code_action_reads_a_grid_passed_as_a_dim3_argument(client, tm
     root = project(tmp_path, "dim3_arguments")
     (root / ".git").mkdir()
     spec = await code_action_spec(client, root / "paint.cu", "pixels[y * width + x]", "paint")
-    assert spec["grid"] == ["image_width // PAINT_BLOCK_X", "image_height // PAINT_BLOCK_Y"], spec
+    assert spec["grid"] == ["width // PAINT_BLOCK_X", "image_height // PAINT_BLOCK_Y"], spec
 
 
 def test_tensors_a_script_slices_from_larger_ones_have_the_slices_sizes(tmp_path: Path):

@@ -25,6 +25,8 @@
 #   in a loop (the tensor's numel, session 29), and `sum_squares`, whose macro launcher's grid
 #   divides by the template's block: at other blocks than 256 it must still be correct, which
 #   it is only if the grid follows the block (session 30).
+# - tests/fixtures/workspace/dim3_arguments: `paint`, its grid and block `dim3` arguments of its
+#   launcher, its frame buffer a file-scope pointer an init function allocates (session 30).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -46,7 +48,8 @@ workspace/flat_elements|shift.cu|shift_values4|10
 workspace/sliced_tensors|tile_mm.cu|tile_mm_kernel|20
 workspace/sliced_tensors|tile_mm.cu|mapped_mm_kernel|20
 workspace/counted_elements|scale.cu|scale_all|10
-workspace/counted_elements|scale.cu|sum_squares|10"
+workspace/counted_elements|scale.cu|sum_squares|10
+workspace/dim3_arguments|paint.cu|paint|10"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"

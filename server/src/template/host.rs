@@ -712,7 +712,7 @@ impl<'d> HostContext<'d> {
 
     /// The extents of a `dim3` the launcher takes as its parameter `name` (`launch(dim3 grid, …)`),
     /// from the caller that constructs it (`dim3 grid(width / block.x, height / block.y)`), with
-    /// the members of that caller's other `dim3`s (`block.x`) read there.
+    /// the members of that caller's other `dim3`s (`block.x`) read there, in the launcher's names.
     fn dim3_passed(&self, name: &str) -> Option<Vec<String>> {
         let path = self.paths.first()?;
         let mut current = name.to_string();
@@ -726,7 +726,7 @@ impl<'d> HostContext<'d> {
                     let axis = ["x", "y", "z"].iter().position(|a| *a == member)?;
                     Some(caller.dim3_components(object)?.get(axis).cloned().unwrap_or_else(|| "1".to_string()))
                 };
-                return Some(components.iter().map(|c| replace_members(c, member)).collect());
+                return Some(components.iter().map(|c| self.to_launcher_names(path, at + 1, &replace_members(c, member))).collect());
             }
             if !is_identifier(&arg) || path[at + 1].params.iter().all(|p| *p != arg) {
                 return None;
@@ -1594,7 +1594,10 @@ impl<'d> HostContext<'d> {
                 None => continue,
             }
         }
-        offsets.is_empty().then(|| self.global_buffer_length(&name, element)).flatten()
+        // In the launcher's names: a size the callers pass down (`launch(…, image_width)`) is the
+        // parameter it becomes there, as in the grid.
+        let length = offsets.is_empty().then(|| self.global_buffer_length(&name, element)).flatten()?;
+        Some(self.in_spec_names(&self.to_launcher_names(path, path.len() - 1, &length)))
     }
 
     /// The bytes that a function `frame` calls with `object` allocates for its `member`, in the
@@ -1662,15 +1665,15 @@ impl<'d> HostContext<'d> {
     }
 
     /// The length of a file-scope buffer, allocated anywhere in the files with a byte count of
-    /// constants only: a count that names an allocating function's own variables means nothing
-    /// at the launch.
+    /// constants, directly or through the allocating function's locals: a count that names
+    /// anything else of that function means nothing at the launch.
     fn global_buffer_length(&self, name: &str, element: &str) -> Option<String> {
         let bytes = self.allocations.get(name)?;
         let constant = |w: &str| self.defines.contains_key(w) || self.globals.contains_key(w) || expr::Function::from_name(w).is_some();
         let all_constant = |length: &str| identifiers_in(length).all(constant);
         let length = self.elements_in(bytes, element, &Scope::default(), &|ty| ty.to_string()).filter(|l| all_constant(l));
         let length = length.or_else(|| self.allocated_from_locals(name, bytes, element))?;
-        all_constant(&length).then(|| self.in_spec_names(&length))
+        all_constant(&length).then_some(length)
     }
 
     /// The element count of a file-scope buffer that an init function allocates from its own
