@@ -490,6 +490,13 @@ impl<'d> HostContext<'d> {
         // A file-scope variable is read in its own file: only the files on the call paths set
         // those the launch reads, not a namesake of another program of the workspace.
         let on_paths: Vec<&Document> = documents.iter().copied().filter(|d| paths.iter().flatten().any(|f| std::ptr::eq(f.text, d.text()))).collect();
+        for doc in &on_paths {
+            if let Some(tree) = doc.tree() {
+                let (text, root) = (doc.text(), tree.root_node());
+                keep_own_file_scope_values(text, root, globals_of(text, root), &mut globals);
+                keep_own_file_scope_values(text, root, file_constants_of(text, root), &mut file_constants);
+            }
+        }
         globals.retain(|name, _| !reassigned.contains(name));
         globals.extend(globals_loaded_from_images(&on_paths, &graph));
         let launch_node = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte);
@@ -2490,6 +2497,30 @@ fn globals_of(text: &str, root: Node) -> HashMap<String, String> {
     out
 }
 
+/// The values (`own`) a file on the call paths gives the names it declares at file scope, in
+/// `values`: such a name is that file's, declared with no value (`unsigned int width, height;`,
+/// set as the program runs) or not, never a namesake of another program of the workspace
+/// (`const uint width = 640` of another sample).
+fn keep_own_file_scope_values(text: &str, root: Node, own: HashMap<String, String>, values: &mut HashMap<String, String>) {
+    // `extern int n;` names a variable another file defines.
+    let is_extern = |decl: &Node| decl.children(&mut decl.walk()).any(|c| c.kind() == "storage_class_specifier" && &text[c.byte_range()] == "extern");
+    for decl in file_scope_declarations(root).into_iter().filter(|d| !is_extern(d)) {
+        let mut inner = decl.walk();
+        for declarator in decl.children_by_field_name("declarator", &mut inner) {
+            let name = match declarator.kind() {
+                "identifier" => Some(declarator),
+                "init_declarator" => declarator.child_by_field_name("declarator").filter(|d| d.kind() == "identifier"),
+                _ => None,
+            };
+            let Some(name) = name.map(|n| &text[n.byte_range()]) else { continue };
+            match own.get(name) {
+                Some(value) => values.insert(name.to_string(), value.clone()),
+                None => values.remove(name),
+            };
+        }
+    }
+}
+
 /// File-scope variables a function sets to the size of an image it loads (`LoadBMPFile(&pixels,
 /// &imageW, &imageH, path)` in `main`, where `imageW` and `imageH` are globals that other
 /// functions launch with).
@@ -2721,18 +2752,40 @@ fn ends_in_jump(statement: Node) -> bool {
     }
 }
 
-/// The last value `body` gives `name` (declared with it, or assigned) before byte `point`.
+/// The last value `body` gives `name` (declared with it, or assigned) before byte `point`, in the
+/// program's run without arguments: not one assigned only when the user asks
+/// (`if (getCmdLineArgumentString(argc, argv, "image", &filename)) image_filename = filename;`).
 fn value_before(text: &str, body: Node, name: &str, point: usize) -> Option<String> {
     descendants(body)
         .take_while(|n| n.start_byte() < point)
         .filter_map(|n| match n.kind() {
             "init_declarator" => n.child_by_field_name("declarator").and_then(declared_name).zip(n.child_by_field_name("value")),
-            "assignment_expression" => n.child_by_field_name("left").zip(n.child_by_field_name("right")),
+            "assignment_expression" if !only_when_asked(text, n, body) => n.child_by_field_name("left").zip(n.child_by_field_name("right")),
             _ => None,
         })
         .filter(|(target, _)| &text[target.byte_range()] == name)
         .last()
         .map(|(_, value)| text[value.byte_range()].to_string())
+}
+
+/// Whether `node` runs only under a condition on the command line that the program's run
+/// without arguments does not take.
+fn only_when_asked(text: &str, node: Node, body: Node) -> bool {
+    let mut child = node;
+    while let Some(parent) = child.parent().filter(|p| p.id() != body.id()) {
+        if parent.kind() == "if_statement" {
+            let condition = parent.child_by_field_name("condition").map(|c| as_run_without_arguments(&text[c.byte_range()]));
+            let in_consequence = parent.child_by_field_name("consequence").is_some_and(|c| c.id() == child.id());
+            let in_alternative = parent.child_by_field_name("alternative").is_some_and(|a| a.id() == child.id());
+            match condition.flatten() {
+                Some(0) if in_consequence => return true,
+                Some(v) if v != 0 && in_alternative => return true,
+                _ => {}
+            }
+        }
+        child = parent;
+    }
+    false
 }
 
 /// The value a file-scope declaration gives `name` (`const char *imageFilename = "a.pgm"`).
