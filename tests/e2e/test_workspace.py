@@ -1197,6 +1197,25 @@ def test_a_grid_and_block_passed_to_the_launcher_as_dim3_arguments_come_from_the
     assert "unknown" not in spec
 
 
+def test_a_dim3_argument_whose_extents_a_condition_changes_stays_unknown(tmp_path: Path):
+    root = project(tmp_path, "dim3_arguments")
+    (root / ".git").mkdir()
+    # marchingCubes' shape: a grid too wide for one axis is folded into two, under a condition
+    # on the sizes the spec cannot say; reading `grid.x = 32768` unconditionally would lie.
+    main = (root / "main.cpp").read_text()
+    folded = main.replace(
+        "    launch_paint(grid, block, out, image_width);",
+        "    if (grid.x > 65535) {\n        grid.y = grid.x / 32768;\n        grid.x = 32768;\n    }\n    launch_paint(grid, block, out, image_width);",
+    )
+    assert folded != main
+    (root / "main.cpp").write_text(folded)
+    run = cutune("templatize", "paint.cu", "--kernel", "paint", "--write", cwd=root)
+    assert run.returncode == 0, run.stderr
+    spec = spec_of((root / "paint.cutune.toml").read_text())
+    assert spec["grid"] == ["grid"], spec["grid"]
+    assert spec["unknown"]["grid"].startswith("the program makes it as `image_width / block.x, image_height / block.y, 1` in `draw`"), spec["unknown"]
+
+
 async def test_the_code_action_reads_a_grid_passed_as_a_dim3_argument(client, tmp_path: Path):
     root = project(tmp_path, "dim3_arguments")
     (root / ".git").mkdir()

@@ -190,7 +190,13 @@ impl<'d> Frame<'d> {
             .or_else(|| self.scope.body.and_then(|b| dim3_local(self.text, b, name, self.scope.point)))
             .map(|(components, at)| components.iter().map(|c| self.scope.as_written_at(c, at)).collect())
             .or_else(|| file.and_then(|f| dim3_global(self.text, f, name)));
-        let assigned: Vec<Option<String>> = ["x", "y", "z"].iter().map(|axis| self.scope.value_given(&format!("{name}.{axis}")).map(|(v, at)| self.scope.as_written_at(v, at))).collect();
+        let given: Vec<Option<(&str, usize)>> = ["x", "y", "z"].iter().map(|axis| self.scope.value_given(&format!("{name}.{axis}"))).collect();
+        // `if (grid.x > 65535) { grid.y = grid.x / 32768; grid.x = 32768; }`: which extents the
+        // launch gets depends on a condition the spec cannot say; no extents rather than wrong ones.
+        if given.iter().flatten().any(|(_, at)| self.scope.is_conditional_at(*at)) {
+            return None;
+        }
+        let assigned: Vec<Option<String>> = given.into_iter().map(|g| g.map(|(v, at)| self.scope.as_written_at(v, at))).collect();
         if constructed.is_none() && assigned.iter().all(Option::is_none) {
             return None;
         }
@@ -366,6 +372,16 @@ impl<'d> Scope<'d> {
     fn set_by_call_before(&self, text: &str, name: &str, before: usize) -> Option<(String, usize)> {
         let (_, value, at) = self.values.iter().rfind(|(n, _, at)| n == name && *at < before)?;
         called_at(text, value, *at)
+    }
+
+    /// Whether the statement at byte `at` runs only under a condition (an `if`'s branch, a
+    /// `case`) that the scope's point is not under too.
+    fn is_conditional_at(&self, at: usize) -> bool {
+        let Some(node) = self.body.and_then(|b| b.descendant_for_byte_range(at, at)) else { return false };
+        enclosing_in(node, self.body).iter().any(|n| {
+            let branch = n.kind() == "case_statement" || n.parent().is_some_and(|p| p.kind() == "if_statement" && p.child_by_field_name("condition") != Some(*n));
+            branch && !n.byte_range().contains(&self.point)
+        })
     }
 
     /// [`Scope::value_text`] with the byte offset where the value is given.
