@@ -738,25 +738,31 @@ impl<'d> HostContext<'d> {
     /// the members of that caller's other `dim3`s (`block.x`) read there, in the launcher's names.
     fn dim3_passed(&self, name: &str) -> Option<Vec<String>> {
         let path = self.paths.first()?;
+        self.passed_for(name).into_iter().find_map(|(at, arg)| {
+            let caller = &path[at];
+            let components = dim3_arguments(&arg).filter(|_| !arg.starts_with('(')).or_else(|| is_identifier(&arg).then(|| caller.dim3_components(&arg)).flatten())?;
+            let member = |object: &str, member: &str| {
+                let axis = ["x", "y", "z"].iter().position(|a| *a == member)?;
+                Some(caller.dim3_components(object)?.get(axis).cloned().unwrap_or_else(|| "1".to_string()))
+            };
+            Some(components.iter().map(|c| self.to_launcher_names(path, at, &replace_members(c, member))).collect())
+        })
+    }
+
+    /// What the callers up the first call path pass for the launcher's parameter `name`: each
+    /// caller's place on the path with its argument, followed while that is the caller's own
+    /// parameter.
+    fn passed_for(&self, name: &str) -> Vec<(usize, String)> {
+        let Some(path) = self.paths.first() else { return Vec::new() };
+        let mut passed = Vec::new();
         let mut current = name.to_string();
         for at in 0..path.len() - 1 {
-            let index = path[at].params.iter().position(|p| *p == current)?;
-            let arg = strip_casts_everywhere(&path[at].argument(index)?).trim().to_string();
-            let caller = &path[at + 1];
-            let constructed = dim3_arguments(&arg).filter(|_| !arg.starts_with('(')).or_else(|| is_identifier(&arg).then(|| caller.dim3_components(&arg)).flatten());
-            if let Some(components) = constructed {
-                let member = |object: &str, member: &str| {
-                    let axis = ["x", "y", "z"].iter().position(|a| *a == member)?;
-                    Some(caller.dim3_components(object)?.get(axis).cloned().unwrap_or_else(|| "1".to_string()))
-                };
-                return Some(components.iter().map(|c| self.to_launcher_names(path, at + 1, &replace_members(c, member))).collect());
-            }
-            if !is_identifier(&arg) || path[at + 1].params.iter().all(|p| *p != arg) {
-                return None;
-            }
+            let Some(arg) = path[at].params.iter().position(|p| *p == current).and_then(|index| path[at].argument(index)) else { break };
+            let arg = strip_casts_everywhere(&arg).trim().to_string();
+            passed.push((at + 1, arg.clone()));
             current = arg;
         }
-        None
+        passed
     }
 
     /// `text` (a grid extent or a buffer length, in the spec's names) with each launcher
@@ -790,30 +796,26 @@ impl<'d> HostContext<'d> {
     /// launcher (`maxBlocks = 64`) are replaced by their values.
     fn computed_by_caller(&self, name: &str) -> Option<String> {
         let path = self.paths.first()?;
-        let mut current = name.to_string();
-        for at in 0..path.len() - 1 {
-            let index = path[at].params.iter().position(|p| *p == current)?;
-            let arg = strip_casts_everywhere(&path[at].argument(index)?).trim().to_string();
-            let caller = &path[at + 1];
+        for (caller_at, arg) in self.passed_for(name) {
+            let caller = &path[caller_at];
             if let Some(value) = caller.scope.value_text(&arg) {
                 if eval_constant(value, &|_| None).is_some() {
                     return None;
                 }
-                let value = rename_identifiers_in(value, |word| match Self::launcher_parameter_of(path, at + 1, word) {
+                let value = rename_identifiers_in(value, |word| match Self::launcher_parameter_of(path, caller_at, word) {
                     Some(_) => None,
-                    None => self.eval_text(path, at + 1, word, 0).map(|v| v.to_string()),
+                    None => self.eval_text(path, caller_at, word, 0).map(|v| v.to_string()),
                 });
-                return Some(self.in_spec_names(&self.to_launcher_names(path, at + 1, &value)));
+                return Some(self.in_spec_names(&self.to_launcher_names(path, caller_at, &value)));
             }
             if !is_identifier(&arg) {
                 // An expression passed as it is (`sort_each_tile(out, in, n / TILE)`).
                 if eval_constant(&arg, &|_| None).is_some() {
                     return None;
                 }
-                let value = rename_identifiers_in(&arg, |word| Some(self.to_launcher_names(path, at + 1, word)).filter(|w| w != word));
+                let value = rename_identifiers_in(&arg, |word| Some(self.to_launcher_names(path, caller_at, word)).filter(|w| w != word));
                 return Some(self.in_spec_names(&value));
             }
-            current = arg;
         }
         None
     }
