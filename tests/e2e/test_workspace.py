@@ -1216,6 +1216,42 @@ def test_a_dim3_argument_whose_extents_a_condition_changes_stays_unknown(tmp_pat
     assert spec["unknown"]["grid"].startswith("the program makes it as `image_width / block.x, image_height / block.y, 1` in `draw`"), spec["unknown"]
 
 
+def test_a_dim3_member_assigned_after_the_launch_in_its_loop_is_not_the_launchs(tmp_path: Path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / ".git").mkdir()
+    # jacobiCudaGraphs' shape: `nblocks` is constructed for `relax`; later in the loop the
+    # program sets `nblocks.x` for another kernel. The first pass launches `relax` with the
+    # constructed extent.
+    (root / "relax.cu").write_text(
+        "#define N_ROWS 4096\n#define ROWS_PER_BLOCK 8\n\n"
+        "__global__ void relax(const float *a, float *x, int n)\n{\n"
+        "    int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32;\n"
+        "    if (row < n && threadIdx.x % 32 == 0) x[row] = 0.5f * (x[row] + a[row]);\n}\n\n"
+        "__global__ void residual(const float *x, float *sum, int n)\n{\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < n) atomicAdd(sum, x[i]);\n}\n\n"
+        "int main()\n{\n"
+        "    float *a, *x, *sum;\n"
+        "    cudaMalloc(&a, N_ROWS * sizeof(float));\n"
+        "    cudaMalloc(&x, N_ROWS * sizeof(float));\n"
+        "    cudaMalloc(&sum, sizeof(float));\n"
+        "    dim3 nthreads(256, 1, 1);\n"
+        "    dim3 nblocks(N_ROWS / ROWS_PER_BLOCK, 1, 1);\n"
+        "    for (int k = 0; k < 10; k++) {\n"
+        "        relax<<<nblocks, nthreads>>>(a, x, N_ROWS);\n"
+        "        nblocks.x = N_ROWS / nthreads.x;\n"
+        "        residual<<<nblocks, nthreads>>>(x, sum, N_ROWS);\n"
+        "    }\n"
+        "    return 0;\n}\n"
+    )
+    run = cutune("templatize", "relax.cu", "--kernel", "relax", "--diff", cwd=root)
+    assert run.returncode == 0, run.stderr
+    assert 'grid = ["N_ROWS // ROWS_PER_BLOCK"]' in run.stdout, run.stdout
+    run = cutune("templatize", "relax.cu", "--kernel", "residual", "--diff", cwd=root)
+    assert 'grid = ["N_ROWS // RESIDUAL_BLOCK_SIZE"]' in run.stdout, run.stdout
+
+
 async def test_the_code_action_reads_a_grid_passed_as_a_dim3_argument(client, tmp_path: Path):
     root = project(tmp_path, "dim3_arguments")
     (root / ".git").mkdir()

@@ -190,7 +190,10 @@ impl<'d> Frame<'d> {
             .or_else(|| self.scope.body.and_then(|b| dim3_local(self.text, b, name, self.scope.point)))
             .map(|(components, at)| components.iter().map(|c| self.scope.as_written_at(c, at)).collect())
             .or_else(|| file.and_then(|f| dim3_global(self.text, f, name)));
-        let given: Vec<Option<(&str, usize)>> = ["x", "y", "z"].iter().map(|axis| self.scope.value_given(&format!("{name}.{axis}"))).collect();
+        // A member assigned after the launch (`nblocks.x = …` later in the loop, for another
+        // kernel) is not what the constructed `dim3` gives the launch on the loop's first pass.
+        let reaches = |(_, at): &(&str, usize)| constructed.is_none() || *at < self.scope.point;
+        let given: Vec<Option<(&str, usize)>> = ["x", "y", "z"].iter().map(|axis| self.scope.value_given(&format!("{name}.{axis}")).filter(reaches)).collect();
         // `if (grid.x > 65535) { grid.y = grid.x / 32768; grid.x = 32768; }`: which extents the
         // launch gets depends on a condition the spec cannot say; no extents rather than wrong ones.
         if given.iter().flatten().any(|(_, at)| self.scope.is_conditional_at(*at)) {
