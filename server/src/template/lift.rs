@@ -484,11 +484,10 @@ impl Transform for BlockSize {
         // Literals of the block size, and of one less (the ceil-division), in the grid's
         // arithmetic. A grid that is one literal (`<<<1, 1>>>`) counts blocks, whatever their size.
         for grid in grid_spans.iter().filter(|g| !is_int_literal(unit.slice(**g))) {
-            for (range, value) in int_literals(unit.slice(*grid), grid.start_byte) {
-                let new_text = match value {
-                    v if v == b => name.clone(),
-                    v if v == b - 1 && b > 1 => ceil_div_term(unit, range.start, &name),
-                    _ => continue,
+            for (range, literal) in block_literals(unit.slice(*grid), grid.start_byte, b) {
+                let new_text = match literal {
+                    BlockLiteral::Block => name.clone(),
+                    BlockLiteral::LessOne => ceil_div_term(unit, range.start, &name),
                 };
                 rewrite.edits.push(TextEdit { range, new_text });
             }
@@ -763,9 +762,31 @@ fn ceil_div_term(unit: &Unit, literal_start: usize, name: &str) -> String {
     if after_plus { format!("{name} - 1") } else { format!("({name} - 1)") }
 }
 
+/// A literal of a grid's arithmetic that stands for a block of `block` threads.
+pub(super) enum BlockLiteral {
+    /// The block's size (`/ 256`).
+    Block,
+    /// One less, the ceil-division's term (`+ 255`).
+    LessOne,
+}
+
+/// The literals in `text` (a slice starting at `base`) that stand for a block of `block`
+/// threads, with their ranges in the file. For a block of 2 a `1` is not taken for one less:
+/// it is as often the `- 1` of `(n + 2 - 1) / 2`.
+pub(super) fn block_literals(text: &str, base: usize, block: i64) -> Vec<(std::ops::Range<usize>, BlockLiteral)> {
+    int_literals(text, base)
+        .into_iter()
+        .filter_map(|(range, value)| match value {
+            v if v == block => Some((range, BlockLiteral::Block)),
+            v if v == block - 1 && block > 2 => Some((range, BlockLiteral::LessOne)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Decimal and hex integer literals in `text` (a slice starting at `base`), with their ranges in
 /// the file.
-pub(super) fn int_literals(text: &str, base: usize) -> Vec<(std::ops::Range<usize>, i64)> {
+fn int_literals(text: &str, base: usize) -> Vec<(std::ops::Range<usize>, i64)> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;

@@ -341,12 +341,12 @@ fn grid_following_block(grid: &str, block: i64, name: &str) -> String {
         return grid.to_string();
     }
     let mut text = grid.to_string();
-    for (range, value) in super::lift::int_literals(grid, 0).into_iter().rev() {
-        match value {
-            v if v == block => text.replace_range(range, name),
-            v if v == block - 1 && block > 2 => text.replace_range(range, &format!("({name} - 1)")),
-            _ => {}
-        }
+    for (range, literal) in super::lift::block_literals(grid, 0, block).into_iter().rev() {
+        let new_text = match literal {
+            super::lift::BlockLiteral::Block => name.to_string(),
+            super::lift::BlockLiteral::LessOne => format!("({name} - 1)"),
+        };
+        text.replace_range(range, &new_text);
     }
     text
 }
