@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 84
+    assert len(kernels) == len(set(kernels)) == 85
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -108,11 +108,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # A count stepped in a loop as many times as the caller says: no number, not its first.
     assert by_kernel["fill_ramp"]["stage"] == "spec"
     assert by_kernel["fill_ramp"]["why"].startswith("value of scalar argument `n`: `n` is a size no shape gives (the program steps `n` in a loop in `ramp` (scale.cu:35)"), by_kernel["fill_ramp"]
-    assert report["totals"] == {"kernels": 84, "ready": 72, "spec": 8, "compile": 2, "parameters": 2}
+    assert report["totals"] == {"kernels": 85, "ready": 73, "spec": 8, "compile": 2, "parameters": 2}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "84 kernels under" in text.stdout and "72 ready to tune (86%)" in text.stdout
+    assert "85 kernels under" in text.stdout and "73 ready to tune (86%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -1197,6 +1197,35 @@ def test_a_grid_and_block_passed_to_the_launcher_as_dim3_arguments_come_from_the
     assert "unknown" not in spec
 
 
+def test_sizes_read_from_the_command_line_are_those_of_the_run_the_project_documents(tmp_path: Path):
+    root = project(tmp_path, "documented_run")
+    (root / ".git").mkdir()
+    # Rodinia's shape: `main` reads `rows = atoi(argv[1])` and the rest under `if (argc != 5)
+    # … else`, and `run` beside it says `./smooth 600 500 10 0.25 > result.txt`. The kernel is
+    # in a file main.cu includes after define.h, whose `#define real float` is its element type.
+    spec, report = templatized_spec_and_report(root, "smooth_kernel.cu", "smooth")
+    assert "command-line: sizes the program reads from its command line are those of its documented run `./smooth 600 500 10 0.25` (run:3)" in report, report
+    assert spec["shapes"] == [{"rows": 600, "cols": 500}], spec["shapes"]
+    # `blocks = count / BLOCK; if (count % BLOCK != 0) blocks = blocks + 1;`: rounded up.
+    assert spec["grid"] == ["ceil_div(rows * cols, BLOCK)"], spec["grid"]
+    args = {a["name"]: a for a in spec["args"]}
+    assert (args["in"]["dtype"], args["in"]["length"]) == ("f32", "rows * cols"), args["in"]
+    assert (args["weight"]["dtype"], args["weight"]["value"]) == ("f32", "0.25"), args["weight"]
+    assert "unknown" not in spec
+
+    # Without the script, each size says where the program reads it and what is missing.
+    root = project(tmp_path / "without_run", "documented_run")
+    (root / ".git").mkdir()
+    (root / "run").unlink()
+    run = cutune("templatize", "smooth_kernel.cu", "--kernel", "smooth", "--write", cwd=root)
+    assert run.returncode == 0, run.stderr
+    spec = spec_of((root / "smooth_kernel.cutune.toml").read_text())
+    assert spec["unknown"]["rows"] == "the program reads it from the command line as `atoi(argv[1])` in `main` (main.cu:18), and no script beside it (`run`, `*.sh`) runs it with arguments", spec["unknown"]
+    check = cutune("spec", "check", "smooth_kernel.cutune.toml", cwd=root)
+    assert check.returncode != 0
+    assert "`rows` is a size no shape gives (the program reads it from the command line as `atoi(argv[1])`" in check.stdout, check.stdout
+
+
 def test_a_dim3_argument_whose_extents_a_condition_changes_stays_unknown(tmp_path: Path):
     root = project(tmp_path, "dim3_arguments")
     (root / ".git").mkdir()
@@ -1250,6 +1279,14 @@ def test_a_dim3_member_assigned_after_the_launch_in_its_loop_is_not_the_launchs(
     assert 'grid = ["N_ROWS // ROWS_PER_BLOCK"]' in run.stdout, run.stdout
     run = cutune("templatize", "relax.cu", "--kernel", "residual", "--diff", cwd=root)
     assert 'grid = ["N_ROWS // RESIDUAL_BLOCK_SIZE"]' in run.stdout, run.stdout
+
+
+async def test_the_code_action_reads_sizes_from_the_documented_run(client, tmp_path: Path):
+    root = project(tmp_path, "documented_run")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "smooth_kernel.cu", "weight * (in[i - 1]", "smooth")
+    assert spec["shapes"] == [{"rows": 600, "cols": 500}], spec
+    assert spec["grid"] == ["ceil_div(rows * cols, BLOCK)"], spec
 
 
 async def test_the_code_action_reads_a_grid_passed_as_a_dim3_argument(client, tmp_path: Path):

@@ -8,6 +8,7 @@ use std::path::Path;
 use tree_sitter::Node;
 
 use super::callee;
+use super::command_line::CommandLine;
 use super::loop_passes;
 use super::objects;
 use super::layout::operand;
@@ -111,6 +112,9 @@ pub(super) enum Made {
     /// Written by a call of this function through a pointer (`&numBlocksPerSm`): the occupancy
     /// calculator, whose answer depends on the compiled kernel and the device.
     Call(String),
+    /// Read from the command line (`atoi(argv[3])`), which the program's documented run, if it
+    /// has one (`run`), does not give a number for.
+    CommandLine { read: String, run: Option<String> },
 }
 
 impl ValueSource<'_> {
@@ -128,6 +132,8 @@ impl ValueSource<'_> {
             Made::SteppedInLoop(name) => format!("the program steps `{name}` in a loop in `{function}` ({place}), as many times as the loop runs"),
             Made::Call(callee) => format!("the program sets it with `{callee}` in `{function}` ({place}), which only the running program answers"),
             Made::Member { name, class } => format!("it is the member `{name}` of `{class}`, read in `{function}` ({place}), which the program sets as it runs"),
+            Made::CommandLine { read, run: Some(run) } => format!("the program reads it from the command line as `{read}` in `{function}` ({place}), and its documented run {run} gives no number there"),
+            Made::CommandLine { read, run: None } => format!("the program reads it from the command line as `{read}` in `{function}` ({place}), and no script beside it (`run`, `*.sh`) runs it with arguments"),
         }
     }
 }
@@ -136,7 +142,7 @@ impl ValueSource<'_> {
 /// a text that has no file).
 pub(super) struct HostFile<'d> {
     pub document: &'d Document,
-    pub folder: Option<&'d Path>,
+    pub path: Option<&'d Path>,
 }
 
 /// A class's template parameters and its `static constexpr` members' initialisers.
@@ -245,6 +251,11 @@ struct Scope<'d> {
     set_by: HashMap<String, String>,
     /// The images the function loads, whose sizes the variables they set take.
     images: Vec<ImageLoad>,
+    /// The values read from the command line that the program's run gives no number for:
+    /// (name, value, byte offset).
+    command_line_reads: Vec<(String, String, usize)>,
+    /// Whether a value is read from the command line of the program's documented run.
+    reads_run: bool,
 }
 
 impl<'d> Scope<'d> {
@@ -255,12 +266,15 @@ impl<'d> Scope<'d> {
         let mut set_by = HashMap::new();
         let mut images = Vec::new();
         let folder = graph.folders.get(&text.as_ptr()).copied().flatten();
+        let run = graph.run_of(text);
+        let mut command_line_reads = Vec::new();
+        let mut reads_run = false;
         let file_root = std::iter::successors(Some(function), |n| n.parent()).last().unwrap_or(function);
         for node in body.into_iter().flat_map(descendants) {
             let (target, value) = match node.kind() {
                 "call_expression" => {
                     // A path from the command line (`sdkFindFilePath(name, argv[0])`) still names the file.
-                    let value_of = |name: &str| body.and_then(|b| value_before(text, b, name, node.start_byte())).or_else(|| file_scope_value(text, file_root, name));
+                    let value_of = |name: &str| body.and_then(|b| value_before(text, b, name, node.start_byte(), run)).or_else(|| file_scope_value(text, file_root, name));
                     if let Some((pitch, bytes)) = pitched_allocation(text, node) {
                         values.push((pitch, bytes, node.start_byte()));
                         continue;
@@ -308,7 +322,7 @@ impl<'d> Scope<'d> {
                 // `stride /= sizeof(float)` or `if (n % 256) blocks++;` once, outside any loop:
                 // the earlier value, stepped.
                 "assignment_expression" | "update_expression" => {
-                    if let Some(stepped) = stepped_once(text, node, body, &values) {
+                    if let Some(stepped) = stepped_once(text, node, body, &values, run) {
                         values.push(stepped);
                     }
                     continue;
@@ -324,13 +338,30 @@ impl<'d> Scope<'d> {
             let name = text[target.byte_range()].replace(' ', "");
             // A value written over several lines may say what each term is for, in comments.
             let value = replace_members(&without_comments(&text[value.byte_range()]), |object, member| dispatched.get(&format!("{object}.{member}")).cloned());
-            let value = value.as_str();
-            // `n = n / 2` says nothing about `n` that its earlier value does not, and a value
-            // read from the command line (`n = atoi(argv[1])`) overrides the default only when
-            // the user asks: the default is the program's own.
-            if reads_variable(value, &name) || reads_command_line(value) {
+            // `n = n + 1` steps the earlier value, as `n += 1` does.
+            if reads_variable(&value, &name) {
+                if let Some(stepped) = (node.kind() == "assignment_expression").then(|| stepped_once(text, node, body, &values, run)).flatten() {
+                    values.push(stepped);
+                }
                 continue;
             }
+            // A value read from the command line (`n = atoi(argv[1])`) is the documented run's
+            // argument; without one it overrides the default only when the user asks, and the
+            // default is the program's own.
+            let value = match reads_command_line(&value) {
+                true => match run.read(&value) {
+                    Some(read) => {
+                        reads_run = true;
+                        read
+                    }
+                    None => {
+                        command_line_reads.push((name, value, node.start_byte()));
+                        continue;
+                    }
+                },
+                false => value,
+            };
+            let value = value.as_str();
             // `if (n < 256) threads = n;` after `threads = 256`: `min`, not `n` alone.
             let earlier = values.iter().rev().find(|(n, _, _)| *n == name).map(|(_, before, _)| before).filter(|b| *b != UNKNOWN);
             let value = match earlier {
@@ -338,14 +369,14 @@ impl<'d> Scope<'d> {
                     let enclosing = enclosing_in(node, body);
                     match in_loop(&enclosing) {
                         true => value.to_string(),
-                        false => given_under_condition(text, &enclosing, &name, before, value.to_string(), &values).unwrap_or_else(|| UNKNOWN.to_string()),
+                        false => given_under_condition(text, &enclosing, &name, before, value.to_string(), &values, run).unwrap_or_else(|| UNKNOWN.to_string()),
                     }
                 }
                 _ => value.to_string(),
             };
             values.push((name, value, node.start_byte()));
         }
-        Scope { body, values, point, set_by, images }
+        Scope { body, values, point, set_by, images, command_line_reads, reads_run }
     }
 
     /// Gives the loop variable `name` the start `value` in the loop whose initializer is `initializer`.
@@ -503,8 +534,10 @@ impl<'d> HostContext<'d> {
             }
         }
         let texture_calls = TEXTURE_CALLS.iter().map(|&name| (name, calls.get(name).cloned().unwrap_or_default())).collect();
-        let folders = files.iter().map(|f| (f.document.text().as_ptr(), f.folder)).collect();
-        let graph = CallGraph::new(calls, definitions, folders);
+        let folders = files.iter().map(|f| (f.document.text().as_ptr(), f.path.and_then(Path::parent))).collect();
+        // The documented run of each program that reads its command line.
+        let runs = files.iter().filter(|f| f.document.text().contains("argv")).filter_map(|f| Some((f.document.text().as_ptr(), CommandLine::of_program(f.path?)))).collect();
+        let graph = CallGraph::new(calls, definitions, folders, runs);
         let (paths, asked_paths) = call_paths(&graph, Frame::of(text, launcher, launch.span.start_byte, &graph));
         // A file-scope variable is read in its own file: only the files on the call paths set
         // those the launch reads, not a namesake of another program of the workspace.
@@ -781,7 +814,8 @@ impl<'d> HostContext<'d> {
             true => None,
             false => self.branch_values.get(name).copied().or_else(|| self.defines.get(name).copied()),
         };
-        let decide = |condition: &str| eval_constant(condition, &settle).or_else(|| as_run_without_arguments(condition));
+        let run = self.graph.run_of(self.launcher().text);
+        let decide = |condition: &str| eval_constant(condition, &settle).or_else(|| run.decide(condition));
         let worked_out = rename_identifiers_in(text, |word| {
             let value = callee::settled_conditionals(&self.computed_by_caller(word)?, &decide);
             let usable = expr::parse(&value).is_ok() && identifiers_in(&value).all(known) && identifiers_in(&value).any(in_block);
@@ -1109,6 +1143,12 @@ impl<'d> HostContext<'d> {
         replace_calls(text, "sizeof", |inner| size_of_type(&self.resolve_type(&instantiated(inner))).map(|b| b.to_string()))
     }
 
+    /// The run its project documents for the program on the first call path, when a function
+    /// on it reads a value from that run's command line: `./srad 100 0.5 502 458` (run:1).
+    pub(super) fn documented_run(&self) -> Option<String> {
+        self.paths.first()?.iter().filter(|frame| frame.scope.reads_run).find_map(|frame| self.graph.run_of(frame.text).describe())
+    }
+
     /// Whether the program's run (the first call path) reaches the launch: `Some(false)` when
     /// an `if` around it takes the other branch there, `None` when a condition has no value.
     pub(super) fn launch_taken(&self) -> Option<bool> {
@@ -1182,6 +1222,10 @@ impl<'d> HostContext<'d> {
                     continue;
                 }
                 return Some(ValueSource { text: frame.text, at: given_at, function: frame_name(frame), made_by: Made::Expression(value) });
+            }
+            if let Some((_, read, read_at)) = frame.scope.command_line_reads.iter().rfind(|(n, _, at)| *n == name && *at < frame.scope.point) {
+                let made_by = Made::CommandLine { read: read.clone(), run: self.graph.run_of(frame.text).describe() };
+                return Some(ValueSource { text: frame.text, at: *read_at, function: frame_name(frame), made_by });
             }
             if let Some((_, stepped_at)) = frame.scope.given_at_point(&name).filter(|(v, at)| *v == UNKNOWN && is_step_of(&frame.text[*at..], &name)) {
                 // A value a call set, stepped once (`blocks *= sm_count` after the occupancy
@@ -2169,13 +2213,16 @@ struct CallGraph<'d> {
     passing: HashMap<String, Vec<(Call<'d>, usize)>>,
     /// The folder of each file, by the address of its text.
     folders: HashMap<*const u8, Option<&'d Path>>,
+    /// The run its project documents for the program of each file that reads its command line
+    /// (`./srad 100 0.5 502 458` in a `run` script beside it), by the address of its text.
+    runs: HashMap<*const u8, CommandLine>,
     /// The calls made on an object, by method and the object's class: `sim.step(d)` of a
     /// `Simulation<float> sim` under (`step`, `Simulation`), `sim()` under `operator()`.
     method_calls: HashMap<(String, String), Vec<Call<'d>>>,
 }
 
 impl<'d> CallGraph<'d> {
-    fn new(calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, (&'d str, Node<'d>)>, folders: HashMap<*const u8, Option<&'d Path>>) -> CallGraph<'d> {
+    fn new(calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, (&'d str, Node<'d>)>, folders: HashMap<*const u8, Option<&'d Path>>, runs: HashMap<*const u8, CommandLine>) -> CallGraph<'d> {
         let mut passing: HashMap<String, Vec<(Call<'d>, usize)>> = HashMap::new();
         let mut method_calls: HashMap<(String, String), Vec<Call<'d>>> = HashMap::new();
         // The variables of each calling function, read once however many calls it makes.
@@ -2194,7 +2241,14 @@ impl<'d> CallGraph<'d> {
                 method_calls.entry((method, class_of(ty).to_string())).or_default().push(*call);
             }
         }
-        CallGraph { calls, definitions, passing, folders, method_calls }
+        CallGraph { calls, definitions, passing, folders, runs, method_calls }
+    }
+
+    /// The run of the program the file whose text is `text` is part of: the one its project
+    /// documents, else the run without arguments.
+    fn run_of(&self, text: &str) -> &CommandLine {
+        static WITHOUT_ARGUMENTS: CommandLine = CommandLine { args: Vec::new(), written_in: None };
+        self.runs.get(&text.as_ptr()).unwrap_or(&WITHOUT_ARGUMENTS)
     }
 
     /// The calls that reach the function defined as `definition` (named `function`): by name,
@@ -2284,7 +2338,8 @@ fn out_arguments<'t>(text: &'t str, call: Node, graph: &CallGraph) -> Option<(&'
         })
     };
     let literal = |word: &str| argument(word).and_then(|a| eval_constant(a, &|_| None));
-    let decide = |condition: &str| eval_constant(condition, &literal).or_else(|| as_run_without_arguments(condition));
+    let run = graph.run_of(text);
+    let decide = |condition: &str| eval_constant(condition, &literal).or_else(|| run.decide(condition));
     let outs: Vec<String> = params.iter().filter(|p| p.out).map(|p| p.name.clone()).collect();
     let values = callee::reference_values(callee_text, body, &outs, &decide);
     let mut out = Vec::new();
@@ -2302,7 +2357,7 @@ fn out_arguments<'t>(text: &'t str, call: Node, graph: &CallGraph) -> Option<(&'
 fn call_paths<'d>(graph: &CallGraph<'d>, launcher: Frame<'d>) -> (Vec<Vec<Frame<'d>>>, Vec<Vec<Frame<'d>>>) {
     let mut paths = Vec::new();
     extend_paths(graph, vec![launcher], &mut paths);
-    let asked = |path: &Vec<Frame>| path.iter().filter_map(|f| f.called_by).any(|c| asked_for_on_command_line(&c));
+    let asked = |path: &Vec<Frame>| path.iter().filter_map(|f| f.called_by).any(|c| asked_for_on_command_line(&c, graph.run_of(c.text)));
     let (mut asked_paths, mut paths): (Vec<_>, Vec<_>) = paths.into_iter().partition(asked);
     if paths.is_empty() {
         paths = std::mem::take(&mut asked_paths);
@@ -2336,7 +2391,7 @@ fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<V
     }
 }
 
-/// The type aliases of `texts` (`typedef A B;`, `using B = A;`), read in order with the
+/// The type aliases of `texts` (`typedef A B;`, `using B = A;`, `#define B float`), read in order with the
 /// preprocessor branches that the macros defined so far select: `#ifdef`, `#ifndef`,
 /// `#if defined(X)`, `#elif defined(X)`, `#else`. A condition it cannot read counts as true.
 fn type_aliases(texts: &[&str]) -> HashMap<String, String> {
@@ -2375,6 +2430,11 @@ fn type_aliases(texts: &[&str]) -> HashMap<String, String> {
                     "define" if active => {
                         if let Some(name) = identifiers_in(rest).next() {
                             defined.insert(name.to_string());
+                            // `#define fp float`: a type by another name, as a `typedef` is.
+                            let value = rest.trim_start()[name.len()..].split("//").next().unwrap_or("").trim();
+                            if !rest.trim_start()[name.len()..].starts_with('(') && size_of_type(value).is_some() {
+                                aliases.entry(name.to_string()).or_insert_with(|| value.to_string());
+                            }
                         }
                     }
                     _ => {}
@@ -2570,23 +2630,36 @@ fn globals_loaded_from_images(documents: &[&Document], graph: &CallGraph) -> Vec
     out
 }
 
-/// `name /= k`, `name *= k`, `name += k`, `name -= k`, `name++` or `name--`, outside any loop of
-/// `body`: `name`'s value from before it, stepped (a pitch in bytes made a pitch in elements).
+/// `name /= k`, `name *= k`, `name += k`, `name -= k`, `name++`, `name--`, or `name = name + 1`
+/// (any value that reads `name`), outside any loop of `body`: `name`'s value from before it,
+/// stepped (a pitch in bytes made a pitch in elements).
 /// Under one `if` (`if (n % 256 != 0) blocks++;`, C's rounded-up division), the step is taken
 /// where the condition holds: `(n % 256 != 0) ? ((n / 256) + (1)) : (n / 256)`, which the spec
 /// writes `ceil_div(n, 256)`; under several, where all hold.
-fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, String, usize)]) -> Option<(String, String, usize)> {
-    let (target, operator, by) = match node.kind() {
+fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, String, usize)], run: &CommandLine) -> Option<(String, String, usize)> {
+    let (target, step) = match node.kind() {
         "update_expression" => {
             let operator = if text[node.byte_range()].contains("++") { "+" } else { "-" };
-            (node.child_by_field_name("argument")?, operator, "1".to_string())
+            (node.child_by_field_name("argument")?, format!("{operator} (1)"))
         }
         _ => {
-            let operator = text[node.child_by_field_name("operator")?.byte_range()].strip_suffix('=').filter(|o| matches!(*o, "/" | "*" | "+" | "-"))?;
-            (node.child_by_field_name("left")?, operator, text[node.child_by_field_name("right")?.byte_range()].to_string())
+            // `x = y = x > y ? x : y`: each of them is the last value.
+            let mut right = node.child_by_field_name("right")?;
+            while right.kind() == "assignment_expression" && right.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=") {
+                right = right.child_by_field_name("right")?;
+            }
+            let right = &text[right.byte_range()];
+            let step = match text[node.child_by_field_name("operator")?.byte_range()].strip_suffix('=')? {
+                "" => right.to_string(),
+                operator if matches!(operator, "/" | "*" | "+" | "-") => format!("{operator} ({right})"),
+                _ => return None,
+            };
+            (node.child_by_field_name("left")?, step)
         }
     };
     let name = Some(&text[target.byte_range()]).filter(|_| target.kind() == "identifier")?;
+    // `name = name + 1` is its own value, rewritten; `name += 1` the value it steps.
+    let plain = node.kind() == "assignment_expression" && text[node.child_by_field_name("operator")?.byte_range()] == *"=";
     let enclosing = enclosing_in(node, body);
     let (_, before, before_at) = values.iter().rev().find(|(n, _, _)| n == name)?;
     let unknown = || Some((name.to_string(), UNKNOWN.to_string(), node.start_byte()));
@@ -2607,8 +2680,11 @@ fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, S
     if before == UNKNOWN || enclosing.iter().any(|n| n.kind() == "conditional_expression") {
         return unknown();
     }
-    let stepped = format!("({before}) {operator} ({by})");
-    match given_under_condition(text, &enclosing, name, before, stepped, values) {
+    let stepped = match plain {
+        true => rename_identifiers_in(&step, |word| (word == name).then(|| format!("({before})"))),
+        false => format!("({before}) {step}"),
+    };
+    match given_under_condition(text, &enclosing, name, before, stepped, values, run) {
         Some(value) => Some((name.to_string(), value, node.start_byte())),
         None => unknown(),
     }
@@ -2667,8 +2743,8 @@ fn in_loop(enclosing: &[Node]) -> bool {
 /// (or several, `else` branches negated and all joined by `&&`), `(c) ? (value) : (before)`; in a
 /// `case` of a `switch`, `c` says the switch's value is the case's.
 /// Each condition is read with the earlier value where it tests `name`, and decided as the
-/// program's own run decides it where it reads the command line.
-fn given_under_condition(text: &str, enclosing: &[Node], name: &str, before: &str, value: String, values: &[(String, String, usize)]) -> Option<String> {
+/// program's `run` decides it where it reads the command line.
+fn given_under_condition(text: &str, enclosing: &[Node], name: &str, before: &str, value: String, values: &[(String, String, usize)], run: &CommandLine) -> Option<String> {
     let mut conditions: Vec<String> = Vec::new();
     for n in enclosing {
         if n.kind() == "case_statement" {
@@ -2686,7 +2762,7 @@ fn given_under_condition(text: &str, enclosing: &[Node], name: &str, before: &st
         }
         let condition = branch.child_by_field_name("condition").map(|c| &text[c.byte_range()])?;
         let condition = rename_identifiers_in(condition.trim(), |word| (word == name).then(|| format!("({before})")));
-        match as_run_without_arguments(&condition) {
+        match run.decide(&condition) {
             // A flag the program's own run does not give (`-sizemult`): that run's value.
             Some(holds) if (holds != 0) != taken => return Some(before.to_string()),
             Some(_) => {}
@@ -2774,14 +2850,14 @@ fn ends_in_jump(statement: Node) -> bool {
 }
 
 /// The last value `body` gives `name` (declared with it, or assigned) before byte `point`, in the
-/// program's run without arguments: not one assigned only when the user asks
+/// program's `run`: not one assigned only when the user asks for it and the run does not
 /// (`if (getCmdLineArgumentString(argc, argv, "image", &filename)) image_filename = filename;`).
-fn value_before(text: &str, body: Node, name: &str, point: usize) -> Option<String> {
+fn value_before(text: &str, body: Node, name: &str, point: usize, run: &CommandLine) -> Option<String> {
     descendants(body)
         .take_while(|n| n.start_byte() < point)
         .filter_map(|n| match n.kind() {
             "init_declarator" => n.child_by_field_name("declarator").and_then(declared_name).zip(n.child_by_field_name("value")),
-            "assignment_expression" if !only_when_asked(text, n, body) => n.child_by_field_name("left").zip(n.child_by_field_name("right")),
+            "assignment_expression" if !only_when_asked(text, n, body, run) => n.child_by_field_name("left").zip(n.child_by_field_name("right")),
             _ => None,
         })
         .filter(|(target, _)| &text[target.byte_range()] == name)
@@ -2789,13 +2865,13 @@ fn value_before(text: &str, body: Node, name: &str, point: usize) -> Option<Stri
         .map(|(_, value)| text[value.byte_range()].to_string())
 }
 
-/// Whether `node` runs only under a condition on the command line that the program's run
-/// without arguments does not take.
-fn only_when_asked(text: &str, node: Node, body: Node) -> bool {
+/// Whether `node` runs only under a condition on the command line that the program's `run`
+/// does not take.
+fn only_when_asked(text: &str, node: Node, body: Node, run: &CommandLine) -> bool {
     let mut child = node;
     while let Some(parent) = child.parent().filter(|p| p.id() != body.id()) {
         if parent.kind() == "if_statement" {
-            let condition = parent.child_by_field_name("condition").map(|c| as_run_without_arguments(&text[c.byte_range()]));
+            let condition = parent.child_by_field_name("condition").map(|c| run.decide(&text[c.byte_range()]));
             let in_consequence = parent.child_by_field_name("consequence").is_some_and(|c| c.id() == child.id());
             let in_alternative = parent.child_by_field_name("alternative").is_some_and(|a| a.id() == child.id());
             match condition.flatten() {
@@ -2854,9 +2930,10 @@ fn is_clamp(text: &str, assignment: Node, name: &str) -> bool {
 }
 
 /// Whether `call` runs only when the user asks for it on the command line: it is in the branch
-/// of an `if` whose condition reads the command line (`if (argc > 2)`), or a variable set only
-/// from it (`if (runShmoo)` after `bool runShmoo = checkCmdLineFlag(argc, argv, "shmoo")`).
-fn asked_for_on_command_line(call: &Call) -> bool {
+/// of an `if` whose condition reads the command line (`if (argc > 2)`) and that the program's
+/// documented `run` does not decide taken, or a variable set only from it (`if (runShmoo)`
+/// after `bool runShmoo = checkCmdLineFlag(argc, argv, "shmoo")`).
+fn asked_for_on_command_line(call: &Call, run: &CommandLine) -> bool {
     let text = call.text;
     let Some(body) = call.caller.child_by_field_name("body") else { return false };
     let reads_flag = |value: &str| reads_command_line(value) || identifiers_in(value).any(|w| w == "argc" || w == "checkCmdLineFlag");
@@ -2877,29 +2954,14 @@ fn asked_for_on_command_line(call: &Call) -> bool {
     for parent in std::iter::successors(call.node.parent(), |n| n.parent()).take_while(|n| *n != body) {
         if parent.kind() == "if_statement" && parent.child_by_field_name("consequence") == Some(child) {
             let condition = parent.child_by_field_name("condition").map_or("", |c| &text[c.byte_range()]);
-            if reads_flag(condition) || identifiers_in(condition).any(set_from_flag) {
+            let taken_by_run = run.written_in.is_some() && run.decide(condition).is_some_and(|holds| holds != 0);
+            if !taken_by_run && (reads_flag(condition) || identifiers_in(condition).any(set_from_flag)) {
                 return true;
             }
         }
         child = parent;
     }
     false
-}
-
-/// A condition on the command line (`checkCmdLineFlag(argc, argv, "dimX")`, `argc > 2`) as the
-/// program run with no arguments decides it: no flag is set and `argc` is 1, which is the run
-/// the spec describes (a path the user asks for is set apart the same way, in `call_paths`).
-fn as_run_without_arguments(condition: &str) -> Option<i64> {
-    let mut text = condition.to_string();
-    // `checkCmdLineFlag(argc, argv, "n")`, and `getCmdLineArgumentString(argc, argv, "n", &v)`,
-    // which also says whether the flag is there.
-    while let Some(at) = text.find("checkCmdLineFlag").or_else(|| text.find("getCmdLineArgument")) {
-        let open = at + text[at..].find('(')?;
-        let close = open + matching_paren(&text[open..])?;
-        text.replace_range(at..=close, "0");
-    }
-    let reads = text != condition || identifiers_in(condition).any(|w| w == "argc");
-    reads.then(|| eval_constant(&text, &|word| (word == "argc").then_some(1))).flatten()
 }
 
 /// Whether a value is read from the command line (`atoi(argv[1])`, `getCmdLineArgumentInt`).
@@ -3291,7 +3353,7 @@ mod tests {
     fn frame_at_go(doc: &Document) -> Frame<'_> {
         let text = doc.text();
         let function = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap();
-        let graph = CallGraph::new(HashMap::new(), HashMap::new(), HashMap::new());
+        let graph = CallGraph::new(HashMap::new(), HashMap::new(), HashMap::new(), HashMap::new());
         Frame::of(text, function, text.find("go(").unwrap(), &graph)
     }
 
@@ -3409,16 +3471,6 @@ mod tests {
         assert!(!reads_variable("numel_total / 2", "numel"));
         assert!(reads_variable("numel / 2", "numel"));
         assert!(reads_variable("2 * (n)", "n"));
-    }
-
-    #[test]
-    fn command_line_conditions_are_decided_as_a_run_without_arguments() {
-        assert_eq!(as_run_without_arguments(r#"checkCmdLineFlag(argc, (const char **)argv, "dimX")"#), Some(0));
-        assert_eq!(as_run_without_arguments(r#"!checkCmdLineFlag(argc, (const char **)argv, "n")"#), Some(1));
-        assert_eq!(as_run_without_arguments("argc > 2"), Some(0));
-        assert_eq!(as_run_without_arguments(r#"getCmdLineArgumentString(argc, argv, "sims", &value)"#), Some(0));
-        assert_eq!(as_run_without_arguments("argc < 2 && n > 0"), None, "`n` is not the command line's");
-        assert_eq!(as_run_without_arguments("n > 0"), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 mod apply;
 mod bounds;
 mod callee;
+mod command_line;
 mod data_files;
 mod elements;
 mod host;
@@ -392,6 +393,9 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     };
     let mut inferred = infer(&steps);
     steps.reports.push(launch_report(&inferred));
+    if let Some(run) = inferred.launch.as_ref().and_then(|l| l.documented_run.as_ref()) {
+        steps.reports.push(transform_report("command-line", Status::Applied, format!("sizes the program reads from its command line are those of its documented run {run}"), Vec::new()));
+    }
     if inferred.launch.is_none() {
         let why = "no launch was found: the block may yet be a choice, so the loops' unroll factors are not offered";
         steps.reports.push(transform_report("loop-unroll", Status::NotApplicable, why.into(), Vec::new()));

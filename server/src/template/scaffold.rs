@@ -36,6 +36,9 @@ pub struct LaunchFound {
     pub choices: Vec<ParamSpec>,
     /// Why a name of the launch's block was not lifted.
     pub held: Vec<String>,
+    /// The run the project documents for the program (`./srad 100 0.5 502 458` (run:1)),
+    /// when the shapes read their sizes from its command line.
+    pub documented_run: Option<String>,
 }
 
 /// What the spec is inferred with besides the two documents.
@@ -311,6 +314,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         line: user_line(l),
         choices,
         held,
+        documented_run: host.as_ref().and_then(HostContext::documented_run),
     });
     let spec = KernelSpec {
         name: kernel.to_string(),
@@ -422,10 +426,10 @@ pub fn host_template_values(doc: &Document, kernel_file: Option<&Path>, kernel: 
         .collect()
 }
 
-/// The kernel's file and the host files, each with its folder.
+/// The kernel's file and the host files, each with its path.
 fn host_files<'a>(kernel_doc: &'a Document, kernel_file: Option<&'a Path>, hosts: &'a [HostDocument]) -> Vec<HostFile<'a>> {
-    let own = HostFile { document: kernel_doc, folder: kernel_file.and_then(Path::parent) };
-    std::iter::once(own).chain(hosts.iter().map(|h| HostFile { document: &h.document, folder: h.path.parent() })).collect()
+    let own = HostFile { document: kernel_doc, path: kernel_file };
+    std::iter::once(own).chain(hosts.iter().map(|h| HostFile { document: &h.document, path: Some(&h.path) })).collect()
 }
 
 /// The launch of `kernel` the spec follows: in its own file, else in the host files; directly,

@@ -1,0 +1,370 @@
+//! The command line the program is run with, as its project documents it: benchmark suites and
+//! research code read their sizes from `argv` (`Nr = atoi(argv[3])`) and ship the run beside
+//! the source, in a script (`run`: `./srad 100 0.5 502 458`). The spec describes that run; a
+//! program without one is run without arguments, where flags are unset and `argc` is 1.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::host::matching_paren;
+use crate::syntax::{eval_constant, identifiers_in};
+
+/// How many folders above the source a script that runs the program is looked for in.
+const FOLDERS_UP: usize = 2;
+/// Scripts larger than this are not read.
+const MAX_SCRIPT_BYTES: u64 = 64 * 1024;
+/// Words that run the program named after them (`time ./srad …`).
+const WRAPPERS: [&str; 6] = ["time", "nvprof", "cuda-memcheck", "compute-sanitizer", "optirun", "exec"];
+/// The C and C++ calls that turn an argument into a number.
+const CONVERSIONS: [&str; 16] = ["atoi", "atol", "atoll", "atof", "strtol", "strtoul", "strtoll", "strtoull", "strtod", "strtof", "stoi", "stol", "stoll", "stoul", "stof", "stod"];
+
+/// The arguments the program is run with, and where that run is written.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct CommandLine {
+    /// `argv[1]` onwards.
+    pub args: Vec<String>,
+    /// The program as the script names it (`./srad`), the script and the line (1-based);
+    /// `None` for the run without arguments.
+    pub written_in: Option<(String, PathBuf, usize)>,
+}
+
+impl CommandLine {
+    /// The run the project documents for the program whose source is `source`, else the run
+    /// without arguments.
+    pub(super) fn of_program(source: &Path) -> CommandLine {
+        documented_run(source).unwrap_or_default()
+    }
+
+    /// `argc`.
+    fn argc(&self) -> i64 {
+        self.args.len() as i64 + 1
+    }
+
+    /// `condition` decided by this run where it reads the command line (`argc != 5`,
+    /// `checkCmdLineFlag(argc, argv, "n")`, `strcmp(argv[1], "r") == 0`); `None` where it reads
+    /// something else or nothing of the command line.
+    pub(super) fn decide(&self, condition: &str) -> Option<i64> {
+        let mut text = condition.to_string();
+        // `checkCmdLineFlag(argc, argv, "n")`, and `getCmdLineArgumentString(argc, argv, "n", &v)`,
+        // which also says whether the flag is there.
+        while let Some(at) = text.find("checkCmdLineFlag").or_else(|| text.find("getCmdLineArgument")) {
+            let open = at + text[at..].find('(')?;
+            let close = open + matching_paren(&text[open..])?;
+            let given = self.flag(quoted(&text[at..=close])?).is_some();
+            text.replace_range(at..=close, if given { "1" } else { "0" });
+        }
+        while let Some(at) = find_call(&text, "strcmp") {
+            let open = at + text[at..].find('(')?;
+            let close = open + matching_paren(&text[open..])?;
+            let (argument, literal) = text[open + 1..close].split_once(',')?;
+            let equal = self.argument(argument)? == literal.trim().strip_prefix('"')?.strip_suffix('"')?;
+            text.replace_range(at..=close, if equal { "0" } else { "1" });
+        }
+        let reads = text != condition || identifiers_in(condition).any(|w| w == "argc");
+        if !reads || identifiers_in(&text).any(|w| w == "argv") {
+            return None;
+        }
+        eval_constant(&text, &|word| (word == "argc").then(|| self.argc()))
+    }
+
+    /// `value` with each number it reads from the command line (`atoi(argv[3])`,
+    /// `getCmdLineArgumentInt(argc, argv, "n")`) as this run gives it; `None` where a read has
+    /// no number in this run (no such argument, or not a number).
+    pub(super) fn read(&self, value: &str) -> Option<String> {
+        let mut text = value.to_string();
+        while let Some((at, name)) = CONVERSIONS.iter().find_map(|c| find_call(&text, c).map(|at| (at, *c))) {
+            let open = at + text[at..].find('(')?;
+            let close = open + matching_paren(&text[open..])?;
+            let argument = text[open + 1..close].split(',').next()?;
+            let number = number(self.argument(argument)?, name.ends_with('f') || name.ends_with('d'))?;
+            // `std::stoi(…)`: the qualifier goes with the call.
+            let start = text[..at].strip_suffix("std::").map_or(at, |s| s.len());
+            text.replace_range(start..=close, &number);
+        }
+        while let Some(at) = text.find("getCmdLineArgumentInt").or_else(|| text.find("getCmdLineArgumentFloat")) {
+            let open = at + text[at..].find('(')?;
+            let close = open + matching_paren(&text[open..])?;
+            let float = text[at..open].ends_with("Float");
+            let number = number(self.flag(quoted(&text[at..=close])?)??, float)?;
+            text.replace_range(at..=close, &number);
+        }
+        let unread = identifiers_in(&text).any(|w| w == "argv" || w.starts_with("getCmdLineArgument"));
+        (!unread).then_some(text)
+    }
+
+    /// The text of `argv[i]` for an argument written `argv[i]` with a literal `i`.
+    fn argument(&self, written: &str) -> Option<&str> {
+        let index = written.trim().strip_prefix("argv")?.trim().strip_prefix('[')?.strip_suffix(']')?.trim().parse::<usize>().ok()?;
+        self.args.get(index.checked_sub(1)?).map(String::as_str)
+    }
+
+    /// Whether the flag `-name` (or `--name`) is given, with its value when it has one
+    /// (`-n=1024`), as the CUDA samples' helpers read them.
+    fn flag(&self, name: &str) -> Option<Option<&str>> {
+        self.args.iter().find_map(|arg| {
+            let bare = arg.trim_start_matches('-');
+            (arg.starts_with('-') && bare.split('=').next() == Some(name)).then(|| bare.split_once('=').map(|(_, v)| v))
+        })
+    }
+
+    /// For a person: `./srad 100 0.5 502 458` (run:1); `None` for the run without arguments.
+    pub(super) fn describe(&self) -> Option<String> {
+        let (program, script, line) = self.written_in.as_ref()?;
+        let script = script.file_name().map_or_else(|| script.display().to_string(), |f| f.to_string_lossy().into_owned());
+        Some(format!("`{program} {}` ({script}:{line})", self.args.join(" ")))
+    }
+}
+
+/// The string literal of a call's arguments (`"n"` of `checkCmdLineFlag(argc, argv, "n")`).
+fn quoted(call: &str) -> Option<&str> {
+    let (_, rest) = call.split_once('"')?;
+    rest.split_once('"').map(|(inside, _)| inside)
+}
+
+/// Where a call of `name` starts in `text`: the name as a word, followed by `(`.
+fn find_call(text: &str, name: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(found) = text[from..].find(name) {
+        let at = from + found;
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].trim_start();
+        if !before.is_some_and(|c| c.is_alphanumeric() || c == '_') && after.starts_with('(') {
+            return Some(at);
+        }
+        from = at + name.len();
+    }
+    None
+}
+
+/// An argument as the conversion reads it, written back as a literal: `502`, or `0.5` for a
+/// floating-point one. `None` for text that is not a whole number.
+fn number(argument: &str, float: bool) -> Option<String> {
+    match float {
+        true => argument.parse::<f64>().ok().filter(|v| v.is_finite()).map(|v| format!("{v:?}")),
+        false => argument.parse::<i64>().ok().map(|v| v.to_string()),
+    }
+}
+
+/// The first run of the program built from `source` that a script beside it (or a folder or
+/// two above) writes.
+fn documented_run(source: &Path) -> Option<CommandLine> {
+    let folder = source.parent()?;
+    let names = program_names(source);
+    let mut runs: Vec<(String, CommandLine)> = Vec::new();
+    for dir in folder.ancestors().take(FOLDERS_UP + 1) {
+        for script in scripts_in(dir) {
+            let Ok(text) = std::fs::read_to_string(&script) else { continue };
+            for (line, command) in text.lines().enumerate() {
+                let Some((program, args)) = command_words(command) else { continue };
+                let path = normalized(&dir.join(&program));
+                if path.parent() != Some(&normalized(folder)) {
+                    continue;
+                }
+                let name = path.file_name()?.to_string_lossy().into_owned();
+                runs.push((name, CommandLine { args, written_in: Some((program, script.clone(), line + 1)) }));
+            }
+        }
+    }
+    // The program of `source` by its name; else the one program the scripts run from its folder.
+    if let Some((_, run)) = runs.iter().find(|(name, _)| names.contains(name)) {
+        return Some(run.clone());
+    }
+    let first = runs.first()?;
+    runs.iter().all(|(name, _)| *name == first.0).then(|| first.1.clone())
+}
+
+/// The names the program built from `source` may have: the file's stem, and the output a build
+/// file in its folder names for it (`nvcc … ex_particle.cu -o particlefilter` in a Makefile,
+/// `add_executable(particlefilter ex_particle.cu)` in a CMakeLists.txt).
+fn program_names(source: &Path) -> Vec<String> {
+    let mut names: Vec<String> = source.file_stem().map(|s| s.to_string_lossy().into_owned()).into_iter().collect();
+    let (Some(folder), Some(file)) = (source.parent(), source.file_name().and_then(|f| f.to_str())) else { return names };
+    let Ok(entries) = std::fs::read_dir(folder) else { return names };
+    for entry in entries.flatten() {
+        let build_file = entry.file_name().to_string_lossy().into_owned();
+        let is_make = matches!(build_file.as_str(), "Makefile" | "makefile" | "GNUmakefile") || build_file.ends_with(".mk");
+        if !(is_make || build_file == "CMakeLists.txt") || small_file(&entry.path()).is_none() {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(entry.path()) else { continue };
+        for line in text.lines() {
+            let words: Vec<&str> = line.split(|c: char| c.is_whitespace() || c == '(' || c == ')').filter(|w| !w.is_empty()).collect();
+            if !words.iter().any(|w| Path::new(w).file_name().and_then(|f| f.to_str()) == Some(file)) {
+                continue;
+            }
+            let output = match is_make {
+                true => words.iter().position(|w| *w == "-o").and_then(|at| words.get(at + 1)),
+                false => words.iter().position(|w| *w == "add_executable").and_then(|at| words.get(at + 1)),
+            };
+            if let Some(name) = output.and_then(|o| Path::new(o).file_name()).and_then(|n| n.to_str()) {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names
+}
+
+/// The scripts of `dir` that may run a program: `run` (and `run_…`) without an extension, and
+/// shell scripts.
+fn scripts_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut scripts: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            (name.starts_with("run") && p.extension().is_none()) || name.ends_with(".sh")
+        })
+        .filter(|p| small_file(p).is_some())
+        .collect();
+    scripts.sort();
+    scripts
+}
+
+fn small_file(path: &Path) -> Option<()> {
+    let meta = std::fs::metadata(path).ok()?;
+    (meta.is_file() && meta.len() <= MAX_SCRIPT_BYTES).then_some(())
+}
+
+/// The program a shell line runs (a path: `./srad`, `cuda/lud_cuda`) and its arguments, up to
+/// a redirection or the end of the command. `None` for comments, shell built-ins and programs
+/// found on the `PATH` (`make`, `python`), which are not the project's.
+fn command_words(line: &str) -> Option<(String, Vec<String>)> {
+    let command = line.split(['#', ';', '|', '&']).next()?.trim();
+    let mut words = shell_words(command).into_iter().skip_while(|w| is_assignment(w) || WRAPPERS.contains(&w.as_str()));
+    let program = words.next().filter(|p| p.contains('/') && !p.starts_with('$'))?;
+    let args = words.take_while(|w| !w.starts_with(['>', '<']) && !w.starts_with("2>") && !w.starts_with("1>")).collect();
+    Some((program, args))
+}
+
+/// `NAME=value` before a command (`CUDA_VISIBLE_DEVICES=0 ./app`).
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+}
+
+/// A shell command's words, with quotes taken off.
+fn shell_words(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut started = false;
+    for c in command.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                started = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if started || !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                started = false;
+            }
+            (None, c) => word.push(c),
+        }
+    }
+    if started || !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// `path` without `.` and with each `..` taking off the folder before it.
+fn normalized(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> CommandLine {
+        CommandLine { args: args.iter().map(|a| a.to_string()).collect(), written_in: None }
+    }
+
+    #[test]
+    fn conditions_are_decided_by_the_run() {
+        let none = CommandLine::default();
+        assert_eq!(none.decide(r#"checkCmdLineFlag(argc, (const char **)argv, "dimX")"#), Some(0));
+        assert_eq!(none.decide(r#"!checkCmdLineFlag(argc, (const char **)argv, "n")"#), Some(1));
+        assert_eq!(none.decide("argc > 2"), Some(0));
+        assert_eq!(none.decide(r#"getCmdLineArgumentString(argc, argv, "sims", &value)"#), Some(0));
+        assert_eq!(none.decide("argc < 2 && n > 0"), None, "`n` is not the command line's");
+        assert_eq!(none.decide("n > 0"), None);
+        let srad = run(&["100", "0.5", "502", "458"]);
+        assert_eq!(srad.decide("argc != 5"), Some(0));
+        assert_eq!(srad.decide("argc == 5"), Some(1));
+        let sort = run(&["r"]);
+        assert_eq!(sort.decide(r#"strcmp(argv[1], "r") == 0"#), Some(1));
+        assert_eq!(sort.decide(r#"strcmp(argv[1],"r")"#), Some(0));
+        assert_eq!(sort.decide(r#"strcmp(argv[2], "r") == 0"#), None, "no second argument");
+        let flags = run(&["-n=1024", "--verbose"]);
+        assert_eq!(flags.decide(r#"checkCmdLineFlag(argc, argv, "n")"#), Some(1));
+        assert_eq!(flags.decide(r#"checkCmdLineFlag(argc, argv, "verbose") && argc > 2"#), Some(1));
+        assert_eq!(flags.decide(r#"checkCmdLineFlag(argc, argv, "m")"#), Some(0));
+    }
+
+    #[test]
+    fn numbers_read_from_the_command_line_take_the_run_s_arguments() {
+        let srad = run(&["100", "0.5", "502", "458"]);
+        assert_eq!(srad.read("atoi(argv[3])").as_deref(), Some("502"));
+        assert_eq!(srad.read("atof(argv[2])").as_deref(), Some("0.5"));
+        assert_eq!(srad.read("atoi(argv[3]) * atoi( argv[4] )").as_deref(), Some("502 * 458"));
+        assert_eq!(srad.read("std::stoi(argv[1])").as_deref(), Some("100"));
+        assert_eq!(srad.read("(int)strtol(argv[1], NULL, 10)").as_deref(), Some("(int)100"));
+        assert_eq!(srad.read("atoi(argv[2])"), None, "`0.5` is no whole number");
+        assert_eq!(srad.read("atoi(argv[5])"), None, "no fifth argument");
+        assert_eq!(srad.read("atoi(argv[i])"), None);
+        assert_eq!(CommandLine::default().read("atoi(argv[1])"), None);
+        let flags = run(&["-n=1024"]);
+        assert_eq!(flags.read(r#"getCmdLineArgumentInt(argc, (const char **)argv, "n")"#).as_deref(), Some("1024"));
+        assert_eq!(flags.read(r#"getCmdLineArgumentInt(argc, argv, "m")"#), None);
+        assert_eq!(srad.read("n * 2").as_deref(), Some("n * 2"), "nothing of the command line");
+    }
+
+    #[test]
+    fn shell_lines_give_the_program_and_its_arguments() {
+        assert_eq!(command_words("./srad 100 0.5 502 458"), Some(("./srad".into(), vec!["100".into(), "0.5".into(), "502".into(), "458".into()])));
+        assert_eq!(command_words("./pathfinder 100000 100 20 > result.txt"), Some(("./pathfinder".into(), vec!["100000".into(), "100".into(), "20".into()])));
+        assert_eq!(command_words("CUDA_VISIBLE_DEVICES=0 time cuda/lud_cuda -s 256 -v"), Some(("cuda/lud_cuda".into(), vec!["-s".into(), "256".into(), "-v".into()])));
+        assert_eq!(command_words("./app 'a b' 2>&1"), Some(("./app".into(), vec!["a b".into()])));
+        assert_eq!(command_words("# ./srad 1 2"), None);
+        assert_eq!(command_words("make all"), None, "a program on the PATH");
+        assert_eq!(command_words("$BIN 1 2"), None);
+    }
+
+    #[test]
+    fn a_run_script_beside_the_program_gives_its_command_line() {
+        let dir = std::env::temp_dir().join(format!("cutune-run-{}", std::process::id()));
+        let app = dir.join("app");
+        std::fs::create_dir_all(&app).unwrap();
+        std::fs::write(app.join("main.cu"), "int main(int argc, char **argv) {}").unwrap();
+        std::fs::write(app.join("run"), "#!/bin/sh\n# the default size\n./scale 4096 256 > out.txt\n./scale 8 8\n").unwrap();
+        let run = CommandLine::of_program(&app.join("main.cu"));
+        assert_eq!(run.args, ["4096", "256"]);
+        assert_eq!(run.written_in, Some(("./scale".to_string(), app.join("run"), 3)));
+        assert_eq!(run.describe().as_deref(), Some("`./scale 4096 256` (run:3)"));
+        assert_eq!(CommandLine::default().describe(), None);
+        // Two programs run from the folder: the one the Makefile builds from the source.
+        std::fs::write(app.join("run"), "./other 1\n./scale 2\n").unwrap();
+        assert_eq!(CommandLine::of_program(&app.join("main.cu")).args, Vec::<String>::new(), "which program is main.cu's is not said");
+        std::fs::write(app.join("Makefile"), "scale: main.cu\n\tnvcc -O3 main.cu -o scale\n").unwrap();
+        assert_eq!(CommandLine::of_program(&app.join("main.cu")).args, ["2"]);
+        // From the folder above, into this one.
+        std::fs::remove_file(app.join("run")).unwrap();
+        std::fs::write(dir.join("run.sh"), "cd build\n./app/scale 77\n").unwrap();
+        assert_eq!(CommandLine::of_program(&app.join("main.cu")).args, ["77"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
