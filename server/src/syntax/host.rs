@@ -354,7 +354,8 @@ pub fn without_pointer_cast(text: &str) -> &str {
 /// brackets but a leading `&`.
 fn is_one_term(text: &str) -> bool {
     let mut depth = 0i32;
-    let mut chars = text.strip_prefix('&').unwrap_or(text).chars().peekable();
+    // `& d_x`, spaced, is `&d_x`.
+    let mut chars = text.strip_prefix('&').map_or(text, str::trim_start).chars().peekable();
     let mut any = false;
     while let Some(c) = chars.next() {
         any = true;
@@ -386,5 +387,19 @@ pub fn address_taken(element: &str) -> String {
         // `&d_x`, `&bufs.x`, `&arrays->data`, `&(input.g_a)`.
         Some(name) if name.replace("->", ".").chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') => name.to_string(),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pointer_an_allocation_is_given_is_read_through_casts_and_spaces() {
+        assert_eq!(address_taken("&d_x"), "d_x");
+        assert_eq!(address_taken("(void **)&d_x"), "d_x");
+        assert_eq!(address_taken("(void**)& E_C"), "E_C", "Rodinia writes a space after the `&`");
+        assert_eq!(address_taken("reinterpret_cast<void **>(&bufs.x)"), "bufs.x");
+        assert_eq!(address_taken("(void **)&x + 1"), "");
     }
 }

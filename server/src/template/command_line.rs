@@ -147,8 +147,10 @@ fn number(argument: &str, float: bool) -> Option<String> {
 /// The first run of the program built from `source` that a script beside it (or a folder or
 /// two above) writes.
 fn documented_run(source: &Path) -> Option<CommandLine> {
+    // A kernel file given on the command line is relative to the working folder.
+    let source = std::path::absolute(source).ok()?;
     let folder = source.parent()?;
-    let names = program_names(source);
+    let names = program_names(&source);
     let mut runs: Vec<(String, CommandLine)> = Vec::new();
     for dir in folder.ancestors().take(FOLDERS_UP + 1) {
         for script in scripts_in(dir) {

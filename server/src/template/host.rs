@@ -550,6 +550,11 @@ impl<'d> HostContext<'d> {
             }
         }
         globals.retain(|name, _| !reassigned.contains(name));
+        for doc in &on_paths {
+            if let Some(tree) = doc.tree() {
+                globals.extend(globals_set_from_run(doc.text(), tree.root_node(), graph.run_of(doc.text())));
+            }
+        }
         globals.extend(globals_loaded_from_images(&on_paths, &graph));
         let launch_node = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte);
         let branch_values = launch_node.map(|n| branch_values_around(text, n)).unwrap_or_default();
@@ -2912,6 +2917,67 @@ fn assigned_in_functions(text: &str, root: Node) -> Vec<String> {
         }
     }
     out
+}
+
+/// The file-scope variables of a file that a function sets once from the command line
+/// (`cols = atoi(argv[1]);` in `init`), under conditions the program's documented `run` takes
+/// (`if (argc == 4)`), with the value that run gives them.
+fn globals_set_from_run(text: &str, root: Node, run: &CommandLine) -> Vec<(String, String)> {
+    if run.written_in.is_none() {
+        return Vec::new();
+    }
+    let file_scope: BTreeSet<&str> = file_scope_declarations(root)
+        .into_iter()
+        .flat_map(|decl| decl.children_by_field_name("declarator", &mut decl.walk()).collect::<Vec<_>>())
+        .filter_map(|d| match d.kind() {
+            "identifier" => Some(&text[d.byte_range()]),
+            "init_declarator" => d.child_by_field_name("declarator").filter(|n| n.kind() == "identifier").map(|n| &text[n.byte_range()]),
+            _ => None,
+        })
+        .collect();
+    let mut set: HashMap<&str, Vec<Option<String>>> = HashMap::new();
+    for function in descendants(root).filter(|n| n.kind() == "function_definition") {
+        let Some(body) = function.child_by_field_name("body") else { continue };
+        for assignment in descendants(body).filter(|n| n.kind() == "assignment_expression") {
+            let Some(left) = assignment.child_by_field_name("left").filter(|l| l.kind() == "identifier") else { continue };
+            let name = &text[left.byte_range()];
+            if !file_scope.contains(name) || declared_in(text, body, name) {
+                continue;
+            }
+            let value = assignment.child_by_field_name("right").map(|r| &text[r.byte_range()]).filter(|v| reads_command_line(v));
+            let given = value.filter(|_| taken_in_run(text, assignment, body, run)).and_then(|v| run.read(v));
+            set.entry(name).or_default().push(given);
+        }
+    }
+    set.into_iter().filter_map(|(name, values)| match values.as_slice() {
+        [Some(value)] => Some((name.to_string(), value.clone())),
+        _ => None,
+    }).collect()
+}
+
+/// Whether `body` declares a local `name`, which hides a file-scope one.
+fn declared_in(text: &str, body: Node, name: &str) -> bool {
+    descendants(body).any(|n| matches!(n.kind(), "declaration" | "parameter_declaration") && n.children_by_field_name("declarator", &mut n.walk()).any(|d| declared_name(d).is_some_and(|d| &text[d.byte_range()] == name)))
+}
+
+/// Whether `node` runs once in the program's `run`: under no loop of `body`, and each `if`
+/// around it decided by that run and taken.
+fn taken_in_run(text: &str, node: Node, body: Node, run: &CommandLine) -> bool {
+    let mut child = node;
+    while let Some(parent) = child.parent().filter(|p| p.id() != body.id()) {
+        if LOOP_KINDS.contains(&parent.kind()) {
+            return false;
+        }
+        if parent.kind() == "if_statement" {
+            let Some(holds) = parent.child_by_field_name("condition").and_then(|c| run.decide(&text[c.byte_range()])) else { return false };
+            let in_consequence = parent.child_by_field_name("consequence").is_some_and(|c| c.id() == child.id());
+            if (holds != 0) != in_consequence {
+                return false;
+            }
+        }
+        child = parent;
+    }
+    true
 }
 
 /// Whether `assignment` of `name` is the branch of an `if` that tests `name` itself (`if (radius
