@@ -1201,8 +1201,9 @@ def test_sizes_read_from_the_command_line_are_those_of_the_run_the_project_docum
     root = project(tmp_path, "documented_run")
     (root / ".git").mkdir()
     # Rodinia's shape: `main` reads `rows = atoi(argv[1])` and the rest under `if (argc != 5)
-    # … else`, and `run` beside it says `./smooth 600 500 10 0.25 > result.txt`. The kernel is
-    # in a file main.cu includes after define.h, whose `#define real float` is its element type.
+    # … else`, an init function sets the file-scope `cols` the same way, and `run` beside it
+    # says `./smooth 600 500 10 0.25 > result.txt`. The kernel is in a file main.cu includes
+    # after define.h, whose `#define real float` is its element type.
     spec, report = templatized_spec_and_report(root, "smooth_kernel.cu", "smooth")
     assert "command-line: sizes the program reads from its command line are those of its documented run `./smooth 600 500 10 0.25` (run:3)" in report, report
     assert spec["shapes"] == [{"rows": 600, "cols": 500}], spec["shapes"]
@@ -1220,7 +1221,9 @@ def test_sizes_read_from_the_command_line_are_those_of_the_run_the_project_docum
     run = cutune("templatize", "smooth_kernel.cu", "--kernel", "smooth", "--write", cwd=root)
     assert run.returncode == 0, run.stderr
     spec = spec_of((root / "smooth_kernel.cutune.toml").read_text())
-    assert spec["unknown"]["rows"] == "the program reads it from the command line as `atoi(argv[1])` in `main` (main.cu:18), and no script beside it (`run`, `*.sh`) runs it with arguments", spec["unknown"]
+    assert spec["unknown"]["rows"] == "the program reads it from the command line as `atoi(argv[1])` in `main` (main.cu:31), and no script beside it (`run`, `*.sh`) runs it with arguments", spec["unknown"]
+    # A file-scope variable an init function sets: read there.
+    assert spec["unknown"]["cols"].startswith("the program reads it from the command line as `atoi(argv[2])` in `read_width` (main.cu:16)"), spec["unknown"]
     check = cutune("spec", "check", "smooth_kernel.cutune.toml", cwd=root)
     assert check.returncode != 0
     assert "`rows` is a size no shape gives (the program reads it from the command line as `atoi(argv[1])`" in check.stdout, check.stdout

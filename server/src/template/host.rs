@@ -1253,6 +1253,9 @@ impl<'d> HostContext<'d> {
                 (at, name) = (at + 1, passed);
                 continue;
             }
+            if let Some(source) = self.global_read_from_command_line(&name).filter(|_| !frame.params.contains(&name)) {
+                return Some(source);
+            }
             let Some(index) = frame.params.iter().position(|p| *p == name) else {
                 // Neither a local nor a parameter of a method: a member of its class.
                 let function = frame_name(frame);
@@ -1271,6 +1274,29 @@ impl<'d> HostContext<'d> {
             (at, name) = (at + 1, passed);
         }
         None
+    }
+
+    /// Where a function sets the file-scope variable `name` from the command line (`cols =
+    /// atoi(argv[2]);` in `init`), when the program's run gives it no number.
+    fn global_read_from_command_line(&self, name: &str) -> Option<ValueSource<'d>> {
+        let mut functions: Vec<(&&str, &(&str, Node))> = self.graph.definitions.iter().collect();
+        functions.sort_by_key(|(function, _)| **function);
+        functions.into_iter().find_map(|(function, &(text, definition))| {
+            let body = definition.child_by_field_name("body")?;
+            let assignment = descendants(body).filter(|n| n.kind() == "assignment_expression").find(|a| {
+                let target = a.child_by_field_name("left").map(|l| &text[l.byte_range()]);
+                let read = a.child_by_field_name("right").map(|r| &text[r.byte_range()]);
+                target == Some(name) && read.is_some_and(reads_command_line) && !declared_in(text, body, name)
+            })?;
+            let root = std::iter::successors(Some(definition), |n| n.parent()).last()?;
+            let at_file_scope = file_scope_declarations(root).into_iter().any(|decl| decl.children_by_field_name("declarator", &mut decl.walk()).any(|d| declared_name(d).is_some_and(|n| &text[n.byte_range()] == name)));
+            if !at_file_scope {
+                return None;
+            }
+            let read = text[assignment.child_by_field_name("right")?.byte_range()].to_string();
+            let made_by = Made::CommandLine { read, run: self.graph.run_of(text).describe() };
+            Some(ValueSource { text, at: assignment.start_byte(), function: function.to_string(), made_by })
+        })
     }
 
     /// A member of its object that the method of frame `at` reads, in the caller's names: the
