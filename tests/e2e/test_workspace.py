@@ -1229,6 +1229,48 @@ def test_sizes_read_from_the_command_line_are_those_of_the_run_the_project_docum
     assert "`rows` is a size no shape gives (the program reads it from the command line as `atoi(argv[1])`" in check.stdout, check.stdout
 
 
+def test_what_a_spec_expression_cannot_say_stays_unknown_with_the_programs_text(tmp_path: Path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / ".git").mkdir()
+    # Rodinia's nn: the count is what a host function reads from a file, and the grid is made
+    # of it; a second kernel is never launched.
+    (root / "nearest.cu").write_text(
+        "#include <cstdio>\n\n"
+        "__global__ void distance(const float *points, float *out, int n)\n{\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < n) out[i] = points[2 * i] * points[2 * i] + points[2 * i + 1] * points[2 * i + 1];\n}\n\n"
+        "__global__ void unused(float *x, int n)\n{\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < n) x[i] = 0.0f;\n}\n\n"
+        "int load_points(const char *path, float *points)\n{\n"
+        "    FILE *f = fopen(path, \"r\");\n    int n = 0;\n"
+        "    while (fscanf(f, \"%f %f\", &points[2 * n], &points[2 * n + 1]) == 2) n++;\n"
+        "    fclose(f);\n    return n;\n}\n\n"
+        "int main()\n{\n"
+        "    static float points[2 * 65536];\n"
+        "    float *d_points, *d_out;\n"
+        "    cudaMalloc(&d_points, sizeof(points));\n"
+        "    cudaMalloc(&d_out, 65536 * sizeof(float));\n"
+        "    distance<<<(load_points(\"points.txt\", points) + 255) / 256, 256>>>(d_points, d_out, load_points(\"points.txt\", points));\n"
+        "    return 0;\n}\n"
+    )
+    run = cutune("templatize", "nearest.cu", "--kernel", "distance", "--write", cwd=root)
+    assert run.returncode == 0, run.stderr
+    spec = spec_of((root / "nearest.cutune.toml").read_text())
+    assert spec["grid"] == ["?"], spec["grid"]
+    # The grid and the count, each with the program's text and why the spec cannot say it.
+    grid = spec["unknown"]["grid"]
+    assert grid.startswith("the program makes it as `(((load_points(\"points.txt\", points) + DISTANCE_BLOCK_SIZE - 1)"), grid
+    assert grid.endswith("which a spec expression cannot say: a string is host code, which the spec cannot read"), grid
+    assert spec["unknown"]["n"] == "the program makes it as `load_points(\"points.txt\", points)`, which a spec expression cannot say: a string is host code, which the spec cannot read", spec["unknown"]
+    assert "load_points" not in spec["unknown"], "a host function is no size"
+    survey = json.loads(cutune("survey", "--json", str(root)).stdout)
+    why = {k["kernel"]: k["why"] for k in survey["kernels"]}
+    assert why["distance"].startswith("grid extent x is unknown (the program makes it as `"), why
+    assert why["unused"].startswith("grid extent x is unknown (no launch of `unused` was found in the workspace): write"), why
+
+
 def test_a_dim3_argument_whose_extents_a_condition_changes_stays_unknown(tmp_path: Path):
     root = project(tmp_path, "dim3_arguments")
     (root / ".git").mkdir()

@@ -46,8 +46,8 @@ pub struct KernelSpec {
     /// Problem sizes: each shape names every size variable.
     pub shapes: Vec<Shape>,
     /// What the spec has no number for yet, each with where the program makes it: sizes the
-    /// expressions name that no shape gives (`x.numel()` in a PyTorch op), and arguments whose
-    /// value or length is `?`. `templatize` writes them, `check` says the reason with the error,
+    /// expressions name that no shape gives (`x.numel()` in a PyTorch op), arguments whose
+    /// value or length is `?`, and `grid` or `block` where an extent is `?`. `templatize` writes them, `check` says the reason with the error,
     /// and a shape or value that gives the number makes the entry moot.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unknown: BTreeMap<String, String>,

@@ -250,7 +250,7 @@ impl<'t> Checker<'t> {
             for (i, text) in extents.iter().enumerate() {
                 let axis = ["x", "y", "z"].get(i).copied().unwrap_or("?");
                 let example = if key == "grid" { format!("ceil_div({first_size}, {first_param})") } else { first_param.clone() };
-                fields.push((Field { path: base(&[K(key), I(i)]), kind: FieldKind::Extent, what: format!("{key} extent {axis}"), example, made: None }, text));
+                fields.push((Field { path: base(&[K(key), I(i)]), kind: FieldKind::Extent, what: format!("{key} extent {axis}"), example, made: kernel.unknown.get(key).map(String::as_str) }, text));
             }
         }
         fields.push((Field { path: base(&[K("shared_bytes")]), kind: FieldKind::Amount, what: "shared_bytes".into(), example: "0".into(), made: None }, &kernel.shared_bytes));

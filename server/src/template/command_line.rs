@@ -91,6 +91,27 @@ impl CommandLine {
         (!unread).then_some(text)
     }
 
+    /// `sscanf(argv[2], "%d", &n)`, as the call's arguments: the variable it sets, and the
+    /// number this run gives it (`None` where the run has no such argument, or no number there).
+    /// `None` for another call.
+    pub(super) fn scanned(&self, callee: &str, args: &[String]) -> Option<(String, Option<String>)> {
+        let [source, format, target] = args else { return None };
+        if callee != "sscanf" || !source.contains("argv") {
+            return None;
+        }
+        let conversion = format.trim().strip_prefix("\"%")?.strip_suffix('"')?.trim_start_matches(['l', 'h', 'z']);
+        let float = match conversion {
+            "d" | "i" | "u" => false,
+            "f" | "g" | "e" => true,
+            _ => return None,
+        };
+        let name = target.trim().strip_prefix('&')?.trim();
+        if !crate::syntax::is_identifier(name) {
+            return None;
+        }
+        Some((name.to_string(), self.argument(source).and_then(|a| number(a, float))))
+    }
+
     /// The text of `argv[i]` for an argument written `argv[i]` with a literal `i`.
     fn argument(&self, written: &str) -> Option<&str> {
         let index = written.trim().strip_prefix("argv")?.trim().strip_prefix('[')?.strip_suffix(']')?.trim().parse::<usize>().ok()?;
@@ -333,6 +354,17 @@ mod tests {
         assert_eq!(flags.read(r#"getCmdLineArgumentInt(argc, (const char **)argv, "n")"#).as_deref(), Some("1024"));
         assert_eq!(flags.read(r#"getCmdLineArgumentInt(argc, argv, "m")"#), None);
         assert_eq!(srad.read("n * 2").as_deref(), Some("n * 2"), "nothing of the command line");
+    }
+
+    #[test]
+    fn a_number_scanned_from_an_argument_is_the_run_s() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let particles = run(&["-x", "128", "-np", "1000"]);
+        assert_eq!(particles.scanned("sscanf", &args(&["argv[2]", "\"%d\"", "&IszX"])), Some(("IszX".into(), Some("128".into()))));
+        assert_eq!(particles.scanned("sscanf", &args(&["argv[4]", "\"%lf\"", "&rate"])), Some(("rate".into(), Some("1000.0".into()))));
+        assert_eq!(particles.scanned("sscanf", &args(&["argv[1]", "\"%d\"", "&n"])), Some(("n".into(), None)), "`-x` is no number");
+        assert_eq!(particles.scanned("sscanf", &args(&["line", "\"%d\"", "&n"])), None, "not the command line");
+        assert_eq!(particles.scanned("sscanf", &args(&["argv[2]", "\"%d %d\"", "&n"])), None);
     }
 
     #[test]

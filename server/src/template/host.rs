@@ -289,6 +289,19 @@ impl<'d> Scope<'d> {
                     // What the occupancy calculator writes (`&numBlocksPerSm`, `&blockSize`)
                     // depends on the compiled kernel and the device: no value the source gives
                     // (not the `0` it was declared with).
+                    // `sscanf(argv[2], "%d", &n)`: the documented run's argument.
+                    let callee = node.child_by_field_name("function").map_or("", |f| &text[f.byte_range()]);
+                    let args = node.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
+                    if let Some((name, value)) = run.scanned(callee, &args) {
+                        match value {
+                            Some(value) => {
+                                reads_run = true;
+                                values.push((name, value, node.start_byte()));
+                            }
+                            None => command_line_reads.push((name, text[node.byte_range()].to_string(), node.start_byte())),
+                        }
+                        continue;
+                    }
                     if let Some(set) = occupancy_outputs(text, node) {
                         values.extend(set.into_iter().map(|name| (name, UNKNOWN.to_string(), node.start_byte())));
                         continue;
@@ -769,9 +782,20 @@ impl<'d> HostContext<'d> {
         let parts = match (constructed, is_identifier(text).then(named).flatten()) {
             (Some(args), _) => args,
             (None, Some(args)) => args,
+            // A `dim3` whose extents cannot be told stays itself (a `?` with where it is made),
+            // not the text it was constructed with.
+            (None, None) if self.is_extent_variable(text) => return vec![text.to_string()],
             (None, None) => vec![text.to_string()],
         };
         parts.iter().map(|p| self.in_spec_names(p)).collect()
+    }
+
+    /// Whether the launcher's `name` is a `dim3` (or `uint3`), a local or a parameter.
+    fn is_extent_variable(&self, name: &str) -> bool {
+        let launcher = self.launcher();
+        let is_extent = |ty: &str| EXTENT_TYPES.contains(&ty.trim().trim_start_matches("const ").trim());
+        let local = launcher.scope.body.is_some_and(|b| local_types(launcher.text, b).iter().any(|(n, ty)| n == name && is_extent(ty)));
+        local || launcher.params.iter().zip(&launcher.param_types).any(|(p, ty)| p == name && is_extent(ty))
     }
 
     /// The extents of a `dim3` the launcher takes as its parameter `name` (`launch(dim3 grid, …)`),

@@ -205,6 +205,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         }
     }
     let mut param_names: BTreeSet<String> = params.iter().map(|p| p.name.clone()).collect();
+    let unsayable = unsayable_expressions(kernel, site.is_some(), &mut grid, &mut block, &mut args);
     let mut sizes = BTreeSet::new();
     let expressions = grid.iter().chain(&block).chain(std::iter::once(&shared_bytes));
     let arg_exprs = args.iter().filter_map(|a| if a.dtype.is_float() { a.length.as_ref() } else { a.length.as_ref().or(a.value.as_ref()) });
@@ -281,7 +282,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         let passed = launch.and_then(|l| l.args.get(i)).map(|text| super::host::strip_outer_parens(text.trim()).to_string()).unwrap_or_default();
         (a.name.clone(), made(&passed))
     });
-    let unknown = unknown_sizes.chain(unknown_args).collect();
+    let unknown = unknown_sizes.chain(unknown_args).chain(unsayable).collect();
     for restriction in whole_blocks(&grid, &sizes, &params, &shapes) {
         if !restrictions.contains(&restriction) {
             restrictions.push(restriction);
@@ -424,6 +425,41 @@ pub fn host_template_values(doc: &Document, kernel_file: Option<&Path>, kernel: 
             Some(HostValue { value: choice.default, origin: format!("{at} ({})", choice.origin), written: written(index) })
         })
         .collect()
+}
+
+/// The extents of `grid` and `block`, and the arguments' values and lengths, that a spec
+/// expression cannot say (a host function's result, a cast, a bitwise operator), made `?`, with
+/// where each is made: the program's text, or, for the extents, no launch at all. One entry
+/// per `grid`, `block` and argument, for `[kernels.unknown]`.
+fn unsayable_expressions(kernel: &str, launched: bool, grid: &mut [String], block: &mut [String], args: &mut [ArgSpec]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut say = |key: &str, text: &mut String, none_made: Option<String>| {
+        let made = match expr::parse(text) {
+            _ if *text == UNKNOWN => match none_made {
+                Some(made) => made,
+                None => return,
+            },
+            Ok(_) => return,
+            // The parse error's own advice (`write its value`) is the check's to give.
+            Err(e) => format!("the program makes it as `{text}`, which a spec expression cannot say: {}", e.message.split(": write").next().unwrap_or(&e.message)),
+        };
+        *text = UNKNOWN.to_string();
+        if !out.iter().any(|(k, _)| k == key) {
+            out.push((key.to_string(), made));
+        }
+    };
+    let no_launch = (!launched).then(|| format!("no launch of `{kernel}` was found in the workspace"));
+    for (key, extents) in [("grid", grid), ("block", block)] {
+        for extent in extents.iter_mut() {
+            say(key, extent, no_launch.clone());
+        }
+    }
+    for arg in args.iter_mut() {
+        for text in arg.value.iter_mut().chain(arg.length.iter_mut()) {
+            say(&arg.name, text, None);
+        }
+    }
+    out
 }
 
 /// The kernel's file and the host files, each with its path.
