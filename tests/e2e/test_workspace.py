@@ -1201,7 +1201,8 @@ def test_sizes_read_from_the_command_line_are_those_of_the_run_the_project_docum
     root = project(tmp_path, "documented_run")
     (root / ".git").mkdir()
     # Rodinia's shape: `main` reads `rows = atoi(argv[1])` and the rest under `if (argc != 5)
-    # … else`, an init function sets the file-scope `cols` the same way, and `run` beside it
+    # … else` (`weight` with `sscanf(argv[4], "%f", &weight)`), an init function sets the
+    # file-scope `cols` the same way, and `run` beside it
     # says `./smooth 600 500 10 0.25 > result.txt`. The kernel is in a file main.cu includes
     # after define.h, whose `#define real float` is its element type.
     spec, report = templatized_spec_and_report(root, "smooth_kernel.cu", "smooth")
