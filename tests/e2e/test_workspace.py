@@ -1214,6 +1214,10 @@ def test_sizes_read_from_the_command_line_are_those_of_the_run_the_project_docum
     assert (args["in"]["dtype"], args["in"]["length"]) == ("f32", "rows * cols"), args["in"]
     assert (args["weight"]["dtype"], args["weight"]["value"]) == ("f32", "0.25"), args["weight"]
     assert "unknown" not in spec
+    # `BLOCK` is 256 in the `#else` of `#ifdef SMOOTH_BLOCK`: the build's default, a parameter.
+    block = next(p for p in spec["params"] if p["name"] == "BLOCK")
+    assert (block["kind"], block["default"]) == ("define", 256), block
+    assert block["origin"].startswith("`#define BLOCK 256` at define.h:7"), block
 
     # Without the script, each size says where the program reads it and what is missing.
     root = project(tmp_path / "without_run", "documented_run")

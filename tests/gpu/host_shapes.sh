@@ -27,6 +27,9 @@
 #   it is only if the grid follows the block (session 30).
 # - tests/fixtures/workspace/dim3_arguments: `paint`, its grid and block `dim3` arguments of its
 #   launcher, its frame buffer a file-scope pointer an init function allocates (session 30).
+# - tests/fixtures/workspace/documented_run: `smooth`, sized by the command line of the `run`
+#   script beside its program, its element type a `#define` of the header main.cu includes
+#   before the kernel's file (session 31).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -49,7 +52,8 @@ workspace/sliced_tensors|tile_mm.cu|tile_mm_kernel|20
 workspace/sliced_tensors|tile_mm.cu|mapped_mm_kernel|20
 workspace/counted_elements|scale.cu|scale_all|10
 workspace/counted_elements|scale.cu|sum_squares|10
-workspace/dim3_arguments|paint.cu|paint|10"
+workspace/dim3_arguments|paint.cu|paint|10
+workspace/documented_run|smooth_kernel.cu|smooth|10"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"

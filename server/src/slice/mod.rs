@@ -432,10 +432,11 @@ pub fn where_defined(text: &str, name: &str, opts: &SliceOptions) -> Option<(Pat
 }
 
 fn defined_in(text: &str, path: &Path, name: &str, opts: &SliceOptions, seen: &mut BTreeSet<PathBuf>, depth: usize) -> Option<(PathBuf, u32, String)> {
+    // The definition in the branch the preprocessor takes (`#else` of `#ifdef RD_WG_SIZE`).
+    let taken = crate::syntax::preprocess::taken_define(text, name);
     for (index, line) in text.lines().enumerate() {
-        if defined_name(line) == Some(name) {
-            let value = line.split_once(name).map_or("", |(_, rest)| rest.split("//").next().unwrap_or("").split("/*").next().unwrap_or(""));
-            return Some((path.to_path_buf(), index as u32 + 1, value.trim().to_string()));
+        if let Some((_, value)) = taken.as_ref().filter(|(at, _)| *at == index as u32 + 1) {
+            return Some((path.to_path_buf(), index as u32 + 1, value.clone()));
         }
         let Some(header) = project_header(line, path.parent(), opts).filter(|h| depth < 8 && seen.insert(h.clone())) else { continue };
         let found = std::fs::read_to_string(&header).ok().and_then(|header_text| defined_in(&header_text, &header, name, opts, seen, depth + 1));

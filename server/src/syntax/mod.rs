@@ -15,6 +15,7 @@ mod hover;
 pub mod host;
 pub mod python;
 pub mod macros;
+pub mod preprocess;
 mod incremental;
 mod list_conditionals;
 mod model;

@@ -16,6 +16,7 @@ use super::data_files::{image_loaded_by, ImageLoad};
 use super::tensors;
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, DEVICE_SIZES, UNKNOWN};
+use crate::syntax::preprocess::each_preprocessed_line;
 use crate::syntax::host::{address_taken, call_args, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, parameters, Call};
 use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, is_identifier, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
@@ -526,9 +527,11 @@ impl<'d> HostContext<'d> {
         // workspace defines it as (`#define M_GLOBAL` in each tensor-core sample): that file
         // goes last, so its values win.
         let launch_file_last = documents.iter().filter(|d| !std::ptr::eq(**d, launch_doc)).chain(std::iter::once(&launch_doc));
+        let untaken = untaken_defines(&documents.iter().map(|d| d.text()).collect::<Vec<_>>());
         for doc in launch_file_last {
-            defines.extend(doc.model().defines.iter().filter_map(|d| Some((d.name.clone(), d.value?))));
-            for define in &doc.model().defines {
+            let taken = |d: &&crate::syntax::Define| !untaken.contains(&(doc.text().as_ptr(), line_start(doc.text(), d.span.start_byte)));
+            defines.extend(doc.model().defines.iter().filter(taken).filter_map(|d| Some((d.name.clone(), d.value?))));
+            for define in doc.model().defines.iter().filter(taken) {
                 match define.value.is_some() && define.value_text.trim().starts_with(|c: char| c.is_ascii_digit()) {
                     true => literal_macros.insert(define.name.clone(), (doc.text(), define.span.start_byte)),
                     false => literal_macros.remove(&define.name),
@@ -2446,94 +2449,53 @@ fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<V
     }
 }
 
-/// The type aliases of `texts` (`typedef A B;`, `using B = A;`, `#define B float`), read in order with the
-/// preprocessor branches that the macros defined so far select: `#ifdef`, `#ifndef`,
-/// `#if defined(X)`, `#elif defined(X)`, `#else`. A condition it cannot read counts as true.
+/// The type aliases of `texts` (`typedef A B;`, `using B = A;`, `#define B float`), read in order
+/// with the preprocessor branches that the macros defined so far select.
 fn type_aliases(texts: &[&str]) -> HashMap<String, String> {
-    let mut defined: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut aliases = HashMap::new();
-    for text in texts {
-        // Per open `#if`: whether the current branch is taken, and whether any branch was.
-        let mut stack: Vec<(bool, bool)> = Vec::new();
-        for line in text.lines() {
-            let line = line.trim();
-            let active = stack.iter().all(|(taken, _)| *taken);
-            if let Some(directive) = line.strip_prefix('#').map(str::trim_start) {
-                let (word, rest) = directive.split_once(char::is_whitespace).unwrap_or((directive, ""));
-                let condition = |rest: &str| preprocessor_condition(rest.trim(), &defined);
-                match word {
-                    "ifdef" => stack.push(if defined.contains(rest.trim()) { (true, true) } else { (false, false) }),
-                    "ifndef" => stack.push(if defined.contains(rest.trim()) { (false, false) } else { (true, true) }),
-                    "if" => {
-                        let c = condition(rest);
-                        stack.push((c, c));
-                    }
-                    "elif" => {
-                        if let Some(top) = stack.last_mut() {
-                            let c = !top.1 && condition(rest);
-                            *top = (c, top.1 || c);
-                        }
-                    }
-                    "else" => {
-                        if let Some(top) = stack.last_mut() {
-                            *top = (!top.1, true);
-                        }
-                    }
-                    "endif" => {
-                        stack.pop();
-                    }
-                    "define" if active => {
-                        if let Some(name) = identifiers_in(rest).next() {
-                            defined.insert(name.to_string());
-                            // `#define fp float`: a type by another name, as a `typedef` is.
-                            let value = rest.trim_start()[name.len()..].split("//").next().unwrap_or("").trim();
-                            if !rest.trim_start()[name.len()..].starts_with('(') && size_of_type(value).is_some() {
-                                aliases.entry(name.to_string()).or_insert_with(|| value.to_string());
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-                continue;
+    each_preprocessed_line(texts, |_, _, line, active| {
+        if !active {
+            return;
+        }
+        if let Some(rest) = line.strip_prefix('#').map(str::trim_start).and_then(|d| d.strip_prefix("define")) {
+            // `#define fp float`: a type by another name, as a `typedef` is.
+            let Some(name) = identifiers_in(rest).next() else { return };
+            let after = &rest.trim_start()[name.len()..];
+            let value = after.split("//").next().unwrap_or("").trim();
+            if !after.starts_with('(') && size_of_type(value).is_some() {
+                aliases.entry(name.to_string()).or_insert_with(|| value.to_string());
             }
-            if !active {
-                continue;
+        } else if let Some(alias) = line.strip_prefix("typedef ").and_then(|l| l.strip_suffix(';')) {
+            if let Some((ty, name)) = alias.trim().rsplit_once(char::is_whitespace) {
+                if is_identifier(name) && !ty.contains('(') {
+                    aliases.entry(name.to_string()).or_insert_with(|| ty.trim().to_string());
+                }
             }
-            if let Some(alias) = line.strip_prefix("typedef ").and_then(|l| l.strip_suffix(';')) {
-                if let Some((ty, name)) = alias.trim().rsplit_once(char::is_whitespace) {
-                    if is_identifier(name) && !ty.contains('(') {
-                        aliases.entry(name.to_string()).or_insert_with(|| ty.trim().to_string());
-                    }
-                }
-            } else if let Some((name, ty)) = line.strip_prefix("using ").and_then(|l| l.strip_suffix(';')).and_then(|l| l.split_once('=')) {
-                if is_identifier(name.trim()) {
-                    aliases.entry(name.trim().to_string()).or_insert_with(|| ty.trim().to_string());
-                }
+        } else if let Some((name, ty)) = line.strip_prefix("using ").and_then(|l| l.strip_suffix(';')).and_then(|l| l.split_once('=')) {
+            if is_identifier(name.trim()) {
+                aliases.entry(name.trim().to_string()).or_insert_with(|| ty.trim().to_string());
             }
         }
-    }
+    });
     aliases
 }
 
-/// `defined(X)`, `defined X`, `!defined(X)`, `0`, `1`; anything else counts as true.
-fn preprocessor_condition(text: &str, defined: &std::collections::HashSet<String>) -> bool {
-    let (negated, text) = match text.strip_prefix('!') {
-        Some(rest) => (true, rest.trim()),
-        None => (false, text),
-    };
-    let value = if let Some(rest) = text.strip_prefix("defined") {
-        let name = rest.trim().trim_start_matches('(').trim_end_matches(')').trim();
-        if !is_identifier(name) {
-            return true;
+/// The `#define`s of `texts` in branches the preprocessor does not take, by the address of the
+/// text and the line's offset in it: `#define BLOCK_SIZE RD_WG_SIZE_0_0` under `#ifdef
+/// RD_WG_SIZE_0_0`, a size a build may give with `-D`, beside the `#else` that defines 16.
+fn untaken_defines(texts: &[&str]) -> std::collections::HashSet<(*const u8, usize)> {
+    let mut untaken = std::collections::HashSet::new();
+    each_preprocessed_line(texts, |text, offset, line, active| {
+        if !active && line.strip_prefix('#').is_some_and(|d| d.trim_start().starts_with("define")) {
+            untaken.insert((text.as_ptr(), offset));
         }
-        defined.contains(name)
-    } else {
-        match text {
-            "0" => false,
-            _ => return true,
-        }
-    };
-    value != negated
+    });
+    untaken
+}
+
+/// The offset of the start of the line that byte `at` of `text` is on.
+fn line_start(text: &str, at: usize) -> usize {
+    text[..at.min(text.len())].rfind('\n').map_or(0, |newline| newline + 1)
 }
 
 /// `Runner::launch` is called as `launch`: the last component of a qualified name.

@@ -441,7 +441,7 @@ fn unsayable_expressions(kernel: &str, launched: bool, grid: &mut [String], bloc
             },
             Ok(_) => return,
             // The parse error's own advice (`write its value`) is the check's to give.
-            Err(e) => format!("the program makes it as `{text}`, which a spec expression cannot say: {}", e.message.split(": write").next().unwrap_or(&e.message)),
+            Err(e) => format!("the program makes it as `{}`, which a spec expression cannot say: {}", shortened(text), e.message.split(": write").next().unwrap_or(&e.message)),
         };
         *text = UNKNOWN.to_string();
         if !out.iter().any(|(k, _)| k == key) {
@@ -460,6 +460,15 @@ fn unsayable_expressions(kernel: &str, launched: bool, grid: &mut [String], bloc
         }
     }
     out
+}
+
+/// `text`, cut to a length a person reads in a message, with `…` where it was cut.
+fn shortened(text: &str) -> String {
+    const MAX_CHARS: usize = 160;
+    match text.char_indices().nth(MAX_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
 }
 
 /// The kernel's file and the host files, each with its path.
