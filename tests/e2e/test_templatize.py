@@ -137,9 +137,9 @@ async def test_the_spec_from_the_action_gets_diagnostics_where_values_are_still_
 
     errors = [(d.range.start.line, d.message.split(":")[0]) for d in published.diagnostics if d.severity == types.DiagnosticSeverity.Error]
     assert errors == [
-        (line_of(spec_text, 'grid = ["?"]'), "grid extent x is unknown"),
-        (line_of(spec_text, 'block = ["?"]'), "block extent x is unknown"),
         # Said with why: the kernel's own file was looked at, and no other launches it.
+        (line_of(spec_text, 'grid = ["?"]'), "grid extent x is unknown (no launch of `gelu` was found in the workspace)"),
+        (line_of(spec_text, 'block = ["?"]'), "block extent x is unknown (no launch of `gelu` was found in the workspace)"),
         (line_of(spec_text, 'name = "n"') + 2, "value of scalar argument `n` is unknown (no launch of `gelu` was found in the workspace)"),
     ]
     for buffer in ("y", "x"):

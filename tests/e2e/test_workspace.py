@@ -1276,6 +1276,46 @@ def test_what_a_spec_expression_cannot_say_stays_unknown_with_the_programs_text(
     assert why["unused"].startswith("grid extent x is unknown (no launch of `unused` was found in the workspace): write"), why
 
 
+def test_ping_pong_buffers_in_an_array_and_a_grid_worked_out_from_the_block_through_locals(tmp_path: Path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / ".git").mkdir()
+    # Rodinia's pathfinder: `int *buffers[2]`, each element allocated alike and passed as
+    # `buffers[t % 2]`; the caller works the grid out from the block through its locals
+    # (`inner = BLOCK - border * 2; tiles = cols / inner + …`).
+    (root / "steps.cu").write_text(
+        "#define BLOCK 256\n#define HALO 1\n\n"
+        "__global__ void step(const int *wall, const int *src, int *dst, int cols, int border)\n{\n"
+        "    __shared__ int row[BLOCK];\n"
+        "    int i = blockIdx.x * (BLOCK - 2 * border) + threadIdx.x - border;\n"
+        "    row[threadIdx.x] = (i >= 0 && i < cols) ? src[i] : 0;\n"
+        "    __syncthreads();\n"
+        "    if (i >= 0 && i < cols && threadIdx.x >= border && threadIdx.x < BLOCK - border) dst[i] = row[threadIdx.x] + wall[i];\n}\n\n"
+        "void run_steps(int *wall, int *buffers[2], int cols, int border, int tiles)\n{\n"
+        "    for (int t = 0; t < 4; t++) {\n"
+        "        step<<<tiles, BLOCK>>>(wall, buffers[t % 2], buffers[(t + 1) % 2], cols, border);\n"
+        "    }\n}\n\n"
+        "int main()\n{\n"
+        "    int cols = 100000, height = 20;\n"
+        "    int border = height * HALO;\n"
+        "    int inner = BLOCK - border * 2;\n"
+        "    int tiles = cols / inner + ((cols % inner == 0) ? 0 : 1);\n"
+        "    int *wall, *buffers[2];\n"
+        "    cudaMalloc((void **)&wall, sizeof(int) * cols);\n"
+        "    cudaMalloc((void **)&buffers[0], sizeof(int) * cols);\n"
+        "    cudaMalloc((void **)&buffers[1], sizeof(int) * cols);\n"
+        "    run_steps(wall, buffers, cols, border, tiles);\n"
+        "    return 0;\n}\n"
+    )
+    spec = templatized_spec(root, "steps.cu", "step")
+    lengths = {a["name"]: a.get("length") for a in spec["args"]}
+    assert (lengths["src"], lengths["dst"]) == ("cols", "cols"), spec["args"]
+    # The grid moves with `BLOCK`, which the kernel's code uses too (a `define` parameter).
+    assert any(p["name"] == "BLOCK" and p["kind"] == "define" for p in spec["params"]), spec["params"]
+    assert spec["grid"] == ["cols // (BLOCK - border * 2) + (cols % (BLOCK - border * 2) == 0 ? 0 : 1)"], spec["grid"]
+    assert spec["shapes"][0]["cols"] == 100000 and "tiles" not in spec["shapes"][0], spec["shapes"]
+
+
 def test_a_dim3_argument_whose_extents_a_condition_changes_stays_unknown(tmp_path: Path):
     root = project(tmp_path, "dim3_arguments")
     (root / ".git").mkdir()

@@ -350,6 +350,14 @@ pub fn without_pointer_cast(text: &str) -> &str {
     if ty.trim_end().ends_with('*') && is_one_term(operand) { operand } else { text }
 }
 
+/// `(buffers, 1)` of `buffers[1]`: an array's element at a literal index.
+pub fn element_at_number(text: &str) -> Option<(&str, u32)> {
+    let (base, index) = text.trim().strip_suffix(']')?.split_once('[')?;
+    let base = base.trim();
+    (base.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !base.is_empty()).then_some(())?;
+    Some((base, index.trim().parse().ok()?))
+}
+
 /// `x`, `&p`, `a.b->c`, `d[2 * i]`, `(x + 1)`, `x.data_ptr<float>()`: no operator outside
 /// brackets but a leading `&`.
 fn is_one_term(text: &str) -> bool {
@@ -386,6 +394,8 @@ pub fn address_taken(element: &str) -> String {
     match e.strip_prefix('&').map(|name| name.trim()).map(|name| name.strip_prefix('(').and_then(|n| n.strip_suffix(')')).unwrap_or(name).trim()) {
         // `&d_x`, `&bufs.x`, `&arrays->data`, `&(input.g_a)`.
         Some(name) if name.replace("->", ".").chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.') => name.to_string(),
+        // `&buffers[1]`: an element of an array of pointers, at a number.
+        Some(name) if element_at_number(name).is_some() => name.split_whitespace().collect(),
         _ => String::new(),
     }
 }
@@ -401,5 +411,7 @@ mod tests {
         assert_eq!(address_taken("(void**)& E_C"), "E_C", "Rodinia writes a space after the `&`");
         assert_eq!(address_taken("reinterpret_cast<void **>(&bufs.x)"), "bufs.x");
         assert_eq!(address_taken("(void **)&x + 1"), "");
+        assert_eq!(address_taken("(void**)&gpuResult[1]"), "gpuResult[1]", "an array of buffers");
+        assert_eq!(address_taken("&bufs[i]"), "", "not at a number");
     }
 }

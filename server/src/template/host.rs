@@ -849,7 +849,7 @@ impl<'d> HostContext<'d> {
         let run = self.graph.run_of(self.launcher().text);
         let decide = |condition: &str| eval_constant(condition, &settle).or_else(|| run.decide(condition));
         let worked_out = rename_identifiers_in(text, |word| {
-            let value = callee::settled_conditionals(&self.computed_by_caller(word)?, &decide);
+            let value = callee::settled_conditionals(&self.computed_by_caller(word, &in_block)?, &decide);
             let usable = expr::parse(&value).is_ok() && identifiers_in(&value).all(known) && identifiers_in(&value).any(in_block);
             usable.then(|| format!("({value})"))
         });
@@ -862,8 +862,10 @@ impl<'d> HostContext<'d> {
     /// The value a caller gives the launcher's parameter `name`, when it computes it (not a
     /// constant, which stays a size), in the launcher's names. The parameter may be passed down
     /// through several functions first; names of the computing function that do not reach the
-    /// launcher (`maxBlocks = 64`) are replaced by their values.
-    fn computed_by_caller(&self, name: &str) -> Option<String> {
+    /// launcher (`maxBlocks = 64`) are replaced by their values, but for those worked out from
+    /// the block (`in_block`: `smallBlockCol = BLOCK_SIZE - pyramid_height * HALO * 2`), which
+    /// are written out so that the work still moves with it.
+    fn computed_by_caller(&self, name: &str, in_block: &dyn Fn(&str) -> bool) -> Option<String> {
         let path = self.paths.first()?;
         for (caller_at, arg) in self.passed_for(name) {
             let caller = &path[caller_at];
@@ -871,8 +873,10 @@ impl<'d> HostContext<'d> {
                 if eval_constant(value, &|_| None).is_some() {
                     return None;
                 }
-                let value = rename_identifiers_in(value, |word| match Self::launcher_parameter_of(path, caller_at, word) {
+                let value = written_out_from_block(caller, value, in_block, 0);
+                let value = rename_identifiers_in(&value, |word| match Self::launcher_parameter_of(path, caller_at, word) {
                     Some(_) => None,
+                    None if in_block(word) => None,
                     None => self.eval_text(path, caller_at, word, 0).map(|v| v.to_string()),
                 });
                 return Some(self.in_spec_names(&self.to_launcher_names(path, caller_at, &value)));
@@ -1690,7 +1694,7 @@ impl<'d> HostContext<'d> {
             }
             let dotted = name.replace("->", ".");
             let member = dotted.split_once('.').filter(|(object, member)| is_identifier(object) && is_identifier(member));
-            let allocated = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name));
+            let allocated = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name).or_else(|| element_bytes(frame.text, b, &name)));
             if let Some(bytes) = allocated.or_else(|| member.and_then(|(object, member)| self.allocated_by_callee(frame, object, member))) {
                 let length = self.elements_in(&bytes, element, &frame.scope, &|ty| self.type_at(path, at, ty))?;
                 let mut length = self.to_launcher_names(path, at, &length);
@@ -2750,6 +2754,18 @@ fn enclosing_in<'t>(node: Node<'t>, body: Option<Node<'t>>) -> Vec<Node<'t>> {
 /// The kinds of tree-sitter nodes that are loops.
 const LOOP_KINDS: [&str; 4] = ["for_statement", "while_statement", "do_statement", "for_range_loop"];
 
+/// `value`, read in `frame`, with each local whose value is worked out from the block (a name
+/// `in_block` says is one, itself or through other locals) written out as that value.
+fn written_out_from_block(frame: &Frame, value: &str, in_block: &dyn Fn(&str) -> bool, depth: usize) -> String {
+    const MAX_DEPTH: usize = 4;
+    rename_identifiers_in(value, |word| {
+        let local = frame.scope.value_text(word).filter(|_| depth < MAX_DEPTH && !in_block(word))?;
+        let written = written_out_from_block(frame, local, in_block, depth + 1);
+        let from_block = identifiers_in(&written).any(in_block);
+        from_block.then(|| format!("({written})"))
+    })
+}
+
 /// Whether one of the `enclosing` nodes is a loop.
 fn in_loop(enclosing: &[Node]) -> bool {
     enclosing.iter().any(|n| LOOP_KINDS.contains(&n.kind()))
@@ -3197,6 +3213,17 @@ fn pointer_offset(text: &str, body: Node, name: &str) -> Option<(String, String)
 /// The byte count given to `cudaMalloc(&name, bytes)` (with or without a `(void**)` cast).
 fn malloc_bytes(text: &str, body: Node, name: &str) -> Option<String> {
     allocations(text, body).find(|(target, _)| target == name).map(|(_, bytes)| bytes)
+}
+
+/// The bytes of `buffers[t % 2]`, an element of an array of buffers at an index the source
+/// does not fix (ping-pong buffers, `int *gpuResult[2]`), when `body` allocates each element it
+/// allocates (`cudaMalloc(&buffers[0], …)`, `&buffers[1]`) with the same bytes.
+fn element_bytes(text: &str, body: Node, name: &str) -> Option<String> {
+    let (base, _) = name.strip_suffix(']')?.split_once('[')?;
+    let base = base.trim();
+    let mut elements = allocations(text, body).filter(|(target, _)| crate::syntax::host::element_at_number(target).is_some_and(|(b, _)| b == base)).map(|(_, bytes)| bytes);
+    let first = elements.next()?;
+    elements.all(|bytes| bytes == first).then_some(first)
 }
 
 /// The device allocations under `node`: (the pointer allocated, the bytes asked for).
