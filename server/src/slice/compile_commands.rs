@@ -98,7 +98,7 @@ fn absolute(path: &Path) -> PathBuf {
 }
 
 /// Removes `.` and `..` without touching the file system (the file may be a symlink target).
-fn normalize(path: &Path) -> PathBuf {
+pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

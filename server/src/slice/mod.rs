@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use tree_sitter::Tree;
 
-pub use compile_commands::{compile_flags_for, CompileFlags};
+pub use compile_commands::{compile_flags_for, normalize, CompileFlags};
 
 use crate::syntax::{Analysis, Document};
 use includes::Verdict;

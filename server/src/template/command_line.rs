@@ -3,9 +3,10 @@
 //! the source, in a script (`run`: `./srad 100 0.5 502 458`). The spec describes that run; a
 //! program without one is run without arguments, where flags are unset and `argc` is 1.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use super::host::matching_paren;
+use crate::slice::normalize;
 use crate::syntax::{eval_constant, identifiers_in};
 
 /// How many folders above the source a script that runs the program is looked for in.
@@ -178,8 +179,8 @@ fn documented_run(source: &Path) -> Option<CommandLine> {
             let Ok(text) = std::fs::read_to_string(&script) else { continue };
             for (line, command) in text.lines().enumerate() {
                 let Some((program, args)) = command_words(command) else { continue };
-                let path = normalized(&dir.join(&program));
-                if path.parent() != Some(&normalized(folder)) {
+                let path = normalize(&dir.join(&program));
+                if path.parent() != Some(&normalize(folder)) {
                     continue;
                 }
                 let name = path.file_name()?.to_string_lossy().into_owned();
@@ -291,21 +292,6 @@ fn shell_words(command: &str) -> Vec<String> {
         words.push(word);
     }
     words
-}
-
-/// `path` without `.` and with each `..` taking off the folder before it.
-fn normalized(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
