@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 85
+    assert len(kernels) == len(set(kernels)) == 87
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -108,11 +108,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # A count stepped in a loop as many times as the caller says: no number, not its first.
     assert by_kernel["fill_ramp"]["stage"] == "spec"
     assert by_kernel["fill_ramp"]["why"].startswith("value of scalar argument `n`: `n` is a size no shape gives (the program steps `n` in a loop in `ramp` (scale.cu:35)"), by_kernel["fill_ramp"]
-    assert report["totals"] == {"kernels": 85, "ready": 73, "spec": 8, "compile": 2, "parameters": 2}
+    assert report["totals"] == {"kernels": 87, "ready": 75, "spec": 8, "compile": 2, "parameters": 2}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "85 kernels under" in text.stdout and "73 ready to tune (86%)" in text.stdout
+    assert "87 kernels under" in text.stdout and "75 ready to tune (86%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -1234,6 +1234,35 @@ def test_sizes_read_from_the_command_line_are_those_of_the_run_the_project_docum
     assert "`rows` is a size no shape gives (the program reads it from the command line as `atoi(argv[1])`" in check.stdout, check.stdout
 
 
+def test_options_read_with_getopt_or_a_loop_over_argv_are_those_of_the_documented_run(tmp_path: Path):
+    root = project(tmp_path, "options_run")
+    (root / ".git").mkdir()
+    # `factor.cu` reads `-s` with getopt (`case 's': matrix_dim = atoi(optarg);`) and `run`
+    # says `./factor -v -s 384`; `matrix_dim` is a launcher's parameter, not a tensor's rank.
+    spec, report = templatized_spec_and_report(root, "factor.cu", "divide_rows")
+    assert "documented run `./factor -v -s 384` (run:3)" in report, report
+    assert spec["shapes"] == [{"i": 0, "matrix_dim": 384}], spec["shapes"]
+    assert spec["grid"] == ["ceil_div(matrix_dim - i, TILE)"], spec["grid"]
+    assert next(a for a in spec["args"] if a["name"] == "m")["length"] == "matrix_dim * matrix_dim"
+    assert "unknown" not in spec
+    # `boxes.cu` reads `-boxes 6` and `-cutoff 0.5` in `for (args.at = 1; args.at < argc;
+    # args.at++)` with `strcmp(argv[args.at], "-boxes") == 0` and `!strcmp(…)`, the values
+    # at `argv[args.at + 1]` and `argv[++args.at]`, into members of a struct.
+    spec = templatized_spec(root, "boxes.cu", "count_neighbours")
+    assert spec["grid"] == ["6 * 6 * 6"], spec["grid"]
+    args = {a["name"]: a for a in spec["args"]}
+    assert args["counts"]["length"] == "6 * 6 * 6", args["counts"]
+    assert args["cutoff"]["value"] == "0.5", args["cutoff"]
+    assert "unknown" not in spec
+
+    # A run that leaves an option out leaves the program's default: getopt never reaches its case.
+    (root / "run").write_text("./factor -v\n./boxes -cutoff 2\n")
+    for made in root.glob("*.cutune.toml"):
+        made.unlink()
+    assert templatized_spec(root, "factor.cu", "divide_rows")["shapes"] == [{"i": 0, "matrix_dim": 32}]
+    assert templatized_spec(root, "boxes.cu", "count_neighbours")["grid"] == ["4 * 4 * 4"]
+
+
 def test_what_a_spec_expression_cannot_say_stays_unknown_with_the_programs_text(tmp_path: Path):
     root = tmp_path / "project"
     root.mkdir()
@@ -1377,6 +1406,13 @@ async def test_the_code_action_reads_sizes_from_the_documented_run(client, tmp_p
     spec = await code_action_spec(client, root / "smooth_kernel.cu", "weight * (in[i - 1]", "smooth")
     assert spec["shapes"] == [{"rows": 600, "cols": 500}], spec
     assert spec["grid"] == ["ceil_div(rows * cols, BLOCK)"], spec
+
+
+async def test_the_code_action_reads_options_from_the_documented_run(client, tmp_path: Path):
+    root = project(tmp_path, "options_run")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "factor.cu", "float diagonal", "divide_rows")
+    assert spec["shapes"] == [{"i": 0, "matrix_dim": 384}], spec
 
 
 async def test_the_code_action_reads_a_grid_passed_as_a_dim3_argument(client, tmp_path: Path):

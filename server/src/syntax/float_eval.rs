@@ -102,7 +102,8 @@ impl Parser<'_> {
     fn word(&mut self) -> String {
         self.skip_spaces();
         let start = self.at;
-        while self.text.get(self.at).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b':') {
+        // A member (`args.cutoff`) is one name; a number never starts a word.
+        while self.text.get(self.at).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b':' || (*c == b'.' && self.at > start)) {
             self.at += 1;
         }
         String::from_utf8_lossy(&self.text[start..self.at]).into_owned()
@@ -154,12 +155,14 @@ mod tests {
         let names = |n: &str| match n {
             "HS" => Some(64.0),
             "beta1" => Some(0.9),
+            "args.cutoff" => Some(0.5),
             _ => None,
         };
         assert_eq!(eval_float("1e-3f", &names), Some(0.001));
         assert_eq!(eval_float("1.0 / sqrtf(HS)", &names), Some(0.125));
         assert_eq!(eval_float("(float)1 - powf(beta1, 2)", &names), Some(1.0 - 0.81));
         assert_eq!(eval_float("-2.5e+1f * 2", &names), Some(-50.0));
+        assert_eq!(eval_float("args.cutoff * 2 + .5", &names), Some(1.5));
         assert_eq!(eval_float("unknown * 2", &names), None);
         assert_eq!(eval_float("rand()", &names), None);
         assert_eq!(eval_float("1.0 / 0", &names), None);

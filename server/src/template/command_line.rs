@@ -5,7 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::host::matching_paren;
+use tree_sitter::Node;
+
+use super::host::{matching_paren, replace_whole};
 use crate::slice::normalize;
 use crate::syntax::{eval_constant, identifiers_in};
 
@@ -17,6 +19,18 @@ const MAX_SCRIPT_BYTES: u64 = 64 * 1024;
 const WRAPPERS: [&str; 6] = ["time", "nvprof", "cuda-memcheck", "compute-sanitizer", "optirun", "exec"];
 /// The C and C++ calls that turn an argument into a number.
 const CONVERSIONS: [&str; 16] = ["atoi", "atol", "atoll", "atof", "strtol", "strtoul", "strtoll", "strtoull", "strtod", "strtof", "stoi", "stol", "stoll", "stoul", "stof", "stod"];
+
+/// How a run answers a statement the program makes while it reads its options: in getopt's
+/// `case 's':`, or under `strcmp(argv[i], "-s") == 0` in a loop over the arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum OptionInRun {
+    /// The run does not give the option, so the statement is not reached.
+    Absent,
+    /// getopt's `optarg` is this argument (`None` for an option that takes none).
+    Getopt(Option<String>),
+    /// The loop's index (`i`, `arg.cur`) stands at the option's word, `argv[at]`.
+    Indexed { index: String, at: usize },
+}
 
 /// The arguments the program is run with, and where that run is written.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -71,12 +85,34 @@ impl CommandLine {
     /// `getCmdLineArgumentInt(argc, argv, "n")`) as this run gives it; `None` where a read has
     /// no number in this run (no such argument, or not a number).
     pub(super) fn read(&self, value: &str) -> Option<String> {
+        self.read_with(value, None)
+    }
+
+    /// `value`, made where the program reads its options, as this run gives it: getopt's
+    /// `optarg` is the option's argument, the loop's index the option's place.
+    pub(super) fn read_option(&self, value: &str, option: &OptionInRun) -> Option<String> {
+        match option {
+            OptionInRun::Absent => None,
+            OptionInRun::Getopt(argument) => self.read_with(value, argument.as_deref()),
+            OptionInRun::Indexed { index, at } => {
+                // `argv[++i]` reads the word after the option, as `argv[i + 1]` does.
+                let stepped = replace_whole(&replace_whole(value, &format!("++{index}"), &format!("{index} + 1")), &format!("{index}++"), index);
+                self.read(&replace_whole(&stepped, index, &at.to_string()))
+            }
+        }
+    }
+
+    fn read_with(&self, value: &str, optarg: Option<&str>) -> Option<String> {
         let mut text = value.to_string();
         while let Some((at, name)) = CONVERSIONS.iter().find_map(|c| find_call(&text, c).map(|at| (at, *c))) {
             let open = at + text[at..].find('(')?;
             let close = open + matching_paren(&text[open..])?;
             let argument = text[open + 1..close].split(',').next()?;
-            let number = number(self.argument(argument)?, name.ends_with('f') || name.ends_with('d'))?;
+            let given = match argument.trim() == "optarg" {
+                true => optarg?,
+                false => self.argument(argument)?,
+            };
+            let number = number(given, name.ends_with('f') || name.ends_with('d'))?;
             // `std::stoi(…)`: the qualifier goes with the call.
             let start = text[..at].strip_suffix("std::").map_or(at, |s| s.len());
             text.replace_range(start..=close, &number);
@@ -88,8 +124,73 @@ impl CommandLine {
             let number = number(self.flag(quoted(&text[at..=close])?)??, float)?;
             text.replace_range(at..=close, &number);
         }
-        let unread = identifiers_in(&text).any(|w| w == "argv" || w.starts_with("getCmdLineArgument"));
+        let unread = identifiers_in(&text).any(|w| w == "argv" || w == "optarg" || w.starts_with("getCmdLineArgument"));
         (!unread).then_some(text)
+    }
+
+    /// Where `node` is a statement the program makes while it reads its options, how this run
+    /// answers it: the `case` of a `switch` in a loop over `getopt(argc, argv, "s:v")`, or the
+    /// branch of `strcmp(argv[i], "-s") == 0` (`!strcmp`) in a loop over the arguments. `None`
+    /// for a statement made elsewhere.
+    pub(super) fn option_around(&self, text: &str, node: Node, body: Node) -> Option<OptionInRun> {
+        let mut letter: Option<char> = None;
+        let mut flag: Option<(String, &str)> = None;
+        let mut child = node;
+        for ancestor in std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| n.id() != body.id()) {
+            match ancestor.kind() {
+                "case_statement" if letter.is_none() => letter = ancestor.child_by_field_name("value").and_then(|v| char_literal(&text[v.byte_range()])),
+                "if_statement" if flag.is_none() && ancestor.child_by_field_name("consequence").is_some_and(|c| c.id() == child.id()) => {
+                    flag = ancestor.child_by_field_name("condition").and_then(|c| flag_compared(&text[c.byte_range()]));
+                }
+                "while_statement" | "for_statement" | "do_statement" => {
+                    let condition = ancestor.child_by_field_name("condition").map_or("", |c| &text[c.byte_range()]);
+                    if let (Some(letter), Some(options)) = (letter, getopt_options(condition)) {
+                        return Some(match self.getopt(options).into_iter().rfind(|(given, _)| *given == letter) {
+                            Some((_, argument)) => OptionInRun::Getopt(argument),
+                            None => OptionInRun::Absent,
+                        });
+                    }
+                    if let Some((index, word)) = flag.as_ref().filter(|_| identifiers_in(condition).any(|w| w == "argc")) {
+                        return Some(match self.args.iter().position(|a| a == word) {
+                            Some(at) => OptionInRun::Indexed { index: index.clone(), at: at + 1 },
+                            None => OptionInRun::Absent,
+                        });
+                    }
+                }
+                _ => {}
+            }
+            child = ancestor;
+        }
+        None
+    }
+
+    /// The options this run gives as getopt reads them with `options` (`"::vs:i:"`: `s` and `i`
+    /// take an argument), each with its argument, in order. Words that are not options are
+    /// passed over, as GNU getopt does; long options (`--size`) are not read.
+    fn getopt(&self, options: &str) -> Vec<(char, Option<String>)> {
+        let takes_argument = |c: char| options.find(c).is_some_and(|at| options[at + c.len_utf8()..].starts_with(':'));
+        let mut given = Vec::new();
+        let mut words = self.args.iter();
+        while let Some(word) = words.next() {
+            if word == "--" {
+                break;
+            }
+            let Some(letters) = word.strip_prefix('-').filter(|l| !l.is_empty() && !l.starts_with('-')) else { continue };
+            for (at, c) in letters.char_indices() {
+                if !takes_argument(c) {
+                    given.push((c, None));
+                    continue;
+                }
+                let attached = &letters[at + c.len_utf8()..];
+                let argument = match attached.is_empty() {
+                    true => words.next().cloned(),
+                    false => Some(attached.to_string()),
+                };
+                given.push((c, argument));
+                break;
+            }
+        }
+        given
     }
 
     /// `sscanf(argv[2], "%d", &n)`, as the call's arguments: the variable it sets, and the
@@ -113,9 +214,10 @@ impl CommandLine {
         Some((name.to_string(), self.argument(source).and_then(|a| number(a, float))))
     }
 
-    /// The text of `argv[i]` for an argument written `argv[i]` with a literal `i`.
+    /// The text of `argv[i]` for an argument written `argv[i]` with a constant `i` (`argv[3 + 1]`).
     fn argument(&self, written: &str) -> Option<&str> {
-        let index = written.trim().strip_prefix("argv")?.trim().strip_prefix('[')?.strip_suffix(']')?.trim().parse::<usize>().ok()?;
+        let index = written.trim().strip_prefix("argv")?.trim().strip_prefix('[')?.strip_suffix(']')?;
+        let index = usize::try_from(eval_constant(index, &|_| None)?).ok()?;
         self.args.get(index.checked_sub(1)?).map(String::as_str)
     }
 
@@ -134,6 +236,35 @@ impl CommandLine {
         let script = script.file_name().map_or_else(|| script.display().to_string(), |f| f.to_string_lossy().into_owned());
         Some(format!("`{program} {}` ({script}:{line})", self.args.join(" ")))
     }
+}
+
+/// `'s'` as the character it is.
+fn char_literal(text: &str) -> Option<char> {
+    let mut chars = text.trim().strip_prefix('\'')?.strip_suffix('\'')?.chars();
+    let c = chars.next()?;
+    chars.next().is_none().then_some(c)
+}
+
+/// The option letters of the `getopt` call (`getopt_long`, `getopt_long_only`) a loop's
+/// condition makes: its string literal (`"::vs:i:"`).
+fn getopt_options(condition: &str) -> Option<&str> {
+    let at = ["getopt", "getopt_long", "getopt_long_only"].iter().find_map(|name| find_call(condition, name))?;
+    quoted(&condition[at..])
+}
+
+/// The index and the word of a comparison of one argument with a literal that holds when they
+/// are equal: `strcmp(argv[i], "-s") == 0`, `!strcmp(argv[i], "-s")`; the index not a number.
+fn flag_compared(condition: &str) -> Option<(String, &str)> {
+    let condition = condition.trim().trim_start_matches('(').trim_end_matches(')').trim();
+    let call = match condition.strip_prefix('!') {
+        Some(negated) => negated.trim_start(),
+        None => condition.strip_suffix('0')?.trim_end().strip_suffix("==")?.trim_end(),
+    };
+    let inside = call.strip_prefix("strcmp")?.trim_start().strip_prefix('(')?;
+    let (argument, literal) = inside.split_once(',')?;
+    let index = argument.trim().strip_prefix("argv")?.trim().strip_prefix('[')?.strip_suffix(']')?.trim();
+    let word = literal.trim().trim_end_matches(')').trim().strip_prefix('"')?.strip_suffix('"')?;
+    (index.parse::<usize>().is_err()).then(|| (index.to_string(), word))
 }
 
 /// The string literal of a call's arguments (`"n"` of `checkCmdLineFlag(argc, argv, "n")`).
@@ -351,6 +482,62 @@ mod tests {
         assert_eq!(particles.scanned("sscanf", &args(&["argv[1]", "\"%d\"", "&n"])), Some(("n".into(), None)), "`-x` is no number");
         assert_eq!(particles.scanned("sscanf", &args(&["line", "\"%d\"", "&n"])), None, "not the command line");
         assert_eq!(particles.scanned("sscanf", &args(&["argv[2]", "\"%d %d\"", "&n"])), None);
+    }
+
+    #[test]
+    fn getopt_reads_the_run_s_options_with_their_arguments() {
+        let lud = run(&["-v", "-s", "256", "input.dat", "-qi3"]);
+        assert_eq!(lud.getopt("::vs:i:q"), [('v', None), ('s', Some("256".into())), ('q', None), ('i', Some("3".into()))]);
+        assert_eq!(lud.getopt("vs:"), [('v', None), ('s', Some("256".into())), ('q', None), ('i', None), ('3', None)], "`i` takes no argument here");
+        assert_eq!(run(&["--", "-s", "1"]).getopt("s:"), [], "`--` ends the options");
+        assert_eq!(run(&["--size", "1"]).getopt("s:"), [], "long options are not read");
+        assert_eq!(run(&["-s"]).getopt("s:"), [('s', None)], "the argument is missing");
+    }
+
+    #[test]
+    fn comparisons_of_an_argument_with_a_flag_name_the_index_and_the_flag() {
+        assert_eq!(flag_compared(r#"strcmp(argv[i], "-boxes1d")==0"#), Some(("i".into(), "-boxes1d")));
+        assert_eq!(flag_compared(r#"(!strcmp(argv[args.at], "-n"))"#), Some(("args.at".into(), "-n")));
+        assert_eq!(flag_compared(r#"strcmp(argv[1], "-n") == 0"#), None, "a fixed argument is decided as it is");
+        assert_eq!(flag_compared(r#"strcmp(argv[i], "-n") != 0"#), None);
+        assert_eq!(getopt_options(r#"(opt = getopt_long(argc, argv, "::vs:i:", long_options, &index)) != -1"#), Some("::vs:i:"));
+        assert_eq!(getopt_options("i < argc"), None);
+        assert_eq!(char_literal("'s'"), Some('s'));
+        assert_eq!(char_literal("'ab'"), None);
+    }
+
+    #[test]
+    fn statements_made_while_reading_options_are_answered_by_the_run() {
+        let text = r#"int main(int argc, char **argv) {
+    int n = 32, verbose = 0, boxes = 1;
+    while ((opt = getopt(argc, argv, "vs:")) != -1) {
+        switch (opt) {
+        case 's': n = atoi(optarg); break;
+        case 'v': verbose = 1; break;
+        }
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-boxes") == 0) { boxes = atoi(argv[++i]); }
+    }
+}"#;
+        let doc = crate::syntax::Document::new(text.to_string());
+        let root = doc.tree().unwrap().root_node();
+        let body = crate::syntax::descendants(root).find(|n| n.kind() == "compound_statement").unwrap();
+        let statement = |start: &str| crate::syntax::descendants(root).find(|n| n.kind() == "assignment_expression" && text[n.byte_range()].starts_with(start)).unwrap();
+        let lud = run(&["-s", "256", "6"]);
+        let answer = lud.option_around(text, statement("n ="), body).unwrap();
+        assert_eq!(answer, OptionInRun::Getopt(Some("256".into())));
+        assert_eq!(lud.read_option("atoi(optarg)", &answer).as_deref(), Some("256"));
+        assert_eq!(lud.option_around(text, statement("verbose ="), body), Some(OptionInRun::Absent));
+        assert_eq!(lud.option_around(text, statement("boxes ="), body), Some(OptionInRun::Absent));
+        let md = run(&["-v", "-boxes", "6"]);
+        let boxes = md.option_around(text, statement("boxes ="), body).unwrap();
+        assert_eq!(boxes, OptionInRun::Indexed { index: "i".into(), at: 2 });
+        assert_eq!(md.read_option("atoi(argv[++i])", &boxes).as_deref(), Some("6"));
+        assert_eq!(md.read_option("atoi(argv[i + 1])", &boxes).as_deref(), Some("6"));
+        assert_eq!(CommandLine::default().option_around(text, statement("boxes ="), body), Some(OptionInRun::Absent));
+        let declaration = crate::syntax::descendants(root).find(|n| n.kind() == "init_declarator").unwrap();
+        assert_eq!(lud.option_around(text, declaration, body), None, "made before the options are read");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::Path;
 use tree_sitter::Node;
 
 use super::callee;
-use super::command_line::CommandLine;
+use super::command_line::{CommandLine, OptionInRun};
 use super::loop_passes;
 use super::objects;
 use super::layout::operand;
@@ -359,6 +359,15 @@ impl<'d> Scope<'d> {
                 }
                 continue;
             }
+            // Made while the program reads its options (getopt's `case 's':`): only where the
+            // run gives the option, and with its argument.
+            let option = body.and_then(|b| run.option_around(text, node, b));
+            reads_run |= option.is_some() && run.written_in.is_some();
+            let value = match option {
+                Some(OptionInRun::Absent) => continue,
+                Some(option) => run.read_option(&value, &option).unwrap_or(value),
+                None => value,
+            };
             // A value read from the command line (`n = atoi(argv[1])`) is the documented run's
             // argument; without one it overrides the default only when the user asks, and the
             // default is the program's own.
@@ -1241,8 +1250,10 @@ impl<'d> HostContext<'d> {
     /// that nothing in the files calls. `None` when the trail ends in nothing the code shows.
     pub(super) fn value_source(&self, name: &str) -> Option<ValueSource<'d>> {
         let path = self.paths.first()?;
-        // A size the spec names for a read of the launcher's tensor (`a_contig_numel`).
-        if let Some((tensor, read)) = tensors::named_read(name).filter(|_| path[0].scope.value_text(name).is_none()) {
+        // A size the spec names for a read of the launcher's tensor (`a_contig_numel`); a
+        // variable of the program that only looks like one (`matrix_dim`) is followed as any other.
+        let launcher_has = |n: &str| path[0].params.iter().any(|p| p == n) || path[0].scope.value_text(n).is_some();
+        if let Some((tensor, read)) = tensors::named_read(name).filter(|(tensor, _)| !launcher_has(name) && launcher_has(tensor)) {
             let launcher = &path[0];
             return Some(ValueSource { text: launcher.text, at: launcher.scope.point, function: frame_name(launcher), made_by: Made::Expression(read.call(tensor)) });
         }
@@ -1408,7 +1419,10 @@ impl<'d> HostContext<'d> {
                 if let Some(value) = tensors::named_read(name).and_then(|(tensor, read)| self.eval_size_read(path, at, tensor, read, depth + 1)) {
                     return Some(value);
                 }
-                let (object, member) = name.rsplit_once('_')?;
+                // `dim_cpu_number_boxes`: the object is the frame's parameter the name starts with.
+                let mut splits = name.match_indices('_').map(|(i, _)| (&name[..i], &name[i + 1..]));
+                let object_is_parameter = |object: &str| frame.params.iter().any(|p| p == object);
+                let (object, member) = splits.find(|(object, _)| object_is_parameter(object)).or_else(|| name.rsplit_once('_'))?;
                 self.eval_member(path, at, object, member, depth + 1)
             }
         }
@@ -1877,7 +1891,7 @@ fn with_arguments_named(text: &str, args: &[String], params: &[String]) -> Strin
 
 /// Replaces `what` in `text`, whitespace aside, where it is a whole operand: not part of a
 /// longer name, and not the tail of a division (`a * b` inside `x / a * b` is not `a * b`).
-fn replace_whole(text: &str, what: &str, with: &str) -> String {
+pub(super) fn replace_whole(text: &str, what: &str, with: &str) -> String {
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
     let wanted: Vec<char> = what.chars().filter(|c| !c.is_whitespace()).collect();
     let chars: Vec<(usize, char)> = text.char_indices().collect();
@@ -3060,7 +3074,7 @@ fn asked_for_on_command_line(call: &Call, run: &CommandLine) -> bool {
 
 /// Whether a value is read from the command line (`atoi(argv[1])`, `getCmdLineArgumentInt`).
 fn reads_command_line(value: &str) -> bool {
-    identifiers_in(value).any(|w| w == "argv" || w.starts_with("getCmdLineArgument"))
+    identifiers_in(value).any(|w| w == "argv" || w == "optarg" || w.starts_with("getCmdLineArgument"))
 }
 
 fn file_constants_of(text: &str, root: Node) -> HashMap<String, String> {
