@@ -261,15 +261,16 @@ def test_a_launch_set_from_class_members_gets_its_block_size_sizes_and_types_fro
         assert compiled.returncode == 0, compiled.stdout + compiled.stderr
 
 
-def test_a_cooperative_launch_with_occupancy_sizes_gets_its_grid_and_block_from_a_capture(tmp_path: Path):
-    # Launched through cudaLaunchCooperativeKernel with a block size and a block count the
-    # occupancy calculator picks: the source says the names, the capture their values, and the
-    # spec says the launch is cooperative.
+def test_a_cooperative_launch_with_occupancy_sizes_gets_its_block_from_a_capture(tmp_path: Path):
+    # Launched through cudaLaunchCooperativeKernel with a block size the occupancy calculator
+    # picks (`cudaOccupancyMaxPotentialBlockSize`) and as many blocks as it says fit: the source
+    # says the grid, the capture the block, and the spec says the launch is cooperative.
     (tmp_path / ".git").mkdir()
     shutil.copy(REPO / "tests" / "fixtures" / "workspace" / "cooperative_launch" / "grid_sum.cu", tmp_path / "grid_sum.cu")
     before = cutune("templatize", "grid_sum.cu", "--kernel", "grid_sum", "--diff", cwd=tmp_path)
     assert before.returncode == 0, before.stderr
-    # From the source alone: the names the calculator sets, not the `0`s they were declared with.
+    # From the source alone: the blocks an SM holds, as tuning works them out for each
+    # configuration, and the block's name, not the `0` it was declared with.
     assert '+grid = ["blocks_per_sm * sm_count"]\n+block = ["threads"]\n+shared_bytes = "threads * 4"\n+cooperative = true\n' in before.stdout, before.stdout
     count, grid, block = 4096, 264, 512
     values = floats(count, 0.25)
@@ -281,13 +282,17 @@ def test_a_cooperative_launch_with_occupancy_sizes_gets_its_grid_and_block_from_
     assert result.returncode == 0, result.stderr
     [kernel] = tomllib.loads((tmp_path / "grid_sum.cutune.toml").read_text())["kernels"]
     assert kernel["cooperative"] is True
-    assert (kernel["grid"], kernel["block"], kernel["shared_bytes"]) == ([str(grid)], [str(block)], str(4 * block)), "the captured launch's"
+    assert (kernel["grid"], kernel["block"], kernel["shared_bytes"]) == (["blocks_per_sm * sm_count"], ["threads"], "threads * 4")
     assert kernel["shapes"][0]["count"] == count
-    # The partials, one a block, are read back after the grid's barrier: another block size would
-    # leave other partials, which the comparison of outputs cannot tell from a wrong result. The
-    # program's block stays, and templatize says why.
-    assert "`threads` is 512 in the captured launch, but `partials` holds one result per block beside others (`partials[blockIdx.x]`): another block would partition them differently" in result.stderr, result.stderr
-    assert not any(p["kind"] == "launch" for p in kernel["params"])
+    # 264 blocks of 512 threads is 2 an SM, fewer than the 4 the block allows: what the
+    # compiled kernel fits, which tuning works out for each configuration.
+    assert "grid extent 0 `blocks_per_sm * sm_count` is 264 in the program's launch: the blocks the compiled kernel fits on an SM" in result.stderr, result.stderr
+    # The partials, one a block, are read only after the grid's barrier: compared by their sum,
+    # another block size may be tried, from the program's.
+    partials = next(a for a in kernel["args"] if a["name"] == "partials")
+    assert (partials["role"], partials["compare"], partials["length"]) == ("output", "sum", "blocks_per_sm * sm_count"), partials
+    threads = next(p for p in kernel["params"] if p["name"] == "threads")
+    assert (threads["kind"], threads["default"]) == ("launch", block), threads
     checked = cutune("spec", "check", "grid_sum.cutune.toml", cwd=tmp_path)
     assert checked.returncode == 0 and "0 errors" in checked.stdout, checked.stdout
     compiled = cutune("check", "grid_sum.cu", "--kernel", "grid_sum", "--sample", "2", "--json", cwd=tmp_path)

@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 87
+    assert len(kernels) == len(set(kernels)) == 88
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -97,22 +97,18 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
         "no execution parameter was found, only compiler options (launch-choices: the launch at line 18 makes no run-time choice"
         " that may vary alone: `lanes` also sizes `flags` (lanes), so another block would change the problem, not only the launch)"
     )
-    # A cooperative launch sized by the occupancy calculator: its names stay for a capture to fill
-    # (tests/e2e/test_profile_cli.py), not the `0`s they were declared with.
+    # A cooperative launch whose block the occupancy calculator picks: that name stays for a
+    # capture to fill (tests/e2e/test_profile_cli.py), not the `0` it was declared with.
     assert by_kernel["grid_sum"]["stage"] == "spec"
-    assert by_kernel["grid_sum"]["why"].startswith("grid extent x: `blocks_per_sm` is a size no shape gives (the program sets it with `cudaOccupancyMaxActiveBlocksPerMultiprocessor` in `main` (grid_sum.cu:"), by_kernel["grid_sum"]
-    # Multiplied by the SM count in place (`blocks *= prop.multiProcessorCount`), before the loop
-    # that launches it: still the occupancy calculator's to say, and no step of that loop.
-    assert by_kernel["fill_resident"]["stage"] == "spec"
-    assert by_kernel["fill_resident"]["why"].startswith("grid extent x: `blocks` is a size no shape gives (the program sets it with `cudaOccupancyMaxActiveBlocksPerMultiprocessor` in `main` (fill_resident.cu:20)"), by_kernel["fill_resident"]
+    assert by_kernel["grid_sum"]["why"].startswith("block extent x: `threads` is a size no shape gives (the program sets it with `cudaOccupancyMaxPotentialBlockSize` in `main` (grid_sum.cu:"), by_kernel["grid_sum"]
     # A count stepped in a loop as many times as the caller says: no number, not its first.
     assert by_kernel["fill_ramp"]["stage"] == "spec"
     assert by_kernel["fill_ramp"]["why"].startswith("value of scalar argument `n`: `n` is a size no shape gives (the program steps `n` in a loop in `ramp` (scale.cu:35)"), by_kernel["fill_ramp"]
-    assert report["totals"] == {"kernels": 87, "ready": 75, "spec": 8, "compile": 2, "parameters": 2}
+    assert report["totals"] == {"kernels": 88, "ready": 77, "spec": 7, "compile": 2, "parameters": 2}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "87 kernels under" in text.stdout and "75 ready to tune (86%)" in text.stdout
+    assert "88 kernels under" in text.stdout and "77 ready to tune (88%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -1263,6 +1259,34 @@ def test_options_read_with_getopt_or_a_loop_over_argv_are_those_of_the_documente
     assert templatized_spec(root, "boxes.cu", "count_neighbours")["grid"] == ["4 * 4 * 4"]
 
 
+def test_grids_of_the_blocks_an_sm_holds_follow_each_configuration(tmp_path: Path):
+    root = project(tmp_path, "cooperative_launch")
+    (root / ".git").mkdir()
+    # `fill_resident`: `cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fill_resident,
+    # threads, 0)`, then `blocks *= prop.multiProcessorCount`: the grid is the spec's
+    # `blocks_per_sm`, which tuning works out for each configuration, times the GPU's SMs.
+    spec = templatized_spec(root, "fill_resident.cu", "fill_resident")
+    assert spec["grid"] == ["ceil_div(blocks_per_sm * sm_count, FILL_RESIDENT_ITEMS_PER_THREAD)"], spec["grid"]
+    assert spec["shapes"] == [{"count": 1 << 20, "sm_count": 132}], spec["shapes"]
+    assert next(p for p in spec["params"] if p["name"] == "threads")["kind"] == "launch"
+    # `sum_resident`: the problem's blocks, capped at those that fit at once (`if (blocks >
+    # per_sm * prop.multiProcessorCount) blocks = …`), for a cooperative launch through a
+    # launcher; the partials, one a block and read only after `grid.sync()`, follow it and are
+    # compared by their sum.
+    spec = templatized_spec(root, "sum_resident.cu", "sum_resident")
+    resident = "min(ceil_div(n, threads), blocks_per_sm * sm_count)"
+    assert (spec["grid"], spec["block"], spec["cooperative"]) == ([resident], ["threads"], True), spec
+    partials = next(a for a in spec["args"] if a["name"] == "partials")
+    assert (partials["length"], partials["role"], partials["compare"]) == (resident, "output", "sum"), partials
+    assert "unknown" not in spec
+    # Compiled without a GPU: each configuration's launch evaluates, the blocks an SM holds
+    # from what it compiles to.
+    compiled = cutune("check", "sum_resident.cu", "--kernel", "sum_resident", "--sample", "3", "--json", cwd=root)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    report = json.loads(compiled.stdout)
+    assert (report["checked"], report["compiled"], report["infeasible"], report["failed"]) == (3, 3, 0, 0), report
+
+
 def test_what_a_spec_expression_cannot_say_stays_unknown_with_the_programs_text(tmp_path: Path):
     root = tmp_path / "project"
     root.mkdir()
@@ -1413,6 +1437,13 @@ async def test_the_code_action_reads_options_from_the_documented_run(client, tmp
     (root / ".git").mkdir()
     spec = await code_action_spec(client, root / "factor.cu", "float diagonal", "divide_rows")
     assert spec["shapes"] == [{"i": 0, "matrix_dim": 384}], spec
+
+
+async def test_the_code_action_writes_a_grid_of_the_blocks_an_sm_holds(client, tmp_path: Path):
+    root = project(tmp_path, "cooperative_launch")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "sum_resident.cu", "lane[threadIdx.x] = sum", "sum_resident")
+    assert spec["grid"] == ["min(ceil_div(n, threads), blocks_per_sm * sm_count)"], spec
 
 
 async def test_the_code_action_reads_a_grid_passed_as_a_dim3_argument(client, tmp_path: Path):

@@ -107,6 +107,6 @@ fn restrictions_without_launch(kernel: &KernelSpec, shape: &spec::Shape, config:
 /// whether any block fits an SM), against the architecture's documented limits.
 fn fits_the_architecture(kernel: &KernelSpec, shape: &spec::Shape, config: &Configuration, arch: &str, r: &KernelResources) -> Result<(), String> {
     let Some(device) = crate::gpu::DeviceInfo::datasheet(arch) else { return Ok(()) };
-    let dims = space::launch_dims(kernel, shape, config).map_err(|i| i.reason)?;
+    let dims = space::launch_dims_compiled(kernel, shape, config, &device, Some(r)).map_err(|i| i.reason)?;
     space::fit(&device, dims.threads(), r, dims.shared_bytes as u64).map(|_| ()).map_err(|i| i.reason)
 }

@@ -215,8 +215,12 @@ fn fill_extents(spec: &mut KernelSpec, what: &str, captured: [u32; 3], shape: &S
     extents.resize(dims, "1".to_string());
     for (axis, (extent, &value)) in extents.iter_mut().zip(&captured).enumerate() {
         let evaluated = expr::parse(extent).ok().and_then(|e| e.eval(&|n| env.get(n).copied()).ok()).and_then(|v| v.as_integer());
+        // Before compiling, `blocks_per_sm` is the most the block allows; the compiled kernel
+        // may hold fewer (its registers, its shared memory), as the program's launch did.
+        let resident = identifiers_in(extent).any(|w| w == crate::spec::BLOCKS_PER_SM);
         match evaluated {
             Some(v) if v == value as i64 => {}
+            Some(v) if resident && v > value as i64 => notes.push(format!("{what} extent {axis} `{extent}` is {value} in the program's launch: the blocks the compiled kernel fits on an SM, which tuning works out for each configuration")),
             Some(v) => notes.push(format!("{what} extent {axis} `{extent}` gives {v}, but the program launched {value}: check the spec's sizes")),
             None => {
                 let named = |value: i64| shape.iter().find(|(_, v)| **v == value).map(|(name, _)| name.clone());

@@ -8,8 +8,8 @@ mod fit;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::compile::CompileRequest;
-use crate::gpu::LaunchDims;
+use crate::compile::{CompileRequest, KernelResources};
+use crate::gpu::{DeviceInfo, LaunchDims};
 use crate::spec::expr::{self, Value};
 use crate::spec::{self, KernelSpec, ParamKind, ParamSpec, Shape};
 
@@ -179,9 +179,26 @@ pub fn values_allowed(kernel: &KernelSpec, shape: &Shape, limit: u64) -> Option<
     Some(allowed)
 }
 
-/// The grid, block and dynamic shared memory of `config` on `shape`, from the spec's expressions.
+/// The grid, block and dynamic shared memory of `config` on `shape`, from the spec's
+/// expressions; a grid of [`spec::BLOCKS_PER_SM`] at the most the block allows, before the
+/// configuration is compiled ([`launch_dims_compiled`] gives the one it runs with).
 pub fn launch_dims(kernel: &KernelSpec, shape: &Shape, config: &Configuration) -> Result<LaunchDims, Infeasible> {
-    let env = environment(kernel, shape, config);
+    launch_dims_in(kernel, environment(kernel, shape, config))
+}
+
+/// The launch of `config` on `shape` as its compiled kernel runs on `device`: where the spec
+/// names [`spec::BLOCKS_PER_SM`], the occupancy `resources` give the block, as the program's
+/// call of the occupancy calculator would.
+pub fn launch_dims_compiled(kernel: &KernelSpec, shape: &Shape, config: &Configuration, device: &DeviceInfo, resources: Option<&KernelResources>) -> Result<LaunchDims, Infeasible> {
+    let mut env = environment(kernel, shape, config);
+    let bounded = launch_dims_in(kernel, env.clone())?;
+    let (Some(resources), false) = (resources, shape.contains_key(spec::BLOCKS_PER_SM) || !spec::names_blocks_per_sm(kernel)) else { return Ok(bounded) };
+    let resident = fit::fit(device, bounded.threads(), resources, bounded.shared_bytes as u64)?;
+    env.insert(spec::BLOCKS_PER_SM.to_string(), Value::Int(resident.blocks_per_multiprocessor as i64));
+    launch_dims_in(kernel, env)
+}
+
+fn launch_dims_in(kernel: &KernelSpec, env: BTreeMap<String, Value>) -> Result<LaunchDims, Infeasible> {
     let lookup = |n: &str| env.get(n).copied();
     let evaluate = |what: &str, text: &str| {
         expr::parse(text)
@@ -297,6 +314,31 @@ mod tests {
         assert_eq!(values(&odd, 12), Some(vec![("BLOCK".into(), vec![64, 128, 256]), ("VEC".into(), vec![1])]));
         // 4 x 3 configurations once fast_math keeps its default: over a limit of 11.
         assert_eq!(values(&shape, 11), None);
+    }
+
+    #[test]
+    fn a_grid_of_the_blocks_an_sm_holds_follows_the_compiled_kernel() {
+        let mut k = spec();
+        k.grid = vec!["min(rows * 1024, blocks_per_sm * sm_count)".into()];
+        k.args[0].length = Some("blocks_per_sm * sm_count".into());
+        let shape = Shape::from([("rows".to_string(), 4), ("hidden".to_string(), 6), ("sm_count".to_string(), 132)]);
+        let config = Configuration(vec![("BLOCK".into(), 256), ("VEC".into(), 1), ("fast_math".into(), 0)]);
+        // Before compiling: the most blocks of 256 threads an SM of 2048 holds.
+        assert_eq!(environment(&k, &shape, &config)["blocks_per_sm"], Value::Int(8));
+        assert_eq!(launch_dims(&k, &shape, &config).unwrap().grid, [8 * 132, 1, 1]);
+        let h100 = DeviceInfo::datasheet("sm_90").unwrap();
+        let light = KernelResources { registers: 32, ..KernelResources::default() };
+        assert_eq!(launch_dims_compiled(&k, &shape, &config, &h100, Some(&light)).unwrap().grid, [8 * 132, 1, 1]);
+        // 128 registers a thread: 65536 / (128 × 256) = 2 blocks an SM.
+        let heavy = KernelResources { registers: 128, ..KernelResources::default() };
+        assert_eq!(launch_dims_compiled(&k, &shape, &config, &h100, Some(&heavy)).unwrap().grid, [2 * 132, 1, 1]);
+        // A shape that gives it (a captured launch's number) keeps it.
+        let captured = Shape::from([("rows".to_string(), 4), ("hidden".to_string(), 6), ("sm_count".to_string(), 132), ("blocks_per_sm".to_string(), 3)]);
+        assert_eq!(launch_dims_compiled(&k, &captured, &config, &h100, Some(&heavy)).unwrap().grid, [3 * 132, 1, 1]);
+        // A kernel that does not name it is launched as the spec says, compiled or not.
+        let plain = spec();
+        assert_eq!(launch_dims_compiled(&plain, &shape, &config, &h100, Some(&heavy)).unwrap(), launch_dims(&plain, &shape, &config).unwrap());
+        assert!(!environment(&plain, &shape, &config).contains_key("blocks_per_sm"));
     }
 
     #[test]

@@ -105,6 +105,24 @@ pub type Shape = BTreeMap<String, i64>;
 /// measuring GPU's own ([`with_device_sizes`]).
 pub const DEVICE_SIZES: [(&str, i64); 5] = [("sm_count", 132), ("threads_per_sm", 2048), ("shared_bytes_per_block_optin", 232_448), ("clock_khz", 1_980_000), ("l2_bytes", 52_428_800)];
 
+/// A size of each configuration rather than of the problem: how many blocks of the
+/// configuration one SM holds at once, as the occupancy calculator
+/// (`cudaOccupancyMaxActiveBlocksPerMultiprocessor`) says for the compiled kernel, its block and
+/// its dynamic shared memory. Programs size persistent and cooperative grids by it
+/// (`blocks_per_sm * sm_count`). Before a configuration is compiled it stands at the most any
+/// GPU allows for its block ([`blocks_per_sm_bound`]), so buffers it sizes are long enough.
+pub const BLOCKS_PER_SM: &str = "blocks_per_sm";
+
+/// Blocks per SM no GPU exceeds (every architecture since Maxwell).
+const MOST_BLOCKS_PER_SM: i64 = 32;
+
+/// The most blocks of `threads` threads an SM of `threads_per_sm` holds, whatever their
+/// registers and shared memory: [`BLOCKS_PER_SM`] before the configuration is compiled.
+pub fn blocks_per_sm_bound(threads: i64, threads_per_sm: i64) -> i64 {
+    let warps = (threads.max(1) + 31) / 32;
+    (threads_per_sm / 32 / warps).clamp(1, MOST_BLOCKS_PER_SM)
+}
+
 /// `kernel` with the [`DEVICE_SIZES`] its shapes name set to the given GPU's `sizes`; a size
 /// of 0 (one the device did not report) leaves the shape's value.
 pub fn with_device_sizes(kernel: &KernelSpec, sizes: &[(&str, i64)]) -> KernelSpec {

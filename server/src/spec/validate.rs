@@ -118,7 +118,7 @@ struct Scope<'k> {
 
 impl Scope<'_> {
     fn contains(&self, name: &str) -> bool {
-        self.sizes.contains(name) || self.params.contains(name) || self.scalars.contains(name)
+        self.sizes.contains(name) || self.params.contains(name) || self.scalars.contains(name) || name == BLOCKS_PER_SM
     }
 }
 
@@ -716,7 +716,33 @@ pub fn environment(kernel: &KernelSpec, shape: &Shape, value_of: &dyn Fn(&ParamS
             env.insert(arg.name.clone(), value);
         }
     }
+    if let Some(bound) = blocks_per_sm_bound_of(kernel, &env) {
+        env.insert(BLOCKS_PER_SM.to_string(), Value::Int(bound));
+    }
     env
+}
+
+/// [`BLOCKS_PER_SM`] before compiling, for a kernel whose expressions name it and whose shape
+/// does not give it (a captured launch's number): the most its block allows on the shape's GPU.
+fn blocks_per_sm_bound_of(kernel: &KernelSpec, env: &BTreeMap<String, Value>) -> Option<i64> {
+    if env.contains_key(BLOCKS_PER_SM) || !names_blocks_per_sm(kernel) {
+        return None;
+    }
+    let threads = kernel.block.iter().try_fold(1i64, |threads, extent| {
+        let extent = expr::parse(extent).ok()?.eval_integer(&|n| env.get(n).copied()).ok()?;
+        threads.checked_mul(extent)
+    })?;
+    let threads_per_sm = match env.get("threads_per_sm") {
+        Some(Value::Int(n)) => *n,
+        _ => DEVICE_SIZES.iter().find(|(n, _)| *n == "threads_per_sm").map_or(2048, |(_, v)| *v),
+    };
+    Some(blocks_per_sm_bound(threads, threads_per_sm))
+}
+
+/// Whether the kernel's launch, lengths or restrictions name [`BLOCKS_PER_SM`].
+pub fn names_blocks_per_sm(kernel: &KernelSpec) -> bool {
+    let names = |text: &String| crate::syntax::identifiers_in(text).any(|w| w == BLOCKS_PER_SM);
+    kernel.grid.iter().chain(&kernel.restrictions).chain(&[kernel.shared_bytes.clone()]).any(names) || kernel.args.iter().filter_map(|a| a.length.as_ref()).any(names)
 }
 
 /// [`environment`] with every parameter at its default; `None` when a scalar cannot be evaluated.

@@ -15,7 +15,7 @@ use super::layout::operand;
 use super::data_files::{image_loaded_by, ImageLoad};
 use super::tensors;
 use super::texture::{self, TextureSetup};
-use crate::spec::{expr, split_top_level, Dtype, TextureLayout, DEVICE_SIZES, UNKNOWN};
+use crate::spec::{expr, split_top_level, Dtype, TextureLayout, BLOCKS_PER_SM, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::preprocess::each_preprocessed_line;
 use crate::syntax::host::{address_taken, call_args, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, parameters, Call};
 use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, is_identifier, rename_identifiers_in, size_of_type, Document, LaunchSite};
@@ -304,7 +304,11 @@ impl<'d> Scope<'d> {
                         continue;
                     }
                     if let Some(set) = occupancy_outputs(text, node) {
-                        values.extend(set.into_iter().map(|name| (name, UNKNOWN.to_string(), node.start_byte())));
+                        let value = match blocks_per_sm_of(text, node, &graph.kernel) {
+                            true => BLOCKS_PER_SM,
+                            false => UNKNOWN,
+                        };
+                        values.extend(set.into_iter().map(|name| (name, value.to_string(), node.start_byte())));
                         continue;
                     }
                     if let Some((callee, set)) = out_arguments(text, node, graph) {
@@ -489,6 +493,17 @@ fn occupancy_outputs(text: &str, call: Node) -> Option<Vec<String>> {
     Some(args.iter().filter(|a| a.trim().starts_with('&')).map(|a| address_taken(a)).filter(|n| !n.is_empty()).collect())
 }
 
+/// Whether `call` asks the occupancy calculator how many blocks of `kernel` an SM holds
+/// (`cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, bytes)`): the spec's
+/// [`BLOCKS_PER_SM`], which the tuner works out for each configuration as the program would.
+/// The block and shared memory it is asked for are taken to be the launch's.
+fn blocks_per_sm_of(text: &str, call: Node, kernel: &str) -> bool {
+    let callee = call.child_by_field_name("function").map_or("", |f| &text[f.byte_range()]);
+    let args = call.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
+    let asked = args.get(1).map(|a| without_pointer_cast(a).trim().trim_start_matches('&').trim().to_string());
+    matches!(callee, "cudaOccupancyMaxActiveBlocksPerMultiprocessor" | "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags") && !kernel.is_empty() && asked.as_deref() == Some(kernel)
+}
+
 /// A launch choice the host program makes at run time (a block size passed down from `main`,
 /// read from a sweep, or a host constant): what the spec can vary without recompiling.
 #[derive(Clone, Debug, PartialEq)]
@@ -562,7 +577,7 @@ impl<'d> HostContext<'d> {
         let folders = files.iter().map(|f| (f.document.text().as_ptr(), f.path.and_then(Path::parent))).collect();
         // The documented run of each program that reads its command line.
         let runs = files.iter().filter(|f| f.document.text().contains("argv")).filter_map(|f| Some((f.document.text().as_ptr(), CommandLine::of_program(f.path?)))).collect();
-        let graph = CallGraph::new(calls, definitions, folders, runs);
+        let graph = CallGraph::new(&launch.kernel, calls, definitions, folders, runs);
         let (paths, asked_paths) = call_paths(&graph, Frame::of(text, launcher, launch.span.start_byte, &graph));
         // A file-scope variable is read in its own file: only the files on the call paths set
         // those the launch reads, not a namesake of another program of the workspace.
@@ -849,8 +864,9 @@ impl<'d> HostContext<'d> {
     /// sized by it move with the block the spec varies. Conditions of that work which the
     /// launch's branch settles (`case 6:` of `switch (whichKernel)`) take their branch.
     pub(super) fn worked_out_by_caller(&self, text: &str, block: &[String]) -> String {
-        let in_block = |word: &str| block.iter().any(|b| identifiers_in(b).any(|w| w == word));
-        let known = |word: &str| self.launcher().params.iter().any(|p| p == word) || self.defines.contains_key(word) || expr::Function::from_name(word).is_some() || self.paths.first().and_then(|path| self.callers_name(path, word)).is_some();
+        // What each configuration makes: its block, and the blocks of it an SM holds.
+        let in_block = |word: &str| word == BLOCKS_PER_SM || block.iter().any(|b| identifiers_in(b).any(|w| w == word));
+        let known = |word: &str| word == BLOCKS_PER_SM || DEVICE_SIZES.iter().any(|(n, _)| *n == word) || self.launcher().params.iter().any(|p| p == word) || self.defines.contains_key(word) || expr::Function::from_name(word).is_some() || self.paths.first().and_then(|path| self.callers_name(path, word)).is_some();
         let settle = |name: &str| match in_block(name) {
             true => None,
             false => self.branch_values.get(name).copied().or_else(|| self.defines.get(name).copied()),
@@ -2295,10 +2311,13 @@ struct CallGraph<'d> {
     /// The calls made on an object, by method and the object's class: `sim.step(d)` of a
     /// `Simulation<float> sim` under (`step`, `Simulation`), `sim()` under `operator()`.
     method_calls: HashMap<(String, String), Vec<Call<'d>>>,
+    /// The kernel whose launch is read: what the occupancy calculator says of it is the spec's
+    /// [`BLOCKS_PER_SM`].
+    kernel: String,
 }
 
 impl<'d> CallGraph<'d> {
-    fn new(calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, (&'d str, Node<'d>)>, folders: HashMap<*const u8, Option<&'d Path>>, runs: HashMap<*const u8, CommandLine>) -> CallGraph<'d> {
+    fn new(kernel: &str, calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, (&'d str, Node<'d>)>, folders: HashMap<*const u8, Option<&'d Path>>, runs: HashMap<*const u8, CommandLine>) -> CallGraph<'d> {
         let mut passing: HashMap<String, Vec<(Call<'d>, usize)>> = HashMap::new();
         let mut method_calls: HashMap<(String, String), Vec<Call<'d>>> = HashMap::new();
         // The variables of each calling function, read once however many calls it makes.
@@ -2317,7 +2336,7 @@ impl<'d> CallGraph<'d> {
                 method_calls.entry((method, class_of(ty).to_string())).or_default().push(*call);
             }
         }
-        CallGraph { calls, definitions, passing, folders, runs, method_calls }
+        CallGraph { calls, definitions, passing, folders, runs, method_calls, kernel: kernel.to_string() }
     }
 
     /// The run of the program the file whose text is `text` is part of: the one its project
@@ -3472,7 +3491,7 @@ mod tests {
     fn frame_at_go(doc: &Document) -> Frame<'_> {
         let text = doc.text();
         let function = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap();
-        let graph = CallGraph::new(HashMap::new(), HashMap::new(), HashMap::new(), HashMap::new());
+        let graph = CallGraph::new("", HashMap::new(), HashMap::new(), HashMap::new(), HashMap::new());
         Frame::of(text, function, text.find("go(").unwrap(), &graph)
     }
 

@@ -215,7 +215,8 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let scalar_args: BTreeSet<&str> = args.iter().filter(|a| a.value.as_deref().is_some_and(|v| !identifiers_in(v).any(|w| w == a.name))).map(|a| a.name.as_str()).collect();
     for text in expressions.chain(arg_exprs) {
         for name in identifiers_in(text) {
-            if !param_names.contains(name) && !scalar_args.contains(name) && !is_keyword(name) && expr::Function::from_name(name).is_none() {
+            // `blocks_per_sm` is each configuration's, not the problem's.
+            if !param_names.contains(name) && !scalar_args.contains(name) && !is_keyword(name) && expr::Function::from_name(name).is_none() && name != crate::spec::BLOCKS_PER_SM {
                 sizes.insert(name.to_string());
             }
         }
@@ -1034,11 +1035,40 @@ fn mark_partial_results(text: &str, body: Node, k: &Kernel, args: &mut [ArgSpec]
     if !partitioned {
         return;
     }
-    for arg in args.iter_mut().filter(|a| a.role == Some(Role::Output)) {
-        if writes_only_per_block(text, body, &arg.name) {
-            arg.compare = Some(Compare::Sum);
+    for arg in args.iter_mut().filter(|a| matches!(a.role, Some(Role::Output | Role::InOut))) {
+        if !writes_only_per_block(text, body, &arg.name) {
+            continue;
         }
+        // Read only after the whole grid has synchronised (the first block's pass over the
+        // partials of a cooperative reduction): nothing it was given is read, an output.
+        if arg.role == Some(Role::InOut) {
+            if !read_only_after_grid_sync(text, body, &arg.name) {
+                continue;
+            }
+            arg.role = Some(Role::Output);
+            arg.init = None;
+        }
+        arg.compare = Some(Compare::Sum);
     }
+}
+
+/// Whether every read of `name` comes after the kernel's first grid-wide barrier
+/// (`grid.sync()` of a `cg::grid_group grid = cg::this_grid()`, or `this_grid().sync()`).
+fn read_only_after_grid_sync(text: &str, body: Node, name: &str) -> bool {
+    let grids: Vec<&str> = descendants(body)
+        .filter(|n| n.kind() == "init_declarator" && n.child_by_field_name("value").is_some_and(|v| text[v.byte_range()].contains("this_grid()")))
+        .filter_map(|n| n.child_by_field_name("declarator").map(|d| &text[d.byte_range()]))
+        .collect();
+    let is_grid_sync = |call: &Node| {
+        let callee = call.child_by_field_name("function").map_or("", |f| &text[f.byte_range()]);
+        callee.strip_suffix(".sync").is_some_and(|object| object.ends_with("this_grid()") || grids.contains(&object))
+    };
+    let Some(barrier) = descendants(body).filter(|n| n.kind() == "call_expression").find(is_grid_sync).map(|n| n.start_byte()) else { return false };
+    let is_write = |n: &Node| n.parent().is_some_and(|p| p.kind() == "assignment_expression" && p.child_by_field_name("left").is_some_and(|l| l.id() == n.id()));
+    descendants(body)
+        .filter(|n| n.kind() == "subscript_expression" && n.child_by_field_name("argument").is_some_and(|a| &text[a.byte_range()] == name))
+        .filter(|n| !is_write(n))
+        .all(|n| n.start_byte() > barrier)
 }
 
 /// Whether every write to `name` is `name[blockIdx.x] = …`: one partial result per block, as

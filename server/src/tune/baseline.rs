@@ -39,7 +39,7 @@ pub(super) fn prepare(session: &Session, feed: &mut Feed, runner: &mut dyn Runne
             pool.put_back(candidates);
             let baseline = baseline.expect("received").map_err(|f| anyhow!("the baseline (the original `{}`) does not compile: {}\n{}", kernel.name, f.message, f.log.trim_end()))?;
             let harness = harness.expect("received").map_err(|f| anyhow!("cutune's verification kernels do not compile with this NVRTC: {}\n{}", f.message, f.log.trim_end()))?;
-            let launches = session.launches(&Configuration::default_of(kernel)).map_err(|i| anyhow!("the baseline's launch: {}", i.reason))?;
+            let launches = session.compiled_launches(&Configuration::default_of(kernel), baseline.resources.as_ref()).map_err(|i| anyhow!("the baseline's launch: {}", i.reason))?;
             (Kernel { module: Module { cubin: baseline.cubin, function: baseline.function }, launches }, harness.cubin, early)
         }
         None => (Kernel { module: Module { cubin: Default::default(), function: kernel.name.clone() }, launches: Vec::new() }, Default::default(), Vec::new()),

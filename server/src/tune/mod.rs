@@ -402,6 +402,12 @@ impl<'a> Session<'a> {
         self.kernel.problem_shapes().map(|shape| space::launch_dims(self.kernel, shape, config)).collect()
     }
 
+    /// [`Self::launches`] as `config` compiled to `resources` runs them (a grid the occupancy
+    /// sizes).
+    fn compiled_launches(&self, config: &Configuration, resources: Option<&crate::compile::KernelResources>) -> Result<Vec<LaunchDims>, space::Infeasible> {
+        self.kernel.problem_shapes().map(|shape| space::launch_dims_compiled(self.kernel, shape, config, &self.device, resources)).collect()
+    }
+
     /// An evaluation of `config` with only its outcome known yet.
     fn evaluation(&self, config: &Configuration, outcome: Outcome) -> Evaluation {
         Evaluation { key: self.key.clone(), config: config.clone(), source: self.source.clone(), outcome, resources: None, occupancy: None, compile_ms: 0.0, measured_at: unix_now() }

@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{anyhow, Result};
 
 use super::{objective, row, verification, Observer, Progress, Row, Session, SpecSpace};
-use crate::compile::Compiled;
+use crate::compile::{Compiled, KernelResources};
 use crate::gpu::{FailureKind, Kernel, LaunchDims, Module, Outcome, Runner, Started};
 use crate::search::{self, Point, Search, SearchSpace};
 use crate::sol::{self, RunBound};
@@ -263,7 +263,8 @@ pub(super) fn run(session: &Session, feed: &mut Feed, tally: &mut Tally, mut ear
         let mut next = None;
         if let Some((point, config, dims, result)) = built.and_then(|built| feed.in_flight.remove(&built.id).map(|(p, c, d)| (p, c, d, built.result))) {
             let unmeasured = session.evaluation(&config, Outcome::Failed { kind: FailureKind::Compile, message: String::new() });
-            match admit(unmeasured, dims, result, &session.device, &mut measuring.compiles) {
+            let relaunch = |resources: &crate::compile::KernelResources| session.compiled_launches(&config, Some(resources));
+            match admit(unmeasured, dims, &relaunch, result, &session.device, &mut measuring.compiles) {
                 Admitted::Concluded(concluded) => tally.conclude(session, concluded, &point, false, &mut feed.search, observer)?,
                 Admitted::Measure(measurement, code) => next = Some((point, measurement, code)),
             }
@@ -305,8 +306,10 @@ enum Admitted {
     Measure(Evaluation, Kernel),
 }
 
-/// Compile result → device fit on every launch, filling in `evaluation`.
-fn admit(mut evaluation: Evaluation, launches: Vec<LaunchDims>, compiled: Result<Compiled, crate::compile::Failed>, device: &crate::gpu::DeviceInfo, totals: &mut CompileTotals) -> Admitted {
+/// Compile result → device fit on every launch, filling in `evaluation`. `launches` are those
+/// decided before compiling; `relaunch` gives them for the compiled resources (a grid the
+/// occupancy sizes).
+fn admit(mut evaluation: Evaluation, mut launches: Vec<LaunchDims>, relaunch: &dyn Fn(&KernelResources) -> Result<Vec<LaunchDims>, space::Infeasible>, compiled: Result<Compiled, crate::compile::Failed>, device: &crate::gpu::DeviceInfo, totals: &mut CompileTotals) -> Admitted {
     let compiled = match compiled {
         Ok(compiled) => compiled,
         Err(failed) => {
@@ -327,6 +330,13 @@ fn admit(mut evaluation: Evaluation, launches: Vec<LaunchDims>, compiled: Result
     evaluation.compile_ms = compiled.compile_ms;
     evaluation.resources = compiled.resources.clone();
     if let Some(resources) = &compiled.resources {
+        launches = match relaunch(resources) {
+            Ok(launches) => launches,
+            Err(infeasible) => {
+                evaluation.outcome = Outcome::Failed { kind: FailureKind::Infeasible, message: infeasible.reason };
+                return Admitted::Concluded(evaluation);
+            }
+        };
         let mut occupancy: Option<Occupancy> = None;
         for dims in &launches {
             match space::fit(device, dims.threads(), resources, dims.shared_bytes as u64) {

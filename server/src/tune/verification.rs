@@ -50,15 +50,13 @@ pub fn build_code(pool: &CompilePool, target: &Target, arch: &str, config: &Conf
         }
     }
     pool.put_back(others);
-    let module = |what: String, result: Option<Result<crate::compile::Compiled, crate::compile::Failed>>| -> Result<Module> {
+    let module = |what: String, result: Option<Result<crate::compile::Compiled, crate::compile::Failed>>| -> Result<(Module, Option<crate::compile::KernelResources>)> {
         let compiled = result.expect("received").map_err(|f| anyhow!("{what} does not compile: {}\n{}", f.message, f.log.trim_end()))?;
-        Ok(Module { cubin: compiled.cubin, function: compiled.function })
+        Ok((Module { cubin: compiled.cubin, function: compiled.function }, compiled.resources))
     };
-    Ok(Code {
-        baseline: module(format!("the baseline (the original `{}`)", kernel.name), baseline)?,
-        candidate: module(format!("configuration {config}"), candidate)?,
-        harness: module("cutune's verification harness".into(), harness)?.cubin,
-    })
+    let (baseline, baseline_resources) = module(format!("the baseline (the original `{}`)", kernel.name), baseline)?;
+    let (candidate, candidate_resources) = module(format!("configuration {config}"), candidate)?;
+    Ok(Code { baseline, candidate, baseline_resources, candidate_resources, harness: module("cutune's verification harness".into(), harness)?.0.cubin })
 }
 
 /// Plans and runs `stages` for `config` and stores the report under `key`.

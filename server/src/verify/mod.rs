@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 pub use cases::{plan, Plan, Skipped};
 pub use finding::{kind_label, Finding};
 
+use crate::compile::KernelResources;
 use crate::gpu::{Check, CheckRequest, Kernel, Module, Runner, Verdict};
 use crate::space::{self, Configuration};
 use crate::spec::KernelSpec;
@@ -142,6 +143,9 @@ impl Report {
 pub struct Code {
     pub baseline: Module,
     pub candidate: Module,
+    /// What each compiled to, for a grid the occupancy sizes.
+    pub baseline_resources: Option<KernelResources>,
+    pub candidate_resources: Option<KernelResources>,
     /// The cubin of the worker's harness.
     pub harness: PathBuf,
 }
@@ -166,8 +170,8 @@ pub fn run(kernel: &KernelSpec, config: &Configuration, plan: &Plan, code: &Code
             break;
         }
         let case_started = Instant::now();
-        let launch = |config: &Configuration| space::launch_dims(kernel, &case.shape, config).map(|d| vec![d]);
-        let status = match (launch(&default), launch(config)) {
+        let launch = |config: &Configuration, resources: &Option<KernelResources>| space::launch_dims_compiled(kernel, &case.shape, config, runner.device(), resources.as_ref()).map(|d| vec![d]);
+        let status = match (launch(&default, &code.baseline_resources), launch(config, &code.candidate_resources)) {
             (Ok(baseline), Ok(candidate)) => {
                 let request = CheckRequest {
                     problems: vec![case.problem.clone()],

@@ -58,7 +58,7 @@ fn compared(verdict: Verdict, repeats: usize) -> Check {
 
 fn code() -> Code {
     let module = |name: &str| Module { cubin: format!("/cache/{name}.cubin").into(), function: "rmsnorm_kernel".into() };
-    Code { baseline: module("baseline"), candidate: module("candidate"), harness: "/cache/harness.cubin".into() }
+    Code { baseline: module("baseline"), candidate: module("candidate"), baseline_resources: None, candidate_resources: None, harness: "/cache/harness.cubin".into() }
 }
 
 fn config(block: i64) -> Configuration {
