@@ -1250,6 +1250,9 @@ def test_options_read_with_getopt_or_a_loop_over_argv_are_those_of_the_documente
     assert args["counts"]["length"] == "6 * 6 * 6", args["counts"]
     assert args["cutoff"]["value"] == "0.5", args["cutoff"]
     assert "unknown" not in spec
+    # `PER_BOX` sizes the positions and is compiled into the kernel: no shape may change it (the
+    # verification's edge cases would otherwise read past what the kernel was built for).
+    assert spec["shapes"] == [{"PER_BOX": 64}] and "PER_BOX == 64" in spec["restrictions"], spec
 
     # A run that leaves an option out leaves the program's default: getopt never reaches its case.
     (root / "run").write_text("./factor -v\n./boxes -cutoff 2\n")

@@ -30,6 +30,12 @@
 # - tests/fixtures/workspace/documented_run: `smooth`, sized by the command line of the `run`
 #   script beside its program, its element type a `#define` of the header main.cu includes
 #   before the kernel's file (session 31).
+# - tests/fixtures/workspace/options_run: `divide_rows` and `count_neighbours`, sized by options
+#   their programs read with getopt and with a loop over argv (session 32).
+# - tests/fixtures/workspace/cooperative_launch: `fill_resident` and `sum_resident` (cooperative),
+#   their grids the blocks an SM holds times the SMs, `blocks_per_sm` worked out for each
+#   compiled configuration: other blocks must run (a cooperative grid larger than fits at once
+#   does not launch) and verify (session 32).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -53,7 +59,11 @@ workspace/sliced_tensors|tile_mm.cu|mapped_mm_kernel|20
 workspace/counted_elements|scale.cu|scale_all|10
 workspace/counted_elements|scale.cu|sum_squares|10
 workspace/dim3_arguments|paint.cu|paint|10
-workspace/documented_run|smooth_kernel.cu|smooth|10"
+workspace/documented_run|smooth_kernel.cu|smooth|10
+workspace/options_run|factor.cu|divide_rows|10
+workspace/options_run|boxes.cu|count_neighbours|10
+workspace/cooperative_launch|fill_resident.cu|fill_resident|12
+workspace/cooperative_launch|sum_resident.cu|sum_resident|12"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"
@@ -75,6 +85,12 @@ else:
     if kernel == "sum_squares":
         other_blocks = [r for r in report["rows"] if r["status"] == "ok" and dict(r["config"]).get("THREADS") != 256]
         ok = ok and len(other_blocks) > 0
+    if kernel in ("fill_resident", "sum_resident"):
+        default = {"fill_resident": 128, "sum_resident": 256}[kernel]
+        other_blocks = [r for r in report["rows"] if r["status"] == "ok" and dict(r["config"]).get("threads") != default]
+        failed = [r for r in report["rows"] if r["status"] != "ok"]
+        ok = ok and len(other_blocks) > 0 and not failed
+        print(f"  {kernel}: {len(other_blocks)} other blocks ran, {len(failed)} configurations failed {[r.get('message', r['status']) for r in failed][:3]}")
     said = f"best {dict(best['config']) if best else None} {best['speedup'] if best else '-'}x of {baseline:.1f} us, {len(timed)} configurations timed, verification {statuses}"
 print(("PASS" if ok else "FAIL") + f": {kernel}: {said}")
 sys.exit(0 if ok else 1)

@@ -240,10 +240,15 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     if shapes.is_empty() {
         shapes.push(Shape::new());
     }
+    // A macro the kernel's own code uses (`PER_BOX` of `positions + box * PER_BOX`) is compiled
+    // into it: no shape may give it another value (the verification's edge cases try sizes of 1).
+    let in_body: BTreeSet<&str> = body.map(|b| identifiers_in(&templated.text()[b.byte_range()]).collect()).unwrap_or_default();
+    let compiled_in: Vec<(&String, i64)> = sizes.iter().filter(|s| in_body.contains(s.as_str()) && host.as_ref().is_some_and(|h| h.is_macro(s))).filter_map(|s| Some((s, *shapes[0].get(s)?))).collect();
+    restrictions.extend(compiled_in.iter().map(|(size, value)| format!("{size} == {value}")));
     // A non-power-of-two shape along the grid's leading size, where tails hide bugs, unless
     // the file already has one.
     let has_odd = shapes.iter().any(|s| s.values().any(|v| *v > 1 && !(*v as u64).is_power_of_two()));
-    if let Some(lead) = grid.first().filter(|g| sizes.contains(g.as_str()) && !has_odd) {
+    if let Some(lead) = grid.first().filter(|g| sizes.contains(g.as_str()) && !has_odd && !compiled_in.iter().any(|(s, _)| s == g)) {
         if let Some(&value) = shapes[0].get(lead.as_str()).filter(|v| **v > 1) {
             let mut tail = shapes[0].clone();
             tail.insert(lead.clone(), value - 1);
