@@ -742,7 +742,7 @@ fn blocks_per_sm_bound_of(kernel: &KernelSpec, env: &BTreeMap<String, Value>) ->
 /// Whether the kernel's launch, lengths or restrictions name [`BLOCKS_PER_SM`].
 pub fn names_blocks_per_sm(kernel: &KernelSpec) -> bool {
     let names = |text: &String| crate::syntax::identifiers_in(text).any(|w| w == BLOCKS_PER_SM);
-    kernel.grid.iter().chain(&kernel.restrictions).chain(&[kernel.shared_bytes.clone()]).any(names) || kernel.args.iter().filter_map(|a| a.length.as_ref()).any(names)
+    kernel.grid.iter().chain(&kernel.restrictions).chain(std::iter::once(&kernel.shared_bytes)).any(names) || kernel.args.iter().filter_map(|a| a.length.as_ref()).any(names)
 }
 
 /// [`environment`] with every parameter at its default; `None` when a scalar cannot be evaluated.

@@ -133,19 +133,21 @@ impl CommandLine {
     /// branch of `strcmp(argv[i], "-s") == 0` (`!strcmp`) in a loop over the arguments. `None`
     /// for a statement made elsewhere.
     pub(super) fn option_around(&self, text: &str, node: Node, body: Node) -> Option<OptionInRun> {
-        let mut letter: Option<char> = None;
+        // The case's letter; `Some(None)` for `default:`, which no option the run gives reaches
+        // (getopt answers `?` for one it does not know).
+        let mut letter: Option<Option<char>> = None;
         let mut flag: Option<(String, &str)> = None;
         let mut child = node;
         for ancestor in std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| n.id() != body.id()) {
             match ancestor.kind() {
-                "case_statement" if letter.is_none() => letter = ancestor.child_by_field_name("value").and_then(|v| char_literal(&text[v.byte_range()])),
+                "case_statement" if letter.is_none() => letter = Some(ancestor.child_by_field_name("value").and_then(|v| char_literal(&text[v.byte_range()]))),
                 "if_statement" if flag.is_none() && ancestor.child_by_field_name("consequence").is_some_and(|c| c.id() == child.id()) => {
                     flag = ancestor.child_by_field_name("condition").and_then(|c| flag_compared(&text[c.byte_range()]));
                 }
                 "while_statement" | "for_statement" | "do_statement" => {
                     let condition = ancestor.child_by_field_name("condition").map_or("", |c| &text[c.byte_range()]);
                     if let (Some(letter), Some(options)) = (letter, getopt_options(condition)) {
-                        return Some(match self.getopt(options).into_iter().rfind(|(given, _)| *given == letter) {
+                        return Some(match self.getopt(options).into_iter().rfind(|(given, _)| Some(*given) == letter) {
                             Some((_, argument)) => OptionInRun::Getopt(argument),
                             None => OptionInRun::Absent,
                         });
@@ -514,6 +516,7 @@ mod tests {
         switch (opt) {
         case 's': n = atoi(optarg); break;
         case 'v': verbose = 1; break;
+        default: n = 0; break;
         }
     }
     for (int i = 1; i < argc; i++) {
@@ -529,6 +532,8 @@ mod tests {
         assert_eq!(answer, OptionInRun::Getopt(Some("256".into())));
         assert_eq!(lud.read_option("atoi(optarg)", &answer).as_deref(), Some("256"));
         assert_eq!(lud.option_around(text, statement("verbose ="), body), Some(OptionInRun::Absent));
+        let usage = crate::syntax::descendants(root).find(|n| n.kind() == "assignment_expression" && &text[n.byte_range()] == "n = 0").unwrap();
+        assert_eq!(lud.option_around(text, usage, body), Some(OptionInRun::Absent), "`default:` is no option the run gives");
         assert_eq!(lud.option_around(text, statement("boxes ="), body), Some(OptionInRun::Absent));
         let md = run(&["-v", "-boxes", "6"]);
         let boxes = md.option_around(text, statement("boxes ="), body).unwrap();

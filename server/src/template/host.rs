@@ -500,7 +500,8 @@ fn occupancy_outputs(text: &str, call: Node) -> Option<Vec<String>> {
 fn blocks_per_sm_of(text: &str, call: Node, kernel: &str) -> bool {
     let callee = call.child_by_field_name("function").map_or("", |f| &text[f.byte_range()]);
     let args = call.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
-    let asked = args.get(1).map(|a| without_pointer_cast(a).trim().trim_start_matches('&').trim().to_string());
+    // `(void *)kernel`, `&kernel`, `kernel<float, 256>`: the kernel's name.
+    let asked = args.get(1).map(|a| without_pointer_cast(a).trim().trim_start_matches('&').split('<').next().unwrap_or_default().trim().to_string());
     matches!(callee, "cudaOccupancyMaxActiveBlocksPerMultiprocessor" | "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags") && !kernel.is_empty() && asked.as_deref() == Some(kernel)
 }
 

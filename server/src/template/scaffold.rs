@@ -1057,19 +1057,15 @@ fn mark_partial_results(text: &str, body: Node, k: &Kernel, args: &mut [ArgSpec]
     }
 }
 
-/// Whether every read of `name` comes after the kernel's first grid-wide barrier
-/// (`grid.sync()` of a `cg::grid_group grid = cg::this_grid()`, or `this_grid().sync()`).
+/// Whether every read of `name` comes after the kernel's first grid-wide barrier.
 fn read_only_after_grid_sync(text: &str, body: Node, name: &str) -> bool {
-    let grids: Vec<&str> = descendants(body)
-        .filter(|n| n.kind() == "init_declarator" && n.child_by_field_name("value").is_some_and(|v| text[v.byte_range()].contains("this_grid()")))
-        .filter_map(|n| n.child_by_field_name("declarator").map(|d| &text[d.byte_range()]))
-        .collect();
-    let is_grid_sync = |call: &Node| {
-        let callee = call.child_by_field_name("function").map_or("", |f| &text[f.byte_range()]);
-        callee.strip_suffix(".sync").is_some_and(|object| object.ends_with("this_grid()") || grids.contains(&object))
+    let Some(barrier) = grid_barriers(text, body).next().map(|n| n.start_byte()) else { return false };
+    // `partials[b] = …` only: `+=` reads what was there.
+    let is_write = |n: &Node| {
+        n.parent().is_some_and(|p| {
+            p.kind() == "assignment_expression" && p.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=") && p.child_by_field_name("left").is_some_and(|l| l.id() == n.id())
+        })
     };
-    let Some(barrier) = descendants(body).filter(|n| n.kind() == "call_expression").find(is_grid_sync).map(|n| n.start_byte()) else { return false };
-    let is_write = |n: &Node| n.parent().is_some_and(|p| p.kind() == "assignment_expression" && p.child_by_field_name("left").is_some_and(|l| l.id() == n.id()));
     descendants(body)
         .filter(|n| n.kind() == "subscript_expression" && n.child_by_field_name("argument").is_some_and(|a| &text[a.byte_range()] == name))
         .filter(|n| !is_write(n))
@@ -1197,23 +1193,28 @@ fn is_keyword(word: &str) -> bool {
 /// launch (and a grid too large for one would then fail).
 fn synchronises_grid(source: &str) -> bool {
     let tree = crate::syntax::parse_source(source);
-    let text = source;
-    let from_this_grid = |n: Node| text[n.byte_range()].contains("this_grid");
-    let groups: Vec<&str> = descendants(tree.root_node())
+    let synchronised = grid_barriers(source, tree.root_node()).next().is_some();
+    synchronised
+}
+
+/// The calls under `root` that synchronise the whole grid: `grid.sync()` of a group made by
+/// `this_grid()`, `this_grid().sync()`, `cg::sync(grid)`.
+fn grid_barriers<'t>(text: &'t str, root: Node<'t>) -> impl Iterator<Item = Node<'t>> + 't {
+    let from_this_grid = move |n: Node| text[n.byte_range()].contains("this_grid");
+    let groups: Vec<&str> = descendants(root)
         .filter(|n| n.kind() == "init_declarator" && n.child_by_field_name("value").is_some_and(from_this_grid))
         .filter_map(|d| d.child_by_field_name("declarator").map(|n| &text[n.byte_range()]))
         .collect();
-    let is_group = |n: Node| from_this_grid(n) || groups.contains(&text[n.byte_range()].trim());
-    let synchronised = descendants(tree.root_node()).filter(|n| n.kind() == "call_expression").any(|call| {
+    let is_group = move |n: Node| from_this_grid(n) || groups.contains(&text[n.byte_range()].trim());
+    descendants(root).filter(|n| n.kind() == "call_expression").filter(move |call| {
         let Some(function) = call.child_by_field_name("function") else { return false };
         match function.kind() {
             // `grid.sync()`, `this_grid().sync()`
-            "field_expression" => function.child_by_field_name("field").is_some_and(|f| &text[f.byte_range()] == "sync") && function.child_by_field_name("argument").is_some_and(is_group),
+            "field_expression" => function.child_by_field_name("field").is_some_and(|f| &text[f.byte_range()] == "sync") && function.child_by_field_name("argument").is_some_and(&is_group),
             // `cg::sync(grid)`, `sync(grid)`
-            _ => text[function.byte_range()].rsplit("::").next() == Some("sync") && call.child_by_field_name("arguments").and_then(|a| a.named_child(0)).is_some_and(is_group),
+            _ => text[function.byte_range()].rsplit("::").next() == Some("sync") && call.child_by_field_name("arguments").and_then(|a| a.named_child(0)).is_some_and(&is_group),
         }
-    });
-    synchronised
+    })
 }
 
 #[cfg(test)]
@@ -1229,6 +1230,21 @@ mod tests {
         // A grid group for its sizes, a block's barrier: no cooperative launch needed.
         assert!(!synchronises_grid(&kernel("cg::grid_group grid = cg::this_grid();\n  x[grid.thread_rank()] = grid.size();")));
         assert!(!synchronises_grid(&kernel("cg::thread_block block = cg::this_thread_block();\n  block.sync();\n  cg::sync(block);")));
+    }
+
+    #[test]
+    fn partials_read_only_after_the_grid_barrier_hold_nothing_they_were_given() {
+        let kernel = |body: &str| format!("__global__ void k(float *p, float *t) {{\n  cg::grid_group grid = cg::this_grid();\n  {body}\n}}\n");
+        let read_after = |source: &str| {
+            let tree = crate::syntax::parse_source(source);
+            let body = descendants(tree.root_node()).find(|n| n.kind() == "compound_statement").unwrap();
+            read_only_after_grid_sync(source, body, "p")
+        };
+        assert!(read_after(&kernel("p[blockIdx.x] = 1.f;\n  grid.sync();\n  if (blockIdx.x == 0) t[0] = p[0] + p[1];")));
+        assert!(read_after(&kernel("p[blockIdx.x] = 1.f;\n  cg::sync(grid);\n  t[0] = p[1];")));
+        assert!(!read_after(&kernel("p[blockIdx.x] += 1.f;\n  grid.sync();\n  t[0] = p[1];")), "`+=` reads what it was given");
+        assert!(!read_after(&kernel("t[0] = p[blockIdx.x];\n  grid.sync();")));
+        assert!(!read_after(&kernel("p[blockIdx.x] = 1.f;\n  __syncthreads();\n  t[0] = p[1];")), "a block's barrier is not the grid's");
     }
 
     #[test]
