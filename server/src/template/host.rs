@@ -110,9 +110,10 @@ pub(super) enum Made {
     Member { name: String, class: String },
     /// Stepped (`n *= 2`) in the body of a loop, as many times as the loop runs.
     SteppedInLoop(String),
-    /// Written by a call of this function through a pointer (`&numBlocksPerSm`): the occupancy
-    /// calculator, whose answer depends on the compiled kernel and the device.
-    Call(String),
+    /// Written by a call of `callee` through a pointer or a reference (`&numBlocksPerSm`): the
+    /// occupancy calculator, whose answer depends on the compiled kernel and the device, or a
+    /// function of the workspace (`defined`) whose work templatize does not follow.
+    Call { callee: String, defined: bool },
     /// Read from the command line (`atoi(argv[3])`), which the program's documented run, if it
     /// has one (`run`), does not give a number for.
     CommandLine { read: String, run: Option<String> },
@@ -131,7 +132,8 @@ impl ValueSource<'_> {
             },
             Made::Parameter(name) => format!("it is the parameter `{name}` of `{function}` ({place}), which nothing in the workspace calls"),
             Made::SteppedInLoop(name) => format!("the program steps `{name}` in a loop in `{function}` ({place}), as many times as the loop runs"),
-            Made::Call(callee) => format!("the program sets it with `{callee}` in `{function}` ({place}), which only the running program answers"),
+            Made::Call { callee, defined: false } => format!("the program sets it with `{callee}` in `{function}` ({place}), which only the running program answers"),
+            Made::Call { callee, defined: true } => format!("the program sets it with `{callee}` in `{function}` ({place}), a function of the workspace whose work templatize does not follow"),
             Made::Member { name, class } => format!("it is the member `{name}` of `{class}`, read in `{function}` ({place}), which the program sets as it runs"),
             Made::CommandLine { read, run: Some(run) } => format!("the program reads it from the command line as `{read}` in `{function}` ({place}), and its documented run {run} gives no number there"),
             Made::CommandLine { read, run: None } => format!("the program reads it from the command line as `{read}` in `{function}` ({place}), and no script beside it (`run`, `*.sh`) runs it with arguments"),
@@ -1295,13 +1297,13 @@ impl<'d> HostContext<'d> {
                 // A value a call set, stepped once (`blocks *= sm_count` after the occupancy
                 // calculator), is the call's to answer.
                 let made_by = match frame.scope.set_by_call_before(frame.text, &name, stepped_at) {
-                    Some((callee, called_at)) => return Some(ValueSource { text: frame.text, at: called_at, function: frame_name(frame), made_by: Made::Call(callee) }),
+                    Some((callee, called_at)) => return Some(ValueSource { text: frame.text, at: called_at, function: frame_name(frame), made_by: self.made_by_call(callee) }),
                     None => Made::SteppedInLoop(name),
                 };
                 return Some(ValueSource { text: frame.text, at: stepped_at, function: frame_name(frame), made_by });
             }
             if let Some(callee) = frame.scope.set_by_call(frame.text, &name) {
-                return Some(ValueSource { text: frame.text, at: callee.1, function: frame_name(frame), made_by: Made::Call(callee.0) });
+                return Some(ValueSource { text: frame.text, at: callee.1, function: frame_name(frame), made_by: self.made_by_call(callee.0) });
             }
             if let Some(passed) = self.member_in_caller(path, at, &name).filter(|_| !frame.params.contains(&name)) {
                 let passed = strip_outer_parens(strip_casts_everywhere(&passed).trim()).to_string();
@@ -1333,6 +1335,11 @@ impl<'d> HostContext<'d> {
             (at, name) = (at + 1, passed);
         }
         None
+    }
+
+    fn made_by_call(&self, callee: String) -> Made {
+        let defined = self.graph.definitions.contains_key(bare_name(&callee));
+        Made::Call { callee, defined }
     }
 
     /// Where a function sets the file-scope variable `name` from the command line (`cols =
@@ -3494,6 +3501,13 @@ mod tests {
         let function = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap();
         let graph = CallGraph::new("", HashMap::new(), HashMap::new(), HashMap::new(), HashMap::new());
         Frame::of(text, function, text.find("go(").unwrap(), &graph)
+    }
+
+    #[test]
+    fn a_value_a_call_sets_says_whether_the_workspace_defines_the_call() {
+        let made = |callee: &str, defined: bool| ValueSource { text: "", at: 0, function: "run".into(), made_by: Made::Call { callee: callee.into(), defined } }.describe("main.cu:3");
+        assert_eq!(made("cudaOccupancyMaxPotentialBlockSize", false), "the program sets it with `cudaOccupancyMaxPotentialBlockSize` in `run` (main.cu:3), which only the running program answers");
+        assert_eq!(made("getNumBlocksAndThreads", true), "the program sets it with `getNumBlocksAndThreads` in `run` (main.cu:3), a function of the workspace whose work templatize does not follow");
     }
 
     #[test]
