@@ -1233,7 +1233,7 @@ def test_sizes_read_from_the_command_line_are_those_of_the_run_the_project_docum
 def test_options_read_with_getopt_or_a_loop_over_argv_are_those_of_the_documented_run(tmp_path: Path):
     root = project(tmp_path, "options_run")
     (root / ".git").mkdir()
-    # `factor.cu` reads `-s` with getopt (`case 's': matrix_dim = atoi(optarg);`) and `run`
+    # `factor.cu` reads `-s` with getopt_long (`case 's': matrix_dim = atoi(optarg);`) and `run`
     # says `./factor -v -s 384`; `matrix_dim` is a launcher's parameter, not a tensor's rank.
     spec, report = templatized_spec_and_report(root, "factor.cu", "divide_rows")
     assert "documented run `./factor -v -s 384` (run:3)" in report, report
@@ -1260,6 +1260,10 @@ def test_options_read_with_getopt_or_a_loop_over_argv_are_those_of_the_documente
         made.unlink()
     assert templatized_spec(root, "factor.cu", "divide_rows")["shapes"] == [{"i": 0, "matrix_dim": 32}]
     assert templatized_spec(root, "boxes.cu", "count_neighbours")["grid"] == ["4 * 4 * 4"]
+    # getopt_long's table gives the long name: `--size=200` is `-s 200`.
+    (root / "run").write_text("./factor --verify --size=200\n")
+    (root / "factor.cutune.toml").unlink()
+    assert templatized_spec(root, "factor.cu", "divide_rows")["shapes"] == [{"i": 0, "matrix_dim": 200}]
 
 
 def test_grids_of_the_blocks_an_sm_holds_follow_each_configuration(tmp_path: Path):

@@ -147,7 +147,8 @@ impl CommandLine {
                 "while_statement" | "for_statement" | "do_statement" => {
                     let condition = ancestor.child_by_field_name("condition").map_or("", |c| &text[c.byte_range()]);
                     if let (Some(letter), Some(options)) = (letter, getopt_options(condition)) {
-                        return Some(match self.getopt(options).into_iter().rfind(|(given, _)| Some(*given) == letter) {
+                        let long = long_options(text, condition);
+                        return Some(match self.getopt(options, &long).into_iter().rfind(|(given, _)| Some(*given) == letter) {
                             Some((_, argument)) => OptionInRun::Getopt(argument),
                             None => OptionInRun::Absent,
                         });
@@ -167,9 +168,10 @@ impl CommandLine {
     }
 
     /// The options this run gives as getopt reads them with `options` (`"::vs:i:"`: `s` and `i`
-    /// take an argument), each with its argument, in order. Words that are not options are
-    /// passed over, as GNU getopt does; long options (`--size`) are not read.
-    fn getopt(&self, options: &str) -> Vec<(char, Option<String>)> {
+    /// take an argument) and getopt_long with `long` (`--size 256`, `--size=256` for `s`), each
+    /// with its argument, in order. Words that are not options are passed over, as GNU getopt
+    /// does.
+    fn getopt(&self, options: &str, long: &[LongOption]) -> Vec<(char, Option<String>)> {
         let takes_argument = |c: char| options.find(c).is_some_and(|at| options[at + c.len_utf8()..].starts_with(':'));
         let mut given = Vec::new();
         let mut words = self.args.iter();
@@ -177,7 +179,18 @@ impl CommandLine {
             if word == "--" {
                 break;
             }
-            let Some(letters) = word.strip_prefix('-').filter(|l| !l.is_empty() && !l.starts_with('-')) else { continue };
+            if let Some(named) = word.strip_prefix("--") {
+                let (name, attached) = named.split_once('=').map_or((named, None), |(n, v)| (n, Some(v.to_string())));
+                if let Some(option) = long.iter().find(|o| o.name == name) {
+                    let argument = match option.takes_argument {
+                        true => attached.or_else(|| words.next().cloned()),
+                        false => None,
+                    };
+                    given.push((option.letter, argument));
+                }
+                continue;
+            }
+            let Some(letters) = word.strip_prefix('-').filter(|l| !l.is_empty()) else { continue };
             for (at, c) in letters.char_indices() {
                 if !takes_argument(c) {
                     given.push((c, None));
@@ -238,6 +251,40 @@ impl CommandLine {
         let script = script.file_name().map_or_else(|| script.display().to_string(), |f| f.to_string_lossy().into_owned());
         Some(format!("`{program} {}` ({script}:{line})", self.args.join(" ")))
     }
+}
+
+/// An entry of getopt_long's table: `{"size", required_argument, NULL, 's'}`.
+#[derive(Clone, Debug, PartialEq)]
+struct LongOption {
+    name: String,
+    takes_argument: bool,
+    letter: char,
+}
+
+/// The table of long options the `getopt_long` call of a loop's condition is given
+/// (`long_options` of `getopt_long(argc, argv, "s:", long_options, &index)`), as `text`
+/// declares it (`static struct option long_options[] = { {"size", 1, NULL, 's'}, … };`).
+fn long_options(text: &str, condition: &str) -> Vec<LongOption> {
+    let table = ["getopt_long", "getopt_long_only"].iter().find_map(|name| find_call(condition, name)).and_then(|at| {
+        let open = at + condition[at..].find('(')?;
+        let close = open + matching_paren(&condition[open..])?;
+        let name = condition[open + 1..close].split(',').nth(3)?.trim().to_string();
+        crate::syntax::is_identifier(&name).then_some(name)
+    });
+    let Some(table) = table else { return Vec::new() };
+    // The declaration `… table[] = { … };`: its entries, one pair of braces each.
+    let Some(declared) = text.match_indices(&format!("{table}[]")).find_map(|(at, _)| text[at..].split_once('=').map(|(_, rest)| rest)) else { return Vec::new() };
+    let Some(entries) = declared.trim_start().strip_prefix('{').and_then(|inside| inside.split_once("};").map(|(entries, _)| entries)) else { return Vec::new() };
+    entries
+        .split('{')
+        .filter_map(|entry| {
+            let fields: Vec<&str> = entry.split('}').next()?.split(',').map(str::trim).collect();
+            let [name, has_argument, _, letter] = fields.as_slice() else { return None };
+            let name = name.strip_prefix('"')?.strip_suffix('"')?.to_string();
+            let takes_argument = matches!(*has_argument, "1" | "2" | "required_argument" | "optional_argument");
+            Some(LongOption { name, takes_argument, letter: char_literal(letter)? })
+        })
+        .collect()
 }
 
 /// `'s'` as the character it is.
@@ -489,11 +536,22 @@ mod tests {
     #[test]
     fn getopt_reads_the_run_s_options_with_their_arguments() {
         let lud = run(&["-v", "-s", "256", "input.dat", "-qi3"]);
-        assert_eq!(lud.getopt("::vs:i:q"), [('v', None), ('s', Some("256".into())), ('q', None), ('i', Some("3".into()))]);
-        assert_eq!(lud.getopt("vs:"), [('v', None), ('s', Some("256".into())), ('q', None), ('i', None), ('3', None)], "`i` takes no argument here");
-        assert_eq!(run(&["--", "-s", "1"]).getopt("s:"), [], "`--` ends the options");
-        assert_eq!(run(&["--size", "1"]).getopt("s:"), [], "long options are not read");
-        assert_eq!(run(&["-s"]).getopt("s:"), [('s', None)], "the argument is missing");
+        assert_eq!(lud.getopt("::vs:i:q", &[]), [('v', None), ('s', Some("256".into())), ('q', None), ('i', Some("3".into()))]);
+        assert_eq!(lud.getopt("vs:", &[]), [('v', None), ('s', Some("256".into())), ('q', None), ('i', None), ('3', None)], "`i` takes no argument here");
+        assert_eq!(run(&["--", "-s", "1"]).getopt("s:", &[]), [], "`--` ends the options");
+        assert_eq!(run(&["-s"]).getopt("s:", &[]), [('s', None)], "the argument is missing");
+        let table = r#"static struct option long_options[] = {
+  /* name, has_arg, flag, val */
+  {"input", 1, NULL, 'i'},
+  {"size", required_argument, NULL, 's'},
+  {"verify", no_argument, NULL, 'v'},
+  {0,0,0,0}
+};"#;
+        let long = long_options(table, "(opt = getopt_long(argc, argv, \"::vs:i:\", long_options, &option_index)) != -1");
+        assert_eq!(long.iter().map(|o| (o.name.as_str(), o.takes_argument, o.letter)).collect::<Vec<_>>(), [("input", true, 'i'), ("size", true, 's'), ("verify", false, 'v')]);
+        assert_eq!(run(&["--size", "512", "--verify", "--input=a.dat"]).getopt("vs:i:", &long), [('s', Some("512".into())), ('v', None), ('i', Some("a.dat".into()))]);
+        assert_eq!(run(&["--size", "1"]).getopt("s:", &[]), [], "a long option no table names");
+        assert_eq!(long_options(table, "(opt = getopt(argc, argv, \"s:\")) != -1"), [], "getopt has no table");
     }
 
     #[test]
