@@ -146,8 +146,11 @@ impl CommandLine {
                 }
                 "while_statement" | "for_statement" | "do_statement" => {
                     let condition = ancestor.child_by_field_name("condition").map_or("", |c| &text[c.byte_range()]);
-                    if let (Some(letter), Some(options)) = (letter, getopt_options(condition)) {
-                        let long = long_options(text, condition);
+                    // getopt in the condition, or first in the body (`while (1) { c = getopt_long(…);
+                    // if (c == -1) break; switch (c) … }`, as its manual writes it).
+                    let asked = [condition, &text[ancestor.byte_range()]].into_iter().find(|t| getopt_options(t).is_some()).unwrap_or(condition);
+                    if let (Some(letter), Some(options)) = (letter, getopt_options(asked)) {
+                        let long = long_options(text, asked);
                         return Some(match self.getopt(options, &long).into_iter().rfind(|(given, _)| Some(*given) == letter) {
                             Some((_, argument)) => OptionInRun::Getopt(argument),
                             None => OptionInRun::Absent,
@@ -599,6 +602,22 @@ mod tests {
         assert_eq!(md.read_option("atoi(argv[++i])", &boxes).as_deref(), Some("6"));
         assert_eq!(md.read_option("atoi(argv[i + 1])", &boxes).as_deref(), Some("6"));
         assert_eq!(CommandLine::default().option_around(text, statement("boxes ="), body), Some(OptionInRun::Absent));
+        // getopt called first in the loop's body, as getopt_long's manual writes it.
+        let manual = r#"int main(int argc, char **argv) {
+    int n = 32;
+    while (1) {
+        int c = getopt(argc, argv, "n:");
+        if (c == -1) break;
+        switch (c) {
+        case 'n': n = atoi(optarg); break;
+        }
+    }
+}"#;
+        let doc = crate::syntax::Document::new(manual.to_string());
+        let tree_root = doc.tree().unwrap().root_node();
+        let manual_body = crate::syntax::descendants(tree_root).find(|n| n.kind() == "compound_statement").unwrap();
+        let set = crate::syntax::descendants(tree_root).find(|n| n.kind() == "assignment_expression" && manual[n.byte_range()].starts_with("n =")).unwrap();
+        assert_eq!(run(&["-n", "64"]).option_around(manual, set, manual_body), Some(OptionInRun::Getopt(Some("64".into()))));
         let declaration = crate::syntax::descendants(root).find(|n| n.kind() == "init_declarator").unwrap();
         assert_eq!(lud.option_around(text, declaration, body), None, "made before the options are read");
     }
