@@ -537,7 +537,7 @@ impl<'d> HostContext<'d> {
         let mut device_variables = HashMap::new();
         let mut static_members = HashMap::new();
         let mut expression_functions = HashMap::new();
-        let type_aliases = type_aliases(&documents.iter().map(|d| d.text()).collect::<Vec<_>>());
+        let (type_aliases, untaken) = preprocessed_reading(&documents.iter().map(|d| d.text()).collect::<Vec<_>>());
         for doc in &documents {
             device_variables.extend(device_variables_of(doc.text()));
             let Some(tree) = doc.tree() else { continue };
@@ -554,7 +554,6 @@ impl<'d> HostContext<'d> {
         // workspace defines it as (`#define M_GLOBAL` in each tensor-core sample): that file
         // goes last, so its values win.
         let launch_file_last = documents.iter().filter(|d| !std::ptr::eq(**d, launch_doc)).chain(std::iter::once(&launch_doc));
-        let untaken = untaken_defines(&documents.iter().map(|d| d.text()).collect::<Vec<_>>());
         for doc in launch_file_last {
             let taken = |d: &&crate::syntax::Define| !untaken.contains(&(doc.text().as_ptr(), line_start(doc.text(), d.span.start_byte)));
             defines.extend(doc.model().defines.iter().filter(taken).filter_map(|d| Some((d.name.clone(), d.value?))));
@@ -2494,48 +2493,43 @@ fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<V
     }
 }
 
-/// The type aliases of `texts` (`typedef A B;`, `using B = A;`, `#define B float`), read in order
-/// with the preprocessor branches that the macros defined so far select.
-fn type_aliases(texts: &[&str]) -> HashMap<String, String> {
+/// One walk of `texts`' preprocessor branches: the type aliases of the branches taken
+/// (`typedef`, `using`, `#define fp float`), and the `#define`s of the branches not taken, by the
+/// address of the text and the line's offset in it (`#define BLOCK_SIZE RD_WG_SIZE_0_0` under
+/// `#ifdef RD_WG_SIZE_0_0`, a size a build may give with `-D`, beside the `#else` that defines 16).
+fn preprocessed_reading(texts: &[&str]) -> (HashMap<String, String>, std::collections::HashSet<(*const u8, usize)>) {
     let mut aliases = HashMap::new();
-    each_preprocessed_line(texts, |_, _, line, active| {
-        if !active {
-            return;
+    let mut untaken = std::collections::HashSet::new();
+    each_preprocessed_line(texts, |text, offset, line, active| match active {
+        true => {
+            if let Some((name, ty)) = type_alias(line) {
+                aliases.entry(name).or_insert(ty);
+            }
         }
-        if let Some(rest) = line.strip_prefix('#').map(str::trim_start).and_then(|d| d.strip_prefix("define")) {
-            // `#define fp float`: a type by another name, as a `typedef` is.
-            let Some(name) = identifiers_in(rest).next() else { return };
-            let after = &rest.trim_start()[name.len()..];
-            let value = after.split("//").next().unwrap_or("").trim();
-            if !after.starts_with('(') && size_of_type(value).is_some() {
-                aliases.entry(name.to_string()).or_insert_with(|| value.to_string());
-            }
-        } else if let Some(alias) = line.strip_prefix("typedef ").and_then(|l| l.strip_suffix(';')) {
-            if let Some((ty, name)) = alias.trim().rsplit_once(char::is_whitespace) {
-                if is_identifier(name) && !ty.contains('(') {
-                    aliases.entry(name.to_string()).or_insert_with(|| ty.trim().to_string());
-                }
-            }
-        } else if let Some((name, ty)) = line.strip_prefix("using ").and_then(|l| l.strip_suffix(';')).and_then(|l| l.split_once('=')) {
-            if is_identifier(name.trim()) {
-                aliases.entry(name.trim().to_string()).or_insert_with(|| ty.trim().to_string());
+        false => {
+            if line.strip_prefix('#').is_some_and(|d| d.trim_start().starts_with("define")) {
+                untaken.insert((text.as_ptr(), offset));
             }
         }
     });
-    aliases
+    (aliases, untaken)
 }
 
-/// The `#define`s of `texts` in branches the preprocessor does not take, by the address of the
-/// text and the line's offset in it: `#define BLOCK_SIZE RD_WG_SIZE_0_0` under `#ifdef
-/// RD_WG_SIZE_0_0`, a size a build may give with `-D`, beside the `#else` that defines 16.
-fn untaken_defines(texts: &[&str]) -> std::collections::HashSet<(*const u8, usize)> {
-    let mut untaken = std::collections::HashSet::new();
-    each_preprocessed_line(texts, |text, offset, line, active| {
-        if !active && line.strip_prefix('#').is_some_and(|d| d.trim_start().starts_with("define")) {
-            untaken.insert((text.as_ptr(), offset));
-        }
-    });
-    untaken
+/// The name and the type of a line that gives a type another name: `typedef float real;`,
+/// `using real = float;`, `#define fp float`.
+fn type_alias(line: &str) -> Option<(String, String)> {
+    if let Some(rest) = line.strip_prefix('#').map(str::trim_start).and_then(|d| d.strip_prefix("define")) {
+        let name = identifiers_in(rest).next()?;
+        let after = &rest.trim_start()[name.len()..];
+        let value = after.split("//").next().unwrap_or("").trim();
+        return (!after.starts_with('(') && size_of_type(value).is_some()).then(|| (name.to_string(), value.to_string()));
+    }
+    if let Some(alias) = line.strip_prefix("typedef ").and_then(|l| l.strip_suffix(';')) {
+        let (ty, name) = alias.trim().rsplit_once(char::is_whitespace)?;
+        return (is_identifier(name) && !ty.contains('(')).then(|| (name.to_string(), ty.trim().to_string()));
+    }
+    let (name, ty) = line.strip_prefix("using ").and_then(|l| l.strip_suffix(';')).and_then(|l| l.split_once('='))?;
+    is_identifier(name.trim()).then(|| (name.trim().to_string(), ty.trim().to_string()))
 }
 
 /// The offset of the start of the line that byte `at` of `text` is on.
