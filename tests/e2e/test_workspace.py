@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 88
+    assert len(kernels) == len(set(kernels)) == 91
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -104,11 +104,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # A count stepped in a loop as many times as the caller says: no number, not its first.
     assert by_kernel["fill_ramp"]["stage"] == "spec"
     assert by_kernel["fill_ramp"]["why"].startswith("value of scalar argument `n`: `n` is a size no shape gives (the program steps `n` in a loop in `ramp` (scale.cu:35)"), by_kernel["fill_ramp"]
-    assert report["totals"] == {"kernels": 88, "ready": 77, "spec": 7, "compile": 2, "parameters": 2}
+    assert report["totals"] == {"kernels": 91, "ready": 80, "spec": 7, "compile": 2, "parameters": 2}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "88 kernels under" in text.stdout and "77 ready to tune (88%)" in text.stdout
+    assert "91 kernels under" in text.stdout and "80 ready to tune (88%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -1451,6 +1451,47 @@ async def test_the_code_action_writes_a_grid_of_the_blocks_an_sm_holds(client, t
     (root / ".git").mkdir()
     spec = await code_action_spec(client, root / "sum_resident.cu", "lane[threadIdx.x] = sum", "sum_resident")
     assert spec["grid"] == ["min(ceil_div(n, threads), blocks_per_sm * sm_count)"], spec
+
+
+def test_buffers_of_curand_states_are_counted_in_their_states_words(tmp_path: Path):
+    root = project(tmp_path, "random_states")
+    (root / ".git").mkdir()
+    # `cudaStatus = cudaMalloc((void **)&d_sobol, count * sizeof(sobol_state))`, the pointer
+    # declared `= 0`: a Sobol state is 35 words (three and its 32 direction vectors).
+    sobol = templatized_spec(root, "generators.cu", "seed_sobol")
+    args = {a["name"]: a for a in sobol["args"]}
+    assert (args["states"]["dtype"], args["states"]["length"]) == ("u32", "count * 35"), args["states"]
+    assert (args["directions"]["dtype"], args["directions"]["length"]) == ("u32", "32"), args["directions"]
+    mrg = templatized_spec(root, "generators.cu", "seed_mrg")
+    states = next(a for a in mrg["args"] if a["name"] == "states")
+    assert (states["dtype"], states["length"]) == ("u32", "count * 12"), states
+
+    # A struct of the program's own: the reason names the allocation and the type, not the `= 0`.
+    text = (root / "generators.cu").read_text()
+    (root / "generators.cu").write_text(text.replace("#include <curand_kernel.h>\n", "#include <curand_kernel.h>\n\nstruct tagged_state {\n    int tag;\n    curandStateMRG32k3a_t state;\n};\n").replace("curandStateMRG32k3a_t *d_mrg", "tagged_state *d_mrg").replace("sizeof(curandStateMRG32k3a_t)", "sizeof(tagged_state)").replace("seed_mrg(curandStateMRG32k3a_t *states", "seed_mrg(tagged_state *states").replace("&states[i]);\n    }\n}\n\nint main", "&states[i].state);\n    }\n}\n\nint main"))
+    report = json.loads(cutune("survey", str(root), "--json").stdout)
+    mrg = next(k for k in report["kernels"] if k["kernel"] == "seed_mrg")
+    assert mrg["stage"] == "spec", mrg
+    line = next(i for i, l in enumerate((root / "generators.cu").read_text().splitlines(), 1) if "sizeof(tagged_state)" in l)
+    assert f"the program allocates `count * sizeof(tagged_state)` bytes for it in `main` (generators.cu:{line}), and templatize does not know the size of `tagged_state`" in mrg["why"], mrg["why"]
+
+
+def test_a_branch_written_with_operator_words_gives_its_tile(tmp_path: Path):
+    root = project(tmp_path, "word_operators")
+    (root / ".git").mkdir()
+    # `if (M >= 128 and N >= 128 and not (M > 65536))` holds for main's 1024 x 768.
+    spec = templatized_spec(root, "tiles.cuh", "fill_tiles")
+    defaults = {p["name"]: p["default"] for p in spec["params"] if p["kind"] == "template"}
+    assert defaults == {"BM": 128, "BN": 64, "TM": 4, "TN": 4}, spec["params"]
+    assert spec["grid"] == ["ceil_div(N, BN)", "ceil_div(M, BM)"] and spec["block"] == ["BM * BN // (TM * TN)"], spec
+    assert spec["shapes"] == [{"M": 1024, "N": 768}], spec["shapes"]
+
+
+async def test_the_code_action_follows_a_branch_written_with_operator_words(client, tmp_path: Path):
+    root = project(tmp_path, "word_operators")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "tiles.cuh", "C[row * N + col] = value", "fill_tiles")
+    assert {p["name"]: p["default"] for p in spec["params"] if p["kind"] == "template"} == {"BM": 128, "BN": 64, "TM": 4, "TN": 4}, spec
 
 
 async def test_the_code_action_reads_a_grid_passed_as_a_dim3_argument(client, tmp_path: Path):

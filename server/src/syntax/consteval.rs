@@ -52,6 +52,14 @@ pub fn size_of_type(ty: &str) -> Option<u64> {
         // cuRAND's generator states (curand_kernel.h; `sizeof` with nvcc of CUDA 13 on the lent H100).
         "curandState" | "curandState_t" | "curandStateXORWOW" | "curandStateXORWOW_t" => 48,
         "curandStatePhilox4_32_10" | "curandStatePhilox4_32_10_t" => 64,
+        "curandStateMRG32k3a" | "curandStateMRG32k3a_t" => 48,
+        // Sobol states: three words and the 32 or 64 direction vectors, all of one word size.
+        "curandStateSobol32" | "curandStateSobol32_t" | "curandStateScrambledSobol32"
+        | "curandStateScrambledSobol32_t" => 140,
+        "curandStateSobol64" | "curandStateSobol64_t" | "curandStateScrambledSobol64"
+        | "curandStateScrambledSobol64_t" => 536,
+        "curandDirectionVectors32_t" => 128,
+        "curandDirectionVectors64_t" => 512,
         _ => return None,
     })
 }
@@ -67,6 +75,21 @@ const OPERATORS: [&str; 25] = [
     "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "%", "(", ")", "<", ">",
     "&", "|", "^", "~", "!", "?", ":", ",",
 ];
+
+/// C++'s words for operators (`M >= 128 and N >= 128`), reserved, so never a name.
+fn alternative_operator(word: &str) -> Option<&'static str> {
+    Some(match word {
+        "and" => "&&",
+        "or" => "||",
+        "not" => "!",
+        "not_eq" => "!=",
+        "bitand" => "&",
+        "bitor" => "|",
+        "xor" => "^",
+        "compl" => "~",
+        _ => return None,
+    })
+}
 
 fn tokenize(text: &str) -> Option<Vec<Token>> {
     let bytes = text.as_bytes();
@@ -96,7 +119,8 @@ fn tokenize(text: &str) -> Option<Vec<Token>> {
                     break;
                 }
             }
-            tokens.push(Token::Ident(text[start..i].to_string()));
+            let name = &text[start..i];
+            tokens.push(alternative_operator(name).map_or_else(|| Token::Ident(name.to_string()), Token::Op));
         } else if text[i..].starts_with("//") {
             break;
         } else if text[i..].starts_with("/*") {
@@ -332,6 +356,15 @@ mod tests {
         assert_eq!(eval("n < 256 ? next_pow2(n) : 256", &n(3)), None);
         assert_eq!(eval("(n < 3 ? f(n, 2) : n > 5 ? 7 : g(1)) + 1", &n(9)), Some(8));
         assert_eq!(eval("n ? 1 : (2", &n(1)), None);
+    }
+
+    #[test]
+    fn operator_words_are_operators() {
+        let m = |name: &str| (name == "M").then_some(4096);
+        assert_eq!(eval("M >= 128 and M < 8192", &m), Some(1));
+        assert_eq!(eval("M < 128 or not (M > 0)", &m), Some(0));
+        assert_eq!(eval("M bitand 255 xor 1", &m), Some(1));
+        assert_eq!(eval("M not_eq 4096", &m), Some(0));
     }
 
     #[test]

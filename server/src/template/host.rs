@@ -117,6 +117,9 @@ pub(super) enum Made {
     /// Read from the command line (`atoi(argv[3])`), which the program's documented run, if it
     /// has one (`run`), does not give a number for.
     CommandLine { read: String, run: Option<String> },
+    /// A buffer allocated with `bytes`, which templatize could not count in the kernel's
+    /// elements: `unknown_types` are the types in its `sizeof`s whose size it does not know.
+    Allocation { bytes: String, unknown_types: Vec<String> },
 }
 
 impl ValueSource<'_> {
@@ -137,6 +140,8 @@ impl ValueSource<'_> {
             Made::Member { name, class } => format!("it is the member `{name}` of `{class}`, read in `{function}` ({place}), which the program sets as it runs"),
             Made::CommandLine { read, run: Some(run) } => format!("the program reads it from the command line as `{read}` in `{function}` ({place}), and its documented run {run} gives no number there"),
             Made::CommandLine { read, run: None } => format!("the program reads it from the command line as `{read}` in `{function}` ({place}), and no script beside it (`run`, `*.sh`) runs it with arguments"),
+            Made::Allocation { bytes, unknown_types } if unknown_types.is_empty() => format!("the program allocates `{bytes}` bytes for it in `{function}` ({place}), which templatize could not count in the kernel's elements"),
+            Made::Allocation { bytes, unknown_types } => format!("the program allocates `{bytes}` bytes for it in `{function}` ({place}), and templatize does not know the size of `{}`", unknown_types.join("`, `")),
         }
     }
 }
@@ -544,7 +549,7 @@ impl<'d> HostContext<'d> {
             calls_by_callee(doc.text(), tree.root_node(), &mut calls);
             globals.extend(globals_of(doc.text(), tree.root_node()));
             reassigned.extend(assigned_in_functions(doc.text(), tree.root_node()));
-            for (pointer, bytes) in allocations(doc.text(), tree.root_node()) {
+            for Allocation { pointer, bytes, .. } in allocations(doc.text(), tree.root_node()) {
                 allocated.entry(pointer).or_insert(bytes);
             }
             static_members.extend(static_members_of(doc.text(), tree.root_node()));
@@ -1198,6 +1203,19 @@ impl<'d> HostContext<'d> {
         }
     }
 
+    /// The types of the `sizeof`s in `text` whose size is not known, through their aliases.
+    fn unsized_types(&self, text: &str) -> Vec<String> {
+        let unknown_types = std::cell::RefCell::new(Vec::new());
+        replace_calls(text, "sizeof", |inner| {
+            let ty = inner.trim();
+            if size_of_type(&self.resolve_type(ty)).is_none() && !unknown_types.borrow().iter().any(|t| t == ty) {
+                unknown_types.borrow_mut().push(ty.to_string());
+            }
+            None
+        });
+        unknown_types.into_inner()
+    }
+
     /// `sizeof(floatX)` → `4`, for the types whose size is known.
     /// `sizeof(T)` of a type the launcher names, through its aliases and the host templates'
     /// parameters on the first call path (`Real` of `PricingEngine<Real>`, made as `<float>`).
@@ -1279,6 +1297,11 @@ impl<'d> HostContext<'d> {
         // Each step moves to another name or an outer frame; a cycle of names ends here.
         for _ in 0..32 {
             let frame = path.get(at)?;
+            // A buffer allocated here (its declaration's `= 0` says nothing of its length).
+            if let Some(allocation) = frame.scope.body.and_then(|b| allocations(frame.text, b).find(|a| a.pointer == name)) {
+                let made_by = Made::Allocation { unknown_types: self.unsized_types(&allocation.bytes), bytes: allocation.bytes };
+                return Some(ValueSource { text: frame.text, at: allocation.at, function: frame_name(frame), made_by });
+            }
             if let Some((value, given_at)) = frame.scope.value_given(&name) {
                 let value = without_float_casts(&strip_casts_everywhere(value));
                 let value = strip_outer_parens(value.trim()).to_string();
@@ -1783,7 +1806,7 @@ impl<'d> HostContext<'d> {
             let &(text, definition) = self.graph.definitions.get(bare_name(callee))?;
             let params = parameters(text, definition);
             let param = &params.get(index)?.name;
-            let (_, bytes) = allocations(text, definition).find(|(target, _)| target.replace("->", ".") == format!("{param}.{member}"))?;
+            let bytes = allocations(text, definition).find(|a| a.pointer.replace("->", ".") == format!("{param}.{member}"))?.bytes;
             let passed = |word: &str| params.iter().position(|p| p.name == word).and_then(|j| args.get(j)).map(|a| format!("({})", a.trim()));
             Some(rename_identifiers_in(&bytes, passed))
         })
@@ -3247,7 +3270,7 @@ fn pointer_offset(text: &str, body: Node, name: &str) -> Option<(String, String)
 
 /// The byte count given to `cudaMalloc(&name, bytes)` (with or without a `(void**)` cast).
 fn malloc_bytes(text: &str, body: Node, name: &str) -> Option<String> {
-    allocations(text, body).find(|(target, _)| target == name).map(|(_, bytes)| bytes)
+    allocations(text, body).find(|a| a.pointer == name).map(|a| a.bytes)
 }
 
 /// The bytes of `buffers[t % 2]`, an element of an array of buffers at an index the source
@@ -3256,21 +3279,29 @@ fn malloc_bytes(text: &str, body: Node, name: &str) -> Option<String> {
 fn element_bytes(text: &str, body: Node, name: &str) -> Option<String> {
     let (base, _) = name.strip_suffix(']')?.split_once('[')?;
     let base = base.trim();
-    let mut elements = allocations(text, body).filter(|(target, _)| crate::syntax::host::element_at_number(target).is_some_and(|(b, _)| b == base)).map(|(_, bytes)| bytes);
+    let mut elements = allocations(text, body).filter(|a| crate::syntax::host::element_at_number(&a.pointer).is_some_and(|(b, _)| b == base)).map(|a| a.bytes);
     let first = elements.next()?;
     elements.all(|bytes| bytes == first).then_some(first)
 }
 
-/// The device allocations under `node`: (the pointer allocated, the bytes asked for).
-pub(super) fn allocations<'t>(text: &'t str, node: Node<'t>) -> impl Iterator<Item = (String, String)> + 't {
+/// A device allocation: the pointer it sets, the bytes asked for, and where the call starts.
+pub(super) struct Allocation {
+    pub pointer: String,
+    pub bytes: String,
+    pub at: usize,
+}
+
+/// The device allocations under `node`.
+pub(super) fn allocations<'t>(text: &'t str, node: Node<'t>) -> impl Iterator<Item = Allocation> + 't {
     descendants(node).filter(|n| n.kind() == "call_expression").filter_map(move |call| {
         let function = call.child_by_field_name("function")?;
         let args = call_args(text, call.child_by_field_name("arguments")?);
-        match &text[function.byte_range()] {
-            "cudaMalloc" | "cudaMallocManaged" | "cudaMallocAsync" | "cuMemAlloc" | "cuMemAllocManaged" => Some((address_taken(args.first()?), strip_outer_parens(args.get(1)?).to_string())),
-            "cudaMallocPitch" => Some((address_taken(args.first()?), pitched_bytes(args.get(2)?, args.get(3)?))),
-            _ => None,
-        }
+        let (pointer, bytes) = match &text[function.byte_range()] {
+            "cudaMalloc" | "cudaMallocManaged" | "cudaMallocAsync" | "cuMemAlloc" | "cuMemAllocManaged" => (address_taken(args.first()?), strip_outer_parens(args.get(1)?).to_string()),
+            "cudaMallocPitch" => (address_taken(args.first()?), pitched_bytes(args.get(2)?, args.get(3)?)),
+            _ => return None,
+        };
+        Some(Allocation { pointer, bytes, at: call.start_byte() })
     })
 }
 

@@ -345,9 +345,9 @@ fn names_sizing_allocations(unit: &Unit) -> Vec<(String, String)> {
     };
     let (own, others) = (passed_by(true), passed_by(false));
     let only_others = |pointer: &String| others.contains(pointer.as_str()) && !own.contains(pointer.as_str());
-    super::host::allocations(unit.text(), tree.root_node()).filter(|(pointer, _)| !only_others(pointer)).map(|(_, bytes)| {
-        let expanded = super::renamed_until_settled(&bytes, expression_defines);
-        (bytes, expanded)
+    super::host::allocations(unit.text(), tree.root_node()).filter(|a| !only_others(&a.pointer)).map(|a| {
+        let expanded = super::renamed_until_settled(&a.bytes, expression_defines);
+        (a.bytes, expanded)
     })
     .collect()
 }

@@ -1018,6 +1018,7 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
     let length = match (lanes, length) {
         (0, _) | (_, None) => UNKNOWN.to_string(),
         (1, Some(len)) => len,
+        (lanes, Some(len)) if len.trim() == "1" => lanes.to_string(),
         (lanes, Some(len)) => format!("({len}) * {lanes}"),
     };
     let role = if p.is_const { Role::Input } else { body.map_or(Role::InOut, |b| role_for(access_of(doc.text(), b, &p.name))) };
@@ -1166,6 +1167,11 @@ fn dtype_of(ty: &str) -> Option<(Dtype, u32)> {
         // cuRAND's generator states, as words (their sizes: `size_of_type`).
         "curandState" | "curandState_t" | "curandStateXORWOW" | "curandStateXORWOW_t" => (Dtype::U32, 12),
         "curandStatePhilox4_32_10" | "curandStatePhilox4_32_10_t" => (Dtype::U32, 16),
+        "curandStateMRG32k3a" | "curandStateMRG32k3a_t" => (Dtype::U32, 12),
+        "curandStateSobol32" | "curandStateSobol32_t" | "curandStateScrambledSobol32" | "curandStateScrambledSobol32_t" => (Dtype::U32, 35),
+        "curandStateSobol64" | "curandStateSobol64_t" | "curandStateScrambledSobol64" | "curandStateScrambledSobol64_t" => (Dtype::U64, 67),
+        "curandDirectionVectors32_t" => (Dtype::U32, 32),
+        "curandDirectionVectors64_t" => (Dtype::U64, 64),
         _ => return None,
     })
 }
