@@ -127,8 +127,9 @@ pub fn local_types(text: &str, body: Node) -> Vec<(String, String)> {
 /// The identifier a declarator declares, through pointers, references and arrays.
 pub fn declared_name(declarator: Node) -> Option<Node> {
     let mut node = declarator;
-    // A reference declarator (`dim3 &dims`) holds its declarator as an unnamed child.
-    while let Some(inner) = node.child_by_field_name("declarator").or_else(|| (node.kind() == "reference_declarator").then(|| node.named_child(node.named_child_count().saturating_sub(1) as u32)).flatten()) {
+    // A reference declarator (`dim3 &dims`) and the parentheses of a function pointer
+    // (`int (*reduce)(float *, int)`) hold their declarator as an unnamed child.
+    while let Some(inner) = node.child_by_field_name("declarator").or_else(|| matches!(node.kind(), "reference_declarator" | "parenthesized_declarator").then(|| node.named_child(node.named_child_count().saturating_sub(1) as u32)).flatten()) {
         node = inner;
     }
     (node.kind() == "identifier").then_some(node)
@@ -413,5 +414,14 @@ mod tests {
         assert_eq!(address_taken("(void **)&x + 1"), "");
         assert_eq!(address_taken("(void**)&gpuResult[1]"), "gpuResult[1]", "an array of buffers");
         assert_eq!(address_taken("&bufs[i]"), "", "not at a number");
+    }
+
+    #[test]
+    fn parameters_are_named_through_pointers_references_and_function_pointers() {
+        let text = "void run(int (*reduce)(float *, int), const float *in, dim3 &dims, float (&row)[4], void (*done)()) {}";
+        let tree = crate::syntax::document::parse_source(text);
+        let function = tree.root_node().named_child(0).unwrap();
+        let names: Vec<String> = parameters(text, function).into_iter().map(|p| p.name).collect();
+        assert_eq!(names, ["reduce", "in", "dims", "row", "done"]);
     }
 }

@@ -2389,18 +2389,30 @@ impl<'d> CallGraph<'d> {
         callers
     }
 
+    /// The function `call` calls and the name of its parameter at `index`.
+    fn parameter_passed(&self, call: &Call<'d>, index: usize) -> Option<(Node<'d>, String)> {
+        let callee = call.node.child_by_field_name("function").map(|f| f.child_by_field_name("name").unwrap_or(f))?;
+        let &(text, definition) = self.definitions.get(bare_name(&call.text[callee.byte_range()]))?;
+        Some((definition, parameters(text, definition).into_iter().nth(index)?.name))
+    }
+
     fn callers_by_name(&self, function: &str) -> Vec<Call<'d>> {
         let mut callers = self.calls.get(function).cloned().unwrap_or_default();
-        for (call, index) in self.passing.get(function).into_iter().flatten() {
-            let Some(callee) = call.node.child_by_field_name("function").map(|f| f.child_by_field_name("name").unwrap_or(f)) else { continue };
-            let Some(&(text, definition)) = self.definitions.get(bare_name(&call.text[callee.byte_range()])) else { continue };
-            let Some(parameter) = parameters(text, definition).into_iter().nth(*index).map(|p| p.name) else { continue };
-            let through_parameter = self.calls.get(parameter.as_str()).into_iter().flatten().filter(|c| c.caller == definition);
-            for c in through_parameter {
+        // The function parameters it is passed as, and those they are passed on as
+        // (`run_benchmark(reduction, …)` passing `reduce` on to `run_reduction(reduce, …)`).
+        let mut through: Vec<(Node, String)> = self.passing.get(function).into_iter().flatten().filter_map(|(call, index)| self.parameter_passed(call, *index)).collect();
+        let mut seen = std::collections::HashSet::new();
+        while let Some((definition, parameter)) = through.pop() {
+            if seen.len() >= MAX_PATHS_READ || !seen.insert((definition.id(), parameter.clone())) {
+                continue;
+            }
+            for c in self.calls.get(parameter.as_str()).into_iter().flatten().filter(|c| c.caller == definition) {
                 if !callers.iter().any(|known| known.node == c.node) {
                     callers.push(*c);
                 }
             }
+            let passed_on = self.passing.get(&parameter).into_iter().flatten().filter(|(c, _)| c.caller == definition);
+            through.extend(passed_on.filter_map(|(call, index)| self.parameter_passed(call, *index)));
         }
         // In a project of many programs (a samples repository), `runTest` and `main` are in
         // every folder: the calls beside the function's definition are its program's.
