@@ -16,11 +16,18 @@ pub(super) fn called_object(call: &Call) -> Option<(String, String)> {
     Some((object.to_string(), variables_of(call).into_iter().find(|(name, _)| name == object)?.1))
 }
 
-/// The name a call is made on (`sim` of `sim.step(d)` and of `sim()`), before its type is known.
+/// The name a call is made on (`sim` of `sim.step(d)` and of `sim()`), before its type is known;
+/// an element of an array of objects is called on the array (`ops` of `ops[i].run(d)`).
 pub(super) fn object_named<'t>(call: &Call<'t>) -> Option<&'t str> {
     let function = call.node.child_by_field_name("function")?;
     let object = match function.kind() {
-        "field_expression" => function.child_by_field_name("argument")?,
+        "field_expression" => {
+            let object = function.child_by_field_name("argument")?;
+            match object.kind() {
+                "subscript_expression" => object.child_by_field_name("argument")?,
+                _ => object,
+            }
+        }
         "identifier" => function,
         _ => return None,
     };
