@@ -81,8 +81,18 @@ pub struct Parameter {
     pub ty: String,
     /// The default argument's text (`float eps = 1e-5f`).
     pub default: Option<String>,
-    /// A non-const reference (`int &blocks`): the function can set the caller's variable.
-    pub out: bool,
+    /// A non-const reference or pointer (`int &blocks`, `int *height`): the function can set
+    /// the caller's variable.
+    pub out: Option<Out>,
+}
+
+/// How a function can set its caller's variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Out {
+    /// `int &blocks`, given `blocks`.
+    Reference,
+    /// `int *height`, given `&height`.
+    Pointer,
 }
 
 /// A function's parameters, in order.
@@ -97,9 +107,14 @@ pub fn parameters(text: &str, function: Node) -> Vec<Parameter> {
                     let name = p.child_by_field_name("declarator").and_then(declared_name);
                     let ty = p.child_by_field_name("type").map_or(String::new(), |t| text[t.byte_range()].to_string());
                     let default = p.child_by_field_name("default_value").map(|v| text[v.byte_range()].to_string());
-                    let by_reference = p.child_by_field_name("declarator").is_some_and(|d| d.kind() == "reference_declarator");
                     let is_const = text[p.byte_range()].trim_start().starts_with("const");
-                    out.push(Parameter { name: name.map_or(String::new(), |n| text[n.byte_range()].to_string()), ty, default, out: by_reference && !is_const });
+                    let settable = match p.child_by_field_name("declarator").map(|d| (d.kind(), d.child_by_field_name("declarator").map(|n| n.kind()))) {
+                        _ if is_const => None,
+                        Some(("reference_declarator", _)) => Some(Out::Reference),
+                        Some(("pointer_declarator", Some("identifier"))) => Some(Out::Pointer),
+                        _ => None,
+                    };
+                    out.push(Parameter { name: name.map_or(String::new(), |n| text[n.byte_range()].to_string()), ty, default, out: settable });
                 }
             }
             break;
@@ -191,6 +206,19 @@ pub fn functions_mentioning(doc: &Document, names: &BTreeSet<String>) -> Vec<Str
         .filter(|(name, _)| !names.contains(*name))
         .filter(|(_, node)| node.child_by_field_name("body").is_some_and(|b| identifiers_in(&text[b.byte_range()]).any(|w| names.contains(w))))
         .map(|(name, _)| name.to_string())
+        .collect()
+}
+
+/// The functions `root`'s functions call with a variable's address (`get_size(path, &rows)`),
+/// other than CUDA's own (`cudaMalloc(&d_x, …)`).
+pub fn given_an_address(text: &str, root: Node) -> BTreeSet<String> {
+    let mut calls = HashMap::new();
+    calls_by_callee(text, root, &mut calls);
+    let is_cuda = |name: &str| name.starts_with("cuda") || name.starts_with("cu") && name[2..].starts_with(char::is_uppercase);
+    calls.into_iter()
+        .filter(|(callee, _)| crate::syntax::is_identifier(callee) && !is_cuda(callee))
+        .filter(|(_, calls)| calls.iter().any(|c| c.args().iter().any(|a| a.trim().strip_prefix('&').is_some_and(|v| crate::syntax::is_identifier(v.trim())))))
+        .map(|(callee, _)| callee.to_string())
         .collect()
 }
 

@@ -26,9 +26,9 @@ const DEVICE_LIMITS: [&str; 6] = ["maxGridSize", "maxThreadsPerBlock", "maxThrea
 /// tuner launches nothing over the device's limits. Where one reference parameter's value reads
 /// another that is not set again later (`blocks = (n + threads - 1) / threads`), the other stays
 /// a name: the caller's variable, which holds that value after the call.
-pub(super) fn reference_values(text: &str, body: Node, outs: &[String], decide: &dyn Fn(&str) -> Option<i64>) -> Vec<(String, Option<String>)> {
+pub(super) fn reference_values(text: &str, body: Node, outs: &[String], pointers: &[String], decide: &dyn Fn(&str) -> Option<i64>) -> Vec<(String, Option<String>)> {
     let mut state = State::default();
-    let reader = Reader { text, outs, decide };
+    let reader = Reader { text, outs, pointers, decide };
     reader.statement(body, &mut state);
     outs.iter()
         .filter_map(|out| {
@@ -61,6 +61,8 @@ struct State {
 struct Reader<'a> {
     text: &'a str,
     outs: &'a [String],
+    /// The outs that are pointers (`int *height`), set as `*height = …`.
+    pointers: &'a [String],
     decide: &'a dyn Fn(&str) -> Option<i64>,
 }
 
@@ -115,7 +117,7 @@ impl Reader<'_> {
             }
             "assignment_expression" => {
                 let (Some(left), Some(right), Some(operator)) = (node.child_by_field_name("left"), node.child_by_field_name("right"), node.child_by_field_name("operator")) else { return };
-                let name = self.text[left.byte_range()].trim().to_string();
+                let name = self.assigned_name(left);
                 let right = &self.text[right.byte_range()];
                 let slot = match &self.text[operator.byte_range()] {
                     "=" => self.value_of(right, &name, state),
@@ -130,18 +132,42 @@ impl Reader<'_> {
                 let slot = self.value_of(&format!("{name} {step} 1"), &name, state);
                 self.set(&name, slot, state);
             }
+            // A call given an out's address (`fscanf(f, "%d", &rows)`), or an out pointer
+            // (`fscanf(f, "%d", height)`), may set it to anything.
+            "call_expression" => {
+                let Some(arguments) = node.child_by_field_name("arguments") else { return };
+                let mut cursor = arguments.walk();
+                for argument in arguments.named_children(&mut cursor) {
+                    let text = self.text[argument.byte_range()].trim();
+                    let set = match text.strip_prefix('&') {
+                        Some(variable) => Some(variable.trim()),
+                        None => self.pointers.iter().any(|p| p == text).then_some(text),
+                    };
+                    if let Some(variable) = set {
+                        self.set(variable, Slot::default(), state);
+                    }
+                }
+            }
             _ => {}
+        }
+    }
+
+    /// The name an assignment's left side sets: `height` of `*height = …` for an out pointer.
+    fn assigned_name(&self, left: Node) -> String {
+        let text = self.text[left.byte_range()].trim();
+        match text.strip_prefix('*').map(str::trim) {
+            Some(pointer) if self.pointers.iter().any(|p| p == pointer) => pointer.to_string(),
+            _ => text.to_string(),
         }
     }
 
     /// The name an assignment or an update in `node` sets.
     fn target_of(&self, node: Node) -> Option<String> {
-        let target = match node.kind() {
-            "assignment_expression" => node.child_by_field_name("left"),
-            "update_expression" => node.child_by_field_name("argument"),
+        match node.kind() {
+            "assignment_expression" => Some(self.assigned_name(node.child_by_field_name("left")?)),
+            "update_expression" => Some(self.text[node.child_by_field_name("argument")?.byte_range()].trim().to_string()),
             _ => None,
-        }?;
-        Some(self.text[target.byte_range()].trim().to_string())
+        }
     }
 
     fn set(&self, name: &str, slot: Slot, state: &mut State) {
@@ -436,7 +462,8 @@ mod tests {
         let function = descendants(root).find(|n| n.kind() == "function_definition").expect("a function");
         let body = function.child_by_field_name("body").expect("a body");
         let outs = vec!["blocks".to_string(), "threads".to_string()];
-        reference_values(source, body, &outs, decide).into_iter().collect()
+        let pointers: Vec<String> = outs.iter().filter(|o| source.contains(&format!("*{o}"))).cloned().collect();
+        reference_values(source, body, &outs, &pointers, decide).into_iter().collect()
     }
 
     const HELPER: &str = "void shape(int kind, int n, int most, int &blocks, int &threads) {
@@ -495,6 +522,19 @@ mod tests {
         assert_eq!(returns["blocks"], None);
         let decided = values_of("void f(int n, int &blocks, int &threads) { if (1) return; blocks = n; }", &|t| eval_constant(t, &|_| None));
         assert!(!decided.contains_key("blocks"));
+    }
+
+    #[test]
+    fn pointers_are_set_through_and_calls_given_an_out_may_set_it() {
+        let through = values_of("void f(int n, int *blocks, int *threads) { *threads = 128; *blocks = (n + 127) / 128; }", &|_| None);
+        assert_eq!(through["threads"].as_deref(), Some("128"));
+        assert_eq!(through["blocks"].as_deref(), Some("(n + 127) / 128"));
+        let read = values_of("void f(FILE *file, int *blocks, int *threads) { *threads = 0; fscanf(file, \"%d %d\", blocks, threads); }", &|_| None);
+        assert_eq!(read["threads"], None);
+        assert_eq!(read["blocks"], None);
+        let scanned = values_of("void f(int &blocks, int &threads) { threads = 64; std::scanf(\"%d\", &threads); blocks = 2; }", &|_| None);
+        assert_eq!(scanned["threads"], None);
+        assert_eq!(scanned["blocks"].as_deref(), Some("2"));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::tensors;
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, BLOCKS_PER_SM, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::preprocess::each_preprocessed_line;
-use crate::syntax::host::{address_taken, call_args, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, parameters, Call};
+use crate::syntax::host::{address_taken, call_args, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, parameters, Call, Out};
 use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, is_identifier, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
@@ -2456,7 +2456,8 @@ fn dispatched_constants(text: &str, body: Node) -> HashMap<String, String> {
 
 /// The caller's variables that `call` sets through the callee's non-const reference parameters
 /// (`computeGridSize(n, 256, numBlocks, numThreads)` of `void computeGridSize(uint n, uint
-/// blockSize, uint &numBlocks, uint &numThreads)`), each with its value in the caller's names
+/// blockSize, uint &numBlocks, uint &numThreads)`) or pointers it is given the variable's
+/// address for (`get_size(path, &height)`), each with its value in the caller's names
 /// (see [`callee::reference_values`]): conditions that the literal arguments settle take their
 /// branch, the others stay conditionals for the launch's own branch to settle. `?` when the
 /// value cannot be told: the value from before the call no longer holds either way.
@@ -2465,7 +2466,7 @@ fn out_arguments<'t>(text: &'t str, call: Node, graph: &CallGraph) -> Option<(&'
     let callee = bare_name(&text[callee.byte_range()]);
     let &(callee_text, definition) = graph.definitions.get(callee)?;
     let params = parameters(callee_text, definition);
-    let (Some(body), true) = (definition.child_by_field_name("body"), params.iter().any(|p| p.out)) else { return None };
+    let (Some(body), true) = (definition.child_by_field_name("body"), params.iter().any(|p| p.out.is_some())) else { return None };
     let args = call.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
     let argument = |word: &str| params.iter().position(|p| p.name == word).and_then(|i| args.get(i)).map(|a| a.trim());
     let in_caller_names = |value: &str| {
@@ -2477,12 +2478,18 @@ fn out_arguments<'t>(text: &'t str, call: Node, graph: &CallGraph) -> Option<(&'
     let literal = |word: &str| argument(word).and_then(|a| eval_constant(a, &|_| None));
     let run = graph.run_of(text);
     let decide = |condition: &str| eval_constant(condition, &literal).or_else(|| run.decide(condition));
-    let outs: Vec<String> = params.iter().filter(|p| p.out).map(|p| p.name.clone()).collect();
-    let values = callee::reference_values(callee_text, body, &outs, &decide);
+    let outs: Vec<String> = params.iter().filter(|p| p.out.is_some()).map(|p| p.name.clone()).collect();
+    let pointers: Vec<String> = params.iter().filter(|p| p.out == Some(Out::Pointer)).map(|p| p.name.clone()).collect();
+    let values = callee::reference_values(callee_text, body, &outs, &pointers, &decide);
     let mut out = Vec::new();
     for (param, value) in values {
-        let Some(arg) = argument(&param).filter(|a| is_identifier(a)) else { continue };
-        out.push((arg.to_string(), value.map_or_else(|| UNKNOWN.to_string(), |v| in_caller_names(&v))));
+        // Through a pointer, only a variable whose address is given is the caller's to lose.
+        let variable = match pointers.contains(&param) {
+            true => argument(&param).and_then(|a| a.strip_prefix('&')).map(str::trim),
+            false => argument(&param),
+        };
+        let Some(variable) = variable.filter(|a| is_identifier(a)) else { continue };
+        out.push((variable.to_string(), value.map_or_else(|| UNKNOWN.to_string(), |v| in_caller_names(&v))));
     }
     Some((callee, out))
 }

@@ -202,6 +202,7 @@ impl Workspace {
             seen_names.extend(wanted.iter().cloned());
         }
         add_python_callers(&scripts, own.as_ref(), &seen_names, &mut documents);
+        add_setters(&by_distance, kernel_file, own.as_ref(), &mut documents);
         self.add_local_includes(kernel_file, own.as_ref(), &mut documents);
         documents
     }
@@ -236,6 +237,36 @@ impl Workspace {
     /// The files that may define a kernel called `name`.
     pub fn kernel_files_mentioning<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Path> {
         self.files.iter().filter(move |(_, e)| e.has_kernels && e.mentions(name)).map(|(p, _)| p.as_path())
+    }
+}
+
+/// The files, nearest first, that define the functions the host code read so far gives a
+/// variable's address to (`get_image_size(path, &height, &width)` in another file): what they
+/// set there is what the launch is given, not the variable's first value.
+fn add_setters(by_distance: &[(&PathBuf, &FileEntry)], kernel_file: &Path, own: Option<&Document>, documents: &mut Vec<HostDocument>) {
+    let texts = own.into_iter().chain(documents.iter().map(|d| &d.document));
+    let (mut defined, mut wanted) = (BTreeSet::new(), BTreeSet::new());
+    for doc in texts {
+        let Some(tree) = doc.tree() else { continue };
+        defined.extend(syntax::host::functions(doc.text(), tree.root_node()).into_keys().map(str::to_string));
+        wanted.extend(syntax::host::given_an_address(doc.text(), tree.root_node()));
+    }
+    let wanted: Vec<String> = wanted.into_iter().filter(|name| !defined.contains(name)).collect();
+    for name in wanted {
+        let known = |path: &Path| path == kernel_file || documents.iter().any(|d| d.path == path);
+        let mentioning = by_distance.iter().filter(|(path, entry)| !known(path) && entry.mentions(&name));
+        for &(path, _) in mentioning.take(MAX_HOST_FILES) {
+            if documents.len() >= MAX_HOST_FILES {
+                return;
+            }
+            let Ok(text) = std::fs::read_to_string(path) else { continue };
+            let document = host_document(path, text);
+            let defines = document.tree().is_some_and(|tree| syntax::host::functions(document.text(), tree.root_node()).contains_key(name.as_str()));
+            if defines {
+                documents.push(HostDocument { path: path.clone(), document });
+                break;
+            }
+        }
     }
 }
 
