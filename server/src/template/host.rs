@@ -940,13 +940,13 @@ impl<'d> HostContext<'d> {
     /// and file constants (`kBlock = BLOCK_SIZE`) replaced by what they stand for.
     pub(super) fn in_spec_names(&self, text: &str) -> String {
         let launcher = &self.launcher().scope;
-        let mut expanded = self.members_resolved(&strip_casts_everywhere(text));
+        let mut expanded = self.members_resolved(&strip_casts_everywhere(&lines_joined(text)));
         // Locals defined through other locals (`block_y = block_size / 32`, then `grid =
         // ceil_div(N, block_y)`) need a few rounds.
         for _ in 0..4 {
             // Members first: `block_dim.y` is a component, not `block_dim`'s whole value.
             let next = rename_identifiers_in(&self.members_resolved(&expanded), |word| {
-                let init = launcher.value_text(word).map(strip_casts_everywhere)?;
+                let init = launcher.value_text(word).map(|init| strip_casts_everywhere(&lines_joined(init)))?;
                 // A constant stays a name: a size of the shape, or a launch choice; so does a
                 // dimension read from a tensor (`N = Q.size(2)`), whose value the tensor's maker
                 // gives.
@@ -1107,7 +1107,9 @@ impl<'d> HostContext<'d> {
                 let name_start = rest[..open].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
                 let name = &rest[name_start..open];
                 let close = matching_paren(&rest[open..]).map(|c| open + c);
-                let function = self.expression_functions.get(name).filter(|_| expr::Function::from_name(name).is_none());
+                // A method of an object (`input->n()`) is another function than a free one.
+                let is_method = rest[..name_start].trim_end().ends_with(['.', '>']);
+                let function = self.expression_functions.get(name).filter(|_| expr::Function::from_name(name).is_none() && !is_method);
                 match (function, close) {
                     (Some((params, body)), Some(close)) => {
                         let args = split_args(&rest[open + 1..close]);
@@ -1841,7 +1843,10 @@ impl<'d> HostContext<'d> {
         };
         // A byte count kept in a struct field (`arrays->bytes`) the program sets once.
         let bytes = replace_members(bytes, |_, member| self.fields.get(member).map(|v| format!("({v})")));
-        strip_element_size(&bytes, &|ty| self.elements_per_allocated(&instantiated(ty), element), scope)
+        let stripped = strip_element_size(&bytes, &|ty| self.elements_per_allocated(&instantiated(ty), element), scope);
+        // A count of bytes with no `sizeof` is a count of byte-sized elements (`cudaMalloc(&flag, 1)`).
+        let bytes_are_elements = !bytes.contains("sizeof") && size_of_type(&self.resolve_type(&instantiated(element))) == Some(1);
+        stripped.or_else(|| bytes_are_elements.then(|| strip_outer_parens(bytes.trim()).to_string()))
     }
 
     /// The type frame `at` calls `ty`: a host template's type parameter (`T` of `runTest<T>`)
@@ -3528,6 +3533,30 @@ pub(super) fn replace_calls(text: &str, function: &str, replace: impl Fn(&str) -
     out
 }
 
+/// `text` with its continued lines (a `\` at a line's end, outside a macro too) joined, also
+/// where the line's end was already made a space, and each run of spaces made one.
+fn lines_joined(text: &str) -> String {
+    if !text.contains('\\') {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let continued = c == '\\' && chars.peek().is_some_and(|next| next.is_whitespace());
+        if continued || c.is_whitespace() {
+            while chars.peek().is_some_and(|next| next.is_whitespace()) {
+                chars.next();
+            }
+            if !out.ends_with(' ') {
+                out.push(' ');
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `n / (float)block` → `n / block`, and `float(n)`, `(double)n`, `static_cast<float>(n)` the same.
 fn without_float_casts(text: &str) -> String {
     let out = text.replace("(float)", "").replace("(double)", "").replace("static_cast<float>(", "(").replace("static_cast<double>(", "(");
@@ -3545,6 +3574,13 @@ mod tests {
         let function = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap();
         let graph = CallGraph::new("", HashMap::new(), HashMap::new(), HashMap::new(), HashMap::new());
         Frame::of(text, function, text.find("go(").unwrap(), &graph)
+    }
+
+    #[test]
+    fn lines_continued_with_a_backslash_are_one_expression() {
+        assert_eq!(lines_joined("min(blocks * sms, \\\n                (n + 255) / 256)"), "min(blocks * sms, (n + 255) / 256)");
+        assert_eq!(lines_joined("min(a, \\    b)"), "min(a, b)", "the line's end already a space");
+        assert_eq!(lines_joined("a  +\n b"), "a  +\n b", "no continuation: as written");
     }
 
     #[test]
