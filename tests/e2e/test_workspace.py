@@ -1485,6 +1485,9 @@ def test_a_branch_written_with_operator_words_gives_its_tile(tmp_path: Path):
     assert defaults == {"BM": 128, "BN": 64, "TM": 4, "TN": 4}, spec["params"]
     assert spec["grid"] == ["ceil_div(N, BN)", "ceil_div(M, BM)"] and spec["block"] == ["BM * BN // (TM * TN)"], spec
     assert spec["shapes"] == [{"M": 1024, "N": 768}], spec["shapes"]
+    # `r += rows_per_pass`, `rows_per_pass = threads / BN`: a tile whose threads are fewer than
+    # its columns would loop forever, so such tiles are out of the space.
+    assert "((BM * BN) // (TM * TN)) // BN >= 1" in spec["restrictions"], spec["restrictions"]
 
 
 async def test_the_code_action_follows_a_branch_written_with_operator_words(client, tmp_path: Path):

@@ -36,6 +36,12 @@
 #   their grids the blocks an SM holds times the SMs, `blocks_per_sm` worked out for each
 #   compiled configuration: other blocks must run (a cooperative grid larger than fits at once
 #   does not launch) and verify (session 32).
+# - tests/fixtures/workspace/random_states: `seed_sobol` and `seed_mrg`, buffers of cuRAND's
+#   Sobol and MRG32k3a states counted in their states' words; word_operators: `fill_tiles`,
+#   its tile the branch `M >= 128 and N >= 128` takes; benchmark_harness: `block_sums`, its
+#   launcher passed down as a function pointer; object_arrays: `add_halves`, a method called on
+#   an element of an array of workers; pointer_outputs: `darken`, its sizes set through pointers
+#   by another file's function (session 33).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -63,7 +69,13 @@ workspace/documented_run|smooth_kernel.cu|smooth|10
 workspace/options_run|factor.cu|divide_rows|10
 workspace/options_run|boxes.cu|count_neighbours|10
 workspace/cooperative_launch|fill_resident.cu|fill_resident|12
-workspace/cooperative_launch|sum_resident.cu|sum_resident|12"
+workspace/cooperative_launch|sum_resident.cu|sum_resident|12
+workspace/random_states|generators.cu|seed_sobol|10
+workspace/random_states|generators.cu|seed_mrg|10
+workspace/word_operators|tiles.cuh|fill_tiles|16
+workspace/benchmark_harness|block_sums.cu|block_sums|10
+workspace/object_arrays|workers.cu|add_halves|10
+workspace/pointer_outputs|frames.cu|darken|10"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"

@@ -301,8 +301,17 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         let bounds = template_block_bounds(&params, &block, keeps_block_threads);
         restrictions.extend(bounds.into_iter().filter(|r| !restrictions.contains(r)).collect::<Vec<_>>());
     }
+    let known = |text: &str| identifiers_in(text).all(|w| param_names.contains(w) || sizes.contains(w) || expr::Function::from_name(w).is_some());
+    // A loop whose uniform step a configuration makes 0 never ends (a candidate the watchdog
+    // would have to kill): such configurations are out of the space.
+    let lifted_steps = body.map(|b| positive_loop_steps(templated.text(), b, &block)).unwrap_or_default();
+    for condition in lifted_steps.iter().map(|c| spec_expression(c, Division::Floor)) {
+        let names_a_parameter = identifiers_in(&condition).any(|w| param_names.contains(w));
+        if names_a_parameter && known(&condition) && expr::parse(&condition).is_ok() && !restrictions.contains(&condition) {
+            restrictions.push(condition);
+        }
+    }
     if !choices.is_empty() || !block_params.is_empty() {
-        let known = |text: &str| identifiers_in(text).all(|w| param_names.contains(w) || sizes.contains(w) || expr::Function::from_name(w).is_some());
         let moves_the_block = |text: &str| identifiers_in(text).any(|w| choices.iter().any(|c| c.name == w) || block_params.iter().any(|p| p.name == w));
         let host_asserts = host.as_ref().map(|h| h.assertions()).unwrap_or_default();
         let kernel_asserts = body.map(|b| block_assertions(templated.text(), b, &block)).unwrap_or_default();
@@ -849,6 +858,59 @@ fn block_assertions(text: &str, body: Node, block: &[String]) -> Vec<String> {
         }
         out.push(replaced);
     }
+    out
+}
+
+/// Conditions that the kernel's loops stepped by a uniform amount end: `load += stride` needs
+/// `stride >= 1`, the stride written out through the kernel's constants (`const uint stride =
+/// threads / BN`, `threads = BM * BN / (TM * TN)`) and `blockDim` as the spec's block. Where the
+/// step names a thread's own index the condition names it too, and the caller drops it; a
+/// step that cannot be 0 gives none.
+fn positive_loop_steps(text: &str, body: Node, block: &[String]) -> Vec<String> {
+    let constants = kernel_constants(text, body);
+    let mut out = Vec::new();
+    for node in descendants(body).filter(|n| n.kind() == "for_statement") {
+        let Some(update) = node.child_by_field_name("update").filter(|u| u.kind() == "assignment_expression") else { continue };
+        let (Some(operator), Some(step)) = (update.child_by_field_name("operator"), update.child_by_field_name("right")) else { continue };
+        if &text[operator.byte_range()] != "+=" || crate::syntax::eval_constant(&text[step.byte_range()], &|_| None).is_some() {
+            continue;
+        }
+        let mut step = super::renamed_until_settled(&text[step.byte_range()], |word| constants.get(word).map(|value| format!("({value})")));
+        for (axis, extent) in ["x", "y", "z"].iter().zip(block.iter().map(String::as_str).chain(std::iter::repeat("1"))) {
+            step = step.replace(&format!("blockDim.{axis}"), &format!("({extent})"));
+        }
+        // Products and sums of parameters (`blockDim.x * VEC`) are never 0; a quotient, a
+        // difference or a shift may be.
+        let may_be_zero = ['/', '-', '%', '>'].iter().any(|c| step.contains(*c));
+        let condition = format!("{} >= 1", super::host::strip_outer_parens(step.trim()));
+        if may_be_zero && !out.contains(&condition) {
+            out.push(condition);
+        }
+    }
+    out
+}
+
+/// The kernel's locals given one value where they are declared and never set again, by name.
+fn kernel_constants(text: &str, body: Node) -> std::collections::HashMap<String, String> {
+    let set_again: BTreeSet<&str> = descendants(body)
+        .filter_map(|n| match n.kind() {
+            "assignment_expression" => n.child_by_field_name("left"),
+            "update_expression" => n.child_by_field_name("argument"),
+            _ => None,
+        })
+        .map(|target| text[target.byte_range()].trim())
+        .collect();
+    let mut out = std::collections::HashMap::new();
+    let mut twice = BTreeSet::new();
+    for declarator in descendants(body).filter(|n| n.kind() == "init_declarator") {
+        let (Some(name), Some(value)) = (declarator.child_by_field_name("declarator").and_then(crate::syntax::host::declared_name), declarator.child_by_field_name("value")) else { continue };
+        let name = &text[name.byte_range()];
+        if !set_again.contains(name) && value.kind() != "initializer_list" && out.insert(name.to_string(), text[value.byte_range()].to_string()).is_some() {
+            twice.insert(name);
+        }
+    }
+    // Declared in two scopes: neither value is the name's.
+    out.retain(|name, _| !twice.contains(name.as_str()));
     out
 }
 
