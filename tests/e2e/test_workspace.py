@@ -1539,14 +1539,15 @@ def test_sizes_set_through_pointers_by_another_files_function(tmp_path: Path):
     root = project(tmp_path, "pointer_outputs")
     (root / ".git").mkdir()
     # `int width = 0, height = 0; frame_size(&width, &height);`, `sizes.cpp` setting
-    # `*width = 640; *height = 480;`: the sizes are what it sets, not the zeros.
+    # `*width = 640; *height = 480;`: the sizes are what it sets, not the zeros; the
+    # `if (override_path)` that would read them from a file is not taken (`override_path = NULL`).
     spec = templatized_spec(root, "frames.cu", "darken")
     assert spec["shapes"] == [{"height": 480, "width": 640}], spec["shapes"]
     # `image_size` reads them from the file with `fscanf`: no number, and the reason says where.
     report = json.loads(cutune("survey", str(root), "--json").stdout)
     lighten = next(k for k in report["kernels"] if k["kernel"] == "lighten")
     assert lighten["stage"] == "spec", lighten
-    assert lighten["why"].startswith("grid extent x: `photo_width` is a size no shape gives (the program sets it with `image_size` in `main` (frames.cu:34)"), lighten["why"]
+    assert lighten["why"].startswith("grid extent x: `photo_width` is a size no shape gives (the program sets it with `image_size` in `main` (frames.cu:38)"), lighten["why"]
 
 
 async def test_the_code_action_reads_sizes_set_through_pointers(client, tmp_path: Path):

@@ -320,6 +320,21 @@ impl<'d> Scope<'d> {
                     }
                     if let Some((callee, set)) = out_arguments(text, node, graph) {
                         for (name, value) in set {
+                            // Under an `if` (`if (input_file) read_matrix(&m, input_file, &n)`)
+                            // after an earlier value, as an assignment there would be.
+                            let earlier = values.iter().rev().find(|(n, _, _)| *n == name).map(|(_, before, at)| (before.clone(), *at)).filter(|(b, _)| b != UNKNOWN);
+                            let value = match earlier {
+                                Some((before, given_at)) => {
+                                    // Only the branches the earlier value is outside of decide.
+                                    let enclosing: Vec<Node> = enclosing_in(node, body).into_iter().filter(|n| !n.byte_range().contains(&given_at)).collect();
+                                    match in_loop(&enclosing) {
+                                        true => value,
+                                        false if branch_not_taken(text, &enclosing, &values) => before,
+                                        false => given_under_condition(text, &enclosing, &name, &before, value, &values, run).unwrap_or_else(|| UNKNOWN.to_string()),
+                                    }
+                                }
+                                _ => value,
+                            };
                             set_by.insert(name.clone(), callee.to_string());
                             values.push((name, value, node.start_byte()));
                         }
@@ -2944,9 +2959,32 @@ fn case_condition(text: &str, case: Node, constant: &dyn Fn(&str) -> Option<i64>
 /// in `values` is one, a few levels deep.
 fn settled(values: &[(String, String, usize)], expr: &str, depth: usize) -> Option<i64> {
     eval_constant(&strip_casts_everywhere(expr), &|name| {
+        if let Some(literal) = pointer_or_truth_literal(name) {
+            return Some(literal);
+        }
         let (_, value, _) = values.iter().rev().find(|(n, _, _)| n == name)?;
         (depth < 4 && value != UNKNOWN).then(|| settled(values, value, depth + 1)).flatten()
     })
+}
+
+/// Whether an `if` among `enclosing` takes the other branch by the values given so far: a
+/// call under `if (input_file)` with `input_file` still `NULL` is not made.
+fn branch_not_taken(text: &str, enclosing: &[Node], values: &[(String, String, usize)]) -> bool {
+    enclosing.iter().any(|n| {
+        let Some(branch) = n.parent().filter(|p| p.kind() == "if_statement") else { return false };
+        let taken = branch.child_by_field_name("consequence") == Some(*n);
+        let holds = branch.child_by_field_name("condition").and_then(|c| settled(values, &text[c.byte_range()], 0));
+        holds.is_some_and(|holds| (holds != 0) != taken)
+    })
+}
+
+/// The number a null pointer or a truth value stands for in a condition.
+fn pointer_or_truth_literal(name: &str) -> Option<i64> {
+    match name {
+        "NULL" | "nullptr" | "false" => Some(0),
+        "true" => Some(1),
+        _ => None,
+    }
 }
 
 /// The statements of a `case`, after its label.
