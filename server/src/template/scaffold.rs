@@ -289,7 +289,8 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         (a.name.clone(), made(&passed))
     });
     let unknown = unknown_sizes.chain(unknown_args).chain(unsayable).collect();
-    for restriction in whole_blocks(&grid, &sizes, &params, &shapes) {
+    let unchecked = body.map(|b| whole_tiles_unchecked(templated.text(), b, &grid, &block, &args)).unwrap_or_default();
+    for restriction in whole_blocks(&grid, &sizes, &params, &shapes).into_iter().chain(holding_at_defaults(unchecked, &params, &shapes)) {
         if !restrictions.contains(&restriction) {
             restrictions.push(restriction);
         }
@@ -988,6 +989,78 @@ fn whole_blocks(grid: &[String], sizes: &BTreeSet<String>, params: &[ParamSpec],
             }
             let block = divisor_expr.eval_integer(&|name| default(name)).ok().filter(|b| *b > 0)?;
             shapes.iter().all(|shape| shape.get(size).is_some_and(|n| n % block == 0)).then(|| format!("{size} % {} == 0", super::layout::operand(divisor)))
+        })
+        .collect()
+}
+
+/// Sizes the kernel never checks anything against, which its grid or its loops cover in whole
+/// tiles: `ceil_div(N, BN)` blocks with no comparison of `N` in the kernel, `for (k = 0; k < K;
+/// k += BK)` with `K` compared nowhere else, read past the data at any size that is no multiple
+/// of the tile (the verification's edge cases try `K = 1`). Each gives `N % BN == 0`; the caller
+/// keeps those the program's shapes hold.
+fn whole_tiles_unchecked(text: &str, body: Node, grid: &[String], block: &[String], args: &[ArgSpec]) -> Vec<String> {
+    // The kernel's scalar parameter that a size is passed as (`int K` given `K`).
+    let scalar_of = |size: &str| args.iter().find(|a| a.length.is_none() && a.value.as_deref() == Some(size)).map(|a| a.name.as_str());
+    let mut tile_loops = Vec::new();
+    let mut compared = BTreeSet::new();
+    for node in descendants(body) {
+        match node.kind() {
+            "for_statement" => {
+                let condition = node.child_by_field_name("condition").filter(|c| c.kind() == "binary_expression");
+                let bound = condition.filter(|c| c.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "<")).and_then(|c| c.child_by_field_name("right")).filter(|r| r.kind() == "identifier");
+                let update = node.child_by_field_name("update").filter(|u| u.kind() == "assignment_expression" && u.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "+="));
+                if let (Some(condition), Some(bound), Some(step)) = (condition, bound, update.and_then(|u| u.child_by_field_name("right"))) {
+                    tile_loops.push((condition.id(), &text[bound.byte_range()], &text[step.byte_range()]));
+                }
+            }
+            "binary_expression" if node.child_by_field_name("operator").is_some_and(|o| matches!(&text[o.byte_range()], "<" | "<=" | ">" | ">=" | "==" | "!=")) => {
+                if !tile_loops.iter().any(|(id, _, _)| *id == node.id()) {
+                    compared.extend(identifiers_in(&text[node.byte_range()]));
+                }
+            }
+            // `min(N - col, TILE)`, `col < N ? … : …`: a tail handled another way.
+            "call_expression" if node.child_by_field_name("function").is_some_and(|f| matches!(&text[f.byte_range()], "min" | "max" | "fminf" | "fmaxf")) => compared.extend(identifiers_in(&text[node.byte_range()])),
+            "conditional_expression" => compared.extend(node.child_by_field_name("condition").map(|c| identifiers_in(&text[c.byte_range()])).into_iter().flatten()),
+            _ => {}
+        }
+    }
+    let constants = kernel_constants(text, body);
+    let in_spec_names = |step: &str| {
+        let mut step = super::renamed_until_settled(step, |word| constants.get(word).map(|value| format!("({value})")));
+        for (axis, extent) in ["x", "y", "z"].iter().zip(block.iter().map(String::as_str).chain(std::iter::repeat("1"))) {
+            step = step.replace(&format!("blockDim.{axis}"), &format!("({extent})"));
+        }
+        super::layout::operand(&spec_expression(&step, Division::Floor))
+    };
+    let mut out = Vec::new();
+    for (_, bound, step) in &tile_loops {
+        let size = args.iter().find(|a| a.name == *bound).and_then(|a| a.value.as_deref()).filter(|v| is_identifier(v));
+        if let Some(size) = size.filter(|_| !compared.contains(bound)) {
+            out.push(format!("{size} % {} == 0", in_spec_names(step)));
+        }
+    }
+    for extent in grid {
+        let Some(inner) = extent.trim().strip_prefix("ceil_div(").and_then(|e| e.strip_suffix(')')) else { continue };
+        let [size, tile] = &super::host::split_args(inner)[..] else { continue };
+        let unchecked = scalar_of(size.trim()).is_some_and(|scalar| !compared.contains(scalar) && !tile_loops.iter().any(|(_, b, _)| b == &scalar));
+        if unchecked {
+            out.push(format!("{} % {} == 0", size.trim(), super::layout::operand(tile.trim())));
+        }
+    }
+    out
+}
+
+/// The restrictions that hold at the parameters' defaults for every shape of the program: a
+/// tile the program's own sizes are no multiple of is handled somehow, so it restricts nothing.
+fn holding_at_defaults(restrictions: Vec<String>, params: &[ParamSpec], shapes: &[Shape]) -> Vec<String> {
+    restrictions
+        .into_iter()
+        .filter(|restriction| {
+            let Ok(parsed) = expr::parse(restriction) else { return false };
+            shapes.iter().all(|shape| {
+                let value = |name: &str| params.iter().find(|p| p.name == name).map(|p| p.default).or_else(|| shape.get(name).copied()).map(expr::Value::Int);
+                parsed.eval_integer(&value).is_ok_and(|holds| holds != 0)
+            })
         })
         .collect()
 }
