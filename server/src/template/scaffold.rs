@@ -853,11 +853,7 @@ fn block_assertions(text: &str, body: Node, block: &[String]) -> Vec<String> {
         if !condition.contains("blockDim") {
             continue;
         }
-        let mut replaced = condition.clone();
-        for (axis, extent) in ["x", "y", "z"].iter().zip(block.iter().map(String::as_str).chain(std::iter::repeat("1"))) {
-            replaced = replaced.replace(&format!("blockDim.{axis}"), &format!("({extent})"));
-        }
-        out.push(replaced);
+        out.push(with_block_extents(&condition, block));
     }
     out
 }
@@ -876,10 +872,7 @@ fn positive_loop_steps(text: &str, body: Node, block: &[String]) -> Vec<String> 
         if &text[operator.byte_range()] != "+=" || crate::syntax::eval_constant(&text[step.byte_range()], &|_| None).is_some() {
             continue;
         }
-        let mut step = super::renamed_until_settled(&text[step.byte_range()], |word| constants.get(word).map(|value| format!("({value})")));
-        for (axis, extent) in ["x", "y", "z"].iter().zip(block.iter().map(String::as_str).chain(std::iter::repeat("1"))) {
-            step = step.replace(&format!("blockDim.{axis}"), &format!("({extent})"));
-        }
+        let step = written_out(&text[step.byte_range()], &constants, block);
         // Products and sums of parameters (`blockDim.x * VEC`) are never 0; a quotient, a
         // difference or a shift may be.
         let may_be_zero = ['/', '-', '%', '>'].iter().any(|c| step.contains(*c));
@@ -889,6 +882,21 @@ fn positive_loop_steps(text: &str, body: Node, block: &[String]) -> Vec<String> 
         }
     }
     out
+}
+
+/// `text` with the kernel's constants written out (`stride` as `(threads / BN)`, `threads` as
+/// `(BM * BN / (TM * TN))`) and `blockDim` as the spec's block.
+fn written_out(text: &str, constants: &std::collections::HashMap<String, String>, block: &[String]) -> String {
+    with_block_extents(&super::renamed_until_settled(text, |word| constants.get(word).map(|value| format!("({value})"))), block)
+}
+
+/// `text` with `blockDim.x`, `.y`, `.z` as the spec's block extents.
+fn with_block_extents(text: &str, block: &[String]) -> String {
+    let mut replaced = text.to_string();
+    for (axis, extent) in ["x", "y", "z"].iter().zip(block.iter().map(String::as_str).chain(std::iter::repeat("1"))) {
+        replaced = replaced.replace(&format!("blockDim.{axis}"), &format!("({extent})"));
+    }
+    replaced
 }
 
 /// The kernel's locals given one value where they are declared and never set again, by name.
@@ -995,12 +1003,14 @@ fn whole_blocks(grid: &[String], sizes: &BTreeSet<String>, params: &[ParamSpec],
 
 /// Sizes the kernel never checks anything against, which its grid or its loops cover in whole
 /// tiles: `ceil_div(N, BN)` blocks with no comparison of `N` in the kernel, `for (k = 0; k < K;
-/// k += BK)` with `K` compared nowhere else, read past the data at any size that is no multiple
+/// k += BK)` that every thread starts alike, `K` compared nowhere else, read past the data at
+/// any size that is no multiple
 /// of the tile (the verification's edge cases try `K = 1`). Each gives `N % BN == 0`; the caller
 /// keeps those the program's shapes hold.
 fn whole_tiles_unchecked(text: &str, body: Node, grid: &[String], block: &[String], args: &[ArgSpec]) -> Vec<String> {
     // The kernel's scalar parameter that a size is passed as (`int K` given `K`).
     let scalar_of = |size: &str| args.iter().find(|a| a.length.is_none() && a.value.as_deref() == Some(size)).map(|a| a.name.as_str());
+    let constants = kernel_constants(text, body);
     let mut tile_loops = Vec::new();
     let mut compared = BTreeSet::new();
     for node in descendants(body) {
@@ -1009,7 +1019,12 @@ fn whole_tiles_unchecked(text: &str, body: Node, grid: &[String], block: &[Strin
                 let condition = node.child_by_field_name("condition").filter(|c| c.kind() == "binary_expression");
                 let bound = condition.filter(|c| c.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "<")).and_then(|c| c.child_by_field_name("right")).filter(|r| r.kind() == "identifier");
                 let update = node.child_by_field_name("update").filter(|u| u.kind() == "assignment_expression" && u.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "+="));
-                if let (Some(condition), Some(bound), Some(step)) = (condition, bound, update.and_then(|u| u.child_by_field_name("right"))) {
+                // A loop every thread starts at the same place (`k = 0`) bounds the tile's start
+                // only; one that starts at the thread's own index (`i = threadIdx.x`) bounds each
+                // element it touches.
+                let start = node.child_by_field_name("initializer").map(|i| written_out(&text[i.byte_range()], &constants, block));
+                let uniform = start.is_some_and(|start| !start.contains("threadIdx") && !start.contains("laneid"));
+                if let (Some(condition), Some(bound), Some(step), true) = (condition, bound, update.and_then(|u| u.child_by_field_name("right")), uniform) {
                     tile_loops.push((condition.id(), &text[bound.byte_range()], &text[step.byte_range()]));
                 }
             }
@@ -1024,14 +1039,7 @@ fn whole_tiles_unchecked(text: &str, body: Node, grid: &[String], block: &[Strin
             _ => {}
         }
     }
-    let constants = kernel_constants(text, body);
-    let in_spec_names = |step: &str| {
-        let mut step = super::renamed_until_settled(step, |word| constants.get(word).map(|value| format!("({value})")));
-        for (axis, extent) in ["x", "y", "z"].iter().zip(block.iter().map(String::as_str).chain(std::iter::repeat("1"))) {
-            step = step.replace(&format!("blockDim.{axis}"), &format!("({extent})"));
-        }
-        super::layout::operand(&spec_expression(&step, Division::Floor))
-    };
+    let in_spec_names = |step: &str| super::layout::operand(super::host::strip_outer_parens(&spec_expression(&written_out(step, &constants, block), Division::Floor)));
     let mut out = Vec::new();
     for (_, bound, step) in &tile_loops {
         let size = args.iter().find(|a| a.name == *bound).and_then(|a| a.value.as_deref()).filter(|v| is_identifier(v));
@@ -1386,6 +1394,37 @@ mod tests {
         assert!(!read_after(&kernel("p[blockIdx.x] += 1.f;\n  grid.sync();\n  t[0] = p[1];")), "`+=` reads what it was given");
         assert!(!read_after(&kernel("t[0] = p[blockIdx.x];\n  grid.sync();")));
         assert!(!read_after(&kernel("p[blockIdx.x] = 1.f;\n  __syncthreads();\n  t[0] = p[1];")), "a block's barrier is not the grid's");
+    }
+
+    #[test]
+    fn unchecked_sizes_covered_in_whole_tiles_are_multiples_of_the_tile() {
+        let scalar = |name: &str, size: &str| ArgSpec { name: name.into(), dtype: Dtype::I32, length: None, role: None, init: None, value: Some(size.into()), compare: None, texture: None };
+        let args = [scalar("K", "K"), scalar("N", "N")];
+        let restrictions = |kernel_body: &str, grid: &[&str]| {
+            let source = format!("__global__ void k(int K, int N, float *a) {{\n{kernel_body}\n}}\n");
+            let tree = crate::syntax::parse_source(&source);
+            let body = descendants(tree.root_node()).find(|n| n.kind() == "compound_statement").unwrap();
+            let grid: Vec<String> = grid.iter().map(|g| g.to_string()).collect();
+            whole_tiles_unchecked(&source, body, &grid, &["BLOCK".to_string()], &args)
+        };
+        let tiles = "  const int step = BM / 2;\n  for (int k0 = 0; k0 < K; k0 += step) a[blockIdx.x * N + k0 + threadIdx.x] = 0.f;";
+        assert_eq!(restrictions(tiles, &["ceil_div(N, BLOCK)"]), ["K % (BM // 2) == 0", "N % BLOCK == 0"]);
+        // Each element checked: by the loop that starts at the thread's index, by an `if`, a `min`.
+        assert!(restrictions("  for (int i = threadIdx.x; i < K; i += blockDim.x) a[i] = 0.f;", &[]).is_empty());
+        assert!(restrictions("  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < N) a[i] = 0.f;", &["ceil_div(N, BLOCK)"]).is_empty());
+        assert_eq!(restrictions("  for (int k0 = 0; k0 < K; k0 += 8) a[min(k0 + threadIdx.x, K - 1)] = 0.f;", &[]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_loop_whose_step_a_configuration_makes_zero_must_step_at_least_one() {
+        let steps = |kernel_body: &str| {
+            let source = format!("__global__ void k(float *a) {{\n{kernel_body}\n}}\n");
+            let tree = crate::syntax::parse_source(&source);
+            let body = descendants(tree.root_node()).find(|n| n.kind() == "compound_statement").unwrap();
+            positive_loop_steps(&source, body, &["THREADS".to_string()])
+        };
+        assert_eq!(steps("  const uint stride = blockDim.x / BN;\n  for (uint r = 0; r < BM; r += stride) a[r] = 0.f;"), ["(THREADS) / BN >= 1"]);
+        assert!(steps("  for (int i = threadIdx.x; i < 64; i += blockDim.x * VEC) a[i] = 0.f;").is_empty(), "a product is never 0");
     }
 
     #[test]
