@@ -1074,6 +1074,53 @@ pub fn identifiers_in(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_'))
 }
 
+/// The names `text` seems to define functions of: an identifier before a parenthesised list
+/// that a body follows (`int frame_size(int *w, int *h) {`, `) const {`). A lexical scan, no
+/// parse: it may name a macro's use or a name in a comment, so a caller that needs the
+/// definition parses the file to confirm; what it must not do is miss one.
+pub fn function_definitions_in(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut opened: Vec<Option<&str>> = Vec::new();
+    let mut defined = Vec::new();
+    for (at, &byte) in bytes.iter().enumerate() {
+        match byte {
+            b'(' => opened.push(identifier_ending_at(text, at)),
+            b')' => {
+                let Some(Some(name)) = opened.pop() else { continue };
+                if body_follows(&text[at + 1..]) && !matches!(name, "if" | "for" | "while" | "switch" | "catch" | "return" | "sizeof") {
+                    defined.push(name);
+                }
+            }
+            _ => {}
+        }
+    }
+    defined.into_iter()
+}
+
+/// The identifier that ends just before `at`, spaces between allowed.
+fn identifier_ending_at(text: &str, at: usize) -> Option<&str> {
+    let before = text[..at].trim_end();
+    let start = before.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+    let word = &before[start..];
+    word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_').then_some(word)
+}
+
+/// Whether `rest`, what follows a parameter list, opens a body, after qualifiers
+/// (`const`, `noexcept`, `override`).
+fn body_follows(rest: &str) -> bool {
+    let mut rest = rest.trim_start();
+    while let Some(after) = after_qualifier(rest) {
+        rest = after.trim_start();
+    }
+    rest.starts_with('{')
+}
+
+/// What follows the qualifier `rest` starts with, if it does.
+fn after_qualifier(rest: &str) -> Option<&str> {
+    let word = &rest[..rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len())];
+    matches!(word, "const" | "noexcept" | "override" | "final" | "mutable" | "volatile").then(|| &rest[word.len()..])
+}
+
 fn is_restrict_qualifier(text: &str) -> bool {
     matches!(text, "__restrict__" | "__restrict" | "restrict")
 }

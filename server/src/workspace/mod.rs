@@ -2,11 +2,11 @@
 //! mentions, so that a kernel defined in one file can be matched with its launches, its launchers
 //! and the host code that calls them in others.
 //!
-//! The index itself is cheap: per file, its size, modification time and the set of identifiers
-//! it holds (a lexical scan, no parse). The files that matter for one kernel are parsed on demand
-//! by [`Workspace::host_documents`]: those that mention the kernel, then those that mention the
-//! functions that launch or pass it, up the call chain. [`Workspace::refresh`] re-reads only the
-//! files that changed on disk.
+//! The index itself is cheap: per file, its size, modification time, the set of identifiers
+//! it holds and the names it seems to define functions of (a lexical scan, no parse). The
+//! files that matter for one kernel are parsed on demand by [`Workspace::host_documents`]: those
+//! that mention the kernel, then those that mention the functions that launch or pass it, up the
+//! call chain. [`Workspace::refresh`] re-reads only the files that changed on disk.
 
 mod files;
 
@@ -28,6 +28,8 @@ pub struct FileEntry {
     /// Every identifier in the text, comments and strings included: a superset of what the
     /// file's code mentions, which is what a lookup needs.
     identifiers: HashSet<Box<str>>,
+    /// The names the text seems to define functions of (a lexical scan: a superset).
+    function_definitions: HashSet<Box<str>>,
     /// Whether the text holds `__global__`: only such files can define kernels.
     pub has_kernels: bool,
 }
@@ -38,12 +40,18 @@ impl FileEntry {
             bytes,
             modified,
             identifiers: syntax::identifiers_in(text).map(Box::from).collect(),
+            function_definitions: if is_python { HashSet::new() } else { syntax::function_definitions_in(text).map(Box::from).collect() },
             has_kernels: !is_python && text.contains("__global__"),
         }
     }
 
     pub fn mentions(&self, name: &str) -> bool {
         self.identifiers.contains(name)
+    }
+
+    /// Whether the file may define a function called `name`.
+    pub fn may_define(&self, name: &str) -> bool {
+        self.function_definitions.contains(name)
     }
 }
 
@@ -254,8 +262,10 @@ fn add_setters(by_distance: &[(&PathBuf, &FileEntry)], kernel_file: &Path, own: 
     let wanted: Vec<String> = wanted.into_iter().filter(|name| !defined.contains(name)).collect();
     for name in wanted {
         let known = |path: &Path| path == kernel_file || documents.iter().any(|d| d.path == path);
-        let mentioning = by_distance.iter().filter(|(path, entry)| !known(path) && entry.mentions(&name));
-        for &(path, _) in mentioning.take(MAX_HOST_FILES) {
+        // A library's function (`sscanf(line, "%d", &n)`, `MPI_Comm_rank(comm, &rank)`) is
+        // defined nowhere in the workspace: the index says so without reading a file.
+        let defining = by_distance.iter().filter(|(path, entry)| !known(path) && entry.may_define(&name));
+        for &(path, _) in defining.take(MAX_HOST_FILES) {
             if documents.len() >= MAX_HOST_FILES {
                 return;
             }

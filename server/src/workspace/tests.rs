@@ -123,3 +123,17 @@ fn a_header_the_workspace_ships_is_found_by_its_path_from_the_folder_a_build_wou
     assert_eq!(shipped_header_dir(&source, "bits.cuh"), Some(scratch.0.join("common/inc/util")));
     assert_eq!(shipped_header_dir(&source, "missing.h"), None);
 }
+
+#[test]
+fn the_index_knows_which_files_may_define_a_function() {
+    let scratch = Scratch::new("defines");
+    let sizes = scratch.write("sizes.cpp", "#include <cstdio>\nint frame_size(int *w,\n               int *h)\n{\n    return sscanf(\"640\", \"%d\", w);\n}\nstruct Frame { int area() const { return 0; } };\n");
+    let main = scratch.write("main.cu", "int main() {\n    int w = 0, h = 0;\n    if (frame_size(&w, &h)) { }\n    for (int i = 0; i < w; ++i) { }\n}\n");
+    let workspace = Workspace::build(&scratch.0, Limits::default());
+    let entry = |path: &Path| workspace.files().find(|(p, _)| *p == path).map(|(_, e)| e.clone()).unwrap();
+    let (sizes, main) = (entry(&sizes), entry(&main));
+    assert!(sizes.may_define("frame_size") && sizes.may_define("area"));
+    assert!(!sizes.may_define("sscanf") && sizes.mentions("sscanf"));
+    assert!(main.may_define("main") && !main.may_define("frame_size") && main.mentions("frame_size"));
+    assert!(!main.may_define("if") && !main.may_define("for"));
+}
