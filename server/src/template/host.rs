@@ -320,21 +320,9 @@ impl<'d> Scope<'d> {
                     }
                     if let Some((callee, set)) = out_arguments(text, node, graph) {
                         for (name, value) in set {
-                            // Under an `if` (`if (input_file) read_matrix(&m, input_file, &n)`)
-                            // after an earlier value, as an assignment there would be.
-                            let earlier = values.iter().rev().find(|(n, _, _)| *n == name).map(|(_, before, at)| (before.clone(), *at)).filter(|(b, _)| b != UNKNOWN);
-                            let value = match earlier {
-                                Some((before, given_at)) => {
-                                    // Only the branches the earlier value is outside of decide.
-                                    let enclosing: Vec<Node> = enclosing_in(node, body).into_iter().filter(|n| !n.byte_range().contains(&given_at)).collect();
-                                    match in_loop(&enclosing) {
-                                        true => value,
-                                        false if branch_not_taken(text, &enclosing, &values) => before,
-                                        false => given_under_condition(text, &enclosing, &name, &before, value, &values, run).unwrap_or_else(|| UNKNOWN.to_string()),
-                                    }
-                                }
-                                _ => value,
-                            };
+                            // A call the values so far rule out (`if (input_file)` with
+                            // `input_file` still `NULL`) sets nothing.
+                            let value = given_after_earlier(text, node, body, &name, value, &values, run, Decided::ByValues);
                             set_by.insert(name.clone(), callee.to_string());
                             values.push((name, value, node.start_byte()));
                         }
@@ -411,16 +399,10 @@ impl<'d> Scope<'d> {
                 false => value,
             };
             let value = value.as_str();
-            // `if (n < 256) threads = n;` after `threads = 256`: `min`, not `n` alone.
-            let earlier = values.iter().rev().find(|(n, _, _)| *n == name).map(|(_, before, _)| before).filter(|b| *b != UNKNOWN);
-            let value = match earlier {
-                Some(before) if node.kind() == "assignment_expression" => {
-                    let enclosing = enclosing_in(node, body);
-                    match in_loop(&enclosing) {
-                        true => value.to_string(),
-                        false => given_under_condition(text, &enclosing, &name, before, value.to_string(), &values, run).unwrap_or_else(|| UNKNOWN.to_string()),
-                    }
-                }
+            // `if (n < 256) threads = n;` after `threads = 256`: `min`, not `n` alone, the
+            // choice the spec keeps.
+            let value = match node.kind() {
+                "assignment_expression" => given_after_earlier(text, node, body, &name, value.to_string(), &values, run, Decided::ByTheRun),
                 _ => value.to_string(),
             };
             values.push((name, value, node.start_byte()));
@@ -1222,15 +1204,14 @@ impl<'d> HostContext<'d> {
 
     /// The types of the `sizeof`s in `text` whose size is not known, through their aliases.
     fn unsized_types(&self, text: &str) -> Vec<String> {
-        let unknown_types = std::cell::RefCell::new(Vec::new());
-        replace_calls(text, "sizeof", |inner| {
-            let ty = inner.trim();
-            if size_of_type(&self.resolve_type(ty)).is_none() && !unknown_types.borrow().iter().any(|t| t == ty) {
-                unknown_types.borrow_mut().push(ty.to_string());
+        let mut unknown_types: Vec<String> = Vec::new();
+        for (_, inner) in calls_named(text, "sizeof") {
+            let ty = text[inner].trim();
+            if size_of_type(&self.resolve_type(ty)).is_none() && !unknown_types.iter().any(|t| t == ty) {
+                unknown_types.push(ty.to_string());
             }
-            None
-        });
-        unknown_types.into_inner()
+        }
+        unknown_types
     }
 
     /// `sizeof(floatX)` → `4`, for the types whose size is known.
@@ -2863,6 +2844,33 @@ fn written_out_from_block(frame: &Frame, value: &str, in_block: &dyn Fn(&str) ->
     })
 }
 
+/// What decides the `if`s around a value given after an earlier one.
+#[derive(Clone, Copy, PartialEq)]
+enum Decided {
+    /// Only the program's documented run: a condition on other values stays a choice.
+    ByTheRun,
+    /// Also the values given so far (a call under `if (input_file)`, still `NULL`, is not made).
+    ByValues,
+}
+
+/// The value `name` holds after `node` gives it `value`, where an earlier value may stay: `value`
+/// itself in a loop or with no earlier value; under `if`s outside the earlier value's own block,
+/// the value those branches choose ([`given_under_condition`]), or the earlier one where
+/// `decided` rules the branch out; unknown where a condition cannot be read.
+#[allow(clippy::too_many_arguments)]
+fn given_after_earlier(text: &str, node: Node, body: Option<Node>, name: &str, value: String, values: &[(String, String, usize)], run: &CommandLine, decided: Decided) -> String {
+    let earlier = values.iter().rev().find(|(n, _, _)| n == name).filter(|(_, before, _)| before != UNKNOWN);
+    let Some((_, before, given_at)) = earlier else { return value };
+    let enclosing: Vec<Node> = enclosing_in(node, body).into_iter().filter(|n| !n.byte_range().contains(given_at)).collect();
+    if in_loop(&enclosing) {
+        return value;
+    }
+    if decided == Decided::ByValues && branch_not_taken(text, &enclosing, values) {
+        return before.clone();
+    }
+    given_under_condition(text, &enclosing, name, before, value, values, run).unwrap_or_else(|| UNKNOWN.to_string())
+}
+
 /// Whether one of the `enclosing` nodes is a loop.
 fn in_loop(enclosing: &[Node]) -> bool {
     enclosing.iter().any(|n| LOOP_KINDS.contains(&n.kind()))
@@ -3548,27 +3556,38 @@ fn ceil_divisions(text: &str) -> String {
 /// Each call `function(inner)` in `text` (not the tail of a longer name) replaced by what
 /// `replace` makes of `inner`; calls it gives `None` for stay.
 pub(super) fn replace_calls(text: &str, function: &str, replace: impl Fn(&str) -> Option<String>) -> String {
-    let opening = format!("{function}(");
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(&opening) {
-        let is_call = !rest[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
-        let open = at + function.len();
-        let replaced = matching_paren(&rest[open..]).map(|e| open + e).filter(|_| is_call).and_then(|close| Some((close, replace(&rest[open + 1..close])?)));
-        match replaced {
-            Some((close, replacement)) => {
-                out.push_str(&rest[..at]);
-                out.push_str(&replacement);
-                rest = &rest[close + 1..];
-            }
-            None => {
-                out.push_str(&rest[..open + 1]);
-                rest = &rest[open + 1..];
-            }
+    let mut copied = 0;
+    for (call, inner) in calls_named(text, function) {
+        // Inside a call already replaced.
+        if call.start < copied {
+            continue;
+        }
+        if let Some(replacement) = replace(&text[inner]) {
+            out.push_str(&text[copied..call.start]);
+            out.push_str(&replacement);
+            copied = call.end;
         }
     }
-    out.push_str(rest);
+    out.push_str(&text[copied..]);
     out
+}
+
+/// The calls `function(inner)` in `text` (not the tail of a longer name), nested ones too, in
+/// order: the byte range of each call and that of its `inner`.
+fn calls_named(text: &str, function: &str) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+    let opening = format!("{function}(");
+    let mut calls = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text[from..].find(&opening).map(|at| from + at) {
+        let open = at + function.len();
+        let is_call = !text[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+        if let Some(close) = matching_paren(&text[open..]).map(|e| open + e).filter(|_| is_call) {
+            calls.push((at..close + 1, open + 1..close));
+        }
+        from = open + 1;
+    }
+    calls
 }
 
 /// `text` with its continued lines (a `\` at a line's end, outside a macro too) joined, also
