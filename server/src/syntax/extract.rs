@@ -1100,7 +1100,7 @@ pub fn function_definitions_in(text: &str) -> impl Iterator<Item = &str> {
 /// The identifier that ends just before `at`, spaces between allowed.
 fn identifier_ending_at(text: &str, at: usize) -> Option<&str> {
     let before = text[..at].trim_end();
-    let start = before.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+    let start = before.char_indices().rev().find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_')).map_or(0, |(i, c)| i + c.len_utf8());
     let word = &before[start..];
     word.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_').then_some(word)
 }

@@ -127,7 +127,7 @@ fn a_header_the_workspace_ships_is_found_by_its_path_from_the_folder_a_build_wou
 #[test]
 fn the_index_knows_which_files_may_define_a_function() {
     let scratch = Scratch::new("defines");
-    let sizes = scratch.write("sizes.cpp", "#include <cstdio>\nint frame_size(int *w,\n               int *h)\n{\n    return sscanf(\"640\", \"%d\", w);\n}\nstruct Frame { int area() const { return 0; } };\n");
+    let sizes = scratch.write("sizes.cpp", "#include <cstdio>\n// 帧的大小 (the frame's size)\nint frame_size(int *w,\n               int *h)\n{\n    return sscanf(\"640\", \"%d\", w);\n}\nstruct Frame { int area() const { return 0; } };\n");
     let main = scratch.write("main.cu", "int main() {\n    int w = 0, h = 0;\n    if (frame_size(&w, &h)) { }\n    for (int i = 0; i < w; ++i) { }\n}\n");
     let workspace = Workspace::build(&scratch.0, Limits::default());
     let entry = |path: &Path| workspace.files().find(|(p, _)| *p == path).map(|(_, e)| e.clone()).unwrap();
