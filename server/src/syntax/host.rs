@@ -237,18 +237,19 @@ pub fn driver_launches(doc: &Document, kernel: &str) -> Vec<LaunchSite> {
         descendants(root).filter(move |n| n.kind() == "call_expression" && n.child_by_field_name("function").is_some_and(|f| names.contains(&&text[f.byte_range()])))
     };
     let quoted = format!("\"{kernel}\"");
-    let handles: BTreeSet<String> = calls_of(&["cuModuleGetFunction"])
+    let found: BTreeSet<Handle> = calls_of(&["cuModuleGetFunction"])
         .filter_map(|call| {
             let args = call_args(text, call.child_by_field_name("arguments")?);
-            (args.get(2).map(|a| a.trim()) == Some(quoted.as_str())).then(|| args[0].trim().trim_start_matches('&').trim().to_string())
+            (args.get(2).map(|a| a.trim()) == Some(quoted.as_str())).then(|| Handle::of(text, call, args[0].trim().trim_start_matches('&').trim()))
         })
         .collect();
+    let handles = with_handles_handed_out(text, root, found);
     let mut out = Vec::new();
     for call in calls_of(&["cuLaunchKernel", "cuLaunchCooperativeKernel"]) {
         let Some(list) = call.child_by_field_name("arguments") else { continue };
         let mut cursor = list.walk();
         let nodes: Vec<Node> = list.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect();
-        if nodes.len() < 10 || !handles.contains(text[nodes[0].byte_range()].trim()) {
+        if nodes.len() < 10 || !handles.contains(&Handle::of(text, call, text[nodes[0].byte_range()].trim())) {
             continue;
         }
         let function = std::iter::successors(call.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition");
@@ -267,6 +268,88 @@ pub fn driver_launches(doc: &Document, kernel: &str) -> Vec<LaunchSite> {
     }
     out.extend(runtime_launches(text, root, kernel));
     out
+}
+
+/// A variable that holds a kernel's handle: its name, and the function that declares it (its
+/// start byte), none for one at file scope.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Handle {
+    function: Option<usize>,
+    name: String,
+}
+
+impl Handle {
+    /// `name` as the code at `node` sees it: the local of the function around, else the file's.
+    fn of(text: &str, node: Node, name: &str) -> Handle {
+        let function = std::iter::successors(node.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition");
+        let declares = |f: &Node| {
+            let local = f.child_by_field_name("body").is_some_and(|body| local_types(text, body).iter().any(|(n, _)| n == name));
+            local || parameter_names(text, *f).iter().any(|p| p == name)
+        };
+        Handle { function: function.filter(declares).map(|f| f.start_byte()), name: name.to_string() }
+    }
+}
+
+/// `handles`, the variables holding a kernel's handle, with those the functions that find it
+/// hand to their callers: `CUfunction k = load(module);` where `load` ends `return found;`,
+/// and `init(argc, argv, &k)` where `init` sets `*out = found;` through its parameter `out`.
+fn with_handles_handed_out(text: &str, root: Node, mut handles: BTreeSet<Handle>) -> BTreeSet<Handle> {
+    const MAX_ROUNDS: usize = 3;
+    let functions = functions(text, root);
+    let mut calls = HashMap::new();
+    calls_by_callee(text, root, &mut calls);
+    for _ in 0..MAX_ROUNDS {
+        let mut more = BTreeSet::new();
+        for (name, function) in &functions {
+            let Some(body) = function.child_by_field_name("body") else { continue };
+            let params = parameter_names(text, *function);
+            let (returned, set_params) = handles_handed_out(text, body, &handles);
+            for call in calls.get(name).into_iter().flatten() {
+                if returned {
+                    more.extend(variable_given_call(text, call.node).map(|v| Handle::of(text, call.node, &v)));
+                }
+                for (param, arg) in params.iter().zip(call.args()) {
+                    if let Some(variable) = arg.trim().strip_prefix('&').map(str::trim).filter(|v| set_params.contains(param) && crate::syntax::is_identifier(v)) {
+                        more.insert(Handle::of(text, call.node, variable));
+                    }
+                }
+            }
+        }
+        if more.is_subset(&handles) {
+            break;
+        }
+        handles.extend(more);
+    }
+    handles
+}
+
+/// Whether `body` returns one of `handles`, and the names it stores one through (`*out = h;`).
+fn handles_handed_out(text: &str, body: Node, handles: &BTreeSet<Handle>) -> (bool, BTreeSet<String>) {
+    let is_handle = |node: Option<Node>| node.is_some_and(|n| handles.contains(&Handle::of(text, n, text[n.byte_range()].trim())));
+    let mut returned = false;
+    let mut set = BTreeSet::new();
+    for node in descendants(body) {
+        match node.kind() {
+            "return_statement" => returned |= is_handle(node.named_child(0)),
+            "assignment_expression" if is_handle(node.child_by_field_name("right")) => {
+                let target = node.child_by_field_name("left").filter(|l| l.kind() == "pointer_expression").and_then(|l| l.child_by_field_name("argument"));
+                set.extend(target.filter(|t| t.kind() == "identifier").map(|t| text[t.byte_range()].to_string()));
+            }
+            _ => {}
+        }
+    }
+    (returned, set)
+}
+
+/// The variable a call's value is given to: `k` of `CUfunction k = load(m);` or `k = load(m);`.
+fn variable_given_call(text: &str, call: Node) -> Option<String> {
+    let parent = call.parent()?;
+    let target = match parent.kind() {
+        "init_declarator" => parent.child_by_field_name("declarator").and_then(declared_name),
+        "assignment_expression" => parent.child_by_field_name("left").filter(|l| l.kind() == "identifier"),
+        _ => None,
+    }?;
+    Some(text[target.byte_range()].to_string())
 }
 
 /// `cudaLaunchKernel((void *)kernel, grid, block, args, shared, stream)` and

@@ -502,7 +502,8 @@ fn host_files<'a>(kernel_doc: &'a Document, kernel_file: Option<&'a Path>, hosts
 fn find_launch<'a>(templated: &'a Document, kernel_file: Option<&'a Path>, hosts: &'a [HostDocument], kernel: &'a str) -> Option<(&'a Document, Cow<'a, LaunchSite>, Option<HostContext<'a>>)> {
     // The hosts come nearest first, so the launch of the kernel's own program wins over a
     // namesake's elsewhere in the workspace, whatever its syntax.
-    let doc = std::iter::once(templated).chain(hosts.iter().map(|h| &h.document)).find(|doc| launches_in(doc, kernel).next().is_some())?;
+    let others = hosts.iter().filter(|host| may_launch_ours(host, kernel_file, kernel)).map(|h| &h.document);
+    let doc = std::iter::once(templated).chain(others).find(|doc| launches_in(doc, kernel).next().is_some())?;
     let files = host_files(templated, kernel_file, hosts);
     let mut launches = launches_in(doc, kernel).map(|l| {
         let host = HostContext::new(&files, doc, &l);
@@ -557,8 +558,7 @@ pub fn unreached_launches(own: &Document, own_path: Option<&Path>, kernel: &str,
     let edited: Vec<Span> = own.model().launches_of(kernel).map(|l| l.span).collect();
     let own_indirect = launches_in(own, kernel).filter(|l| !edited.contains(&l.span)).map(|l| format!("line {}", line(own, &l)));
     let is_own = |host: &HostDocument| own_path.is_some_and(|p| same_file(p, &host.path));
-    let defines_its_own = |doc: &Document| doc.model().kernels.iter().any(|k| k.name == kernel && k.is_definition);
-    let elsewhere = hosts.iter().filter(|host| is_own(host) || !defines_its_own(&host.document)).flat_map(|host| {
+    let elsewhere = hosts.iter().filter(|host| may_launch_ours(host, own_path, kernel)).flat_map(|host| {
         let file = if is_own(host) { None } else { Some(file_name(&host.path)) };
         launches_in(&host.document, kernel).map(move |l| match &file {
             Some(file) => format!("{file}:{}", line(&host.document, &l)),
@@ -566,6 +566,14 @@ pub fn unreached_launches(own: &Document, own_path: Option<&Path>, kernel: &str,
         })
     });
     own_indirect.chain(elsewhere).collect()
+}
+
+/// Whether a launch of `kernel` in `host` may be one of the kernel of the file at `own_path`:
+/// the file itself, or one that does not define a kernel of that name (another program's
+/// `transformKernel`, launched beside its own definition, is that one).
+fn may_launch_ours(host: &HostDocument, own_path: Option<&Path>, kernel: &str) -> bool {
+    let is_own = own_path.is_some_and(|p| same_file(p, &host.path));
+    is_own || !host.document.model().kernels.iter().any(|k| k.name == kernel && k.is_definition)
 }
 
 /// Whether two paths name one file (one may be relative, the other canonical).
