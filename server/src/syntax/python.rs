@@ -434,7 +434,9 @@ impl<'a> Writer<'a> {
         }
         match method {
             // Methods that keep the shape: the tensor they are called on.
-            "cuda" | "to" | "half" | "float" | "bfloat16" | "double" | "contiguous" | "clone" | "detach" | "requires_grad_" | "cpu" => self.expression(object),
+            "cuda" | "to" | "half" | "float" | "bfloat16" | "double" | "int" | "long" | "short" | "bool" | "byte" | "char" | "type" | "contiguous" | "clone" | "detach" | "requires_grad_" | "cpu" | "pin_memory" | "zero_" | "fill_" | "uniform_" | "normal_" => {
+                self.expression(object)
+            }
             "view" | "reshape" => Some(format!("torch::empty({{{}}})", self.dims(arguments)?)),
             "size" => {
                 let args = self.arguments(arguments);
@@ -735,6 +737,7 @@ for S, K in SKs:
 
 for n in Ks:
     lib.sigmoid_f32(torch.randn(n), torch.randn(n))
+    ids = torch.randint(0, n, size=(n,)).cuda().int().contiguous()
 
 for (rows, cols), scale in [((64, 32), 2)]:
     lib.sigmoid_f32(torch.randn(rows, cols * scale), torch.randn(rows, cols * scale))
@@ -744,7 +747,8 @@ for (rows, cols), scale in [((64, 32), 2)]:
         assert_eq!(lines[4], "void bench_py_line_5() { { auto S = 1024; auto K = 4096;", "{code}");
         assert_eq!(lines[5], "auto x = torch::randn({S, K});", "{code}");
         assert_eq!(lines[8], "void bench_py_line_9() { { auto n = 4096;", "{code}");
-        assert_eq!(lines[11], "void bench_py_line_12() { { auto rows = 64; auto cols = 32; auto scale = 2;", "{code}");
+        assert_eq!(lines[10], "auto ids = torch::empty({n}); } }", "{code}");
+        assert_eq!(lines[12], "void bench_py_line_13() { { auto rows = 64; auto cols = 32; auto scale = 2;", "{code}");
     }
 
     #[test]
