@@ -254,6 +254,8 @@ struct Scope<'d> {
     values: Vec<(String, String, usize)>,
     /// The byte offset the values are read at.
     point: usize,
+    /// The byte ranges of the loops around the point.
+    loops_around_point: Vec<std::ops::Range<usize>>,
     /// The variables a call sets through reference parameters, with the callee's name:
     /// `numThreads` → `getNumBlocksAndThreads`.
     set_by: HashMap<String, String>,
@@ -407,7 +409,8 @@ impl<'d> Scope<'d> {
             };
             values.push((name, value, node.start_byte()));
         }
-        Scope { body, values, point, set_by, images, command_line_reads, reads_run }
+        let loops_around_point = body.into_iter().flat_map(descendants).filter(|n| LOOP_KINDS.contains(&n.kind()) && n.byte_range().contains(&point)).map(|n| n.byte_range()).collect();
+        Scope { body, values, point, loops_around_point, set_by, images, command_line_reads, reads_run }
     }
 
     /// Gives the loop variable `name` the start `value` in the loop whose initializer is `initializer`.
@@ -454,10 +457,13 @@ impl<'d> Scope<'d> {
         self.given_at_point(name).filter(|(v, _)| *v != UNKNOWN)
     }
 
-    /// The last value given `name` before the point, else the first one given, `?` included.
+    /// The last value given `name` before the point, else the first one given, `?` included;
+    /// but none where that one is given later in a loop around the point: the first pass
+    /// reads the value the loop was entered with (a parameter's, `size = n_blocks;` after the
+    /// launch in `while (size > 1)`).
     fn given_at_point(&self, name: &str) -> Option<(&str, usize)> {
         let mut given = self.values.iter().filter(|(n, _, _)| n == name);
-        let first = given.clone().next();
+        let first = given.clone().next().filter(|(_, _, at)| !self.loops_around_point.iter().any(|l| l.contains(at)));
         given.rfind(|(_, _, at)| *at < self.point).or(first).map(|(_, v, at)| (v.as_str(), *at))
     }
 
