@@ -42,6 +42,9 @@
 #   launcher passed down as a function pointer; object_arrays: `add_halves`, a method called on
 #   an element of an array of workers; pointer_outputs: `darken`, its sizes set through pointers
 #   by another file's function (session 33).
+# - tests/fixtures/workspace/multi_pass: `sum_pass`, a reduction in passes (`while (count > 1)`)
+#   tuned at its first pass; namesake_defines: `transform`, launched through the driver API by
+#   a handle another function returns (session 34).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -75,7 +78,9 @@ workspace/random_states|generators.cu|seed_mrg|10
 workspace/word_operators|tiles.cuh|fill_tiles|16
 workspace/benchmark_harness|block_sums.cu|block_sums|10
 workspace/object_arrays|workers.cu|add_halves|10
-workspace/pointer_outputs|frames.cu|darken|10"
+workspace/pointer_outputs|frames.cu|darken|10
+workspace/multi_pass|sum_passes.cu|sum_pass|10
+workspace/namesake_defines|rotate/rotate_kernel.cu|transform|10"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"

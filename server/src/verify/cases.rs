@@ -132,7 +132,17 @@ impl<'k> Planner<'k> {
         let spec_shapes = || self.kernel.shapes.iter().cloned();
         match stage {
             Stage::Smoke => vec![(self.smallest.clone(), None, DETERMINISM_RUNS)],
-            Stage::Shapes => spec_shapes().chain(SWEEP_LENGTHS.iter().filter_map(|&n| self.with_contiguous(n))).map(|s| (s, None, 1)).collect(),
+            Stage::Shapes => {
+                let sweep: Vec<Shape> = SWEEP_LENGTHS.iter().filter_map(|&n| self.with_contiguous(n)).collect();
+                // A kernel that takes only whole tiles (`N % BN == 0`) allows none of the odd
+                // lengths: the spec shape scaled to 3/4 and 1/2, each size kept a multiple of the
+                // tiles it held, still varies every size.
+                let scaled = match sweep.iter().any(|s| self.allowed(s).is_ok()) {
+                    true => Vec::new(),
+                    false => SCALES.iter().map(|&(times, over)| scaled(&self.smallest, times, over)).collect(),
+                };
+                spec_shapes().chain(sweep).chain(scaled).map(|s| (s, None, 1)).collect()
+            }
             Stage::Numerics => Inputs::ALL.into_iter().map(|inputs| (self.numerics.clone(), Some(inputs), 1)).collect(),
             Stage::Determinism => spec_shapes().map(|s| (s, None, DETERMINISM_RUNS)).collect(),
             Stage::Edges => {
@@ -209,6 +219,24 @@ impl<'k> Planner<'k> {
         }
         Ok(Case { stage, label: label.to_string(), shape: shape.clone(), problem, runs })
     }
+}
+
+/// The factors the shapes stage scales the spec shape by where the kernel allows none of the
+/// swept lengths: 3/4 (4096 → 3072, not a power of two) and 1/2.
+const SCALES: [(i64, i64); 2] = [(3, 4), (1, 2)];
+
+/// The largest power of two a scaled size stays a multiple of: the tiles a whole-tile kernel
+/// takes are no larger.
+const LARGEST_TILE: i64 = 1024;
+
+/// `shape` with each size times `times / over`, rounded down to a multiple of the power of two
+/// (up to [`LARGEST_TILE`]) it was a multiple of, so that whole tiles stay whole.
+fn scaled(shape: &Shape, times: i64, over: i64) -> Shape {
+    let scale = |size: i64| {
+        let grain = (1_i64 << size.trailing_zeros().min(62)).min(LARGEST_TILE);
+        (size * times / over / grain * grain).max(grain.min(size))
+    };
+    shape.iter().map(|(name, &size)| (name.clone(), if size < 4 { size } else { scale(size) })).collect()
 }
 
 /// The size variable along the contiguous dimension: `verify.contiguous`, else the last size
@@ -462,11 +490,18 @@ mod tests {
     #[test]
     fn shapes_the_restrictions_refuse_are_skipped_with_the_restriction() {
         let mut kernel = example("rmsnorm");
-        kernel.restrictions.push("hidden % 8 == 0".into());
+        kernel.restrictions.push("hidden % 1024 == 0".into());
         let plan = plan(&kernel, &Configuration::default_of(&kernel), &[Stage::Shapes]).unwrap();
-        assert_eq!(labels(&plan, Stage::Shapes), ["hidden=4096 rows=4095"]);
-        assert_eq!(plan.skipped.len(), 3);
-        assert_eq!(plan.skipped[0].why, "not a shape the original allows: restriction `hidden % 8 == 0` is false");
+        let swept: Vec<(&str, &str)> = plan.skipped.iter().map(|s| (s.label.as_str(), s.why.as_str())).collect();
+        let why = "not a shape the original allows: restriction `hidden % 1024 == 0` is false";
+        assert_eq!(swept, [("hidden=1023 rows=4095", why), ("hidden=4097 rows=2048", why), ("hidden=50257 rows=256", why)]);
+        // SGEMM_CUDA's tiled kernels compare no size with anything: where every swept length is
+        // refused, the sizes shrink together, each kept a multiple of the tiles it held.
+        assert_eq!(labels(&plan, Stage::Shapes), ["hidden=4096 rows=4095", "hidden=3072 rows=3071", "hidden=2048 rows=2047"]);
+        // Where a swept length is allowed, the sweep is enough.
+        let plain = example("rmsnorm");
+        let swept_alone = super::plan(&plain, &Configuration::default_of(&plain), &[Stage::Shapes]).unwrap();
+        assert!(labels(&swept_alone, Stage::Shapes).iter().all(|l| !l.contains("3072")));
     }
 
     #[test]
