@@ -90,13 +90,22 @@ impl Reader<'_> {
                     let name = declarator.child_by_field_name("declarator").filter(|_| declarator.kind() == "init_declarator").unwrap_or(declarator);
                     let name = self.text[name.byte_range()].trim().to_string();
                     let slot = match declarator.child_by_field_name("value") {
-                        Some(value) => self.value_of(&self.text[value.byte_range()], &name, state),
+                        Some(value) => {
+                            self.calls_in(value, state);
+                            self.value_of(&self.text[value.byte_range()], &name, state)
+                        }
                         None => Slot::default(),
                     };
                     state.values.insert(name, slot);
                 }
             }
-            "if_statement" => self.branch(node, state),
+            "if_statement" => {
+                // `if (fscanf(file, "%d", &rows) != 1)`: the condition's calls run first.
+                if let Some(condition) = node.child_by_field_name("condition") {
+                    self.calls_in(condition, state);
+                }
+                self.branch(node, state)
+            }
             "return_statement" => state.returned = true,
             // Loops, `switch` and the rest: what they set is not known.
             _ => {
@@ -117,6 +126,7 @@ impl Reader<'_> {
             }
             "assignment_expression" => {
                 let (Some(left), Some(right), Some(operator)) = (node.child_by_field_name("left"), node.child_by_field_name("right"), node.child_by_field_name("operator")) else { return };
+                self.calls_in(right, state);
                 let name = self.assigned_name(left);
                 let right = &self.text[right.byte_range()];
                 let slot = match &self.text[operator.byte_range()] {
@@ -132,23 +142,27 @@ impl Reader<'_> {
                 let slot = self.value_of(&format!("{name} {step} 1"), &name, state);
                 self.set(&name, slot, state);
             }
-            // A call given an out's address (`fscanf(f, "%d", &rows)`), or an out pointer
-            // (`fscanf(f, "%d", height)`), may set it to anything.
-            "call_expression" => {
-                let Some(arguments) = node.child_by_field_name("arguments") else { return };
-                let mut cursor = arguments.walk();
-                for argument in arguments.named_children(&mut cursor) {
-                    let text = self.text[argument.byte_range()].trim();
-                    let set = match text.strip_prefix('&') {
-                        Some(variable) => Some(variable.trim()),
-                        None => self.pointers.iter().any(|p| p == text).then_some(text),
-                    };
-                    if let Some(variable) = set {
-                        self.set(variable, Slot::default(), state);
-                    }
+            _ => self.calls_in(node, state),
+        }
+    }
+
+    /// Reads the calls in `node` (itself included): a call given an out's address
+    /// (`fscanf(f, "%d", &rows)`), or an out pointer (`fscanf(f, "%d", height)`), may set it to
+    /// anything.
+    fn calls_in(&self, node: Node, state: &mut State) {
+        for call in descendants(node).filter(|n| n.kind() == "call_expression") {
+            let Some(arguments) = call.child_by_field_name("arguments") else { continue };
+            let mut cursor = arguments.walk();
+            for argument in arguments.named_children(&mut cursor) {
+                let text = self.text[argument.byte_range()].trim();
+                let set = match text.strip_prefix('&') {
+                    Some(variable) => Some(variable.trim()),
+                    None => self.pointers.iter().any(|p| p == text).then_some(text),
+                };
+                if let Some(variable) = set {
+                    self.set(variable, Slot::default(), state);
                 }
             }
-            _ => {}
         }
     }
 
@@ -535,6 +549,10 @@ mod tests {
         let scanned = values_of("void f(int &blocks, int &threads) { threads = 64; std::scanf(\"%d\", &threads); blocks = 2; }", &|_| None);
         assert_eq!(scanned["threads"], None);
         assert_eq!(scanned["blocks"].as_deref(), Some("2"));
+        // Calls in a condition, a declaration's value or an assignment's right side count too.
+        let checked = "void f(FILE *file, int *blocks, int *threads) { int b = 0, t = 0; if (fscanf(file, \"%d\", &b) != 1) exit(1); int got = fscanf(file, \"%d\", &t); *blocks = b; *threads = t; }";
+        let checked = values_of(checked, &|_| None);
+        assert_eq!((checked["blocks"].as_deref(), checked["threads"].as_deref()), (None, None));
     }
 
     #[test]

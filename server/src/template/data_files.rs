@@ -26,17 +26,36 @@ pub(super) struct ImageLoad {
     pub file: PathBuf,
 }
 
-/// The image `call` loads into its last two address-taken arguments, when one of its other
-/// arguments names an image file that is found from `folder` and whose header reads.
-/// `value_of` gives a variable's value text as the program sets it before the call.
-pub(super) fn image_loaded_by(text: &str, call: Node, folder: Option<&Path>, value_of: &dyn Fn(&str) -> Option<String>) -> Option<ImageLoad> {
+/// The image `call` loads into its last two address-taken arguments (width, then height, unless
+/// the names say height first), when one of its other arguments names an image file that is
+/// found from `folder` and whose header reads. `value_of` gives a variable's value text as the
+/// program sets it before the call; `loader_params` are the names of the called function's
+/// parameters where the workspace defines it (`get_image_size(char *name, int *irows, int *icols)`).
+pub(super) fn image_loaded_by(text: &str, call: Node, folder: Option<&Path>, value_of: &dyn Fn(&str) -> Option<String>, loader_params: &[String]) -> Option<ImageLoad> {
     let args = call_args(text, call.child_by_field_name("arguments")?);
-    let addressed: Vec<&str> = args.iter().filter_map(|a| address_of(a)).collect();
-    let [.., width, height] = addressed.as_slice() else { return None };
+    let addressed: Vec<(usize, &str)> = args.iter().enumerate().filter_map(|(i, a)| Some((i, address_of(a)?))).collect();
+    let [.., first, second] = addressed.as_slice() else { return None };
+    let name_of = |&(at, variable): &(usize, &str)| loader_params.get(at).filter(|p| !p.is_empty()).map_or(variable.to_string(), String::clone);
+    let ((_, width), (_, height)) = match names_height(&name_of(first)) && names_width(&name_of(second)) {
+        true => (second, first),
+        false => (first, second),
+    };
     let name = args.iter().filter(|a| address_of(a).is_none()).find_map(|a| image_name(a, value_of, 0))?;
     let file = find_data_file(folder?, &name)?;
     let size = image_size(&read_header(&file)?)?;
     Some(ImageLoad { width: width.to_string(), height: height.to_string(), size, file })
+}
+
+/// Whether a variable's name says it holds an image's height (`height`, `irows`, `h`).
+fn names_height(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name.contains("height") || name.contains("rows") || name == "h"
+}
+
+/// Whether a variable's name says it holds an image's width (`width`, `icols`, `w`).
+fn names_width(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name.contains("width") || name.contains("cols") || name == "w"
 }
 
 /// `name` of `&name` (through casts: `(unsigned char **)&h_img`).
@@ -51,6 +70,10 @@ fn image_name(arg: &str, value_of: &dyn Fn(&str) -> Option<String>, depth: usize
     let arg = arg.trim();
     if depth > 4 {
         return None;
+    }
+    // `char name[64] = {"frame.pgm"};`
+    if let Some(braced) = arg.strip_prefix('{').and_then(|a| a.strip_suffix('}')) {
+        return image_name(braced, value_of, depth + 1);
     }
     if let Some(literal) = arg.strip_prefix('"').and_then(|a| a.strip_suffix('"')) {
         let extension = Path::new(literal).extension()?.to_str()?.to_ascii_lowercase();
@@ -134,6 +157,7 @@ mod tests {
         assert_eq!(image_name("imagePath", &values, 0).as_deref(), Some("teapot512.pgm"));
         assert_eq!(image_name("\"data/lena.PPM\"", &values, 0).as_deref(), Some("data/lena.PPM"));
         assert_eq!(image_name("\"weights.bin\"", &values, 0), None, "not an image");
+        assert_eq!(image_name("{\"photo.pgm\"}", &values, 0).as_deref(), Some("photo.pgm"), "a char array's initializer");
         assert_eq!(image_name("loop", &values, 0), None, "a cycle ends");
         assert_eq!(address_of("(unsigned char **)&h_img"), Some("h_img"));
         assert_eq!(address_of("&width"), Some("width"));

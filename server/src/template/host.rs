@@ -289,7 +289,9 @@ impl<'d> Scope<'d> {
                         values.push((pitch, bytes, node.start_byte()));
                         continue;
                     }
-                    if let Some(load) = image_loaded_by(text, node, folder, &value_of) {
+                    let callee = node.child_by_field_name("function").map_or("", |f| &text[f.byte_range()]);
+                    let loader_params = graph.definitions.get(bare_name(callee)).map(|&(t, definition)| crate::syntax::host::parameter_names(t, definition)).unwrap_or_default();
+                    if let Some(load) = image_loaded_by(text, node, folder, &value_of, &loader_params) {
                         let (width, height) = load.size;
                         values.push((load.width.clone(), width.to_string(), node.start_byte()));
                         values.push((load.height.clone(), height.to_string(), node.start_byte()));
@@ -300,7 +302,6 @@ impl<'d> Scope<'d> {
                     // depends on the compiled kernel and the device: no value the source gives
                     // (not the `0` it was declared with).
                     // `sscanf(argv[2], "%d", &n)`: the documented run's argument.
-                    let callee = node.child_by_field_name("function").map_or("", |f| &text[f.byte_range()]);
                     let args = node.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
                     if let Some((name, value)) = run.scanned(callee, &args) {
                         match value {
