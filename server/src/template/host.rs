@@ -1760,7 +1760,8 @@ impl<'d> HostContext<'d> {
             let dotted = name.replace("->", ".");
             let member = dotted.split_once('.').filter(|(object, member)| is_identifier(object) && is_identifier(member));
             let allocated = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name).or_else(|| element_bytes(frame.text, b, &name)));
-            if let Some(bytes) = allocated.or_else(|| member.and_then(|(object, member)| self.allocated_by_callee(frame, object, member))) {
+            let allocated_for_member = |(object, member): (&str, &str)| self.allocated_by_callee(frame, object, member).or_else(|| self.allocated_by_method(frame, object, member));
+            if let Some(bytes) = allocated.or_else(|| member.and_then(allocated_for_member)) {
                 let length = self.elements_in(&bytes, element, &frame.scope, &|ty| self.type_at(path, at, ty))?;
                 let mut length = self.to_launcher_names(path, at, &length);
                 let is_zero = |offset: &str| split_top_level(offset, '*').iter().any(|f| eval_constant(f, &|_| None) == Some(0));
@@ -1815,6 +1816,42 @@ impl<'d> HostContext<'d> {
             let passed = |word: &str| params.iter().position(|p| p.name == word).and_then(|j| args.get(j)).map(|a| format!("({})", a.trim()));
             Some(rename_identifiers_in(&bytes, passed))
         })
+    }
+
+    /// The bytes that a method called on `object` before the frame's point allocates for its
+    /// `member`, in the frame's names: a buffer class (`X.init(size); X.cuda();` with
+    /// `cudaMalloc(&d_ptr_, size_ * sizeof(T))`). The members the count reads are what the
+    /// constructor and the methods called before set them to from their arguments
+    /// (`size_ = size;`), the class's type parameters what the object's type gives
+    /// (`CBuffer<half>`).
+    fn allocated_by_method(&self, frame: &Frame, object: &str, member: &str) -> Option<String> {
+        let body = frame.scope.body?;
+        let (_, ty) = local_types(frame.text, body).into_iter().find(|(name, _)| name == object)?;
+        let class = class_of(&ty);
+        let method_of_class = |name: &str| self.graph.definitions.get(name).copied().filter(|&(text, definition)| objects::class_of_definition(text, definition) == Some(class));
+        let calls_on_object = descendants(body).filter(|n| n.kind() == "call_expression" && n.start_byte() < frame.scope.point).filter_map(|call| {
+            let function = call.child_by_field_name("function").filter(|f| f.kind() == "field_expression")?;
+            (frame.text[function.child_by_field_name("argument")?.byte_range()].trim() == object).then_some(())?;
+            let (text, definition) = method_of_class(&frame.text[function.child_by_field_name("field")?.byte_range()])?;
+            Some((call_args(frame.text, call.child_by_field_name("arguments")?), text, definition))
+        });
+        let constructed = objects::construction_args(frame.text, body, object).and_then(|args| Some((args, method_of_class(class)?)));
+        let methods: Vec<(Vec<String>, &str, Node)> = constructed.map(|(args, (text, definition))| (args, text, definition)).into_iter().chain(calls_on_object).collect();
+        let (bytes, type_params) = methods.iter().find_map(|&(_, text, definition)| {
+            let allocation = allocations(text, definition).find(|a| a.pointer.trim_start_matches("this->") == member)?;
+            Some((allocation.bytes, template_parameter_names(text, definition)))
+        })?;
+        // The last value each member is given before the point, from the argument it takes.
+        let mut members: HashMap<String, String> = HashMap::new();
+        for (args, text, definition) in &methods {
+            for (set, index) in objects::members_set(text, *definition) {
+                if let Some(arg) = args.get(index) {
+                    members.insert(set, format!("({})", arg.trim()));
+                }
+            }
+        }
+        let type_args = objects::type_template_args(&ty);
+        Some(rename_identifiers_in(&bytes, |word| members.get(word).cloned().or_else(|| type_params.iter().position(|p| p == word).and_then(|i| type_args.get(i).cloned()))))
     }
 
     /// The length of a local pointer of frame `at` that takes another buffer (`okey = d_BufKey`)
