@@ -253,7 +253,14 @@ pub fn driver_launches(doc: &Document, kernel: &str) -> Vec<LaunchSite> {
             continue;
         }
         let function = std::iter::successors(call.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition");
-        let Some(args) = function.and_then(|f| f.child_by_field_name("body")).and_then(|body| kernel_params_array(text, body, &text[nodes[9].byte_range()])) else { continue };
+        // A kernel of no parameters is given none (`NULL`, and no `extra` buffer either).
+        let is_null = |node: Option<&Node>| node.is_some_and(|n| matches!(text[n.byte_range()].trim(), "NULL" | "nullptr" | "0"));
+        let passes_none = is_null(nodes.get(9)) && is_null(nodes.get(10));
+        let args = match passes_none {
+            true => Some(Vec::new()),
+            false => function.and_then(|f| f.child_by_field_name("body")).and_then(|body| kernel_params_array(text, body, &text[nodes[9].byte_range()])),
+        };
+        let Some(args) = args else { continue };
         let dim = |first: usize| {
             let parts: Vec<&str> = nodes[first..first + 3].iter().map(|n| text[n.byte_range()].trim()).collect();
             let values: Option<Vec<u64>> = parts.iter().map(|p| eval_constant(p, &|_| None).and_then(|v| u64::try_from(v).ok())).collect();
