@@ -246,6 +246,11 @@ impl Parser<'_> {
                 self.pos += 1;
                 self.size_of()
             }
+            // `int(x)`, a truncation the host code spells `(int)(x)`: of an integer, the integer.
+            Token::Ident(name) if name == "int" && matches!(self.tokens.get(self.pos + 1), Some(Token::Op("("))) => {
+                self.pos += 1;
+                self.unary()
+            }
             Token::Ident(name) => {
                 self.pos += 1;
                 (self.resolve)(&name)

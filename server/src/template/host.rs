@@ -971,7 +971,7 @@ impl<'d> HostContext<'d> {
         let expanded = rename_identifiers_in(&expanded, |word| self.file_constants.get(word).cloned());
         let expanded = self.sizes_of_types(&self.device_sizes_named(&expanded));
         let expanded = tensors::replace_size_reads(&expanded, |tensor, read| Some(self.size_read_in_spec(tensor, read)));
-        strip_outer_parens(&expanded).to_string()
+        strip_outer_parens(&without_exact_int_calls(&expanded)).to_string()
     }
 
     /// The spec's expression for a size read from the launcher's tensor `tensor`: a dimension
@@ -3542,6 +3542,11 @@ fn strip_casts_everywhere(text: &str) -> String {
         let is_integer_cast = !after_name && close.is_some_and(|close| is_integer_type(&rest[open + 1..close]));
         out.push_str(&rest[..open]);
         match close.filter(|_| is_integer_cast) {
+            // `(int)(height * scale)` truncates what may be a fraction: `int(…)` says so.
+            Some(close) if truncates_a_product(&rest[close + 1..]) => {
+                out.push_str("int");
+                rest = &rest[close + 1..];
+            }
             Some(close) => rest = &rest[close + 1..],
             None => {
                 out.push('(');
@@ -3551,6 +3556,26 @@ fn strip_casts_everywhere(text: &str) -> String {
     }
     out.push_str(rest);
     ceil_divisions(out.trim())
+}
+
+/// Whether `operand`, what an integer cast is applied to, starts with a parenthesised product
+/// or quotient (`(height * scale)`), which may be a fraction the cast truncates.
+fn truncates_a_product(operand: &str) -> bool {
+    let operand = operand.trim_start();
+    let Some(inner) = operand.strip_prefix('(').and_then(|rest| matching_paren(operand).map(|close| &rest[..close - 1])) else { return false };
+    inner.contains(['*', '/', '.'])
+}
+
+/// `text` without the `int(…)` calls around integer arithmetic (no floating-point literal
+/// inside): there the C cast truncated nothing, and the spec reads better without it.
+fn without_exact_int_calls(text: &str) -> String {
+    replace_calls(text, "int", |inner| (!has_float_literal(inner)).then(|| format!("({inner})")))
+}
+
+/// Whether `text` holds a floating-point literal (`0.5`, `2.f`, `1e-3`).
+fn has_float_literal(text: &str) -> bool {
+    let words = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'));
+    words.filter(|w| w.starts_with(|c: char| c.is_ascii_digit() || c == '.')).any(|w| w.contains('.') || (!w.starts_with("0x") && w.contains(['e', 'E', 'f', 'F'])))
 }
 
 /// `static_cast<size_t>(a * b)` → `(a * b)`: the C++ spelling of an integer cast.
@@ -3745,6 +3770,13 @@ mod tests {
         assert_eq!(strip_casts_everywhere("n * sizeof(int)"), "n * sizeof(int)");
         assert_eq!(strip_casts_everywhere("(n + 255) / 256"), "(n + 255) / 256");
         assert_eq!(strip_casts_everywhere("ceil(log2(n))"), "ceil(log2(n))");
+        // A product or quotient cast to an integer may have been a fraction: the truncation
+        // stays, and goes where the spec's expression turns out to hold only integers.
+        assert_eq!(strip_casts_everywhere("(int)(height * scaling_ratio)"), "int(height * scaling_ratio)");
+        assert_eq!(strip_casts_everywhere("(int)(width)"), "(width)");
+        assert_eq!(without_exact_int_calls("int(height * 0.5) * int(width * 2)"), "int(height * 0.5) * (width * 2)");
+        assert_eq!(eval_constant("int(6 * 7) + 1", &|_| None), Some(43));
+        assert!(has_float_literal("n * .5") && has_float_literal("2.f * n") && has_float_literal("1e-3") && !has_float_literal("0x1F * n2"));
     }
 
     #[test]
