@@ -332,7 +332,13 @@ fn with_handles_handed_out(text: &str, root: Node, mut handles: BTreeSet<Handle>
 
 /// Whether `body` returns one of `handles`, and the names it stores one through (`*out = h;`).
 fn handles_handed_out(text: &str, body: Node, handles: &BTreeSet<Handle>) -> (bool, BTreeSet<String>) {
-    let is_handle = |node: Option<Node>| node.is_some_and(|n| handles.contains(&Handle::of(text, n, text[n.byte_range()].trim())));
+    // The name first: working out whose local it is walks the function.
+    let is_handle = |node: Option<Node>| {
+        node.is_some_and(|n| {
+            let name = text[n.byte_range()].trim();
+            handles.iter().any(|h| h.name == name) && handles.contains(&Handle::of(text, n, name))
+        })
+    };
     let mut returned = false;
     let mut set = BTreeSet::new();
     for node in descendants(body) {

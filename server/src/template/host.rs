@@ -3575,7 +3575,8 @@ fn without_exact_int_calls(text: &str) -> String {
 /// Whether `text` holds a floating-point literal (`0.5`, `2.f`, `1e-3`).
 fn has_float_literal(text: &str) -> bool {
     let words = text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'));
-    words.filter(|w| w.starts_with(|c: char| c.is_ascii_digit() || c == '.')).any(|w| w.contains('.') || (!w.starts_with("0x") && w.contains(['e', 'E', 'f', 'F'])))
+    let is_hex = |w: &str| w.starts_with("0x") || w.starts_with("0X");
+    words.filter(|w| w.starts_with(|c: char| c.is_ascii_digit() || c == '.')).any(|w| w.contains('.') || (!is_hex(w) && w.contains(['e', 'E', 'f', 'F'])))
 }
 
 /// `static_cast<size_t>(a * b)` → `(a * b)`: the C++ spelling of an integer cast.
@@ -3776,7 +3777,7 @@ mod tests {
         assert_eq!(strip_casts_everywhere("(int)(width)"), "(width)");
         assert_eq!(without_exact_int_calls("int(height * 0.5) * int(width * 2)"), "int(height * 0.5) * (width * 2)");
         assert_eq!(eval_constant("int(6 * 7) + 1", &|_| None), Some(43));
-        assert!(has_float_literal("n * .5") && has_float_literal("2.f * n") && has_float_literal("1e-3") && !has_float_literal("0x1F * n2"));
+        assert!(has_float_literal("n * .5") && has_float_literal("2.f * n") && has_float_literal("1e-3") && !has_float_literal("0x1F * n2") && !has_float_literal("0XFF + 2"));
     }
 
     #[test]
