@@ -2,7 +2,7 @@
 //! between them. Templatize's spec scaffold follows these from a launch up to `main`, and the
 //! workspace index uses them to find which files hold a kernel's host code.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use tree_sitter::Node;
 
@@ -449,10 +449,34 @@ fn kernel_params_array(text: &str, body: Node, passed: &str) -> Option<Vec<Strin
         let declarator = node.child_by_field_name("declarator").filter(|_| node.kind() == "init_declarator")?;
         let value = node.child_by_field_name("value").filter(|v| v.kind() == "initializer_list")?;
         (declared_name(declarator).map(|n| &text[n.byte_range()]) == Some(name)).then_some(value)
-    })?;
-    let mut cursor = init.walk();
-    let elements: Vec<String> = init.named_children(&mut cursor).filter(|n| n.kind() != "comment").map(|n| address_taken(&text[n.byte_range()])).collect();
+    });
+    let elements: Vec<String> = match init {
+        Some(init) => {
+            let mut cursor = init.walk();
+            init.named_children(&mut cursor).filter(|n| n.kind() != "comment").map(|n| address_taken(&text[n.byte_range()])).collect()
+        }
+        None => elements_assigned(text, body, name)?,
+    };
     elements.iter().all(|e| !e.is_empty()).then_some(elements)
+}
+
+/// The addresses an array of kernel arguments is given element by element, in order:
+/// `params[0] = (void *)&g_out; params[1] = (void *)&g_in;`. None unless every element from the
+/// first is given once.
+fn elements_assigned(text: &str, body: Node, array: &str) -> Option<Vec<String>> {
+    let mut given: BTreeMap<i64, String> = BTreeMap::new();
+    for node in descendants(body).filter(|n| n.kind() == "assignment_expression") {
+        let Some(left) = node.child_by_field_name("left").filter(|l| l.kind() == "subscript_expression") else { continue };
+        let Some(right) = node.child_by_field_name("right") else { continue };
+        let element = &text[left.byte_range()];
+        let Some((target, index)) = element.strip_suffix(']').and_then(|e| e.split_once('[')) else { continue };
+        let Some(index) = eval_constant(index, &|_| None).filter(|_| target.trim() == array) else { continue };
+        if given.insert(index, address_taken(&text[right.byte_range()])).is_some() {
+            return None;
+        }
+    }
+    let in_order = given.keys().copied().eq(0..given.len() as i64);
+    (in_order && !given.is_empty()).then(|| given.into_values().collect())
 }
 
 /// What a pointer cast casts: `(floatX*)x`, `reinterpret_cast<uint4 *>(x)`,

@@ -175,10 +175,13 @@ impl Workspace {
                 }
             }
         }
-        // A kernel its own file launches: the launch in question is that one, so the search
-        // starts from its launchers, not from every file that mentions the kernel's name (a
-        // common word, `Copy`, would spend the file limit on other programs).
-        if let Some(own) = own.as_ref().filter(|own| own.model().launches_of(kernel).next().is_some()) {
+        // A kernel its own file launches (`<<<…>>>`, or through the runtime's or the driver's
+        // API): the launch in question is that one, so the search starts from its launchers,
+        // not from every file that mentions the kernel's name (a common word, `Copy`, or a
+        // book's `reduction_kernel` in every chapter, would spend the file limit on other
+        // programs).
+        let launches_own = |own: &&Document| own.model().launches_of(kernel).next().is_some() || !syntax::host::driver_launches(own, kernel).is_empty();
+        if let Some(own) = own.as_ref().filter(launches_own) {
             let launchers: BTreeSet<String> = syntax::host::functions_mentioning(own, &wanted).into_iter().filter(|f| f != "main").collect();
             if !launchers.is_empty() {
                 seen_names.extend(launchers.iter().cloned());

@@ -137,3 +137,21 @@ fn the_index_knows_which_files_may_define_a_function() {
     assert!(main.may_define("main") && !main.may_define("frame_size") && main.mentions("frame_size"));
     assert!(!main.may_define("if") && !main.may_define("for"));
 }
+
+#[test]
+fn a_kernel_its_own_file_launches_through_the_api_is_followed_from_that_launcher() {
+    // A book's `reduction_kernel` in every chapter: its namesakes would spend the file limit
+    // before the file that calls this one's launcher.
+    let scratch = Scratch::new("api-launcher");
+    for chapter in 0..20 {
+        scratch.write(&format!("chapter{chapter:02}/reduction.cu"), "__global__ void reduction_kernel(float *out) {}\nint main() { reduction_kernel<<<1, 32>>>(0); }\n");
+    }
+    let kernel = scratch.write(
+        "zz_grid_sync/reduction_kernel.cu",
+        "__global__ void reduction_kernel(float *out, int n) {}\nint reduce(float *out, int n) {\n    void *args[2];\n    args[0] = (void *)&out;\n    args[1] = (void *)&n;\n    cudaLaunchCooperativeKernel((void *)reduction_kernel, 4, 256, args, 0, NULL);\n    return 4;\n}\n",
+    );
+    scratch.write("zz_grid_sync/main.cpp", "int reduce(float *out, int n);\nint main() { reduce(0, 1 << 20); }\n");
+    let workspace = Workspace::build(&scratch.0, Limits::default());
+    let hosts = workspace.host_documents(&kernel, "reduction_kernel");
+    assert!(hosts.iter().any(|h| h.path.ends_with("zz_grid_sync/main.cpp")), "{:?}", hosts.iter().map(|h| &h.path).collect::<Vec<_>>());
+}
