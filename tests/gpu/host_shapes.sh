@@ -45,7 +45,9 @@
 # - tests/fixtures/workspace/multi_pass: `sum_pass`, a reduction in passes (`while (count > 1)`)
 #   tuned at its first pass; namesake_defines: `transform`, launched through the driver API by
 #   a handle another function returns; buffer_class: `widen_pairs`, its buffers sized and
-#   allocated by a buffer class's methods (session 34).
+#   allocated by a buffer class's methods; image_sized: `shrink_levels`, its sizes
+#   `(int)(cols * 0.5f)`; element_args: `double_values`, launched by `cudaLaunchKernel` with its
+#   argument array filled element by element (session 34).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -82,7 +84,9 @@ workspace/object_arrays|workers.cu|add_halves|10
 workspace/pointer_outputs|frames.cu|darken|10
 workspace/multi_pass|sum_passes.cu|sum_pass|10
 workspace/namesake_defines|rotate/rotate_kernel.cu|transform|10
-workspace/buffer_class|pairs.cu|widen_pairs|10"
+workspace/buffer_class|pairs.cu|widen_pairs|10
+workspace/image_sized|levels/levels.cu|shrink_levels|10
+workspace/element_args|scale_launch.cu|double_values|10"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"
