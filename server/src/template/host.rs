@@ -3545,7 +3545,7 @@ fn strip_casts_everywhere(text: &str) -> String {
             // `(int)(height * scale)` truncates what may be a fraction: `int(…)` says so.
             Some(close) if truncates_a_product(&rest[close + 1..]) => {
                 out.push_str("int");
-                rest = &rest[close + 1..];
+                rest = rest[close + 1..].trim_start();
             }
             Some(close) => rest = &rest[close + 1..],
             None => {
@@ -3774,6 +3774,7 @@ mod tests {
         // A product or quotient cast to an integer may have been a fraction: the truncation
         // stays, and goes where the spec's expression turns out to hold only integers.
         assert_eq!(strip_casts_everywhere("(int)(height * scaling_ratio)"), "int(height * scaling_ratio)");
+        assert_eq!(strip_casts_everywhere("(int) (n * 0.5)"), "int(n * 0.5)");
         assert_eq!(strip_casts_everywhere("(int)(width)"), "(width)");
         assert_eq!(without_exact_int_calls("int(height * 0.5) * int(width * 2)"), "int(height * 0.5) * (width * 2)");
         assert_eq!(eval_constant("int(6 * 7) + 1", &|_| None), Some(43));
