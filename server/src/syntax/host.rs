@@ -274,7 +274,60 @@ pub fn driver_launches(doc: &Document, kernel: &str) -> Vec<LaunchSite> {
         out.push(config.site(text, kernel, args));
     }
     out.extend(runtime_launches(text, root, kernel));
+    out.extend(configured_launches(text, root, kernel));
     out
+}
+
+/// `cudaLaunchKernelEx(&config, kernel, a, b, …)`: the arguments follow the kernel, and the grid,
+/// block, dynamic shared memory and stream are the fields the function gives `config`
+/// (`config.gridDim = grid;`). A field it does not give leaves the launch out.
+fn configured_launches(text: &str, root: Node, kernel: &str) -> Vec<LaunchSite> {
+    let calls = descendants(root).filter(|n| n.kind() == "call_expression" && n.child_by_field_name("function").is_some_and(|f| &text[f.byte_range()] == "cudaLaunchKernelEx"));
+    let mut out = Vec::new();
+    for call in calls {
+        let Some(list) = call.child_by_field_name("arguments") else { continue };
+        let mut cursor = list.walk();
+        let nodes: Vec<Node> = list.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect();
+        // `add_rows<4>`: the kernel, instantiated.
+        let (name, template_args) = match nodes.get(1).filter(|n| n.kind() == "template_function") {
+            Some(instance) => {
+                let arguments = instance.child_by_field_name("arguments");
+                let mut cursor = instance.walk();
+                let as_expr = |a: Node| {
+                    let t = text[a.byte_range()].trim().to_string();
+                    Expr { value: eval_constant(&t, &|_| None), text: t, span: Span::of(a) }
+                };
+                let args: Vec<Expr> = arguments.map(|list| list.named_children(&mut cursor).map(as_expr).collect()).unwrap_or_default();
+                (instance.child_by_field_name("name").map_or("", |n| &text[n.byte_range()]), args)
+            }
+            None => (nodes.get(1).map_or("", |n| launched_name(&text[n.byte_range()])), Vec::new()),
+        };
+        if nodes.len() < 2 || name != kernel {
+            continue;
+        }
+        let config = text[nodes[0].byte_range()].trim().trim_start_matches('&').trim();
+        let function = std::iter::successors(call.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition");
+        let Some(body) = function.and_then(|f| f.child_by_field_name("body")) else { continue };
+        let field = |name: &str| {
+            descendants(body).filter(|n| n.kind() == "assignment_expression" && n.start_byte() < call.start_byte()).filter_map(|assignment| {
+                let left = text[assignment.child_by_field_name("left")?.byte_range()].replace(' ', "");
+                (left == format!("{config}.{name}") || left == format!("{config}->{name}")).then_some(assignment.child_by_field_name("right")?)
+            }).last()
+        };
+        let (Some(grid), Some(block)) = (field("gridDim"), field("blockDim")) else { continue };
+        let args = nodes[2..].iter().map(|n| text[n.byte_range()].trim().to_string()).collect();
+        let config = ApiLaunch { call, callee: nodes[1], function, grid: dim3_value(text, grid), block: dim3_value(text, block), shared_bytes: field("dynamicSmemBytes"), stream: field("stream") };
+        out.push(LaunchSite { template_args, ..config.site(text, kernel, args) });
+    }
+    out
+}
+
+/// A grid or block an API launch is given as a `dim3` value (`grid`, `dim3(n / 256)`, `256`),
+/// its extent where it is a number.
+fn dim3_value(text: &str, node: Node) -> LaunchDim {
+    let t = text[node.byte_range()].trim().to_string();
+    let extent = eval_constant(&t, &|_| None).and_then(|v| u64::try_from(v).ok()).map(|x| Dim3 { x, y: 1, z: 1 });
+    LaunchDim { text: t, span: Span::of(node), extent }
 }
 
 /// A variable that holds a kernel's handle: its name, and the function that declares it (its
@@ -380,12 +433,7 @@ fn runtime_launches(text: &str, root: Node, kernel: &str) -> Vec<LaunchSite> {
         }
         let function = std::iter::successors(call.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition");
         let Some(args) = function.and_then(|f| f.child_by_field_name("body")).and_then(|body| kernel_params_array(text, body, &text[nodes[3].byte_range()])) else { continue };
-        let dim = |node: Node| {
-            let t = text[node.byte_range()].trim().to_string();
-            let extent = eval_constant(&t, &|_| None).and_then(|v| u64::try_from(v).ok()).map(|x| Dim3 { x, y: 1, z: 1 });
-            LaunchDim { text: t, span: Span::of(node), extent }
-        };
-        let config = ApiLaunch { call, callee: nodes[0], function, grid: dim(nodes[1]), block: dim(nodes[2]), shared_bytes: nodes.get(4).copied(), stream: nodes.get(5).copied() };
+        let config = ApiLaunch { call, callee: nodes[0], function, grid: dim3_value(text, nodes[1]), block: dim3_value(text, nodes[2]), shared_bytes: nodes.get(4).copied(), stream: nodes.get(5).copied() };
         out.push(config.site(text, kernel, args));
     }
     out
