@@ -289,7 +289,9 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         (a.name.clone(), made(&passed))
     });
     let unknown = unknown_sizes.chain(unknown_args).chain(unsayable).collect();
-    let unchecked = body.map(|b| whole_tiles_unchecked(templated.text(), b, &grid, &block, &args)).unwrap_or_default();
+    // The kernel's own expressions in the spec's terms, for the restrictions its loops and tiles give.
+    let kernel_terms = body.map(|b| KernelTerms::of(templated.text(), b, &block));
+    let unchecked = body.zip(kernel_terms.as_ref()).map(|(b, terms)| whole_tiles_unchecked(templated.text(), b, &grid, terms, &args)).unwrap_or_default();
     for restriction in whole_blocks(&grid, &sizes, &params, &shapes).into_iter().chain(holding_at_defaults(unchecked, &params, &shapes)) {
         if !restrictions.contains(&restriction) {
             restrictions.push(restriction);
@@ -305,7 +307,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let known = |text: &str| identifiers_in(text).all(|w| param_names.contains(w) || sizes.contains(w) || expr::Function::from_name(w).is_some());
     // A loop whose uniform step a configuration makes 0 never ends (a candidate the watchdog
     // would have to kill): such configurations are out of the space.
-    let lifted_steps = body.map(|b| positive_loop_steps(templated.text(), b, &block)).unwrap_or_default();
+    let lifted_steps = body.zip(kernel_terms.as_ref()).map(|(b, terms)| positive_loop_steps(templated.text(), b, terms)).unwrap_or_default();
     for condition in lifted_steps.iter().map(|c| spec_expression(c, Division::Floor)) {
         let names_a_parameter = identifiers_in(&condition).any(|w| param_names.contains(w));
         if names_a_parameter && known(&condition) && expr::parse(&condition).is_ok() && !restrictions.contains(&condition) {
@@ -871,8 +873,7 @@ fn block_assertions(text: &str, body: Node, block: &[String]) -> Vec<String> {
 /// threads / BN`, `threads = BM * BN / (TM * TN)`) and `blockDim` as the spec's block. Where the
 /// step names a thread's own index the condition names it too, and the caller drops it; a
 /// step that cannot be 0 gives none.
-fn positive_loop_steps(text: &str, body: Node, block: &[String]) -> Vec<String> {
-    let constants = kernel_constants(text, body);
+fn positive_loop_steps(text: &str, body: Node, terms: &KernelTerms) -> Vec<String> {
     let mut out = Vec::new();
     for node in descendants(body).filter(|n| n.kind() == "for_statement") {
         let Some(update) = node.child_by_field_name("update").filter(|u| u.kind() == "assignment_expression") else { continue };
@@ -880,7 +881,7 @@ fn positive_loop_steps(text: &str, body: Node, block: &[String]) -> Vec<String> 
         if &text[operator.byte_range()] != "+=" || crate::syntax::eval_constant(&text[step.byte_range()], &|_| None).is_some() {
             continue;
         }
-        let step = written_out(&text[step.byte_range()], &constants, block);
+        let step = terms.written_out(&text[step.byte_range()]);
         // Products and sums of parameters (`blockDim.x * VEC`) are never 0; a quotient, a
         // difference or a shift may be.
         let may_be_zero = ['/', '-', '%', '>'].iter().any(|c| step.contains(*c));
@@ -892,10 +893,22 @@ fn positive_loop_steps(text: &str, body: Node, block: &[String]) -> Vec<String> 
     out
 }
 
-/// `text` with the kernel's constants written out (`stride` as `(threads / BN)`, `threads` as
-/// `(BM * BN / (TM * TN))`) and `blockDim` as the spec's block.
-fn written_out(text: &str, constants: &std::collections::HashMap<String, String>, block: &[String]) -> String {
-    with_block_extents(&super::renamed_until_settled(text, |word| constants.get(word).map(|value| format!("({value})"))), block)
+/// What the kernel's expressions are in the spec's terms: its constants and the spec's block.
+struct KernelTerms<'b> {
+    constants: std::collections::HashMap<String, String>,
+    block: &'b [String],
+}
+
+impl<'b> KernelTerms<'b> {
+    fn of(text: &str, body: Node, block: &'b [String]) -> KernelTerms<'b> {
+        KernelTerms { constants: kernel_constants(text, body), block }
+    }
+
+    /// `text` with the kernel's constants written out (`stride` as `(threads / BN)`, `threads`
+    /// as `(BM * BN / (TM * TN))`) and `blockDim` as the spec's block.
+    fn written_out(&self, text: &str) -> String {
+        with_block_extents(&super::renamed_until_settled(text, |word| self.constants.get(word).map(|value| format!("({value})"))), self.block)
+    }
 }
 
 /// `text` with `blockDim.x`, `.y`, `.z` as the spec's block extents.
@@ -1012,13 +1025,11 @@ fn whole_blocks(grid: &[String], sizes: &BTreeSet<String>, params: &[ParamSpec],
 /// Sizes the kernel never checks anything against, which its grid or its loops cover in whole
 /// tiles: `ceil_div(N, BN)` blocks with no comparison of `N` in the kernel, `for (k = 0; k < K;
 /// k += BK)` that every thread starts alike, `K` compared nowhere else, read past the data at
-/// any size that is no multiple
-/// of the tile (the verification's edge cases try `K = 1`). Each gives `N % BN == 0`; the caller
-/// keeps those the program's shapes hold.
-fn whole_tiles_unchecked(text: &str, body: Node, grid: &[String], block: &[String], args: &[ArgSpec]) -> Vec<String> {
+/// any size that is no multiple of the tile (the verification's edge cases try `K = 1`). Each
+/// gives `N % BN == 0`; the caller keeps those the program's shapes hold.
+fn whole_tiles_unchecked(text: &str, body: Node, grid: &[String], terms: &KernelTerms, args: &[ArgSpec]) -> Vec<String> {
     // The kernel's scalar parameter that a size is passed as (`int K` given `K`).
     let scalar_of = |size: &str| args.iter().find(|a| a.length.is_none() && a.value.as_deref() == Some(size)).map(|a| a.name.as_str());
-    let constants = kernel_constants(text, body);
     let mut tile_loops = Vec::new();
     let mut compared = BTreeSet::new();
     for node in descendants(body) {
@@ -1030,7 +1041,7 @@ fn whole_tiles_unchecked(text: &str, body: Node, grid: &[String], block: &[Strin
                 // A loop every thread starts at the same place (`k = 0`) bounds the tile's start
                 // only; one that starts at the thread's own index (`i = threadIdx.x`) bounds each
                 // element it touches.
-                let start = node.child_by_field_name("initializer").map(|i| written_out(&text[i.byte_range()], &constants, block));
+                let start = node.child_by_field_name("initializer").map(|i| terms.written_out(&text[i.byte_range()]));
                 let uniform = start.is_some_and(|start| !start.contains("threadIdx") && !start.contains("laneid"));
                 if let (Some(condition), Some(bound), Some(step), true) = (condition, bound, update.and_then(|u| u.child_by_field_name("right")), uniform) {
                     tile_loops.push((condition.id(), &text[bound.byte_range()], &text[step.byte_range()]));
@@ -1047,7 +1058,7 @@ fn whole_tiles_unchecked(text: &str, body: Node, grid: &[String], block: &[Strin
             _ => {}
         }
     }
-    let in_spec_names = |step: &str| super::layout::operand(super::host::strip_outer_parens(&spec_expression(&written_out(step, &constants, block), Division::Floor)));
+    let in_spec_names = |step: &str| super::layout::operand(super::host::strip_outer_parens(&spec_expression(&terms.written_out(step), Division::Floor)));
     let mut out = Vec::new();
     for (_, bound, step) in &tile_loops {
         let size = args.iter().find(|a| a.name == *bound).and_then(|a| a.value.as_deref()).filter(|v| is_identifier(v));
@@ -1413,7 +1424,8 @@ mod tests {
             let tree = crate::syntax::parse_source(&source);
             let body = descendants(tree.root_node()).find(|n| n.kind() == "compound_statement").unwrap();
             let grid: Vec<String> = grid.iter().map(|g| g.to_string()).collect();
-            whole_tiles_unchecked(&source, body, &grid, &["BLOCK".to_string()], &args)
+            let block = ["BLOCK".to_string()];
+            whole_tiles_unchecked(&source, body, &grid, &KernelTerms::of(&source, body, &block), &args)
         };
         let tiles = "  const int step = BM / 2;\n  for (int k0 = 0; k0 < K; k0 += step) a[blockIdx.x * N + k0 + threadIdx.x] = 0.f;";
         assert_eq!(restrictions(tiles, &["ceil_div(N, BLOCK)"]), ["K % (BM // 2) == 0", "N % BLOCK == 0"]);
@@ -1429,7 +1441,8 @@ mod tests {
             let source = format!("__global__ void k(float *a) {{\n{kernel_body}\n}}\n");
             let tree = crate::syntax::parse_source(&source);
             let body = descendants(tree.root_node()).find(|n| n.kind() == "compound_statement").unwrap();
-            positive_loop_steps(&source, body, &["THREADS".to_string()])
+            let block = ["THREADS".to_string()];
+            positive_loop_steps(&source, body, &KernelTerms::of(&source, body, &block))
         };
         assert_eq!(steps("  const uint stride = blockDim.x / BN;\n  for (uint r = 0; r < BM; r += stride) a[r] = 0.f;"), ["(THREADS) / BN >= 1"]);
         assert!(steps("  for (int i = threadIdx.x; i < 64; i += blockDim.x * VEC) a[i] = 0.f;").is_empty(), "a product is never 0");
