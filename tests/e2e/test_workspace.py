@@ -57,9 +57,9 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 108
+    assert len(kernels) == len(set(kernels)) == 111
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows"}
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel"}
     for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
@@ -104,11 +104,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # A count stepped in a loop as many times as the caller says: no number, not its first.
     assert by_kernel["fill_ramp"]["stage"] == "spec"
     assert by_kernel["fill_ramp"]["why"].startswith("value of scalar argument `n`: `n` is a size no shape gives (the program steps `n` in a loop in `ramp` (scale.cu:35)"), by_kernel["fill_ramp"]
-    assert report["totals"] == {"kernels": 108, "ready": 95, "spec": 9, "compile": 2, "parameters": 2}
+    assert report["totals"] == {"kernels": 111, "ready": 97, "spec": 10, "compile": 2, "parameters": 2}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "108 kernels under" in text.stdout and "95 ready to tune (88%)" in text.stdout
+    assert "111 kernels under" in text.stdout and "97 ready to tune (87%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -1213,6 +1213,44 @@ async def test_the_code_action_reads_a_launch_a_macro_writes(client, tmp_path: P
     assert spec["shapes"][0] == {"rows": 4096, "n": 2048} and "unknown" not in spec, spec
     spec = await code_action_spec(client, root / "row_max.cu", "partial[threadIdx.x] = best", "row_max_kernel")
     assert next(p for p in spec["params"] if p["name"] == "NUM_THREADS")["default"] == 256, spec
+
+
+def test_a_launcher_macro_that_does_not_build_leaves_the_bindings_after_it_readable(tmp_path: Path):
+    root = project(tmp_path, "macro_launchers")
+    (root / ".git").mkdir()
+    # `TRANSPOSE_TILES_LAUNCHER`'s launch is spelled `< < <`, so it is no launch-writing macro;
+    # left unexpanded, its invocations at file scope swallowed `PYBIND11_MODULE` and with it
+    # the binding of `transpose_f32`. `bench.py` makes the input with
+    # `torch.arange(0, R * N).reshape(R, N)` and passes the op to `run`, which calls it as
+    # `perf_func(x, out)`: of `run`'s callers, only the one that passes `transpose_f32` gives
+    # its `y` (`torch.zeros((N, R))`), not those that pass `row_sum_f32` (`torch.zeros(R)`).
+    spec = templatized_spec(root, "transpose.cu", "transpose_kernel")
+    assert spec["shapes"][0] == {"rows": 4096, "cols": 2048} and "unknown" not in spec, spec
+    assert [(a["name"], a.get("length")) for a in spec["args"]][:2] == [("x", "rows * cols"), ("y", "cols * rows")], spec["args"]
+
+
+def test_a_host_templates_constants_give_the_kernels_template_arguments_for_the_first_instantiation(tmp_path: Path):
+    root = project(tmp_path, "head_dispatch")
+    (root / ".git").mkdir()
+    # `launch_head_scale<64, 2>` (the case `bench_heads.py`'s head dimension of 64 takes) works
+    # out `kWarps = (kHeadDim < 128) ? 4 : 8`, sizes its grid with `div_up` from
+    # `common/math_utils.h` (not beside the file that includes it), and its block with
+    # `WARP_SIZE * ((kHeadDim < 128) ? 4 : 8)`: 128 there is a threshold, not a block size.
+    spec, report = templatized_spec_and_report(root, "attention/head_scale.cu", "head_scale_kernel")
+    assert spec["template_args"] == ["64", "kRowsPerWarp", "4", "2"], spec
+    assert spec["grid"] == ["ceil_div(seq_len, (kHeadDim < 128 ? 4 : 8) * kRowsPerWarp)", "batch * heads"], spec
+    assert spec["block"] == ["WARP_SIZE * (kHeadDim < 128 ? 4 : 8)"], spec
+    assert "BLOCK_SIZE" not in report
+    # The other instantiations are other kernels: no shape gives `kHeadDim` another value.
+    assert "kHeadDim == 64" in spec["restrictions"] and all(shape["kHeadDim"] == 64 for shape in spec["shapes"]), spec
+    assert spec["shapes"][0]["seq_len"] == 1024 and "unknown" not in spec, spec
+
+
+async def test_the_code_action_instantiates_a_kernel_as_its_host_template_does(client, tmp_path: Path):
+    root = project(tmp_path, "head_dispatch")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "attention" / "head_scale.cu", "const int lane", "head_scale_kernel")
+    assert spec["template_args"] == ["64", "kRowsPerWarp", "4", "2"] and "unknown" not in spec, spec
 
 
 def test_an_element_wise_kernel_launched_a_row_per_block_gets_a_block_the_grid_follows(tmp_path: Path):

@@ -222,6 +222,38 @@ pub fn given_an_address(text: &str, root: Node) -> BTreeSet<String> {
         .collect()
 }
 
+/// The functions `root` calls to size a launch: in a launch's `<<<…>>>` or a `dim3`'s
+/// extents (`dim3 grid(div_ceil(n, 64))`), other than CUDA's own.
+pub fn sizing_launches(text: &str, root: Node) -> BTreeSet<String> {
+    let in_configs = descendants(root)
+        .filter(|n| n.kind() == "call_expression" && std::iter::successors(n.parent(), |p| p.parent()).take_while(|p| p.kind() != "compound_statement").any(|p| p.kind() == "kernel_call_syntax"))
+        .filter_map(|call| call.child_by_field_name("function").filter(|f| f.kind() == "identifier"))
+        .map(|f| &text[f.byte_range()]);
+    // The grammar reads `dim3 grid(f(n, 64), m)` as a function's declaration (`f` a type, its
+    // arguments parameters): the calls are read from the declarator's text.
+    let dim3s = descendants(root).filter(|n| n.kind() == "declaration" && n.child_by_field_name("type").is_some_and(|t| &text[t.byte_range()] == "dim3"));
+    let in_dim3s = dim3s.flat_map(|declaration| {
+        let mut declarators = declaration.children_by_field_name("declarator", &mut declaration.walk()).collect::<Vec<_>>().into_iter();
+        std::iter::from_fn(move || declarators.next()).flat_map(|declarator| {
+            let extents = declarator.child_by_field_name("parameters").or_else(|| declarator.child_by_field_name("value")).map_or("", |e| &text[e.byte_range()]);
+            names_called_in(extents)
+        })
+    });
+    in_configs.chain(in_dim3s).filter(|name| !name.starts_with("cuda") && *name != "dim3").map(str::to_string).collect()
+}
+
+/// The names `text` calls: each identifier a `(` follows.
+fn names_called_in(text: &str) -> Vec<&str> {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let starts = text.char_indices().filter(|&(i, c)| is_word(c) && !c.is_ascii_digit() && !text[..i].ends_with(is_word)).map(|(i, _)| i);
+    starts
+        .filter_map(|start| {
+            let end = text[start..].find(|c: char| !is_word(c)).map_or(text.len(), |n| start + n);
+            text[end..].trim_start().starts_with('(').then(|| &text[start..end])
+        })
+        .collect()
+}
+
 /// The launches of `kernel` through the driver API in `doc`: `cuLaunchKernel(f, gx, gy, gz, bx,
 /// by, bz, shared, stream, args, extra)` (or `cuLaunchCooperativeKernel`) where `f` comes from
 /// `cuModuleGetFunction(&f, module, "kernel")`, with the kernel's arguments read from the
@@ -600,6 +632,15 @@ pub fn address_taken(element: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn functions_that_size_a_launch_are_read_from_dim3s_and_launch_configurations() {
+        // `dim3 grid(div_ceil(n, br), …)` parses as a function's declaration.
+        let text = "void f() {\n  dim3 grid(div_ceil(seq_len, br), heads * 2), block(round_up(d));\n  dim3 rest = dim3(cdiv(n, 3));\n  int tiles = count_tiles(n);\n  k<<<div_up(n, 4), 32, cudaGetSmem(n)>>>(scale(x));\n}\n";
+        let tree = crate::syntax::document::parse_source(text);
+        let found: Vec<String> = sizing_launches(text, tree.root_node()).into_iter().collect();
+        assert_eq!(found, ["cdiv", "div_ceil", "div_up", "round_up"]);
+    }
 
     #[test]
     fn the_pointer_an_allocation_is_given_is_read_through_casts_and_spaces() {

@@ -40,8 +40,14 @@ pub fn expand_code_writing_macros(text: &str, root: Node) -> Option<String> {
         .filter(|n| matches!(n.kind(), "preproc_def" | "preproc_function_def" | "comment" | "string_literal" | "raw_string_literal"))
         .map(|n| if n.kind().starts_with("preproc") { directive_range(text, n.start_byte()) } else { n.byte_range() })
         .collect();
+    // A macro that writes a definition, invoked at file scope, is expanded too, even where it
+    // writes no launch: left as written, a run of such invocations with no `;` between them
+    // parses as one broken declaration that swallows the definitions after it.
+    let defining = defining(&macros);
+    let bodies = bodies(text, &skipped);
+    let at_file_scope = |start: usize| !bodies.iter().any(|r| r.contains(&start));
     // The invocations in code, not those in other directives, comments or strings.
-    let expands = |name: &str, start: usize| writing.contains(name) && !skipped.iter().any(|r| r.contains(&start));
+    let expands = |name: &str, start: usize| (writing.contains(name) || (defining.contains(name) && at_file_scope(start))) && !skipped.iter().any(|r| r.contains(&start));
     // The lines an invocation spanned stay lines, so that those after keep their numbers.
     splice_expansions(text, &macros, &expands, true, &[], 0)
 }
@@ -57,6 +63,43 @@ fn code_writing(macros: &HashMap<String, Macro>) -> std::collections::HashSet<&s
         }
         writing.extend(more);
     }
+}
+
+/// The braced bodies of `text` (functions, classes, initialisers), found by matching braces
+/// outside `skipped`: the tree cannot say where they are when unexpanded invocations broke it.
+/// A namespace's or an `extern "C"` block's braces are no body.
+fn bodies(text: &str, skipped: &[std::ops::Range<usize>]) -> Vec<std::ops::Range<usize>> {
+    let mut skipped = skipped.to_vec();
+    skipped.sort_by_key(|r| r.start);
+    let mut next_skipped = skipped.iter().peekable();
+    let (mut open, mut out, mut resume) = (Vec::new(), Vec::new(), 0);
+    for (at, c) in text.char_indices() {
+        while next_skipped.peek().is_some_and(|r| r.start <= at) {
+            resume = resume.max(next_skipped.next().map_or(0, |r| r.end));
+        }
+        if at < resume {
+            continue;
+        }
+        match c {
+            '{' => {
+                let before = text[..at].trim_end();
+                let scope = before.ends_with("extern \"C\"") || identifiers(before).last().is_some_and(|(w, start)| start + w.len() == before.len() && before[..start].trim_end().ends_with("namespace")) || before.ends_with("namespace");
+                open.push((at, scope));
+            }
+            '}' => {
+                if let Some((start, false)) = open.pop() {
+                    out.push(start..at + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The macros whose body is a definition: it ends with the `}` of a body.
+fn defining(macros: &HashMap<String, Macro>) -> std::collections::HashSet<&str> {
+    macros.iter().filter(|(_, m)| m.body.ends_with('}') && m.body.contains(") {")).map(|(n, _)| n.as_str()).collect()
 }
 
 /// The file's function-like macros that take the address of an argument (`#define FLOAT4(v)
@@ -373,6 +416,34 @@ void norm_f32(torch::Tensor x) {
 ";
         let out = expanded(text).unwrap();
         assert_eq!(out.lines().nth(9), Some("  dim3 grid((N)); switch ((x.size(1))) { case 64: norm<(64)><<<grid, block>>>( x, (64)); break; }"));
+    }
+
+    #[test]
+    fn definitions_a_macro_writes_at_file_scope_are_expanded_though_they_launch_nothing() {
+        // xlite-dev/LeetCUDA: a formatter wrote one launcher macro's `<<<` as `< < <`.
+        let text = "\
+#define BIND(func) m.def(#func, &func);
+#define LAUNCHER(tag) void copy_##tag(torch::Tensor x) { copy_##tag##_kernel<<<1, 32>>>(x); }
+#define BROKEN(tag) void copy_##tag##2d(torch::Tensor x) { copy_##tag##2d_kernel < < < 1, 32 >>> (x); }
+#define CHECK(x) if (!(x)) { throw 1; }
+LAUNCHER(f32)
+BROKEN(f32)
+namespace ops { BROKEN(f16) }
+void run(torch::Tensor x) {
+  CHECK(x.is_cuda())
+}
+PYBIND11_MODULE(ext, m) {
+  BIND(copy_f32)
+}
+";
+        let out = expanded(text).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[5], "void copy_f322d(torch::Tensor x) { copy_f322d_kernel < < < 1, 32 >>> (x); }");
+        assert_eq!(lines[6], "namespace ops { void copy_f162d(torch::Tensor x) { copy_f162d_kernel < < < 1, 32 >>> (x); } }");
+        assert_eq!(lines[8], "  CHECK(x.is_cuda())", "a macro inside a function body is left as written");
+        let doc = crate::syntax::Document::new(out.clone());
+        let bindings = crate::syntax::python::bindings(doc.text(), doc.tree().unwrap().root_node());
+        assert_eq!(bindings.iter().map(|b| b.cpp.as_str()).collect::<Vec<_>>(), ["copy_f32"], "{out}");
     }
 
     #[test]

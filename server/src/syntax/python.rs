@@ -455,11 +455,22 @@ impl<'a> Writer<'a> {
             "empty" | "zeros" | "ones" | "randn" | "rand" => Some(format!("torch::{function}({{{}}})", self.dims(arguments)?)),
             "full" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 0)?)),
             "randint" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 2).or_else(|| self.shape_argument(arguments, 1))?)),
-            "arange" if self.arguments(arguments).len() == 1 => Some(format!("torch::empty({{{}}})", self.arguments(arguments).first()?.clone()?)),
+            "arange" => Some(format!("torch::empty({{{}}})", self.arange_length(arguments)?)),
             "empty_like" | "zeros_like" | "ones_like" | "randn_like" | "rand_like" | "full_like" => {
                 let first = arguments.named_child(0).filter(|a| a.kind() == "identifier")?;
                 Some(format!("torch::{function}({})", cpp_name(self.text(first))))
             }
+            _ => None,
+        }
+    }
+
+    /// How many elements `arange(end)`, `arange(start, end)` or `arange(start, end, step)` makes.
+    fn arange_length(&self, arguments: Node) -> Option<String> {
+        match self.arguments(arguments).as_slice() {
+            [Some(end)] => Some(end.clone()),
+            [Some(start), Some(end)] if start == "0" => Some(end.clone()),
+            [Some(start), Some(end)] => Some(format!("({end}) - ({start})")),
+            [Some(start), Some(end), Some(step)] => Some(format!("(({end}) - ({start}) + ({step}) - 1) / ({step})")),
             _ => None,
         }
     }
@@ -738,6 +749,8 @@ for S, K in SKs:
 for n in Ks:
     lib.sigmoid_f32(torch.randn(n), torch.randn(n))
     ids = torch.randint(0, n, size=(n,)).cuda().int().contiguous()
+    x = torch.arange(0, n * 2).reshape(n, 2).float()
+    y = torch.arange(1, n, 2)
 
 for (rows, cols), scale in [((64, 32), 2)]:
     lib.sigmoid_f32(torch.randn(rows, cols * scale), torch.randn(rows, cols * scale))
@@ -747,8 +760,10 @@ for (rows, cols), scale in [((64, 32), 2)]:
         assert_eq!(lines[4], "void bench_py_line_5() { { auto S = 1024; auto K = 4096;", "{code}");
         assert_eq!(lines[5], "auto x = torch::randn({S, K});", "{code}");
         assert_eq!(lines[8], "void bench_py_line_9() { { auto n = 4096;", "{code}");
-        assert_eq!(lines[10], "auto ids = torch::empty({n}); } }", "{code}");
-        assert_eq!(lines[12], "void bench_py_line_13() { { auto rows = 64; auto cols = 32; auto scale = 2;", "{code}");
+        assert_eq!(lines[10], "auto ids = torch::empty({n});", "{code}");
+        assert_eq!(lines[11], "auto x = torch::empty({n, 2});", "{code}");
+        assert_eq!(lines[12], "auto y = torch::empty({((n) - (1) + (2) - 1) / (2)}); } }", "{code}");
+        assert_eq!(lines[14], "void bench_py_line_15() { { auto rows = 64; auto cols = 32; auto scale = 2;", "{code}");
     }
 
     #[test]

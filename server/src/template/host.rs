@@ -784,6 +784,12 @@ impl<'d> HostContext<'d> {
         self.defines.contains_key(name)
     }
 
+    /// Whether `name` is a template parameter of the launcher (`kHeadDim` of
+    /// `launch_attention<kHeadDim, kStage>`): each instantiation is another kernel.
+    pub(super) fn is_launcher_template_param(&self, name: &str) -> bool {
+        self.launcher().template_params.iter().any(|p| p == name)
+    }
+
     /// Another `#define` that writes out a value of macro `name` (`value`): one named after it
     /// that holds its square or its log2 (`BLOCK_SIZE2 64` and `BLOCK_SIZE_LOG2 3` beside
     /// `BLOCK_SIZE 8`), which a new value of `name` would leave behind.
@@ -1634,7 +1640,13 @@ impl<'d> HostContext<'d> {
                 None => break,
             }
         }
-        current
+        // A constant the launcher works out (`constexpr int kTileQ = (kHeadDim < 128) ? 8 : 4;`)
+        // has its value for the instantiation.
+        let launcher_constant = path[0].scope.value_text(&current).is_some();
+        match launcher_constant.then(|| self.eval_name(path, 0, &current, 0)).flatten() {
+            Some(value) => value.to_string(),
+            None => current,
+        }
     }
 
     /// The type of the value the launcher passes as `arg` (a variable), followed up the first
@@ -2568,6 +2580,7 @@ fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<V
     let callers = named.filter(|_| path.len() < MAX_DEPTH).map(|(f, n)| graph.callers_of(last.text, f, n)).unwrap_or_default();
     // A caller already on the path (recursion) leads nowhere new.
     let callers: Vec<_> = callers.into_iter().filter(|call| !path.iter().any(|f| f.scope.body == call.caller.child_by_field_name("body"))).collect();
+    let callers = passing_the_callee(&path, callers);
     if callers.is_empty() {
         out.push(path);
         return;
@@ -2577,6 +2590,29 @@ fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<V
         next.last_mut().expect("paths start with the launcher").called_by = Some(call);
         next.push(Frame::of(call.text, call.caller, call.node.start_byte(), graph));
         extend_paths(graph, next, out);
+    }
+}
+
+/// Of the calls of the path's last function, those that pass it the function the path came
+/// from where the path came through one of its parameters: `run(perf_func, x, out)` calls
+/// `perf_func(x, out)`, and only `run(transpose_f32, x, y)` leads to `transpose_f32`, not
+/// `run(row_sum_f32, x, sums)`. A caller that passes on its own parameter, or no caller that
+/// passes the function by its name, keeps them all.
+fn passing_the_callee<'d>(path: &[Frame<'d>], callers: Vec<Call<'d>>) -> Vec<Call<'d>> {
+    let [.., below, last] = path else { return callers };
+    let Some(into_last) = below.called_by else { return callers };
+    let callee = into_last.node.child_by_field_name("function").map(|f| &into_last.text[f.byte_range()]);
+    let Some(index) = callee.and_then(|name| last.params.iter().position(|p| p == name)) else { return callers };
+    let Some(function) = below.scope.body.and_then(|b| b.parent()).and_then(|f| function_name(below.text, f)) else { return callers };
+    let names_it = |arg: &str| {
+        let arg = arg.trim().trim_start_matches('&').trim();
+        bare_name(arg) == bare_name(&function) || arg.rsplit(['.', ':']).next() == Some(bare_name(&function))
+    };
+    let passes_on = |call: &Call, arg: &str| parameters(call.text, call.caller).iter().any(|p| p.name == arg.trim());
+    let passing: Vec<Call<'d>> = callers.iter().filter(|call| call.args().get(index).is_some_and(|a| names_it(a) || passes_on(call, a))).copied().collect();
+    match passing.is_empty() {
+        true => callers,
+        false => passing,
     }
 }
 

@@ -242,8 +242,12 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     }
     // A macro the kernel's own code uses (`PER_BOX` of `positions + box * PER_BOX`) is compiled
     // into it: no shape may give it another value (the verification's edge cases try sizes of 1).
+    // So is a template parameter of the launcher: the kernel's template arguments are those of
+    // the first instantiation, and the shapes of other instantiations go.
     let in_body: BTreeSet<&str> = body.map(|b| identifiers_in(&templated.text()[b.byte_range()]).collect()).unwrap_or_default();
-    let compiled_in: Vec<(&String, i64)> = sizes.iter().filter(|s| in_body.contains(s.as_str()) && host.as_ref().is_some_and(|h| h.is_macro(s))).filter_map(|s| Some((s, *shapes[0].get(s)?))).collect();
+    let compiled = |s: &&String| host.as_ref().is_some_and(|h| (in_body.contains(s.as_str()) && h.is_macro(s)) || h.is_launcher_template_param(&host_name(s)));
+    let compiled_in: Vec<(&String, i64)> = sizes.iter().filter(compiled).filter_map(|s| Some((s, *shapes[0].get(s)?))).collect();
+    shapes.retain(|shape| compiled_in.iter().all(|(s, value)| shape.get(s.as_str()) == Some(value)));
     restrictions.extend(compiled_in.iter().map(|(size, value)| format!("{size} == {value}")));
     // A non-power-of-two shape along the grid's leading size, where tails hide bugs, unless
     // the file already has one.
@@ -777,7 +781,8 @@ fn literal_block_choices(kernel: &str, line: u32, grid: &mut [String], block: &m
     if let [only] = block {
         let block_sized = |v: &i64| (32..=1024).contains(v) && (*v as u64).is_power_of_two();
         let literals: Vec<i64> = only.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').filter_map(|t| t.parse().ok()).filter(block_sized).collect();
-        if let ([value], Err(_)) = (literals.as_slice(), only.trim().parse::<i64>()) {
+        let compared = literals.iter().any(|v| compares_integer(only, *v));
+        if let ([value], Err(_), false) = (literals.as_slice(), only.trim().parse::<i64>(), compared) {
             let name = format!("{prefix}_BLOCK_SIZE");
             let origin = format!("{value} in the block extent `{only}` of the launch on line {line}");
             *only = replace_integer(only, *value, &name);
@@ -831,6 +836,29 @@ fn tied_to_block(grid: &str, value: i64, name: &str) -> String {
         return tied;
     }
     replace_integer(&tied, value - 1, &format!("({name} - 1)"))
+}
+
+/// Whether `value` stands in `text` as an operand of a comparison (`kHeadDim < 128 ? 8 : 4`):
+/// a threshold the block's size is chosen by, not the size.
+fn compares_integer(text: &str, value: i64) -> bool {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    // `<`, `<=`, `==`, … but not the shifts `<<` and `>>`.
+    let compares = |op: &str| {
+        let op: String = op.chars().take_while(|c| "<>=!".contains(*c)).collect();
+        matches!(op.as_str(), "<" | ">" | "<=" | ">=" | "==" | "!=")
+    };
+    let starts = text.char_indices().filter(|&(i, c)| is_word(c) && !text[..i].ends_with(is_word)).map(|(i, _)| i);
+    for start in starts {
+        let end = text[start..].find(|c: char| !is_word(c)).map_or(text.len(), |n| start + n);
+        if text[start..end].parse::<i64>().ok() != Some(value) {
+            continue;
+        }
+        let before: String = text[..start].trim_end().chars().rev().take_while(|c| "<>=!".contains(*c)).collect::<Vec<_>>().into_iter().rev().collect();
+        if compares(&before) || compares(text[end..].trim_start()) {
+            return true;
+        }
+    }
+    false
 }
 
 /// `text` with every integer token equal to `value` replaced by `name`.
@@ -1388,6 +1416,19 @@ fn grid_barriers<'t>(text: &'t str, root: Node<'t>) -> impl Iterator<Item = Node
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_literal_the_block_is_compared_with_is_no_block_size() {
+        let choices = |block: &str| {
+            let (mut grid, mut block) = (vec!["n".to_string()], vec![block.to_string()]);
+            let (found, _) = literal_block_choices("k", 9, &mut grid, &mut block);
+            (found.into_iter().map(|p| (p.name, p.default)).collect::<Vec<_>>(), block[0].clone())
+        };
+        assert_eq!(choices("min(256, n)"), (vec![("K_BLOCK_SIZE".to_string(), 256)], "min(K_BLOCK_SIZE, n)".to_string()));
+        assert_eq!(choices("WARP_SIZE * (d < 128 ? 8 : 4)").0, vec![], "LeetCUDA's flash attention picks its warps by the head dimension");
+        assert_eq!(choices("WARP_SIZE * (128 >= d ? 8 : 4)").0, vec![]);
+        assert_eq!(choices("n << 128 | 0").0.len(), 1, "a shift is no comparison");
+    }
 
     #[test]
     fn a_kernel_that_synchronises_its_grid_is_launched_cooperatively() {

@@ -253,7 +253,9 @@ impl Workspace {
 
 /// The files, nearest first, that define the functions the host code read so far gives a
 /// variable's address to (`get_image_size(path, &height, &width)` in another file): what they
-/// set there is what the launch is given, not the variable's first value.
+/// set there is what the launch is given, not the variable's first value. And those that
+/// define the functions it sizes a launch with (`dim3 grid(div_ceil(n, 64))`, `div_ceil` in a
+/// header of the project): the spec says what they return.
 fn add_setters(by_distance: &[(&PathBuf, &FileEntry)], kernel_file: &Path, own: Option<&Document>, documents: &mut Vec<HostDocument>) {
     let texts = own.into_iter().chain(documents.iter().map(|d| &d.document));
     let (mut defined, mut wanted) = (BTreeSet::new(), BTreeSet::new());
@@ -261,6 +263,7 @@ fn add_setters(by_distance: &[(&PathBuf, &FileEntry)], kernel_file: &Path, own: 
         let Some(tree) = doc.tree() else { continue };
         defined.extend(syntax::host::functions(doc.text(), tree.root_node()).into_keys().map(str::to_string));
         wanted.extend(syntax::host::given_an_address(doc.text(), tree.root_node()));
+        wanted.extend(syntax::host::sizing_launches(doc.text(), tree.root_node()));
     }
     let wanted: Vec<String> = wanted.into_iter().filter(|name| !defined.contains(name)).collect();
     for name in wanted {
