@@ -100,7 +100,8 @@ pub(super) struct Outline {
 impl Outline {
     pub fn of(root: Node, text: &str) -> Outline {
         let mut outline = Outline::default();
-        let mut builder = Builder { text, outline: &mut outline, stack: Vec::new(), types_of_macros: HashMap::new() };
+        let qualifier_macros = crate::syntax::defines_in(text).filter(|(_, value)| is_qualifiers(value)).collect();
+        let mut builder = Builder { text, outline: &mut outline, stack: Vec::new(), types_of_macros: HashMap::new(), qualifier_macros };
         let top = builder.entries(root.children(&mut root.walk()).collect());
         outline.top = top;
         outline
@@ -114,6 +115,16 @@ struct Builder<'a> {
     stack: Vec<usize>,
     /// The types each function-like macro read so far defines when expanded.
     types_of_macros: HashMap<String, Vec<String>>,
+    /// The file's macros that stand for a function's qualifiers (`#define HOST_DEVICE_INLINE
+    /// __device__ __host__ inline`), by name.
+    qualifier_macros: HashMap<String, String>,
+}
+
+/// Whether a macro's value is only a function's qualifiers (`__device__ __forceinline__`).
+fn is_qualifiers(value: &str) -> bool {
+    const QUALIFIERS: [&str; 9] = ["__device__", "__host__", "__global__", "__forceinline__", "__inline__", "__noinline__", "inline", "static", "constexpr"];
+    let mut words = value.split_whitespace().peekable();
+    words.peek().is_some() && words.all(|w| QUALIFIERS.contains(&w))
 }
 
 impl Builder<'_> {
@@ -388,6 +399,11 @@ impl Builder<'_> {
             }
             words.extend(self.text_of(child).split_whitespace());
         }
+        // The grammar reads a qualifier macro before the return type (`HOST_DEVICE_INLINE int
+        // f(…)`) as the type: the macro's qualifiers are the function's.
+        let ty = node.child_by_field_name("type").map(|t| self.text_of(t));
+        let macros: Vec<&str> = words.iter().copied().chain(ty).filter_map(|w| self.qualifier_macros.get(w)).map(String::as_str).collect();
+        words.extend(macros.into_iter().flat_map(str::split_whitespace));
         words
     }
 

@@ -267,3 +267,21 @@ fn a_macro_is_found_where_the_file_sees_it_first_through_its_includes() {
     assert_eq!(found("ROWS"), Some(("kernels.cuh".into(), 1, "4".into())));
     assert_eq!(found("DEPTH"), None);
 }
+
+#[test]
+fn a_function_a_qualifier_macro_makes_a_device_function_is_kept() {
+    // xlite-dev/LeetCUDA: `#define HOST_DEVICE_INLINE __device__ __host__ inline`, then
+    // `HOST_DEVICE_INLINE` on the line above `int div_ceil(int a, int b)`.
+    let text = "\
+#define HOST_DEVICE_INLINE __device__ __host__ inline
+#define HOST_ONLY static inline
+HOST_DEVICE_INLINE
+int div_ceil(int a, int b) { return (a + b - 1) / b; }
+HOST_ONLY int tiles(int n) { return n / 4; }
+__global__ void count_tiles(int *out, int n) { out[0] = div_ceil(n, 4) + tiles(n); }
+";
+    let sliced = slice(text, "count_tiles");
+    assert!(sliced.source.contains("int div_ceil(int a, int b)") && sliced.source.contains("#define HOST_DEVICE_INLINE"), "{}", sliced.source);
+    let unresolved: Vec<&str> = sliced.unresolved.iter().map(|u| u.symbol.as_str()).collect();
+    assert_eq!(unresolved, ["tiles"], "a macro of host qualifiers leaves its function the host's");
+}
