@@ -1221,7 +1221,8 @@ def test_a_launcher_macro_that_does_not_build_leaves_the_bindings_after_it_reada
     # `TRANSPOSE_TILES_LAUNCHER`'s launch is spelled `< < <`, so it is no launch-writing macro;
     # left unexpanded, its invocations at file scope swallowed `PYBIND11_MODULE` and with it
     # the binding of `transpose_f32`. `bench.py` makes the input with
-    # `torch.arange(0, R * N).reshape(R, N)` and passes the op to `run`, which calls it as
+    # `torch.arange(0, R * N).reshape(R, N)`, names it again (`x_in = x.contiguous()`) and
+    # passes the op to `run`, which calls it as
     # `perf_func(x, out)`: of `run`'s callers, only the one that passes `transpose_f32` gives
     # its `y` (`torch.zeros((N, R))`), not those that pass `row_sum_f32` (`torch.zeros(R)`).
     spec = templatized_spec(root, "transpose.cu", "transpose_kernel")

@@ -48,6 +48,10 @@
 #   allocated by a buffer class's methods; image_sized: `shrink_levels`, its sizes
 #   `(int)(cols * 0.5f)`; element_args: `double_values`, launched by `cudaLaunchKernel` with its
 #   argument array filled element by element (session 34).
+# - tests/fixtures/workspace/macro_launchers: `transpose_kernel`, its binding after a launcher
+#   macro that does not build and its input made by `torch.arange(0, R * N).reshape(R, N)`;
+#   head_dispatch: `head_scale_kernel`, its template arguments worked out by a host template
+#   for its first instantiation and its grid by a helper of a header elsewhere (session 35).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -86,7 +90,9 @@ workspace/multi_pass|sum_passes.cu|sum_pass|10
 workspace/namesake_defines|rotate/rotate_kernel.cu|transform|10
 workspace/buffer_class|pairs.cu|widen_pairs|10
 workspace/image_sized|levels/levels.cu|shrink_levels|10
-workspace/element_args|scale_launch.cu|double_values|10"
+workspace/element_args|scale_launch.cu|double_values|10
+workspace/macro_launchers|transpose.cu|transpose_kernel|10
+workspace/head_dispatch|attention/head_scale.cu|head_scale_kernel|10"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"

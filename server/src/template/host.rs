@@ -1544,8 +1544,17 @@ impl<'d> HostContext<'d> {
                 names_agree.then(|| (at, tensors::sliced_dims(&extents, dims)))
             }
         };
+        // A tensor made by `value`, or another name for one (`a_f16 = a.half()` in a script:
+        // `auto a_f16 = a;`).
+        let given = |value: &str| {
+            let value = strip_casts_everywhere(value);
+            match is_identifier(value.trim()) && value.trim() != name {
+                true => self.tensor_dims(path, at, value.trim(), depth + 1),
+                false => made(at, &value),
+            }
+        };
         if let Some(value) = frame.scope.value_text(name) {
-            return made(at, value);
+            return given(value);
         }
         match frame.params.iter().position(|p| p == name) {
             Some(index) => {
@@ -1555,7 +1564,7 @@ impl<'d> HostContext<'d> {
                     false => made(at + 1, &passed),
                 }
             }
-            None => made(at, self.globals.get(name)?),
+            None => given(self.globals.get(name)?),
         }
     }
 
@@ -1633,17 +1642,19 @@ impl<'d> HostContext<'d> {
         }
         let Some(path) = self.paths.first() else { return text.to_string() };
         let mut current = self.members_resolved(text.trim());
+        // The frame whose names `current` is in: a template argument is the caller's.
+        let mut at = 0;
         for frame in path {
             let Some(index) = frame.template_params.iter().position(|p| *p == current) else { break };
             match template_args_of(frame).get(index).cloned() {
-                Some(arg) => current = arg,
+                Some(arg) => (current, at) = (arg, at + 1),
                 None => break,
             }
         }
-        // A constant the launcher works out (`constexpr int kTileQ = (kHeadDim < 128) ? 8 : 4;`)
+        // A constant the function works out (`constexpr int kTileQ = (kHeadDim < 128) ? 8 : 4;`)
         // has its value for the instantiation.
-        let launcher_constant = path[0].scope.value_text(&current).is_some();
-        match launcher_constant.then(|| self.eval_name(path, 0, &current, 0)).flatten() {
+        let constant = path.get(at).is_some_and(|frame| frame.scope.value_text(&current).is_some());
+        match constant.then(|| self.eval_name(path, at, &current, 0)).flatten() {
             Some(value) => value.to_string(),
             None => current,
         }
