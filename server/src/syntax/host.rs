@@ -243,7 +243,7 @@ pub fn sizing_launches(text: &str, root: Node) -> BTreeSet<String> {
 }
 
 /// The names `text` calls: each identifier a `(` follows.
-fn names_called_in(text: &str) -> Vec<&str> {
+pub fn names_called_in(text: &str) -> Vec<&str> {
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let starts = text.char_indices().filter(|&(i, c)| is_word(c) && !c.is_ascii_digit() && !text[..i].ends_with(is_word)).map(|(i, _)| i);
     starts

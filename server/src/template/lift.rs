@@ -97,6 +97,7 @@ impl Transform for TemplateParams {
         let mut rewrite = Rewrite::default();
         let mut tagged = Vec::new();
         let hand_mapped = tiles_mapped_with_numbers(unit);
+        let instruction_shape = tensor_core_shape(unit);
         for (index, tp) in unit.kernel.template_params.iter().enumerate() {
             if !matches!(tp.kind, TemplateParamKind::Value { integer: true, .. }) {
                 continue;
@@ -160,6 +161,12 @@ impl Transform for TemplateParams {
                 rewrite.params.push(param(&tp.name, ParamKind::Template, default, vec![default], origin));
                 continue;
             }
+            if let Some(why) = instruction_shape.iter().find(|(name, _)| *name == tp.name).map(|(_, why)| why) {
+                rewrite.notes.push(Note { line: Some(unit.line_at(tp.span)), message: format!("{why}: kept at {default}") });
+                let origin = format!("template parameter `{}` of `{}`, the tensor cores' shape", tp.name, unit.kernel.name);
+                rewrite.params.push(param(&tp.name, ParamKind::Template, default, vec![default], origin));
+                continue;
+            }
             if let Some(why) = hand_mapped.iter().find(|(name, _)| *name == tp.name).map(|(_, why)| why) {
                 rewrite.notes.push(Note { line: Some(unit.line_at(tp.span)), message: format!("{why}: kept at {default}") });
                 let origin = format!("template parameter `{}` of `{}`, a tile the threads are mapped onto with numbers", tp.name, unit.kernel.name);
@@ -191,6 +198,32 @@ impl Transform for TemplateParams {
         };
         Outcome::Applied(rewrite)
     }
+}
+
+/// The template parameters that are the shape of the tensor-core operation the kernel issues,
+/// which the hardware fixes (`m16n8k16`, or `16×16×8` for TF32): those in its `wmma::fragment`
+/// types ([`fragment_shape_names`]), and, in a kernel that issues `mma.sync` in assembly (itself
+/// or through a macro or function of the file it calls), those named for its `M`, `N` or `K`
+/// (`MMA_M`, `kMmaAtomK`). Each with why, for the note.
+fn tensor_core_shape(unit: &Unit) -> Vec<(String, String)> {
+    let Some(body) = unit.body() else { return Vec::new() };
+    let (text, fragment_shapes) = (unit.text(), fragment_shape_names(unit));
+    let body_text = &text[body.byte_range()];
+    let calls_mma = || crate::syntax::host::names_called_in(body_text).iter().any(|w| w.to_ascii_lowercase().contains("mma"));
+    let issues_mma = text.contains("mma.sync") && (body_text.contains("mma.sync") || calls_mma());
+    let named_for_mma = |name: &str| {
+        let upper: String = name.chars().filter(char::is_ascii_alphanumeric).collect::<String>().to_ascii_uppercase();
+        ["MMAM", "MMAN", "MMAK", "MMAATOMM", "MMAATOMN", "MMAATOMK"].iter().any(|suffix| upper.ends_with(suffix))
+    };
+    let mut out = Vec::new();
+    for name in unit.kernel.template_params.iter().map(|tp| tp.name.as_str()) {
+        if fragment_shapes.contains(name) {
+            out.push((name.to_string(), format!("`{name}` is a dimension of the kernel's `wmma::fragment`, a shape of the tensor cores")));
+        } else if issues_mma && named_for_mma(name) {
+            out.push((name.to_string(), format!("`{name}` is the shape of the `mma` instruction the kernel issues, which the hardware fixes")));
+        }
+    }
+    out
 }
 
 /// The template parameters that size a dimension of a `__shared__` tile whose index there the
