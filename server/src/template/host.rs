@@ -1719,6 +1719,29 @@ impl<'d> HostContext<'d> {
         out
     }
 
+    /// The cases of the `switch`es the first call path runs through above the launcher, in the
+    /// spec's names: `switch (d) { case 64: launch<64>(q, o); … }` with `d = q.size(3)` gives
+    /// `q_size_3 == 64`, which the instantiation it picks was compiled for.
+    pub(super) fn dispatched_cases(&self) -> Vec<String> {
+        let Some(path) = self.paths.first() else { return Vec::new() };
+        let mut out = Vec::new();
+        for (at, frame) in path.iter().enumerate() {
+            let Some(call) = frame.called_by else { continue };
+            let cases = std::iter::successors(call.node.parent(), |n| n.parent()).take_while(|n| n.kind() != "function_definition").filter(|n| n.kind() == "case_statement");
+            for case in cases {
+                if let Some(CaseTaken::When(condition)) = case_condition(call.text, case, &|_| None) {
+                    let condition = self.in_spec_names(&self.to_launcher_names(path, at + 1, &strip_casts_everywhere(&condition)));
+                    // `(q_size_3) == 64`, the subject renamed as a whole, reads `q_size_3 == 64`.
+                    out.push(match condition.split_once(" == ") {
+                        Some((subject, label)) if !label.contains("||") => format!("{} == {}", strip_outer_parens(subject.trim()), label.trim()),
+                        _ => condition,
+                    });
+                }
+            }
+        }
+        out
+    }
+
     /// A floating-point scalar's value along the first call path: a literal at the launch, or
     /// an expression of the host code (`1.0f / sqrtf(HS)`, a default argument).
     pub(super) fn float_value(&self, text: &str) -> Option<String> {

@@ -329,6 +329,15 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         }
     }
 
+    // The case of a dispatch above the launcher that picked this instantiation holds on the
+    // shapes too: another head dimension is another kernel's.
+    let dispatched = host.as_ref().map(|h| h.dispatched_cases()).unwrap_or_default();
+    for condition in holding_at_defaults(dispatched.iter().map(|c| spec_expression(c, Division::Floor)).filter(|c| known(c)).collect(), &params, &shapes) {
+        if !restrictions.contains(&condition) {
+            restrictions.push(condition);
+        }
+    }
+
     let deterministic = !(body.is_some_and(|b| contains_call(templated.text(), b, "atomicAdd")) && args.iter().any(|a| a.is_buffer() && a.dtype.is_float()));
     // The kernel exists (templatize checked), so slicing cannot fail on it.
     let source = device_slice(original, kernel, &slice_options.clone().with_template_args(&template_args)).map(|s| s.source).unwrap_or_else(|_| original.text().to_string());
