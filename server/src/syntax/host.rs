@@ -232,12 +232,10 @@ pub fn sizing_launches(text: &str, root: Node) -> BTreeSet<String> {
     // The grammar reads `dim3 grid(f(n, 64), m)` as a function's declaration (`f` a type, its
     // arguments parameters): the calls are read from the declarator's text.
     let dim3s = descendants(root).filter(|n| n.kind() == "declaration" && n.child_by_field_name("type").is_some_and(|t| &text[t.byte_range()] == "dim3"));
-    let in_dim3s = dim3s.flat_map(|declaration| {
-        let mut declarators = declaration.children_by_field_name("declarator", &mut declaration.walk()).collect::<Vec<_>>().into_iter();
-        std::iter::from_fn(move || declarators.next()).flat_map(|declarator| {
-            let extents = declarator.child_by_field_name("parameters").or_else(|| declarator.child_by_field_name("value")).map_or("", |e| &text[e.byte_range()]);
-            names_called_in(extents)
-        })
+    let declarators = dim3s.flat_map(|declaration| declaration.children_by_field_name("declarator", &mut declaration.walk()).collect::<Vec<_>>());
+    let in_dim3s = declarators.flat_map(|declarator| {
+        let extents = declarator.child_by_field_name("parameters").or_else(|| declarator.child_by_field_name("value"));
+        names_called_in(extents.map_or("", |e| &text[e.byte_range()]))
     });
     in_configs.chain(in_dim3s).filter(|name| !name.starts_with("cuda") && *name != "dim3").map(str::to_string).collect()
 }

@@ -2630,8 +2630,8 @@ fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<V
 /// Of the calls of the path's last function, those that pass it the function the path came
 /// from where the path came through one of its parameters: `run(perf_func, x, out)` calls
 /// `perf_func(x, out)`, and only `run(transpose_f32, x, y)` leads to `transpose_f32`, not
-/// `run(row_sum_f32, x, sums)`. A caller that passes on its own parameter, or no caller that
-/// passes the function by its name, keeps them all.
+/// `run(row_sum_f32, x, sums)`. A caller that passes on a parameter of its own stays (what it
+/// passes, its caller says); where no caller passes the function by its name, all stay.
 fn passing_the_callee<'d>(path: &[Frame<'d>], callers: Vec<Call<'d>>) -> Vec<Call<'d>> {
     let [.., below, last] = path else { return callers };
     let Some(into_last) = below.called_by else { return callers };
