@@ -1074,6 +1074,23 @@ pub fn identifiers_in(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_'))
 }
 
+/// Each word of `text` (a run of letters, digits and `_`: a name or a number) with its offset.
+pub fn words_at(text: &str) -> impl Iterator<Item = (&str, usize)> {
+    let bytes = text.as_bytes();
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() && !is_word(bytes[at]) {
+            at += 1;
+        }
+        let start = at;
+        while at < bytes.len() && is_word(bytes[at]) {
+            at += 1;
+        }
+        (at > start).then(|| (&text[start..at], start))
+    })
+}
+
 /// The names `text` seems to define functions of: an identifier before a parenthesised list
 /// that a body follows (`int frame_size(int *w, int *h) {`, `) const {`). A lexical scan, no
 /// parse: it may name a macro's use or a name in a comment, so a caller that needs the

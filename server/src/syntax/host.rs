@@ -242,13 +242,9 @@ pub fn sizing_launches(text: &str, root: Node) -> BTreeSet<String> {
 
 /// The names `text` calls: each identifier a `(` follows.
 pub fn names_called_in(text: &str) -> Vec<&str> {
-    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let starts = text.char_indices().filter(|&(i, c)| is_word(c) && !c.is_ascii_digit() && !text[..i].ends_with(is_word)).map(|(i, _)| i);
-    starts
-        .filter_map(|start| {
-            let end = text[start..].find(|c: char| !is_word(c)).map_or(text.len(), |n| start + n);
-            text[end..].trim_start().starts_with('(').then(|| &text[start..end])
-        })
+    super::words_at(text)
+        .filter(|(word, at)| !word.starts_with(|c: char| c.is_ascii_digit()) && text[at + word.len()..].trim_start().starts_with('('))
+        .map(|(word, _)| word)
         .collect()
 }
 

@@ -83,7 +83,9 @@ fn bodies(text: &str, skipped: &[std::ops::Range<usize>]) -> Vec<std::ops::Range
         match c {
             '{' => {
                 let before = text[..at].trim_end();
-                let scope = before.ends_with("extern \"C\"") || identifiers(before).last().is_some_and(|(w, start)| start + w.len() == before.len() && before[..start].trim_end().ends_with("namespace")) || before.ends_with("namespace");
+                // `namespace`, `namespace name` or `extern "C"` right before the brace.
+                let name_start = before.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_').len();
+                let scope = before.ends_with("extern \"C\"") || before.ends_with("namespace") || before[..name_start].trim_end().ends_with("namespace");
                 open.push((at, scope));
             }
             '}' => {
@@ -197,25 +199,7 @@ fn one_line(body: &str) -> String {
 
 /// Each identifier of `text` with its offset.
 fn identifiers(text: &str) -> impl Iterator<Item = (&str, usize)> {
-    let bytes = text.as_bytes();
-    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        while at < bytes.len() {
-            let start = at;
-            if is_word(bytes[at]) {
-                while at < bytes.len() && is_word(bytes[at]) {
-                    at += 1;
-                }
-                if !bytes[start].is_ascii_digit() {
-                    return Some((&text[start..at], start));
-                }
-            } else {
-                at += 1;
-            }
-        }
-        None
-    })
+    super::words_at(text).filter(|(word, _)| !word.starts_with(|c: char| c.is_ascii_digit()))
 }
 
 /// The arguments of an invocation whose name ends at `after`: `(a, f(b, c))` gives `a` and
@@ -444,6 +428,13 @@ PYBIND11_MODULE(ext, m) {
         let doc = crate::syntax::Document::new(out.clone());
         let bindings = crate::syntax::python::bindings(doc.text(), doc.tree().unwrap().root_node());
         assert_eq!(bindings.iter().map(|b| b.cpp.as_str()).collect::<Vec<_>>(), ["copy_f32"], "{out}");
+    }
+
+    #[test]
+    fn bodies_are_braces_other_than_namespaces_and_extern_c_blocks() {
+        let text = "namespace {\nvoid f() { int a[] = {1}; }\n}\nnamespace ops {\n}\nextern \"C\" {\n}\nstruct S { int x; };\n";
+        let found: Vec<&str> = bodies(text, &[]).into_iter().map(|r| &text[r]).collect();
+        assert_eq!(found, ["{1}", "{ int a[] = {1}; }", "{ int x; }"]);
     }
 
     #[test]

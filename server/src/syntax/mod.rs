@@ -25,7 +25,7 @@ pub use consteval::{eval as eval_constant, parse_int_literal, size_of_type};
 pub use float_eval::eval_float;
 pub use checks::{check, format_bytes, Finding, Severity};
 pub use document::{parse_source, Analysis, Change, Document, EditError, Encoding, TextPosition, MAX_ANALYZED_BYTES};
-pub use extract::{compile_queries, descendants, function_definitions_in, identifiers_in, is_identifier, rename_identifiers_in};
+pub use extract::{compile_queries, descendants, function_definitions_in, identifiers_in, is_identifier, rename_identifiers_in, words_at};
 pub use hover::{hover, HoverInfo};
 pub use list_conditionals::{defines_in, has_conditional_in_list, Defines};
 pub use model::*;

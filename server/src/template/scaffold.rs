@@ -850,24 +850,16 @@ fn tied_to_block(grid: &str, value: i64, name: &str) -> String {
 /// Whether `value` stands in `text` as an operand of a comparison (`kHeadDim < 128 ? 8 : 4`):
 /// a threshold the block's size is chosen by, not the size.
 fn compares_integer(text: &str, value: i64) -> bool {
-    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
     // `<`, `<=`, `==`, … but not the shifts `<<` and `>>`.
     let compares = |op: &str| {
         let op: String = op.chars().take_while(|c| "<>=!".contains(*c)).collect();
         matches!(op.as_str(), "<" | ">" | "<=" | ">=" | "==" | "!=")
     };
-    let starts = text.char_indices().filter(|&(i, c)| is_word(c) && !text[..i].ends_with(is_word)).map(|(i, _)| i);
-    for start in starts {
-        let end = text[start..].find(|c: char| !is_word(c)).map_or(text.len(), |n| start + n);
-        if text[start..end].parse::<i64>().ok() != Some(value) {
-            continue;
-        }
-        let before: String = text[..start].trim_end().chars().rev().take_while(|c| "<>=!".contains(*c)).collect::<Vec<_>>().into_iter().rev().collect();
-        if compares(&before) || compares(text[end..].trim_start()) {
-            return true;
-        }
-    }
-    false
+    crate::syntax::words_at(text).filter(|(word, _)| word.parse::<i64>().ok() == Some(value)).any(|(word, start)| {
+        let before = text[..start].trim_end();
+        let operator_before = &before[before.trim_end_matches(|c: char| "<>=!".contains(c)).len()..];
+        compares(operator_before) || compares(text[start + word.len()..].trim_start())
+    })
 }
 
 /// `text` with every integer token equal to `value` replaced by `name`.
