@@ -46,6 +46,12 @@ pub fn bindings(text: &str, root: Node) -> Vec<Binding> {
     out
 }
 
+/// Whether `name` is the macro that opens a block of bindings (`PYBIND11_MODULE`,
+/// `TORCH_LIBRARY`, `TORCH_LIBRARY_IMPL`, `TORCH_LIBRARY_FRAGMENT`).
+pub fn is_binding_block(name: &str) -> bool {
+    name == "PYBIND11_MODULE" || name.starts_with("TORCH_LIBRARY")
+}
+
 /// `forward` of `"forward"` or of the schema `"rms_norm(Tensor! out, …) -> ()"`.
 fn exported_name(arg: &str) -> Option<String> {
     let name = arg.trim().strip_prefix('"')?.split(['"', '(']).next()?.trim();
@@ -83,7 +89,7 @@ pub fn as_host_code(python: &str, module: &str, bindings: &[Binding]) -> String 
     let root = tree.root_node();
     let mut writer = Writer::bare(python, bindings);
     writer.options = option_defaults(&writer, root);
-    writer.functions = super::descendants(root).filter(|n| n.kind() == "function_definition").filter_map(|f| Some((python[f.child_by_field_name("name")?.byte_range()].to_string(), parameter_names(python, f)))).collect();
+    writer.functions = super::descendants(root).filter(|n| n.kind() == "function_definition").filter_map(|f| Some((&python[f.child_by_field_name("name")?.byte_range()], f))).collect();
     writer.lines = vec![String::new(); python.lines().count() + 1];
     let module: String = module.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     writer.lists = module_lists(python, root);
@@ -96,9 +102,8 @@ pub fn as_host_code(python: &str, module: &str, bindings: &[Binding]) -> String 
 struct Writer<'a> {
     text: &'a str,
     bindings: &'a [Binding],
-    /// The functions the script defines, with their parameters' names: calls of them are host
-    /// calls too.
-    functions: HashMap<String, Vec<String>>,
+    /// The functions the script defines, by name: calls of them are host calls too.
+    functions: HashMap<&'a str, Node<'a>>,
     /// The command-line options the script declares with `argparse`, by their attribute
     /// (`num_tokens` of `--num-tokens`), with their defaults as C++: the run without arguments.
     options: HashMap<String, String>,
@@ -110,6 +115,10 @@ struct Writer<'a> {
     /// The lists the module names (`sizes = [1024, 4096]`, `shapes = [(s, k) for s in …]`),
     /// which its loops walk.
     lists: HashMap<&'a str, Node<'a>>,
+    /// Inside a function of the script whose call is read in place (see [`Writer::returned`]):
+    /// its parameters and locals, each with the value it has there, or none where that cannot
+    /// be written.
+    locals: HashMap<String, Option<String>>,
 }
 
 /// C++ words a Python name may be but a C++ one may not.
@@ -119,7 +128,7 @@ const CPP_KEYWORDS: [&str; 17] = ["auto", "class", "new", "delete", "this", "int
 impl<'a> Writer<'a> {
     /// A writer of `text` that knows nothing of it yet and has no lines.
     fn bare(text: &'a str, bindings: &'a [Binding]) -> Writer<'a> {
-        Writer { text, bindings, functions: HashMap::new(), options: HashMap::new(), params: Vec::new(), lines: Vec::new(), lists: HashMap::new() }
+        Writer { text, bindings, functions: HashMap::new(), options: HashMap::new(), params: Vec::new(), lines: Vec::new(), lists: HashMap::new(), locals: HashMap::new() }
     }
 
     /// A writer of the same script, into empty lines of its own.
@@ -149,7 +158,7 @@ impl<'a> Writer<'a> {
                 }
             }
             // Numbers and tensors at file scope, where every function of the module sees them.
-            "expression_statement" if self.assignments(statement).is_some_and(|a| a.iter().all(|(_, value)| !self.calls_host(value))) => self.statement(statement),
+            "expression_statement" if self.assignments(statement).is_some_and(|a| a.iter().all(|(_, value)| !self.calls_host(value))) && self.unpacked_call(statement).is_none() => self.statement(statement),
             _ => {
                 let mut body = self.beside();
                 body.statement(statement);
@@ -208,6 +217,9 @@ impl<'a> Writer<'a> {
         match statement.kind() {
             "expression_statement" => {
                 if let Some(assignments) = self.assignments(statement) {
+                    if let Some(call) = self.unpacked_call(statement) {
+                        self.put(row, &format!("{call};"));
+                    }
                     for (name, value) in assignments {
                         self.put(row, &format!("auto {name} = {value};"));
                     }
@@ -271,7 +283,7 @@ impl<'a> Writer<'a> {
     fn first_item(&self, target: Node, iterable: Node) -> Vec<(String, String)> {
         let iterable = match iterable.kind() {
             "identifier" => self.lists.get(self.text(iterable)).copied().unwrap_or(iterable),
-            _ => iterable,
+            _ => first_branch(iterable),
         };
         match iterable.kind() {
             "list" | "tuple" => iterable.named_child(0).map(|item| self.bind(target, item)).unwrap_or_default(),
@@ -317,6 +329,14 @@ impl<'a> Writer<'a> {
         let assignment = statement.named_child(0).filter(|a| a.kind() == "assignment")?;
         let (left, right) = (assignment.child_by_field_name("left")?, assignment.child_by_field_name("right")?);
         let pairs: Vec<(Node, Node)> = match (left.kind(), right.kind()) {
+            // `q, k, v = make_inputs(b, n)`: what the function returns, item by item.
+            ("pattern_list" | "tuple_pattern", "call") => {
+                let returned = self.returned(right)?;
+                let names = named_children(left);
+                (names.len() == returned.len()).then_some(())?;
+                let written = names.into_iter().zip(returned).filter_map(|(name, value)| Some((cpp_name(self.text(name).trim()), value?))).filter(|(name, _)| super::is_identifier(name));
+                return Some(written.collect());
+            }
             ("identifier", _) => vec![(left, right)],
             ("pattern_list" | "tuple_pattern", "expression_list" | "tuple") if left.named_child_count() == right.named_child_count() => {
                 named_children(left).into_iter().zip(named_children(right)).collect()
@@ -324,6 +344,82 @@ impl<'a> Writer<'a> {
             _ => return None,
         };
         pairs.into_iter().map(|(name, value)| (name.kind() == "identifier").then(|| Some((cpp_name(self.text(name)), self.expression(value)?))).flatten()).collect()
+    }
+
+    /// The host call whose result `statement` unpacks (`out, secs = run(ext.op, x)`): it runs
+    /// the op whatever its results are.
+    fn unpacked_call(&self, statement: Node) -> Option<String> {
+        let assignment = statement.named_child(0).filter(|a| a.kind() == "assignment")?;
+        assignment.child_by_field_name("left").filter(|l| matches!(l.kind(), "pattern_list" | "tuple_pattern"))?;
+        self.host_call(assignment.child_by_field_name("right").filter(|r| r.kind() == "call")?)
+    }
+
+    /// What a call of a function of the script returns (`return q, k, v`), item by item, each
+    /// written where it can be: the function read in place, its parameters being the call's
+    /// arguments (or their defaults), its locals the values they are given on the way to the
+    /// `return` (an `if`'s first branch, as elsewhere).
+    fn returned(&self, call: Node) -> Option<Vec<Option<String>>> {
+        let function = call.child_by_field_name("function").filter(|f| f.kind() == "identifier")?;
+        let definition = *self.functions.get(self.text(function))?;
+        let arguments = call.child_by_field_name("arguments")?;
+        let positional = self.arguments(arguments);
+        let mut inner = self.beside();
+        for (at, (name, default)) in parameters(definition).into_iter().enumerate() {
+            let name = self.text(name);
+            let passed = match self.keyword(arguments, name) {
+                Some(value) => self.expression(value),
+                None => positional.get(at).cloned().flatten(),
+            };
+            let value = passed.or_else(|| self.expression(default?));
+            inner.locals.insert(name.to_string(), value);
+        }
+        inner.read_to_return(definition.child_by_field_name("body")?)
+    }
+
+    /// Reads `block` in place up to its `return`, keeping each local's value; what it returns.
+    /// A `return` in an `if` is an early exit (`if "sdpa" in tag: return None`): what the
+    /// block returns after it is the result, that one only where none follows.
+    fn read_to_return(&mut self, block: Node) -> Option<Vec<Option<String>>> {
+        let mut early = None;
+        for statement in named_children(block) {
+            match statement.kind() {
+                "expression_statement" => {
+                    let Some(assignment) = statement.named_child(0).filter(|a| a.kind() == "assignment") else { continue };
+                    let (Some(left), Some(right)) = (assignment.child_by_field_name("left"), assignment.child_by_field_name("right")) else { continue };
+                    if left.kind() == "identifier" {
+                        let value = self.expression(right);
+                        self.locals.insert(self.text(left).to_string(), value);
+                    }
+                }
+                "if_statement" => {
+                    let returned = statement.child_by_field_name("consequence").and_then(|body| self.read_to_return(body));
+                    early = early.or(returned);
+                }
+                "with_statement" => {
+                    if let Some(returned) = statement.child_by_field_name("body").and_then(|body| self.read_to_return(body)) {
+                        return Some(returned);
+                    }
+                }
+                "return_statement" => {
+                    let value = statement.named_child(0)?;
+                    let items = match value.kind() {
+                        "expression_list" | "tuple" => named_children(value),
+                        _ => vec![value],
+                    };
+                    return Some(items.into_iter().map(|item| self.returned_value(item)).collect());
+                }
+                _ => {}
+            }
+        }
+        early
+    }
+
+    /// A returned item: a local as its value, anything else as written.
+    fn returned_value(&self, item: Node) -> Option<String> {
+        match self.locals.get(self.text(item)) {
+            Some(local) if item.kind() == "identifier" => local.clone(),
+            _ => self.expression(item),
+        }
     }
 
     /// Whether `value` (written C++) calls a host function, which only a function can.
@@ -340,7 +436,10 @@ impl<'a> Writer<'a> {
             "float" => Some(text.replace('_', "")),
             "true" => Some("1".into()),
             "false" | "none" => Some("0".into()),
-            "identifier" => Some(cpp_name(text)),
+            "identifier" => match self.locals.get(text) {
+                Some(local) => local.as_deref().map(parenthesized),
+                None => Some(cpp_name(text)),
+            },
             "parenthesized_expression" => Some(format!("({})", self.expression(node.named_child(0)?)?)),
             "unary_operator" => {
                 let operator = node.child_by_field_name("operator").map(|o| self.text(o))?;
@@ -530,10 +629,10 @@ impl<'a> Writer<'a> {
         let binding = self.bindings.iter().find(|b| b.python == name);
         let own = self.functions.get(name).filter(|_| function.kind() == "identifier");
         let passed = function.kind() == "identifier" && self.params.iter().any(|p| *p == cpp_name(name));
-        let (callee, params): (String, &[String]) = match (binding, own) {
-            (_, Some(params)) => (cpp_name(name), params),
-            (Some(binding), None) => (binding.cpp.clone(), &binding.params),
-            (None, None) if passed => (cpp_name(name), &[]),
+        let (callee, params): (String, Vec<String>) = match (binding, own) {
+            (_, Some(definition)) => (cpp_name(name), parameter_names(self.text, *definition)),
+            (Some(binding), None) => (binding.cpp.clone(), binding.params.clone()),
+            (None, None) if passed => (cpp_name(name), Vec::new()),
             (None, None) => return None,
         };
         let arguments = call.child_by_field_name("arguments")?;
@@ -596,6 +695,24 @@ fn option_defaults(writer: &Writer, root: Node) -> HashMap<String, String> {
     out
 }
 
+/// The value of `a if c else b` the run without arguments takes as the script reads: `a`, as
+/// an `if`'s first branch is read (`Ds = [64, 128] if not args.D else [args.D]`); any other
+/// node itself.
+fn first_branch(node: Node) -> Node {
+    match node.kind() {
+        "conditional_expression" => node.named_child(0).unwrap_or(node),
+        _ => node,
+    }
+}
+
+/// `value` as one operand: in parentheses unless it is a name or a number.
+fn parenthesized(value: &str) -> String {
+    match super::is_identifier(value) || value.parse::<f64>().is_ok() {
+        true => value.to_string(),
+        false => format!("({value})"),
+    }
+}
+
 fn named_children(node: Node) -> Vec<Node> {
     let mut cursor = node.walk();
     node.named_children(&mut cursor).collect()
@@ -614,7 +731,7 @@ fn cpp_name(name: &str) -> String {
 fn module_lists<'t>(text: &'t str, root: Node<'t>) -> HashMap<&'t str, Node<'t>> {
     let assignments = named_children(root).into_iter().filter(|s| s.kind() == "expression_statement").filter_map(|s| s.named_child(0)).filter(|a| a.kind() == "assignment");
     assignments
-        .filter_map(|a| Some((a.child_by_field_name("left").filter(|l| l.kind() == "identifier")?, a.child_by_field_name("right").filter(|r| matches!(r.kind(), "list" | "tuple" | "list_comprehension"))?)))
+        .filter_map(|a| Some((a.child_by_field_name("left").filter(|l| l.kind() == "identifier")?, a.child_by_field_name("right").map(first_branch).filter(|r| matches!(r.kind(), "list" | "tuple" | "list_comprehension"))?)))
         .map(|(name, list)| (&text[name.byte_range()], list))
         .collect()
 }
@@ -676,6 +793,34 @@ TORCH_LIBRARY(_C, ops) {
         let doc = crate::syntax::Document::new(text.to_string());
         let found = bindings(text, doc.tree().unwrap().root_node());
         assert_eq!(found, vec![binding("forward", "forward", &[]), binding("norm", "rms_norm", &["out", "input", "epsilon"]), binding("rms_norm", "rms_norm", &["out", "input", "epsilon"])]);
+    }
+
+    #[test]
+    fn a_helpers_results_are_read_in_place_and_the_call_they_come_from_stays() {
+        let script = "\
+Ds = [64, 128] if not args.D else [args.D]
+def make(b, d, scale=2):
+    if not ones:
+        x = torch.randn((b, d * scale))
+    else:
+        x = torch.ones(b, d)
+    return x, torch.zeros(b)
+def run(op, x, tag):
+    if 'skip' in tag:
+        return None, 0
+    op(x)
+    return x, 1
+for d in Ds:
+    x, y = make(4, d)
+    out, _ = run(ext.forward, x, 'a')
+";
+        let code = as_host_code(script, "bench", &[binding("forward", "flash_forward", &[])]);
+        let lines: Vec<&str> = code.lines().collect();
+        // The list's first branch, as an `if`'s; the helper's `if` read as its first branch.
+        assert_eq!(lines[12], "void bench_py_line_13() { { auto d = 64;");
+        assert_eq!(lines[13], "make(4, d); auto x = torch::randn({4, d * 2}); auto y = torch::zeros({4});");
+        // `return None, 0` under an `if` is an early exit: the results are the last `return`'s.
+        assert_eq!(lines[14], "run(flash_forward, x, 0); auto out = x; auto _ = 1; } }");
     }
 
     #[test]

@@ -203,14 +203,15 @@ impl Transform for TemplateParams {
 /// The template parameters that are the shape of the tensor-core operation the kernel issues,
 /// which the hardware fixes (`m16n8k16`, or `16×16×8` for TF32): those in its `wmma::fragment`
 /// types ([`fragment_shape_names`]), and, in a kernel that issues `mma.sync` in assembly (itself
-/// or through a macro or function of the file it calls), those named for its `M`, `N` or `K`
+/// or through a macro or function it calls whose name says `mma`, defined in the file or in a
+/// header of the project: `HMMA16816` in `utils.h`), those named for its `M`, `N` or `K`
 /// (`MMA_M`, `kMmaAtomK`). Each with why, for the note.
 fn tensor_core_shape(unit: &Unit) -> Vec<(String, String)> {
     let Some(body) = unit.body() else { return Vec::new() };
     let (text, fragment_shapes) = (unit.text(), fragment_shape_names(unit));
     let body_text = &text[body.byte_range()];
     let calls_mma = || crate::syntax::host::names_called_in(body_text).iter().any(|w| w.to_ascii_lowercase().contains("mma"));
-    let issues_mma = text.contains("mma.sync") && (body_text.contains("mma.sync") || calls_mma());
+    let issues_mma = body_text.contains("mma.sync") || calls_mma();
     let named_for_mma = |name: &str| {
         let upper: String = name.chars().filter(char::is_ascii_alphanumeric).collect::<String>().to_ascii_uppercase();
         ["MMAM", "MMAN", "MMAK", "MMAATOMM", "MMAATOMN", "MMAATOMK"].iter().any(|suffix| upper.ends_with(suffix))

@@ -182,7 +182,7 @@ impl Workspace {
         // programs).
         let launches_own = |own: &&Document| own.model().launches_of(kernel).next().is_some() || !syntax::host::driver_launches(own, kernel).is_empty();
         if let Some(own) = own.as_ref().filter(launches_own) {
-            let launchers: BTreeSet<String> = syntax::host::functions_mentioning(own, &wanted).into_iter().filter(|f| f != "main").collect();
+            let launchers: BTreeSet<String> = syntax::host::functions_mentioning(own, &wanted).into_iter().filter(|f| !is_entry_point(f)).collect();
             if !launchers.is_empty() {
                 seen_names.extend(launchers.iter().cloned());
                 wanted = launchers;
@@ -204,8 +204,7 @@ impl Workspace {
                 }
             }
             let texts = own.iter().chain(documents.iter().map(|d| &d.document));
-            // Nothing calls `main`: following it would pull in every program of the project.
-            let callers: BTreeSet<String> = texts.flat_map(|doc| syntax::host::functions_mentioning(doc, &wanted)).filter(|f| f != "main").collect();
+            let callers: BTreeSet<String> = texts.flat_map(|doc| syntax::host::functions_mentioning(doc, &wanted)).filter(|f| !is_entry_point(f)).collect();
             wanted = callers.difference(&seen_names).cloned().collect();
             if wanted.is_empty() {
                 break;
@@ -249,6 +248,13 @@ impl Workspace {
     pub fn kernel_files_mentioning<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Path> {
         self.files.iter().filter(move |(_, e)| e.has_kernels && e.mentions(name)).map(|(p, _)| p.as_path())
     }
+}
+
+/// Nothing in the workspace calls `main`, nor the block that registers an extension's
+/// bindings (`PYBIND11_MODULE(ext, m) { … }`, `TORCH_LIBRARY(ext, m) { … }`, which the grammar
+/// reads as functions): following their names would pull in every program of the project.
+fn is_entry_point(function: &str) -> bool {
+    function == "main" || python::is_binding_block(function)
 }
 
 /// The files, nearest first, that define the functions the host code read so far gives a

@@ -155,3 +155,23 @@ fn a_kernel_its_own_file_launches_through_the_api_is_followed_from_that_launcher
     let hosts = workspace.host_documents(&kernel, "reduction_kernel");
     assert!(hosts.iter().any(|h| h.path.ends_with("zz_grid_sync/main.cpp")), "{:?}", hosts.iter().map(|h| &h.path).collect::<Vec<_>>());
 }
+
+#[test]
+fn the_block_that_registers_bindings_is_no_caller_to_follow() {
+    // Every extension of the project has its `PYBIND11_MODULE`: following the block as a caller
+    // of the op would read them all, and spend the file limit before the header that defines
+    // the launch's helper.
+    let scratch = Scratch::new("binding-blocks");
+    let kernel = scratch.write(
+        "attn/mix.cu",
+        "#include \"utils.h\"\n__global__ void mix_kernel(float *o, int n) {}\nvoid mix(float *o, int n) { mix_kernel<<<div_up(n, 128), 128>>>(o, n); }\n",
+    );
+    scratch.write("attn/bindings.cc", "void mix(float *o, int n);\nPYBIND11_MODULE(ext, m) { m.def(\"mix\", &mix); }\n");
+    for op in 0..20 {
+        scratch.write(&format!("op{op:02}/op.cu"), &format!("void op{op}() {{}}\nPYBIND11_MODULE(ext, m) {{ m.def(\"op{op}\", &op{op}); }}\n"));
+    }
+    scratch.write("utils/utils.h", "inline int div_up(int a, int b) { return (a + b - 1) / b; }\n");
+    let workspace = Workspace::build(&scratch.0, Limits::default());
+    let found: Vec<String> = workspace.host_documents(&kernel, "mix_kernel").iter().map(|h| h.path.strip_prefix(&scratch.0).unwrap().display().to_string()).collect();
+    assert_eq!(found, vec!["attn/bindings.cc", "utils/utils.h"]);
+}
