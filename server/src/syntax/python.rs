@@ -93,6 +93,7 @@ pub fn as_host_code(python: &str, module: &str, bindings: &[Binding]) -> String 
     writer.lines = vec![String::new(); python.lines().count() + 1];
     let module: String = module.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     writer.lists = module_lists(python, root);
+    writer.helper_lists = writer.lists_from_helpers(root);
     for statement in named_children(root) {
         writer.module_statement(statement, &module);
     }
@@ -119,6 +120,18 @@ struct Writer<'a> {
     /// its parameters and locals, each with the value it has there, or none where that cannot
     /// be written.
     locals: HashMap<String, Option<String>>,
+    /// Of those locals, the lists (`Ms = list(range(sep, top + sep, sep))`).
+    local_lists: HashMap<String, Node<'a>>,
+    /// The lists the module unpacks from a helper of the script (`Ms, Ns, Ks = get_mnk()`):
+    /// their first and largest items, in the helper's values.
+    helper_lists: HashMap<String, ListEnds>,
+}
+
+/// The first and the largest item of a list, as C++, where they can be written.
+#[derive(Clone, Debug, Default)]
+struct ListEnds {
+    first: Option<String>,
+    largest: Option<String>,
 }
 
 /// C++ words a Python name may be but a C++ one may not.
@@ -128,12 +141,12 @@ const CPP_KEYWORDS: [&str; 17] = ["auto", "class", "new", "delete", "this", "int
 impl<'a> Writer<'a> {
     /// A writer of `text` that knows nothing of it yet and has no lines.
     fn bare(text: &'a str, bindings: &'a [Binding]) -> Writer<'a> {
-        Writer { text, bindings, functions: HashMap::new(), options: HashMap::new(), params: Vec::new(), lines: Vec::new(), lists: HashMap::new(), locals: HashMap::new() }
+        Writer { text, bindings, functions: HashMap::new(), options: HashMap::new(), params: Vec::new(), lines: Vec::new(), lists: HashMap::new(), locals: HashMap::new(), local_lists: HashMap::new(), helper_lists: HashMap::new() }
     }
 
     /// A writer of the same script, into empty lines of its own.
     fn beside(&self) -> Writer<'a> {
-        Writer { functions: self.functions.clone(), options: self.options.clone(), lines: vec![String::new(); self.lines.len()], lists: self.lists.clone(), ..Writer::bare(self.text, self.bindings) }
+        Writer { functions: self.functions.clone(), options: self.options.clone(), lines: vec![String::new(); self.lines.len()], lists: self.lists.clone(), helper_lists: self.helper_lists.clone(), ..Writer::bare(self.text, self.bindings) }
     }
 
     fn text(&self, node: Node) -> &'a str {
@@ -281,6 +294,10 @@ impl<'a> Writer<'a> {
     /// order they are declared: a list or tuple (written, or one the module names), a
     /// comprehension (its own loops' first items, then its element), `range(…)`.
     fn first_item(&self, target: Node, iterable: Node) -> Vec<(String, String)> {
+        let from_helper = (iterable.kind() == "identifier" && !self.lists.contains_key(self.text(iterable))).then(|| self.helper_lists.get(self.text(iterable))).flatten();
+        if let Some(ends) = from_helper {
+            return ends.first.clone().filter(|_| target.kind() == "identifier").map(|first| vec![(cpp_name(self.text(target)), first)]).unwrap_or_default();
+        }
         let iterable = match iterable.kind() {
             "identifier" => self.lists.get(self.text(iterable)).copied().unwrap_or(iterable),
             _ => first_branch(iterable),
@@ -295,6 +312,18 @@ impl<'a> Writer<'a> {
                     .collect();
                 out.extend(iterable.child_by_field_name("body").map(|element| self.bind(target, element)).unwrap_or_default());
                 out
+            }
+            // `for m, n in zip(ms, ns)`: each name at its list's first item.
+            "call" if iterable.child_by_field_name("function").is_some_and(|f| self.text(f) == "zip") => {
+                let lists = iterable.child_by_field_name("arguments").map(named_children).unwrap_or_default();
+                let names = named_children(target);
+                match matches!(target.kind(), "pattern_list" | "tuple_pattern") && names.len() == lists.len() {
+                    true => names.into_iter().zip(lists).flat_map(|(name, list)| self.first_item(name, list)).collect(),
+                    false => Vec::new(),
+                }
+            }
+            "call" if iterable.child_by_field_name("function").is_some_and(|f| self.text(f) == "list") => {
+                iterable.child_by_field_name("arguments").and_then(|a| a.named_child(0)).map(|list| self.first_item(target, list)).unwrap_or_default()
             }
             "call" if iterable.child_by_field_name("function").is_some_and(|f| self.text(f) == "range") => {
                 let args = iterable.child_by_field_name("arguments").map(|a| self.arguments(a)).unwrap_or_default();
@@ -358,7 +387,14 @@ impl<'a> Writer<'a> {
     /// written where it can be: the function read in place, its parameters being the call's
     /// arguments (or their defaults), its locals the values they are given on the way to the
     /// `return` (an `if`'s first branch, as elsewhere).
-    fn returned(&self, call: Node) -> Option<Vec<Option<String>>> {
+    fn returned(&self, call: Node<'a>) -> Option<Vec<Option<String>>> {
+        let (inner, items) = self.read_in_place(call)?;
+        Some(items.into_iter().map(|item| inner.returned_value(item)).collect())
+    }
+
+    /// The function of the script that `call` calls, read in place up to its `return`: a
+    /// writer that knows its locals there, and the items it returns.
+    fn read_in_place(&self, call: Node<'a>) -> Option<(Writer<'a>, Vec<Node<'a>>)> {
         let function = call.child_by_field_name("function").filter(|f| f.kind() == "identifier")?;
         let definition = *self.functions.get(self.text(function))?;
         let arguments = call.child_by_field_name("arguments")?;
@@ -373,13 +409,14 @@ impl<'a> Writer<'a> {
             let value = passed.or_else(|| self.expression(default?));
             inner.locals.insert(name.to_string(), value);
         }
-        inner.read_to_return(definition.child_by_field_name("body")?)
+        let items = inner.read_to_return(definition.child_by_field_name("body")?)?;
+        Some((inner, items))
     }
 
     /// Reads `block` in place up to its `return`, keeping each local's value; what it returns.
     /// A `return` in an `if` is an early exit (`if "sdpa" in tag: return None`): what the
     /// block returns after it is the result, that one only where none follows.
-    fn read_to_return(&mut self, block: Node) -> Option<Vec<Option<String>>> {
+    fn read_to_return(&mut self, block: Node<'a>) -> Option<Vec<Node<'a>>> {
         let mut early = None;
         for statement in named_children(block) {
             match statement.kind() {
@@ -387,8 +424,12 @@ impl<'a> Writer<'a> {
                     let Some(assignment) = statement.named_child(0).filter(|a| a.kind() == "assignment") else { continue };
                     let (Some(left), Some(right)) = (assignment.child_by_field_name("left"), assignment.child_by_field_name("right")) else { continue };
                     if left.kind() == "identifier" {
-                        let value = self.expression(right);
-                        self.locals.insert(self.text(left).to_string(), value);
+                        let name = self.text(left).to_string();
+                        match is_list(self.text, right) {
+                            true => self.local_lists.insert(name.clone(), right),
+                            false => self.local_lists.remove(&name),
+                        };
+                        self.locals.insert(name, self.expression(right));
                     }
                 }
                 "if_statement" => {
@@ -406,12 +447,87 @@ impl<'a> Writer<'a> {
                         "expression_list" | "tuple" => named_children(value),
                         _ => vec![value],
                     };
-                    return Some(items.into_iter().map(|item| self.returned_value(item)).collect());
+                    return Some(items);
                 }
                 _ => {}
             }
         }
         early
+    }
+
+    /// The lists the module unpacks from calls of the script's functions
+    /// (`Ms, Ns, Ks = get_mnk()` with `return Ms, Ns, Ks`), by the names it gives them.
+    fn lists_from_helpers(&self, root: Node<'a>) -> HashMap<String, ListEnds> {
+        let mut out = HashMap::new();
+        let assignments = named_children(root).into_iter().filter(|s| s.kind() == "expression_statement").filter_map(|s| s.named_child(0)).filter(|a| a.kind() == "assignment");
+        for assignment in assignments {
+            let (Some(left), Some(call)) = (assignment.child_by_field_name("left"), assignment.child_by_field_name("right").filter(|r| r.kind() == "call")) else { continue };
+            let Some((inner, items)) = self.read_in_place(call) else { continue };
+            let names = match left.kind() {
+                "pattern_list" | "tuple_pattern" => named_children(left),
+                _ => vec![left],
+            };
+            if names.len() != items.len() {
+                continue;
+            }
+            for (name, item) in names.into_iter().zip(items) {
+                let list = match item.kind() {
+                    "identifier" => inner.local_lists.get(inner.text(item)).copied(),
+                    _ => Some(item).filter(|i| is_list(inner.text, *i)),
+                };
+                if let Some(list) = list.filter(|_| name.kind() == "identifier") {
+                    out.insert(self.text(name).to_string(), ListEnds { first: inner.first_of(list), largest: inner.largest_item(list) });
+                }
+            }
+        }
+        out
+    }
+
+    /// The first item of a list of numbers: written (`[64, 128]`), `list(…)` of one, or a
+    /// `range`.
+    fn first_of(&self, list: Node) -> Option<String> {
+        match list.kind() {
+            "list" | "tuple" => self.expression(list.named_child(0)?),
+            "call" => {
+                let arguments = list.child_by_field_name("arguments")?;
+                match self.text(list.child_by_field_name("function")?) {
+                    "list" => self.first_of(arguments.named_child(0)?),
+                    "range" if arguments.named_child_count() == 1 => Some("0".to_string()),
+                    "range" => self.expression(arguments.named_child(0)?),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The largest item of a list of numbers: one the module or a helper names, one written
+    /// with numbers, `list(…)` of one, or a `range` (its last item).
+    fn largest_item(&self, list: Node) -> Option<String> {
+        match list.kind() {
+            "identifier" => match self.lists.get(self.text(list)) {
+                Some(named) => self.largest_item(*named),
+                None => self.helper_lists.get(self.text(list))?.largest.clone(),
+            },
+            "list" | "tuple" => named_children(list).into_iter().map(|item| self.expression(item)?.parse::<i64>().ok()).collect::<Option<Vec<i64>>>()?.into_iter().max().map(|m| m.to_string()),
+            "call" => {
+                let arguments = list.child_by_field_name("arguments")?;
+                let function = self.text(list.child_by_field_name("function")?);
+                if function == "list" {
+                    return self.largest_item(arguments.named_child(0)?);
+                }
+                let bounds = self.arguments(arguments).into_iter().collect::<Option<Vec<String>>>()?;
+                match (function, bounds.as_slice()) {
+                    ("range", [stop] | [_, stop]) => Some(format!("{} - 1", parenthesized(stop))),
+                    ("range", [start, stop, step]) => {
+                        let (start, stop, step) = (parenthesized(start), parenthesized(stop), parenthesized(step));
+                        Some(format!("{start} + ({stop} - {start} - 1) / {step} * {step}"))
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
     }
 
     /// A returned item: a local as its value, anything else as written.
@@ -523,6 +639,10 @@ impl<'a> Writer<'a> {
         let arguments = call.child_by_field_name("arguments")?;
         if function.kind() == "identifier" && self.text(function) == "int" {
             return Some(format!("({})", self.arguments(arguments).first()?.clone()?));
+        }
+        // `max(sizes)`: the largest item of a list.
+        if function.kind() == "identifier" && self.text(function) == "max" && arguments.named_child_count() == 1 {
+            return self.largest_item(arguments.named_child(0)?);
         }
         let (object, method) = match function.kind() {
             "attribute" => (function.child_by_field_name("object")?, self.text(function.child_by_field_name("attribute")?)),
@@ -705,6 +825,15 @@ fn first_branch(node: Node) -> Node {
     }
 }
 
+/// Whether `node` makes a list: written, a comprehension, `list(…)` or `range(…)`.
+fn is_list(text: &str, node: Node) -> bool {
+    match node.kind() {
+        "list" | "tuple" | "list_comprehension" => true,
+        "call" => node.child_by_field_name("function").is_some_and(|f| matches!(&text[f.byte_range()], "list" | "range")),
+        _ => false,
+    }
+}
+
 /// `value` as one operand: in parentheses unless it is a name or a number.
 fn parenthesized(value: &str) -> String {
     match super::is_identifier(value) || value.parse::<f64>().is_ok() {
@@ -821,6 +950,29 @@ for d in Ds:
         assert_eq!(lines[13], "make(4, d); auto x = torch::randn({4, d * 2}); auto y = torch::zeros({4});");
         // `return None, 0` under an `if` is an early exit: the results are the last `return`'s.
         assert_eq!(lines[14], "run(flash_forward, x, 0); auto out = x; auto _ = 1; } }");
+    }
+
+    #[test]
+    fn lists_a_helper_returns_are_walked_by_zip_and_their_largest_items_size_tensors() {
+        let script = "\
+def get_sizes(step=256):
+    ms = list(range(step, 1024 + step, step))
+    ks = [64, 128]
+    return ms, ks
+ms, ks = get_sizes()
+top = max(ms)
+A = torch.randn((top, max(ks)))
+for m, k in zip(ms, ks):
+    a = A[:m, :k].contiguous()
+    ext.forward(a)
+";
+        let code = as_host_code(script, "bench", &[binding("forward", "flash_forward", &[])]);
+        let lines: Vec<&str> = code.lines().collect();
+        // The last item of `range(256, 1280, 256)`.
+        assert_eq!(lines[5], "auto top = 256 + ((1024 + 256) - 256 - 1) / 256 * 256;");
+        assert_eq!(lines[6], "auto A = torch::randn({top, 128});");
+        assert_eq!(lines[7], "void bench_py_line_8() { { auto m = 256; auto k = 64;");
+        assert_eq!(lines[8], "auto a = A.index({Slice(None, m), Slice(None, k)});");
     }
 
     #[test]

@@ -615,22 +615,21 @@ impl<'d> HostContext<'d> {
         let fields = fields_set_once(&documents, &defines, &graph);
         let mut context = HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions, loop_variables, dispatch };
         context.paths = context.paths.iter().map(|path| context.at_first_pass_taken(path)).collect();
+        // Stable: the paths the run is not known to take keep their order.
         let mut paths = std::mem::take(&mut context.paths);
-        paths.sort_by_cached_key(|path| context.branches_not_taken(path));
+        paths.sort_by_cached_key(|path| !context.takes_its_branches(path));
         context.paths = paths;
         Some(context)
     }
 
-    /// How many of the branches that the path's calls are made in the program's run does not
-    /// take: of `switch (d) { case 32: launch<32>(q); … case 64: launch<64>(q); }` with
-    /// `d = q.size(3)` and a `q` of 64 columns, the path through `launch<32>` takes one branch
-    /// the run does not. A condition the host code does not settle counts as taken.
-    fn branches_not_taken(&self, path: &[Frame]) -> usize {
+    /// Whether the program's run is known to take the branches that the path's calls are made
+    /// in, and there is one: of `switch (d) { case 32: launch<32>(q); … case 64:
+    /// launch<64>(q); }` with `d = q.size(3)` and a `q` of 64 columns, the path through
+    /// `launch<64>`. A condition the host code does not settle leaves it unknown.
+    fn takes_its_branches(&self, path: &[Frame]) -> bool {
         let calls = path.iter().enumerate().filter_map(|(at, frame)| Some((at + 1, frame.called_by?)));
-        calls
-            .flat_map(|(caller, call)| branch_conditions_around(call.text, call.node).into_iter().map(move |(condition, holds)| (caller, condition, holds)))
-            .filter(|(caller, condition, holds)| self.eval_text(path, *caller, strip_outer_parens(condition), 0).is_some_and(|value| (value != 0) != *holds))
-            .count()
+        let conditions: Vec<(usize, String, bool)> = calls.flat_map(|(caller, call)| branch_conditions_around(call.text, call.node).into_iter().map(move |(condition, holds)| (caller, condition, holds))).collect();
+        !conditions.is_empty() && conditions.iter().all(|(caller, condition, holds)| self.eval_text(path, *caller, strip_outer_parens(condition), 0).is_some_and(|value| (value != 0) == *holds))
     }
 
     /// `path`, or, where the program's run does not reach the launch on the first pass of the
