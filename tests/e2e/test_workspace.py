@@ -1276,7 +1276,7 @@ def test_a_benchmark_scripts_helpers_and_the_dispatch_its_tensors_take_give_the_
     # tensors in `make_inputs`, which returns them as a tuple, over a list of head dimensions
     # given as `[64] if not args.D else [args.D]`, and `run` returns early for a tag it skips.
     # `value_mix`'s first case is `case 32:`; the script's `v` has 64 columns, so the
-    # instantiation is one of the `case 64:` launches, with its shape.
+    # instantiation is one of the `case 64:` launches (the script calls both), with its shape.
     spec = templatized_spec(root, "csrc/value_mix.cu", "value_mix_kernel")
     assert spec["template_args"][0] == "64" and "unknown" not in spec, spec
     assert spec["shapes"][0] == {"kHeadDim": 64, "seq_len": 1024, "v_size_0": 2, "v_size_1": 8, "v_size_3": 64}, spec["shapes"]
