@@ -52,6 +52,10 @@
 #   macro that does not build and its input made by `torch.arange(0, R * N).reshape(R, N)`;
 #   head_dispatch: `head_scale_kernel`, its template arguments worked out by a host template
 #   for its first instantiation and its grid by a helper of a header elsewhere (session 35).
+# - tests/fixtures/workspace/attention_bench: `value_mix_kernel`, its instantiation the `case`
+#   of the dispatch that the script's tensors take, its tensors made by a helper that returns
+#   them; gemm_sweep: `hgemm_naive_kernel`, its sizes a sweep a helper returns, walked by `zip`
+#   (session 36).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -92,7 +96,9 @@ workspace/buffer_class|pairs.cu|widen_pairs|10
 workspace/image_sized|levels/levels.cu|shrink_levels|10
 workspace/element_args|scale_launch.cu|double_values|10
 workspace/macro_launchers|transpose.cu|transpose_kernel|10
-workspace/head_dispatch|attention/head_scale.cu|head_scale_kernel|10"
+workspace/head_dispatch|attention/head_scale.cu|head_scale_kernel|10
+workspace/attention_bench|csrc/value_mix.cu|value_mix_kernel|10
+workspace/gemm_sweep|hgemm_naive.cu|hgemm_naive_kernel|10"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"
