@@ -1797,7 +1797,9 @@ def test_tile_sizes_the_threads_are_mapped_onto_with_numbers_keep_their_values(t
     assert (values["BM"], values["BN"], values["BK"]) == ([64], [64], [8])
     assert len(values["TM"]) > 1 and len(values["TN"]) > 1
     assert "(BN // TN) * (BM // TM) == 256" in spec["restrictions"]
-    assert "`BM` sizes `a_tile`, which the threads index as `a_row = tid / 4` (line 41)" in report
+    # The kernel's own `static_assert`: a configuration that breaks it does not compile.
+    assert "TM * TN <= 64" in spec["restrictions"], spec["restrictions"]
+    assert "`BM` sizes `a_tile`, which the threads index as `a_row = tid / 4` (line 42)" in report
 
 
 async def test_the_code_action_reads_the_sizes_of_sliced_tensors(client, tmp_path: Path):

@@ -2,7 +2,7 @@
 //! reaches the launching function, with the constants of each function on it, to put numbers on
 //! the sizes and to find the launch choices the program makes at run time.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
 use tree_sitter::Node;
@@ -615,21 +615,30 @@ impl<'d> HostContext<'d> {
         let fields = fields_set_once(&documents, &defines, &graph);
         let mut context = HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions, loop_variables, dispatch };
         context.paths = context.paths.iter().map(|path| context.at_first_pass_taken(path)).collect();
-        // Stable: the paths the run is not known to take keep their order.
+        // Stable: paths that take the same branches keep their order.
         let mut paths = std::mem::take(&mut context.paths);
-        paths.sort_by_cached_key(|path| !context.takes_its_branches(path));
-        context.paths = paths;
+        let verdicts: Vec<Vec<BranchVerdict>> = paths.iter().map(|path| context.branch_verdicts(path)).collect();
+        let not_taken: HashSet<&(usize, String, bool)> = verdicts.iter().flatten().filter(|v| v.taken == Some(false)).map(|v| &v.branch).collect();
+        let mut ranked: Vec<(usize, Vec<Frame>)> = paths.drain(..).zip(&verdicts).map(|(path, verdicts)| (verdicts.iter().filter(|v| v.taken == Some(false) || v.taken.is_none() && not_taken.contains(&v.branch)).count(), path)).collect();
+        ranked.sort_by_key(|(missed, _)| *missed);
+        context.paths = ranked.into_iter().map(|(_, path)| path).collect();
         Some(context)
     }
 
-    /// Whether the program's run is known to take the branches that the path's calls are made
-    /// in, and there is one: of `switch (d) { case 32: launch<32>(q); … case 64:
-    /// launch<64>(q); }` with `d = q.size(3)` and a `q` of 64 columns, the path through
-    /// `launch<64>`. A condition the host code does not settle leaves it unknown.
-    fn takes_its_branches(&self, path: &[Frame]) -> bool {
+    /// Whether the program's run takes each branch that the path's calls are made in: of
+    /// `switch (d) { case 32: launch<32>(q); … case 64: launch<64>(q); }` with `d = q.size(3)`
+    /// and a `q` of 64 columns, the path through `launch<32>` is made in a branch the run does
+    /// not take. A condition the host code does not settle on this path (an argument passed
+    /// on through a variadic template) is unknown here.
+    fn branch_verdicts(&self, path: &[Frame]) -> Vec<BranchVerdict> {
         let calls = path.iter().enumerate().filter_map(|(at, frame)| Some((at + 1, frame.called_by?)));
-        let conditions: Vec<(usize, String, bool)> = calls.flat_map(|(caller, call)| branch_conditions_around(call.text, call.node).into_iter().map(move |(condition, holds)| (caller, condition, holds))).collect();
-        !conditions.is_empty() && conditions.iter().all(|(caller, condition, holds)| self.eval_text(path, *caller, strip_outer_parens(condition), 0).is_some_and(|value| (value != 0) == *holds))
+        calls
+            .flat_map(|(caller, call)| branch_conditions_around(call.text, call.node).into_iter().map(move |(condition, holds)| (caller, call, condition, holds)))
+            .map(|(caller, call, condition, holds)| BranchVerdict {
+                taken: self.eval_text(path, caller, strip_outer_parens(&condition), 0).map(|value| (value != 0) == holds),
+                branch: (call.node.id(), condition, holds),
+            })
+            .collect()
     }
 
     /// `path`, or, where the program's run does not reach the launch on the first pass of the
@@ -2597,6 +2606,14 @@ fn out_arguments<'t>(text: &'t str, call: Node, graph: &CallGraph) -> Option<(&'
         out.push((variable.to_string(), value.map_or_else(|| UNKNOWN.to_string(), |v| in_caller_names(&v))));
     }
     Some((callee, out))
+}
+
+/// Whether the program's run takes a branch a call of a path is made in: the branch is the call
+/// (by its node), the condition and whether it holds there; a path that another path reaches the
+/// same call by, with the condition settled there as not taken, does not take it either.
+struct BranchVerdict {
+    branch: (usize, String, bool),
+    taken: Option<bool>,
 }
 
 /// The call paths that reach `launcher`, those of the program's own run first: a path through a

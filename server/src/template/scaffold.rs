@@ -312,7 +312,11 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     // A loop whose uniform step a configuration makes 0 never ends (a candidate the watchdog
     // would have to kill): such configurations are out of the space.
     let lifted_steps = body.zip(kernel_terms.as_ref()).map(|(b, terms)| positive_loop_steps(templated.text(), b, terms)).unwrap_or_default();
-    for condition in lifted_steps.iter().map(|c| spec_expression(c, Division::Floor)) {
+    // A configuration that breaks one of the kernel's `static_assert`s does not compile; the
+    // template parameters the spec fixes are their numbers there.
+    let fixed = |word: &str| instantiated(word).filter(|a| a.parse::<i64>().is_ok());
+    let static_asserts: Vec<String> = body.map(|b| static_assertions(templated.text(), b)).unwrap_or_default().iter().map(|c| super::renamed_until_settled(c, fixed)).collect();
+    for condition in lifted_steps.iter().chain(&static_asserts).map(|c| spec_expression(c, Division::Floor)) {
         let names_a_parameter = identifiers_in(&condition).any(|w| param_names.contains(w));
         if names_a_parameter && known(&condition) && expr::parse(&condition).is_ok() && !restrictions.contains(&condition) {
             restrictions.push(condition);
@@ -895,6 +899,12 @@ fn block_assertions(text: &str, body: Node, block: &[String]) -> Vec<String> {
         out.push(with_block_extents(&condition, block));
     }
     out
+}
+
+/// The conditions of the kernel's `static_assert`s (`static_assert(kPad % 8 == 0, "…")`).
+fn static_assertions(text: &str, body: Node) -> Vec<String> {
+    let conditions = descendants(body).filter(|n| n.kind() == "static_assert_declaration").filter_map(|n| n.child_by_field_name("condition"));
+    conditions.map(|c| text[c.byte_range()].split_whitespace().collect::<Vec<_>>().join(" ")).collect()
 }
 
 /// Conditions that the kernel's loops stepped by a uniform amount end: `load += stride` needs
@@ -1518,6 +1528,18 @@ mod tests {
         assert_eq!(unreached_launches(&own, Some(Path::new("/p/own.cu")), "k", &[bench.clone(), other.clone(), namesake.clone(), expanded]), ["line 5", "bench.cu:2", "line 3"]);
         assert_eq!(unreached_launches(&own, None, "k", &[bench, other, namesake]), ["line 5", "bench.cu:2"]);
         assert_eq!(unreached_launches(&own, None, "k", &[]), ["line 5"]);
+    }
+
+    #[test]
+    fn the_kernels_static_asserts_on_its_parameters_are_restrictions() {
+        let text = "template <int TILE, int PAD, int WIDE>\n__global__ void stage(float* out, const float* in) {\n  static_assert(PAD % 4 == 0 &&\n                TILE <= 64, \"padding in float4s\");\n  static_assert(WIDE == 1 && PAD <= 8);\n  static_assert(sizeof(float) == 4);\n  __shared__ float tile[TILE][TILE + PAD];\n  tile[threadIdx.y][threadIdx.x] = in[threadIdx.y * TILE + threadIdx.x];\n  __syncthreads();\n  out[threadIdx.y * TILE + threadIdx.x] = tile[threadIdx.x][threadIdx.y];\n}\n\
+                    int main() {\n  float *out, *in;\n  cudaMalloc(&out, 1024 * sizeof(float));\n  cudaMalloc(&in, 1024 * sizeof(float));\n  stage<32, 4, 1><<<1, dim3(32, 32)>>>(out, in);\n}\n";
+        let spec = crate::template::templatize(text, "stage", &SliceOptions::default()).unwrap().spec;
+        assert!(spec.params.iter().any(|p| p.name == "PAD"), "{:?}", spec.params);
+        // On one line. The one about a type names no parameter: it holds for every configuration.
+        assert!(spec.restrictions.contains(&"PAD % 4 == 0 && TILE <= 64".to_string()), "{:?}", spec.restrictions);
+        assert!(spec.restrictions.contains(&"WIDE == 1 && PAD <= 8".to_string()), "{:?}", spec.restrictions);
+        assert!(!spec.restrictions.iter().any(|r| r.contains("sizeof")), "{:?}", spec.restrictions);
     }
 
     #[test]
