@@ -342,6 +342,10 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         }
     }
 
+    // A restriction that holds a parameter at its value (`kMmaTileSeqLenK == 1`, of the kernel's
+    // `static_assert`) leaves it that value only: the search need not draw the others.
+    narrow_to_restricted_values(&mut params, &restrictions);
+
     let deterministic = !(body.is_some_and(|b| contains_call(templated.text(), b, "atomicAdd")) && args.iter().any(|a| a.is_buffer() && a.dtype.is_float()));
     // The kernel exists (templatize checked), so slicing cannot fail on it.
     let source = device_slice(original, kernel, &slice_options.clone().with_template_args(&template_args)).map(|s| s.source).unwrap_or_else(|_| original.text().to_string());
@@ -899,6 +903,21 @@ fn block_assertions(text: &str, body: Node, block: &[String]) -> Vec<String> {
         out.push(with_block_extents(&condition, block));
     }
     out
+}
+
+/// Narrows each parameter's values to those that a conjunct of a restriction naming it alone
+/// allows (of `kPad >= 0 && kPad % 8 == 0`, or `A == 4 && B <= 8` with no `||`): the search
+/// need not draw configurations the restrictions refuse.
+fn narrow_to_restricted_values(params: &mut [ParamSpec], restrictions: &[String]) {
+    for conjunct in restrictions.iter().filter(|r| !r.contains("||")).flat_map(|r| r.split("&&")) {
+        let names: BTreeSet<&str> = identifiers_in(conjunct).collect();
+        let [name] = names.into_iter().collect::<Vec<_>>()[..] else { continue };
+        let (Some(param), Ok(parsed)) = (params.iter_mut().find(|p| p.name == name), expr::parse(conjunct.trim())) else { continue };
+        let allows = |v: i64| parsed.eval_integer(&|_: &str| Some(expr::Value::Int(v))).is_ok_and(|holds| holds != 0);
+        if allows(param.default) {
+            param.values.retain(|v| allows(*v));
+        }
+    }
 }
 
 /// The conditions of the kernel's `static_assert`s (`static_assert(kPad % 8 == 0, "…")`).
@@ -1539,6 +1558,10 @@ mod tests {
         // On one line. The one about a type names no parameter: it holds for every configuration.
         assert!(spec.restrictions.contains(&"PAD % 4 == 0 && TILE <= 64".to_string()), "{:?}", spec.restrictions);
         assert!(spec.restrictions.contains(&"WIDE == 1 && PAD <= 8".to_string()), "{:?}", spec.restrictions);
+        // Held at 1, the search draws no other `WIDE`, nor a `PAD` the assertions refuse.
+        let values = |name: &str| spec.params.iter().find(|p| p.name == name).map(|p| p.values.clone()).unwrap();
+        assert_eq!(values("WIDE"), [1]);
+        assert!(values("PAD").len() > 1 && values("PAD").iter().all(|pad| pad % 4 == 0 && *pad <= 8), "{:?}", spec.params);
         assert!(!spec.restrictions.iter().any(|r| r.contains("sizeof")), "{:?}", spec.restrictions);
     }
 
