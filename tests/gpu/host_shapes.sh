@@ -54,8 +54,9 @@
 #   for its first instantiation and its grid by a helper of a header elsewhere (session 35).
 # - tests/fixtures/workspace/attention_bench: `value_mix_kernel`, its instantiation the `case`
 #   of the dispatch that the script's tensors take, its tensors made by a helper that returns
-#   them; gemm_sweep: `hgemm_naive_kernel`, its sizes a sweep a helper returns, walked by `zip`
-#   (session 36).
+#   them; gemm_sweep: `hgemm_naive_kernel`, its sizes a sweep a helper returns, walked by `zip`;
+#   warp_tiles: `stage_rows`, its warp tiling kept where the threads load its tile with numbers
+#   of their own, its padding tuned (session 36).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -98,7 +99,8 @@ workspace/element_args|scale_launch.cu|double_values|10
 workspace/macro_launchers|transpose.cu|transpose_kernel|10
 workspace/head_dispatch|attention/head_scale.cu|head_scale_kernel|10
 workspace/attention_bench|csrc/value_mix.cu|value_mix_kernel|10
-workspace/gemm_sweep|hgemm_naive.cu|hgemm_naive_kernel|10"
+workspace/gemm_sweep|hgemm_naive.cu|hgemm_naive_kernel|10
+workspace/warp_tiles|stage_rows.cu|stage_rows|10"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"

@@ -229,7 +229,8 @@ fn tensor_core_shape(unit: &Unit) -> Vec<(String, String)> {
 
 /// The template parameters that size a dimension of a `__shared__` tile whose index there the
 /// threads compute by dividing by numbers of their own, not the parameters (`s_a[tid / 2][tid % 2 * 4]`
-/// of a `s_a[BM][BK]` loaded by 256 threads): another value would leave part of the tile
+/// of a `s_a[BM][BK]` loaded by 256 threads), themselves or through the kernel's constants
+/// (`BM = MMA_M * MMA_TILE_M * WARP_TILE_M`): another value would leave part of the tile
 /// unloaded or load past it. Each with why, for the note.
 fn tiles_mapped_with_numbers(unit: &Unit) -> Vec<(String, String)> {
     let Some(body) = unit.body() else { return Vec::new() };
@@ -259,6 +260,10 @@ fn tiles_mapped_with_numbers(unit: &Unit) -> Vec<(String, String)> {
             with_numbers.push((name, value_text.split_whitespace().collect::<Vec<_>>().join(" "), value.start_byte()));
         }
     }
+    // A tile sized by the kernel's constants (`constexpr int BM = MMA_M * MMA_TILE_M *
+    // WARP_TILE_M;`) is sized by the parameters they are made of.
+    let constants = super::scaffold::kernel_constants(text, body);
+    let sizing = |dim: &str| words(&super::renamed_until_settled(dim, |word| constants.get(word).map(|value| format!("({value})"))));
     let mut pinned: Vec<(String, String)> = Vec::new();
     for tile in unit.kernel.shared.iter().filter(|s| !s.dims.is_empty()) {
         for access in descendants(body).filter(|n| n.kind() == "subscript_expression" && n.parent().is_none_or(|p| p.kind() != "subscript_expression" || p.child_by_field_name("argument") != Some(*n))) {
@@ -281,7 +286,9 @@ fn tiles_mapped_with_numbers(unit: &Unit) -> Vec<(String, String)> {
                     continue;
                 }
                 let Some((local, made, at)) = with_numbers.iter().find(|(name, ..)| read.contains(name)) else { continue };
-                for sized_by in words(&dim.text).into_iter().filter(|w| params.contains(w.as_str())) {
+                // Padding added to the dimension (`BK + A_PAD`) is room the threads do not index.
+                let indexed = dim.text.split('+').next().filter(|_| !dim.text.contains('(')).unwrap_or(&dim.text);
+                for sized_by in sizing(indexed).into_iter().filter(|w| params.contains(w.as_str())) {
                     if !pinned.iter().any(|(name, _)| *name == sized_by) {
                         let why = format!("`{sized_by}` sizes `{}`, which the threads index as `{local} = {made}` (line {}), with numbers of their own", tile.name, unit.line_of(*at));
                         pinned.push((sized_by, why));

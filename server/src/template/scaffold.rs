@@ -979,7 +979,7 @@ fn with_block_extents(text: &str, block: &[String]) -> String {
 }
 
 /// The kernel's locals given one value where they are declared and never set again, by name.
-fn kernel_constants(text: &str, body: Node) -> std::collections::HashMap<String, String> {
+pub(super) fn kernel_constants(text: &str, body: Node) -> std::collections::HashMap<String, String> {
     let set_again: BTreeSet<&str> = descendants(body)
         .filter_map(|n| match n.kind() {
             "assignment_expression" => n.child_by_field_name("left"),
