@@ -615,14 +615,20 @@ impl<'d> HostContext<'d> {
         let fields = fields_set_once(&documents, &defines, &graph);
         let mut context = HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions, loop_variables, dispatch };
         context.paths = context.paths.iter().map(|path| context.at_first_pass_taken(path)).collect();
-        // Stable: paths that take the same branches keep their order.
-        let mut paths = std::mem::take(&mut context.paths);
-        let verdicts: Vec<Vec<BranchVerdict>> = paths.iter().map(|path| context.branch_verdicts(path)).collect();
-        let not_taken: HashSet<&(usize, String, bool)> = verdicts.iter().flatten().filter(|v| v.taken == Some(false)).map(|v| &v.branch).collect();
-        let mut ranked: Vec<(usize, Vec<Frame>)> = paths.drain(..).zip(&verdicts).map(|(path, verdicts)| (verdicts.iter().filter(|v| v.taken == Some(false) || v.taken.is_none() && not_taken.contains(&v.branch)).count(), path)).collect();
-        ranked.sort_by_key(|(missed, _)| *missed);
-        context.paths = ranked.into_iter().map(|(_, path)| path).collect();
+        context.put_the_runs_branches_first();
         Some(context)
+    }
+
+    /// Orders the call paths by how many of the branches their calls are made in the run does
+    /// not take, fewest first; paths that miss as many keep their order.
+    fn put_the_runs_branches_first(&mut self) {
+        let paths = std::mem::take(&mut self.paths);
+        let verdicts: Vec<Vec<BranchVerdict>> = paths.iter().map(|path| self.branch_verdicts(path)).collect();
+        let not_taken: HashSet<&(usize, String, bool)> = verdicts.iter().flatten().filter(|v| v.taken == Some(false)).map(|v| &v.branch).collect();
+        let missed = |verdicts: &[BranchVerdict]| verdicts.iter().filter(|v| v.taken == Some(false) || v.taken.is_none() && not_taken.contains(&v.branch)).count();
+        let mut ranked: Vec<(usize, Vec<Frame<'d>>)> = paths.into_iter().zip(&verdicts).map(|(path, verdicts)| (missed(verdicts), path)).collect();
+        ranked.sort_by_key(|(missed, _)| *missed);
+        self.paths = ranked.into_iter().map(|(_, path)| path).collect();
     }
 
     /// Whether the program's run takes each branch that the path's calls are made in: of
