@@ -577,10 +577,12 @@ impl<'d> HostContext<'d> {
             }
         }
         let mut definitions: HashMap<&str, (&str, Node)> = HashMap::new();
+        let mut defined_in: HashSet<(*const u8, &str)> = HashSet::new();
         for doc in &documents {
             if let Some(tree) = doc.tree() {
                 for (name, node) in functions(doc.text(), tree.root_node()) {
                     definitions.entry(bare_name(name)).or_insert((doc.text(), node));
+                    defined_in.insert((doc.text().as_ptr(), bare_name(name)));
                 }
             }
         }
@@ -588,7 +590,7 @@ impl<'d> HostContext<'d> {
         let folders = files.iter().map(|f| (f.document.text().as_ptr(), f.path.and_then(Path::parent))).collect();
         // The documented run of each program that reads its command line.
         let runs = files.iter().filter(|f| f.document.text().contains("argv")).filter_map(|f| Some((f.document.text().as_ptr(), CommandLine::of_program(f.path?)))).collect();
-        let graph = CallGraph::new(&launch.kernel, calls, definitions, folders, runs);
+        let graph = CallGraph::new(&launch.kernel, calls, definitions, defined_in, folders, runs);
         let (paths, asked_paths) = call_paths(&graph, Frame::of(text, launcher, launch.span.start_byte, &graph));
         // A file-scope variable is read in its own file: only the files on the call paths set
         // those the launch reads, not a namesake of another program of the workspace.
@@ -620,14 +622,29 @@ impl<'d> HostContext<'d> {
     }
 
     /// Orders the call paths by how many of the branches their calls are made in the run does
-    /// not take, fewest first; paths that miss as many keep their order.
+    /// not take, fewest first; of those that miss as many and start from the same function (a
+    /// script's loop calling `run(op, x, stages=1)`, then `run(op, x, stages=2)`), the one whose
+    /// calls that function makes first; the others keep their order.
     fn put_the_runs_branches_first(&mut self) {
         let paths = std::mem::take(&mut self.paths);
         let verdicts: Vec<Vec<BranchVerdict>> = paths.iter().map(|path| self.branch_verdicts(path)).collect();
         let not_taken: HashSet<&(usize, String, bool)> = verdicts.iter().flatten().filter(|v| v.taken == Some(false)).map(|v| &v.branch).collect();
         let missed = |verdicts: &[BranchVerdict]| verdicts.iter().filter(|v| v.taken == Some(false) || v.taken.is_none() && not_taken.contains(&v.branch)).count();
-        let mut ranked: Vec<(usize, Vec<Frame<'d>>)> = paths.into_iter().zip(&verdicts).map(|(path, verdicts)| (missed(verdicts), path)).collect();
-        ranked.sort_by_key(|(missed, _)| *missed);
+        // The outermost function of each path, by where it comes first in the paths' order.
+        let outermost = |path: &[Frame]| path.last().map(|f| (f.text.as_ptr(), f.scope.body.map(|b| b.id())));
+        let mut first_seen = Vec::new();
+        for path in &paths {
+            if !first_seen.contains(&outermost(path)) {
+                first_seen.push(outermost(path));
+            }
+        }
+        let program_order = |path: &[Frame]| {
+            let function = first_seen.iter().position(|f| *f == outermost(path));
+            let calls: Vec<usize> = path.iter().rev().filter_map(|f| f.called_by).map(|c| c.node.start_byte()).collect();
+            (function, calls)
+        };
+        let mut ranked: Vec<((usize, (Option<usize>, Vec<usize>)), Vec<Frame<'d>>)> = paths.iter().zip(&verdicts).map(|(path, verdicts)| ((missed(verdicts), program_order(path)), path.clone())).collect();
+        ranked.sort_by(|(a, _), (b, _)| a.cmp(b));
         self.paths = ranked.into_iter().map(|(_, path)| path).collect();
     }
 
@@ -2450,6 +2467,8 @@ fn equality(condition: &str) -> Option<(String, i64)> {
 struct CallGraph<'d> {
     calls: HashMap<&'d str, Vec<Call<'d>>>,
     definitions: HashMap<&'d str, (&'d str, Node<'d>)>,
+    /// The names each file defines a function of, by the address of its text.
+    defined_in: HashSet<(*const u8, &'d str)>,
     /// The calls that pass a name as an argument, by that name, with the argument's position:
     /// `run(launch_softmax_1, 256)` under `launch_softmax_1`, at 0.
     passing: HashMap<String, Vec<(Call<'d>, usize)>>,
@@ -2467,7 +2486,7 @@ struct CallGraph<'d> {
 }
 
 impl<'d> CallGraph<'d> {
-    fn new(kernel: &str, calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, (&'d str, Node<'d>)>, folders: HashMap<*const u8, Option<&'d Path>>, runs: HashMap<*const u8, CommandLine>) -> CallGraph<'d> {
+    fn new(kernel: &str, calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, (&'d str, Node<'d>)>, defined_in: HashSet<(*const u8, &'d str)>, folders: HashMap<*const u8, Option<&'d Path>>, runs: HashMap<*const u8, CommandLine>) -> CallGraph<'d> {
         let mut passing: HashMap<String, Vec<(Call<'d>, usize)>> = HashMap::new();
         let mut method_calls: HashMap<(String, String), Vec<Call<'d>>> = HashMap::new();
         // The variables of each calling function, read once however many calls it makes.
@@ -2486,7 +2505,7 @@ impl<'d> CallGraph<'d> {
                 method_calls.entry((method, class_of(ty).to_string())).or_default().push(*call);
             }
         }
-        CallGraph { calls, definitions, passing, folders, runs, method_calls, kernel: kernel.to_string() }
+        CallGraph { calls, definitions, defined_in, passing, folders, runs, method_calls, kernel: kernel.to_string() }
     }
 
     /// The run of the program the file whose text is `text` is part of: the one its project
@@ -2502,6 +2521,9 @@ impl<'d> CallGraph<'d> {
     /// in `run`), and, for a method, on objects of its class (`sim.step(d)`).
     fn callers_of(&self, text: &str, definition: Node, function: &str) -> Vec<Call<'d>> {
         let mut callers = self.callers_by_name(bare_name(function));
+        // A file that defines a function of that name calls its own (a CPU reference,
+        // `flowGold.cpp`'s `Downscale`, beside the launcher `Downscale` of a `.cuh`).
+        callers.retain(|c| c.text.as_ptr() == text.as_ptr() || !self.defined_in.contains(&(c.text.as_ptr(), bare_name(function))));
         if let Some(class) = objects::class_of_definition(text, definition) {
             let on_objects = self.method_calls.get(&(bare_name(function).to_string(), class.to_string())).into_iter().flatten();
             callers.extend(on_objects.filter(|c| !callers.iter().any(|known| known.node == c.node)).copied().collect::<Vec<_>>());
