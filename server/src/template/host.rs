@@ -582,7 +582,13 @@ impl<'d> HostContext<'d> {
             if let Some(tree) = doc.tree() {
                 for (name, node) in functions(doc.text(), tree.root_node()) {
                     definitions.entry(bare_name(name)).or_insert((doc.text(), node));
-                    defined_in.insert((doc.text().as_ptr(), bare_name(name)));
+                    // One under an `#if` or its `#else` may be a stub the build leaves out
+                    // (`#if CUDART_VERSION < 2020` … `reduce()`): the calls beside it may be of
+                    // another file's. (`#ifndef`, an include guard's, is no such doubt.)
+                    let alternative = std::iter::successors(node.parent(), |n| n.parent()).any(|n| matches!(n.kind(), "preproc_if" | "preproc_else" | "preproc_elif" | "preproc_elifdef"));
+                    if !alternative {
+                        defined_in.insert((doc.text().as_ptr(), bare_name(name)));
+                    }
                 }
             }
         }
@@ -3828,7 +3834,7 @@ mod tests {
     fn frame_at_go(doc: &Document) -> Frame<'_> {
         let text = doc.text();
         let function = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap();
-        let graph = CallGraph::new("", HashMap::new(), HashMap::new(), HashMap::new(), HashMap::new());
+        let graph = CallGraph::new("", HashMap::new(), HashMap::new(), HashSet::new(), HashMap::new(), HashMap::new());
         Frame::of(text, function, text.find("go(").unwrap(), &graph)
     }
 
