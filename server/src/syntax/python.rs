@@ -326,12 +326,7 @@ impl<'a> Writer<'a> {
                 iterable.child_by_field_name("arguments").and_then(|a| a.named_child(0)).map(|list| self.first_item(target, list)).unwrap_or_default()
             }
             "call" if iterable.child_by_field_name("function").is_some_and(|f| self.text(f) == "range") => {
-                let args = iterable.child_by_field_name("arguments").map(|a| self.arguments(a)).unwrap_or_default();
-                let first = match args.len() {
-                    1 => Some("0".to_string()),
-                    _ => args.first().and_then(|a| a.clone()),
-                };
-                first.filter(|_| target.kind() == "identifier").map(|v| vec![(cpp_name(self.text(target)), v)]).unwrap_or_default()
+                self.first_of(iterable).filter(|_| target.kind() == "identifier").map(|v| vec![(cpp_name(self.text(target)), v)]).unwrap_or_default()
             }
             _ => Vec::new(),
         }
@@ -490,10 +485,10 @@ impl<'a> Writer<'a> {
             "list" | "tuple" => self.expression(list.named_child(0)?),
             "call" => {
                 let arguments = list.child_by_field_name("arguments")?;
-                match self.text(list.child_by_field_name("function")?) {
-                    "list" => self.first_of(arguments.named_child(0)?),
-                    "range" if arguments.named_child_count() == 1 => Some("0".to_string()),
-                    "range" => self.expression(arguments.named_child(0)?),
+                match (self.text(list.child_by_field_name("function")?), self.arguments(arguments).as_slice()) {
+                    ("list", _) => self.first_of(arguments.named_child(0)?),
+                    ("range", [_]) => Some("0".to_string()),
+                    ("range", [start, ..]) => start.clone(),
                     _ => None,
                 }
             }
