@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 116
+    assert len(kernels) == len(set(kernels)) == 117
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -104,11 +104,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     # A count stepped in a loop as many times as the caller says: no number, not its first.
     assert by_kernel["fill_ramp"]["stage"] == "spec"
     assert by_kernel["fill_ramp"]["why"].startswith("value of scalar argument `n`: `n` is a size no shape gives (the program steps `n` in a loop in `ramp` (scale.cu:35)"), by_kernel["fill_ramp"]
-    assert report["totals"] == {"kernels": 116, "ready": 102, "spec": 10, "compile": 2, "parameters": 2}
+    assert report["totals"] == {"kernels": 117, "ready": 103, "spec": 10, "compile": 2, "parameters": 2}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "116 kernels under" in text.stdout and "102 ready to tune (88%)" in text.stdout
+    assert "117 kernels under" in text.stdout and "103 ready to tune (88%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -1880,7 +1880,7 @@ def test_macros_of_a_header_that_the_block_and_the_kernel_share_are_tuned_as_bui
     assert spec["block"] == ["SORT_LIMIT // 2"] and spec["grid"] == ["count // SORT_LIMIT"]
     # The `if (length <= SORT_LIMIT)` the launch is under bounds the builds.
     assert spec["restrictions"] == ["count % SORT_LIMIT == 0", "length <= SORT_LIMIT"]
-    assert "the block of the launch at line 38 is made of macros: `SORT_LIMIT` = 1024" in report
+    assert "the block of the launch at line 38 is made of names the kernel's code uses too: `SORT_LIMIT` = 1024" in report
     # A kernel header that reads its includer's macros: both extents of its `dim3` block.
     stage = templatized_spec(root, "stage.cuh", "stage_pixels")
     assert [(p["name"], p["kind"], p["default"]) for p in stage["params"] if p["name"].startswith("TILE")] == [("TILE_X", "define", 16), ("TILE_Y", "define", 8)]
@@ -1957,3 +1957,41 @@ async def test_the_code_action_follows_ping_pong_buffers_to_their_allocation(cli
     (root / ".git").mkdir()
     spec = await code_action_spec(client, root / "merge_steps.cuh", "uint key = src[i]", "merge_runs")
     assert [(a["name"], a.get("length")) for a in spec["args"]] == [("dst", "n"), ("src", "n"), ("width", None), ("n", None)], spec
+
+
+def test_file_scope_constants_the_block_and_the_kernel_share_are_tuned_as_builds(tmp_path: Path):
+    root = project(tmp_path, "constant_tiles")
+    (root / ".git").mkdir()
+    source = (root / "flip.cu").read_text()
+    # `const int SIDE = 32;` sizes the kernel's `__shared__` tile and the host's `dim3`: another
+    # value is another build of the kernel, set with `-D`, not a launch alone.
+    spec, report = templatized_spec_and_report(root, "flip.cu", "flip_tiles")
+    side, rows = (next(p for p in spec["params"] if p["name"] == name) for name in ("SIDE", "ROWS_PER_PASS"))
+    assert (side["kind"], side["default"], side["origin"]) == ("define", 32, "`const int SIDE = 32` at flip.cu:7, which the kernel's code uses too: each value is a build of the kernel")
+    assert (rows["kind"], rows["default"]) == ("define", 8)
+    assert spec["block"] == ["SIDE", "ROWS_PER_PASS"] and spec["grid"] == ["width // SIDE", "height // SIDE"]
+    # The rows walk the tile in strides of the block's rows: a whole number of strides.
+    assert "SIDE % ROWS_PER_PASS == 0" in spec["restrictions"], spec["restrictions"]
+    assert "made of names the kernel's code uses too: `SIDE` = 32" in report
+    # The constants stay as the user wrote them; only the padding the tile gets is new.
+    templated = (root / "flip.cu").read_text()
+    assert "const int SIDE = 32;\nconst int ROWS_PER_PASS = 8;\nconst int SAMPLES = 2;\n" in templated
+    assert templated.replace("[SIDE + 1 + FLIP_TILES_PAD_STAGED]", "[SIDE + 1]").count("FLIP_TILES_PAD_STAGED") == 3, templated
+    assert source.count("SIDE") == templated.count("SIDE")
+    # NVRTC compiles each build: the slice guards the constants (and keeps `SAMPLES`, read in an
+    # initial value), so the tile grows with `SIDE`.
+    check = cutune("check", "flip.cu", "--kernel", "flip_tiles", "--all", cwd=root)
+    assert check.returncode == 0, check.stdout + check.stderr
+    rows_of = [line.split() for line in check.stdout.splitlines() if line.startswith("FLIP_TILES_PAD_STAGED=0 ") and " ROWS_PER_PASS=4 fast_math=0 max_registers=0 " in line]
+    shared = {int(row[1].split("=")[1]): row[7] if row[9] == "ok" else row[9] for row in rows_of}
+    assert {side: shared[side] for side in (8, 16, 32, 64, 128)} == {8: "288", 16: "1088", 32: "4224", 64: "16640", 128: "infeasible:"}, check.stdout
+    survey = json.loads(cutune("survey", str(root), "--json").stdout)
+    assert {k["kernel"]: k["stage"] for k in survey["kernels"]} == {"flip_tiles": "ready"}, survey
+
+
+async def test_the_code_action_tunes_file_scope_constants_as_builds(client, tmp_path: Path):
+    root = project(tmp_path, "constant_tiles")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "flip.cu", "staged[threadIdx.y + step][threadIdx.x]", "flip_tiles")
+    assert [(p["name"], p["kind"], p["default"]) for p in spec["params"] if p["name"] in ("SIDE", "ROWS_PER_PASS")] == [("SIDE", "define", 32), ("ROWS_PER_PASS", "define", 8)], spec
+    assert "SIDE % ROWS_PER_PASS == 0" in spec["restrictions"], spec

@@ -296,7 +296,8 @@ fn inline_local_headers(text: &str, opts: &SliceOptions) -> String {
 }
 
 /// `text` with each one-line `#define NAME value` of `names` that the line before does not
-/// guard put under `#ifndef NAME`, so that `-DNAME=…` sets it.
+/// guard put under `#ifndef NAME`, so that `-DNAME=…` sets it; the same for a constant's line
+/// (`const int TILE_DIM = 32;`), which `-DTILE_DIM=64` would otherwise make `const int 64`.
 fn guard_defines(text: String, names: &[String]) -> String {
     if names.is_empty() {
         return text;
@@ -305,7 +306,8 @@ fn guard_defines(text: String, names: &[String]) -> String {
     let mut previous = "";
     for line in text.split_inclusive('\n') {
         let guarded = |name: &str| previous.trim().strip_prefix("#ifndef").map(str::trim) == Some(name);
-        match defined_name(line).filter(|name| names.iter().any(|n| n == name) && !guarded(name) && !line.trim_end().ends_with('\\')) {
+        let declared = defined_name(line).or_else(|| crate::syntax::integer_constant_line(line).map(|(name, _)| name));
+        match declared.filter(|name| names.iter().any(|n| n == name) && !guarded(name) && !line.trim_end().ends_with('\\')) {
             Some(name) => {
                 let _ = write!(out, "#ifndef {name}\n{}\n#endif\n", line.trim_end_matches(['\n', '\r']));
             }

@@ -528,6 +528,9 @@ fn declares_locally(name: Node, item: Node) -> bool {
     let mut node = name;
     while let Some(parent) = node.parent() {
         match parent.kind() {
+            // An array's size and a variable's initial value are uses, not the declared name
+            // (`__shared__ int tile[TILE];`, `int x = LIMIT;`).
+            "array_declarator" | "init_declarator" if parent.child_by_field_name("declarator") != Some(node) => return false,
             "pointer_declarator" | "reference_declarator" | "array_declarator" | "init_declarator"
             | "attributed_declarator" | "parenthesized_declarator" => node = parent,
             "parameter_declaration" | "optional_parameter_declaration" | "variadic_parameter_declaration"

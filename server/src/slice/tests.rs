@@ -112,6 +112,15 @@ fn a_local_variable_does_not_pull_in_a_host_global_of_the_same_name() {
 }
 
 #[test]
+fn a_constant_read_in_an_array_size_or_an_initial_value_is_kept() {
+    // The classic transpose and tiled-matmul tutorials: `const int` tile sizes at file scope.
+    let text = "const int TILE = 32;\nconst int LIMIT = 7;\nconst int UNUSED = 1;\n__global__ void k(int* a) {\n  __shared__ int tile[TILE][TILE + 1];\n  int x = LIMIT;\n  tile[0][0] = x; a[0] = tile[0][0];\n}\n";
+    let sliced = slice(text, "k");
+    assert!(sliced.source.starts_with("const int TILE = 32;\nconst int LIMIT = 7;\n"), "{}", sliced.source);
+    assert!(!sliced.source.contains("UNUSED"), "{}", sliced.source);
+}
+
+#[test]
 fn macros_of_dropped_c_headers_get_device_definitions_when_used() {
     let text = "#include <cmath>\n#include <cfloat>\n__global__ void k(float* x) { x[0] = -INFINITY; x[1] = FLT_MAX; }\n";
     let slice = device_slice(&Document::new(text.to_string()), "k", &SliceOptions::default()).unwrap();

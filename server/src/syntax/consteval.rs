@@ -14,6 +14,33 @@ pub fn eval(text: &str, resolve: &dyn Fn(&str) -> Option<i64>) -> Option<i64> {
     (parser.pos == tokens.len()).then_some(value)
 }
 
+/// The words that may declare an integer constant besides its name: `static constexpr
+/// unsigned int`, `const uint`.
+const CONSTANT_DECLARATION_WORDS: [&str; 17] = [
+    "static", "inline", "const", "constexpr", "int", "unsigned", "signed", "short", "long", "uint", "size_t", "int32_t", "uint32_t",
+    "int64_t", "uint64_t", "std::size_t", "std::int64_t",
+];
+
+/// One line that declares one integer constant, `const int TILE_DIM = 32;` (with `constexpr`,
+/// `static`, unsigned types, a trailing comment): its name and the range of its value in the
+/// line. Lines that declare several names, or that may be anything else, are `None`.
+pub fn integer_constant_line(line: &str) -> Option<(&str, std::ops::Range<usize>)> {
+    let code = line.split("//").next()?.trim_end();
+    let statement = code.strip_suffix(';')?;
+    let (declared, value) = statement.split_once('=')?;
+    let mut words: Vec<&str> = declared.split_whitespace().collect();
+    let name = words.pop()?;
+    let is_name = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let qualified = words.iter().any(|w| *w == "const" || *w == "constexpr");
+    let integer = words.iter().all(|w| CONSTANT_DECLARATION_WORDS.contains(w)) && words.iter().any(|w| !matches!(*w, "static" | "inline" | "const" | "constexpr"));
+    let value_text = value.trim();
+    if !is_name || !qualified || !integer || value_text.is_empty() || value_text.contains([',', '=', '{', '"']) {
+        return None;
+    }
+    let start = declared.len() + 1 + (value.len() - value.trim_start().len());
+    Some((name, start..start + value_text.len()))
+}
+
 /// Parses a C integer literal: decimal, hex, octal or binary, with `u`/`l` suffixes and `'`
 /// digit separators.
 pub fn parse_int_literal(text: &str) -> Option<i64> {
@@ -396,6 +423,17 @@ mod tests {
     fn unknown_forms_are_none_not_guesses() {
         for text in ["1.5", "sizeof(float*)", "sizeof(T)", "sizeof x", "(int)3", "f(2)", "4 / 0", "", "1 +", "9223372036854775807 + 1"] {
             assert_eq!(eval(text, &no_names), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_line_declaring_one_integer_constant_gives_its_name_and_value() {
+        let value = |line: &'static str| integer_constant_line(line).map(|(name, range)| (name, &line[range]));
+        assert_eq!(value("const int TILE_DIM = 32;"), Some(("TILE_DIM", "32")));
+        assert_eq!(value("  static constexpr unsigned int SHMEM = 1 << 10;  // bytes"), Some(("SHMEM", "1 << 10")));
+        assert_eq!(value("const uint BM = 64;"), Some(("BM", "64")));
+        for other in ["int n = 32;", "const float scale = 2.0f;", "const int a = 1, b = 2;", "const char* name = \"x\";", "const int N = 4", "if (x == 1);"] {
+            assert_eq!(integer_constant_line(other), None, "{other}");
         }
     }
 }

@@ -38,6 +38,7 @@ pub fn apply_defaults(text: &str, kernel: &KernelSpec, config: &Configuration) -
             },
             ParamKind::Define => {
                 let range = guarded_define_value(text, name)
+                    .or_else(|| constant_value(text, name))
                     .ok_or_else(|| format!("the file has no `#ifndef {name}` / `#define {name} …` to rewrite: templatize `{}` first", kernel.name))?;
                 applied.edits.push(TextEdit { range, new_text: value.to_string() });
             }
@@ -78,7 +79,7 @@ pub fn current_values(text: &str, kernel: &KernelSpec, definition: Option<&crate
         .iter()
         .filter_map(|p| {
             let value = match p.kind {
-                ParamKind::Define => guarded_define_value(text, &p.name).or_else(|| define_value(text, &p.name)).map(|r| text[r].to_string()),
+                ParamKind::Define => guarded_define_value(text, &p.name).or_else(|| define_value(text, &p.name)).or_else(|| constant_value(text, &p.name)).map(|r| text[r].to_string()),
                 ParamKind::Template => definition.and_then(|k| k.template_params.iter().find(|t| t.name == p.name)).and_then(|t| t.default.clone()),
                 ParamKind::FastMath | ParamKind::MaxRegisters | ParamKind::Launch => return None,
             };
@@ -89,9 +90,20 @@ pub fn current_values(text: &str, kernel: &KernelSpec, definition: Option<&crate
 
 /// The value of the first `#define NAME value` line.
 fn define_value(text: &str, name: &str) -> Option<Range<usize>> {
+    first_line_value(text, |line| define_line_value(line, name))
+}
+
+/// The value of the first line that declares the integer constant `name` (`const int TILE_DIM
+/// = 32;`), a build parameter that the slice guards as it does a `#define`.
+fn constant_value(text: &str, name: &str) -> Option<Range<usize>> {
+    first_line_value(text, |line| crate::syntax::integer_constant_line(line).filter(|(declared, _)| *declared == name).map(|(_, range)| range))
+}
+
+/// The range in `text` of the value `value_in` finds in the first line it finds one in.
+fn first_line_value(text: &str, value_in: impl Fn(&str) -> Option<Range<usize>>) -> Option<Range<usize>> {
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
-        if let Some(range) = define_line_value(line, name) {
+        if let Some(range) = value_in(line) {
             return Some(offset + range.start..offset + range.end);
         }
         offset += line.len();
@@ -187,6 +199,19 @@ mod tests {
         assert_eq!(applied.notes, [format!("LIMIT=512: set it where it is defined, {origin}")]);
         // At its default there is nothing to say.
         assert_eq!(apply_defaults(header, &kernel(origin), &Configuration(vec![("LIMIT".into(), 1024)])).unwrap().notes, Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_file_scope_constant_lifted_where_it_is_gets_the_value_and_keeps_its_type() {
+        let own = "const int TILE_DIM = 32;\n__global__ void k(float *x) { __shared__ float t[TILE_DIM]; t[0] = 1; x[0] = t[0]; }\n";
+        let origin = "`const int TILE_DIM = 32` at k.cu:1, which the kernel's code uses too: each value is a build of the kernel";
+        let kernel = KernelSpec {
+            params: vec![crate::spec::ParamSpec { name: "TILE_DIM".into(), kind: ParamKind::Define, default: 32, values: vec![16, 32, 64], origin: origin.into() }],
+            ..spec(own, "k")
+        };
+        let applied = apply_defaults(own, &kernel, &Configuration(vec![("TILE_DIM".into(), 64)])).unwrap();
+        assert_eq!(apply_edits(own, &applied.edits).unwrap(), own.replace("= 32;", "= 64;"));
+        assert_eq!(current_values(own, &kernel, None), [("TILE_DIM".to_string(), "32".to_string())]);
     }
 
     #[test]

@@ -3466,7 +3466,7 @@ fn dim3_global(text: &str, root: Node, name: &str) -> Option<Vec<String>> {
 
 /// The declarations at file scope, those inside `extern "C"` included (`extern "C" const uint
 /// MIN_SHORT_ARRAY_SIZE = 4;`).
-fn file_scope_declarations(root: Node) -> Vec<Node> {
+pub(super) fn file_scope_declarations(root: Node) -> Vec<Node> {
     let mut out = Vec::new();
     let mut cursor = root.walk();
     for child in root.named_children(&mut cursor) {

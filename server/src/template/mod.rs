@@ -536,8 +536,8 @@ fn launch_report(inferred: &scaffold::Inferred) -> TransformReport {
     let said = |kind: ParamKind| found.choices.iter().filter(|p| p.kind == kind).map(|p| format!("`{}` = {} ({})", p.name, p.default, p.origin)).collect::<Vec<_>>().join(", ");
     let message = match (said(ParamKind::Launch), said(ParamKind::Define)) {
         (launches, builds) if builds.is_empty() => format!("launch parameters from the launch at {place}: {launches}; only the launch changes, no recompile"),
-        (launches, builds) if launches.is_empty() => format!("the block of the launch at {place} is made of macros: {builds}; tuning compiles each value with `-D`"),
-        (launches, builds) => format!("launch parameters from the launch at {place}: {launches}; only the launch changes, no recompile; and of macros: {builds}; tuning compiles each value with `-D`"),
+        (launches, builds) if launches.is_empty() => format!("the block of the launch at {place} is made of names the kernel's code uses too: {builds}; tuning compiles each value with `-D`"),
+        (launches, builds) => format!("launch parameters from the launch at {place}: {launches}; only the launch changes, no recompile; and of names the kernel's code uses too: {builds}; tuning compiles each value with `-D`"),
     };
     transform_report("launch-choices", Status::Applied, message, Vec::new())
 }

@@ -166,18 +166,25 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let mut choices = Vec::new();
     let mut held = Vec::new();
     if let (Some((_, l)), Some(h)) = (site, &host) {
-        // A macro the kernel's code uses (to size its shared tile) goes with that code: a build.
-        let in_body: BTreeSet<&str> = body.map(|b| identifiers_in(&templated.text()[b.byte_range()]).filter(|w| h.is_macro(w)).collect()).unwrap_or_default();
+        // A macro or a file-scope constant the kernel's code uses (to size its shared tile) goes
+        // with that code: a build.
+        let constants = file_scope_constants(templated);
+        let in_body: BTreeSet<&str> = body.map(|b| identifiers_in(&templated.text()[b.byte_range()]).filter(|w| h.is_macro(w) || constants.iter().any(|c| c.name == *w)).collect()).unwrap_or_default();
         let threads_bound;
         let partitioned = body.and_then(|b| mixed_per_block_output(templated.text(), b, &args));
         // The definition the kernel's file sees (its folder's header, not a namesake of another
         // program of the workspace); one of the file itself where the lines are the user's.
         let definition = |name: &str| {
-            let seen = crate::slice::where_defined(templated.text(), name, slice_options).filter(|(path, ..)| Some(path.as_path()) != slice_options.file.as_deref());
-            match seen {
-                Some((path, line, value)) => Some((crate::syntax::parse_int_literal(&value)?, format!("{}:{line}", file_name(&path)))),
-                None => h.literal_macro(name).map(|(value, text, at)| (value, place_in(text, at, templated, slice_options.file.as_deref(), hosts, origins))),
+            if let Some(constant) = constants.iter().find(|c| c.name == name) {
+                let place = place_in(templated.text(), constant.at, templated, slice_options.file.as_deref(), hosts, origins);
+                return Some(BuildValue { value: constant.value, place, written: constant.written.clone() });
             }
+            let seen = crate::slice::where_defined(templated.text(), name, slice_options).filter(|(path, ..)| Some(path.as_path()) != slice_options.file.as_deref());
+            let (value, place) = match seen {
+                Some((path, line, value)) => (crate::syntax::parse_int_literal(&value)?, format!("{}:{line}", file_name(&path))),
+                None => h.literal_macro(name).map(|(value, text, at)| (value, place_in(text, at, templated, slice_options.file.as_deref(), hosts, origins)))?,
+            };
+            Some(BuildValue { value, place, written: format!("#define {name} {value}") })
         };
         let macros = BodyMacros { names: &in_body, definition: &definition };
         (choices, threads_bound, held) = launch_choices(h, &args, &params, &block, &macros, captured_block, partitioned);
@@ -319,6 +326,16 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     for condition in lifted_steps.iter().chain(&static_asserts).map(|c| spec_expression(c, Division::Floor)) {
         let names_a_parameter = identifiers_in(&condition).any(|w| param_names.contains(w));
         if names_a_parameter && known(&condition) && expr::parse(&condition).is_ok() && !restrictions.contains(&condition) {
+            restrictions.push(condition);
+        }
+    }
+    // A tile the block's rows walk in strides of the block (`for (j = 0; j < TILE_DIM; j +=
+    // BLOCK_ROWS)` indexing row `threadIdx.y + j`) holds a whole number of strides; a tile of the
+    // problem's sizes is the bounds checks' business.
+    let strided = body.zip(kernel_terms.as_ref()).map(|(b, terms)| block_strided_tiles(templated.text(), b, terms)).unwrap_or_default();
+    for condition in strided.iter().map(|c| spec_expression(c, Division::Floor)) {
+        let of_parameters = identifiers_in(&condition).all(|w| param_names.contains(w));
+        if of_parameters && expr::parse(&condition).is_ok() && !restrictions.contains(&condition) {
             restrictions.push(condition);
         }
     }
@@ -638,22 +655,56 @@ fn alternatives(value: Node) -> Vec<Node> {
 /// the count of per-block results, which another block partitions differently) and whose
 /// value, followed up the call path, is a constant or a swept array's element, or, for an
 /// extent that is the name alone, the program's captured launch.
-/// The macros a kernel's code uses, and for a `#define NAME <integer>` its value and where it is
-/// (`common.h:34`).
+/// The macros and file-scope constants a kernel's code uses, and for a `#define NAME <integer>`
+/// or a `const int NAME = <integer>;` its value and where it is (`common.h:34`).
 struct BodyMacros<'a> {
     names: &'a BTreeSet<&'a str>,
-    definition: &'a dyn Fn(&str) -> Option<(i64, String)>,
+    definition: &'a dyn Fn(&str) -> Option<BuildValue>,
+}
+
+/// The value of a name a build of the kernel sets, where it is, and how it is written there
+/// (`#define TILE 32`, `const int TILE_DIM = 32`).
+struct BuildValue {
+    value: i64,
+    place: String,
+    written: String,
+}
+
+/// An integer constant declared at the file's top level (`const int TILE_DIM = 32;`), which
+/// kernel and host code both read: `at` is its byte offset.
+struct FileConstant {
+    name: String,
+    value: i64,
+    at: usize,
+    written: String,
+}
+
+/// The integer constants `doc` declares at file scope whose values are numbers, in order (one
+/// may be made of those before it: `const int SHMEM = TILE * TILE;`).
+fn file_scope_constants(doc: &Document) -> Vec<FileConstant> {
+    let Some(tree) = doc.tree() else { return Vec::new() };
+    let text = doc.text();
+    let mut constants: Vec<FileConstant> = Vec::new();
+    for declaration in super::host::file_scope_declarations(tree.root_node()) {
+        let written = &text[declaration.byte_range()];
+        let Some((name, value)) = crate::syntax::integer_constant_line(written) else { continue };
+        let known = |n: &str| constants.iter().find(|c| c.name == n).map(|c| c.value);
+        let Some(value) = crate::syntax::eval_constant(&written[value], &known) else { continue };
+        let written = written.trim_end_matches(';').trim().to_string();
+        constants.push(FileConstant { name: name.to_string(), value, at: declaration.start_byte(), written });
+    }
+    constants
 }
 
 fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], block: &[String], in_body: &BodyMacros, captured_block: Option<[u32; 3]>, partitioned: Option<&str>) -> (Vec<ParamSpec>, Vec<String>, Vec<String>) {
     let mut names: Vec<&str> = Vec::new();
     // Macros the kernel's code uses too (to size its shared tiles): a value of theirs is a
     // build of the kernel, the block with it, set with `-D`.
-    let mut macros: Vec<(&str, i64, String)> = Vec::new();
+    let mut macros: Vec<(&str, BuildValue)> = Vec::new();
     let mut held: Vec<String> = Vec::new();
     for name in block.iter().flat_map(|b| identifiers_in(b)) {
         let known = params.iter().any(|p| p.name == name) || is_keyword(name) || expr::Function::from_name(name).is_some();
-        if known || names.contains(&name) || macros.iter().any(|(m, ..)| *m == name) || held.iter().any(|h| h.starts_with(&format!("`{name}` "))) {
+        if known || names.contains(&name) || macros.iter().any(|(m, _)| *m == name) || held.iter().any(|h| h.starts_with(&format!("`{name}` "))) {
             continue;
         }
         if let Some(arg) = args.iter().find(|a| a.length.as_deref().is_some_and(|l| identifiers_in(l).any(|w| w == name))) {
@@ -661,9 +712,9 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
             held.push(format!("`{name}` also sizes `{}` ({length}), so another block would change the problem, not only the launch", arg.name));
         } else if in_body.names.contains(name) {
             let literal = (in_body.definition)(name).filter(|_| !super::lift::FIXED_NAMES.contains(&name));
-            match literal.map(|(value, place)| (value, place, host.macro_written_out(name, value))) {
-                Some((value, place, None)) => macros.push((name, value, place)),
-                Some((value, _, Some((other, derived)))) => held.push(format!("`{name}` is a macro the kernel's code uses too, and `{other}` writes out a value of it ({derived} for {value}), which another value would leave behind, so the block is that code's")),
+            match literal.map(|build| { let written_out = host.macro_written_out(name, build.value); (build, written_out) }) {
+                Some((build, None)) => macros.push((name, build)),
+                Some((BuildValue { value, .. }, Some((other, derived)))) => held.push(format!("`{name}` is a macro the kernel's code uses too, and `{other}` writes out a value of it ({derived} for {value}), which another value would leave behind, so the block is that code's")),
                 None => held.push(format!("`{name}` is a macro the kernel's code uses too (a shared array's size), so the block is that code's")),
             }
         } else {
@@ -690,9 +741,9 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
     }
     let swept = found.iter().any(|(_, choice)| !choice.sweep.is_empty());
     let launches = found.into_iter().map(|(name, choice)| (name, ParamKind::Launch, choice));
-    let builds = macros.into_iter().map(|(name, value, place)| {
-        let origin = format!("`#define {name} {value}` at {place}, which the kernel's code uses too: each value is a build of the kernel");
-        (name, ParamKind::Define, LaunchChoice { default: value, sweep: Vec::new(), origin })
+    let builds = macros.into_iter().map(|(name, build)| {
+        let origin = format!("`{}` at {}, which the kernel's code uses too: each value is a build of the kernel", build.written, build.place);
+        (name, ParamKind::Define, LaunchChoice { default: build.value, sweep: Vec::new(), origin })
     });
     let mut choices: Vec<ParamSpec> = launches
         .chain(builds)
@@ -949,6 +1000,57 @@ fn positive_loop_steps(text: &str, body: Node, terms: &KernelTerms) -> Vec<Strin
         }
     }
     out
+}
+
+/// `A % B == 0` for each loop `for (j = 0; j < A; j += B)` whose step is the block's extent
+/// along an axis whose thread index the loop's body reads (`tile[threadIdx.y + j]`, or through a
+/// constant, `y + j` with `y = blockIdx.y * TILE + threadIdx.y`): the threads cover the rows
+/// `0` to `A` in strides of `B`, and a last partial stride would index past them.
+fn block_strided_tiles(text: &str, body: Node, terms: &KernelTerms) -> Vec<String> {
+    let mut out = Vec::new();
+    for node in descendants(body).filter(|n| n.kind() == "for_statement") {
+        let Some((index, end, step)) = counted_loop(text, node) else { continue };
+        let step = terms.written_out(step);
+        let Some(axis) = terms.block.iter().position(|extent| super::host::strip_outer_parens(&step) == super::host::strip_outer_parens(extent)) else { continue };
+        let Some(loop_body) = node.child_by_field_name("body") else { continue };
+        let reads = terms.written_out(&text[loop_body.byte_range()]);
+        let thread = format!("threadIdx.{}", ["x", "y", "z"][axis]);
+        let end = terms.written_out(end);
+        let end = super::host::strip_outer_parens(&end);
+        let step = super::host::strip_outer_parens(&step);
+        // `TILE * TILE` strided by `TILE` always holds whole strides.
+        let whole = end.split('*').any(|factor| factor.trim() == step);
+        if reads.contains(&thread) && identifiers_in(&reads).any(|w| w == index) && !whole {
+            let divisor = if step.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') { step.to_string() } else { format!("({step})") };
+            let condition = format!("{} % {divisor} == 0", super::layout::factor(end));
+            if !out.contains(&condition) {
+                out.push(condition);
+            }
+        }
+    }
+    out
+}
+
+/// The index, end and step of a loop `for (int j = 0; j < end; j += step)`.
+fn counted_loop<'t>(text: &'t str, node: Node) -> Option<(&'t str, &'t str, &'t str)> {
+    let init = node.child_by_field_name("initializer")?;
+    let declarator = match init.kind() {
+        "declaration" => init.child_by_field_name("declarator")?,
+        _ => init,
+    };
+    let (name, start) = match declarator.kind() {
+        "init_declarator" => (declarator.child_by_field_name("declarator")?, declarator.child_by_field_name("value")?),
+        "assignment_expression" => (declarator.child_by_field_name("left")?, declarator.child_by_field_name("right")?),
+        _ => return None,
+    };
+    let index = &text[name.byte_range()];
+    let condition = node.child_by_field_name("condition")?;
+    let update = node.child_by_field_name("update").filter(|u| u.kind() == "assignment_expression")?;
+    let compares = condition.kind() == "binary_expression" && condition.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "<");
+    let counts_up = update.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "+=");
+    let same_index = |n: Option<Node>| n.is_some_and(|n| &text[n.byte_range()] == index);
+    let valid = &text[start.byte_range()] == "0" && compares && counts_up && same_index(condition.child_by_field_name("left")) && same_index(update.child_by_field_name("left"));
+    valid.then(|| (index, &text[condition.child_by_field_name("right").map_or(0..0, |r| r.byte_range())], &text[update.child_by_field_name("right").map_or(0..0, |r| r.byte_range())]))
 }
 
 /// What the kernel's expressions are in the spec's terms: its constants and the spec's block.
