@@ -241,7 +241,7 @@ impl CommandLine {
 
     /// Whether the flag `-name` (or `--name`) is given, with its value when it has one
     /// (`-n=1024`), as the CUDA samples' helpers read them.
-    fn flag(&self, name: &str) -> Option<Option<&str>> {
+    pub(super) fn flag(&self, name: &str) -> Option<Option<&str>> {
         self.args.iter().find_map(|arg| {
             let bare = arg.trim_start_matches('-');
             (arg.starts_with('-') && bare.split('=').next() == Some(name)).then(|| bare.split_once('=').map(|(_, v)| v))

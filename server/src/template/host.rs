@@ -613,6 +613,7 @@ impl<'d> HostContext<'d> {
             if let Some(tree) = doc.tree() {
                 globals.extend(globals_set_from_run(doc.text(), tree.root_node(), graph.run_of(doc.text())));
             }
+            globals.extend(command_line_flags(doc.text(), graph.run_of(doc.text())));
         }
         globals.extend(globals_loaded_from_images(&on_paths, &graph));
         let launch_node = root.descendant_for_byte_range(launch.span.start_byte, launch.span.end_byte);
@@ -2539,7 +2540,8 @@ impl<'d> CallGraph<'d> {
 
     /// The function `call` calls and the name of its parameter at `index`.
     fn parameter_passed(&self, call: &Call<'d>, index: usize) -> Option<(Node<'d>, String)> {
-        let callee = call.node.child_by_field_name("function").map(|f| f.child_by_field_name("name").unwrap_or(f))?;
+        // `run<T>(…)`'s `run`, and `tester.evaluate(…)`'s `evaluate`: a method the object's class defines.
+        let callee = call.node.child_by_field_name("function").map(|f| f.child_by_field_name("name").or_else(|| f.child_by_field_name("field")).unwrap_or(f))?;
         let &(text, definition) = self.definitions.get(bare_name(&call.text[callee.byte_range()]))?;
         Some((definition, parameters(text, definition).into_iter().nth(index)?.name))
     }
@@ -3290,6 +3292,30 @@ fn globals_set_from_run(text: &str, root: Node, run: &CommandLine) -> Vec<(Strin
     }).collect()
 }
 
+/// The command-line flags a file defines with gflags (`DEFINE_uint32(M, 512, "rows")` makes
+/// `FLAGS_M`), each with the value the program's documented run gives it (`-M=1024`), else its
+/// default; a bool's is 1 or 0.
+fn command_line_flags(text: &str, run: &CommandLine) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some((kind, rest)) = line.trim_start().strip_prefix("DEFINE_").and_then(|d| d.split_once('(')) else { continue };
+        let mut fields = rest.splitn(3, ',').map(str::trim);
+        let (Some(name), Some(default)) = (fields.next(), fields.next()) else { continue };
+        if !is_identifier(name) {
+            continue;
+        }
+        let value = match (kind.trim(), run.flag(name)) {
+            ("bool", Some(given)) => u8::from(given.is_none_or(|v| v == "true" || v == "1")).to_string(),
+            ("bool", None) => u8::from(default == "true").to_string(),
+            ("int32" | "uint32" | "int64" | "uint64" | "double", Some(Some(given))) => given.to_string(),
+            ("int32" | "uint32" | "int64" | "uint64" | "double", _) => default.to_string(),
+            _ => continue,
+        };
+        out.push((format!("FLAGS_{name}"), value));
+    }
+    out
+}
+
 /// Whether `body` declares a local `name`, which hides a file-scope one.
 fn declared_in(text: &str, body: Node, name: &str) -> bool {
     descendants(body).any(|n| matches!(n.kind(), "declaration" | "parameter_declaration") && n.children_by_field_name("declarator", &mut n.walk()).any(|d| declared_name(d).is_some_and(|d| &text[d.byte_range()] == name)))
@@ -3836,6 +3862,15 @@ mod tests {
         let function = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap();
         let graph = CallGraph::new("", HashMap::new(), HashMap::new(), HashSet::new(), HashMap::new(), HashMap::new());
         Frame::of(text, function, text.find("go(").unwrap(), &graph)
+    }
+
+    #[test]
+    fn gflags_definitions_give_their_defaults_or_the_runs_values() {
+        let text = "DEFINE_uint32(M, 512, \"rows\");\nDEFINE_int64(steps, 1 << 10, \"steps\");\nDEFINE_bool(check, false, \"check\");\nDEFINE_string(name, \"x\", \"label\");\n";
+        let flags = |args: &[&str]| command_line_flags(text, &CommandLine { args: args.iter().map(|a| a.to_string()).collect(), written_in: None });
+        let named = |pairs: &[(&str, &str)]| pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect::<Vec<_>>();
+        assert_eq!(flags(&[]), named(&[("FLAGS_M", "512"), ("FLAGS_steps", "1 << 10"), ("FLAGS_check", "0")]));
+        assert_eq!(flags(&["-M=1024", "--check"]), named(&[("FLAGS_M", "1024"), ("FLAGS_steps", "1 << 10"), ("FLAGS_check", "1")]));
     }
 
     #[test]

@@ -170,7 +170,7 @@ impl Workspace {
         if let Some(stem) = kernel_file.file_stem().and_then(|s| s.to_str()) {
             for &(path, _) in by_distance.iter().filter(|(path, entry)| *path != kernel_file && entry.mentions(stem)).take(MAX_HOST_FILES) {
                 let Ok(text) = std::fs::read_to_string(path) else { continue };
-                if quoted_includes(path, &text).contains(kernel_file) {
+                if self.quoted_includes(path, &text).contains(kernel_file) {
                     documents.push(HostDocument { path: path.clone(), document: host_document(path, text) });
                 }
             }
@@ -225,7 +225,7 @@ impl Workspace {
         pending.extend(documents.iter().map(|d| (d.path.clone(), d.document.text().to_string())));
         let mut included = 0;
         while let Some((path, text)) = pending.pop_front() {
-            for header in quoted_includes(&path, &text) {
+            for header in self.quoted_includes(&path, &text) {
                 let known = header == kernel_file || documents.iter().any(|d| d.path == header);
                 if known || included >= MAX_INCLUDED_FILES {
                     continue;
@@ -237,6 +237,18 @@ impl Workspace {
                 }
             }
         }
+    }
+
+    /// The files `#include "name"` names in `text` of `path`: next to it, else (a folder the
+    /// build adds with `-I`, `src/common` for `#include "tester.h"` in `src/main.cu`) the
+    /// workspace's file of that name nearest to it.
+    fn quoted_includes(&self, path: &Path, text: &str) -> Vec<PathBuf> {
+        let beside = quoted_includes(path, text);
+        let elsewhere = included_names(text).filter(|name| !path.parent().is_some_and(|dir| dir.join(name).is_file())).filter_map(|name| {
+            let named = self.files.keys().filter(|file| file.ends_with(name) && file.as_path() != path);
+            named.max_by_key(|file| shared_components(file, path)).cloned()
+        });
+        beside.into_iter().chain(elsewhere).collect()
     }
 
     /// Every file that may define kernels (its text holds `__global__`).
@@ -356,12 +368,16 @@ fn host_document(path: &Path, text: String) -> Document {
 /// The files `#include "name"` names in `text`, where they exist next to `path`.
 fn quoted_includes(path: &Path, text: &str) -> Vec<PathBuf> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    text.lines()
-        .filter_map(|line| line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include")?.trim().strip_prefix('"')?.split('"').next())
+    included_names(text)
         .map(|name| dir.join(name))
         .filter(|p| p.is_file())
         .map(|p| p.canonicalize().unwrap_or(p))
         .collect()
+}
+
+/// The names `#include "name"` lines of `text` give, as written (`common/util.h`).
+fn included_names(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter_map(|line| line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include")?.trim().strip_prefix('"')?.split('"').next())
 }
 
 /// The name a file that calls `function` has: its own, or for a method (`Runner<T>::launch`)
