@@ -64,6 +64,8 @@ impl Bounds<'_, '_> {
             let condition = match ancestor.kind() {
                 "if_statement" if ancestor.child_by_field_name("consequence") == Some(child) => ancestor.child_by_field_name("condition").and_then(|c| c.child_by_field_name("value")),
                 "for_statement" if ancestor.child_by_field_name("body") == Some(child) => ancestor.child_by_field_name("condition"),
+                // `i < n ? in[i] : 0.0f`, a reduction's load.
+                "conditional_expression" if ancestor.child_by_field_name("consequence") == Some(child) => ancestor.child_by_field_name("condition"),
                 _ => None,
             };
             if let Some(bound) = condition.and_then(|c| self.upper_bound(c, name, "&&", false)) {
@@ -180,6 +182,15 @@ mod tests {
         assert_eq!(length_of(exit, "data").as_deref(), Some("len + 1"));
         let stride = "__global__ void k(float *x, int n) {\n  for (int i = threadIdx.x; i < n; i += blockDim.x * gridDim.x) { x[i] *= 2.0f; }\n}\n";
         assert_eq!(length_of(stride, "x").as_deref(), Some("n"));
+    }
+
+    #[test]
+    fn a_load_under_a_conditional_expression_is_bounded_by_its_condition() {
+        let source = "__global__ void k(const float *in, float *out, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  float v = i < n ? in[i] : 0.0f;\n  if (i < n) out[i] = v;\n}\n";
+        assert_eq!(length_of(source, "in").as_deref(), Some("n"));
+        // The other branch is where the index is out of bounds.
+        let inverted = "__global__ void k(const float *in, float *out, int n) {\n  int i = threadIdx.x;\n  float v = i < n ? 0.0f : in[i];\n  out[0] = v;\n}\n";
+        assert_eq!(length_of(inverted, "in"), None);
     }
 
     #[test]

@@ -2773,10 +2773,17 @@ fn expression_functions_of(text: &str, root: Node) -> Vec<(String, (Vec<String>,
         let Some(body) = function.child_by_field_name("body") else { continue };
         let mut cursor = body.walk();
         let statements: Vec<Node> = body.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect();
-        let [statement] = statements.as_slice() else { continue };
-        let Some(value) = statement.named_child(0).filter(|_| statement.kind() == "return_statement") else { continue };
+        let Some((last, before)) = statements.split_last() else { continue };
+        let Some(value) = last.named_child(0).filter(|_| last.kind() == "return_statement") else { continue };
+        let returned = match before {
+            [] => &text[value.byte_range()],
+            _ => match returned_local(text, body, before, &text[value.byte_range()]) {
+                Some(initial) => initial,
+                None => continue,
+            },
+        };
         let params = parameters(text, function).into_iter().map(|p| p.name).collect();
-        out.push((bare_name(name).to_string(), (params, strip_casts_everywhere(&text[value.byte_range()]))));
+        out.push((bare_name(name).to_string(), (params, strip_casts_everywhere(returned))));
     }
     // Function-like macros are the same to a launch expression: `CEIL_DIV(M, N)` where
     // `#define CEIL_DIV(M, N) (((M) + (N)-1) / (N))`.
@@ -2790,6 +2797,24 @@ fn expression_functions_of(text: &str, root: Node) -> Vec<(String, (Vec<String>,
         }
     }
     out
+}
+
+/// The value of local `name` that a function returns after other statements (`size_t smem =
+/// std::max(…); cudaFuncSetAttribute(…, smem); return smem;`): its initial value, where it is
+/// declared once among `statements`, never set again, and made of no other local.
+fn returned_local<'t>(text: &'t str, body: Node, statements: &[Node], name: &str) -> Option<&'t str> {
+    let declarators = statements.iter().filter(|s| s.kind() == "declaration").flat_map(|d| d.children_by_field_name("declarator", &mut d.walk()).collect::<Vec<_>>());
+    let locals: Vec<Node> = declarators.filter(|d| d.kind() == "init_declarator").collect();
+    let named = |d: &&Node| d.child_by_field_name("declarator").and_then(declared_name).is_some_and(|n| &text[n.byte_range()] == name);
+    let [declarator] = locals.iter().filter(named).collect::<Vec<_>>()[..] else { return None };
+    let initial = &text[declarator.child_by_field_name("value")?.byte_range()];
+    let set_again = descendants(body).any(|n| match n.kind() {
+        "assignment_expression" => n.child_by_field_name("left").is_some_and(|l| &text[l.byte_range()] == name),
+        "update_expression" => n.child_by_field_name("argument").is_some_and(|a| &text[a.byte_range()] == name),
+        _ => false,
+    });
+    let reads_locals = identifiers_in(initial).any(|w| declared_in(text, body, w));
+    (!set_again && !reads_locals).then_some(initial)
 }
 
 /// Where the `<` that the `>` just past `text` closes is.
@@ -3862,6 +3887,16 @@ mod tests {
         let function = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap();
         let graph = CallGraph::new("", HashMap::new(), HashMap::new(), HashSet::new(), HashMap::new(), HashMap::new());
         Frame::of(text, function, text.find("go(").unwrap(), &graph)
+    }
+
+    #[test]
+    fn a_helper_that_returns_a_local_after_other_work_is_its_initial_value() {
+        let text = "size_t prepare() {\n  int device = 0;\n  cudaGetDevice(&device);\n  size_t bytes = std::max(ROWS * 64, COLS * 32) * sizeof(half);\n  cudaFuncSetAttribute(k, attr, bytes);\n  return bytes;\n}\nint per_device() {\n  int device = 0;\n  int count = device + 1;\n  return count;\n}\nint grown() {\n  int n = 4;\n  n *= 2;\n  return n;\n}\n";
+        let doc = Document::new(text.to_string());
+        let functions: HashMap<String, (Vec<String>, String)> = expression_functions_of(text, doc.tree().unwrap().root_node()).into_iter().collect();
+        assert_eq!(functions.get("prepare").map(|(_, value)| value.as_str()), Some("std::max(ROWS * 64, COLS * 32) * sizeof(half)"));
+        // Made of another local, or set again: not a value of its own.
+        assert!(!functions.contains_key("per_device") && !functions.contains_key("grown"), "{functions:?}");
     }
 
     #[test]
