@@ -57,6 +57,11 @@
 #   them; gemm_sweep: `hgemm_naive_kernel`, its sizes a sweep a helper returns, walked by `zip`;
 #   warp_tiles: `stage_rows`, its warp tiling kept where the threads load its tile with numbers
 #   of their own, its padding tuned (session 36).
+# - tests/fixtures/workspace/constant_tiles: `flip_tiles`, its tile and rows file-scope `const
+#   int`s that the kernel and the launch share, each value a build (the shared tile grows with
+#   it); flag_runner: `halve_values` and `block_partial_sums`, launchers a harness method times
+#   through an include folder, sized by gflags' defaults, the latter's shared memory a helper's
+#   returned local (session 37).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -100,7 +105,10 @@ workspace/macro_launchers|transpose.cu|transpose_kernel|10
 workspace/head_dispatch|attention/head_scale.cu|head_scale_kernel|10
 workspace/attention_bench|csrc/value_mix.cu|value_mix_kernel|10
 workspace/gemm_sweep|hgemm_naive.cu|hgemm_naive_kernel|10
-workspace/warp_tiles|stage_rows.cu|stage_rows|10"
+workspace/warp_tiles|stage_rows.cu|stage_rows|10
+workspace/constant_tiles|flip.cu|flip_tiles|12
+workspace/flag_runner|src/ops/halve.cu|halve_values|10
+workspace/flag_runner|src/ops/block_sums.cu|block_partial_sums|10"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"
