@@ -163,6 +163,25 @@ pub(super) const STANDARD_MACROS: [(&str, &str); 25] = [
 /// runtime's headers include it) and NVRTC does not: SGEMM kernels index with `uint`.
 pub(super) const HOST_TYPES: [(&str, &str); 3] = [("uint", "unsigned int"), ("ushort", "unsigned short"), ("ulong", "unsigned long")];
 
+/// The number types of cuFFT's and cuComplex's headers (`cufft.h` includes `cuComplex.h`),
+/// which NVRTC cannot include, as those headers define them.
+pub(super) const LIBRARY_TYPES: [(&str, &str); 7] = [
+    ("cufftReal", "float"),
+    ("cufftDoubleReal", "double"),
+    ("cufftComplex", "float2"),
+    ("cufftDoubleComplex", "double2"),
+    ("cuFloatComplex", "float2"),
+    ("cuDoubleComplex", "double2"),
+    ("cuComplex", "float2"),
+];
+
+/// Whether a dropped header (as written: `<cufft.h>`) is one of those that define
+/// [`LIBRARY_TYPES`].
+pub(super) fn declares_library_types(written: &str) -> bool {
+    let name = written.trim_matches(|c| c == '<' || c == '>' || c == '"');
+    matches!(name, "cufft.h" | "cufftXt.h" | "cufftw.h" | "cuComplex.h")
+}
+
 /// Whether a dropped header (as written: `<cmath>`) is one of those that define
 /// [`STANDARD_MACROS`].
 pub(super) fn declares_standard_macros(written: &str) -> bool {

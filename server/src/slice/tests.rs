@@ -133,6 +133,18 @@ fn macros_of_dropped_c_headers_get_device_definitions_when_used() {
 }
 
 #[test]
+fn cufft_number_types_are_defined_when_its_header_is_dropped() {
+    let text = "#include <cufft.h>\n__global__ void k(const cufftReal* in, cufftComplex* out) { out[0].x = in[0]; }\n";
+    let slice = device_slice(&Document::new(text.to_string()), "k", &SliceOptions::default()).unwrap();
+    assert!(slice.source.starts_with("typedef float cufftReal;\ntypedef float2 cufftComplex;\n"), "{}", slice.source);
+    assert!(!slice.source.contains("cufftDoubleComplex"), "{}", slice.source);
+    // Without the header, the names are the file's own business.
+    let own = "__global__ void k(cufftReal* x) { x[0] = 0; }\n";
+    let slice = device_slice(&Document::new(own.to_string()), "k", &SliceOptions::default()).unwrap();
+    assert!(!slice.source.contains("typedef float cufftReal"), "{}", slice.source);
+}
+
+#[test]
 fn math_constants_of_a_pytorch_extension_are_defined() {
     // `<torch/extension.h>` brings `<cmath>`, whose `M_*` constants a GELU uses with nothing else included.
     let text = "#include <torch/extension.h>\n__global__ void gelu(float* x) { x[0] *= 0.5f * M_2_SQRTPI * M_SQRT1_2; }\n";

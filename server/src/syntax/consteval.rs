@@ -87,6 +87,10 @@ pub fn size_of_type(ty: &str) -> Option<u64> {
         | "curandStateScrambledSobol64_t" => 536,
         "curandDirectionVectors32_t" => 128,
         "curandDirectionVectors64_t" => 512,
+        // cuFFT's and cuComplex's types (cufft.h, cuComplex.h): a float or double, or two of them.
+        "cufftReal" => 4,
+        "cufftDoubleReal" | "cufftComplex" | "cuComplex" | "cuFloatComplex" => 8,
+        "cufftDoubleComplex" | "cuDoubleComplex" => 16,
         _ => return None,
     })
 }
@@ -404,6 +408,7 @@ mod tests {
         assert_eq!(eval("256 * sizeof(float)", &no_names), Some(1024));
         assert_eq!(eval("sizeof(unsigned int) * 2", &no_names), Some(8));
         assert_eq!(eval("sizeof(float4)", &no_names), Some(16));
+        assert_eq!(eval("sizeof(cufftComplex) * 2", &no_names), Some(16));
     }
 
     #[test]

@@ -1473,6 +1473,12 @@ fn dtype_of(ty: &str) -> Option<(Dtype, u32)> {
         "float2" => (Dtype::F32, 2),
         "float4" => (Dtype::F32, 4),
         "double" => (Dtype::F64, 1),
+        "double2" => (Dtype::F64, 2),
+        // cuFFT's and cuComplex's real and complex numbers: a float or double, or two of them.
+        "cufftReal" => (Dtype::F32, 1),
+        "cufftComplex" | "cuComplex" | "cuFloatComplex" => (Dtype::F32, 2),
+        "cufftDoubleReal" => (Dtype::F64, 1),
+        "cufftDoubleComplex" | "cuDoubleComplex" => (Dtype::F64, 2),
         "__nv_fp8_e4m3" => (Dtype::Fp8e4m3, 1),
         "__nv_fp8_e5m2" => (Dtype::Fp8e5m2, 1),
         "char" | "signed char" | "int8_t" => (Dtype::I8, 1),
@@ -1757,6 +1763,7 @@ mod tests {
         assert_eq!(dtype_of("float4"), Some((Dtype::F32, 4)));
         assert_eq!(dtype_of("__half"), Some((Dtype::F16, 1)));
         assert_eq!(dtype_of("MyStruct"), None);
+        assert_eq!(dtype_of("cufftComplex"), Some((Dtype::F32, 2)));
     }
 
     #[test]
