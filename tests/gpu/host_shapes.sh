@@ -61,7 +61,8 @@
 #   int`s that the kernel and the launch share, each value a build (the shared tile grows with
 #   it); flag_runner: `halve_values` and `block_partial_sums`, launchers a harness method times
 #   through an include folder, sized by gflags' defaults, the latter's shared memory a helper's
-#   returned local (session 37).
+#   returned local; fft_types: `weight_bins`, its buffers in cuFFT's number types, which the slice
+#   defines for NVRTC (session 37).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
@@ -108,7 +109,8 @@ workspace/gemm_sweep|hgemm_naive.cu|hgemm_naive_kernel|10
 workspace/warp_tiles|stage_rows.cu|stage_rows|10
 workspace/constant_tiles|flip.cu|flip_tiles|12
 workspace/flag_runner|src/ops/halve.cu|halve_values|10
-workspace/flag_runner|src/ops/block_sums.cu|block_partial_sums|10"
+workspace/flag_runner|src/ops/block_sums.cu|block_partial_sums|10
+workspace/fft_types|spectrum.cu|weight_bins|10"
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"

@@ -650,11 +650,6 @@ fn alternatives(value: Node) -> Vec<Node> {
     }
 }
 
-/// The block's names that the host program chooses at run time, as launch parameters: a name
-/// in the block that no buffer's length uses (that would make it a size of the problem, or
-/// the count of per-block results, which another block partitions differently) and whose
-/// value, followed up the call path, is a constant or a swept array's element, or, for an
-/// extent that is the name alone, the program's captured launch.
 /// The macros and file-scope constants a kernel's code uses, and for a `#define NAME <integer>`
 /// or a `const int NAME = <integer>;` its value and where it is (`common.h:34`).
 struct BodyMacros<'a> {
@@ -696,6 +691,11 @@ fn file_scope_constants(doc: &Document) -> Vec<FileConstant> {
     constants
 }
 
+/// The block's names that the host program chooses at run time, as launch parameters: a name
+/// in the block that no buffer's length uses (that would make it a size of the problem, or
+/// the count of per-block results, which another block partitions differently) and whose
+/// value, followed up the call path, is a constant or a swept array's element, or, for an
+/// extent that is the name alone, the program's captured launch.
 fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], block: &[String], in_body: &BodyMacros, captured_block: Option<[u32; 3]>, partitioned: Option<&str>) -> (Vec<ParamSpec>, Vec<String>, Vec<String>) {
     let mut names: Vec<&str> = Vec::new();
     // Macros the kernel's code uses too (to size its shared tiles): a value of theirs is a
@@ -712,9 +712,9 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
             held.push(format!("`{name}` also sizes `{}` ({length}), so another block would change the problem, not only the launch", arg.name));
         } else if in_body.names.contains(name) {
             let literal = (in_body.definition)(name).filter(|_| !super::lift::FIXED_NAMES.contains(&name));
-            match literal.map(|build| { let written_out = host.macro_written_out(name, build.value); (build, written_out) }) {
-                Some((build, None)) => macros.push((name, build)),
-                Some((BuildValue { value, .. }, Some((other, derived)))) => held.push(format!("`{name}` is a macro the kernel's code uses too, and `{other}` writes out a value of it ({derived} for {value}), which another value would leave behind, so the block is that code's")),
+            match literal.map(|build| (host.macro_written_out(name, build.value), build)) {
+                Some((None, build)) => macros.push((name, build)),
+                Some((Some((other, derived)), BuildValue { value, .. })) => held.push(format!("`{name}` is a macro the kernel's code uses too, and `{other}` writes out a value of it ({derived} for {value}), which another value would leave behind, so the block is that code's")),
                 None => held.push(format!("`{name}` is a macro the kernel's code uses too (a shared array's size), so the block is that code's")),
             }
         } else {

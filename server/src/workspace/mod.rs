@@ -10,7 +10,7 @@
 
 mod files;
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -161,6 +161,7 @@ impl Workspace {
         // Nearest first: in a project of many programs (a samples repository), the launch in
         // the kernel's own folder is the one in question, and the file limit should not be
         // spent on namesakes elsewhere.
+        let by_name = self.files_by_name();
         let mut by_distance: Vec<(&PathBuf, &FileEntry)> = self.files.iter().collect();
         by_distance.sort_by_key(|(path, _)| std::cmp::Reverse(shared_components(path, kernel_file)));
         // Python scripts are host code only through the functions a binding exports.
@@ -170,7 +171,7 @@ impl Workspace {
         if let Some(stem) = kernel_file.file_stem().and_then(|s| s.to_str()) {
             for &(path, _) in by_distance.iter().filter(|(path, entry)| *path != kernel_file && entry.mentions(stem)).take(MAX_HOST_FILES) {
                 let Ok(text) = std::fs::read_to_string(path) else { continue };
-                if self.quoted_includes(path, &text).contains(kernel_file) {
+                if self.quoted_includes(&by_name, path, &text).contains(kernel_file) {
                     documents.push(HostDocument { path: path.clone(), document: host_document(path, text) });
                 }
             }
@@ -213,19 +214,19 @@ impl Workspace {
         }
         add_python_callers(&scripts, own.as_ref(), &seen_names, &mut documents);
         add_setters(&by_distance, kernel_file, own.as_ref(), &mut documents);
-        self.add_local_includes(kernel_file, own.as_ref(), &mut documents);
+        self.add_local_includes(&by_name, kernel_file, own.as_ref(), &mut documents);
         documents
     }
 
     /// The headers the kernel's file and the host files include with quotes, found next to the
     /// including file: their `#define`s, constants and `typedef`s give the host code's values.
-    fn add_local_includes(&self, kernel_file: &Path, own: Option<&Document>, documents: &mut Vec<HostDocument>) {
+    fn add_local_includes(&self, by_name: &FilesByName, kernel_file: &Path, own: Option<&Document>, documents: &mut Vec<HostDocument>) {
         // Breadth first from the kernel's own file: its headers matter most.
         let mut pending: std::collections::VecDeque<(PathBuf, String)> = own.map(|d| (kernel_file.to_path_buf(), d.text().to_string())).into_iter().collect();
         pending.extend(documents.iter().map(|d| (d.path.clone(), d.document.text().to_string())));
         let mut included = 0;
         while let Some((path, text)) = pending.pop_front() {
-            for header in self.quoted_includes(&path, &text) {
+            for header in self.quoted_includes(by_name, &path, &text) {
                 let known = header == kernel_file || documents.iter().any(|d| d.path == header);
                 if known || included >= MAX_INCLUDED_FILES {
                     continue;
@@ -242,13 +243,25 @@ impl Workspace {
     /// The files `#include "name"` names in `text` of `path`: next to it, else (a folder the
     /// build adds with `-I`, `src/common` for `#include "tester.h"` in `src/main.cu`) the
     /// workspace's file of that name nearest to it.
-    fn quoted_includes(&self, path: &Path, text: &str) -> Vec<PathBuf> {
+    fn quoted_includes(&self, by_name: &FilesByName, path: &Path, text: &str) -> Vec<PathBuf> {
         let beside = quoted_includes(path, text);
         let elsewhere = included_names(text).filter(|name| !path.parent().is_some_and(|dir| dir.join(name).is_file())).filter_map(|name| {
-            let named = self.files.keys().filter(|file| file.ends_with(name) && file.as_path() != path);
-            named.max_by_key(|file| shared_components(file, path)).cloned()
+            let same_name = Path::new(name).file_name().and_then(|n| by_name.get(n)).into_iter().flatten();
+            let named = same_name.filter(|file| file.ends_with(name) && **file != path);
+            named.max_by_key(|file| shared_components(file, path)).map(|file| file.to_path_buf())
         });
         beside.into_iter().chain(elsewhere).collect()
+    }
+
+    /// The workspace's files by their names (`tester.h`), for the includes not beside their includer.
+    fn files_by_name(&self) -> FilesByName<'_> {
+        let mut by_name: FilesByName = HashMap::new();
+        for path in self.files.keys() {
+            if let Some(name) = path.file_name() {
+                by_name.entry(name).or_default().push(path);
+            }
+        }
+        by_name
     }
 
     /// Every file that may define kernels (its text holds `__global__`).
@@ -374,6 +387,9 @@ fn quoted_includes(path: &Path, text: &str) -> Vec<PathBuf> {
         .map(|p| p.canonicalize().unwrap_or(p))
         .collect()
 }
+
+/// The workspace's files by their names.
+type FilesByName<'a> = HashMap<&'a std::ffi::OsStr, Vec<&'a PathBuf>>;
 
 /// The names `#include "name"` lines of `text` give, as written (`common/util.h`).
 fn included_names(text: &str) -> impl Iterator<Item = &str> {
