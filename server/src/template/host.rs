@@ -2808,13 +2808,15 @@ fn returned_local<'t>(text: &'t str, body: Node, statements: &[Node], name: &str
     let named = |d: &&Node| d.child_by_field_name("declarator").and_then(declared_name).is_some_and(|n| &text[n.byte_range()] == name);
     let [declarator] = locals.iter().filter(named).collect::<Vec<_>>()[..] else { return None };
     let initial = &text[declarator.child_by_field_name("value")?.byte_range()];
+    // Set again, or through its address by a call (`int n = 0; cudaGetDeviceCount(&n);`).
     let set_again = descendants(body).any(|n| match n.kind() {
         "assignment_expression" => n.child_by_field_name("left").is_some_and(|l| &text[l.byte_range()] == name),
         "update_expression" => n.child_by_field_name("argument").is_some_and(|a| &text[a.byte_range()] == name),
+        "pointer_expression" => n.child_by_field_name("argument").is_some_and(|a| &text[a.byte_range()] == name) && text[n.byte_range()].starts_with('&'),
         _ => false,
     });
     let reads_locals = identifiers_in(initial).any(|w| declared_in(text, body, w));
-    (!set_again && !reads_locals).then_some(initial)
+    (!set_again && !reads_locals && !initial.starts_with('{')).then_some(initial)
 }
 
 /// Where the `<` that the `>` just past `text` closes is.
@@ -3891,12 +3893,15 @@ mod tests {
 
     #[test]
     fn a_helper_that_returns_a_local_after_other_work_is_its_initial_value() {
-        let text = "size_t prepare() {\n  int device = 0;\n  cudaGetDevice(&device);\n  size_t bytes = std::max(ROWS * 64, COLS * 32) * sizeof(half);\n  cudaFuncSetAttribute(k, attr, bytes);\n  return bytes;\n}\nint per_device() {\n  int device = 0;\n  int count = device + 1;\n  return count;\n}\nint grown() {\n  int n = 4;\n  n *= 2;\n  return n;\n}\n";
+        let text = "size_t prepare() {\n  int device = 0;\n  cudaGetDevice(&device);\n  size_t bytes = std::max(ROWS * 64, COLS * 32) * sizeof(half);\n  cudaFuncSetAttribute(k, attr, bytes);\n  return bytes;\n}\nint per_device() {\n  int device = 0;\n  int count = device + 1;\n  return count;\n}\nint grown() {\n  int n = 4;\n  n *= 2;\n  return n;\n}\nint devices() {\n  int n = 0;\n  cudaGetDeviceCount(&n);\n  return n;\n}\nint sms() {\n  int count{0};\n  query(count);\n  return count;\n}\n";
         let doc = Document::new(text.to_string());
         let functions: HashMap<String, (Vec<String>, String)> = expression_functions_of(text, doc.tree().unwrap().root_node()).into_iter().collect();
         assert_eq!(functions.get("prepare").map(|(_, value)| value.as_str()), Some("std::max(ROWS * 64, COLS * 32) * sizeof(half)"));
-        // Made of another local, or set again: not a value of its own.
-        assert!(!functions.contains_key("per_device") && !functions.contains_key("grown"), "{functions:?}");
+        // Made of another local, set again (through its address too), or a braced initial value
+        // a call may set by reference: not a value of its own.
+        for other in ["per_device", "grown", "devices", "sms"] {
+            assert!(!functions.contains_key(other), "{other}: {functions:?}");
+        }
     }
 
     #[test]
