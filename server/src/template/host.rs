@@ -2815,8 +2815,15 @@ fn returned_local<'t>(text: &'t str, body: Node, statements: &[Node], name: &str
         "pointer_expression" => n.child_by_field_name("argument").is_some_and(|a| &text[a.byte_range()] == name) && text[n.byte_range()].starts_with('&'),
         _ => false,
     });
+    // Passed as it is to one of the program's functions, which may take it by reference
+    // (`query(count);`); the CUDA APIs, the standard library, casts and macros (`HLOG(…)`) read it.
+    let passed_on = descendants(body).filter(|n| n.kind() == "call_expression").any(|call| {
+        let callee = call.child_by_field_name("function").map_or("", |f| &text[f.byte_range()]);
+        let reads_only = callee.starts_with("cu") || callee.starts_with("std::") || callee.contains("printf") || callee.contains("_cast<") || callee.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        !reads_only && call.child_by_field_name("arguments").is_some_and(|a| call_args(text, a).iter().any(|arg| arg.trim() == name))
+    });
     let reads_locals = identifiers_in(initial).any(|w| declared_in(text, body, w));
-    (!set_again && !reads_locals && !initial.starts_with('{')).then_some(initial)
+    (!set_again && !passed_on && !reads_locals && !initial.starts_with('{')).then_some(initial)
 }
 
 /// Where the `<` that the `>` just past `text` closes is.
@@ -3893,13 +3900,13 @@ mod tests {
 
     #[test]
     fn a_helper_that_returns_a_local_after_other_work_is_its_initial_value() {
-        let text = "size_t prepare() {\n  int device = 0;\n  cudaGetDevice(&device);\n  size_t bytes = std::max(ROWS * 64, COLS * 32) * sizeof(half);\n  cudaFuncSetAttribute(k, attr, bytes);\n  return bytes;\n}\nint per_device() {\n  int device = 0;\n  int count = device + 1;\n  return count;\n}\nint grown() {\n  int n = 4;\n  n *= 2;\n  return n;\n}\nint devices() {\n  int n = 0;\n  cudaGetDeviceCount(&n);\n  return n;\n}\nint sms() {\n  int count{0};\n  query(count);\n  return count;\n}\n";
+        let text = "size_t prepare() {\n  int device = 0;\n  cudaGetDevice(&device);\n  size_t bytes = std::max(ROWS * 64, COLS * 32) * sizeof(half);\n  LOG(\"%f KiB\", static_cast<double>(bytes) / 1024);\n  cudaFuncSetAttribute(k, attr, bytes);\n  return bytes;\n}\nint per_device() {\n  int device = 0;\n  int count = device + 1;\n  return count;\n}\nint grown() {\n  int n = 4;\n  n *= 2;\n  return n;\n}\nint devices() {\n  int n = 0;\n  cudaGetDeviceCount(&n);\n  return n;\n}\nint sms() {\n  int count{0};\n  query(count);\n  return count;\n}\nint queried() {\n  int count = 0;\n  query(count);\n  return count;\n}\n";
         let doc = Document::new(text.to_string());
         let functions: HashMap<String, (Vec<String>, String)> = expression_functions_of(text, doc.tree().unwrap().root_node()).into_iter().collect();
         assert_eq!(functions.get("prepare").map(|(_, value)| value.as_str()), Some("std::max(ROWS * 64, COLS * 32) * sizeof(half)"));
-        // Made of another local, set again (through its address too), or a braced initial value
-        // a call may set by reference: not a value of its own.
-        for other in ["per_device", "grown", "devices", "sms"] {
+        // Made of another local, set again (through its address too), or passed to one of the
+        // program's functions, which may set it by reference: not a value of its own.
+        for other in ["per_device", "grown", "devices", "sms", "queried"] {
             assert!(!functions.contains_key(other), "{other}: {functions:?}");
         }
     }
