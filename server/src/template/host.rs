@@ -1856,6 +1856,9 @@ impl<'d> HostContext<'d> {
                 offsets.push(self.to_launcher_names(path, at, &offset));
                 name = base;
             }
+            if let Some(member) = self.member_behind_getter(&name) {
+                name = member;
+            }
             let dotted = name.replace("->", ".");
             let member = dotted.split_once('.').filter(|(object, member)| is_identifier(object) && is_identifier(member));
             let allocated = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name).or_else(|| element_bytes(frame.text, b, &name)));
@@ -1921,11 +1924,15 @@ impl<'d> HostContext<'d> {
     /// `member`, in the frame's names: a buffer class (`X.init(size); X.cuda();` with
     /// `cudaMalloc(&d_ptr_, size_ * sizeof(T))`). The members the count reads are what the
     /// constructor and the methods called before set them to from their arguments
-    /// (`size_ = size;`), the class's type parameters what the object's type gives
-    /// (`CBuffer<half>`).
+    /// (`size_ = size;`) or work out from those (`elems_ = rows_ * cols_;`), the class's type
+    /// parameters what the object's type gives (`CBuffer<half>`). The object is a local, or a
+    /// member that the constructor of the frame's class makes (`m_a = std::make_shared<Matrix>(…)`).
     fn allocated_by_method(&self, frame: &Frame, object: &str, member: &str) -> Option<String> {
         let body = frame.scope.body?;
-        let (_, ty) = local_types(frame.text, body).into_iter().find(|(name, _)| name == object)?;
+        let (ty, constructed_with) = match local_types(frame.text, body).into_iter().find(|(name, _)| name == object) {
+            Some((_, ty)) => (ty, objects::construction_args(frame.text, body, object)),
+            None => self.member_object_made(frame, object).map(|(ty, args)| (ty, Some(args)))?,
+        };
         let class = class_of(&ty);
         let method_of_class = |name: &str| self.graph.definitions.get(name).copied().filter(|&(text, definition)| objects::class_of_definition(text, definition) == Some(class));
         let calls_on_object = descendants(body).filter(|n| n.kind() == "call_expression" && n.start_byte() < frame.scope.point).filter_map(|call| {
@@ -1934,7 +1941,8 @@ impl<'d> HostContext<'d> {
             let (text, definition) = method_of_class(&frame.text[function.child_by_field_name("field")?.byte_range()])?;
             Some((call_args(frame.text, call.child_by_field_name("arguments")?), text, definition))
         });
-        let constructed = objects::construction_args(frame.text, body, object).and_then(|args| Some((args, method_of_class(class)?)));
+        let constructed = constructed_with.and_then(|args| Some((args, method_of_class(class)?)));
+        let is_constructed = constructed.is_some();
         let methods: Vec<(Vec<String>, &str, Node)> = constructed.map(|(args, (text, definition))| (args, text, definition)).into_iter().chain(calls_on_object).collect();
         let (bytes, type_params) = methods.iter().find_map(|&(_, text, definition)| {
             let allocation = allocations(text, definition).find(|a| a.pointer.trim_start_matches("this->") == member)?;
@@ -1949,8 +1957,51 @@ impl<'d> HostContext<'d> {
                 }
             }
         }
+        // Then what the constructor works out from those members (`m_elems = m_rows * m_cols`).
+        if let Some((_, text, constructor)) = methods.first().filter(|_| is_constructed) {
+            for (set, value) in objects::members_computed(text, *constructor) {
+                if identifiers_in(&value).all(|word| members.contains_key(word)) {
+                    let value = rename_identifiers_in(&value, |word| members.get(word).cloned());
+                    members.insert(set, format!("({value})"));
+                }
+            }
+        }
         let type_args = objects::type_template_args(&ty);
         Some(rename_identifiers_in(&bytes, |word| members.get(word).cloned().or_else(|| type_params.iter().position(|p| p == word).and_then(|i| type_args.get(i).cloned()))))
+    }
+
+    /// The type a member object of the frame's class is made as and the arguments it is made
+    /// with, in the names of the members the frame's method reads: `Matrix`, `[m_m, m_k]` for
+    /// `m_a = std::make_shared<Matrix>(m, k)` in a constructor that sets `m_m(m), m_k(k)`.
+    fn member_object_made(&self, frame: &Frame, object: &str) -> Option<(String, Vec<String>)> {
+        let class = frame.class()?;
+        let &(text, constructor) = self.graph.definitions.get(class).filter(|&&(text, definition)| objects::class_of_definition(text, definition) == Some(class))?;
+        let (ty, args) = objects::member_made(text, constructor, object)?;
+        let params = parameters(text, constructor);
+        let set = objects::members_set(text, constructor);
+        let member_of_param = |word: &str| {
+            let index = params.iter().position(|p| p.name == word)?;
+            set.iter().find(|(_, i)| *i == index).map(|(member, _)| member.clone())
+        };
+        // A parameter no member keeps means nothing in the method's names.
+        let args = args.iter().map(|arg| (identifiers_in(arg).all(|word| !params.iter().any(|p| p.name == word) || member_of_param(word).is_some())).then(|| rename_identifiers_in(arg, member_of_param))).collect::<Option<Vec<String>>>()?;
+        Some((ty, args))
+    }
+
+    /// The member a getter called on an object returns, as that object's member:
+    /// `m_a.m_device` for `m_a->device()` where `half *device() const { return m_device; }`.
+    fn member_behind_getter(&self, call: &str) -> Option<String> {
+        let called = call.trim().strip_suffix("()")?;
+        let (object, method) = called.rsplit_once("->").or_else(|| called.rsplit_once('.'))?;
+        (is_identifier(object.trim()) && is_identifier(method.trim())).then_some(())?;
+        let &(text, definition) = self.graph.definitions.get(method.trim())?;
+        let body = definition.child_by_field_name("body")?;
+        let mut cursor = body.walk();
+        let statements: Vec<Node> = body.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect();
+        let [statement] = statements.as_slice() else { return None };
+        (statement.kind() == "return_statement").then_some(())?;
+        let returned = text[statement.named_child(0)?.byte_range()].trim().trim_start_matches("this->");
+        is_identifier(returned).then(|| format!("{}.{returned}", object.trim()))
     }
 
     /// The length of a local pointer of frame `at` that takes another buffer (`okey = d_BufKey`)

@@ -116,6 +116,61 @@ pub(super) fn members_set(text: &str, constructor: Node) -> Vec<(String, usize)>
     initialised.chain(assigned).collect()
 }
 
+/// The class a constructor makes its member `member` of, and the arguments it passes, in the
+/// constructor's names: `m_a = std::make_shared<Matrix>(m, k)` (or `make_unique`,
+/// `new Matrix(m, k)`) in its body, or `m_a(new Matrix(m, k))` in its initializer list.
+pub(super) fn member_made(text: &str, constructor: Node, member: &str) -> Option<(String, Vec<String>)> {
+    let made_of = |value: Node| -> Option<(String, Vec<String>)> {
+        match value.kind() {
+            "new_expression" => Some((text[value.child_by_field_name("type")?.byte_range()].to_string(), call_args(text, value.child_by_field_name("arguments")?))),
+            "call_expression" => {
+                let function = &text[value.child_by_field_name("function")?.byte_range()];
+                let made = ["std::make_shared<", "std::make_unique<", "make_shared<", "make_unique<"].iter().find_map(|maker| function.strip_prefix(maker))?;
+                Some((made.strip_suffix('>')?.trim().to_string(), call_args(text, value.child_by_field_name("arguments")?)))
+            }
+            _ => None,
+        }
+    };
+    let names_member = |target: Node| text[target.byte_range()].trim().trim_start_matches("this->") == member;
+    descendants(constructor).find_map(|node| match node.kind() {
+        "assignment_expression" => {
+            (names_member(node.child_by_field_name("left")?) && &text[node.child_by_field_name("operator")?.byte_range()] == "=").then_some(())?;
+            made_of(node.child_by_field_name("right")?)
+        }
+        "field_initializer" => {
+            let mut cursor = node.walk();
+            let children: Vec<Node> = node.named_children(&mut cursor).collect();
+            names_member(*children.first()?).then_some(())?;
+            let list = children.get(1)?;
+            let mut cursor = list.walk();
+            let values: Vec<Node> = list.named_children(&mut cursor).collect();
+            match values.as_slice() {
+                [value] => made_of(*value),
+                _ => None,
+            }
+        }
+        _ => None,
+    })
+}
+
+/// Each member the constructor's body sets to an expression (`m_elems = m_rows * m_cols;`),
+/// with the expression's text, in the order it sets them; a member set to a parameter alone is
+/// `members_set`'s.
+pub(super) fn members_computed(text: &str, constructor: Node) -> Vec<(String, String)> {
+    let params = parameters(text, constructor);
+    let body = constructor.child_by_field_name("body");
+    body.into_iter()
+        .flat_map(descendants)
+        .filter(|n| n.kind() == "assignment_expression")
+        .filter_map(|assignment| {
+            let target = text[assignment.child_by_field_name("left")?.byte_range()].trim_start_matches("this->");
+            (&text[assignment.child_by_field_name("operator")?.byte_range()] == "=" && is_identifier(target)).then_some(())?;
+            let value = text[assignment.child_by_field_name("right")?.byte_range()].trim();
+            (!params.iter().any(|p| p.name == value)).then(|| (target.to_string(), value.to_string()))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,5 +217,31 @@ int main() {
         let constructor = descendants(root).find(|n| n.kind() == "function_definition" && doc.text()[n.byte_range()].starts_with("Simulation(")).expect("the constructor");
         // `m_seed` is set from no parameter.
         assert_eq!(members_set(doc.text(), constructor), [("m_paths".to_string(), 0), ("m_block_size".to_string(), 1)]);
+    }
+
+    #[test]
+    fn a_constructor_makes_member_objects_and_works_out_members_from_others() {
+        let text = "class Harness {
+public:
+    Harness(size_t m, size_t k) : m_m(m), m_k(k), m_c(new Matrix(m, 1)) {
+        m_a = std::make_shared<Matrix>(m_m, m_k, \"A\");
+        this->m_b = std::make_unique<Matrix<half>>(k, m);
+        m_elems = m_m * m_k;
+        m_ready = true;
+    }
+};
+";
+        let doc = Document::new(text.to_string());
+        let root = doc.tree().expect("parses").root_node();
+        let constructor = descendants(root).find(|n| n.kind() == "function_definition").expect("the constructor");
+        let made = |member: &str| member_made(doc.text(), constructor, member);
+        assert_eq!(made("m_a"), Some(("Matrix".to_string(), vec!["m_m".to_string(), "m_k".to_string(), "\"A\"".to_string()])));
+        assert_eq!(made("m_b"), Some(("Matrix<half>".to_string(), vec!["k".to_string(), "m".to_string()])));
+        assert_eq!(made("m_c"), Some(("Matrix".to_string(), vec!["m".to_string(), "1".to_string()])));
+        assert_eq!(made("m_m"), None);
+        let computed: Vec<(String, String)> = members_computed(doc.text(), constructor);
+        let names: Vec<&str> = computed.iter().map(|(member, _)| member.as_str()).collect();
+        assert_eq!(names, ["m_a", "m_b", "m_elems", "m_ready"]);
+        assert_eq!(computed[2].1, "m_m * m_k");
     }
 }
