@@ -64,18 +64,18 @@ pub fn parse_int_literal(text: &str) -> Option<i64> {
 /// Size in bytes of the scalar and vector types kernels use, the same on every CUDA target.
 pub fn size_of_type(ty: &str) -> Option<u64> {
     let ty = ty.trim_start_matches("const ").trim_start_matches("volatile ").trim();
+    if let Some((scalar, lanes)) = vector_type(ty) {
+        return Some(lanes * size_of_type(scalar)?);
+    }
     Some(match ty {
         "char" | "signed char" | "unsigned char" | "int8_t" | "uint8_t" | "bool" | "__nv_fp8_e4m3"
         | "__nv_fp8_e5m2" => 1,
         "short" | "unsigned short" | "int16_t" | "uint16_t" | "half" | "__half" | "__nv_bfloat16"
-        | "nv_bfloat16" | "char2" | "uchar2" => 2,
+        | "nv_bfloat16" => 2,
         "int" | "unsigned" | "unsigned int" | "float" | "int32_t" | "uint32_t" | "half2" | "__half2"
-        | "__nv_bfloat162" | "nv_bfloat162" | "char4" | "uchar4" | "short2" | "ushort2" => 4,
+        | "__nv_bfloat162" | "nv_bfloat162" => 4,
         "double" | "long" | "unsigned long" | "long long" | "unsigned long long" | "int64_t"
-        | "uint64_t" | "size_t" | "float2" | "int2" | "uint2" | "short4" | "ushort4" => 8,
-        "float3" | "int3" | "uint3" => 12,
-        "float4" | "int4" | "uint4" | "double2" | "longlong2" => 16,
-        "double4" => 32,
+        | "uint64_t" | "size_t" => 8,
         // cuRAND's generator states (curand_kernel.h; `sizeof` with nvcc of CUDA 13 on the lent H100).
         "curandState" | "curandState_t" | "curandStateXORWOW" | "curandStateXORWOW_t" => 48,
         "curandStatePhilox4_32_10" | "curandStatePhilox4_32_10_t" => 64,
@@ -93,6 +93,29 @@ pub fn size_of_type(ty: &str) -> Option<u64> {
         "cufftDoubleComplex" | "cuDoubleComplex" => 16,
         _ => return None,
     })
+}
+
+/// A CUDA vector type's scalar and lane count: `("unsigned char", 4)` for `uchar4`,
+/// `("float", 3)` for `float3` (the three-lane types are unpadded: `sizeof(float3)` is 12).
+pub fn vector_type(ty: &str) -> Option<(&'static str, u64)> {
+    const SCALARS: [(&str, &str); 12] = [
+        ("ulonglong", "unsigned long long"),
+        ("longlong", "long long"),
+        ("ushort", "unsigned short"),
+        ("uchar", "unsigned char"),
+        ("ulong", "unsigned long"),
+        ("uint", "unsigned int"),
+        ("short", "short"),
+        ("char", "signed char"),
+        ("long", "long"),
+        ("int", "int"),
+        ("float", "float"),
+        ("double", "double"),
+    ];
+    let lanes = ty.strip_prefix(|c: char| c.is_ascii_alphabetic()).map(|_| ty.as_bytes()[ty.len() - 1])?;
+    let lanes = u64::from(lanes.checked_sub(b'0').filter(|l| (1..=4).contains(l))?);
+    let name = &ty[..ty.len() - 1];
+    SCALARS.iter().find(|(vector, _)| *vector == name).map(|&(_, scalar)| (scalar, lanes))
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -358,6 +381,15 @@ mod tests {
 
     fn no_names(_: &str) -> Option<i64> {
         None
+    }
+
+    #[test]
+    fn vector_types_are_lanes_of_their_scalar() {
+        assert_eq!(vector_type("uchar4"), Some(("unsigned char", 4)));
+        assert_eq!(vector_type("ulonglong2"), Some(("unsigned long long", 2)));
+        assert_eq!((vector_type("float"), vector_type("half2"), vector_type("uint32_t"), vector_type("int5")), (None, None, None, None));
+        let sizes: Vec<Option<u64>> = ["uchar4", "char3", "short2", "float3", "double4", "longlong2", "int1"].iter().map(|t| size_of_type(t)).collect();
+        assert_eq!(sizes, [Some(4), Some(3), Some(4), Some(12), Some(32), Some(16), Some(4)]);
     }
 
     #[test]

@@ -21,7 +21,7 @@ mod list_conditionals;
 mod model;
 
 pub use access::{access_of, Access};
-pub use consteval::{eval as eval_constant, integer_constant_line, parse_int_literal, size_of_type};
+pub use consteval::{eval as eval_constant, integer_constant_line, parse_int_literal, size_of_type, vector_type};
 pub use float_eval::eval_float;
 pub use checks::{check, format_bytes, Finding, Severity};
 pub use document::{parse_source, Analysis, Change, Document, EditError, Encoding, TextPosition, MAX_ANALYZED_BYTES};

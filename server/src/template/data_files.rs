@@ -87,6 +87,11 @@ fn image_name(arg: &str, value_of: &dyn Fn(&str) -> Option<String>, depth: usize
     image_name(first, value_of, depth + 1)
 }
 
+/// The image file `arg` names, followed through `value_of` as `image_loaded_by` does.
+pub(super) fn image_named(arg: &str, value_of: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    image_name(arg, value_of, 0)
+}
+
 /// `name` (a bare name, or a relative path) beside `folder`, in its `data` folder, or in those of
 /// the folders above it, the nearest first.
 fn find_data_file(folder: &Path, name: &str) -> Option<PathBuf> {

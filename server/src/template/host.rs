@@ -284,7 +284,7 @@ impl<'d> Scope<'d> {
             let (target, value) = match node.kind() {
                 "call_expression" => {
                     // A path from the command line (`sdkFindFilePath(name, argv[0])`) still names the file.
-                    let value_of = |name: &str| body.and_then(|b| value_before(text, b, name, node.start_byte(), run)).or_else(|| file_scope_value(text, file_root, name));
+                    let value_of = |name: &str| body.and_then(|b| value_before(text, b, name, node.start_byte(), run)).or_else(|| file_scope_value(text, file_root, name)).or_else(|| image_passed_for(text, function, name, graph));
                     if let Some((pitch, bytes)) = pitched_allocation(text, node) {
                         values.push((pitch, bytes, node.start_byte()));
                         continue;
@@ -2970,6 +2970,25 @@ fn keep_own_file_scope_values(text: &str, root: Node, own: HashMap<String, Strin
 /// File-scope variables a function sets to the size of an image it loads (`LoadBMPFile(&pixels,
 /// &imageW, &imageH, path)` in `main`, where `imageW` and `imageH` are globals that other
 /// functions launch with).
+/// The image file that the callers of `function` in its own folder all name for its parameter
+/// `param`, as a string literal: `"teapot512.pgm"` for `initializeData(char *file)` called as
+/// `initializeData(image_path)` after `image_path = sdkFindFilePath("teapot512.pgm", argv[0])`.
+fn image_passed_for(text: &str, function: Node, param: &str, graph: &CallGraph) -> Option<String> {
+    let index = crate::syntax::host::parameter_names(text, function).iter().position(|p| p == param)?;
+    let folder = |t: &str| graph.folders.get(&t.as_ptr()).copied().flatten();
+    let callers: Vec<Call> = graph.callers_by_name(bare_name(function_name(text, function)?)).into_iter().filter(|call| folder(call.text) == folder(text)).collect();
+    let named = callers.iter().map(|call| {
+        let arg = call.args().get(index)?.clone();
+        let body = call.caller.child_by_field_name("body")?;
+        let root = std::iter::successors(Some(call.caller), |n| n.parent()).last()?;
+        let value_of = |name: &str| value_before(call.text, body, name, call.node.start_byte(), graph.run_of(call.text)).or_else(|| file_scope_value(call.text, root, name));
+        super::data_files::image_named(&arg, &value_of)
+    });
+    let names: Vec<Option<String>> = named.collect();
+    let first = names.first()?.clone()?;
+    names.iter().all(|n| n.as_deref() == Some(first.as_str())).then(|| format!("\"{first}\""))
+}
+
 fn globals_loaded_from_images(documents: &[&Document], graph: &CallGraph) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for doc in documents {
@@ -2986,13 +3005,29 @@ fn globals_loaded_from_images(documents: &[&Document], graph: &CallGraph) -> Vec
             for load in Scope::of(text, function, function.end_byte(), graph).images {
                 for (name, value) in [(load.width, load.size.0), (load.height, load.size.1)] {
                     if !locals.contains(&name) {
-                        out.push((name, value.to_string()));
+                        out.push((name.clone(), value.to_string()));
                     }
+                    // A file-scope variable the function gives the local's value (`imWidth = (int)w`).
+                    out.extend(globals_given(text, body, &name).into_iter().filter(|global| !locals.contains(global)).map(|global| (global, value.to_string())));
                 }
             }
         }
     }
     out
+}
+
+/// The variables `body` sets to the value of its variable `name` and nothing else (`imWidth =
+/// (int)w`): a cast aside, the assignment's value is the name.
+fn globals_given(text: &str, body: Node, name: &str) -> Vec<String> {
+    descendants(body)
+        .filter(|n| n.kind() == "assignment_expression")
+        .filter_map(|assignment| {
+            (&text[assignment.child_by_field_name("operator")?.byte_range()] == "=").then_some(())?;
+            let target = &text[assignment.child_by_field_name("left")?.byte_range()];
+            let value = strip_casts_everywhere(&text[assignment.child_by_field_name("right")?.byte_range()]);
+            (strip_outer_parens(value.trim()) == name && is_identifier(target)).then(|| target.to_string())
+        })
+        .collect()
 }
 
 /// `name /= k`, `name *= k`, `name += k`, `name -= k`, `name++`, `name--`, or `name = name + 1`

@@ -1464,16 +1464,18 @@ fn is_null_pointer(argument: &str) -> bool {
 /// The spec dtype of a C type and how many of it one element holds (`half2` is 2 halves);
 /// `None` for types that are not numbers.
 fn dtype_of(ty: &str) -> Option<(Dtype, u32)> {
+    // CUDA's vector types (`uchar4`, `float3`): lanes of their scalar.
+    if let Some((scalar, lanes)) = crate::syntax::vector_type(ty) {
+        let (dtype, one) = dtype_of(scalar)?;
+        return Some((dtype, one * lanes as u32));
+    }
     Some(match ty {
         "half" | "__half" => (Dtype::F16, 1),
         "half2" | "__half2" => (Dtype::F16, 2),
         "__nv_bfloat16" | "nv_bfloat16" => (Dtype::Bf16, 1),
         "__nv_bfloat162" | "nv_bfloat162" => (Dtype::Bf16, 2),
         "float" => (Dtype::F32, 1),
-        "float2" => (Dtype::F32, 2),
-        "float4" => (Dtype::F32, 4),
         "double" => (Dtype::F64, 1),
-        "double2" => (Dtype::F64, 2),
         // cuFFT's and cuComplex's real and complex numbers: a float or double, or two of them.
         "cufftReal" => (Dtype::F32, 1),
         "cufftComplex" | "cuComplex" | "cuFloatComplex" => (Dtype::F32, 2),
@@ -1486,9 +1488,7 @@ fn dtype_of(ty: &str) -> Option<(Dtype, u32)> {
         "short" | "int16_t" => (Dtype::I16, 1),
         "unsigned short" | "uint16_t" => (Dtype::U16, 1),
         "int" | "int32_t" => (Dtype::I32, 1),
-        "int4" => (Dtype::I32, 4),
         "unsigned" | "unsigned int" | "uint32_t" => (Dtype::U32, 1),
-        "uint4" => (Dtype::U32, 4),
         // `clock_t` and `ptrdiff_t` are `long` on Linux.
         "long long" | "int64_t" | "long" | "clock_t" | "ptrdiff_t" | "intptr_t" => (Dtype::I64, 1),
         "unsigned long long" | "uint64_t" | "size_t" | "unsigned long" | "uintptr_t" => (Dtype::U64, 1),

@@ -8,7 +8,7 @@
 use tree_sitter::Node;
 
 use crate::spec::UNKNOWN;
-use crate::syntax::parse_source;
+use crate::syntax::{parse_int_literal, parse_source};
 
 /// What `/` means where the expression is used.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -104,6 +104,7 @@ impl Converter<'_> {
             return self.with_children_converted(node);
         };
         let power = match operator.kind() {
+            "&" => return self.rounded_up(left, right).or_else(|| self.rounded_up(right, left)).unwrap_or_else(|| self.with_children_converted(node)),
             "<<" => "*",
             ">>" => "//",
             "/" if self.division == Division::Floor => {
@@ -123,6 +124,27 @@ impl Converter<'_> {
         };
         let in_parentheses = node.parent().is_some_and(|p| p.kind() == "parenthesized_expression" && p.start_byte() >= PREFIX.len());
         if in_parentheses { shifted } else { format!("({shifted})") }
+    }
+
+    /// C's rounding up to a power of two, `~0x3f & (x + 0x3f)` or `(x + 63) & ~63`, as
+    /// `ceil_div(x, 64) * 64`: `mask` is the complement of one less than the power, `value` the
+    /// sum. Any operator that may hold a `&` unparenthesised binds looser than the product.
+    fn rounded_up(&self, mask: Node, value: Node) -> Option<String> {
+        (mask.kind() == "unary_expression" && self.text(mask.child_by_field_name("operator")?) == "~").then_some(())?;
+        let low_bits = parse_int_literal(self.text(mask.child_by_field_name("argument")?))?;
+        let power = low_bits.checked_add(1).filter(|p| *p > 0 && (p & (p - 1)) == 0)?;
+        let sum = match value.kind() {
+            "parenthesized_expression" => value.named_child(0)?,
+            _ => value,
+        };
+        (sum.kind() == "binary_expression" && self.text(sum.child_by_field_name("operator")?) == "+").then_some(())?;
+        let (left, right) = (sum.child_by_field_name("left")?, sum.child_by_field_name("right")?);
+        let rounded = match (parse_int_literal(self.text(left)), parse_int_literal(self.text(right))) {
+            (_, Some(added)) if added == low_bits => left,
+            (Some(added), _) if added == low_bits => right,
+            _ => return None,
+        };
+        Some(format!("ceil_div({}, {power}) * {power}", self.convert(rounded)))
     }
 
     /// `MAX(a, b)`, `std::min<int>(a, b)`, `ceilf(x)`, `fabs(x)`: the spec's `max`, `min`,
@@ -189,6 +211,18 @@ mod tests {
         assert_eq!(floor("n >> 2"), "(n // 2 ** 2)");
         assert_eq!(floor("(N >> 1) / 256"), "(N // 2 ** 1) // 256");
         assert_eq!(floor("1 << n << 2"), "((2 ** n) * 2 ** 2)");
+    }
+
+    #[test]
+    fn rounding_up_to_a_power_of_two_is_a_multiple_of_a_ceiling_division() {
+        assert_eq!(floor("~0x3f & (4 * (W + 2 * R) + 0x3f)"), "ceil_div(4 * (W + 2 * R), 64) * 64");
+        assert_eq!(floor("(n + 255u) & ~255"), "ceil_div(n, 256) * 256");
+        assert_eq!(floor("2 * ((31 + n) & ~31)"), "2 * (ceil_div(n, 32) * 32)");
+        // Not that idiom: a mask that is no power of two less one, or another addend, stays
+        // bitwise (and the spec says why it cannot read it).
+        assert_eq!(floor("(n + 5) & ~5"), "(n + 5) & ~5");
+        assert_eq!(floor("(n + 3) & ~63"), "(n + 3) & ~63");
+        assert_eq!(floor("n & 0xff"), "n & 0xff");
     }
 
     #[test]
