@@ -1861,7 +1861,7 @@ impl<'d> HostContext<'d> {
             }
             let dotted = name.replace("->", ".");
             let member = dotted.split_once('.').filter(|(object, member)| is_identifier(object) && is_identifier(member));
-            let allocated = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name).or_else(|| element_bytes(frame.text, b, &name)));
+            let allocated = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name).or_else(|| element_bytes(frame.text, b, &name))).or_else(|| self.allocated_by_helper(frame, &name));
             let allocated_for_member = |(object, member): (&str, &str)| self.allocated_by_callee(frame, object, member).or_else(|| self.allocated_by_method(frame, object, member));
             if let Some(bytes) = allocated.or_else(|| member.and_then(allocated_for_member)) {
                 let length = self.elements_in(&bytes, element, &frame.scope, &|ty| self.type_at(path, at, ty))?;
@@ -1915,6 +1915,25 @@ impl<'d> HostContext<'d> {
             let params = parameters(text, definition);
             let param = &params.get(index)?.name;
             let bytes = allocations(text, definition).find(|a| a.pointer.replace("->", ".") == format!("{param}.{member}"))?.bytes;
+            let passed = |word: &str| params.iter().position(|p| p.name == word).and_then(|j| args.get(j)).map(|a| format!("({})", a.trim()));
+            Some(rename_identifiers_in(&bytes, passed))
+        })
+    }
+
+    /// The bytes that a function of the workspace, called before the frame's point with `name`
+    /// for a parameter it takes by reference, allocates for it, in the frame's names:
+    /// `alloc_bytes(h_array, ds * sizeof(int))` of `void alloc_bytes(T &ptr, size_t num_bytes) {
+    /// cudaMallocManaged(&ptr, num_bytes); }`.
+    fn allocated_by_helper(&self, frame: &Frame, name: &str) -> Option<String> {
+        let body = frame.scope.body?;
+        descendants(body).filter(|n| n.kind() == "call_expression" && n.start_byte() < frame.scope.point).find_map(|call| {
+            let callee = &frame.text[call.child_by_field_name("function")?.byte_range()];
+            let args = call_args(frame.text, call.child_by_field_name("arguments")?);
+            let index = args.iter().position(|a| a.trim() == name)?;
+            let &(text, definition) = self.graph.definitions.get(bare_name(callee))?;
+            let params = parameters(text, definition);
+            let param = params.get(index).filter(|p| p.out == Some(Out::Reference))?;
+            let bytes = allocations(text, definition).find(|a| a.pointer == param.name)?.bytes;
             let passed = |word: &str| params.iter().position(|p| p.name == word).and_then(|j| args.get(j)).map(|a| format!("({})", a.trim()));
             Some(rename_identifiers_in(&bytes, passed))
         })
