@@ -86,6 +86,12 @@ cases=(
   "leetcuda kernels/elementwise/elementwise.cu elementwise_add_f32x4_kernel"
   "leetcuda kernels/sgemm/sgemm.cu sgemm_t_8x8_sliced_k_f32x4_kernel"
   "leetcuda kernels/reduce/block_all_reduce.cu block_all_reduce_sum_f32_f32_kernel"
+  "cuda_hgemm src/mma/mma_async.cu mmaAsyncKernel"
+  "cuda_hgemm src/wmma/wmma_async.cu wmmaAsyncKernel"
+  "cuda-samples Samples/5_Domain_Specific/SobelFilter/SobelFilter_kernels.cu SobelShared"
+  "cuda-samples Samples/2_Concepts_and_Techniques/FunctionPointers/FunctionPointers_kernels.cu SobelCopyImage"
+  "cuda-training-series exercises/hw8/task3/task3_solution.cu smem_cuda_transpose"
+  "cuda-training-series exercises/hw6/array_inc_solution.cu inc"
 )
 if [ -n "${CASES:-}" ]; then
   selected=()

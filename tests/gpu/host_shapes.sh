@@ -63,8 +63,15 @@
 #   through an include folder, sized by gflags' defaults, the latter's shared memory a helper's
 #   returned local; fft_types: `weight_bins`, its buffers in cuFFT's number types, which the slice
 #   defines for NVRTC (session 37).
+# - tests/fixtures/workspace/matrix_harness: `tiled_half_gemm`, its operands matrices a harness's
+#   constructor makes as shared members, each allocating in its own constructor and handing its
+#   pointer out by a getter; image_on_load: `edge_strength` and `invert_quads` (the image's bytes
+#   as `uchar4`), sized by an image a function loads from the path its caller finds;
+#   debug_macros: `transpose_naive`, after an empty macro written with a trailing blank;
+#   managed_helper: `increment`, its buffer allocated by a helper through a reference (session 38).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
+# CASES=REGEX runs only the kernels whose name matches it.
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
 status=0
 
@@ -110,7 +117,15 @@ workspace/warp_tiles|stage_rows.cu|stage_rows|10
 workspace/constant_tiles|flip.cu|flip_tiles|12
 workspace/flag_runner|src/ops/halve.cu|halve_values|10
 workspace/flag_runner|src/ops/block_sums.cu|block_partial_sums|10
-workspace/fft_types|spectrum.cu|weight_bins|10"
+workspace/fft_types|spectrum.cu|weight_bins|10
+workspace/matrix_harness|src/kernels/tiled_gemm.cu|tiled_half_gemm|12
+workspace/image_on_load|edges.cu|edge_strength|10
+workspace/image_on_load|edges.cu|invert_quads|10
+workspace/debug_macros|transpose.cu|transpose_naive|10
+workspace/managed_helper|increment.cu|increment|10"
+if [ -n "${CASES:-}" ]; then
+    cases="$(while IFS='|' read -r fixture file kernel budget; do [[ "$kernel" =~ $CASES ]] && echo "$fixture|$file|$kernel|$budget"; done <<< "$cases")"
+fi
 
 while IFS='|' read -r fixture file kernel budget; do
     work="$(fixture_copy "$kernel" "$fixture")"
