@@ -11,6 +11,7 @@ mod bounds;
 mod callee;
 mod command_line;
 mod data_files;
+mod derivations;
 mod elements;
 mod host;
 mod keep_row;

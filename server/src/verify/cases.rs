@@ -20,6 +20,11 @@ use crate::tune::{problem, shape_label, DATA_SEED};
 /// one, and a large prime-like vocabulary size (GPT-2's 50257).
 pub const SWEEP_LENGTHS: [i64; 3] = [1023, 4097, 50257];
 
+/// The buffers a generated shape may take even where the spec's shapes take less: a swept
+/// length of a size every buffer squares (`SIZE * SIZE`, 50257² doubles are 20 GB, past any
+/// `int` index) is left out, not run.
+pub const GENERATED_BYTES_FLOOR: u64 = 1 << 30;
+
 /// Adversarial inputs compare under this many times the spec's tolerances: extreme magnitudes
 /// round differently when a candidate reorders arithmetic, without being wrong.
 pub const NUMERICS_TOLERANCE_SCALE: f64 = 10.0;
@@ -210,6 +215,11 @@ impl<'k> Planner<'k> {
     /// kernels; else why not.
     fn case(&self, stage: Stage, label: &str, shape: &Shape, inputs: Option<&Inputs>, runs: u32, index: usize) -> Result<Case, String> {
         self.allowed(shape)?;
+        let most = self.byte_cap.max(GENERATED_BYTES_FLOOR);
+        match buffer_bytes(self.kernel, shape) {
+            Ok(bytes) if bytes > most => return Err(format!("its buffers take {} MiB, more than the spec's shapes ({} MiB) and than {} MiB", bytes >> 20, self.byte_cap >> 20, most >> 20)),
+            _ => {}
+        }
         let seed = DATA_SEED.wrapping_add(1000 + index as u64);
         let mut problem = problem(self.kernel, shape, label, seed).map_err(|e| e.to_string())?;
         if let Some(inputs) = inputs {
@@ -375,6 +385,25 @@ mod tests {
         let why = "no size of the spec is contiguous (no buffer's length names one): set `verify.contiguous` to sweep one";
         assert_eq!(left_out, [(Stage::Shapes, why), (Stage::Edges, why)]);
         assert!(labels(&plan, Stage::Shapes).iter().all(|l| !l.contains("1023") && !l.contains("50257")));
+    }
+
+    #[test]
+    fn a_swept_length_every_buffer_squares_is_left_out_past_the_memory_floor() {
+        // A transpose of `SIZE * SIZE` elements, its only size: 4097 stays within 1 GiB, 50257 not.
+        let mut kernel = example("rmsnorm");
+        kernel.shapes = vec![[("SIZE".to_string(), 2048)].into_iter().collect()];
+        for arg in kernel.args.iter_mut().filter(|a| a.length.is_some()) {
+            arg.length = Some("SIZE * SIZE".into());
+        }
+        kernel.args.retain(|a| a.length.is_some());
+        kernel.grid = vec!["ceil_div(SIZE, 16)".into()];
+        kernel.restrictions.clear();
+        let plan = plan(&kernel, &Configuration::default_of(&kernel), &[Stage::Shapes]).unwrap();
+        assert_eq!(labels(&plan, Stage::Shapes), ["SIZE=2048", "SIZE=1023", "SIZE=4097"]);
+        let skipped: Vec<(&str, &str)> = plan.skipped.iter().map(|s| (s.label.as_str(), s.why.as_str())).collect();
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert_eq!(skipped[0].0, "SIZE=50257");
+        assert!(skipped[0].1.starts_with("its buffers take ") && skipped[0].1.ends_with("MiB) and than 1024 MiB"), "{skipped:?}");
     }
 
     #[test]
