@@ -17,7 +17,7 @@ use super::tensors;
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, BLOCKS_PER_SM, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::preprocess::each_preprocessed_line;
-use crate::syntax::host::{address_taken, call_args, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, parameters, Call, Out};
+use crate::syntax::host::{address_taken, call_args, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, parameters, Call, Out, Parameter};
 use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, is_identifier, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
@@ -1906,34 +1906,30 @@ impl<'d> HostContext<'d> {
     /// frame's names: a struct of device buffers set up by an init function
     /// (`initInputData(input, n)` doing `cudaMalloc(&(data.g_a), sizeof(float) * size)`).
     fn allocated_by_callee(&self, frame: &Frame, object: &str, member: &str) -> Option<String> {
-        let body = frame.scope.body?;
-        descendants(body).filter(|n| n.kind() == "call_expression").find_map(|call| {
-            let callee = &frame.text[call.child_by_field_name("function")?.byte_range()];
-            let args = call_args(frame.text, call.child_by_field_name("arguments")?);
-            let index = args.iter().position(|a| a.trim().trim_start_matches('&').trim() == object)?;
-            let &(text, definition) = self.graph.definitions.get(bare_name(callee))?;
-            let params = parameters(text, definition);
-            let param = &params.get(index)?.name;
-            let bytes = allocations(text, definition).find(|a| a.pointer.replace("->", ".") == format!("{param}.{member}"))?.bytes;
-            let passed = |word: &str| params.iter().position(|p| p.name == word).and_then(|j| args.get(j)).map(|a| format!("({})", a.trim()));
-            Some(rename_identifiers_in(&bytes, passed))
-        })
+        self.allocated_through_call(frame, &|arg| arg.trim_start_matches('&').trim() == object, &|param| Some(format!("{}.{member}", param.name)))
     }
 
-    /// The bytes that a function of the workspace, called before the frame's point with `name`
-    /// for a parameter it takes by reference, allocates for it, in the frame's names:
-    /// `alloc_bytes(h_array, ds * sizeof(int))` of `void alloc_bytes(T &ptr, size_t num_bytes) {
-    /// cudaMallocManaged(&ptr, num_bytes); }`.
+    /// The bytes that a function of the workspace, called with `name` for a parameter it takes
+    /// by reference, allocates for it, in the frame's names: `alloc_bytes(h_array, ds *
+    /// sizeof(int))` of `void alloc_bytes(T &ptr, size_t num_bytes) { cudaMallocManaged(&ptr,
+    /// num_bytes); }`.
     fn allocated_by_helper(&self, frame: &Frame, name: &str) -> Option<String> {
+        self.allocated_through_call(frame, &|arg| arg == name, &|param| (param.out == Some(Out::Reference)).then(|| param.name.clone()))
+    }
+
+    /// The bytes that a function of the workspace allocates for what `pointer` names of the
+    /// parameter it takes an argument that `passes` for, with its parameters the call's
+    /// arguments: the first call of the frame before its point that has one.
+    fn allocated_through_call(&self, frame: &Frame, passes: &dyn Fn(&str) -> bool, pointer: &dyn Fn(&Parameter) -> Option<String>) -> Option<String> {
         let body = frame.scope.body?;
         descendants(body).filter(|n| n.kind() == "call_expression" && n.start_byte() < frame.scope.point).find_map(|call| {
             let callee = &frame.text[call.child_by_field_name("function")?.byte_range()];
             let args = call_args(frame.text, call.child_by_field_name("arguments")?);
-            let index = args.iter().position(|a| a.trim() == name)?;
+            let index = args.iter().position(|a| passes(a.trim()))?;
             let &(text, definition) = self.graph.definitions.get(bare_name(callee))?;
             let params = parameters(text, definition);
-            let param = params.get(index).filter(|p| p.out == Some(Out::Reference))?;
-            let bytes = allocations(text, definition).find(|a| a.pointer == param.name)?.bytes;
+            let pointer = pointer(params.get(index)?)?;
+            let bytes = allocations(text, definition).find(|a| a.pointer.replace("->", ".") == pointer)?.bytes;
             let passed = |word: &str| params.iter().position(|p| p.name == word).and_then(|j| args.get(j)).map(|a| format!("({})", a.trim()));
             Some(rename_identifiers_in(&bytes, passed))
         })
