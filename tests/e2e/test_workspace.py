@@ -2113,6 +2113,9 @@ def test_defines_whose_comments_derive_them_keep_to_their_derivations(tmp_path: 
     assert "4 == TILE_ROWS // 16" in spec["restrictions"] and "THREADS == 128" in spec["restrictions"], spec["restrictions"]
     values = {p["name"]: p["values"] for p in spec["params"]}
     assert (values["TILE_ROWS"], values["THREADS"]) == ([64], [128]), values
+    # `dim3 grid(TILE_STRIDE)`, a count of blocks the program picks that no buffer's length
+    # names: one shape, no odd tail of it (`TILE_STRIDE = 15`) as for a problem size.
+    assert spec["shapes"] == [{"TILE_STRIDE": 16, "cols": 1024, "rows": 4096}], spec["shapes"]
 
 
 async def test_the_code_action_keeps_defines_to_the_derivations_in_their_comments(client, tmp_path: Path):

@@ -258,9 +258,12 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     shapes.retain(|shape| compiled_in.iter().all(|(s, value)| shape.get(s.as_str()) == Some(value)));
     restrictions.extend(compiled_in.iter().map(|(size, value)| format!("{size} == {value}")));
     // A non-power-of-two shape along the grid's leading size, where tails hide bugs, unless
-    // the file already has one.
+    // the file already has one. A macro of the host's that no buffer's length names is a count
+    // of blocks the program picks (cuda_hgemm's `dim3 grid(BLOCK_STRIDE, …)`), not a problem
+    // size with a tail.
     let has_odd = shapes.iter().any(|s| s.values().any(|v| *v > 1 && !(*v as u64).is_power_of_two()));
-    if let Some(lead) = grid.first().filter(|g| sizes.contains(g.as_str()) && !has_odd && !compiled_in.iter().any(|(s, _)| s == g)) {
+    let blocks_picked = |name: &str| host.as_ref().is_some_and(|h| h.is_macro(&host_name(&name.to_string()))) && !args.iter().any(|a| a.length.as_deref().is_some_and(|l| identifiers_in(l).any(|w| w == name)));
+    if let Some(lead) = grid.first().filter(|g| sizes.contains(g.as_str()) && !has_odd && !compiled_in.iter().any(|(s, _)| s == g) && !blocks_picked(g)) {
         if let Some(&value) = shapes[0].get(lead.as_str()).filter(|v| **v > 1) {
             let mut tail = shapes[0].clone();
             tail.insert(lead.clone(), value - 1);
