@@ -9,19 +9,41 @@ use crate::syntax::{eval_constant, identifiers_in, size_of_type, Document};
 /// A `#define NAME VALUE  // EXPRESSION` whose expression, over the file's other macros, gives
 /// VALUE.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Derivation {
-    pub name: String,
-    pub value: i64,
+struct Derivation {
+    name: String,
+    value: i64,
     /// The comment's expression, C's, its `sizeof`s made numbers.
-    pub expression: String,
+    expression: String,
+}
+
+/// The restrictions the derivations of `doc` give the `lifted` parameters, C's: each lifted
+/// side is its name, each other macro its number (`BLOCK_ROW_WARPS == BLOCK_COLS / 64`,
+/// `4 == BLOCK_ROWS / 64`), a side of numbers alone worked out (`WARP_ROW_TILES == 8`).
+pub(super) fn restrictions(doc: &Document, macro_value: &dyn Fn(&str) -> Option<i64>, lifted: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let value_of = |name: &str| value_in(doc, name).or_else(|| macro_value(name));
+    documented(doc, macro_value)
+        .into_iter()
+        .filter(|derivation| lifted(&derivation.name) || identifiers_in(&derivation.expression).any(lifted))
+        .map(|derivation| {
+            let side = if lifted(&derivation.name) { derivation.name.clone() } else { derivation.value.to_string() };
+            let other_side = super::renamed_until_settled(&derivation.expression, |word| (!lifted(word)).then(|| value_of(word)).flatten().map(|v| v.to_string()));
+            let other_side = eval_constant(&other_side, &|_| None).map_or(other_side, |number| number.to_string());
+            format!("{side} == {other_side}")
+        })
+        .collect()
+}
+
+/// The value of the `#define` of `doc` named `name`, when it is a number.
+fn value_in(doc: &Document, name: &str) -> Option<i64> {
+    doc.model().defines.iter().find(|d| d.name == name).and_then(|d| d.value)
 }
 
 /// The derivations the `#define`s of `doc` write in their comments; `macro_value` gives the
 /// value of a macro defined elsewhere (an included header's).
-pub(super) fn documented(doc: &Document, macro_value: &dyn Fn(&str) -> Option<i64>) -> Vec<Derivation> {
-    let defines = &doc.model().defines;
-    let value_of = |name: &str| defines.iter().find(|d| d.name == name).and_then(|d| d.value).or_else(|| macro_value(name));
-    defines
+fn documented(doc: &Document, macro_value: &dyn Fn(&str) -> Option<i64>) -> Vec<Derivation> {
+    let value_of = |name: &str| value_in(doc, name).or_else(|| macro_value(name));
+    doc.model()
+        .defines
         .iter()
         .filter_map(|define| {
             let value = define.value?;
@@ -67,5 +89,8 @@ mod tests {
                 ("PADDED".to_string(), 136, "BLOCK_COLS + PADDING".to_string()),
             ]
         );
+        // With `BLOCK_COLS` and `CHUNK_K` lifted: the others are their numbers.
+        let lifted = |name: &str| name == "BLOCK_COLS" || name == "CHUNK_K";
+        assert_eq!(restrictions(&doc, &elsewhere, &lifted), ["2 == BLOCK_COLS / 64", "64 == CHUNK_K * 16 * 2", "136 == BLOCK_COLS + 8"]);
     }
 }

@@ -344,18 +344,9 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         }
     }
     // A `#define` whose comment works out its value from other macros (`BLOCK_ROW_WARPS 2 //
-    // BLOCK_COLS / WARP_COLS`) keeps to it; a macro not lifted is its number there.
+    // BLOCK_COLS / WARP_COLS`) keeps to it.
     let macro_value = |name: &str| host.as_ref().and_then(|h| h.literal_macro(name)).map(|(value, _, _)| value);
-    for derivation in derivations::documented(original, &macro_value) {
-        let lifted = |word: &str| param_names.contains(word);
-        if !lifted(&derivation.name) && !identifiers_in(&derivation.expression).any(lifted) {
-            continue;
-        }
-        let own_values = |word: &str| (!lifted(word)).then(|| original.model().defines.iter().find(|d| d.name == word).and_then(|d| d.value).or_else(|| macro_value(word))).flatten().map(|v| v.to_string());
-        let side = if lifted(&derivation.name) { derivation.name.clone() } else { derivation.value.to_string() };
-        let other_side = super::renamed_until_settled(&derivation.expression, own_values);
-        let other_side = crate::syntax::eval_constant(&other_side, &|_| None).map_or(other_side, |number| number.to_string());
-        let condition = spec_expression(&format!("{side} == {other_side}"), Division::Floor);
+    for condition in derivations::restrictions(original, &macro_value, &|word| param_names.contains(word)).iter().map(|c| spec_expression(c, Division::Floor)) {
         if known(&condition) && expr::parse(&condition).is_ok() && !restrictions.contains(&condition) {
             restrictions.push(condition);
         }
