@@ -101,7 +101,8 @@ impl Outline {
     pub fn of(root: Node, text: &str) -> Outline {
         let mut outline = Outline::default();
         let qualifier_macros = crate::syntax::defines_in(text).filter(|(_, value)| is_qualifiers(value)).collect();
-        let mut builder = Builder { text, outline: &mut outline, stack: Vec::new(), types_of_macros: HashMap::new(), qualifier_macros };
+        let hidden_macros = crate::syntax::hidden_macros(text).into_iter().map(|(at, name)| (at, reference_at(text, at, name))).collect();
+        let mut builder = Builder { text, outline: &mut outline, stack: Vec::new(), types_of_macros: HashMap::new(), qualifier_macros, hidden_macros };
         let top = builder.entries(root.children(&mut root.walk()).collect());
         outline.top = top;
         outline
@@ -118,6 +119,16 @@ struct Builder<'a> {
     /// The file's macros that stand for a function's qualifiers (`#define HOST_DEVICE_INLINE
     /// __device__ __host__ inline`), by name.
     qualifier_macros: HashMap<String, String>,
+    /// The macros the parser's view hides (`CUTLASS_PRAGMA_UNROLL`, a loop macro read as
+    /// `while`), by offset: the tree has no identifier for them, yet the code uses them.
+    hidden_macros: Vec<(usize, Reference)>,
+}
+
+/// A use of `name` at the byte `at` of `text`.
+fn reference_at(text: &str, at: usize, name: &str) -> Reference {
+    let line_start = text[..at].rfind('\n').map_or(0, |newline| newline + 1);
+    let at = Point { line: text[..line_start].matches('\n').count() as u32, column: (at - line_start) as u32 };
+    Reference { name: name.to_string(), at, is_local: false, is_leading_scope: false }
 }
 
 /// Whether a macro's value is only a function's qualifiers (`__device__ __forceinline__`).
@@ -303,7 +314,10 @@ impl Builder<'_> {
         let (role, declares) = self.role_and_names(declaration);
         let references = match role {
             Role::Include { .. } | Role::UsingDirective { .. } | Role::Other => Vec::new(),
-            _ => references_in(node, Some(node), self.text),
+            _ => {
+                let hidden = self.hidden_macros.iter().filter(|(at, _)| node.byte_range().contains(at)).map(|(_, reference)| reference.clone());
+                references_in(node, Some(node), self.text).into_iter().chain(hidden).collect()
+            }
         };
         Item {
             role,

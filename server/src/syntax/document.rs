@@ -101,86 +101,16 @@ thread_local! {
     });
 }
 
-/// Parses what the grammar can read of `text` (see [`settled_in_lists`], [`without_alignment`]
-/// and [`with_empty_macros_closed`]); the tree's ranges index `text`.
+/// Parses what the grammar can read of `text` (see [`settled_in_lists`] and
+/// [`grammar_view`](super::grammar_view)); the tree's ranges index `text`.
 fn parse(view: &str, old: Option<&Tree>) -> Option<Tree> {
-    let view = without_alignment(view);
-    PARSER.with(|p| p.borrow_mut().parse(with_empty_macros_closed(&view).as_ref(), old))
+    PARSER.with(|p| p.borrow_mut().parse(super::grammar_view::readable(view).as_ref(), old))
 }
 
-/// `text` with the last blank of each `#define NAME ` or `#define NAME(args) ` that has no value
-/// but trailing blanks made a `;`, byte for byte: the grammar wants the line's end right after
-/// the name, else it reads the next line (`#endif`) as the macro's value and loses the
-/// conditional around it. The tree's ranges index the real text, where the value is blank.
-fn with_empty_macros_closed(text: &str) -> std::borrow::Cow<'_, str> {
-    let mut out: Option<Vec<u8>> = None;
-    let mut line_start = 0;
-    for line in text.split_inclusive('\n') {
-        let content = line.trim_end_matches(['\n', '\r']);
-        if let Some(last_blank) = blank_after_empty_macro(content) {
-            out.get_or_insert_with(|| text.as_bytes().to_vec())[line_start + last_blank] = b';';
-        }
-        line_start += line.len();
-    }
-    match out {
-        Some(bytes) => std::borrow::Cow::Owned(String::from_utf8(bytes).expect("only an ASCII blank was replaced, by `;`")),
-        None => std::borrow::Cow::Borrowed(text),
-    }
-}
-
-/// The offset of the last trailing blank of a `#define` line that names a macro and gives it
-/// no value (`#define CHECK() `), if the line is one.
-fn blank_after_empty_macro(line: &str) -> Option<usize> {
-    let directive = line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("define")?;
-    let name_and_args = directive.trim();
-    let trailing = line.len() - line.trim_end().len();
-    if trailing == 0 || !directive.starts_with([' ', '\t']) {
-        return None;
-    }
-    let name_end = name_and_args.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(name_and_args.len());
-    let (name, args) = name_and_args.split_at(name_end);
-    let args_only = args.is_empty() || (args.starts_with('(') && args.ends_with(')') && !args[1..].contains('('));
-    (!name.is_empty() && args_only).then(|| line.len() - 1)
-}
-
-/// A fresh tree of `text`, parsed as documents are (`__align__` and conditionals inside lists
-/// read as the grammar needs).
+/// A fresh tree of `text`, parsed as documents are (conditionals inside lists and macros read as
+/// the grammar needs).
 pub fn parse_source(text: &str) -> Tree {
     parse(&settled_in_lists(text, &Defines::new()), None).expect("parsing without a timeout or cancellation always yields a tree")
-}
-
-/// `text` with each `__align__(N)` blanked out, byte for byte: the grammar reads `struct
-/// __align__(8) SumMax { ... };` as a function, and loses the struct. The tree's ranges still
-/// index the real text, which keeps the attribute.
-fn without_alignment(text: &str) -> std::borrow::Cow<'_, str> {
-    const ATTRIBUTE: &str = "__align__";
-    if !text.contains(ATTRIBUTE) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = text.as_bytes().to_vec();
-    let mut from = 0;
-    while let Some(at) = text[from..].find(ATTRIBUTE).map(|i| from + i) {
-        let rest = &text[at + ATTRIBUTE.len()..];
-        let open = rest.len() - rest.trim_start().len();
-        let closing = rest.trim_start().strip_prefix('(').and_then(|r| {
-            let mut depth = 1;
-            r.char_indices().find(|&(_, c)| {
-                depth += match c {
-                    '(' => 1,
-                    ')' => -1,
-                    _ => 0,
-                };
-                depth == 0
-            })
-        });
-        let end = match closing {
-            Some((close, _)) => at + ATTRIBUTE.len() + open + 1 + close + 1,
-            None => at + ATTRIBUTE.len(),
-        };
-        out[at..end].iter_mut().filter(|b| **b != b'\n').for_each(|b| *b = b' ');
-        from = end;
-    }
-    std::borrow::Cow::Owned(String::from_utf8(out).expect("only ASCII bytes were replaced, by spaces"))
 }
 
 impl Document {
@@ -403,8 +333,6 @@ mod tests {
         let conditional = root.named_child(0).expect("the conditional");
         assert_eq!((conditional.kind(), conditional.child(conditional.child_count() as u32 - 1).map(|c| c.kind())), ("preproc_ifdef", Some("#endif")));
         assert_eq!(root.named_child(1).map(|n| n.kind()), Some("function_definition"));
-        // The view changes one byte per such line; lines with values or continuations stay.
-        assert_eq!(with_empty_macros_closed("#define A \n#define B(x) \n#define C 1 \n#define D \\\n  2\n"), "#define A;\n#define B(x);\n#define C 1 \n#define D \\\n  2\n");
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod document;
 mod environment;
 mod extract;
 mod float_eval;
+mod grammar_view;
 #[cfg(test)]
 mod fixture_tests;
 mod hover;
@@ -23,6 +24,7 @@ mod model;
 pub use access::{access_of, Access};
 pub use consteval::{eval as eval_constant, integer_constant_line, parse_int_literal, size_of_type, vector_type};
 pub use float_eval::eval_float;
+pub use grammar_view::{hidden_macros, is_pragma_macro};
 pub use checks::{check, format_bytes, Finding, Severity};
 pub use document::{parse_source, Analysis, Change, Document, EditError, Encoding, TextPosition, MAX_ANALYZED_BYTES};
 pub use extract::{compile_queries, descendants, function_definitions_in, identifiers_in, is_identifier, rename_identifiers_in, words_at};

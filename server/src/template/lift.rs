@@ -7,7 +7,7 @@ use tree_sitter::Node;
 
 use super::{define_guard, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
-use crate::syntax::{descendants, parse_int_literal, Span, TemplateParamKind, TunableKind};
+use crate::syntax::{descendants, is_pragma_macro, parse_int_literal, Span, TemplateParamKind, TunableKind};
 
 /// Every transform, in the order they run.
 pub fn transforms() -> Vec<Box<dyn Transform>> {
@@ -1023,7 +1023,8 @@ impl Transform for LoopUnroll {
 }
 
 /// Whether `node` is a `for` loop [`LoopUnroll`] may put a pragma on: a statement of its own
-/// line in a block, holding no other loop, under no `#pragma` and no `#if` of the kernel's (an
+/// line in a block, holding no other loop, under no `#pragma` (nor a macro that stands for one,
+/// `CUTLASS_PRAGMA_UNROLL`) and no `#if` of the kernel's (an
 /// earlier rewrite's branches), not counting to a parameter of the file, and indexing none of
 /// the thread's arrays (a partial unroll would move them to memory).
 fn is_unrollable_loop(unit: &Unit, node: Node, arrays: &BTreeSet<&str>) -> bool {
@@ -1039,6 +1040,7 @@ fn is_unrollable_loop(unit: &Unit, node: Node, arrays: &BTreeSet<&str>) -> bool 
     let under_directive = std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| Some(n.id()) != body).any(|n| n.kind().starts_with("preproc_"));
     own_line
         && !previous_line.starts_with('#')
+        && !is_pragma_macro(previous_line.split("//").next().unwrap_or("").trim())
         && !nested_loop
         && !under_directive
         && !unrolls_parameter_loop(unit, line_start)
