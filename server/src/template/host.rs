@@ -2597,6 +2597,12 @@ impl<'d> CallGraph<'d> {
         // A file that defines a function of that name calls its own (a CPU reference,
         // `flowGold.cpp`'s `Downscale`, beside the launcher `Downscale` of a `.cuh`).
         callers.retain(|c| c.text.as_ptr() == text.as_ptr() || !self.defined_in.contains(&(c.text.as_ptr(), bare_name(function))));
+        // A call of another function of that name (DeepSpeed's inference and training modules
+        // each define a `launch_bias_gelu`, of 5 and 6 parameters) would pass its arguments
+        // to the wrong parameters.
+        let namesakes = self.defined_in.iter().filter(|(_, name)| *name == bare_name(function)).count();
+        let arity = Arity::of(text, definition);
+        callers.retain(|c| arity.takes(c.args().len(), namesakes > 1));
         if let Some(class) = objects::class_of_definition(text, definition) {
             let on_objects = self.method_calls.get(&(bare_name(function).to_string(), class.to_string())).into_iter().flatten();
             callers.extend(on_objects.filter(|c| !callers.iter().any(|known| known.node == c.node)).copied().collect::<Vec<_>>());
@@ -2638,6 +2644,31 @@ impl<'d> CallGraph<'d> {
             callers.retain(|c| folder(c.text) == home);
         }
         callers
+    }
+}
+
+/// How many arguments a function takes.
+struct Arity {
+    /// Its parameters without a default argument.
+    required: usize,
+    /// All its parameters; none for `(...)` or a parameter pack.
+    most: Option<usize>,
+}
+
+impl Arity {
+    fn of(text: &str, definition: Node) -> Arity {
+        let params = parameters(text, definition);
+        let variadic = definition.child_by_field_name("declarator").is_some_and(|d| descendants(d).any(|n| matches!(n.kind(), "..." | "variadic_parameter_declaration")));
+        // `f(void)` takes none.
+        let params: Vec<_> = params.into_iter().filter(|p| !(p.name.is_empty() && p.ty == "void")).collect();
+        Arity { required: params.iter().filter(|p| p.default.is_none()).count(), most: (!variadic).then_some(params.len()) }
+    }
+
+    /// Whether a call of `count` arguments may call the function. Fewer than its parameters
+    /// without defaults counts only where the name has other definitions: defaults may be in a
+    /// header's declaration, which the definition does not repeat.
+    fn takes(&self, count: usize, has_namesakes: bool) -> bool {
+        self.most.is_none_or(|most| count <= most) && (!has_namesakes || count >= self.required)
     }
 }
 
@@ -4203,6 +4234,19 @@ mod tests {
         assert_eq!(inner, HashMap::from([("block_size".to_string(), 16), ("threads".to_string(), 512)]));
         // The `else` branch fixes nothing.
         assert!(branch_values_around(text, at("k<32>")).is_empty());
+    }
+
+    #[test]
+    fn a_function_takes_calls_between_its_required_and_all_its_parameters() {
+        let text = "void none(void) {}\nvoid some(int a, int b = 2) {}\nvoid any(int a, ...) {}\ntemplate <typename... T> void pack(T... t) {}\n";
+        let doc = Document::new(text.to_string());
+        let root = doc.tree().unwrap().root_node();
+        let arity = |name: &str| Arity::of(text, descendants(root).find(|n| n.kind() == "function_definition" && text[n.byte_range()].contains(&format!("{name}("))).unwrap());
+        assert!(arity("none").takes(0, true) && !arity("none").takes(1, false));
+        assert!(arity("some").takes(1, true) && arity("some").takes(2, true) && !arity("some").takes(3, false));
+        // Too few counts only beside namesakes: the defaults may be in a header's declaration.
+        assert!(!arity("some").takes(0, true) && arity("some").takes(0, false));
+        assert!(arity("any").takes(5, true) && arity("pack").takes(7, true));
     }
 
     #[test]
