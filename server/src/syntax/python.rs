@@ -18,6 +18,9 @@ use super::host::call_args;
 pub struct Binding {
     pub python: String,
     pub cpp: String,
+    /// The template arguments the binding instantiates `cpp` with, as written (`<float>` of
+    /// `&bias_gelu<float>`), or empty.
+    pub template_args: String,
     pub params: Vec<String>,
 }
 
@@ -36,12 +39,12 @@ pub fn bindings(text: &str, root: Node) -> Vec<Binding> {
         }
         let Some(args) = call.child_by_field_name("arguments").map(|a| call_args(text, a)) else { continue };
         let Some(python) = args.first().and_then(|a| exported_name(a)) else { continue };
-        let Some(cpp) = args.iter().skip(1).rev().find_map(|a| bound_function(a)) else { continue };
+        let Some((cpp, template_args)) = args.iter().skip(1).rev().find_map(|a| bound_function(a)) else { continue };
         if out.iter().any(|b| b.python == python && b.cpp == cpp) {
             continue;
         }
         let params = functions.iter().find(|(name, _)| name.rsplit("::").next() == Some(cpp.as_str())).map(|(_, f)| super::host::parameter_names(text, *f)).unwrap_or_default();
-        out.push(Binding { python, cpp, params });
+        out.push(Binding { python, cpp, template_args, params });
     }
     out
 }
@@ -59,9 +62,10 @@ fn exported_name(arg: &str) -> Option<String> {
 }
 
 /// `forward` of `&forward`, `torch::wrap_pybind_function(forward)`,
-/// `py::overload_cast<int>(&ns::forward)` or `TORCH_FN(forward)`; nothing for a lambda, a
-/// string or a dispatch key.
-fn bound_function(arg: &str) -> Option<String> {
+/// `py::overload_cast<int>(&ns::forward)` or `TORCH_FN(forward)`, with the template arguments of
+/// an instantiation (`<float>` of `&ds_gelu<float>`); nothing for a lambda, a string or a
+/// dispatch key.
+fn bound_function(arg: &str) -> Option<(String, String)> {
     let mut arg = arg.trim();
     // A wrapper's argument: what the wrapper binds.
     while let Some(open) = arg.find('(').filter(|_| arg.ends_with(')')) {
@@ -72,8 +76,12 @@ fn bound_function(arg: &str) -> Option<String> {
         arg = arg[open + 1..arg.len() - 1].trim();
     }
     let name = arg.trim_start_matches('&').trim();
+    let (name, template_args) = match name.strip_suffix('>').and_then(|n| n.split_once('<')) {
+        Some((name, args)) => (name.trim(), format!("<{args}>")),
+        None => (name, String::new()),
+    };
     let bare = name.rsplit("::").next()?;
-    (super::is_identifier(bare) && !name.starts_with("torch::k") && !name.starts_with("c10::")).then(|| bare.to_string())
+    (super::is_identifier(bare) && !name.starts_with("torch::k") && !name.starts_with("c10::")).then(|| (bare.to_string(), template_args))
 }
 
 /// The C++ that `python` stands for as host code of `bindings`, line for line: a module's
@@ -259,6 +267,14 @@ impl<'a> Writer<'a> {
                     self.put(row, "{");
                     self.block(body);
                     self.put(body.end_position().row, "}");
+                }
+                // The other branches' calls are calls the program may make too (a timing
+                // helper's `perf_func(q, k, v, out, stages)` beside `perf_func(q, k, v, out)`,
+                // for ops of other parameters); their assignments stay the first branch's.
+                for clause in named_children(statement).into_iter().filter(|c| matches!(c.kind(), "elif_clause" | "else_clause")) {
+                    for call in self.outermost_host_calls(clause) {
+                        self.put(clause.start_position().row, &format!("{{ {call}; }}"));
+                    }
                 }
             }
             "for_statement" => self.first_pass(statement),
@@ -746,7 +762,7 @@ impl<'a> Writer<'a> {
         let passed = function.kind() == "identifier" && self.params.iter().any(|p| *p == cpp_name(name));
         let (callee, params): (String, Vec<String>) = match (binding, own) {
             (_, Some(definition)) => (cpp_name(name), parameter_names(self.text, *definition)),
-            (Some(binding), None) => (binding.cpp.clone(), binding.params.clone()),
+            (Some(binding), None) => (format!("{}{}", binding.cpp, binding.template_args), binding.params.clone()),
             (None, None) if passed => (cpp_name(name), Vec::new()),
             (None, None) => return None,
         };
@@ -897,7 +913,7 @@ mod tests {
     use super::*;
 
     fn binding(python: &str, cpp: &str, params: &[&str]) -> Binding {
-        Binding { python: python.into(), cpp: cpp.into(), params: params.iter().map(|p| p.to_string()).collect() }
+        Binding { python: python.into(), cpp: cpp.into(), template_args: String::new(), params: params.iter().map(|p| p.to_string()).collect() }
     }
 
     #[test]
@@ -917,6 +933,24 @@ TORCH_LIBRARY(_C, ops) {
         let doc = crate::syntax::Document::new(text.to_string());
         let found = bindings(text, doc.tree().unwrap().root_node());
         assert_eq!(found, vec![binding("forward", "forward", &[]), binding("norm", "rms_norm", &["out", "input", "epsilon"]), binding("rms_norm", "rms_norm", &["out", "input", "epsilon"])]);
+    }
+
+    #[test]
+    fn the_calls_of_every_branch_are_written_and_the_assignments_of_the_first() {
+        let script = "\
+def bench(op, x, out, stages=-1):
+    if stages >= 1:
+        n = 1
+        op(x, out, stages)
+    elif stages == 0:
+        n = 2
+        op(x, out, 0)
+    else:
+        op(x, out)
+";
+        let code = as_host_code(script, "bench", &[]);
+        let lines: Vec<&str> = code.lines().collect();
+        assert_eq!(lines[1..=8], ["{", "auto n = 1;", "op(x, out, stages); }", "{ op(x, out, 0); }", "", "", "{ op(x, out); }", "}"], "{code}");
     }
 
     #[test]

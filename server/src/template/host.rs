@@ -89,6 +89,10 @@ pub(super) struct HostContext<'d> {
     /// (`AT_DISPATCH_FLOATING_TYPES_AND_HALF(…, [&] { kernel<scalar_t><<<…>>>(…); })`), which
     /// names `scalar_t`.
     dispatch: Option<String>,
+    /// The template arguments of the first instantiation of each host function template that
+    /// the files name without calling it: an explicit instantiation (`template void
+    /// launch<float>(float *, int);`) or its address (`m.def("gelu_fp32", &ds_gelu<float>)`).
+    instantiations: HashMap<&'d str, Vec<String>>,
 }
 
 /// Where a value without a number is made ([`HostContext::value_source`]): in the file whose
@@ -275,7 +279,7 @@ impl<'d> Scope<'d> {
         let mut values: Vec<(String, String, usize)> = dispatched.iter().map(|(member, value)| (member.clone(), value.clone(), 0)).collect();
         let mut set_by = HashMap::new();
         let mut images = Vec::new();
-        let folder = graph.folders.get(&text.as_ptr()).copied().flatten();
+        let folder = graph.folder_of(text);
         let run = graph.run_of(text);
         let mut command_line_reads = Vec::new();
         let mut reads_run = false;
@@ -593,10 +597,10 @@ impl<'d> HostContext<'d> {
             }
         }
         let texture_calls = TEXTURE_CALLS.iter().map(|&name| (name, calls.get(name).cloned().unwrap_or_default())).collect();
-        let folders = files.iter().map(|f| (f.document.text().as_ptr(), f.path.and_then(Path::parent))).collect();
+        let paths = files.iter().map(|f| (f.document.text().as_ptr(), f.path)).collect();
         // The documented run of each program that reads its command line.
         let runs = files.iter().filter(|f| f.document.text().contains("argv")).filter_map(|f| Some((f.document.text().as_ptr(), CommandLine::of_program(f.path?)))).collect();
-        let graph = CallGraph::new(&launch.kernel, calls, definitions, defined_in, folders, runs);
+        let graph = CallGraph::new(&launch.kernel, calls, definitions, defined_in, paths, runs);
         let (paths, asked_paths) = call_paths(&graph, Frame::of(text, launcher, launch.span.start_byte, &graph));
         // A file-scope variable is read in its own file: only the files on the call paths set
         // those the launch reads, not a namesake of another program of the workspace.
@@ -622,7 +626,15 @@ impl<'d> HostContext<'d> {
         let loop_variables = launch_node.map(|n| loop_variables_around(text, n)).unwrap_or_default();
         let dispatch = launch_node.and_then(|n| torch_dispatch_around(text, n));
         let fields = fields_set_once(&documents, &defines, &graph);
-        let mut context = HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions, loop_variables, dispatch };
+        let mut instantiations = HashMap::new();
+        for doc in &documents {
+            if let Some(tree) = doc.tree() {
+                for (name, args) in instantiations_named(doc.text(), tree.root_node()) {
+                    instantiations.entry(name).or_insert(args);
+                }
+            }
+        }
+        let mut context = HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions, loop_variables, dispatch, instantiations };
         context.paths = context.paths.iter().map(|path| context.at_first_pass_taken(path)).collect();
         context.put_the_runs_branches_first();
         Some(context)
@@ -1721,7 +1733,7 @@ impl<'d> HostContext<'d> {
         let mut current = arg.trim().to_string();
         for (at, frame) in path.iter().enumerate() {
             let declared = frame.scope.body.map(|b| local_types(frame.text, b)).unwrap_or_default().into_iter().find(|(n, _)| *n == current).map(|(_, t)| t);
-            let (ty, param_index) = match declared {
+            let (ty, param_index) = match declared.or_else(|| cast_pointee(&current)) {
                 Some(ty) => (ty, None),
                 None => {
                     let index = frame.params.iter().position(|p| *p == current)?;
@@ -1735,7 +1747,11 @@ impl<'d> HostContext<'d> {
             // A host template's type parameter: explicit at the call, or deduced from the
             // caller's argument in the same position.
             let tp_index = frame.template_params.iter().position(|t| *t == ty)?;
-            let call = frame.called_by?;
+            // A function no call reaches is instantiated by name (a binding's `&f<float>`).
+            let Some(call) = frame.called_by else {
+                let instantiated = self.instantiations.get(bare_name(&frame_name(frame)))?.get(tp_index)?;
+                return Some(self.resolve_type(instantiated));
+            };
             // Explicit, or the caller's object's (`PricingEngine<Real> pricer`), which may be a
             // parameter of the caller's own template in turn.
             if let Some(explicit) = template_args_of(frame).get(tp_index) {
@@ -2357,6 +2373,40 @@ fn reads_variable(value: &str, name: &str) -> bool {
 /// The template arguments the call of `frame`'s function gives it: written at the call
 /// (`run<float>(…)`), or, for a method called on an object, those of the object's type
 /// (`Simulation<float> sim`).
+/// The element type a cast argument points to: `(T *)x.data_ptr()`, `static_cast<const float
+/// *>(p)`, `reinterpret_cast<half *>(p)`, `x.data_ptr<at::Half>()`.
+fn cast_pointee(arg: &str) -> Option<String> {
+    let arg = arg.trim();
+    let pointee = |ty: &str| ty.trim().strip_suffix('*').map(|t| t.trim().trim_start_matches("const ").trim_end_matches(" const").trim().to_string());
+    if let Some(rest) = arg.strip_prefix('(') {
+        let close = rest.find(')')?;
+        return pointee(&rest[..close]).filter(|ty| ty.split("::").all(is_identifier));
+    }
+    for cast in ["static_cast<", "reinterpret_cast<"] {
+        if let Some(rest) = arg.strip_prefix(cast) {
+            return pointee(&rest[..rest.find(">(")?]);
+        }
+    }
+    let (_, ty) = arg.strip_suffix(">()")?.rsplit_once(".data_ptr<")?;
+    Some(ty.trim().to_string())
+}
+
+/// Each host function template of `root` named with template arguments and not called there:
+/// `template void launch<float>(float *, int);` and `&ds_gelu<float>`, with its arguments.
+fn instantiations_named<'t>(text: &'t str, root: Node<'t>) -> Vec<(&'t str, Vec<String>)> {
+    let called = |node: Node| node.parent().is_some_and(|p| p.kind() == "call_expression" && p.child_by_field_name("function") == Some(node));
+    descendants(root)
+        .filter(|n| n.kind() == "template_function" && !called(*n))
+        .filter_map(|n| {
+            let name = &text[n.child_by_field_name("name")?.byte_range()];
+            let list = n.child_by_field_name("arguments")?;
+            let mut cursor = list.walk();
+            let args: Vec<String> = list.named_children(&mut cursor).map(|a| text[a.byte_range()].trim().to_string()).collect();
+            Some((bare_name(name), args))
+        })
+        .collect()
+}
+
 fn template_args_of(frame: &Frame) -> Vec<String> {
     let Some(call) = frame.called_by else { return Vec::new() };
     let explicit = call.template_args();
@@ -2545,8 +2595,8 @@ struct CallGraph<'d> {
     /// The calls that pass a name as an argument, by that name, with the argument's position:
     /// `run(launch_softmax_1, 256)` under `launch_softmax_1`, at 0.
     passing: HashMap<String, Vec<(Call<'d>, usize)>>,
-    /// The folder of each file, by the address of its text.
-    folders: HashMap<*const u8, Option<&'d Path>>,
+    /// The path of each file, by the address of its text.
+    paths: HashMap<*const u8, Option<&'d Path>>,
     /// The run its project documents for the program of each file that reads its command line
     /// (`./srad 100 0.5 502 458` in a `run` script beside it), by the address of its text.
     runs: HashMap<*const u8, CommandLine>,
@@ -2559,7 +2609,7 @@ struct CallGraph<'d> {
 }
 
 impl<'d> CallGraph<'d> {
-    fn new(kernel: &str, calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, (&'d str, Node<'d>)>, defined_in: HashSet<(*const u8, &'d str)>, folders: HashMap<*const u8, Option<&'d Path>>, runs: HashMap<*const u8, CommandLine>) -> CallGraph<'d> {
+    fn new(kernel: &str, calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, (&'d str, Node<'d>)>, defined_in: HashSet<(*const u8, &'d str)>, paths: HashMap<*const u8, Option<&'d Path>>, runs: HashMap<*const u8, CommandLine>) -> CallGraph<'d> {
         let mut passing: HashMap<String, Vec<(Call<'d>, usize)>> = HashMap::new();
         let mut method_calls: HashMap<(String, String), Vec<Call<'d>>> = HashMap::new();
         // The variables of each calling function, read once however many calls it makes.
@@ -2578,7 +2628,18 @@ impl<'d> CallGraph<'d> {
                 method_calls.entry((method, class_of(ty).to_string())).or_default().push(*call);
             }
         }
-        CallGraph { calls, definitions, defined_in, passing, folders, runs, method_calls, kernel: kernel.to_string() }
+        CallGraph { calls, definitions, defined_in, passing, paths, runs, method_calls, kernel: kernel.to_string() }
+    }
+
+    /// The folder of the file whose text is `text`.
+    fn folder_of(&self, text: &str) -> Option<&'d Path> {
+        self.paths.get(&text.as_ptr()).copied().flatten().and_then(Path::parent)
+    }
+
+    /// Whether the file whose text is `text` is a Python script read as host code: its
+    /// functions' defaults that C++ cannot say are left out, so calls may pass fewer arguments.
+    fn is_script(&self, text: &str) -> bool {
+        self.paths.get(&text.as_ptr()).copied().flatten().is_some_and(|path| path.extension().is_some_and(|e| e == "py"))
     }
 
     /// The run of the program the file whose text is `text` is part of: the one its project
@@ -2601,8 +2662,10 @@ impl<'d> CallGraph<'d> {
         // each define a `launch_bias_gelu`, of 5 and 6 parameters) would pass its arguments
         // to the wrong parameters.
         let namesakes = self.defined_in.iter().filter(|(_, name)| *name == bare_name(function)).count();
-        let arity = Arity::of(text, definition);
-        callers.retain(|c| arity.takes(c.args().len(), namesakes > 1));
+        if !self.is_script(text) {
+            let arity = Arity::of(text, definition);
+            callers.retain(|c| arity.takes(c.args().len(), namesakes > 1));
+        }
         if let Some(class) = objects::class_of_definition(text, definition) {
             let on_objects = self.method_calls.get(&(bare_name(function).to_string(), class.to_string())).into_iter().flatten();
             callers.extend(on_objects.filter(|c| !callers.iter().any(|known| known.node == c.node)).copied().collect::<Vec<_>>());
@@ -2638,7 +2701,7 @@ impl<'d> CallGraph<'d> {
         }
         // In a project of many programs (a samples repository), `runTest` and `main` are in
         // every folder: the calls beside the function's definition are its program's.
-        let folder = |text: &str| self.folders.get(&text.as_ptr()).copied().flatten();
+        let folder = |text: &str| self.folder_of(text);
         let home = self.definitions.get(function).and_then(|(text, _)| folder(text));
         if home.is_some() && callers.iter().any(|c| folder(c.text) == home) {
             callers.retain(|c| folder(c.text) == home);
@@ -3021,7 +3084,7 @@ fn keep_own_file_scope_values(text: &str, root: Node, own: HashMap<String, Strin
 /// `initializeData(image_path)` after `image_path = sdkFindFilePath("teapot512.pgm", argv[0])`.
 fn image_passed_for(text: &str, function: Node, param: &str, graph: &CallGraph) -> Option<String> {
     let index = crate::syntax::host::parameter_names(text, function).iter().position(|p| p == param)?;
-    let folder = |t: &str| graph.folders.get(&t.as_ptr()).copied().flatten();
+    let folder = |t: &str| graph.folder_of(t);
     let callers: Vec<Call> = graph.callers_by_name(bare_name(function_name(text, function)?)).into_iter().filter(|call| folder(call.text) == folder(text)).collect();
     let named = callers.iter().map(|call| {
         let arg = call.args().get(index)?.clone();
