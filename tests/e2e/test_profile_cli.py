@@ -175,12 +175,13 @@ def test_a_tuned_kernel_shows_what_it_saves_the_program(tmp_path: Path):
 
 
 def test_a_capture_gives_a_library_kernel_its_type_block_size_and_sizes(tmp_path: Path):
-    # The library instantiates the reduction for several types and dispatches the block size by
-    # a switch; nothing in the workspace says which the program runs.
+    # The library instantiates the reduction for several types (`float` first, its default from
+    # source) and dispatches the block size by a switch; nothing in the workspace says which the
+    # program runs.
     (tmp_path / ".git").mkdir()
     shutil.copy(REPO / "tests" / "fixtures" / "workspace" / "dispatched_reduction" / "block_sum.cu", tmp_path / "block_sum.cu")
     static = cutune("templatize", "block_sum.cu", "--kernel", "block_sum", "--diff", cwd=tmp_path)
-    assert 'template_args = ["?", "blockSize"]' in static.stdout and '"blockSize == threads"' in static.stdout, static.stdout
+    assert 'template_args = ["float", "blockSize"]' in static.stdout and '"blockSize == threads"' in static.stdout, static.stdout
     n, blocks = 1 << 16, 64
     ones = struct.pack(f"<{n}i", *([1] * n))
     sums = struct.pack(f"<{blocks}i", *([n // blocks] * blocks))

@@ -859,12 +859,24 @@ def test_check_compiles_a_spec_whose_sizes_are_still_unknown_and_refuses_an_open
     report = json.loads(checked.stdout)
     assert report["compiled"] == 3 and all(r["status"] == "compiled" for r in report["results"]), report
 
-    # A library kernel whose element type no call picks: nothing to compile yet.
+    # A library kernel that no call and no instantiation gives an element type: nothing to
+    # compile yet.
+    (tmp_path / "fill.cu").write_text(
+        "template <typename T>\n__global__ void fill(T *x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = T(1); }\n"
+        "template <typename T>\nvoid launch_fill(T *x, int n) { fill<<<(n + 255) / 256, 256>>>(x, n); }\n"
+    )
+    assert cutune("templatize", "fill.cu", "--kernel", "fill", "--write", cwd=tmp_path).returncode == 0
+    refused = cutune("check", "fill.cu", "--kernel", "fill", cwd=tmp_path)
+    assert refused.returncode != 0
+    assert "template argument 1 of `fill` is unknown (`?`): compiling needs it" in refused.stderr, refused.stderr
+    # One the library instantiates (`template void launch_sum<float>(…)` first): that type.
     shutil.copy(WORKSPACE / "dispatched_reduction" / "block_sum.cu", tmp_path / "block_sum.cu")
     assert cutune("templatize", "block_sum.cu", "--kernel", "block_sum", "--write", cwd=tmp_path).returncode == 0
-    refused = cutune("check", "block_sum.cu", "--kernel", "block_sum", cwd=tmp_path)
-    assert refused.returncode != 0
-    assert "template argument 1 of `block_sum` is unknown (`?`): compiling needs it" in refused.stderr, refused.stderr
+    assert tomllib.loads((tmp_path / "block_sum.cutune.toml").read_text())["kernels"][0]["template_args"] == ["float", "blockSize"]
+    compiled = cutune("check", "block_sum.cu", "--kernel", "block_sum", "--json", cwd=tmp_path)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    report = json.loads(compiled.stdout)
+    assert report["compiled"] >= 1 and {r["status"] for r in report["results"]} <= {"compiled", "infeasible"}, report
 
 
 def test_sizes_come_from_the_image_the_program_loads_and_pitched_rows_from_cudaMallocPitch(tmp_path: Path):

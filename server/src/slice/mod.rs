@@ -233,8 +233,11 @@ pub fn device_slice(doc: &Document, kernel: &str, opts: &SliceOptions) -> Result
     for &i in &kernels {
         slicer.keep(i);
     }
+    // A host declaration a template argument's name shares is none of the device code's:
+    // `INSTANTIATE(float);` at file scope reads as a variable `float` of a type `INSTANTIATE`.
     let named_by_arguments: Vec<usize> = opts.template_args.iter().flat_map(|a| crate::syntax::identifiers_in(a)).flat_map(|name| slicer.declarations.get(name).cloned().unwrap_or_default()).collect();
-    for i in named_by_arguments {
+    let device_side = |i: &usize| !matches!(outline.items[*i].role, Role::HostFunction | Role::HostVariable | Role::Other | Role::Include { .. } | Role::UsingDirective { .. });
+    for i in named_by_arguments.into_iter().filter(device_side) {
         slicer.keep(i);
     }
     slicer.keep_operators();

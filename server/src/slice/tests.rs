@@ -306,3 +306,13 @@ __global__ void count_tiles(int *out, int n) { out[0] = div_ceil(n, 4) + tiles(n
     let unresolved: Vec<&str> = sliced.unresolved.iter().map(|u| u.symbol.as_str()).collect();
     assert_eq!(unresolved, ["tiles"], "a macro of host qualifiers leaves its function the host's");
 }
+
+#[test]
+fn a_template_argument_that_a_host_item_names_keeps_no_host_code() {
+    // `INSTANTIATE(float);` at file scope reads as a host variable `float`: the kernel's template
+    // argument `float` names it, and the slice kept host code it cannot emit (a panic).
+    let text = "template <typename T>\n__global__ void fill(T *x) { x[0] = T(1); }\n#define INSTANTIATE(T) template void launch<T>(T *);\nINSTANTIATE(float);\n";
+    let opts = SliceOptions::default().with_template_args(&["float".to_string()]);
+    let sliced = device_slice(&Document::new(text.to_string()), "fill", &opts).unwrap();
+    assert!(sliced.source.contains("__global__ void fill") && !sliced.source.contains("INSTANTIATE(float);"), "{}", sliced.source);
+}

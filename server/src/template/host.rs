@@ -1729,37 +1729,48 @@ impl<'d> HostContext<'d> {
     /// call path through host templates' type parameters: what a kernel template's type
     /// parameter is deduced as.
     pub(super) fn argument_type(&self, arg: &str) -> Option<String> {
-        let path = self.paths.first()?;
+        self.followed_argument_type(arg).ok()
+    }
+
+    /// The type [`argument_type`](Self::argument_type) leaves open where the first call path
+    /// ends at a host template no call instantiates: the first instantiation the files name
+    /// (`template void launch<float>(…);`, a binding's `&ds_gelu<float>`), the code's default
+    /// among those it makes.
+    pub(super) fn first_instantiated_type(&self, arg: &str) -> Option<String> {
+        let (function, index) = self.followed_argument_type(arg).err()??;
+        Some(self.resolve_type(self.instantiations.get(bare_name(&function))?.get(index)?))
+    }
+
+    /// The type of `arg` followed up the first call path, or where it ends open: the function
+    /// that takes the type as its template parameter at that index, with no call to say it.
+    fn followed_argument_type(&self, arg: &str) -> Result<String, Option<(String, usize)>> {
+        let path = self.paths.first().ok_or(None)?;
         let mut current = arg.trim().to_string();
         for (at, frame) in path.iter().enumerate() {
             let declared = frame.scope.body.map(|b| local_types(frame.text, b)).unwrap_or_default().into_iter().find(|(n, _)| *n == current).map(|(_, t)| t);
             let (ty, param_index) = match declared.or_else(|| cast_pointee(&current)) {
                 Some(ty) => (ty, None),
                 None => {
-                    let index = frame.params.iter().position(|p| *p == current)?;
-                    (frame.param_types.get(index)?.clone(), Some(index))
+                    let index = frame.params.iter().position(|p| *p == current).ok_or(None)?;
+                    (frame.param_types.get(index).ok_or(None)?.clone(), Some(index))
                 }
             };
             let ty = ty.trim_start_matches("const ").trim().to_string();
             if !frame.template_params.contains(&ty) {
-                return Some(self.resolve_type(&ty));
+                return Ok(self.resolve_type(&ty));
             }
             // A host template's type parameter: explicit at the call, or deduced from the
             // caller's argument in the same position.
-            let tp_index = frame.template_params.iter().position(|t| *t == ty)?;
-            // A function no call reaches is instantiated by name (a binding's `&f<float>`).
-            let Some(call) = frame.called_by else {
-                let instantiated = self.instantiations.get(bare_name(&frame_name(frame)))?.get(tp_index)?;
-                return Some(self.resolve_type(instantiated));
-            };
+            let tp_index = frame.template_params.iter().position(|t| *t == ty).ok_or(None)?;
+            let Some(call) = frame.called_by else { return Err(Some((frame_name(frame), tp_index))) };
             // Explicit, or the caller's object's (`PricingEngine<Real> pricer`), which may be a
             // parameter of the caller's own template in turn.
             if let Some(explicit) = template_args_of(frame).get(tp_index) {
-                return Some(self.resolve_type(&self.type_at(path, at + 1, explicit)));
+                return Ok(self.resolve_type(&self.type_at(path, at + 1, explicit)));
             }
-            current = call.args().get(param_index?)?.trim().to_string();
+            current = call.args().get(param_index.ok_or(None)?).ok_or(None)?.trim().to_string();
         }
-        None
+        Err(None)
     }
 
     /// The conditions the host code asserts along the first call path, in the launcher's

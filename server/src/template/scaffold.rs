@@ -1158,6 +1158,7 @@ fn template_args(k: &Kernel, launch: Option<&LaunchSite>, params: &[ParamSpec], 
                 .or_else(|| deduced_from_tag(k, &tp.name, launch?))
                 .filter(|arg| !open(arg))
                 .or_else(|| instantiation.get(i).cloned())
+                .or_else(|| first_instantiated_type(k, &tp.name, launch?, host?))
                 .unwrap_or_else(|| UNKNOWN.to_string()),
         })
         .collect()
@@ -1286,6 +1287,14 @@ fn template_block_ties(k: &Kernel, launch: &LaunchSite, params: &[ParamSpec], ch
 fn deduced_type(k: &Kernel, name: &str, launch: &LaunchSite, host: &HostContext) -> Option<String> {
     let index = k.params.iter().position(|p| p.base_type == name)?;
     host.argument_type(launch.args.get(index)?)
+}
+
+/// The type parameter `name` where the host leaves it to a template no call instantiates: the
+/// first instantiation the code makes of it (a captured launch says what a program runs, and
+/// comes first).
+fn first_instantiated_type(k: &Kernel, name: &str, launch: &LaunchSite, host: &HostContext) -> Option<String> {
+    let index = k.params.iter().position(|p| p.base_type == name)?;
+    host.first_instantiated_type(launch.args.get(index)?)
 }
 
 /// The template parameter `name` that a tag parameter carries (`std::bool_constant<Atomic>`),
