@@ -22,7 +22,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use tree_sitter::Tree;
 
 pub use compile_commands::{compile_flags_for, normalize, CompileFlags};
 
@@ -193,11 +192,6 @@ impl std::fmt::Display for SliceError {
 
 impl std::error::Error for SliceError {}
 
-/// `Document` keeps its tree private (and drops it for idle documents), so the slice parses
-/// the text itself; that costs milliseconds and a slice is taken on request, not per keystroke.
-fn parse(text: &str) -> Tree {
-    crate::syntax::parse_source(text)
-}
 
 /// The device slice of `doc` for the kernel `kernel` (its name, optionally qualified).
 pub fn device_slice(doc: &Document, kernel: &str, opts: &SliceOptions) -> Result<DeviceSlice, SliceError> {
@@ -206,8 +200,10 @@ pub fn device_slice(doc: &Document, kernel: &str, opts: &SliceOptions) -> Result
     }
     let inlined = device_branches::with_device_branches(&inline_local_headers(doc.text(), opts));
     let text = inlined.as_str();
-    let tree = parse(text);
-    let outline = Outline::of(tree.root_node(), text);
+    // `Document` keeps its tree private (and drops it for idle documents), so the slice parses
+    // the text itself; that costs milliseconds and a slice is taken on request, not per keystroke.
+    let (tree, hidden_macros) = crate::syntax::parse_source_and_hidden_macros(text);
+    let outline = Outline::of(tree.root_node(), text, hidden_macros);
     let kernel = kernel.rsplit("::").next().unwrap_or(kernel);
 
     let kernels: Vec<usize> = (0..outline.items.len())

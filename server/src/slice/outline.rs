@@ -98,10 +98,12 @@ pub(super) struct Outline {
 }
 
 impl Outline {
-    pub fn of(root: Node, text: &str) -> Outline {
+    /// The outline of the tree `root` of `text`, whose parse did not see the macros
+    /// `hidden_macros` (names and offsets).
+    pub fn of(root: Node, text: &str, hidden_macros: Vec<(usize, String)>) -> Outline {
         let mut outline = Outline::default();
         let qualifier_macros = crate::syntax::defines_in(text).filter(|(_, value)| is_qualifiers(value)).collect();
-        let hidden_macros = crate::syntax::hidden_macros(text).into_iter().map(|(at, name)| (at, reference_at(text, at, name))).collect();
+        let hidden_macros = hidden_macros.into_iter().map(|(at, name)| (at, reference_at(text, at, &name))).collect();
         let mut builder = Builder { text, outline: &mut outline, stack: Vec::new(), types_of_macros: HashMap::new(), qualifier_macros, hidden_macros };
         let top = builder.entries(root.children(&mut root.walk()).collect());
         outline.top = top;

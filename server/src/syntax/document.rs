@@ -113,6 +113,15 @@ pub fn parse_source(text: &str) -> Tree {
     parse(&settled_in_lists(text, &Defines::new()), None).expect("parsing without a timeout or cancellation always yields a tree")
 }
 
+/// [`parse_source`]'s tree of `text`, with the macros the parse did not see (see
+/// [`hidden_macros`](super::grammar_view::hidden_macros)).
+pub fn parse_source_and_hidden_macros(text: &str) -> (Tree, Vec<(usize, String)>) {
+    let settled = settled_in_lists(text, &Defines::new());
+    let view = super::grammar_view::readable(&settled);
+    let tree = PARSER.with(|p| p.borrow_mut().parse(view.as_ref(), None)).expect("parsing without a timeout or cancellation always yields a tree");
+    (tree, super::grammar_view::hidden_macros(&settled, &view))
+}
+
 impl Document {
     pub fn new(text: String) -> Document {
         Document::build(text, None, None, Arc::default())

@@ -1074,6 +1074,27 @@ pub fn identifiers_in(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_'))
 }
 
+/// The index of the `)` that closes the `(` `text` starts with.
+pub fn matching_paren(text: &str) -> Option<usize> {
+    balancing_position(text.char_indices(), '(', ')', 0)
+}
+
+/// The position, walking `chars`, where `closing` brings the nesting (`depth` to start with,
+/// one deeper at each `opening`) back to zero.
+pub fn balancing_position(chars: impl Iterator<Item = (usize, char)>, opening: char, closing: char, mut depth: i32) -> Option<usize> {
+    for (i, c) in chars {
+        if c == opening {
+            depth += 1;
+        } else if c == closing {
+            depth -= 1;
+            if depth == 0 {
+                return Some(i);
+            }
+        }
+    }
+    None
+}
+
 /// Each word of `text` (a run of letters, digits and `_`: a name or a number) with its offset.
 pub fn words_at(text: &str) -> impl Iterator<Item = (&str, usize)> {
     let bytes = text.as_bytes();

@@ -26,58 +26,63 @@
 
 use std::borrow::Cow;
 
-/// `text` as the grammar reads it (see the module).
+/// `text` as the grammar reads it (see the module). It runs on every edit, so a line is looked
+/// at closely only when its first character or a word in it may start a shape of the module's.
 pub(super) fn readable(text: &str) -> Cow<'_, str> {
-    let lines: Vec<(usize, &str)> = text.split_inclusive('\n').scan(0, |start, line| {
-        let at = *start;
-        *start += line.len();
-        Some((at, line.trim_end_matches(['\n', '\r'])))
-    }).collect();
     let mut view = View { text, bytes: None };
-    let mut previous_code: Option<&str> = None;
-    for (index, &(start, line)) in lines.iter().enumerate() {
+    // The last line of code before this one, trimmed, its comment not yet cut.
+    let mut previous_line: Option<&str> = None;
+    let mut start = 0;
+    for line in text.split_inclusive('\n') {
+        let line_start = start;
+        start += line.len();
+        let line = line.trim_end_matches(['\n', '\r']);
         let trimmed = line.trim();
         if trimmed.is_empty() || trimmed.starts_with("//") {
             continue;
         }
         let indent = line.len() - line.trim_start().len();
-        let code = without_line_comment(trimmed);
+        let previous_code = || previous_line.map(without_line_comment);
         if trimmed.starts_with('#') {
             if let Some(blank) = blank_after_empty_macro(line) {
-                view.put(start + blank, b";");
+                view.put(line_start + blank, b";");
             }
             if let Some(condition) = condition_of_if(trimmed) {
-                alternative_tokens(&mut view, start + indent + (trimmed.len() - condition.len()), condition);
+                alternative_tokens(&mut view, line_start + indent + (trimmed.len() - condition.len()), condition);
             }
-            if is_pragma(trimmed) && previous_code.is_some_and(opens_a_body) {
-                view.blank(start + indent, start + line.len());
+            if is_pragma(trimmed) && previous_code().is_some_and(opens_a_body) {
+                view.blank(line_start + indent, line_start + line.len());
             }
-        } else if is_pragma_macro(code) {
-            view.blank(start + indent, start + indent + code.len());
-        } else if let Some(name_len) = loop_macro_name(code, previous_code, next_code(&lines[index + 1..])) {
-            let keyword: &[u8] = if name_len >= "while".len() { b"while" } else { b"if" };
-            view.put(start + indent, keyword);
-            view.blank(start + indent + keyword.len(), start + indent + name_len);
+        } else if trimmed.starts_with(|c: char| c.is_ascii_uppercase() || c == '_') {
+            let code = without_line_comment(trimmed);
+            if is_pragma_macro(code) {
+                view.blank(line_start + indent, line_start + indent + code.len());
+            } else if let Some(name_len) = loop_macro_name(code, previous_code(), || next_code(&text[start..])) {
+                let keyword: &[u8] = if name_len >= "while".len() { b"while" } else { b"if" };
+                view.put(line_start + indent, keyword);
+                view.blank(line_start + indent + keyword.len(), line_start + indent + name_len);
+            }
         }
         if line.contains("__align__") {
-            without_alignment(&mut view, start, line);
+            without_alignment(&mut view, line_start, line);
         }
         if line.contains("typename") {
-            without_typename_of_temporaries(&mut view, start, line);
+            without_typename_of_temporaries(&mut view, line_start, line);
         }
         if line.contains("GRID_CONSTANT") && !trimmed.starts_with('#') {
-            without_attribute_macros(&mut view, start, line);
+            without_attribute_macros(&mut view, line_start, line);
         }
-        previous_code = Some(code);
+        previous_line = Some(trimmed);
     }
     view.finish()
 }
 
-/// The macros' names the view of `text` blanks or rewrites, with their offsets: names the code
-/// uses all the same (a slice keeps their `#define`s).
-pub fn hidden_macros(text: &str) -> Vec<(usize, &str)> {
-    let Cow::Owned(view) = readable(text) else { return Vec::new() };
-    super::words_at(text).filter(|(word, at)| is_macro_name(word) && text.as_bytes()[*at..at + word.len()] != view.as_bytes()[*at..at + word.len()]).map(|(word, at)| (at, word)).collect()
+/// The macros' names that `view`, [`readable`] of `text`, blanks or rewrites, with their
+/// offsets: names the code uses all the same (a slice keeps their `#define`s).
+pub(super) fn hidden_macros(text: &str, view: &Cow<str>) -> Vec<(usize, String)> {
+    let Cow::Owned(view) = view else { return Vec::new() };
+    let hidden = |word: &str, at: usize| text.as_bytes()[at..at + word.len()] != view.as_bytes()[at..at + word.len()];
+    super::words_at(text).filter(|&(word, at)| is_macro_name(word) && hidden(word, at)).map(|(word, at)| (at, word.to_string())).collect()
 }
 
 /// The text with the replacements made so far; copied on the first one only.
@@ -152,10 +157,11 @@ fn opens_a_body(line: &str) -> bool {
     !line.starts_with('#') && (line.ends_with(')') || matches!(line.trim_start_matches('}').trim(), "else" | "do"))
 }
 
-/// A macro alone on its line whose name says it stands for a pragma: `CUTLASS_PRAGMA_UNROLL`,
-/// `CUTE_UNROLL`, `CUTLASS_PRAGMA_NO_UNROLL`.
+/// A macro alone on its line (a comment after it aside) whose name says it stands for a pragma:
+/// `CUTLASS_PRAGMA_UNROLL`, `CUTE_UNROLL`, `CUTLASS_PRAGMA_NO_UNROLL`.
 pub fn is_pragma_macro(line: &str) -> bool {
-    is_macro_name(line) && (line.contains("UNROLL") || line.contains("PRAGMA"))
+    let code = without_line_comment(line.trim());
+    is_macro_name(code) && (code.contains("UNROLL") || code.contains("PRAGMA"))
 }
 
 fn is_macro_name(word: &str) -> bool {
@@ -166,40 +172,22 @@ fn is_macro_name(word: &str) -> bool {
 /// and its arguments alone on a line where a statement starts, with the body's `{` after them
 /// or on the next line of code (`CUDA_1D_KERNEL_LOOP(j, N / unroll_factor)`). A call with no
 /// `;` before a block is no statement C++ has, so nothing else reads this way.
-fn loop_macro_name(line: &str, previous_code: Option<&str>, next_code: Option<&str>) -> Option<usize> {
+fn loop_macro_name<'a>(line: &str, previous_code: Option<&str>, next_code: impl FnOnce() -> Option<&'a str>) -> Option<usize> {
     let open = line.find('(')?;
     let name = line[..open].trim_end();
     if !is_macro_name(name) {
         return None;
     }
-    let close = closing_paren(line, open)?;
+    let close = open + super::matching_paren(&line[open..])?;
     let after = line[close + 1..].trim();
-    let block_follows = after == "{" || (after.is_empty() && next_code.is_some_and(|next| next.starts_with('{')));
+    let block_follows = after == "{" || (after.is_empty() && next_code().is_some_and(|next| next.starts_with('{')));
     let starts_a_statement = previous_code.is_none_or(|p| p.ends_with([';', '{', '}']) || p.starts_with('#'));
     (block_follows && starts_a_statement).then_some(name.len())
 }
 
-/// The offset of the `)` that closes the `(` at `open` in `text`.
-fn closing_paren(text: &str, open: usize) -> Option<usize> {
-    let mut depth = 0;
-    for (at, c) in text[open..].char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(open + at);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The first line of code in `lines`, trimmed.
-fn next_code<'a>(lines: &[(usize, &'a str)]) -> Option<&'a str> {
-    lines.iter().map(|(_, line)| line.trim()).find(|line| !line.is_empty() && !line.starts_with("//"))
+/// The first line of code in `text`, trimmed.
+fn next_code(text: &str) -> Option<&str> {
+    text.lines().map(str::trim).find(|line| !line.is_empty() && !line.starts_with("//"))
 }
 
 fn without_line_comment(line: &str) -> &str {
@@ -212,7 +200,7 @@ fn without_alignment(view: &mut View, start: usize, line: &str) {
     for (at, _) in line.match_indices(ATTRIBUTE) {
         let rest = &line[at + ATTRIBUTE.len()..];
         let open = at + ATTRIBUTE.len() + (rest.len() - rest.trim_start().len());
-        let end = match line[open..].starts_with('(').then(|| closing_paren(line, open)).flatten() {
+        let end = match line[open..].starts_with('(').then(|| super::matching_paren(&line[open..])).flatten().map(|close| open + close) {
             Some(close) => close + 1,
             None => at + ATTRIBUTE.len(),
         };
@@ -306,8 +294,9 @@ mod tests {
     #[test]
     fn the_macros_the_view_hides_are_named() {
         let text = "CUTLASS_PRAGMA_UNROLL\nfor (;;) {}\nfor (;;)\n#pragma unroll FACTOR\nx();\n{\nLOOP(i, N)\n{\n";
-        assert_eq!(hidden_macros(text), [(0, "CUTLASS_PRAGMA_UNROLL"), (58, "FACTOR"), (72, "LOOP")]);
-        assert!(hidden_macros("#if A and B\n#endif\n").is_empty());
+        let hidden = |text| hidden_macros(text, &readable(text));
+        assert_eq!(hidden(text), [(0, "CUTLASS_PRAGMA_UNROLL".to_string()), (58, "FACTOR".to_string()), (72, "LOOP".to_string())]);
+        assert!(hidden("#if A and B\n#endif\n").is_empty());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use tree_sitter::Node;
 
-use super::host::matching_paren;
+use crate::syntax::matching_paren;
 use crate::syntax::rename_identifiers_in;
 use crate::spec::expr::{self, BinaryOp, CompareOp, Expr, ExprKind, Function};
 use crate::syntax::{descendants, identifiers_in};

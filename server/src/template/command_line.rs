@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use tree_sitter::Node;
 
-use super::host::{matching_paren, replace_whole};
+use super::host::replace_whole;
+use crate::syntax::matching_paren;
 use crate::slice::normalize;
 use crate::syntax::{eval_constant, identifiers_in};
 

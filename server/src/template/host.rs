@@ -18,7 +18,7 @@ use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, BLOCKS_PER_SM, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::preprocess::each_preprocessed_line;
 use crate::syntax::host::{address_taken, call_args, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, parameters, Call, Out, Parameter};
-use crate::syntax::{descendants, eval_constant, eval_float, identifiers_in, is_identifier, rename_identifiers_in, size_of_type, Document, LaunchSite};
+use crate::syntax::{balancing_position, descendants, eval_constant, eval_float, identifiers_in, is_identifier, matching_paren, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
 const TEXTURE_CALLS: [&str; 3] = ["cudaCreateTextureObject", "cudaMallocArray", "cudaMalloc3DArray"];
@@ -89,10 +89,9 @@ pub(super) struct HostContext<'d> {
     /// (`AT_DISPATCH_FLOATING_TYPES_AND_HALF(…, [&] { kernel<scalar_t><<<…>>>(…); })`), which
     /// names `scalar_t`.
     dispatch: Option<String>,
-    /// The template arguments of the first instantiation of each host function template that
-    /// the files name without calling it: an explicit instantiation (`template void
-    /// launch<float>(float *, int);`) or its address (`m.def("gelu_fp32", &ds_gelu<float>)`).
-    instantiations: HashMap<&'d str, Vec<String>>,
+    /// The host files, where [`first_instantiated_type`](Self::first_instantiated_type) looks
+    /// for instantiations only when a type is left open.
+    documents: Vec<&'d Document>,
 }
 
 /// Where a value without a number is made ([`HostContext::value_source`]): in the file whose
@@ -626,15 +625,7 @@ impl<'d> HostContext<'d> {
         let loop_variables = launch_node.map(|n| loop_variables_around(text, n)).unwrap_or_default();
         let dispatch = launch_node.and_then(|n| torch_dispatch_around(text, n));
         let fields = fields_set_once(&documents, &defines, &graph);
-        let mut instantiations = HashMap::new();
-        for doc in &documents {
-            if let Some(tree) = doc.tree() {
-                for (name, args) in instantiations_named(doc.text(), tree.root_node()) {
-                    instantiations.entry(name).or_insert(args);
-                }
-            }
-        }
-        let mut context = HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions, loop_variables, dispatch, instantiations };
+        let mut context = HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions, loop_variables, dispatch, documents };
         context.paths = context.paths.iter().map(|path| context.at_first_pass_taken(path)).collect();
         context.put_the_runs_branches_first();
         Some(context)
@@ -1738,7 +1729,9 @@ impl<'d> HostContext<'d> {
     /// among those it makes.
     pub(super) fn first_instantiated_type(&self, arg: &str) -> Option<String> {
         let (function, index) = self.followed_argument_type(arg).err()??;
-        Some(self.resolve_type(self.instantiations.get(bare_name(&function))?.get(index)?))
+        let named = self.documents.iter().filter_map(|doc| Some((doc.text(), doc.tree()?)));
+        let args = named.flat_map(|(text, tree)| instantiations_named(text, tree.root_node())).find(|(name, _)| *name == bare_name(&function))?.1;
+        Some(self.resolve_type(args.get(index)?))
     }
 
     /// The type of `arg` followed up the first call path, or where it ends open: the function
@@ -3002,26 +2995,6 @@ fn matching_open_angle(text: &str) -> Option<usize> {
     balancing_position(text.char_indices().rev(), '>', '<', 1)
 }
 
-/// The index of the `)` that closes the `(` `text` starts with.
-pub(super) fn matching_paren(text: &str) -> Option<usize> {
-    balancing_position(text.char_indices(), '(', ')', 0)
-}
-
-/// The position, walking `chars`, where `closing` brings the nesting (`depth` to start with,
-/// one deeper at each `opening`) back to zero.
-fn balancing_position(chars: impl Iterator<Item = (usize, char)>, opening: char, closing: char, mut depth: i32) -> Option<usize> {
-    for (i, c) in chars {
-        if c == opening {
-            depth += 1;
-        } else if c == closing {
-            depth -= 1;
-            if depth == 0 {
-                return Some(i);
-            }
-        }
-    }
-    None
-}
 
 /// Every class (template) of the file with `static constexpr`/`static const` members.
 fn static_members_of(text: &str, root: Node) -> Vec<(String, StaticMembers)> {

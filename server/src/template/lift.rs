@@ -1040,7 +1040,7 @@ fn is_unrollable_loop(unit: &Unit, node: Node, arrays: &BTreeSet<&str>) -> bool 
     let under_directive = std::iter::successors(node.parent(), |n| n.parent()).take_while(|n| Some(n.id()) != body).any(|n| n.kind().starts_with("preproc_"));
     own_line
         && !previous_line.starts_with('#')
-        && !is_pragma_macro(previous_line.split("//").next().unwrap_or("").trim())
+        && !is_pragma_macro(previous_line)
         && !nested_loop
         && !under_directive
         && !unrolls_parameter_loop(unit, line_start)
