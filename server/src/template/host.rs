@@ -183,10 +183,15 @@ impl<'d> Frame<'d> {
     /// The frame of `function`, read at byte `point` (the launch or the call towards it).
     fn of(text: &'d str, function: Node<'d>, point: usize, graph: &CallGraph<'d>) -> Frame<'d> {
         let parameters = parameters(text, function);
-        let params = parameters.iter().map(|p| p.name.clone()).collect();
+        let scope = Scope::of(text, function, point, graph);
+        // A parameter a loop before the point steps (`for (; log2N > 11; log2N -= 2)`) holds there
+        // what the loop left, not the caller's argument: it is read as a local of no known value
+        // (its name left blank keeps the others' positions).
+        let stepped = |name: &str| scope.given_at_point(name).is_some_and(|(value, at)| value == UNKNOWN && is_step_of(&text[at..], name));
+        let params = parameters.iter().map(|p| if stepped(&p.name) { String::new() } else { p.name.clone() }).collect();
         let param_types = parameters.iter().map(|p| p.ty.clone()).collect();
         let param_defaults = parameters.into_iter().map(|p| p.default).collect();
-        Frame { text, scope: Scope::of(text, function, point, graph), params, param_types, param_defaults, template_params: template_parameter_names(text, function), called_by: None }
+        Frame { text, scope, params, param_types, param_defaults, template_params: template_parameter_names(text, function), called_by: None }
     }
 
     /// The argument this function was called with for its parameter `index`, in the next
@@ -356,7 +361,7 @@ impl<'d> Scope<'d> {
                 // `stride /= sizeof(float)` or `if (n % 256) blocks++;` once, outside any loop:
                 // the earlier value, stepped.
                 "assignment_expression" | "update_expression" => {
-                    if let Some(stepped) = stepped_once(text, node, body, &values, run) {
+                    if let Some(stepped) = stepped_once(text, node, body, &values, run, point) {
                         values.push(stepped);
                     }
                     continue;
@@ -374,7 +379,7 @@ impl<'d> Scope<'d> {
             let value = replace_members(&without_comments(&text[value.byte_range()]), |object, member| dispatched.get(&format!("{object}.{member}")).cloned());
             // `n = n + 1` steps the earlier value, as `n += 1` does.
             if reads_variable(&value, &name) {
-                if let Some(stepped) = (node.kind() == "assignment_expression").then(|| stepped_once(text, node, body, &values, run)).flatten() {
+                if let Some(stepped) = (node.kind() == "assignment_expression").then(|| stepped_once(text, node, body, &values, run, point)).flatten() {
                     values.push(stepped);
                 }
                 continue;
@@ -1338,7 +1343,8 @@ impl<'d> HostContext<'d> {
     fn callers_name(&self, path: &[Frame], name: &str) -> Option<usize> {
         let names = |at: usize| {
             let frame = &path[at];
-            frame.params.iter().any(|p| p == name) || frame.scope.value_text(name).is_some() || self.member_in_caller(path, at, name).is_some()
+            // A local of no known value (stepped in a loop) is named there all the same.
+            frame.params.iter().any(|p| p == name) || frame.scope.given_at_point(name).is_some() || self.member_in_caller(path, at, name).is_some()
         };
         match names(0) {
             true => None,
@@ -2128,8 +2134,10 @@ impl<'d> HostContext<'d> {
             let members = self.members_constructed_from(path, level - 1);
             text = with_arguments_named(&text, &args, &below.params);
             text = rename_identifiers_in(&text, |word| {
-                if let Some(j) = args.iter().position(|a| a.trim() == word) {
-                    return below.params.get(j).cloned();
+                // A parameter the callee steps in a loop (its name left blank) is not the argument
+                // where the callee launches: the argument is said by its own value.
+                if let Some(param) = args.iter().position(|a| a.trim() == word).and_then(|j| below.params.get(j)).filter(|p| !p.is_empty()) {
+                    return Some(param.clone());
                 }
                 if let Some((_, member)) = members.iter().find(|(arg, _)| arg == word) {
                     return Some(member.clone());
@@ -2141,7 +2149,7 @@ impl<'d> HostContext<'d> {
                 if let Some(value) = list_element(frame, &init).and_then(|element| self.eval_text(path, level, &element, 0)) {
                     return Some(value.to_string());
                 }
-                let renamed = rename_identifiers_in(&init, |w| args.iter().position(|a| a.trim() == w).and_then(|j| below.params.get(j).cloned()));
+                let renamed = rename_identifiers_in(&init, |w| args.iter().position(|a| a.trim() == w).and_then(|j| below.params.get(j).filter(|p| !p.is_empty()).cloned()));
                 Some(format!("({renamed})"))
             });
         }
@@ -3129,11 +3137,26 @@ fn globals_given(text: &str, body: Node, name: &str) -> Vec<String> {
 /// Under one `if` (`if (n % 256 != 0) blocks++;`, C's rounded-up division), the step is taken
 /// where the condition holds: `(n % 256 != 0) ? ((n / 256) + (1)) : (n / 256)`, which the spec
 /// writes `ceil_div(n, 256)`; under several, where all hold.
-fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, String, usize)], run: &CommandLine) -> Option<(String, String, usize)> {
-    let (target, step) = match node.kind() {
+fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, String, usize)], run: &CommandLine, point: usize) -> Option<(String, String, usize)> {
+    let target = match node.kind() {
+        "update_expression" => node.child_by_field_name("argument")?,
+        _ => node.child_by_field_name("left")?,
+    };
+    let name = Some(&text[target.byte_range()]).filter(|_| target.kind() == "identifier")?;
+    let unknown = || Some((name.to_string(), UNKNOWN.to_string(), node.start_byte()));
+    let enclosing = enclosing_in(node, body);
+    let loop_node = enclosing.iter().find(|n| LOOP_KINDS.contains(&n.kind()));
+    // A loop that ends before the point leaves what it steps as many times as it ran
+    // (`for (; log2N > 11; log2N -= 2, N >>= 2)` before a launch of `N / 4` threads).
+    let ended_before_point = loop_node.is_some_and(|l| !l.byte_range().contains(&point));
+    // A loop's own step (`n *= 2` in its header) is the loop's business while the point is in it.
+    if loop_node.is_some_and(|l| !l.child_by_field_name("body").is_some_and(|b| b.byte_range().contains(&node.start_byte()))) {
+        return if ended_before_point { unknown() } else { None };
+    }
+    let step = match node.kind() {
         "update_expression" => {
             let operator = if text[node.byte_range()].contains("++") { "+" } else { "-" };
-            (node.child_by_field_name("argument")?, format!("{operator} (1)"))
+            format!("{operator} (1)")
         }
         _ => {
             // `x = y = x > y ? x : y`: each of them is the last value.
@@ -3142,25 +3165,19 @@ fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, S
                 right = right.child_by_field_name("right")?;
             }
             let right = &text[right.byte_range()];
-            let step = match text[node.child_by_field_name("operator")?.byte_range()].strip_suffix('=')? {
+            match text[node.child_by_field_name("operator")?.byte_range()].strip_suffix('=')? {
                 "" => right.to_string(),
-                operator if matches!(operator, "/" | "*" | "+" | "-") => format!("{operator} ({right})"),
-                _ => return None,
-            };
-            (node.child_by_field_name("left")?, step)
+                operator if matches!(operator, "/" | "*" | "+" | "-" | "<<" | ">>") => format!("{operator} ({right})"),
+                _ => return unknown(),
+            }
         }
     };
-    let name = Some(&text[target.byte_range()]).filter(|_| target.kind() == "identifier")?;
     // `name = name + 1` is its own value, rewritten; `name += 1` the value it steps.
     let plain = node.kind() == "assignment_expression" && text[node.child_by_field_name("operator")?.byte_range()] == *"=";
-    let enclosing = enclosing_in(node, body);
-    let (_, before, before_at) = values.iter().rev().find(|(n, _, _)| n == name)?;
-    let unknown = || Some((name.to_string(), UNKNOWN.to_string(), node.start_byte()));
-    let loop_node = enclosing.iter().find(|n| LOOP_KINDS.contains(&n.kind()));
-    // A loop's own step (`n *= 2` in its header) is the loop's business.
-    if loop_node.is_some_and(|l| !l.child_by_field_name("body").is_some_and(|b| b.byte_range().contains(&node.start_byte()))) {
-        return None;
-    }
+    let Some((_, before, before_at)) = values.iter().rev().find(|(n, _, _)| n == name) else {
+        // A parameter stepped in a loop: the caller's value is where the loop starts.
+        return if ended_before_point { unknown() } else { None };
+    };
     // A step in a loop's body happens as many times as the loop runs, unless the value is given
     // again in each pass (`unsigned int bytes = …; bytes += pad;`): then it is stepped once.
     if let Some(loop_node) = loop_node.filter(|l| !l.byte_range().contains(before_at)) {
@@ -3208,7 +3225,7 @@ fn called_at(text: &str, value: &str, at: usize) -> Option<(String, usize)> {
 /// Whether `statement` begins by stepping `name`: `n *= 2`, `n += k`, `n++`.
 fn is_step_of(statement: &str, name: &str) -> bool {
     let rest = statement.strip_prefix(name).map(str::trim_start).unwrap_or_default();
-    ["*=", "/=", "+=", "-=", "++", "--"].iter().any(|op| rest.starts_with(op))
+    ["*=", "/=", "+=", "-=", "<<=", ">>=", "++", "--"].iter().any(|op| rest.starts_with(op))
 }
 
 /// `x.size(i)` as the tensor's name and the index's text.
