@@ -292,6 +292,10 @@ fn host_code(text: &str, at: usize) -> Option<ParseError> {
             _ => "is a member of a host variable",
         };
         (format!("`{object}{}` {what}", &text[at..member_end]), member_end - at)
+    } else if rest.starts_with("::") && !word_before.is_empty() {
+        // `Traits::kSmemSize`, `Kernel::SharedStorage`: what the compiler works out from a type.
+        let end = text[at..].find(|c: char| !(is_word(c) || c == ':')).map_or(text.len(), |e| at + e);
+        (format!("`{word_before}{}` is a member of a C++ type or namespace", &text[at..end]), end - at)
     } else if rest.starts_with('[') && !word_before.is_empty() {
         (format!("`{word_before}[…]` is an element of a host array"), 1)
     } else if rest.starts_with('"') {
@@ -1212,6 +1216,7 @@ mod tests {
         assert!(parse_error("(dims.x + 1)").message.starts_with("`dims.x` is a member of a host variable"));
         assert!(parse_error("((input_size).width + 31) // 32").message.starts_with("`input_size.width` is a member of a host variable"));
         assert!(parse_error("(a + b)->size").message.starts_with("`…->size` is a member of a host variable"));
+        assert!(parse_error("Traits::kRows::kLength * 4").message.starts_with("`Traits::kRows::kLength` is a member of a C++ type or namespace, which the spec cannot read"));
         assert!(parse_error("gridDim.x * 2").message.starts_with("`gridDim.x` is the launching kernel's own, in a launch from device code, which the spec cannot read"));
         assert!(parse_error("sizes[2]").message.starts_with("`sizes[…]` is an element of a host array"));
         assert!(parse_error("f(\"dimX\")").message.starts_with("a string is host code"));

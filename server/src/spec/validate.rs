@@ -253,7 +253,7 @@ impl<'t> Checker<'t> {
                 fields.push((Field { path: base(&[K(key), I(i)]), kind: FieldKind::Extent, what: format!("{key} extent {axis}"), example, made: kernel.unknown.get(key).map(String::as_str) }, text));
             }
         }
-        fields.push((Field { path: base(&[K("shared_bytes")]), kind: FieldKind::Amount, what: "shared_bytes".into(), example: "0".into(), made: None }, &kernel.shared_bytes));
+        fields.push((Field { path: base(&[K("shared_bytes")]), kind: FieldKind::Amount, what: "shared_bytes".into(), example: "0".into(), made: kernel.unknown.get("shared_bytes").map(String::as_str) }, &kernel.shared_bytes));
         for (a, arg) in kernel.args.iter().enumerate() {
             if let Some(length) = &arg.length {
                 let what = format!("length of argument `{}`", arg.name);

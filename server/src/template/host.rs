@@ -1232,15 +1232,34 @@ impl<'d> HostContext<'d> {
         out
     }
 
+    /// The value of `class::member`, the class named in the launcher (its template parameter
+    /// `Traits` is the type the call path instantiates it with).
     fn static_member(&self, class: &str, member: &str) -> Option<i64> {
-        let resolved = self.resolve_type(class);
+        let class = self.template_argument(class);
+        // A template parameter no call instantiates is no class yet (a namesake alias elsewhere
+        // is another type).
+        if self.launcher().template_params.contains(&class) {
+            return None;
+        }
+        let resolved = self.resolve_type(&class);
         let (name, args) = match resolved.split_once('<') {
             Some((name, args)) => (name.trim(), split_args(args.trim_end().strip_suffix('>')?)),
             None => (resolved.as_str(), Vec::new()),
         };
-        let members = self.static_members.get(name)?;
+        self.member_value(name, &args, member, 0)
+    }
+
+    /// `member` of the class template `class` instantiated with `args`: its initializer with the
+    /// template's parameters given and the class's other members (`kRows = kThreads * kItems`)
+    /// worked out in turn.
+    fn member_value(&self, class: &str, args: &[String], member: &str, depth: usize) -> Option<i64> {
+        let members = self.static_members.get(class)?;
         let init = members.values.get(member)?;
-        let init = rename_identifiers_in(init, |word| members.template_params.iter().position(|p| p == word).and_then(|i| args.get(i).cloned()));
+        let init = rename_identifiers_in(init, |word| match members.template_params.iter().position(|p| p == word) {
+            Some(i) => args.get(i).cloned(),
+            None if depth < 8 && word != member && members.values.contains_key(word) => self.member_value(class, args, word, depth + 1).map(|v| v.to_string()),
+            None => None,
+        });
         eval_constant(&strip_casts_everywhere(&self.sizes_of_types(&init)), &|name| self.defines.get(name).copied())
     }
 
@@ -1718,6 +1737,8 @@ impl<'d> HostContext<'d> {
         let constant = path.get(at).is_some_and(|frame| frame.scope.value_text(&current).is_some());
         match constant.then(|| self.eval_name(path, at, &current, 0)).flatten() {
             Some(value) => value.to_string(),
+            // A caller's alias (`using Traits = RowTraits<128, 4>;` in `main`) is its type.
+            None if at > 0 => self.resolve_type(&current),
             None => current,
         }
     }

@@ -195,7 +195,10 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         // `__shared__` arrays: those are laid out for that block (a 32 × 9 tile of sums), and
         // another block would read past them. A `__shared__` scalar (a flag, a counter) is
         // one per block whatever its size.
-        if choices.is_empty() && k.shared.iter().all(|s| s.is_extern || s.dims.is_empty()) {
+        // Nor when the block is a member of a class the kernel reads it from too (`Traits::kThreads`,
+        // the stride of its loops): the kernel is written for that block.
+        let body_text = body.map_or("", |b| &templated.text()[b.byte_range()]);
+        if choices.is_empty() && k.shared.iter().all(|s| s.is_extern || s.dims.is_empty()) && !block_is_kernels_member(&l.block.text, body_text) {
             let (literal, threads_bound) = literal_block_choices(kernel, user_line(l), &mut grid, &mut block);
             choices.extend(literal);
             restrictions.extend(threads_bound);
@@ -213,7 +216,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         }
     }
     let mut param_names: BTreeSet<String> = params.iter().map(|p| p.name.clone()).collect();
-    let unsayable = unsayable_expressions(kernel, site.is_some(), &mut grid, &mut block, &mut args);
+    let unsayable = unsayable_expressions(kernel, site.is_some(), &mut grid, &mut block, &mut shared_bytes, &mut args);
     let mut sizes = BTreeSet::new();
     let expressions = grid.iter().chain(&block).chain(std::iter::once(&shared_bytes));
     let arg_exprs = args.iter().filter_map(|a| if a.dtype.is_float() { a.length.as_ref() } else { a.length.as_ref().or(a.value.as_ref()) });
@@ -495,11 +498,12 @@ pub fn host_template_values(doc: &Document, kernel_file: Option<&Path>, kernel: 
         .collect()
 }
 
-/// The extents of `grid` and `block`, and the arguments' values and lengths, that a spec
-/// expression cannot say (a host function's result, a cast, a bitwise operator), made `?`, with
-/// where each is made: the program's text, or, for the extents, no launch at all. One entry
-/// per `grid`, `block` and argument, for `[kernels.unknown]`.
-fn unsayable_expressions(kernel: &str, launched: bool, grid: &mut [String], block: &mut [String], args: &mut [ArgSpec]) -> Vec<(String, String)> {
+/// The extents of `grid` and `block`, the shared memory, and the arguments' values and lengths,
+/// that a spec expression cannot say (a host function's result, a cast, a bitwise operator, a
+/// C++ class's member `Kernel::kSmemSize`), made `?`, with where each is made: the program's
+/// text, or, for the extents, no launch at all. One entry per `grid`, `block`, `shared_bytes`
+/// and argument, for `[kernels.unknown]`.
+fn unsayable_expressions(kernel: &str, launched: bool, grid: &mut [String], block: &mut [String], shared_bytes: &mut String, args: &mut [ArgSpec]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut say = |key: &str, text: &mut String, none_made: Option<String>| {
         let made = match expr::parse(text) {
@@ -522,6 +526,7 @@ fn unsayable_expressions(kernel: &str, launched: bool, grid: &mut [String], bloc
             say(key, extent, no_launch.clone());
         }
     }
+    say("shared_bytes", shared_bytes, None);
     for arg in args.iter_mut() {
         for text in arg.value.iter_mut().chain(arg.length.iter_mut()) {
             say(&arg.name, text, None);
@@ -849,6 +854,15 @@ fn divided_evenly(extent: &str, shapes: &[Shape]) -> Option<String> {
     let (size, divisor) = extent.split_once("//").map(|(n, d)| (n.trim(), d.trim().parse::<i64>().ok()))?;
     let divisor = divisor.filter(|d| *d > 1)?;
     shapes.iter().all(|shape| shape.get(size).is_some_and(|n| n % divisor == 0)).then(|| format!("{size} % {divisor} == 0"))
+}
+
+/// Whether the launch's `block`, as written, names a class's member (`Traits::kThreads`) that
+/// the kernel's `body` reads as well.
+fn block_is_kernels_member(block: &str, body: &str) -> bool {
+    block.match_indices("::").any(|(at, _)| {
+        let member: String = block[at + 2..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        !member.is_empty() && body.match_indices("::").any(|(b, _)| body[b + 2..].starts_with(&member) && !body[b + 2 + member.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+    })
 }
 
 /// The literal extents of a block (`k<<<blocks, 256>>>` in `runner.cu`, `dim3 block(16, 16)`)
@@ -1575,6 +1589,14 @@ fn grid_barriers<'t>(text: &'t str, root: Node<'t>) -> impl Iterator<Item = Node
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_block_the_kernel_reads_from_its_class_is_its_own() {
+        let body = "for (int i = threadIdx.x; i < T::kRows; i += T::kThreads) {}";
+        assert!(block_is_kernels_member("Traits::kThreads", body));
+        assert!(!block_is_kernels_member("Traits::kThread", body));
+        assert!(!block_is_kernels_member("256", body));
+    }
 
     #[test]
     fn a_literal_the_block_is_compared_with_is_no_block_size() {
