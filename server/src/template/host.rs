@@ -1141,7 +1141,7 @@ impl<'d> HostContext<'d> {
 
     /// `cuda_num_SMs` and `prop.multiProcessorCount` → `sm_count`, and the other device sizes.
     fn device_sizes_named(&self, text: &str) -> String {
-        let text = replace_members(&device_arrays_named(text), |_, member| device_property(member).map(str::to_string));
+        let text = replace_members(&device_arrays_named(&torch_device_properties_named(text)), |_, member| device_property(member).map(str::to_string));
         rename_identifiers_in(&text, |word| self.device_variables.get(word).map(|s| s.to_string()))
     }
 
@@ -2250,6 +2250,28 @@ fn device_property(field: &str) -> Option<&'static str> {
     }
 }
 
+/// The fields of PyTorch's properties of the current device
+/// (`at::cuda::getCurrentDeviceProperties()->multiProcessorCount`) as [`device_property`]
+/// writes them.
+fn torch_device_properties_named(text: &str) -> String {
+    const CALL: &str = "getCurrentDeviceProperties()";
+    let mut out = text.to_string();
+    let mut from = 0;
+    while let Some(found) = out[from..].find(CALL).map(|i| from + i) {
+        let start = out[..found].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':')).map_or(0, |i| i + 1);
+        let after = &out[found + CALL.len()..];
+        let member_len = after.strip_prefix("->").map(|m| m.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(m.len()));
+        match member_len.and_then(|len| device_property(&after[2..2 + len]).map(|value| (value, found + CALL.len() + 2 + len))) {
+            Some((value, end)) => {
+                out.replace_range(start..end, value);
+                from = start + value.len();
+            }
+            None => from = found + CALL.len(),
+        }
+    }
+    out
+}
+
 /// The device properties in `text` that are an element of an array field
 /// (`prop.maxGridSize[1]`, `p->maxThreadsDim[2]`) as [`device_property`] writes them.
 fn device_arrays_named(text: &str) -> String {
@@ -3023,7 +3045,6 @@ fn returned_local<'t>(text: &'t str, body: Node, statements: &[Node], name: &str
 fn matching_open_angle(text: &str) -> Option<usize> {
     balancing_position(text.char_indices().rev(), '>', '<', 1)
 }
-
 
 /// Every class (template) of the file with `static constexpr`/`static const` members.
 fn static_members_of(text: &str, root: Node) -> Vec<(String, StaticMembers)> {
@@ -4301,6 +4322,9 @@ mod tests {
             blocks = n / 256; if (blocks > prop.maxGridSize[0]) { blocks = prop.maxGridSize[0]; } }";
         assert_eq!(device_variables_of(text), vec![("rate".to_string(), "clock_khz"), ("most".to_string(), "65535"), ("t".to_string(), "1024")]);
         assert_eq!(device_arrays_named("dim3(prop.maxGridSize[1], 1), p->maxThreadsDim[2] + a.maxGridSize[n]"), "dim3(65535, 1), 64 + a.maxGridSize[n]");
+        // PyTorch's cached properties of the current device (apex's MLP kernels).
+        let torch = "(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) * blocks_per_sm + getCurrentDeviceProperties()->name";
+        assert_eq!(torch_device_properties_named(torch), "(sm_count) * blocks_per_sm + getCurrentDeviceProperties()->name");
     }
 
     #[test]
