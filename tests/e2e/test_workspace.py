@@ -57,9 +57,9 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 137
+    assert len(kernels) == len(set(kernels)) == 138
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "bias_relu", "wide_pass", "row_pass", "reverse_rows"}
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "bias_relu", "wide_pass", "row_pass", "reverse_rows", "halve_strided"}
     for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "wide_pass", "reverse_rows"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
@@ -109,11 +109,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert by_kernel["row_pass"]["stage"] == "spec"
     assert by_kernel["row_pass"]["why"].startswith("grid extent x: `batch` is a size no shape gives (the program steps `batch` in a loop in `transform` (transform.cu:37)"), by_kernel["row_pass"]
     assert by_kernel["wide_pass"]["stage"] == "ready"
-    assert report["totals"] == {"kernels": 137, "ready": 121, "spec": 12, "compile": 2, "parameters": 2}
+    assert report["totals"] == {"kernels": 138, "ready": 121, "spec": 13, "compile": 2, "parameters": 2}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "137 kernels under" in text.stdout and "121 ready to tune (88%)" in text.stdout
+    assert "138 kernels under" in text.stdout and "121 ready to tune (88%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -622,6 +622,18 @@ async def test_the_code_action_leaves_what_a_loop_header_steps_unknown(client, t
     (root / ".git").mkdir()
     spec = await code_action_spec(client, root / "transform.cu", "row[i] = base[i]", "row_pass")
     assert set(spec["unknown"]) == {"batch", "log2n", "n"} and spec["block"] == ["n // 4"], spec
+
+
+def test_pytorchs_device_properties_are_the_device_sizes(tmp_path: Path):
+    root = project(tmp_path, "counted_elements")
+    (root / ".git").mkdir()
+    # `at::cuda::getCurrentDeviceProperties()->multiProcessorCount * 4` blocks: the GPU's own SMs.
+    run = cutune("templatize", "scale.cu", "--kernel", "halve_strided", "--write", cwd=root)
+    assert run.returncode == 0, run.stderr
+    specs = tomllib.loads((root / "scale.cutune.toml").read_text())["kernels"]
+    spec = next(k for k in specs if k["name"] == "halve_strided")
+    assert spec["grid"] == ["ceil_div(sm_count * 4, HALVE_STRIDED_ITEMS_PER_THREAD)"], spec["grid"]
+    assert spec["shapes"] == [{"sm_count": 132}], spec["shapes"]
 
 
 def test_a_traits_class_a_caller_names_gives_the_template_argument_and_the_sizes(tmp_path: Path):
