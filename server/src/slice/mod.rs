@@ -22,7 +22,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-
 pub use compile_commands::{compile_flags_for, normalize, CompileFlags};
 
 use crate::syntax::{Analysis, Document};
@@ -191,7 +190,6 @@ impl std::fmt::Display for SliceError {
 }
 
 impl std::error::Error for SliceError {}
-
 
 /// The device slice of `doc` for the kernel `kernel` (its name, optionally qualified).
 pub fn device_slice(doc: &Document, kernel: &str, opts: &SliceOptions) -> Result<DeviceSlice, SliceError> {

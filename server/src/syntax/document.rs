@@ -104,7 +104,12 @@ thread_local! {
 /// Parses what the grammar can read of `text` (see [`settled_in_lists`] and
 /// [`grammar_view`](super::grammar_view)); the tree's ranges index `text`.
 fn parse(view: &str, old: Option<&Tree>) -> Option<Tree> {
-    PARSER.with(|p| p.borrow_mut().parse(super::grammar_view::readable(view).as_ref(), old))
+    parse_readable(&super::grammar_view::readable(view), old)
+}
+
+/// Parses text already made readable by the grammar view.
+fn parse_readable(readable: &str, old: Option<&Tree>) -> Option<Tree> {
+    PARSER.with(|p| p.borrow_mut().parse(readable, old))
 }
 
 /// A fresh tree of `text`, parsed as documents are (conditionals inside lists and macros read as
@@ -118,7 +123,7 @@ pub fn parse_source(text: &str) -> Tree {
 pub fn parse_source_and_hidden_macros(text: &str) -> (Tree, Vec<(usize, String)>) {
     let settled = settled_in_lists(text, &Defines::new());
     let view = super::grammar_view::readable(&settled);
-    let tree = PARSER.with(|p| p.borrow_mut().parse(view.as_ref(), None)).expect("parsing without a timeout or cancellation always yields a tree");
+    let tree = parse_readable(&view, None).expect("parsing without a timeout or cancellation always yields a tree");
     (tree, super::grammar_view::hidden_macros(&settled, &view))
 }
 
