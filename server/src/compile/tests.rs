@@ -390,3 +390,45 @@ fn batched_configurations_keep_their_resources() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+const PARAMS: &str = r#"#include <cuda_fp16.h>
+typedef unsigned int index_t;
+struct ConvBase {
+    bool silu;
+    int batch, dim;
+    index_t x_stride;
+    void *__restrict__ x_ptr;
+    float scale[3];
+};
+struct ConvParams : ConvBase {
+    half *out_ptr;
+    struct { int rows; double bias; } inner;
+};
+__global__ void conv(ConvParams params) {
+    reinterpret_cast<float *>(params.x_ptr)[0] = params.scale[0] + params.inner.bias;
+}
+"#;
+
+#[test]
+fn a_structs_layout_is_the_compilers_base_classes_nested_members_and_arrays_included() {
+    let request = CompileRequest::new(PARAMS, "params.cu", "sm_90");
+    let members = ["silu", "batch", "x_stride", "x_ptr", "scale[2]", "out_ptr", "inner.rows", "inner.bias"];
+    let layout = struct_layout(nvrtc(), &request, "ConvParams", &members).unwrap_or_else(|why| panic!("{why}"));
+    // A bool, two ints, an unsigned int, a pointer, three floats: the base is 40 bytes (36
+    // rounded up to the pointer's alignment); then a pointer and the nested struct (an int and
+    // a double at the next 8 bytes).
+    assert_eq!(layout.bytes, 64);
+    assert_eq!(layout.fields, [(0, 1), (4, 4), (12, 4), (16, 8), (32, 4), (40, 8), (48, 4), (56, 8)]);
+}
+
+#[test]
+fn a_member_the_struct_lacks_and_a_type_the_source_lacks_are_named() {
+    let request = CompileRequest::new(PARAMS, "params.cu", "sm_90");
+    let why = struct_layout(nvrtc(), &request, "ConvParams", &["batch", "y_ptr"]).unwrap_err();
+    assert!(why.starts_with("struct `ConvParams` has no member `y_ptr`"), "{why}");
+    let why = struct_layout(nvrtc(), &request, "RowParams", &["batch"]).unwrap_err();
+    assert!(why.starts_with("the kernel's source does not name the type `RowParams`"), "{why}");
+    let broken = CompileRequest::new(PARAMS.replace("half *out_ptr;", "half *out_ptr"), "params.cu", "sm_90");
+    let why = struct_layout(nvrtc(), &broken, "ConvParams", &["batch"]).unwrap_err();
+    assert!(why.starts_with("the kernel's source does not compile"), "{why}");
+}

@@ -353,7 +353,7 @@ impl Runner for WorkerRunner {
 
     fn settle_roles(&mut self, baseline: &Kernel) -> SettledRoles {
         // One run of the original per in-out buffer, and one more, each with the slack of a measure.
-        let in_out = self.prepared.as_ref().and_then(|(problems, ..)| problems.first()).map_or(0, |p| p.args.iter().filter(|a| matches!(a, Arg::Buffer { role: Role::InOut, .. })).count());
+        let in_out = self.prepared.as_ref().and_then(|(problems, ..)| problems.first()).map_or(0, |p| p.leaf_args().filter(|a| matches!(a, Arg::Buffer { role: Role::InOut, .. })).count());
         let deadline = self.watchdog.slack * (in_out as u32 + 1);
         let process = match self.ensure_running() {
             Ok(process) => process,

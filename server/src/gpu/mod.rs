@@ -166,16 +166,52 @@ pub enum Arg {
         read: TextureRead,
         init: Init,
     },
+    /// A struct passed by value: `bytes` of zeros with each field (a buffer's address or a
+    /// scalar's value) written at its offset. Fields are named `params.x_ptr`.
+    Struct {
+        name: String,
+        bytes: u64,
+        fields: Vec<StructField>,
+    },
+}
+
+/// A buffer or a scalar at its place in a struct.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StructField {
+    pub offset: u64,
+    pub arg: Arg,
 }
 
 impl Arg {
+    pub fn name(&self) -> &str {
+        match self {
+            Arg::Buffer { name, .. } | Arg::Scalar { name, .. } | Arg::Texture { name, .. } | Arg::Struct { name, .. } => name,
+        }
+    }
+
+    /// The buffers, scalars and textures this argument is: a struct's fields, else itself.
+    pub fn leaves(&self) -> Vec<&Arg> {
+        match self {
+            Arg::Struct { fields, .. } => fields.iter().map(|f| &f.arg).collect(),
+            other => vec![other],
+        }
+    }
+
+    /// [`Self::leaves`], to change them.
+    pub fn leaves_mut(&mut self) -> Vec<&mut Arg> {
+        match self {
+            Arg::Struct { fields, .. } => fields.iter_mut().map(|f| &mut f.arg).collect(),
+            other => vec![other],
+        }
+    }
+
     /// Values the argument holds on the device: a buffer's elements, a texture's texels times
     /// its channels; none for a scalar.
     pub fn values(&self) -> u64 {
         match self {
             Arg::Buffer { length, .. } => *length,
             Arg::Texture { extent, channels, .. } => extent.iter().product::<u64>().saturating_mul(*channels as u64),
-            Arg::Scalar { .. } => 0,
+            Arg::Scalar { .. } | Arg::Struct { .. } => 0,
         }
     }
 
@@ -183,6 +219,7 @@ impl Arg {
     pub fn device_bytes(&self) -> u64 {
         match self {
             Arg::Buffer { dtype, .. } | Arg::Texture { dtype, .. } => self.values().saturating_mul(worker::data::element_bytes(*dtype) as u64),
+            Arg::Struct { fields, .. } => fields.iter().map(|f| f.arg.device_bytes()).sum(),
             Arg::Scalar { .. } => 0,
         }
     }
@@ -220,6 +257,13 @@ pub struct Problem {
     pub label: String,
     pub args: Vec<Arg>,
     pub seed: u64,
+}
+
+impl Problem {
+    /// The buffers, scalars and textures of every argument, a struct's fields in its place.
+    pub fn leaf_args(&self) -> impl Iterator<Item = &Arg> {
+        self.args.iter().flat_map(Arg::leaves)
+    }
 }
 
 /// A launch's geometry on one problem.

@@ -211,7 +211,7 @@ fn execute(job: &Job, mut reporter: Reporter) -> Result<Done> {
     // Verifying and comparing run code: a replay cannot.
     let replay = if job.work == Work::Tune { job.settings.replay.as_deref() } else { None };
     let (mut runner, nvrtc) = job::start_tools(job.settings.device, replay, job.settings.nvrtc_path.as_deref(), default)?;
-    let target = target.on_device(runner.device());
+    let target = target.for_device(runner.device(), nvrtc.as_ref())?;
     let tools = tune::Tools { nvrtc: nvrtc.as_ref(), cache: CubinCache::new(job::cubin_dir(&workspace)), store: &store, ceilings_dir: crate::sol::cache::default_dir() };
     let started = |total| Event::Started { device: runner.device().name.clone(), source: runner.source().clone(), total };
     match &job.work {

@@ -147,20 +147,20 @@ fn fill_scalars(spec: &mut KernelSpec, params: &[CapturedParam], shape: &mut Sha
     for (arg, captured) in spec.args.iter_mut().zip(params) {
         let Some(value) = arg.value.clone() else { continue };
         let bytes = captured.value_bytes()?;
-        if bytes.len() != data::element_bytes(arg.dtype) {
+        if bytes.len() != data::element_bytes(arg.dtype()) {
             // A struct passed by value: no number of the spec stands for its bytes.
-            notes.push(format!("argument `{}` is {} bytes in the captured launch, not one {}: a struct passed by value, left as the source gave it", arg.name, bytes.len(), arg.dtype.name()));
+            notes.push(format!("argument `{}` is {} bytes in the captured launch, not one {}: a struct passed by value, left as the source gave it", arg.name, bytes.len(), arg.dtype().name()));
             continue;
         }
-        let number = data::decode(arg.dtype, &bytes).as_f64();
+        let number = data::decode(arg.dtype(), &bytes).as_f64();
         let size = value.trim();
         let is_size = is_identifier(size) && !param_names.iter().any(|p| p == size);
-        if is_size && !arg.dtype.is_float() {
+        if is_size && !arg.dtype().is_float() {
             if shape.insert(size.to_string(), number as i64) != Some(number as i64) {
                 notes.push(format!("size `{size}` = {} from argument `{}` of the captured launch", number as i64, arg.name));
             }
         } else if !expressible(size, &|name| names.contains(name)) {
-            if arg.dtype.is_float() {
+            if arg.dtype().is_float() {
                 arg.value = Some(format_number(number));
             } else {
                 shape.insert(arg.name.clone(), number as i64);
@@ -270,7 +270,7 @@ fn fill_buffers(spec: &mut KernelSpec, capture: &CaptureFile, shape: &Shape, not
     let names = environment(spec, shape, &|p| p.default);
     for (arg, captured) in spec.args.iter_mut().zip(&capture.capture.params) {
         let (Some(length), Some(buffer)) = (&arg.length, &captured.buffer) else { continue };
-        let elements = buffer.bytes / data::element_bytes(arg.dtype) as u64;
+        let elements = buffer.bytes / data::element_bytes(arg.dtype()) as u64;
         if !expressible(length, &|name| names.contains_key(name)) {
             let replacement = product_of_sizes(&sizes, elements).unwrap_or_else(|| elements.to_string());
             notes.push(format!("length of `{}` = `{replacement}` from the captured allocation (the source gave `{length}`)", arg.name));

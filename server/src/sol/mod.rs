@@ -225,14 +225,14 @@ pub fn bound_for(kernel: &KernelSpec, shape: &Shape, config: Option<&Configurati
         Some(text) => evaluate("sol.bytes", text)?,
         None => {
             let mut bytes = 0.0;
-            for arg in &kernel.args {
+            for arg in kernel.leaf_args() {
                 if let Some(length) = &arg.length {
                     // An in-out buffer is read and then written: its bytes cross twice.
                     let passes = if arg.role == Some(Role::InOut) { 2.0 } else { 1.0 };
-                    bytes += passes * evaluate(&format!("length of argument `{}`", arg.name), length)? * element_bytes(arg.dtype) as f64;
+                    bytes += passes * evaluate(&format!("length of argument `{}`", arg.name), length)? * element_bytes(arg.dtype()) as f64;
                 }
                 if let Some(texture) = &arg.texture {
-                    let mut values = texture.channels as f64 * element_bytes(arg.dtype) as f64;
+                    let mut values = texture.channels as f64 * element_bytes(arg.dtype()) as f64;
                     for (i, extent) in texture.extent.iter().enumerate() {
                         values *= evaluate(&format!("extent {} of texture `{}`", i + 1, arg.name), extent)?;
                     }

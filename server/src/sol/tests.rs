@@ -389,7 +389,7 @@ fn default_bytes_count_a_texture_once_at_its_texels_times_its_texel_size() {
         normalized_coords: false,
         read: Default::default(),
     };
-    kernel.args.push(crate::spec::ArgSpec { name: "pixels".into(), dtype: crate::spec::Dtype::U8, length: None, role: None, init: None, value: None, compare: None, texture: Some(texture) });
+    kernel.args.push(crate::spec::ArgSpec { name: "pixels".into(), element: Some(crate::spec::Dtype::U8), texture: Some(texture), ..crate::spec::ArgSpec::default() });
     let bound = bound_for(&kernel, &shape, None, &measured_h100()).unwrap();
     assert_eq!(bound.bytes - buffers, (8192 * 8192 * 4) as f64);
 }

@@ -70,6 +70,11 @@ pub struct KernelSpec {
 }
 
 impl KernelSpec {
+    /// The buffers, scalars and textures the kernel is given, a struct's fields in its place.
+    pub fn leaf_args(&self) -> impl Iterator<Item = &ArgSpec> {
+        self.args.iter().flat_map(|arg| if arg.is_struct() { arg.fields.as_slice() } else { std::slice::from_ref(arg) })
+    }
+
     /// The parameters that choose how the kernel runs, not only how it is compiled: all but
     /// the compiler options, those with more than one value.
     pub fn execution_params(&self) -> impl Iterator<Item = &ParamSpec> {
@@ -137,12 +142,15 @@ pub fn with_device_sizes(kernel: &KernelSpec, sizes: &[(&str, i64)]) -> KernelSp
     kernel
 }
 
-/// One kernel argument: a device buffer, or a scalar passed by value.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One kernel argument: a device buffer, a scalar passed by value, a texture, or a struct
+/// passed by value whose members are buffers and scalars.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct ArgSpec {
     pub name: String,
-    pub dtype: Dtype,
+    /// Every argument but a struct has one ([`ArgSpec::dtype`]).
+    #[serde(default, rename = "dtype", skip_serializing_if = "Option::is_none")]
+    pub element: Option<Dtype>,
     /// Buffers: element count, an expression over sizes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub length: Option<String>,
@@ -163,6 +171,28 @@ pub struct ArgSpec {
     /// only, filled as `init` says; `dtype` is the type of one channel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub texture: Option<TextureSpec>,
+    /// A struct passed by value (`ConvParams params`): its C++ type as the kernel's signature
+    /// names it. Its members are laid out as the compiler lays them out; those `fields` does
+    /// not name are zero.
+    #[serde(default, rename = "struct", skip_serializing_if = "Option::is_none")]
+    pub struct_type: Option<String>,
+    /// A struct's members the kernel reads, each a buffer or a scalar named by its member
+    /// (`x_ptr`, `shape.rows`, `strides[1]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<ArgSpec>,
+    /// A struct's layout, from compiling the source ([`crate::tune::with_struct_layouts`]):
+    /// not in the file, since the compiler decides it.
+    #[serde(skip)]
+    pub layout: Option<StructLayout>,
+}
+
+/// Where a struct's members lie, as the compiler lays them out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StructLayout {
+    /// `sizeof` the struct.
+    pub bytes: u64,
+    /// Each field's offset and size in bytes, in the order of [`ArgSpec::fields`].
+    pub fields: Vec<(u64, u64)>,
 }
 
 /// A texture object's data and how the kernel samples it, as the program sets it up
@@ -248,6 +278,15 @@ pub enum Compare {
 }
 
 impl ArgSpec {
+    /// The element type; a struct, which has none, counts as bytes.
+    pub fn dtype(&self) -> Dtype {
+        self.element.unwrap_or(Dtype::U8)
+    }
+
+    pub fn is_struct(&self) -> bool {
+        self.struct_type.is_some()
+    }
+
     pub fn is_buffer(&self) -> bool {
         self.length.is_some()
     }

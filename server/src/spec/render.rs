@@ -112,8 +112,22 @@ fn render_kernel(out: &mut String, kernel: &KernelSpec) {
 
 fn render_arg(out: &mut String, arg: &ArgSpec) {
     out.push_str("\n[[kernels.args]]\n");
+    render_arg_keys(out, arg);
+    if let Some(struct_type) = &arg.struct_type {
+        let _ = writeln!(out, "struct = {}", string(struct_type));
+    }
+    for field in &arg.fields {
+        out.push_str("\n[[kernels.args.fields]]\n");
+        render_arg_keys(out, field);
+    }
+}
+
+/// An argument's or a field's own keys.
+fn render_arg_keys(out: &mut String, arg: &ArgSpec) {
     let _ = writeln!(out, "name = {}", string(&arg.name));
-    let _ = writeln!(out, "dtype = {}", string(arg.dtype.name()));
+    if let Some(dtype) = arg.element {
+        let _ = writeln!(out, "dtype = {}", string(dtype.name()));
+    }
     if let Some(length) = &arg.length {
         let _ = writeln!(out, "length = {}", string(length));
     }
@@ -239,7 +253,7 @@ mod tests {
         }
         for r in [Role::Input, Role::Output, Role::InOut] {
             let mut out = String::new();
-            render_arg(&mut out, &ArgSpec { name: "x".into(), dtype: Dtype::F32, length: None, role: Some(r), init: None, value: None, compare: None, texture: None });
+            render_arg(&mut out, &ArgSpec { name: "x".into(), element: Some(Dtype::F32), role: Some(r), ..ArgSpec::default() });
             assert!(out.contains(&format!("role = \"{}\"", serde_name(&r))), "{out}");
         }
     }

@@ -405,7 +405,7 @@ fn import_arguments(ks: &Map<String, Json>, params: &[ParamSpec], notes: &mut No
             continue;
         };
         let fill_value = a.get("FillValue").and_then(Json::as_f64);
-        let mut arg = ArgSpec { name: name.clone(), dtype, length: None, role: None, init: None, value: None, compare: None, texture: None };
+        let mut arg = ArgSpec { name: name.clone(), element: Some(dtype), ..ArgSpec::default() };
         match a.get("MemoryType").and_then(Json::as_str) {
             Some("Vector") => {
                 arg.length = Some(match a.get("Size").and_then(size_field) {
@@ -551,6 +551,9 @@ pub fn export_t1(spec: &SpecFile, kernel_name: &str) -> Result<T1Export> {
         let names: Vec<&str> = spec.kernels.iter().map(|k| k.name.as_str()).collect();
         bail!("no kernel `{kernel_name}` in the spec (it has {})", if names.is_empty() { "none".into() } else { names.join(", ") });
     };
+    if let Some(passed) = kernel.args.iter().find(|a| a.is_struct()) {
+        bail!("argument `{}` is a struct passed by value, which T1 has no way to describe", passed.name);
+    }
     if let Some(texture) = kernel.args.iter().find(|a| a.is_texture()) {
         bail!("argument `{}` is a texture, which T1 has no way to describe", texture.name);
     }
@@ -613,7 +616,7 @@ pub fn export_t1(spec: &SpecFile, kernel_name: &str) -> Result<T1Export> {
     let mut arguments = Vec::new();
     for (i, arg) in kernel.args.iter().enumerate() {
         let path = format!("$.KernelSpecification.Arguments[{i}]");
-        let (type_name, type_size) = match arg.dtype {
+        let (type_name, type_size) = match arg.dtype() {
             Dtype::F16 => ("half", None),
             Dtype::F32 => ("float", None),
             Dtype::F64 => ("double", None),
@@ -632,7 +635,7 @@ pub fn export_t1(spec: &SpecFile, kernel_name: &str) -> Result<T1Export> {
         a.insert("Name".into(), json!(arg.name));
         a.insert("Type".into(), json!(type_name));
         if let Some(size) = type_size {
-            notes.add(format!("{path}.Type"), format!("{:?} has no T1 type; written as custom of {size} bytes", arg.dtype));
+            notes.add(format!("{path}.Type"), format!("{:?} has no T1 type; written as custom of {size} bytes", arg.dtype()));
             a.insert("TypeSize".into(), json!(size));
         }
         if let Some(length) = &arg.length {

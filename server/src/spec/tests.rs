@@ -630,3 +630,51 @@ fn what_the_spec_has_no_number_for_is_reported_with_where_the_program_makes_it()
     assert!(rendered.contains("[[kernels.shapes]]\n\n[kernels.unknown]\neps = \"it is the parameter"), "{rendered}");
     assert_eq!(parse_spec(&rendered).0, Some(spec));
 }
+
+/// The rmsnorm spec with its `eps` scalar replaced by a struct passed by value.
+fn with_struct(fields: &str) -> String {
+    valid_toml().replace(
+        "[[kernels.args]]\nname = \"eps\"\ndtype = \"f32\"\nvalue = \"1e-6\"\n",
+        &format!("[[kernels.args]]\nname = \"params\"\nstruct = \"NormParams\"\n{fields}"),
+    )
+}
+
+#[test]
+fn a_struct_argument_reads_renders_and_reads_back() {
+    let text = with_struct(
+        "\n[[kernels.args.fields]]\nname = \"eps\"\ndtype = \"f32\"\nvalue = \"1e-6\"\n\n[[kernels.args.fields]]\nname = \"stats.sum\"\ndtype = \"f32\"\nlength = \"rows\"\nrole = \"output\"\n",
+    );
+    let (spec, diagnostics) = parse_spec(&text);
+    assert_eq!(describe(&text, &diagnostics), "");
+    let spec = spec.unwrap();
+    let params = &spec.kernels[0].args[3];
+    assert_eq!((params.struct_type.as_deref(), params.element, params.fields.len()), (Some("NormParams"), None, 2));
+    assert_eq!(spec.kernels[0].leaf_args().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["out", "in", "hidden", "eps", "stats.sum"]);
+    let rendered = render_spec(&spec);
+    assert!(rendered.contains("name = \"params\"\nstruct = \"NormParams\"\n\n[[kernels.args.fields]]\nname = \"eps\"\ndtype = \"f32\""), "{rendered}");
+    assert_eq!(parse_spec(&rendered).0.as_ref(), Some(&spec));
+}
+
+#[test]
+fn a_struct_field_is_checked_as_an_argument_and_named_as_the_structs() {
+    let text = with_struct("\n[[kernels.args.fields]]\nname = \"stats.sum\"\ndtype = \"f32\"\nlength = \"rows * width\"\n\n[[kernels.args.fields]]\nname = \"eps\"\nvalue = \"?\"\n");
+    let described = describe(&text, &diagnostics_of(&text));
+    assert!(described.contains("buffer `params.stats.sum` has no role"), "{described}");
+    assert!(described.contains("length of field `stats.sum` of `params`"), "{described}");
+    assert!(described.contains("`width`"), "{described}");
+    assert!(described.contains("field `eps` of `params` has no dtype"), "{described}");
+    assert!(described.contains("value of field `eps` of `params` is unknown"), "{described}");
+}
+
+#[test]
+fn a_struct_has_only_fields_each_a_member_once() {
+    let text = with_struct("dtype = \"f32\"\n\n[[kernels.args.fields]]\nname = \"eps\"\ndtype = \"f32\"\nvalue = \"1\"\n\n[[kernels.args.fields]]\nname = \"eps\"\ndtype = \"f32\"\nvalue = \"2\"\n\n[[kernels.args.fields]]\nname = \"x->y\"\ndtype = \"f32\"\nvalue = \"2\"\n");
+    let diagnostics = diagnostics_of(&text);
+    let described = describe(&text, &diagnostics);
+    assert!(described.contains("struct `params` has a dtype: a struct has only its fields"), "{described}");
+    assert!(described.contains("field `eps` of `params` is given twice"), "{described}");
+    assert!(described.contains("field `x->y` of `params` is not a member"), "{described}");
+    assert_eq!(diagnostics.iter().filter(|d| d.severity == Severity::Error).count(), 3, "{described}");
+    assert!(with_struct("").contains("struct = \"NormParams\""));
+    assert_eq!(describe(&with_struct(""), &diagnostics_of(&with_struct(""))), "", "a struct the kernel reads nothing of is all zeros");
+}

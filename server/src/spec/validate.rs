@@ -254,19 +254,22 @@ impl<'t> Checker<'t> {
             }
         }
         fields.push((Field { path: base(&[K("shared_bytes")]), kind: FieldKind::Amount, what: "shared_bytes".into(), example: "0".into(), made: kernel.unknown.get("shared_bytes").map(String::as_str) }, &kernel.shared_bytes));
-        for (a, arg) in kernel.args.iter().enumerate() {
+        for (path, named, arg) in args_with_paths(k, kernel) {
+            let at = |key: &'static str| path.iter().copied().chain([K(key)]).collect::<Vec<_>>();
+            let made = kernel.unknown.get(&named.key).map(String::as_str);
             if let Some(length) = &arg.length {
-                let what = format!("length of argument `{}`", arg.name);
-                fields.push((Field { path: base(&[K("args"), I(a), K("length")]), kind: FieldKind::Length, what, example: sizes_example.clone(), made: kernel.unknown.get(&arg.name).map(String::as_str) }, length));
+                let what = format!("length of {}", named.what("argument"));
+                fields.push((Field { path: at("length"), kind: FieldKind::Length, what, example: sizes_example.clone(), made }, length));
             }
             if let Some(value) = &arg.value {
-                let what = format!("value of scalar argument `{}`", arg.name);
-                fields.push((Field { path: base(&[K("args"), I(a), K("value")]), kind: FieldKind::Scalar, what, example: first_size.clone(), made: kernel.unknown.get(&arg.name).map(String::as_str) }, value));
+                let what = format!("value of {}", named.what("scalar argument"));
+                fields.push((Field { path: at("value"), kind: FieldKind::Scalar, what, example: first_size.clone(), made }, value));
             }
             for (i, extent) in arg.texture.iter().flat_map(|t| t.extent.iter().enumerate()) {
                 let axis = ["x", "y", "z"].get(i).copied().unwrap_or("?");
                 let what = format!("extent {axis} of texture `{}`", arg.name);
-                fields.push((Field { path: base(&[K("args"), I(a), K("texture"), K("extent"), I(i)]), kind: FieldKind::Length, what, example: first_size.clone(), made: None }, extent));
+                let path = path.iter().copied().chain([K("texture"), K("extent"), I(i)]).collect();
+                fields.push((Field { path, kind: FieldKind::Length, what, example: first_size.clone(), made: None }, extent));
             }
         }
         for (r, text) in kernel.restrictions.iter().enumerate() {
@@ -454,11 +457,11 @@ impl<'t> Checker<'t> {
         if ![1, 2, 4].contains(&texture.channels) {
             self.at(Severity::Error, path, format!("texture `{name}` has {} channels; CUDA textures have 1, 2 or 4", texture.channels));
         }
-        let integer = matches!(arg.dtype, Dtype::I8 | Dtype::I16 | Dtype::I32 | Dtype::U8 | Dtype::U16 | Dtype::U32);
-        if !(integer || matches!(arg.dtype, Dtype::F16 | Dtype::F32)) {
-            self.at(Severity::Error, path, format!("texture `{name}` has texels of {:?}; CUDA textures hold f16, f32 or 8-, 16- and 32-bit integers", arg.dtype));
+        let integer = matches!(arg.dtype(), Dtype::I8 | Dtype::I16 | Dtype::I32 | Dtype::U8 | Dtype::U16 | Dtype::U32);
+        if !(integer || matches!(arg.dtype(), Dtype::F16 | Dtype::F32)) {
+            self.at(Severity::Error, path, format!("texture `{name}` has texels of {:?}; CUDA textures hold f16, f32 or 8-, 16- and 32-bit integers", arg.dtype()));
         }
-        let narrow = matches!(arg.dtype, Dtype::I8 | Dtype::I16 | Dtype::U8 | Dtype::U16);
+        let narrow = matches!(arg.dtype(), Dtype::I8 | Dtype::I16 | Dtype::U8 | Dtype::U16);
         if texture.read == TextureRead::NormalizedFloat && !narrow {
             self.at(Severity::Error, path, format!("texture `{name}` reads normalized floats, which only 8- and 16-bit integer texels have"));
         }
@@ -469,15 +472,26 @@ impl<'t> Checker<'t> {
 
     fn check_args(&mut self, k: usize, kernel: &KernelSpec) {
         for (a, arg) in kernel.args.iter().enumerate() {
-            let path = |key: &'static str| [K("kernels"), I(k), K("args"), I(a), K(key)];
-            let name = &arg.name;
+            if arg.is_struct() {
+                self.check_struct(&[K("kernels"), I(k), K("args"), I(a)], arg);
+            }
+        }
+        for (base, named, arg) in args_with_paths(k, kernel) {
+            if arg.is_struct() {
+                continue;
+            }
+            let path = |key: &'static str| base.iter().copied().chain([K(key)]).collect::<Vec<_>>();
+            let (name, what) = (&named.key, named.what("argument"));
+            if arg.element.is_none() {
+                self.at(Severity::Error, &path("name"), format!("{what} has no dtype: add dtype = \"f32\" (or the type it holds)"));
+            }
             if let Some(texture) = &arg.texture {
                 self.check_texture(&path("texture"), name, arg, texture);
             }
             match (&arg.length, &arg.value) {
                 _ if arg.is_texture() => {}
-                (Some(_), Some(_)) => self.at(Severity::Error, &path("value"), format!("argument `{name}` has both a length (a buffer) and a value (a scalar): keep one")),
-                (None, None) => self.at(Severity::Error, &path("name"), format!("argument `{name}` has neither a length (a buffer), a value (a scalar) nor a texture")),
+                (Some(_), Some(_)) => self.at(Severity::Error, &path("value"), format!("{what} has both a length (a buffer) and a value (a scalar): keep one")),
+                (None, None) => self.at(Severity::Error, &path("name"), format!("{what} has neither a length (a buffer), a value (a scalar) nor a texture")),
                 (Some(_), None) => {
                     if arg.role.is_none() {
                         let message = format!("buffer `{name}` has no role: add role = \"input\", \"output\" or \"inout\"");
@@ -502,6 +516,33 @@ impl<'t> Checker<'t> {
             };
             if let Some(message) = bad_init {
                 self.at(Severity::Error, &path("init"), message);
+            }
+        }
+    }
+
+    /// A struct passed by value: its type is named, it says nothing of its own but its fields,
+    /// and each field is a buffer or a scalar named by a member, once.
+    fn check_struct(&mut self, path: &[Seg], arg: &ArgSpec) {
+        let at = |key: &'static str| path.iter().copied().chain([K(key)]).collect::<Vec<_>>();
+        let name = &arg.name;
+        if arg.struct_type.as_deref().is_some_and(|t| t.trim().is_empty() || is_unknown(t)) {
+            self.at(Severity::Error, &at("struct"), format!("the type of struct `{name}` is unknown: write the C++ type the kernel takes, e.g. `Params`"));
+        }
+        let own = [("dtype", arg.element.is_some()), ("length", arg.length.is_some()), ("value", arg.value.is_some()), ("role", arg.role.is_some()), ("init", arg.init.is_some()), ("texture", arg.texture.is_some()), ("compare", arg.compare.is_some())];
+        for (key, _) in own.iter().filter(|(_, present)| *present) {
+            self.at(Severity::Error, &at(key), format!("struct `{name}` has a {key}: a struct has only its fields, each with its own"));
+        }
+        let mut seen = BTreeSet::new();
+        for (f, field) in arg.fields.iter().enumerate() {
+            let field_path: Vec<Seg> = path.iter().copied().chain([K("fields"), I(f), K("name")]).collect();
+            if !is_member_path(&field.name) {
+                let message = format!("field `{}` of `{name}` is not a member: name it as C++ reads it from the struct (`x_ptr`, `shape.rows`, `strides[1]`)", field.name);
+                self.at(Severity::Error, &field_path, message);
+            } else if !seen.insert(field.name.as_str()) {
+                self.at(Severity::Error, &field_path, format!("field `{}` of `{name}` is given twice", field.name));
+            }
+            if field.is_struct() || field.is_texture() {
+                self.at(Severity::Error, &field_path, format!("field `{}` of `{name}` is a buffer or a scalar; name a nested struct's members by their path (`inner.n`)", field.name));
             }
         }
     }
@@ -696,6 +737,46 @@ impl<'t> Checker<'t> {
 }
 
 /// What to do about the size `name`, which no shape gives, made by the program as `made`.
+/// How messages name an argument or a struct's field, and its key in `[kernels.unknown]`.
+struct ArgName {
+    /// `n`, or `params.x_ptr` for a field.
+    key: String,
+    field: bool,
+}
+
+impl ArgName {
+    /// "argument `n`" (with `kind` for the word), or "field `x_ptr` of `params`".
+    fn what(&self, kind: &str) -> String {
+        match (self.field, self.key.split_once('.')) {
+            (true, Some((arg, member))) => format!("field `{member}` of `{arg}`"),
+            _ => format!("{kind} `{}`", self.key),
+        }
+    }
+}
+
+/// Every argument with its path in the file and its name, each struct's fields after it.
+fn args_with_paths(k: usize, kernel: &KernelSpec) -> Vec<(Vec<Seg<'static>>, ArgName, &ArgSpec)> {
+    let mut all = Vec::new();
+    for (a, arg) in kernel.args.iter().enumerate() {
+        let path = vec![K("kernels"), I(k), K("args"), I(a)];
+        all.push((path.clone(), ArgName { key: arg.name.clone(), field: false }, arg));
+        for (f, field) in arg.fields.iter().enumerate() {
+            let field_path = path.iter().copied().chain([K("fields"), I(f)]).collect();
+            all.push((field_path, ArgName { key: format!("{}.{}", arg.name, field.name), field: true }, field));
+        }
+    }
+    all
+}
+
+/// `x_ptr`, `shape.rows`, `strides[1]`: a member as C++ reads it from a struct.
+fn is_member_path(text: &str) -> bool {
+    let is_name = |part: &str| part.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    text.split('.').all(|part| {
+        let (name, subscripts) = part.split_once('[').map_or((part, ""), |(n, rest)| (n, rest));
+        is_name(name) && (subscripts.is_empty() || subscripts.strip_suffix(']').is_some_and(|inner| inner.split("][").all(|i| !i.is_empty() && i.chars().all(|c| c.is_ascii_digit()))))
+    })
+}
+
 fn no_shape_gives(name: &str, made: &str, kernel: &str) -> String {
     format!(
         "`{name}` is a size no shape gives ({made}): write `{name} = …` in each `[[kernels.shapes]]`, or capture a launch (`cutune profile --kernel {kernel} -- CMD`) and templatize again"
@@ -742,7 +823,7 @@ fn blocks_per_sm_bound_of(kernel: &KernelSpec, env: &BTreeMap<String, Value>) ->
 /// Whether the kernel's launch, lengths or restrictions name [`BLOCKS_PER_SM`].
 pub fn names_blocks_per_sm(kernel: &KernelSpec) -> bool {
     let names = |text: &String| crate::syntax::identifiers_in(text).any(|w| w == BLOCKS_PER_SM);
-    kernel.grid.iter().chain(&kernel.restrictions).chain(std::iter::once(&kernel.shared_bytes)).any(names) || kernel.args.iter().filter_map(|a| a.length.as_ref()).any(names)
+    kernel.grid.iter().chain(&kernel.restrictions).chain(std::iter::once(&kernel.shared_bytes)).any(names) || kernel.leaf_args().filter_map(|a| a.length.as_ref()).any(names)
 }
 
 /// [`environment`] with every parameter at its default; `None` when a scalar cannot be evaluated.

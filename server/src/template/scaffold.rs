@@ -144,11 +144,12 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
             if let Some(texture) = &mut a.texture {
                 texture.extent = texture.extent.iter().map(|e| integer(e)).collect();
             }
-            let division = if a.dtype.is_float() { Division::True } else { Division::Floor };
+            let float = a.dtype().is_float();
+            let division = if float { Division::True } else { Division::Floor };
             // A count the caller works out from the block (`tiles * TILE` with `tiles = n /
             // TILE`) moves with the block, as the grid does.
             let worked_out = |v: String| match &host {
-                Some(h) if !a.dtype.is_float() => h.worked_out_by_caller(&v, &block),
+                Some(h) if !float => h.worked_out_by_caller(&v, &block),
                 _ => v,
             };
             a.value = a.value.take().map(worked_out).map(|v| in_spec(&v, division));
@@ -219,7 +220,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let unsayable = unsayable_expressions(kernel, site.is_some(), &mut grid, &mut block, &mut shared_bytes, &mut args);
     let mut sizes = BTreeSet::new();
     let expressions = grid.iter().chain(&block).chain(std::iter::once(&shared_bytes));
-    let arg_exprs = args.iter().filter_map(|a| if a.dtype.is_float() { a.length.as_ref() } else { a.length.as_ref().or(a.value.as_ref()) });
+    let arg_exprs = args.iter().filter_map(|a| if a.dtype().is_float() { a.length.as_ref() } else { a.length.as_ref().or(a.value.as_ref()) });
     let arg_exprs = arg_exprs.chain(args.iter().flat_map(|a| a.texture.iter().flat_map(|t| &t.extent)));
     // A buffer's length may name a scalar argument (`n` of `if (i < n)`): its value says what
     // it is, so it is no size of its own, unless that value is the host's size of that name.
@@ -378,7 +379,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     // `static_assert`) leaves it that value only: the search need not draw the others.
     narrow_to_restricted_values(&mut params, &restrictions);
 
-    let deterministic = !(body.is_some_and(|b| contains_call(templated.text(), b, "atomicAdd")) && args.iter().any(|a| a.is_buffer() && a.dtype.is_float()));
+    let deterministic = !(body.is_some_and(|b| contains_call(templated.text(), b, "atomicAdd")) && args.iter().any(|a| a.is_buffer() && a.dtype().is_float()));
     // The kernel exists (templatize checked), so slicing cannot fail on it.
     let source = device_slice(original, kernel, &slice_options.clone().with_template_args(&template_args)).map(|s| s.source).unwrap_or_else(|_| original.text().to_string());
     let launch_found = site.map(|(doc, l)| LaunchFound {
@@ -1353,7 +1354,7 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         return (texture::texture_arg(doc, body, &p.name, at_launch, host), false);
     }
     if p.pointer_depth == 0 && is_tag_type(&p.ty) {
-        return (ArgSpec { name: p.name.clone(), dtype: Dtype::U8, length: None, role: None, init: None, value: Some("0".to_string()), compare: None, texture: None }, false);
+        return (ArgSpec { name: p.name.clone(), element: Some(Dtype::U8), value: Some("0".to_string()), ..ArgSpec::default() }, false);
     }
     if p.pointer_depth == 0 {
         // A surface object, a struct passed by value: no number stands for it, and the worker
@@ -1362,12 +1363,12 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
             true => host.and_then(|h| h.float_value(text)).unwrap_or_else(|| UNKNOWN.to_string()),
             false => host.map_or_else(|| text.to_string(), |h| h.in_spec_names(text)),
         });
-        return (ArgSpec { name: p.name.clone(), dtype, length: None, role: None, init: None, value: Some(value), compare: None, texture: None }, false);
+        return (ArgSpec { name: p.name.clone(), element: Some(dtype), value: Some(value), ..ArgSpec::default() }, false);
     }
     // The program passes no buffer (`fused_classifier<<<...>>>(..., NULL, ...)`): a null
     // pointer is 8 zero bytes, which a u64 scalar of 0 passes just the same.
     if at_launch.is_some_and(is_null_pointer) {
-        return (ArgSpec { name: p.name.clone(), dtype: Dtype::U64, length: None, role: None, init: None, value: Some("0".to_string()), compare: None, texture: None }, false);
+        return (ArgSpec { name: p.name.clone(), element: Some(Dtype::U64), value: Some("0".to_string()), ..ArgSpec::default() }, false);
     }
     let allocated = at_launch.and_then(|a| host.and_then(|h| h.buffer_length(a, &base_type)));
     let from_host = allocated.is_some();
@@ -1384,7 +1385,7 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         _ if dtype.is_float() => Some(Init::Uniform { low: -1.0, high: 1.0 }),
         _ => Some(Init::Integers { low: 0, high: 128 }),
     };
-    (ArgSpec { name: p.name.clone(), dtype, length: Some(length), role: Some(role), init, value: None, compare: None, texture: None }, from_host)
+    (ArgSpec { name: p.name.clone(), element: Some(dtype), length: Some(length), role: Some(role), init, ..ArgSpec::default() }, from_host)
 }
 
 /// Outputs of one partial result per block, where each block's share of the input follows the
@@ -1639,7 +1640,7 @@ mod tests {
 
     #[test]
     fn unchecked_sizes_covered_in_whole_tiles_are_multiples_of_the_tile() {
-        let scalar = |name: &str, size: &str| ArgSpec { name: name.into(), dtype: Dtype::I32, length: None, role: None, init: None, value: Some(size.into()), compare: None, texture: None };
+        let scalar = |name: &str, size: &str| ArgSpec { name: name.into(), element: Some(Dtype::I32), value: Some(size.into()), ..ArgSpec::default() };
         let args = [scalar("K", "K"), scalar("N", "N")];
         let restrictions = |kernel_body: &str, grid: &[&str]| {
             let source = format!("__global__ void k(int K, int N, float *a) {{\n{kernel_body}\n}}\n");

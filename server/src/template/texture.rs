@@ -65,7 +65,7 @@ pub(super) fn texture_arg(doc: &Document, body: Option<Node>, name: &str, at_lau
         true => Init::Uniform { low: -1.0, high: 1.0 },
         false => Init::Integers { low: 0, high: 128 },
     };
-    ArgSpec { name: name.to_string(), dtype, length: None, role: None, init: Some(init), value: None, compare: None, texture: Some(texture) }
+    ArgSpec { name: name.to_string(), element: Some(dtype), init: Some(init), texture: Some(texture), ..ArgSpec::default() }
 }
 
 /// One texture fetch of the kernel: `tex2D<float4>(tex, x, y)`.

@@ -53,15 +53,21 @@ pub(super) fn prepare(session: &Session, feed: &mut Feed, runner: &mut dyn Runne
 /// Only a runner that runs code is asked, and only when the spec has in-out buffers and no
 /// `bytes` of its own; the answer is returned for the report.
 pub(super) fn settle_roles(kernel: &KernelSpec, runner: &mut dyn Runner, baseline: &Kernel) -> (KernelSpec, Option<SettledRoles>) {
-    let in_out = kernel.args.iter().any(|a| a.role == Some(Role::InOut));
+    let in_out = kernel.leaf_args().any(|a| a.role == Some(Role::InOut));
     if !in_out || kernel.sol.bytes.is_some() || !runner.needs_code() {
         return (kernel.clone(), None);
     }
     let settled = runner.settle_roles(baseline);
     let mut counted = kernel.clone();
     if let SettledRoles::WrittenOnly { buffers } = &settled {
-        for arg in counted.args.iter_mut().filter(|a| buffers.contains(&a.name)) {
-            arg.role = Some(Role::Output);
+        for arg in &mut counted.args {
+            if buffers.contains(&arg.name) {
+                arg.role = Some(Role::Output);
+            }
+            // The worker names a struct's fields `params.x_ptr`.
+            for field in arg.fields.iter_mut().filter(|f| buffers.contains(&format!("{}.{}", arg.name, f.name))) {
+                field.role = Some(Role::Output);
+            }
         }
     }
     (counted, Some(settled))

@@ -229,7 +229,7 @@ pub fn verify_file(request: FileVerify, note: &mut dyn FnMut(&str), cancelled: &
     let workspace = workspace_for(request.file, request.workspace);
     let store = crate::store::Store::open(&workspace)?;
     let (mut runner, nvrtc) = start_tools(request.device, None, request.nvrtc, Configuration::default_of(&target.kernel))?;
-    let target = target.on_device(runner.device());
+    let target = target.for_device(runner.device(), nvrtc.as_ref())?;
     let tools = super::Tools { nvrtc: nvrtc.as_ref(), cache: crate::compile::CubinCache::new(cubin_dir(&workspace)), store: &store, ceilings_dir: crate::sol::cache::default_dir() };
     let report = super::verification::verify_configuration(&target, runner.as_mut(), &tools, &config, request.stages, request.keep_going, cancelled)?;
     Ok((report, runner.device().name.clone()))
@@ -319,7 +319,7 @@ fn tune_target<O: super::Observer>(target: Target, note: Option<String>, request
     let default = Configuration::default_of(&target.kernel);
     let (mut runner, nvrtc) = start_tools(request.device, request.replay, request.nvrtc, default)
         .map_err(|e| if is_no_device(&e) { anyhow!("{e}\n{without_gpu}") } else { e })?;
-    let target = target.on_device(runner.device());
+    let target = target.for_device(runner.device(), nvrtc.as_ref())?;
     let cache_dir = if request.no_cache { cubin_dir(&workspace).with_file_name(format!("cubins-{}", std::process::id())) } else { cubin_dir(&workspace) };
     let mut observer = observer(runner.source(), note.as_deref());
     let tools = super::Tools { nvrtc: nvrtc.as_ref(), cache: crate::compile::CubinCache::new(&cache_dir), store: &store, ceilings_dir: crate::sol::cache::default_dir() };

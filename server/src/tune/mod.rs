@@ -43,10 +43,26 @@ pub struct Target {
 }
 
 impl Target {
-    /// The spec's device sizes (`sm_count`, …) set to the GPU that measures.
-    pub fn on_device(mut self, device: &crate::gpu::DeviceInfo) -> Target {
+    /// The target as `device` runs it: the spec's device sizes (`sm_count`, …) set to the
+    /// GPU's, and each struct argument's layout as NVRTC compiles the source for it.
+    pub fn for_device(mut self, device: &crate::gpu::DeviceInfo, nvrtc: Option<&Nvrtc>) -> Result<Target> {
         self.kernel = crate::spec::with_device_sizes(&self.kernel, &device.spec_sizes());
-        self
+        self.with_struct_layouts(nvrtc, &device.arch())
+    }
+
+    /// Each struct argument's layout, asked of NVRTC for the source as it compiles at the
+    /// defaults. Without NVRTC a struct cannot be packed, and the error says so.
+    fn with_struct_layouts(mut self, nvrtc: Option<&Nvrtc>, arch: &str) -> Result<Target> {
+        let Some(first) = self.kernel.args.iter().find(|a| a.is_struct()) else { return Ok(self) };
+        let nvrtc = nvrtc.ok_or_else(|| anyhow!("{}: struct argument `{}` is packed as the compiler lays it out, which needs NVRTC", self.file, first.name))?;
+        let request = space::compile_request(&self.kernel, &self.source, arch, &Configuration::default_of(&self.kernel));
+        for arg in self.kernel.args.iter_mut().filter(|a| a.is_struct()) {
+            let members: Vec<&str> = arg.fields.iter().map(|f| f.name.as_str()).collect();
+            let struct_type = arg.struct_type.as_deref().unwrap_or_default();
+            let layout = crate::compile::struct_layout(nvrtc, &request, struct_type, &members).map_err(|why| anyhow!("{}: struct argument `{}`: {why}", self.file, arg.name))?;
+            arg.layout = Some(layout);
+        }
+        Ok(self)
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use cutune_capture::report::CaptureFile;
 
-use crate::gpu::{Arg, CapturedData, Problem};
+use crate::gpu::{Arg, CapturedData, Problem, StructField};
 use crate::spec::{self, expr, CaptureSpec, Init, KernelSpec, Role, Shape};
 
 /// Inputs are filled the same way for the baseline and every candidate; this seed is part of
@@ -57,49 +57,74 @@ pub fn shape_label(shape: &Shape) -> String {
 pub fn problem(kernel: &KernelSpec, shape: &Shape, label: &str, seed: u64) -> Result<Problem> {
     let env = spec::environment(kernel, shape, &|p| p.default);
     let lookup = |n: &str| env.get(n).copied();
-    let args = kernel
-        .args
-        .iter()
-        .map(|arg| {
-            let evaluate = |what: &str, text: &str| {
-                expr::parse(text).map_err(|e| e.message).and_then(|e| e.eval(&lookup).map_err(|e| e.message)).map_err(|why| anyhow!("argument `{}`: {what} `{text}`: {why}", arg.name))
-            };
-            if let Some(texture) = &arg.texture {
-                let extent = texture
-                    .extent
-                    .iter()
-                    .map(|text| evaluate("texture extent", text)?.as_integer().filter(|&n| n > 0).map(|n| n as u64).ok_or_else(|| anyhow!("argument `{}`: texture extent `{text}` is not a positive integer", arg.name)))
-                    .collect::<Result<Vec<_>>>()?;
-                let init = arg.init.clone().unwrap_or(Init::Uniform { low: -1.0, high: 1.0 });
-                return Ok(Arg::Texture {
-                    name: arg.name.clone(),
-                    dtype: arg.dtype,
-                    extent,
-                    layout: texture.layout,
-                    channels: texture.channels,
-                    filter: texture.filter,
-                    address: texture.address,
-                    normalized_coords: texture.normalized_coords,
-                    read: texture.read,
-                    init,
-                });
-            }
-            match (&arg.length, &arg.value) {
-                (Some(length), _) => {
-                    let largest = largest_length(kernel, shape, length).map_err(|why| anyhow!("argument `{}`: length `{length}`: {why}", arg.name))?;
-                    let length = largest.filter(|&n| n > 0).ok_or_else(|| anyhow!("argument `{}`: length `{length}` is not a positive integer", arg.name))?;
-                    let role = arg.role.ok_or_else(|| anyhow!("argument `{}`: no role (input, output or inout)", arg.name))?;
-                    // Outputs are poisoned before every run; their fill only matters for inouts.
-                    let init = arg.init.clone().unwrap_or(Init::Uniform { low: -1.0, high: 1.0 });
-                    let (tolerance, compare) = (kernel.verify.tolerance(arg.dtype), arg.compare.unwrap_or_default());
-                    Ok(Arg::Buffer { name: arg.name.clone(), dtype: arg.dtype, length: length as u64, role, init, tolerance, data: None, compare })
-                }
-                (None, Some(value)) => Ok(Arg::Scalar { name: arg.name.clone(), dtype: arg.dtype, value: evaluate("value", value)?.as_f64() }),
-                (None, None) => bail!("argument `{}` has neither a length (a buffer) nor a value (a scalar)", arg.name),
-            }
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let args = kernel.args.iter().map(|arg| resolved(kernel, shape, &lookup, arg, &arg.name)).collect::<Result<Vec<_>>>()?;
     Ok(Problem { label: label.to_string(), args, seed })
+}
+
+/// One argument on `shape`: a buffer's length, a scalar's value, a texture's extent, a
+/// struct's fields at their offsets. `name` is the argument's, or the field's as
+/// `params.x_ptr`.
+fn resolved(kernel: &KernelSpec, shape: &Shape, lookup: &dyn Fn(&str) -> Option<expr::Value>, arg: &spec::ArgSpec, name: &str) -> Result<Arg> {
+    let evaluate = |what: &str, text: &str| {
+        expr::parse(text).map_err(|e| e.message).and_then(|e| e.eval(lookup).map_err(|e| e.message)).map_err(|why| anyhow!("argument `{name}`: {what} `{text}`: {why}"))
+    };
+    if arg.is_struct() {
+        return struct_arg(kernel, shape, lookup, arg);
+    }
+    if let Some(texture) = &arg.texture {
+        let extent = texture
+            .extent
+            .iter()
+            .map(|text| evaluate("texture extent", text)?.as_integer().filter(|&n| n > 0).map(|n| n as u64).ok_or_else(|| anyhow!("argument `{name}`: texture extent `{text}` is not a positive integer")))
+            .collect::<Result<Vec<_>>>()?;
+        let init = arg.init.clone().unwrap_or(Init::Uniform { low: -1.0, high: 1.0 });
+        return Ok(Arg::Texture {
+            name: name.to_string(),
+            dtype: arg.dtype(),
+            extent,
+            layout: texture.layout,
+            channels: texture.channels,
+            filter: texture.filter,
+            address: texture.address,
+            normalized_coords: texture.normalized_coords,
+            read: texture.read,
+            init,
+        });
+    }
+    match (&arg.length, &arg.value) {
+        (Some(length), _) => {
+            let largest = largest_length(kernel, shape, length).map_err(|why| anyhow!("argument `{name}`: length `{length}`: {why}"))?;
+            let length = largest.filter(|&n| n > 0).ok_or_else(|| anyhow!("argument `{name}`: length `{length}` is not a positive integer"))?;
+            let role = arg.role.ok_or_else(|| anyhow!("argument `{name}`: no role (input, output or inout)"))?;
+            // Outputs are poisoned before every run; their fill only matters for inouts.
+            let init = arg.init.clone().unwrap_or(Init::Uniform { low: -1.0, high: 1.0 });
+            let (tolerance, compare) = (kernel.verify.tolerance(arg.dtype()), arg.compare.unwrap_or_default());
+            Ok(Arg::Buffer { name: name.to_string(), dtype: arg.dtype(), length: length as u64, role, init, tolerance, data: None, compare })
+        }
+        (None, Some(value)) => Ok(Arg::Scalar { name: name.to_string(), dtype: arg.dtype(), value: evaluate("value", value)?.as_f64() }),
+        (None, None) => bail!("argument `{name}` has neither a length (a buffer) nor a value (a scalar)"),
+    }
+}
+
+/// A struct argument: its fields resolved and placed where the compiler's layout puts them,
+/// each the size the struct gives its member (a buffer's is a pointer's).
+fn struct_arg(kernel: &KernelSpec, shape: &Shape, lookup: &dyn Fn(&str) -> Option<expr::Value>, arg: &spec::ArgSpec) -> Result<Arg> {
+    let type_name = arg.struct_type.as_deref().unwrap_or("?");
+    let layout = arg.layout.as_ref().ok_or_else(|| anyhow!("struct `{}` ({type_name}): its layout comes from compiling the kernel's source, which has not been done", arg.name))?;
+    let mut fields = Vec::with_capacity(arg.fields.len());
+    for (field, &(offset, member_bytes)) in arg.fields.iter().zip(&layout.fields) {
+        let name = format!("{}.{}", arg.name, field.name);
+        let resolved = resolved(kernel, shape, lookup, field, &name)?;
+        let (bytes, what) = match &resolved {
+            Arg::Scalar { dtype, .. } => (crate::gpu::worker::data::element_bytes(*dtype) as u64, format!("its dtype {}", dtype.name())),
+            _ => (std::mem::size_of::<u64>() as u64, "a buffer's address".to_string()),
+        };
+        if bytes != member_bytes {
+            bail!("field `{}` of struct `{}` is {member_bytes} bytes in `{type_name}`, but {what} is {bytes}", field.name, arg.name);
+        }
+        fields.push(StructField { offset, arg: resolved });
+    }
+    Ok(Arg::Struct { name: arg.name.clone(), bytes: layout.bytes, fields })
 }
 
 /// How many configurations of the parameters a length names are tried for its largest value.
@@ -218,5 +243,36 @@ mod tests {
         let shape = &kernel.shapes[0];
         assert_eq!(extent, &vec![shape["hidden"] as u64, shape["rows"] as u64]);
         assert_eq!((*channels, *filter, *normalized_coords), (2, crate::spec::TextureFilter::Linear, true));
+    }
+
+    /// rmsnorm with `in` and `hidden` moved into a struct `params` whose layout is given.
+    fn with_params(layout: Option<spec::StructLayout>) -> KernelSpec {
+        let mut kernel = rmsnorm();
+        let fields: Vec<spec::ArgSpec> = kernel.args.drain(1..=3).rev().collect();
+        kernel.args.insert(1, spec::ArgSpec { name: "params".into(), struct_type: Some("NormParams".into()), fields, layout, ..spec::ArgSpec::default() });
+        kernel
+    }
+
+    #[test]
+    fn a_structs_fields_are_resolved_and_placed_at_the_compilers_offsets() {
+        let layout = spec::StructLayout { bytes: 24, fields: vec![(0, 4), (8, 8), (16, 8)] };
+        let problems = problems(&with_params(Some(layout))).unwrap();
+        let Arg::Struct { name, bytes, fields } = &problems[0].args[1] else { panic!("{:?}", problems[0].args[1]) };
+        assert_eq!((name.as_str(), *bytes), ("params", 24));
+        let placed: Vec<(u64, &str)> = fields.iter().map(|f| (f.offset, f.arg.name())).collect();
+        assert_eq!(placed, [(0, "params.hidden"), (8, "params.weight"), (16, "params.in")]);
+        let Arg::Scalar { value, .. } = &fields[0].arg else { panic!() };
+        assert_eq!(*value, 4096.0);
+        let leaves: Vec<&str> = problems[0].leaf_args().map(Arg::name).collect();
+        assert_eq!(leaves, ["out", "params.hidden", "params.weight", "params.in", "eps"]);
+    }
+
+    #[test]
+    fn a_field_of_another_size_than_its_member_and_a_struct_without_layout_are_refused() {
+        let narrow = spec::StructLayout { bytes: 24, fields: vec![(0, 8), (8, 8), (16, 8)] };
+        let why = problems(&with_params(Some(narrow))).unwrap_err().to_string();
+        assert!(why.contains("field `hidden` of struct `params` is 8 bytes in `NormParams`, but its dtype i32 is 4"), "{why}");
+        let why = problems(&with_params(None)).unwrap_err().to_string();
+        assert!(why.contains("struct `params` (NormParams): its layout comes from compiling the kernel's source"), "{why}");
     }
 }

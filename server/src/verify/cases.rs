@@ -257,9 +257,8 @@ pub fn contiguous_variable(kernel: &KernelSpec, shape: &Shape) -> Option<String>
     }
     let problem = problem(kernel, shape, "", 0).ok()?;
     let largest = problem
-        .args
-        .iter()
-        .zip(&kernel.args)
+        .leaf_args()
+        .zip(kernel.leaf_args())
         .filter(|(arg, _)| matches!(arg, Arg::Buffer { .. }))
         .map(|(arg, spec)| (arg.device_bytes(), spec))
         .max_by_key(|(bytes, _)| *bytes)?
@@ -318,14 +317,14 @@ impl Inputs {
     /// Replaces the inputs' data and loosens the tolerances; false when no input qualifies.
     fn apply(self, problem: &mut Problem) -> bool {
         let mut replaced = false;
-        for arg in &mut problem.args {
+        for arg in problem.args.iter_mut().flat_map(Arg::leaves_mut) {
             let (dtype, read, init) = match arg {
                 Arg::Buffer { dtype, role, init, tolerance, .. } => {
                     *tolerance = Tolerance { dtype: *dtype, atol: tolerance.atol * NUMERICS_TOLERANCE_SCALE, rtol: tolerance.rtol * NUMERICS_TOLERANCE_SCALE };
                     (*dtype, *role != Role::Output, init)
                 }
                 Arg::Texture { dtype, init, .. } => (*dtype, true, init),
-                Arg::Scalar { .. } => continue,
+                Arg::Scalar { .. } | Arg::Struct { .. } => continue,
             };
             if read && dtype.is_float() && matches!(init, Init::Uniform { .. } | Init::Normal { .. }) {
                 *init = self.init(dtype);

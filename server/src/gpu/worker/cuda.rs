@@ -423,7 +423,16 @@ impl Function {
     /// Queues one launch. `parameters` holds one 8-byte slot per kernel parameter, each with the
     /// parameter's bytes at its start; the driver copies them before this returns.
     pub fn launch(&self, dims: &LaunchDims, parameters: &mut [u64]) -> CudaResult<()> {
-        let mut pointers: Vec<*mut c_void> = parameters.iter_mut().map(|slot| (slot as *mut u64).cast::<c_void>()).collect();
+        self.launch_with(dims, parameters.iter_mut().map(|slot| (slot as *mut u64).cast::<c_void>()).collect())
+    }
+
+    /// [`Self::launch`] with parameters of any size (a struct passed by value), each as the
+    /// 8-byte words that hold its bytes.
+    pub fn launch_words(&self, dims: &LaunchDims, parameters: &mut [Vec<u64>]) -> CudaResult<()> {
+        self.launch_with(dims, parameters.iter_mut().map(|words| words.as_mut_ptr().cast::<c_void>()).collect())
+    }
+
+    fn launch_with(&self, dims: &LaunchDims, mut pointers: Vec<*mut c_void>) -> CudaResult<()> {
         let [gx, gy, gz] = dims.grid;
         let [bx, by, bz] = dims.block;
         if dims.cooperative {

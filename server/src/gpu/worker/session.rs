@@ -98,8 +98,9 @@ struct ProblemData {
     buffers: Vec<Buffer>,
     /// Read-only, so made and filled once.
     _textures: Vec<Texture>,
-    /// One slot per kernel parameter, in order: a buffer's device address or a scalar's bytes.
-    parameters: Vec<u64>,
+    /// Each kernel parameter's bytes, in order, as 8-byte words: a buffer's device address, a
+    /// scalar's value, a texture's handle or a struct's members packed at their offsets.
+    parameters: Vec<Vec<u64>>,
     /// Each parameter's name and size in bytes, to check the kernel's signature against.
     parameter_sizes: Vec<(String, usize)>,
     /// One comparison summary per output or in-out buffer, in argument order, then one per
@@ -499,75 +500,113 @@ fn read_captured(data: &crate::gpu::CapturedData, bytes: usize) -> Result<Vec<u8
     Ok(captured)
 }
 
+/// The device side of a problem's buffers and textures, made one argument at a time.
+struct Placed<'p> {
+    label: &'p str,
+    harness: &'p Harness,
+    keep_first_run: bool,
+    buffers: Vec<Buffer>,
+    textures: Vec<Texture>,
+}
+
+impl Placed<'_> {
+    fn refuse(&self, message: String) -> Failure {
+        Failure::new(FailureKind::Worker, format!("problem `{}`: {message}", self.label))
+    }
+
+    fn allocate(&self, name: &str, bytes: usize) -> Result<DeviceBuffer, Failure> {
+        DeviceBuffer::new(bytes).map_err(|f| self.refuse(format!("cannot allocate {bytes} bytes for buffer `{name}`: {}", f.describe())))
+    }
+
+    /// Makes `arg` on the device and returns what the kernel is passed: a buffer's address, a
+    /// scalar's bytes or a texture's handle (in the low bytes of the slot), and its size.
+    fn place(&mut self, arg: &crate::gpu::Arg, seed: u64) -> Result<(u64, usize), Failure> {
+        match arg {
+            crate::gpu::Arg::Buffer { name, dtype, length, role, init, tolerance, data, compare } => {
+                check_init(init).map_err(|why| self.refuse(format!("buffer `{name}`: {why}")))?;
+                let bytes = usize::try_from(*length)
+                    .ok()
+                    .and_then(|n| n.checked_mul(element_bytes(*dtype)))
+                    .ok_or_else(|| self.refuse(format!("buffer `{name}` of {length} elements is too large")))?;
+                let device = self.allocate(name, bytes + GUARD_BYTES)?;
+                let written = *role != Role::Input;
+                let expected = if written { Some(self.allocate(name, bytes)?) } else { None };
+                let first_run = if written && self.keep_first_run { Some(self.allocate(name, bytes)?) } else { None };
+                let captured = match data.as_ref().filter(|_| *role != Role::Output) {
+                    Some(data) => {
+                        let bytes_read = read_captured(data, bytes).map_err(|why| self.refuse(format!("buffer `{name}`: {why}")))?;
+                        let captured = self.allocate(name, bytes_read.len())?;
+                        captured.upload(&bytes_read).map_err(|f| self.refuse(format!("cannot upload the captured bytes of `{name}`: {}", f.describe())))?;
+                        Some(captured)
+                    }
+                    None => None,
+                };
+                let address = device.pointer();
+                self.buffers.push(Buffer {
+                    name: name.clone(),
+                    dtype: *dtype,
+                    length: *length,
+                    role: *role,
+                    init: init.clone(),
+                    seed,
+                    tolerance: tolerance.clone(),
+                    bytes,
+                    device,
+                    expected,
+                    first_run,
+                    captured,
+                    compare: *compare,
+                });
+                Ok((address, std::mem::size_of::<u64>()))
+            }
+            crate::gpu::Arg::Scalar { name, dtype, value } => Ok((pack_scalar(name, *dtype, *value).map_err(|why| self.refuse(why))?, element_bytes(*dtype))),
+            crate::gpu::Arg::Texture { name, dtype, init, .. } => {
+                check_init(init).map_err(|why| self.refuse(format!("texture `{name}`: {why}")))?;
+                let desc = texture_desc(arg).map_err(|why| self.refuse(format!("texture `{name}`: {why}")))?;
+                let data = self.allocate(name, arg.device_bytes() as usize)?;
+                let making = |f: DriverFailure| self.refuse(format!("cannot make texture `{name}`: {}", f.describe()));
+                self.harness.fill(&data, *dtype, init, arg.values(), seed).map_err(making)?;
+                let object = TextureObject::over(&data, &desc).map_err(making)?;
+                let handle = object.handle();
+                self.textures.push(Texture { _object: object, _data: data });
+                Ok((handle, std::mem::size_of::<u64>()))
+            }
+            crate::gpu::Arg::Struct { name, .. } => Err(self.refuse(format!("struct `{name}` is inside another struct; name its members by their path instead"))),
+        }
+    }
+}
+
 impl ProblemData {
     fn allocate(problem: &Problem, harness: &Harness, keep_first_run: bool) -> Result<ProblemData, Failure> {
-        let refuse = |message| Failure::new(FailureKind::Worker, format!("problem `{}`: {message}", problem.label));
-        let allocate = |name: &str, bytes: usize| {
-            DeviceBuffer::new(bytes).map_err(|f| refuse(format!("cannot allocate {bytes} bytes for buffer `{name}`: {}", f.describe())))
-        };
-        // Each argument gets its own seed, drawn in argument order from the problem's seed.
+        let mut placed = Placed { label: &problem.label, harness, keep_first_run, buffers: Vec::new(), textures: Vec::new() };
+        // Each buffer, scalar and texture gets its own seed, drawn in argument order from the
+        // problem's seed (a struct's fields in its place).
         let mut seeds = SplitMix64::new(problem.seed);
-        let (mut buffers, mut parameters, mut parameter_sizes, mut textures) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut parameters, mut parameter_sizes) = (Vec::new(), Vec::new());
         for arg in &problem.args {
-            let seed = seeds.next_u64();
             match arg {
-                crate::gpu::Arg::Buffer { name, dtype, length, role, init, tolerance, data, compare } => {
-                    check_init(init).map_err(|why| refuse(format!("buffer `{name}`: {why}")))?;
-                    let bytes = usize::try_from(*length)
-                        .ok()
-                        .and_then(|n| n.checked_mul(element_bytes(*dtype)))
-                        .ok_or_else(|| refuse(format!("buffer `{name}` of {length} elements is too large")))?;
-                    let device = allocate(name, bytes + GUARD_BYTES)?;
-                    let written = *role != Role::Input;
-                    let expected = if written { Some(allocate(name, bytes)?) } else { None };
-                    let first_run = if written && keep_first_run { Some(allocate(name, bytes)?) } else { None };
-                    let captured = match data.as_ref().filter(|_| *role != Role::Output) {
-                        Some(data) => {
-                            let bytes_read = read_captured(data, bytes).map_err(|why| refuse(format!("buffer `{name}`: {why}")))?;
-                            let captured = allocate(name, bytes_read.len())?;
-                            captured.upload(&bytes_read).map_err(|f| refuse(format!("cannot upload the captured bytes of `{name}`: {}", f.describe())))?;
-                            Some(captured)
-                        }
-                        None => None,
-                    };
-                    parameters.push(device.pointer());
-                    parameter_sizes.push((name.clone(), std::mem::size_of::<u64>()));
-                    buffers.push(Buffer {
-                        name: name.clone(),
-                        dtype: *dtype,
-                        length: *length,
-                        role: *role,
-                        init: init.clone(),
-                        seed,
-                        tolerance: tolerance.clone(),
-                        bytes,
-                        device,
-                        expected,
-                        first_run,
-                        captured,
-                        compare: *compare,
-                    });
+                crate::gpu::Arg::Struct { name, bytes, fields } => {
+                    let mut packed = vec![0u8; usize::try_from(*bytes).map_err(|_| placed.refuse(format!("struct `{name}` of {bytes} bytes is too large")))?];
+                    for field in fields {
+                        let (slot, size) = placed.place(&field.arg, seeds.next_u64())?;
+                        let at = usize::try_from(field.offset).ok().filter(|&at| at + size <= packed.len());
+                        let at = at.ok_or_else(|| placed.refuse(format!("field `{}` at byte {} lies outside struct `{name}` of {bytes} bytes", field.arg.name(), field.offset)))?;
+                        packed[at..at + size].copy_from_slice(&slot.to_le_bytes()[..size]);
+                    }
+                    parameters.push(packed.chunks(8).map(|word| word.iter().rev().fold(0u64, |n, &b| (n << 8) | u64::from(b))).collect());
+                    parameter_sizes.push((name.clone(), packed.len()));
                 }
-                crate::gpu::Arg::Scalar { name, dtype, value } => {
-                    parameters.push(pack_scalar(name, *dtype, *value).map_err(refuse)?);
-                    parameter_sizes.push((name.clone(), element_bytes(*dtype)));
-                }
-                crate::gpu::Arg::Texture { name, dtype, init, .. } => {
-                    check_init(init).map_err(|why| refuse(format!("texture `{name}`: {why}")))?;
-                    let desc = texture_desc(arg).map_err(|why| refuse(format!("texture `{name}`: {why}")))?;
-                    let values = arg.values();
-                    let data = allocate(name, arg.device_bytes() as usize)?;
-                    let making = |f: DriverFailure| refuse(format!("cannot make texture `{name}`: {}", f.describe()));
-                    harness.fill(&data, *dtype, init, values, seed).map_err(making)?;
-                    let object = TextureObject::over(&data, &desc).map_err(making)?;
-                    parameters.push(object.handle());
-                    parameter_sizes.push((name.clone(), std::mem::size_of::<u64>()));
-                    textures.push(Texture { _object: object, _data: data });
+                arg => {
+                    let (slot, size) = placed.place(arg, seeds.next_u64())?;
+                    parameters.push(vec![slot]);
+                    parameter_sizes.push((arg.name().to_string(), size));
                 }
             }
         }
+        let Placed { buffers, textures, .. } = placed;
         let written = buffers.iter().filter(|b| b.role != Role::Input).count();
-        let summaries = allocate("(comparison summaries)", (written + buffers.len()) * SUMMARY_BYTES)?;
+        let summaries = DeviceBuffer::new((written + buffers.len()) * SUMMARY_BYTES)
+            .map_err(|f| Failure::new(FailureKind::Worker, format!("problem `{}`: cannot allocate the comparison summaries: {}", problem.label, f.describe())))?;
         Ok(ProblemData { label: problem.label.clone(), buffers, _textures: textures, parameters, parameter_sizes, summaries })
     }
 
@@ -602,7 +641,7 @@ impl ProblemData {
             "launching on problem `{}` (grid {:?}, block {:?}, {} bytes of dynamic shared memory)",
             self.label, dims.grid, dims.block, dims.shared_bytes
         );
-        function.launch(dims, &mut self.parameters.clone()).map_err(Failure::driver(FailureKind::Launch, &launching))?;
+        function.launch_words(dims, &mut self.parameters.clone()).map_err(Failure::driver(FailureKind::Launch, &launching))?;
         let running = format!("on problem `{}`", self.label);
         cuda::synchronize().map_err(Failure::driver(FailureKind::Launch, &running))
     }
@@ -653,11 +692,11 @@ impl ProblemData {
 /// satisfied. Each timed run is preceded by an L2 flush and bracketed by its own pair of
 /// events, so the flush is outside the timed region and runs never overlap. `None` only when
 /// the policy allows no run.
-fn time(gpu: &Gpu, function: Function, dims: &LaunchDims, parameters: &[u64], policy: &TimingPolicy, cutoff_us: Option<f64>) -> cuda::CudaResult<Option<Timing>> {
+fn time(gpu: &Gpu, function: Function, dims: &LaunchDims, parameters: &[Vec<u64>], policy: &TimingPolicy, cutoff_us: Option<f64>) -> cuda::CudaResult<Option<Timing>> {
     let mut slots = parameters.to_vec();
     let warming = Instant::now();
     for _ in 0..policy.warmup_runs {
-        function.launch(dims, &mut slots)?;
+        function.launch_words(dims, &mut slots)?;
     }
     cuda::synchronize()?;
     let estimate_us = (policy.warmup_runs > 0).then(|| warming.elapsed().as_secs_f64() * 1e6 / policy.warmup_runs as f64);
@@ -677,7 +716,7 @@ fn time(gpu: &Gpu, function: Function, dims: &LaunchDims, parameters: &[u64], po
                 gpu.l2_flush.fill(run as u8)?;
             }
             start.record()?;
-            function.launch(dims, &mut slots)?;
+            function.launch_words(dims, &mut slots)?;
             end.record()?;
         }
         events[runs - 1].1.synchronize()?;
