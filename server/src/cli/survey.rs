@@ -237,10 +237,11 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
             return survey;
         }
     };
-    let spec = &result.spec;
+    let (spec, layout_problem) = laid_out(&result.spec, &result.text, kernel, &slice_options, nvrtc, arch);
+    let spec = &spec;
     survey.params = spec.params.iter().map(|p| format!("{}={}", p.name, p.default)).collect();
     survey.execution_params = spec.execution_params().count();
-    survey.spec_problems = template::spec_problems(path, spec);
+    survey.spec_problems = layout_problem.into_iter().chain(template::spec_problems(path, spec)).collect();
     survey.compile = compile_default(&result.text, path, spec, &slice_options, nvrtc, no_nvrtc, arch);
     if let CompileResult::Failed { reason } = &mut survey.compile {
         if let Some(condition) = reason.contains(&format!("\"{kernel}\" is undefined")).then(|| excluding_condition(&text, kernel)).flatten() {
@@ -262,6 +263,17 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
         (Stage::Ready, String::new())
     };
     survey
+}
+
+/// The spec with each struct argument laid out by NVRTC, as the tune will; the compiler's
+/// refusal (a member the struct lacks) is a problem of the spec. Without NVRTC, or a slice, the
+/// spec as it is.
+fn laid_out(spec: &KernelSpec, text: &str, kernel: &str, slice_options: &SliceOptions, nvrtc: Option<&Nvrtc>, arch: &str) -> (KernelSpec, Option<String>) {
+    let mut spec = spec.clone();
+    let Some(nvrtc) = nvrtc.filter(|_| spec.args.iter().any(|a| a.is_struct())) else { return (spec, None) };
+    let Ok(slice) = device_slice(&Document::new(text.to_string()), kernel, &slice_options.clone().for_spec(&spec)) else { return (spec, None) };
+    let problem = crate::compile::resolve_struct_layouts(&mut spec, &slice.source, nvrtc, arch).err();
+    (spec, problem)
 }
 
 /// The innermost `#if`/`#ifdef` line around the definition of `kernel` in `text`.

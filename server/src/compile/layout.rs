@@ -7,7 +7,7 @@
 //! each member's size and offset) and the table is read back from the PTX. No GPU is needed.
 
 use super::{CompileFailure, CompileRequest, Nvrtc, Severity};
-use crate::spec::StructLayout;
+use crate::spec::{KernelSpec, StructLayout};
 
 /// The table's symbol in the PTX.
 const TABLE: &str = "cutune_struct_layout";
@@ -25,6 +25,21 @@ pub fn struct_layout(nvrtc: &Nvrtc, request: &CompileRequest, struct_type: &str,
     let (&bytes, rest) = table.split_first().ok_or_else(|| format!("the layout table of `{struct_type}` is empty"))?;
     let fields = members.iter().enumerate().map(|(i, _)| (rest.get(2 * i + 1).copied().unwrap_or(0), rest.get(2 * i).copied().unwrap_or(0))).collect();
     Ok(StructLayout { bytes, fields })
+}
+
+/// Sets the layout of each struct argument of `kernel`, compiling `source` (the kernel's device
+/// slice) as its default configuration compiles. The error names the argument.
+pub fn resolve_struct_layouts(kernel: &mut KernelSpec, source: &str, nvrtc: &Nvrtc, arch: &str) -> Result<(), String> {
+    if !kernel.args.iter().any(|a| a.is_struct()) {
+        return Ok(());
+    }
+    let request = crate::space::compile_request(kernel, source, arch, &crate::space::Configuration::default_of(kernel));
+    for arg in kernel.args.iter_mut().filter(|a| a.is_struct()) {
+        let members: Vec<&str> = arg.fields.iter().map(|f| f.name.as_str()).collect();
+        let struct_type = arg.struct_type.as_deref().unwrap_or_default();
+        arg.layout = Some(struct_layout(nvrtc, &request, struct_type, &members).map_err(|why| format!("struct argument `{}`: {why}", arg.name))?);
+    }
+    Ok(())
 }
 
 /// `source` with the table after it: the struct's size, then each member's size and offset,

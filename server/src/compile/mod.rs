@@ -22,7 +22,7 @@ use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
 pub use locate::{site_packages, Attempt, NvrtcNotFound, INSTALL_HINT, NVRTC_ENV};
-pub use layout::struct_layout;
+pub use layout::{resolve_struct_layouts, struct_layout};
 pub use pool::{parallel_map, Built, CompilePool, Compiled, CubinCache, Failed};
 pub use log::{failure_reason, parse_diagnostics, parse_resources, FailureReason, STATIC_SHARED_LIMIT, CompileDiagnostic, KernelResources, Severity};
 

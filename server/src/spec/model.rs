@@ -72,7 +72,7 @@ pub struct KernelSpec {
 impl KernelSpec {
     /// The buffers, scalars and textures the kernel is given, a struct's fields in its place.
     pub fn leaf_args(&self) -> impl Iterator<Item = &ArgSpec> {
-        self.args.iter().flat_map(|arg| if arg.is_struct() { arg.fields.as_slice() } else { std::slice::from_ref(arg) })
+        leaves(&self.args)
     }
 
     /// The parameters that choose how the kernel runs, not only how it is compiled: all but
@@ -493,4 +493,14 @@ pub struct Baseline {
     pub sha256: String,
     /// The original device slice: compiles on its own with NVRTC.
     pub source: String,
+}
+
+/// The buffers, scalars and textures of `args`, a struct's fields in its place.
+pub fn leaves(args: &[ArgSpec]) -> impl Iterator<Item = &ArgSpec> {
+    args.iter().flat_map(|arg| if arg.is_struct() { arg.fields.as_slice() } else { std::slice::from_ref(arg) })
+}
+
+/// [`leaves`], to change them.
+pub fn leaves_mut(args: &mut [ArgSpec]) -> impl Iterator<Item = &mut ArgSpec> {
+    args.iter_mut().flat_map(|arg| if arg.is_struct() { arg.fields.iter_mut() } else { std::slice::from_mut(arg).iter_mut() })
 }

@@ -25,6 +25,7 @@ const MAX_ROLE_DEPTH: usize = 4;
 /// Whether the kernel whose body is `body` writes the buffer `name` points to, reads it, or both,
 /// following pointers derived from it (`half* row = out + offset`), pointer casts and the
 /// file's functions it is passed to (`store(out + i, v)`).
+/// `name` may be a struct's member by its path (`params.out_ptr`).
 pub fn access_of(text: &str, body: Node, name: &str) -> Access {
     access_at_depth(text, body, name, 0)
 }
@@ -36,7 +37,7 @@ fn access_at_depth(text: &str, body: Node, name: &str, depth: usize) -> Access {
         if node.kind() == "init_declarator" {
             let value = node.child_by_field_name("value").map(|v| &text[v.byte_range()]).unwrap_or("");
             let declarator = node.child_by_field_name("declarator");
-            if declarator.is_some_and(|d| d.kind() == "pointer_declarator") && identifiers_in(value).any(|w| names.contains(w)) {
+            if declarator.is_some_and(|d| d.kind() == "pointer_declarator") && names.iter().any(|n| mentions(value, n)) {
                 if let Some(alias) = declarator.and_then(declared_name) {
                     names.insert(text[alias.byte_range()].to_string());
                 }
@@ -45,7 +46,13 @@ fn access_at_depth(text: &str, body: Node, name: &str, depth: usize) -> Access {
     }
     let (mut reads, mut writes) = (false, false);
     for node in descendants(body) {
-        if node.kind() != "identifier" || !names.contains(&text[node.byte_range()]) {
+        let named = match node.kind() {
+            "identifier" => names.contains(&text[node.byte_range()]),
+            // A struct's member (`params.out`), tracked by its path.
+            "field_expression" => names.contains(&text[node.byte_range()].split_whitespace().collect::<String>()),
+            _ => false,
+        };
+        if !named {
             continue;
         }
         // `*reinterpret_cast<uint4*>(out + i) = v` writes `out` as `out[i] = v` does.
@@ -98,6 +105,20 @@ fn access_at_depth(text: &str, body: Node, name: &str, depth: usize) -> Access {
         (true, false) => Access::Reads,
         (false, false) => Access::Untouched,
     }
+}
+
+/// Whether `value` mentions the pointer `name`: a variable, or a struct's member by its path
+/// (`params.out` in `(float *)params.out + i`, not in `params.out_ptr`).
+fn mentions(value: &str, name: &str) -> bool {
+    if !name.contains('.') {
+        return identifiers_in(value).any(|w| w == name);
+    }
+    let compact: String = value.split_whitespace().collect();
+    compact.match_indices(name).any(|(at, _)| {
+        let before = compact[..at].chars().next_back();
+        let after = compact[at + name.len()..].chars().next();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.') && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
 }
 
 /// Whether `target` is the left side of an assignment, and if so whether a compound one (`+=`),

@@ -356,7 +356,7 @@ impl<'d> Scope<'d> {
                 // `enum { SHMEM_SZ = MAX(...) };` in the function: a constant like another.
                 "enumerator" => (node.child_by_field_name("name"), node.child_by_field_name("value")),
                 "assignment_expression" if node.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=") => {
-                    (node.child_by_field_name("left").filter(|l| matches!(l.kind(), "identifier" | "field_expression")), node.child_by_field_name("right"))
+                    (node.child_by_field_name("left").filter(|l| matches!(l.kind(), "identifier" | "field_expression") || is_member_element(text, *l)), node.child_by_field_name("right"))
                 }
                 // `stride /= sizeof(float)` or `if (n % 256) blocks++;` once, outside any loop:
                 // the earlier value, stepped.
@@ -872,6 +872,11 @@ impl<'d> HostContext<'d> {
     /// The name of the function that launches the kernel.
     pub(super) fn launcher_name(&self) -> String {
         frame_name(self.launcher())
+    }
+
+    /// The files the host code was read from.
+    pub(super) fn documents(&self) -> &[&'d Document] {
+        &self.documents
     }
 
     pub(super) fn launcher(&self) -> &Frame<'d> {
@@ -1856,6 +1861,10 @@ impl<'d> HostContext<'d> {
         if depth > 16 {
             return None;
         }
+        // A name given a value that is no plain name (`p.weights[0] = 0.25f;`).
+        if let Some(value) = path.get(at).and_then(|f| f.scope.value_text(text.trim())) {
+            return self.eval_float_text(path, at, value, depth + 1);
+        }
         let text = tensors::replace_size_reads(text, |tensor, read| self.eval_size_read(path, at, tensor, read, depth + 1).map(|v| v.to_string()));
         eval_float(&text, &|name| self.eval_float_name(path, at, name, depth + 1))
     }
@@ -1905,6 +1914,14 @@ impl<'d> HostContext<'d> {
             }
             if let Some(member) = self.member_behind_getter(&name) {
                 name = member;
+            }
+            // A struct's member the frame assigns before the launch (`params.in = in;`, as a
+            // struct passed by value is filled): the buffer assigned.
+            if let Some((value, _)) = frame.scope.value_given(&name).filter(|_| name.contains('.') && offsets.is_empty()) {
+                if let Some((tensor, _)) = tensors::data_of(value) {
+                    return self.passed_tensor_length(path, at, tensor);
+                }
+                name = without_pointer_cast(value.trim()).to_string();
             }
             let dotted = name.replace("->", ".");
             let member = dotted.split_once('.').filter(|(object, member)| is_identifier(object) && is_identifier(member));
@@ -3681,6 +3698,13 @@ fn file_constants_of(text: &str, root: Node) -> HashMap<String, String> {
         }
     }
     out
+}
+
+/// `p.weights[0]`: an element of a struct's array member at a literal index, which a struct
+/// filled member by member assigns as it does `p.n`.
+fn is_member_element(text: &str, node: Node) -> bool {
+    let literal_index = node.child_by_field_name("indices").or_else(|| node.child_by_field_name("index")).is_some_and(|i| text[i.byte_range()].trim_matches(['[', ']', ' ']).chars().all(|c| c.is_ascii_digit()));
+    node.kind() == "subscript_expression" && node.child_by_field_name("argument").is_some_and(|a| a.kind() == "field_expression") && literal_index
 }
 
 pub(super) fn strip_outer_parens(text: &str) -> &str {

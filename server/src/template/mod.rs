@@ -27,6 +27,7 @@ mod rows_per_block;
 mod scaffold;
 mod spec_text;
 mod strategy;
+mod structs;
 mod tensors;
 mod thread_tile;
 mod texture;

@@ -12,6 +12,7 @@ use super::derivations;
 use super::bounds::guarded_length;
 use super::host::{HostContext, HostFile, LaunchChoice};
 use super::spec_text::{spec_expression, Division};
+use super::structs;
 use super::texture;
 use super::LineOrigins;
 use crate::profile::split_template_args;
@@ -137,9 +138,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     grid = grid.iter().map(|g| integer(g)).collect();
     block = block.iter().map(|b| integer(b)).collect();
     let mut shared_bytes = integer(&shared_bytes);
-    let mut args: Vec<ArgSpec> = args
-        .into_iter()
-        .map(|mut a| {
+    let said_in_spec = |mut a: ArgSpec| {
             a.length = a.length.map(|l| integer(&l));
             if let Some(texture) = &mut a.texture {
                 texture.extent = texture.extent.iter().map(|e| integer(e)).collect();
@@ -153,6 +152,13 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
                 _ => v,
             };
             a.value = a.value.take().map(worked_out).map(|v| in_spec(&v, division));
+            a
+    };
+    let mut args: Vec<ArgSpec> = args
+        .into_iter()
+        .map(|a| {
+            let mut a = said_in_spec(a);
+            a.fields = std::mem::take(&mut a.fields).into_iter().map(said_in_spec).collect();
             a
         })
         .collect();
@@ -212,7 +218,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     // A buffer the caller sizes by the grid it works out (one partial sum per block) moves with
     // the block too; after the choices, which take a name a length uses for a size.
     if let Some(h) = &host {
-        for arg in &mut args {
+        for arg in crate::spec::leaves_mut(&mut args) {
             arg.length = arg.length.take().map(|l| h.worked_out_by_caller(&l, &block));
         }
     }
@@ -220,7 +226,8 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     let unsayable = unsayable_expressions(kernel, site.is_some(), &mut grid, &mut block, &mut shared_bytes, &mut args);
     let mut sizes = BTreeSet::new();
     let expressions = grid.iter().chain(&block).chain(std::iter::once(&shared_bytes));
-    let arg_exprs = args.iter().filter_map(|a| if a.dtype().is_float() { a.length.as_ref() } else { a.length.as_ref().or(a.value.as_ref()) });
+    let leaves = || crate::spec::leaves(&args);
+    let arg_exprs = leaves().filter_map(|a| if a.dtype().is_float() { a.length.as_ref() } else { a.length.as_ref().or(a.value.as_ref()) });
     let arg_exprs = arg_exprs.chain(args.iter().flat_map(|a| a.texture.iter().flat_map(|t| &t.extent)));
     // A buffer's length may name a scalar argument (`n` of `if (i < n)`): its value says what
     // it is, so it is no size of its own, unless that value is the host's size of that name.
@@ -266,7 +273,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     // of blocks the program picks (cuda_hgemm's `dim3 grid(BLOCK_STRIDE, …)`), not a problem
     // size with a tail.
     let has_odd = shapes.iter().any(|s| s.values().any(|v| *v > 1 && !(*v as u64).is_power_of_two()));
-    let blocks_picked = |name: &str| host.as_ref().is_some_and(|h| h.is_macro(&host_name(&name.to_string()))) && !args.iter().any(|a| a.length.as_deref().is_some_and(|l| identifiers_in(l).any(|w| w == name)));
+    let blocks_picked = |name: &str| host.as_ref().is_some_and(|h| h.is_macro(&host_name(&name.to_string()))) && !leaves().any(|a| a.length.as_deref().is_some_and(|l| identifiers_in(l).any(|w| w == name)));
     if let Some(lead) = grid.first().filter(|g| sizes.contains(g.as_str()) && !has_odd && !compiled_in.iter().any(|(s, _)| s == g) && !blocks_picked(g)) {
         if let Some(&value) = shapes[0].get(lead.as_str()).filter(|v| **v > 1) {
             let mut tail = shapes[0].clone();
@@ -303,10 +310,12 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     // A member (`size.width`) has its own error: the spec cannot name it.
     let unknown_sizes = sizes.iter().filter(|size| is_identifier(size) && shapes.iter().all(|shape| !shape.contains_key(*size))).map(|size| (size.clone(), made(&host_name(size))));
     let left_unknown = |a: &ArgSpec| a.value.as_deref() == Some(UNKNOWN) || a.length.as_deref() == Some(UNKNOWN);
-    let unknown_args = args.iter().enumerate().filter(|(_, a)| left_unknown(a)).map(|(i, a)| {
-        let passed = launch.and_then(|l| l.args.get(i)).map(|text| super::host::strip_outer_parens(text.trim()).to_string()).unwrap_or_default();
-        (a.name.clone(), made(&passed))
-    });
+    let passed = |i: usize| launch.and_then(|l| l.args.get(i)).map(|text| super::host::strip_outer_parens(text.trim()).to_string()).unwrap_or_default();
+    let unknown_args = args.iter().enumerate().filter(|(_, a)| left_unknown(a)).map(|(i, a)| (a.name.clone(), made(&passed(i))));
+    // A struct's field, where the launcher assigns the struct it passes (`params.x = …`).
+    let unknown_fields = args.iter().enumerate().flat_map(|(i, a)| a.fields.iter().filter(|f| left_unknown(f)).map(move |f| (i, a, f)));
+    let unknown_fields = unknown_fields.map(|(i, a, f)| (format!("{}.{}", a.name, f.name), made(&format!("{}.{}", passed(i), f.name))));
+    let unknown_args = unknown_args.chain(unknown_fields);
     let unknown = unknown_sizes.chain(unknown_args).chain(unsayable).collect();
     // The kernel's own expressions in the spec's terms, for the restrictions its loops and tiles give.
     let kernel_terms = body.map(|b| KernelTerms::of(templated.text(), b, &block));
@@ -531,6 +540,12 @@ fn unsayable_expressions(kernel: &str, launched: bool, grid: &mut [String], bloc
     for arg in args.iter_mut() {
         for text in arg.value.iter_mut().chain(arg.length.iter_mut()) {
             say(&arg.name, text, None);
+        }
+        for field in arg.fields.iter_mut() {
+            let key = format!("{}.{}", arg.name, field.name);
+            for text in field.value.iter_mut().chain(field.length.iter_mut()) {
+                say(&key, text, None);
+            }
         }
     }
     out
@@ -1356,8 +1371,13 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
     if p.pointer_depth == 0 && is_tag_type(&p.ty) {
         return (ArgSpec { name: p.name.clone(), element: Some(Dtype::U8), value: Some("0".to_string()), ..ArgSpec::default() }, false);
     }
+    if p.pointer_depth == 0 && number.is_none() {
+        if let Some(spec) = struct_arg_spec(doc, body, p, &base_type, at_launch, host, scalars) {
+            return (spec, false);
+        }
+    }
     if p.pointer_depth == 0 {
-        // A surface object, a struct passed by value: no number stands for it, and the worker
+        // A surface object, a struct no file defines: no number stands for it, and the worker
         // makes none; what the program passes can only be captured from it running.
         let value = at_launch.filter(|_| number.is_some()).map_or(UNKNOWN.to_string(), |text| match dtype.is_float() {
             true => host.and_then(|h| h.float_value(text)).unwrap_or_else(|| UNKNOWN.to_string()),
@@ -1386,6 +1406,64 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         _ => Some(Init::Integers { low: 0, high: 128 }),
     };
     (ArgSpec { name: p.name.clone(), element: Some(dtype), length: Some(length), role: Some(role), init, ..ArgSpec::default() }, from_host)
+}
+
+/// A struct passed by value (`ScaleParams params`): each member the kernel reads is a field, a
+/// pointer a buffer and a number a scalar, from what the host code assigns the struct it passes
+/// (`params.cols = cols;`). A small array read at run-time indices (`params.scale[i]`) is one
+/// field per element. `None` when no file the kernel or its host code is in defines the struct.
+fn struct_arg_spec(doc: &Document, body: Option<Node>, p: &Param, struct_type: &str, at_launch: Option<&str>, host: Option<&HostContext>, scalars: &[&str]) -> Option<ArgSpec> {
+    let mut documents = vec![doc];
+    documents.extend(host.map_or(&[][..], |h| h.documents()).iter().copied().filter(|d| !std::ptr::eq(*d, doc)));
+    let members = structs::members_of(&documents, struct_type)?;
+    let body = body?;
+    // The struct the launch passes, named in the launcher (`params`, not `&params` or a call).
+    let passed = at_launch.map(|a| super::host::strip_outer_parens(a.trim())).filter(|a| is_identifier(a));
+    let mut fields = Vec::new();
+    for read in structs::paths_read(doc.text(), body, &p.name) {
+        let Some(member) = structs::member_at(&documents, &members, &read) else { continue };
+        // A struct member read whole is read member by member somewhere else.
+        if member.pointer_depth == 0 && structs::members_of(&documents, &member.base_type).is_some() {
+            continue;
+        }
+        let paths = match member.elements {
+            Some(n) if n <= MOST_ARRAY_FIELDS => (0..n).map(|i| format!("{read}[{i}]")).collect(),
+            Some(_) => continue,
+            None => vec![read],
+        };
+        for path in paths {
+            if fields.iter().any(|f: &ArgSpec| f.name == path) {
+                continue;
+            }
+            let member_path = format!("{}.{path}", p.name);
+            let element = match member.pointer_depth {
+                0 => member.base_type.clone(),
+                _ => structs::cast_type(doc.text(), body, &p.name, &path).filter(|_| dtype_of(&member.base_type).is_none()).unwrap_or_else(|| member.base_type.clone()),
+            };
+            let field = Param { name: member_path, ty: member.base_type.clone(), base_type: member.base_type.clone(), pointer_depth: member.pointer_depth, is_const: member.is_const, is_restrict: false, span: p.span };
+            let assigned = passed.map(|a| format!("{a}.{path}"));
+            let (mut spec, _) = arg_spec(doc, Some(body), &field, &element, assigned.as_deref(), host, scalars);
+            spec.name = path;
+            spec.value = spec.value.map(|v| c_boolean(&v));
+            fields.push(spec);
+        }
+    }
+    // In the order the struct declares them, as a reader compares them with it.
+    let declared = |field: &ArgSpec| members.iter().position(|m| field.name.split(['.', '[']).next() == Some(m.name.as_str()));
+    fields.sort_by_key(declared);
+    Some(ArgSpec { name: p.name.clone(), struct_type: Some(struct_type.to_string()), fields, ..ArgSpec::default() })
+}
+
+/// Elements of an array member that become fields of their own; a larger array is left zero.
+const MOST_ARRAY_FIELDS: u64 = 16;
+
+/// `1` for C's `true`, `0` for `false`: a spec's expressions have no booleans.
+fn c_boolean(value: &str) -> String {
+    match value.trim() {
+        "true" => "1".to_string(),
+        "false" => "0".to_string(),
+        other => other.to_string(),
+    }
 }
 
 /// Outputs of one partial result per block, where each block's share of the input follows the

@@ -55,13 +55,7 @@ impl Target {
     fn with_struct_layouts(mut self, nvrtc: Option<&Nvrtc>, arch: &str) -> Result<Target> {
         let Some(first) = self.kernel.args.iter().find(|a| a.is_struct()) else { return Ok(self) };
         let nvrtc = nvrtc.ok_or_else(|| anyhow!("{}: struct argument `{}` is packed as the compiler lays it out, which needs NVRTC", self.file, first.name))?;
-        let request = space::compile_request(&self.kernel, &self.source, arch, &Configuration::default_of(&self.kernel));
-        for arg in self.kernel.args.iter_mut().filter(|a| a.is_struct()) {
-            let members: Vec<&str> = arg.fields.iter().map(|f| f.name.as_str()).collect();
-            let struct_type = arg.struct_type.as_deref().unwrap_or_default();
-            let layout = crate::compile::struct_layout(nvrtc, &request, struct_type, &members).map_err(|why| anyhow!("{}: struct argument `{}`: {why}", self.file, arg.name))?;
-            arg.layout = Some(layout);
-        }
+        crate::compile::resolve_struct_layouts(&mut self.kernel, &self.source, nvrtc, arch).map_err(|why| anyhow!("{}: {why}", self.file))?;
         Ok(self)
     }
 }
