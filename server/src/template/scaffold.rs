@@ -1449,7 +1449,11 @@ fn struct_arg_spec(doc: &Document, body: Option<Node>, p: &Param, struct_type: &
         }
     }
     // In the order the struct declares them, as a reader compares them with it.
-    let declared = |field: &ArgSpec| members.iter().position(|m| field.name.split(['.', '[']).next() == Some(m.name.as_str()));
+    let declared = |field: &ArgSpec| {
+        let member = members.iter().position(|m| field.name.split(['.', '[']).next() == Some(m.name.as_str()));
+        let element = field.name.split_once('[').and_then(|(_, i)| i.split(']').next()?.parse::<u64>().ok());
+        (member, element)
+    };
     fields.sort_by_key(declared);
     Some(ArgSpec { name: p.name.clone(), struct_type: Some(struct_type.to_string()), fields, ..ArgSpec::default() })
 }

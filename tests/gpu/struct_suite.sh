@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# GPU suite: kernels that take a struct by value, tuned with no hand edit. For each case:
+# `cutune templatize --write` (the members the kernel reads, with what the launcher assigns
+# them), `cutune spec check`, `cutune tune --budget B` (the layout asked of NVRTC, the worker
+# packs the struct's bytes; the winner is verified in five stages). `check_packing` traps when
+# any member arrives at the wrong offset or size, so a packing mistake fails its tune.
+# A summary line per case goes to $OUT/summary.txt.
+#   CUTUNE=target/release/cutune bash tests/gpu/struct_suite.sh
+set -u
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cutune="$(realpath "${CUTUNE:-$repo/target/release/cutune}")"
+out="$(realpath -m "${OUT:-$repo/gpu-out}")"
+budget="${BUDGET:-30}"
+mkdir -p "$out"
+work="$(mktemp -d -t cutune-structs.XXXXXX)"
+status=0
+
+# name | folder | file | kernel
+CASES="check_packing|$repo/tests/fixtures/structs|packing.cu|check_packing
+scale_row_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|scale_row_params
+mix_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|mix_params"
+
+while IFS='|' read -r name folder file kernel; do
+  echo "== $name"
+  ws="$work/$name"
+  cp -r "$folder" "$ws" && mkdir -p "$ws/.git"
+  log="$out/$name"
+  (cd "$ws" && "$cutune" templatize "$file" --kernel "$kernel" --write 2> "$log.templatize.err" && cp "${file%.*}.cutune.toml" "$log.cutune.toml")
+  (cd "$ws" && "$cutune" spec check "${file%.*}.cutune.toml" > "$log.spec_check.txt" 2>&1) || status=1
+  (cd "$ws" && timeout 240 "$cutune" tune "$file" --kernel "$kernel" --budget "$budget" --json > "$log.tune.json" 2> "$log.tune.err")
+  python3 "$repo/tests/gpu/tune_line.py" "$name" "$log" | tee -a "$out/summary.txt" || status=1
+done <<< "$CASES"
+# The control: a member given another value than main's traps the original, so the tune
+# stops at the baseline. Were it to pass, the kernel's check could not catch a misplaced byte.
+echo "== control"
+ws="$work/check_packing"
+sed -i 's/^value = "-3"$/value = "-4"/' "$ws/packing.cutune.toml"
+(cd "$ws" && timeout 240 "$cutune" tune packing.cu --kernel check_packing --budget 2 --json > "$out/control.tune.json" 2> "$out/control.tune.err")
+if grep -q "the baseline kernel could not be run: the kernel faulted" "$out/control.tune.err"; then
+  echo "control: a wrong member value traps the original and stops the tune: $(grep -o 'the kernel faulted[^:]*' "$out/control.tune.err" | head -1)" | tee -a "$out/summary.txt"
+else
+  echo "control: a wrong member value did NOT stop the tune: $(tail -c 300 "$out/control.tune.err")" | tee -a "$out/summary.txt"
+  status=1
+fi
+echo "== status $status"
+exit $status
