@@ -1386,7 +1386,9 @@ impl<'d> HostContext<'d> {
         // A size the spec names for a read of the launcher's tensor (`a_contig_numel`); a
         // variable of the program that only looks like one (`matrix_dim`) is followed as any other.
         let launcher_has = |n: &str| path[0].params.iter().any(|p| p == n) || path[0].scope.value_text(n).is_some();
-        if let Some((tensor, read)) = tensors::named_read(name).filter(|(tensor, _)| !launcher_has(name) && launcher_has(tensor)) {
+        // `params_dim` of a struct parameter is its member `params.dim`, not a tensor's rank.
+        let typed_otherwise = |n: &str| path[0].params.iter().position(|p| p == n).is_some_and(|i| path[0].param_types.get(i).is_some_and(|t| !t.contains("Tensor")));
+        if let Some((tensor, read)) = tensors::named_read(name).filter(|(tensor, _)| !launcher_has(name) && launcher_has(tensor) && !typed_otherwise(tensor)) {
             let launcher = &path[0];
             return Some(ValueSource { text: launcher.text, at: launcher.scope.point, function: frame_name(launcher), made_by: Made::Expression(read.call(tensor)) });
         }

@@ -597,8 +597,16 @@ fn find_launch<'a>(templated: &'a Document, kernel_file: Option<&'a Path>, hosts
 fn launches_in<'a>(doc: &'a Document, kernel: &'a str) -> impl Iterator<Item = Cow<'a, LaunchSite>> + 'a {
     let model = doc.model();
     let direct = model.launches.iter().filter(move |l| l.kernel == kernel).map(Cow::Borrowed);
-    let through_pointer = std::iter::once_with(move || pointer_aliases(doc, kernel))
-        .flat_map(move |aliases| model.launches.iter().filter(move |l| aliases.contains(&l.kernel)).map(Cow::Borrowed));
+    let through_pointer = std::iter::once_with(move || pointer_aliases(doc, kernel)).flat_map(move |aliases| {
+        model.launches.iter().filter_map(move |l| {
+            let taken = aliases.iter().find(|(alias, _)| *alias == l.kernel)?;
+            // `auto kernel = &k<Traits, false>;`: the instantiation is the pointer's.
+            Some(match (&taken.1, l.template_args.is_empty()) {
+                (Some(args), true) => Cow::Owned(LaunchSite { template_args: args.clone(), ..l.clone() }),
+                _ => Cow::Borrowed(l),
+            })
+        })
+    });
     let through_driver = std::iter::once_with(move || driver_launches(doc, kernel)).flatten().map(Cow::Owned);
     direct.chain(through_pointer).chain(through_driver)
 }
@@ -654,11 +662,13 @@ fn same_file(a: &Path, b: &Path) -> bool {
     a == b || a.canonicalize().ok().is_some_and(|a| b.canonicalize().is_ok_and(|b| a == b))
 }
 
-/// The variables `doc` assigns `kernel`'s address to (`fn = &kernel`, `auto fn = kernel`).
-fn pointer_aliases(doc: &Document, kernel: &str) -> BTreeSet<String> {
-    let Some(tree) = doc.tree() else { return BTreeSet::new() };
+/// The variables `doc` assigns `kernel`'s address to (`fn = &kernel`, `auto fn = kernel`), each
+/// with the template arguments of the instantiation taken (`&kernel<Traits, false>`), the first
+/// where a conditional takes several.
+fn pointer_aliases(doc: &Document, kernel: &str) -> Vec<(String, Option<Vec<crate::syntax::Expr>>)> {
+    let Some(tree) = doc.tree() else { return Vec::new() };
     let text = doc.text();
-    let mut out = BTreeSet::new();
+    let mut out: Vec<(String, Option<Vec<crate::syntax::Expr>>)> = Vec::new();
     for node in descendants(tree.root_node()) {
         let (target, value) = match node.kind() {
             "init_declarator" => (node.child_by_field_name("declarator").and_then(declared_name), node.child_by_field_name("value")),
@@ -666,9 +676,17 @@ fn pointer_aliases(doc: &Document, kernel: &str) -> BTreeSet<String> {
             _ => continue,
         };
         let (Some(target), Some(value)) = (target, value) else { continue };
-        let names_kernel = |value: Node| text[value.byte_range()].trim().trim_start_matches('&').trim() == kernel;
-        if target.kind() == "identifier" && alternatives(value).into_iter().any(names_kernel) {
-            out.insert(text[target.byte_range()].to_string());
+        let taken = |value: &Node| {
+            let written = text[value.byte_range()].trim().trim_start_matches('&').trim();
+            let (name, args) = written.split_once('<').map_or((written, None), |(name, args)| (name.trim(), Some(args)));
+            let args = args.and_then(|a| a.trim_end().strip_suffix('>')).map(|a| split_template_args(a).into_iter().map(|text| crate::syntax::Expr { value: crate::syntax::parse_int_literal(&text), text, span: Span::of(*value) }).collect());
+            (name == kernel).then_some(args)
+        };
+        let name = &text[target.byte_range()];
+        if target.kind() == "identifier" && !out.iter().any(|(alias, _)| alias == name) {
+            if let Some(args) = alternatives(value).iter().find_map(taken) {
+                out.push((name.to_string(), args));
+            }
         }
     }
     out
