@@ -1879,6 +1879,15 @@ impl<'d> HostContext<'d> {
         if let Some(index) = frame.params.iter().position(|p| p == name) {
             return self.eval_float_text(path, at + 1, &frame.argument(index)?, depth);
         }
+        // A member of a struct the caller passes (`params.shift` of `launch(params)`): the same
+        // member of the caller's struct.
+        if let Some((object, member)) = name.split_once('.') {
+            if let Some(index) = frame.params.iter().position(|p| p == object) {
+                let passed = frame.argument(index)?;
+                let passed = strip_outer_parens(passed.trim().trim_start_matches(['&', '*']).trim()).to_string();
+                return self.eval_float_text(path, at + 1, &format!("{passed}.{member}"), depth);
+            }
+        }
         if let Some(init) = self.globals.get(name) {
             return self.eval_float_text(path, at, init, depth);
         }
@@ -2875,7 +2884,34 @@ fn out_arguments<'t>(text: &'t str, call: Node, graph: &CallGraph) -> Option<(&'
         let Some(variable) = variable.filter(|a| is_identifier(a)) else { continue };
         out.push((variable.to_string(), value.map_or_else(|| UNKNOWN.to_string(), |v| in_caller_names(&v))));
     }
+    // A struct the callee fills member by member (`params.batch = batch;` in
+    // `set_params(params, batch, …)`): the caller's struct has those members after the call.
+    for p in params.iter().filter(|p| p.out == Some(Out::Reference)) {
+        let Some(variable) = argument(&p.name).filter(|a| is_identifier(a)) else { continue };
+        for (member, value) in member_assignments(callee_text, body, &p.name) {
+            out.push((format!("{variable}.{member}"), in_caller_names(&value)));
+        }
+    }
     Some((callee, out))
+}
+
+/// The members of `object` that `body` assigns (`object.n = n;`, `object.w[0] = 1;`), each
+/// with its last value.
+fn member_assignments(text: &str, body: Node, object: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for node in descendants(body).filter(|n| n.kind() == "assignment_expression") {
+        let is_plain = node.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=");
+        let (Some(left), Some(right)) = (node.child_by_field_name("left"), node.child_by_field_name("right")) else { continue };
+        if !is_plain || !(left.kind() == "field_expression" || is_member_element(text, left)) {
+            continue;
+        }
+        let target = text[left.byte_range()].split_whitespace().collect::<String>();
+        let Some(member) = target.strip_prefix(object).and_then(|rest| rest.strip_prefix('.')) else { continue };
+        let value = without_comments(&text[right.byte_range()]).trim().to_string();
+        out.retain(|(m, _)| m != member);
+        out.push((member.to_string(), value));
+    }
+    out
 }
 
 /// Whether the program's run takes a branch a call of a path is made in: the branch is the call
