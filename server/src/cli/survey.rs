@@ -237,11 +237,20 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
             return survey;
         }
     };
-    let (spec, layout_problem) = laid_out(&result.spec, &result.text, kernel, &slice_options, nvrtc, arch);
+    survey.spec_problems = template::spec_problems(path, &result.spec);
+    // A struct is laid out once the rest of the spec reads (its problems come first); then the
+    // verification is planned on its fields.
+    let lay_out = survey.spec_problems.is_empty() && result.spec.args.iter().any(|a| a.is_struct());
+    let (spec, layout_problem) = match lay_out {
+        true => laid_out(&result.spec, &result.text, kernel, &slice_options, nvrtc, arch),
+        false => (result.spec.clone(), None),
+    };
     let spec = &spec;
+    if lay_out {
+        survey.spec_problems = layout_problem.into_iter().chain(template::spec_problems(path, spec)).collect();
+    }
     survey.params = spec.params.iter().map(|p| format!("{}={}", p.name, p.default)).collect();
     survey.execution_params = spec.execution_params().count();
-    survey.spec_problems = layout_problem.into_iter().chain(template::spec_problems(path, spec)).collect();
     survey.compile = compile_default(&result.text, path, spec, &slice_options, nvrtc, no_nvrtc, arch);
     if let CompileResult::Failed { reason } = &mut survey.compile {
         if let Some(condition) = reason.contains(&format!("\"{kernel}\" is undefined")).then(|| excluding_condition(&text, kernel)).flatten() {
@@ -270,9 +279,10 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
 /// spec as it is.
 fn laid_out(spec: &KernelSpec, text: &str, kernel: &str, slice_options: &SliceOptions, nvrtc: Option<&Nvrtc>, arch: &str) -> (KernelSpec, Option<String>) {
     let mut spec = spec.clone();
-    let Some(nvrtc) = nvrtc.filter(|_| spec.args.iter().any(|a| a.is_struct())) else { return (spec, None) };
+    let Some(nvrtc) = nvrtc else { return (spec, None) };
     let Ok(slice) = device_slice(&Document::new(text.to_string()), kernel, &slice_options.clone().for_spec(&spec)) else { return (spec, None) };
-    let problem = crate::compile::resolve_struct_layouts(&mut spec, &slice.source, nvrtc, arch).err();
+    // A source that does not compile at all is the compile stage's to report, in NVRTC's words.
+    let problem = crate::compile::resolve_struct_layouts(&mut spec, &slice.source, nvrtc, arch).err().filter(|why| !why.contains("the kernel's source does not compile"));
     (spec, problem)
 }
 
