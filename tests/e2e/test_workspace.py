@@ -2349,9 +2349,10 @@ def test_a_kernel_instantiated_through_a_function_pointer_gets_the_pointers_temp
     assert next(p for p in spec["params"] if p["name"] == "kItems")["default"] == 4
     # The struct is filled by `set_shift_params(params, x, n)` through a reference, then passed
     # to the launcher by reference: its members are what the helper assigns.
+    # One size has one name: the grid's `params.n` is the `n` its caller assigns, as `x`'s length is.
     fields = [(f["name"], f.get("value", f.get("length")), f.get("role")) for f in spec["args"][0]["fields"]]
-    assert fields == [("x", "n", "inout"), ("n", "params_n", None), ("shift", "0.125", None)], fields
-    assert spec["shapes"][0] == {"n": 4194304, "params_n": 4194304}, spec["shapes"]
+    assert fields == [("x", "n", "inout"), ("n", "n", None), ("shift", "0.125", None)], fields
+    assert spec["grid"] == ["ceil_div(n, 4 * SHIFT_VALUES_BLOCK_SIZE)"] and spec["shapes"][0] == {"n": 4194304}, spec
     assert "unknown" not in spec, spec["unknown"]
 
 

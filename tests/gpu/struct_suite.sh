@@ -18,7 +18,8 @@ status=0
 # name | folder | file | kernel
 CASES="check_packing|$repo/tests/fixtures/structs|packing.cu|check_packing
 scale_row_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|scale_row_params
-mix_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|mix_params"
+mix_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|mix_params
+shift_values|$repo/tests/fixtures/workspace/struct_params|rows.cu|shift_values"
 
 while IFS='|' read -r name folder file kernel; do
   echo "== $name"

@@ -1167,8 +1167,28 @@ impl<'d> HostContext<'d> {
             if let Some(value) = self.fields.get(member).filter(|_| component.is_none()) {
                 return Some(format!("({value})"));
             }
-            launcher.params.iter().any(|p| p == object).then(|| format!("{object}_{member}"))
+            launcher.params.iter().any(|p| p == object).then(|| self.member_named_by_callers(object, member).unwrap_or_else(|| format!("{object}_{member}")))
         })
+    }
+
+    /// The name a caller gives the member `member` of the struct the launcher takes as
+    /// `object` (`n` where `shift_all` fills `params.n = n` and passes `params` down), so that
+    /// a size has one name whether the grid or a buffer's length reads it. The first caller
+    /// that assigns the member a plain name says it.
+    fn member_named_by_callers(&self, object: &str, member: &str) -> Option<String> {
+        let path = self.paths.first()?;
+        let mut object = object.to_string();
+        for (at, frame) in path.iter().enumerate() {
+            let index = frame.params.iter().position(|p| *p == object)?;
+            let passed = frame.argument(index)?;
+            object = strip_outer_parens(passed.trim().trim_start_matches(['&', '*']).trim()).to_string();
+            let caller = path.get(at + 1)?;
+            if let Some(value) = caller.scope.value_text(&format!("{object}.{member}")) {
+                let value = strip_outer_parens(value.trim());
+                return is_identifier(value).then(|| value.to_string());
+            }
+        }
+        None
     }
 
     /// `div_up(n, 256)` where `int div_up(int a, int b) { return (a + b - 1) / b; }` →
