@@ -466,6 +466,12 @@ impl<'d> Scope<'d> {
         self.given_at_point(name).filter(|(v, _)| *v != UNKNOWN)
     }
 
+    /// The last value given `name` before the point, `?` left out: what a struct's member holds
+    /// at the launch (a cleanup's `input.g_a = NULL;` after it is no value of it).
+    fn given_before_point(&self, name: &str) -> Option<&str> {
+        self.values.iter().rfind(|(n, v, at)| n == name && *at < self.point && v != UNKNOWN).map(|(_, v, _)| v.as_str())
+    }
+
     /// The last value given `name` before the point, else the first one given, `?` included;
     /// but none where that one is given later in a loop around the point: the first pass
     /// reads the value the loop was entered with (a parameter's, `size = n_blocks;` after the
@@ -1948,7 +1954,7 @@ impl<'d> HostContext<'d> {
             }
             // A struct's member the frame assigns before the launch (`params.in = in;`, as a
             // struct passed by value is filled): the buffer assigned.
-            if let Some((value, _)) = frame.scope.value_given(&name).filter(|_| name.contains('.') && offsets.is_empty()) {
+            if let Some(value) = frame.scope.given_before_point(&name).filter(|_| name.contains('.') && offsets.is_empty()) {
                 if let Some((tensor, _)) = tensors::data_of(value) {
                     return self.passed_tensor_length(path, at, tensor);
                 }
