@@ -21,15 +21,9 @@ scale_row_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|scale_row_
 mix_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|mix_params
 shift_values|$repo/tests/fixtures/workspace/struct_params|rows.cu|shift_values"
 
+source "$repo/tests/gpu/tune_case.sh"
 while IFS='|' read -r name folder file kernel; do
-  echo "== $name"
-  ws="$work/$name"
-  cp -r "$folder" "$ws" && mkdir -p "$ws/.git"
-  log="$out/$name"
-  (cd "$ws" && "$cutune" templatize "$file" --kernel "$kernel" --write 2> "$log.templatize.err" && cp "${file%.*}.cutune.toml" "$log.cutune.toml")
-  (cd "$ws" && "$cutune" spec check "${file%.*}.cutune.toml" > "$log.spec_check.txt" 2>&1) || status=1
-  (cd "$ws" && timeout 240 "$cutune" tune "$file" --kernel "$kernel" --budget "$budget" --json > "$log.tune.json" 2> "$log.tune.err")
-  python3 "$repo/tests/gpu/tune_line.py" "$name" "$log" | tee -a "$out/summary.txt" || status=1
+  tune_case "$name" "$folder" "$file" "$kernel"
 done <<< "$CASES"
 # The control: a member given another value than main's traps the original, so the tune
 # stops at the baseline. Were it to pass, the kernel's check could not catch a misplaced byte.

@@ -28,15 +28,9 @@ layeredTransform|$samples/0_Introduction/simpleLayeredTexture|simpleLayeredTextu
 cubemapTransform|$samples/0_Introduction/simpleCubemapTexture|simpleCubemapTexture.cu|transformKernel"
 fi
 
+source "$repo/tests/gpu/tune_case.sh"
 while IFS='|' read -r name folder file kernel; do
-  echo "== $name"
-  ws="$work/$name"
-  cp -r "$folder" "$ws" && mkdir -p "$ws/.git"
-  log="$out/$name"
-  (cd "$ws" && "$cutune" templatize "$file" --kernel "$kernel" --write 2> "$log.templatize.err" && cp "${file%.*}.cutune.toml" "$log.cutune.toml")
-  (cd "$ws" && "$cutune" spec check "${file%.*}.cutune.toml" > "$log.spec_check.txt" 2>&1) || status=1
-  (cd "$ws" && timeout 240 "$cutune" tune "$file" --kernel "$kernel" --budget "$budget" --json > "$log.tune.json" 2> "$log.tune.err")
-  python3 "$repo/tests/gpu/tune_line.py" "$name" "$log" | tee -a "$out/summary.txt" || status=1
+  tune_case "$name" "$folder" "$file" "$kernel"
 done <<< "$CASES"
 echo "== status $status"
 exit $status

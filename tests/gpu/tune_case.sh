@@ -1,0 +1,16 @@
+# Sourced by the GPU suites that tune cases with no hand edit (texture_suite.sh,
+# struct_suite.sh). `tune_case NAME FOLDER FILE KERNEL` copies FOLDER into $work as a workspace
+# of its own, then `cutune templatize --write`, `cutune spec check` and `cutune tune --budget
+# $budget`, each with its output under $out/NAME.*, and adds the case's line to
+# $out/summary.txt (tune_line.py); a case that fails sets status=1. Needs repo, cutune, out,
+# work, budget and status set.
+tune_case() {
+  local name="$1" folder="$2" file="$3" kernel="$4"
+  echo "== $name"
+  local ws="$work/$name" log="$out/$name"
+  cp -r "$folder" "$ws" && mkdir -p "$ws/.git"
+  (cd "$ws" && "$cutune" templatize "$file" --kernel "$kernel" --write 2> "$log.templatize.err" && cp "${file%.*}.cutune.toml" "$log.cutune.toml")
+  (cd "$ws" && "$cutune" spec check "${file%.*}.cutune.toml" > "$log.spec_check.txt" 2>&1) || status=1
+  (cd "$ws" && timeout 240 "$cutune" tune "$file" --kernel "$kernel" --budget "$budget" --json > "$log.tune.json" 2> "$log.tune.err")
+  python3 "$repo/tests/gpu/tune_line.py" "$name" "$log" | tee -a "$out/summary.txt" || status=1
+}
