@@ -139,20 +139,20 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     block = block.iter().map(|b| integer(b)).collect();
     let mut shared_bytes = integer(&shared_bytes);
     let said_in_spec = |mut a: ArgSpec| {
-            a.length = a.length.map(|l| integer(&l));
-            if let Some(texture) = &mut a.texture {
-                texture.extent = texture.extent.iter().map(|e| integer(e)).collect();
-            }
-            let float = a.dtype().is_float();
-            let division = if float { Division::True } else { Division::Floor };
-            // A count the caller works out from the block (`tiles * TILE` with `tiles = n /
-            // TILE`) moves with the block, as the grid does.
-            let worked_out = |v: String| match &host {
-                Some(h) if !float => h.worked_out_by_caller(&v, &block),
-                _ => v,
-            };
-            a.value = a.value.take().map(worked_out).map(|v| in_spec(&v, division));
-            a
+        a.length = a.length.map(|l| integer(&l));
+        if let Some(texture) = &mut a.texture {
+            texture.extent = texture.extent.iter().map(|e| integer(e)).collect();
+        }
+        let float = a.dtype().is_float();
+        let division = if float { Division::True } else { Division::Floor };
+        // A count the caller works out from the block (`tiles * TILE` with `tiles = n /
+        // TILE`) moves with the block, as the grid does.
+        let worked_out = |v: String| match &host {
+            Some(h) if !float => h.worked_out_by_caller(&v, &block),
+            _ => v,
+        };
+        a.value = a.value.take().map(worked_out).map(|v| in_spec(&v, division));
+        a
     };
     let mut args: Vec<ArgSpec> = args
         .into_iter()
@@ -599,9 +599,9 @@ fn launches_in<'a>(doc: &'a Document, kernel: &'a str) -> impl Iterator<Item = C
     let direct = model.launches.iter().filter(move |l| l.kernel == kernel).map(Cow::Borrowed);
     let through_pointer = std::iter::once_with(move || pointer_aliases(doc, kernel)).flat_map(move |aliases| {
         model.launches.iter().filter_map(move |l| {
-            let taken = aliases.iter().find(|(alias, _)| *alias == l.kernel)?;
+            let taken = aliases.iter().find(|alias| alias.name == l.kernel)?;
             // `auto kernel = &k<Traits, false>;`: the instantiation is the pointer's.
-            Some(match (&taken.1, l.template_args.is_empty()) {
+            Some(match (&taken.template_args, l.template_args.is_empty()) {
                 (Some(args), true) => Cow::Owned(LaunchSite { template_args: args.clone(), ..l.clone() }),
                 _ => Cow::Borrowed(l),
             })
@@ -665,10 +665,10 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// The variables `doc` assigns `kernel`'s address to (`fn = &kernel`, `auto fn = kernel`), each
 /// with the template arguments of the instantiation taken (`&kernel<Traits, false>`), the first
 /// where a conditional takes several.
-fn pointer_aliases(doc: &Document, kernel: &str) -> Vec<(String, Option<Vec<crate::syntax::Expr>>)> {
+fn pointer_aliases(doc: &Document, kernel: &str) -> Vec<PointerAlias> {
     let Some(tree) = doc.tree() else { return Vec::new() };
     let text = doc.text();
-    let mut out: Vec<(String, Option<Vec<crate::syntax::Expr>>)> = Vec::new();
+    let mut out: Vec<PointerAlias> = Vec::new();
     for node in descendants(tree.root_node()) {
         let (target, value) = match node.kind() {
             "init_declarator" => (node.child_by_field_name("declarator").and_then(declared_name), node.child_by_field_name("value")),
@@ -683,13 +683,19 @@ fn pointer_aliases(doc: &Document, kernel: &str) -> Vec<(String, Option<Vec<crat
             (name == kernel).then_some(args)
         };
         let name = &text[target.byte_range()];
-        if target.kind() == "identifier" && !out.iter().any(|(alias, _)| alias == name) {
-            if let Some(args) = alternatives(value).iter().find_map(taken) {
-                out.push((name.to_string(), args));
+        if target.kind() == "identifier" && !out.iter().any(|alias| alias.name == name) {
+            if let Some(template_args) = alternatives(value).iter().find_map(taken) {
+                out.push(PointerAlias { name: name.to_string(), template_args });
             }
         }
     }
     out
+}
+
+/// A variable holding a kernel's address, and the template arguments it was taken with.
+struct PointerAlias {
+    name: String,
+    template_args: Option<Vec<crate::syntax::Expr>>,
 }
 
 /// The values a conditional may take (`k == 0 ? &copy : &transpose` gives both), or the value.
