@@ -6,14 +6,8 @@
 # any member arrives at the wrong offset or size, so a packing mistake fails its tune.
 # A summary line per case goes to $OUT/summary.txt.
 #   CUTUNE=target/release/cutune bash tests/gpu/struct_suite.sh
-set -u
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cutune="$(realpath "${CUTUNE:-$repo/target/release/cutune}")"
-out="$(realpath -m "${OUT:-$repo/gpu-out}")"
-budget="${BUDGET:-30}"
-mkdir -p "$out"
-work="$(mktemp -d -t cutune-structs.XXXXXX)"
-status=0
+suite=structs
+source "$(dirname "${BASH_SOURCE[0]}")/tune_case.sh"
 
 # name | folder | file | kernel
 CASES="check_packing|$repo/tests/fixtures/structs|packing.cu|check_packing
@@ -21,7 +15,6 @@ scale_row_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|scale_row_
 mix_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|mix_params
 shift_values|$repo/tests/fixtures/workspace/struct_params|rows.cu|shift_values"
 
-source "$repo/tests/gpu/tune_case.sh"
 while IFS='|' read -r name folder file kernel; do
   tune_case "$name" "$folder" "$file" "$kernel"
 done <<< "$CASES"

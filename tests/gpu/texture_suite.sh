@@ -6,14 +6,8 @@
 # (the folder holding NVIDIA/cuda-samples' `Samples`, see docs/templatize.md) four samples too.
 # A summary line per case goes to $OUT/summary.txt.
 #   CUTUNE=target/gpu/cutune [CORPUS=.corpus/cuda-samples] bash tests/gpu/texture_suite.sh
-set -u
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cutune="$(realpath "${CUTUNE:-$repo/target/release/cutune}")"
-out="$(realpath -m "${OUT:-$repo/gpu-out}")"
-budget="${BUDGET:-30}"
-mkdir -p "$out"
-work="$(mktemp -d -t cutune-textures.XXXXXX)"
-status=0
+suite=textures
+source "$(dirname "${BASH_SOURCE[0]}")/tune_case.sh"
 
 # name | folder | file | kernel
 CASES="blur_rows|$repo/tests/fixtures/workspace/textures|image_kernels.cuh|blur_rows
@@ -28,7 +22,6 @@ layeredTransform|$samples/0_Introduction/simpleLayeredTexture|simpleLayeredTextu
 cubemapTransform|$samples/0_Introduction/simpleCubemapTexture|simpleCubemapTexture.cu|transformKernel"
 fi
 
-source "$repo/tests/gpu/tune_case.sh"
 while IFS='|' read -r name folder file kernel; do
   tune_case "$name" "$folder" "$file" "$kernel"
 done <<< "$CASES"

@@ -1,9 +1,20 @@
 # Sourced by the GPU suites that tune cases with no hand edit (texture_suite.sh,
-# struct_suite.sh). `tune_case NAME FOLDER FILE KERNEL` copies FOLDER into $work as a workspace
-# of its own, then `cutune templatize --write`, `cutune spec check` and `cutune tune --budget
-# $budget`, each with its output under $out/NAME.*, and adds the case's line to
-# $out/summary.txt (tune_line.py); a case that fails sets status=1. Needs repo, cutune, out,
-# work, budget and status set.
+# struct_suite.sh), after they set `suite` (a word for the scratch folder's name). Sets repo,
+# cutune (CUTUNE, else the release build), out (OUT, else gpu-out), budget (BUDGET, else 30),
+# work (a fresh scratch folder) and status (0).
+# `tune_case NAME FOLDER FILE KERNEL` copies FOLDER into $work as a workspace of its own, then
+# `cutune templatize --write`, `cutune spec check` and `cutune tune --budget $budget`, each with
+# its output under $out/NAME.*, and adds the case's line to $out/summary.txt (tune_line.py); a
+# case that fails sets status=1.
+set -u
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cutune="$(realpath "${CUTUNE:-$repo/target/release/cutune}")"
+out="$(realpath -m "${OUT:-$repo/gpu-out}")"
+budget="${BUDGET:-30}"
+mkdir -p "$out"
+work="$(mktemp -d -t "cutune-$suite.XXXXXX")"
+status=0
+
 tune_case() {
   local name="$1" folder="$2" file="$3" kernel="$4"
   echo "== $name"

@@ -18,7 +18,9 @@ const DEVICE_LIMITS: [&str; 6] = ["maxGridSize", "maxThreadsPerBlock", "maxThrea
 /// The value each of `outs` (the callee's reference parameters) holds when `body` returns, in
 /// the callee's names, for those the body sets; `None` where it cannot be told: set in a loop or
 /// a `switch`, or from the callee's own state; all are `None` when the body may return early
-/// (a `return` under a condition), which this reading does not follow.
+/// (a `return` under a condition), which this reading does not follow. The members the body
+/// sets of a struct taken by reference (`params.n = n;` of `Params &params`) come after the outs,
+/// named by their path (`params.n`), read the same way.
 ///
 /// Statements are read in order. An `if` whose condition `decide` settles takes that branch; one
 /// it does not gives each name the branches set differently a conditional, `(c) ? (a) : (b)`;
@@ -30,10 +32,13 @@ pub(super) fn reference_values(text: &str, body: Node, outs: &[String], pointers
     let mut state = State::default();
     let reader = Reader { text, outs, pointers, decide };
     reader.statement(body, &mut state);
+    let mut members: Vec<&String> = state.values.keys().filter(|name| reader.is_member_of_out(name)).collect();
+    members.sort();
     outs.iter()
+        .chain(members)
         .filter_map(|out| {
             let slot = state.values.get(out)?;
-            let current = slot.reads.iter().all(|(name, version)| state.versions.get(name) == Some(version));
+            let current = slot.reads.iter().all(|(name, version)| state.versions.get(name).copied().unwrap_or(0) == *version);
             Some((out.clone(), slot.value.clone().filter(|_| current && !state.tainted_after_return)))
         })
         .collect()
@@ -166,13 +171,20 @@ impl Reader<'_> {
         }
     }
 
-    /// The name an assignment's left side sets: `height` of `*height = …` for an out pointer.
+    /// The name an assignment's left side sets: `height` of `*height = …` for an out pointer,
+    /// `params.w[0]` of `params.w[ 0 ] = …`.
     fn assigned_name(&self, left: Node) -> String {
         let text = self.text[left.byte_range()].trim();
         match text.strip_prefix('*').map(str::trim) {
             Some(pointer) if self.pointers.iter().any(|p| p == pointer) => pointer.to_string(),
-            _ => text.to_string(),
+            _ => text.split_whitespace().collect(),
         }
+    }
+
+    /// Whether `name` is a member of an out taken by reference (`params.n`, `params.w[0]`).
+    fn is_member_of_out(&self, name: &str) -> bool {
+        let by_reference = self.outs.iter().filter(|o| !self.pointers.contains(o));
+        by_reference.into_iter().any(|out| name.strip_prefix(out.as_str()).is_some_and(|rest| rest.starts_with('.')))
     }
 
     /// The name an assignment or an update in `node` sets.
@@ -185,7 +197,7 @@ impl Reader<'_> {
     }
 
     fn set(&self, name: &str, slot: Slot, state: &mut State) {
-        if self.outs.iter().any(|o| o == name) {
+        if self.outs.iter().any(|o| o == name) || self.is_member_of_out(name) {
             *state.versions.entry(name.to_string()).or_default() += 1;
         } else if !state.values.contains_key(name) {
             // Neither a local nor a reference parameter: the caller never sees it.
@@ -211,8 +223,14 @@ impl Reader<'_> {
                     reads.extend(read.iter().cloned());
                     Some(format!("({value})"))
                 }
-                // A local without a value, or a reference parameter never set here: the
-                // caller's value from before the call, which its name no longer holds after.
+                // An out not set so far: the caller's variable holds that value after the call
+                // too, unless the body sets it later (its version then moves on).
+                None if is_out && word != target => {
+                    reads.push((word.to_string(), 0));
+                    None
+                }
+                // A local without a value, or the target's own value from before the call, which
+                // its name no longer holds after.
                 Some(Slot { value: None, .. }) => {
                     known = false;
                     None
@@ -536,6 +554,21 @@ mod tests {
         assert_eq!(returns["blocks"], None);
         let decided = values_of("void f(int n, int &blocks, int &threads) { if (1) return; blocks = n; }", &|t| eval_constant(t, &|_| None));
         assert!(!decided.contains_key("blocks"));
+    }
+
+    #[test]
+    fn members_of_a_struct_by_reference_are_read_as_the_outs_are() {
+        let source = "void f(int n, Params &blocks, int &threads) { int half = n / 2; blocks.n = half; blocks.t = threads; blocks.w[ 0 ] = 0.5f; if (n > 4) blocks.k = 4; else blocks.k = 2; if (n > 8) blocks.x = 1; for (int i = 0; i < n; ++i) blocks.y = i; }";
+        let values = values_of(source, &|_| None);
+        assert_eq!(values["blocks.n"].as_deref(), Some("(n / 2)"));
+        assert_eq!(values["blocks.w[0]"].as_deref(), Some("0.5f"));
+        // An out the body reads and never sets keeps the caller's value.
+        assert_eq!(values["blocks.t"].as_deref(), Some("threads"));
+        assert_eq!(values["blocks.k"].as_deref(), Some("(n > 4) ? (4) : (2)"));
+        // Set under one branch only, or in a loop: what the caller's struct holds is not known.
+        assert_eq!((values["blocks.x"].as_deref(), values["blocks.y"].as_deref()), (None, None));
+        let decided = values_of(source, &|text| eval_constant(text, &|w| (w == "n").then_some(16)));
+        assert_eq!((decided["blocks.k"].as_deref(), decided["blocks.x"].as_deref()), (Some("4"), Some("1")));
     }
 
     #[test]

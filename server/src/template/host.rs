@@ -201,6 +201,13 @@ impl<'d> Frame<'d> {
         args.get(index).cloned().or_else(|| self.param_defaults.get(index)?.clone())
     }
 
+    /// The object the caller passes for parameter `index`, by value, reference or address
+    /// (`params` of `launch(&params)`), in the next frame's names.
+    fn passed_object(&self, index: usize) -> Option<String> {
+        let passed = self.argument(index)?;
+        Some(strip_outer_parens(passed.trim().trim_start_matches(['&', '*']).trim()).to_string())
+    }
+
     /// The extents of the `dim3` named `name` at this frame's point: constructed here or at file
     /// scope (`dim3 grid;` is 1, 1, 1), with the members assigned since (`grid.x = n / 256`).
     /// Names in them stand for their values where the `dim3` was made, not at the point.
@@ -1186,10 +1193,9 @@ impl<'d> HostContext<'d> {
         let mut object = object.to_string();
         for (at, frame) in path.iter().enumerate() {
             let index = frame.params.iter().position(|p| *p == object)?;
-            let passed = frame.argument(index)?;
-            object = strip_outer_parens(passed.trim().trim_start_matches(['&', '*']).trim()).to_string();
+            object = frame.passed_object(index)?;
             let caller = path.get(at + 1)?;
-            if let Some(value) = caller.scope.value_text(&format!("{object}.{member}")) {
+            if let Some(value) = caller.scope.given_before_point(&format!("{object}.{member}")) {
                 let value = strip_outer_parens(value.trim());
                 return is_identifier(value).then(|| value.to_string());
             }
@@ -1889,8 +1895,10 @@ impl<'d> HostContext<'d> {
         if depth > 16 {
             return None;
         }
-        // A name given a value that is no plain name (`p.weights[0] = 0.25f;`).
-        if let Some(value) = path.get(at).and_then(|f| f.scope.value_text(text.trim())) {
+        // A member given a value before the point (`p.weights[0] = 0.25f;`), which is no plain
+        // name for `eval_float_name` to read.
+        let member = Some(text.trim()).filter(|t| t.contains('.') && !t.contains(' ') && t.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_'));
+        if let Some(value) = member.and_then(|m| path.get(at)?.scope.given_before_point(m)) {
             return self.eval_float_text(path, at, value, depth + 1);
         }
         let text = tensors::replace_size_reads(text, |tensor, read| self.eval_size_read(path, at, tensor, read, depth + 1).map(|v| v.to_string()));
@@ -1909,9 +1917,7 @@ impl<'d> HostContext<'d> {
         // member of the caller's struct.
         if let Some((object, member)) = name.split_once('.') {
             if let Some(index) = frame.params.iter().position(|p| p == object) {
-                let passed = frame.argument(index)?;
-                let passed = strip_outer_parens(passed.trim().trim_start_matches(['&', '*']).trim()).to_string();
-                return self.eval_float_text(path, at + 1, &format!("{passed}.{member}"), depth);
+                return self.eval_float_text(path, at + 1, &format!("{}.{member}", frame.passed_object(index)?), depth);
             }
         }
         if let Some(init) = self.globals.get(name) {
@@ -1976,9 +1982,7 @@ impl<'d> HostContext<'d> {
             // A member of an object the caller passes: the same member of the caller's object.
             if let Some((object, member)) = member {
                 if let Some(index) = frame.params.iter().position(|p| p == object) {
-                    let passed = frame.argument(index)?;
-                    let passed = passed.trim().trim_start_matches(['&', '*']).trim();
-                    name = format!("{}.{member}", strip_outer_parens(passed));
+                    name = format!("{}.{member}", frame.passed_object(index)?);
                     continue;
                 }
             }
@@ -2902,6 +2906,13 @@ fn out_arguments<'t>(text: &'t str, call: Node, graph: &CallGraph) -> Option<(&'
     let values = callee::reference_values(callee_text, body, &outs, &pointers, &decide);
     let mut out = Vec::new();
     for (param, value) in values {
+        // A member of a struct the callee fills (`params.batch = batch;` in `set_params(params,
+        // batch, …)`): the caller's struct has it after the call.
+        if let Some((object, member)) = param.split_once('.') {
+            let Some(variable) = argument(object).filter(|a| is_identifier(a)) else { continue };
+            out.push((format!("{variable}.{member}"), value.map_or_else(|| UNKNOWN.to_string(), |v| in_caller_names(&v))));
+            continue;
+        }
         // Through a pointer, only a variable whose address is given is the caller's to lose.
         let variable = match pointers.contains(&param) {
             true => argument(&param).and_then(|a| a.strip_prefix('&')).map(str::trim),
@@ -2910,34 +2921,7 @@ fn out_arguments<'t>(text: &'t str, call: Node, graph: &CallGraph) -> Option<(&'
         let Some(variable) = variable.filter(|a| is_identifier(a)) else { continue };
         out.push((variable.to_string(), value.map_or_else(|| UNKNOWN.to_string(), |v| in_caller_names(&v))));
     }
-    // A struct the callee fills member by member (`params.batch = batch;` in
-    // `set_params(params, batch, …)`): the caller's struct has those members after the call.
-    for p in params.iter().filter(|p| p.out == Some(Out::Reference)) {
-        let Some(variable) = argument(&p.name).filter(|a| is_identifier(a)) else { continue };
-        for (member, value) in member_assignments(callee_text, body, &p.name) {
-            out.push((format!("{variable}.{member}"), in_caller_names(&value)));
-        }
-    }
     Some((callee, out))
-}
-
-/// The members of `object` that `body` assigns (`object.n = n;`, `object.w[0] = 1;`), each
-/// with its last value.
-fn member_assignments(text: &str, body: Node, object: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for node in descendants(body).filter(|n| n.kind() == "assignment_expression") {
-        let is_plain = node.child_by_field_name("operator").is_some_and(|o| &text[o.byte_range()] == "=");
-        let (Some(left), Some(right)) = (node.child_by_field_name("left"), node.child_by_field_name("right")) else { continue };
-        if !is_plain || !(left.kind() == "field_expression" || is_member_element(text, left)) {
-            continue;
-        }
-        let target = text[left.byte_range()].split_whitespace().collect::<String>();
-        let Some(member) = target.strip_prefix(object).and_then(|rest| rest.strip_prefix('.')) else { continue };
-        let value = without_comments(&text[right.byte_range()]).trim().to_string();
-        out.retain(|(m, _)| m != member);
-        out.push((member.to_string(), value));
-    }
-    out
 }
 
 /// Whether the program's run takes a branch a call of a path is made in: the branch is the call
