@@ -28,14 +28,50 @@ struct Macro {
     body: String,
 }
 
-/// `text` with the invocations of its launch- or binding-writing macros expanded; `None` when
-/// it has none.
-pub fn expand_code_writing_macros(text: &str, root: Node) -> Option<String> {
-    let macros = function_macros(text, root);
-    let writing = code_writing(&macros);
-    if writing.is_empty() {
-        return None;
+/// What a call launches a kernel through: a dispatch macro given code that holds one of these
+/// is expanded where it is invoked.
+pub const LAUNCH_WORDS: [&str; 3] = ["<<<", "cudaLaunchKernel", "cuLaunchKernel"];
+
+/// Function-like macros by name: those of the headers a file includes, which its own add to.
+#[derive(Clone, Debug, Default)]
+pub struct Macros(HashMap<String, Macro>);
+
+impl Macros {
+    /// The function-like macros `text` defines, read line by line (a header is not parsed for
+    /// them); the first definition of a name stays.
+    pub fn add_defined_in(&mut self, text: &str) {
+        let mut at = 0;
+        for line in text.split_inclusive('\n') {
+            let start = at;
+            at += line.len();
+            if line.trim_start().starts_with('#') {
+                if let Some((name, found)) = function_macro(&text[directive_range(text, start)]) {
+                    self.0.entry(name).or_insert(found);
+                }
+            }
+        }
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// `text` with the invocations of its launch- or binding-writing macros expanded, and those of
+/// dispatch macros (its own or `included`) given a block that launches a kernel
+/// (`DISPATCH_VEC(vec, VEC, { auto kernel = k<VEC, T>; cudaLaunchKernelEx(…); })`, each `case`
+/// declaring `constexpr int VEC = 4;`); `None` when it has none.
+pub fn expand_code_writing_macros(text: &str, root: Node, included: &Macros) -> Option<String> {
+    let mut macros = included.0.clone();
+    macros.extend(function_macros(text, root));
+    let writing = code_writing(&macros);
+    // A dispatch declares what the block it is given instantiates with (`constexpr int VEC = 4;`,
+    // `using scalar_t = float;`); a wrapper (`CHECK(cudaLaunchKernelEx(…))`) declares nothing.
+    let dispatches = |name: &str, start: usize| {
+        let declares = macros.get(name).is_some_and(|m| ["constexpr ", "using ", "typedef "].iter().any(|w| m.body.contains(w)));
+        let launches = |arg: &String| LAUNCH_WORDS.iter().any(|w| arg.contains(w));
+        declares && invocation_arguments(text, start + name.len()).is_some_and(|(args, _)| args.iter().any(launches))
+    };
     let skipped: Vec<std::ops::Range<usize>> = descendants(root)
         .filter(|n| matches!(n.kind(), "preproc_def" | "preproc_function_def" | "comment" | "string_literal" | "raw_string_literal"))
         .map(|n| if n.kind().starts_with("preproc") { directive_range(text, n.start_byte()) } else { n.byte_range() })
@@ -47,7 +83,10 @@ pub fn expand_code_writing_macros(text: &str, root: Node) -> Option<String> {
     let bodies = bodies(text, &skipped);
     let at_file_scope = |start: usize| !bodies.iter().any(|r| r.contains(&start));
     // The invocations in code, not those in other directives, comments or strings.
-    let expands = |name: &str, start: usize| (writing.contains(name) || (defining.contains(name) && at_file_scope(start))) && !skipped.iter().any(|r| r.contains(&start));
+    let expands = |name: &str, start: usize| {
+        let writes = writing.contains(name) || (defining.contains(name) && at_file_scope(start));
+        (writes || dispatches(name, start)) && !skipped.iter().any(|r| r.contains(&start))
+    };
     // The lines an invocation spanned stay lines, so that those after keep their numbers.
     splice_expansions(text, &macros, &expands, true, &[], 0)
 }
@@ -309,6 +348,9 @@ fn splice_expansions(text: &str, macros: &HashMap<String, Macro>, expands: &dyn 
             continue;
         }
         let Some((args, end)) = invocation_arguments(text, start + name.len()) else { continue };
+        // An argument over several lines (a dispatch's block) joins the one line the expansion
+        // is, its comments gone, so that the lines after keep their numbers.
+        let args: Vec<String> = args.iter().map(|a| one_line(a)).collect();
         let active: Vec<&str> = active.iter().copied().chain([name]).collect();
         let replacement = substitute(found, &args);
         let rescanned = |inner: &str, at: usize| !in_string(&inner[..at]);
@@ -348,7 +390,7 @@ mod tests {
 
     fn expanded(text: &str) -> Option<String> {
         let doc = crate::syntax::Document::new(text.to_string());
-        expand_code_writing_macros(text, doc.tree().unwrap().root_node())
+        expand_code_writing_macros(text, doc.tree().unwrap().root_node(), &Macros::default())
     }
 
     #[test]
@@ -381,6 +423,29 @@ PYBIND11_MODULE(ext, m) {
         assert_eq!(lines[12], "");
         assert_eq!(lines[13], "int after = 1;");
         assert_eq!(lines[15].trim(), "m.def(\"relu_f32\", &relu_f32, \"relu_f32\");");
+    }
+
+    #[test]
+    fn a_dispatch_of_an_included_header_is_expanded_where_its_block_launches() {
+        let mut included = Macros::default();
+        included.add_defined_in("#pragma once\n#define DISPATCH_VEC(v, VEC, ...) \\\n  switch (v) { \\\n  case 4: { constexpr int VEC = 4; __VA_ARGS__ break; } \\\n  }\n#define CHECK(call) { cudaError_t e = (call); if (e) return e; }\n");
+        let text = "\
+cudaError_t f(int v, cudaLaunchConfig_t config) {
+  DISPATCH_VEC(v, VEC, {
+    auto kernel = k<VEC>;
+    CHECK(cudaLaunchKernelEx(&config, kernel, n));
+  });
+  CHECK(cudaLaunchKernelEx(&config, other, n));
+  return cudaSuccess;
+}
+";
+        let doc = crate::syntax::Document::new(text.to_string());
+        let out = expand_code_writing_macros(text, doc.tree().unwrap().root_node(), &included).unwrap();
+        // The dispatch on its line, its block's lines kept as lines; the wrapper inside it expanded
+        // by the rescan, the one outside (a wrapper declares nothing) left as written.
+        assert_eq!(out.lines().nth(1), Some("  switch (v) { case 4: { constexpr int VEC = 4; { auto kernel = k<VEC>; { cudaError_t e = (cudaLaunchKernelEx(&config, kernel, n)); if (e) return e; }; } break; } }"));
+        assert_eq!(out.lines().count(), text.lines().count());
+        assert_eq!(out.lines().nth(5), Some("  CHECK(cudaLaunchKernelEx(&config, other, n));"));
     }
 
     #[test]

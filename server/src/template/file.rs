@@ -30,7 +30,10 @@ pub fn templatize_file(file: &Path, kernel: &str) -> Result<TemplatizedFile> {
     let old_source = crate::workspace::read_source(file)?;
     let hosts = crate::workspace::host_documents_near(file, kernel);
     let root = crate::workspace::find_root(file);
-    let mut result = templatize_in_workspace(&old_source, kernel, file, &SliceOptions::for_file(file), &hosts, &root).map_err(|e| anyhow!("{}: {e}", file.display()))?;
+    // The host documents are named by canonical paths; the kernel's file is too, so that it is
+    // one program with them (`runTest` beside it is its caller, not another folder's).
+    let canonical = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
+    let mut result = templatize_in_workspace(&old_source, kernel, file, &SliceOptions::for_file(&canonical), &hosts, &root).map_err(|e| anyhow!("{}: {e}", file.display()))?;
     let formatted = format_changes(&mut result, &old_source, file, &ClangFormat);
     let spec_path = spec::spec_path_for(file);
     let old_spec = read_spec(&spec_path)?;

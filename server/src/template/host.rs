@@ -17,7 +17,7 @@ use super::tensors;
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, BLOCKS_PER_SM, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::preprocess::each_preprocessed_line;
-use crate::syntax::host::{address_taken, call_args, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, parameters, Call, Out, Parameter};
+use crate::syntax::host::{address_taken, call_args, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, names_called_in, parameters, Call, Out, Parameter};
 use crate::syntax::{balancing_position, descendants, eval_constant, eval_float, identifiers_in, is_identifier, matching_paren, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
@@ -471,6 +471,22 @@ impl<'d> Scope<'d> {
     /// [`Scope::value_text`] with the byte offset where the value is given.
     fn value_given(&self, name: &str) -> Option<(&str, usize)> {
         self.given_at_point(name).filter(|(v, _)| *v != UNKNOWN)
+    }
+
+    /// The type a `using name = T;` or `typedef T name;` in a block around the point gives
+    /// `name` before it: what a dispatch's `case` instantiates its block with
+    /// (`case kFloat: { using scalar_t = float; k<scalar_t><<<…>>>(…); }`).
+    fn type_alias_at_point(&self, text: &str, name: &str) -> Option<String> {
+        let at = self.body?.descendant_for_byte_range(self.point, self.point)?;
+        let blocks = std::iter::successors(Some(at), |n| n.parent()).take_while(|n| Some(*n) != self.body.and_then(|b| b.parent())).filter(|n| n.kind() == "compound_statement");
+        blocks.into_iter().find_map(|block| {
+            let mut cursor = block.walk();
+            let before = block.named_children(&mut cursor).filter(|c| c.end_byte() <= self.point).collect::<Vec<_>>();
+            before.into_iter().rev().find_map(|statement| {
+                let (alias, ty) = type_alias(text[statement.byte_range()].trim())?;
+                (alias == name).then_some(ty)
+            })
+        })
     }
 
     /// The last value given `name` before the point, `?` left out: what a struct's member holds
@@ -1774,12 +1790,27 @@ impl<'d> HostContext<'d> {
         // A constant the function works out (`constexpr int kTileQ = (kHeadDim < 128) ? 8 : 4;`)
         // has its value for the instantiation.
         let constant = path.get(at).is_some_and(|frame| frame.scope.value_text(&current).is_some());
+        if let Some(frame) = path.get(at) {
+            if let Some(ty) = frame.scope.type_alias_at_point(frame.text, &current) {
+                return self.type_at_point(frame, &ty, 0);
+            }
+        }
         match constant.then(|| self.eval_name(path, at, &current, 0)).flatten() {
             Some(value) => value.to_string(),
             // A caller's alias (`using Traits = RowTraits<128, 4>;` in `main`) is its type.
             None if at > 0 => self.resolve_type(&current),
             None => current,
         }
+    }
+
+    /// `ty` as a frame reads it at its point: the aliases a dispatch's `case` declares before
+    /// (`using accscalar_t = at::acc_type<scalar_t_0, true>;` after `using scalar_t_0 = float;`)
+    /// replaced by their types, PyTorch's accumulate type worked out (`float`).
+    fn type_at_point(&self, frame: &Frame, ty: &str, depth: usize) -> String {
+        let local = |word: &str| frame.scope.type_alias_at_point(frame.text, word).filter(|_| depth < 4).map(|t| self.type_at_point(frame, &t, depth + 1));
+        let ty = rename_identifiers_in(ty, local);
+        let ty = tensors::accumulate_type(&ty).unwrap_or(ty);
+        self.resolve_type(&ty)
     }
 
     /// The type of the value the launcher passes as `arg` (a variable), followed up the first
@@ -1885,8 +1916,12 @@ impl<'d> HostContext<'d> {
     /// an expression of the host code (`1.0f / sqrtf(HS)`, a default argument).
     pub(super) fn float_value(&self, text: &str) -> Option<String> {
         let path = self.paths.first()?;
-        // `Real(0.5)` in a host template over `Real`: a cast to the type it is instantiated with.
-        let text = path[0].template_params.iter().fold(without_float_casts(text), |text, ty| replace_calls(&text, ty, |inner| Some(format!("({inner})"))));
+        // `Real(0.5)` in a host template over `Real`, or where a dispatch's `case` says
+        // `using real_t = float;`: a cast to the type it is instantiated with.
+        let frame = &path[0];
+        let local_types = names_called_in(text).into_iter().filter(|name| frame.scope.type_alias_at_point(frame.text, name).is_some()).map(str::to_string).collect::<Vec<_>>();
+        let types = frame.template_params.iter().chain(&local_types);
+        let text = types.fold(without_float_casts(text), |text, ty| replace_calls(&text, ty, |inner| Some(format!("({inner})"))));
         let value = self.eval_float_text(path, 0, &text, 0)?;
         Some(format!("{value}"))
     }
@@ -2447,11 +2482,17 @@ fn fields_set_once(documents: &[&Document], defines: &HashMap<String, i64>, grap
             }
             // A copy from another object's same field (`ref->n = host->n`) agrees by itself.
             let copy = |value: &str| value.rsplit_once("->").or_else(|| value.rsplit_once('.')).is_some_and(|(object, member)| is_identifier(object.trim()) && member.trim() == field);
-            let expanded: Vec<String> = given.iter().filter(|(_, _, value, _)| !copy(value)).map(|(text, function, value, at)| expanded_in(&Frame::of(text, *function, *at, graph).scope, value, &fields, 0)).collect();
-            let constant = |expr: &String| eval_constant(expr, &|name| defines.get(name).copied());
-            let Some(first) = expanded.first() else { continue };
-            if constant(first).is_some() && expanded.iter().all(|e| constant(e) == constant(first)) {
-                fields.insert(field.clone(), first.clone());
+            let constant = |expr: &str| eval_constant(expr, &|name| defines.get(name).copied());
+            // A value that is a number as written needs no reading of its function (each
+            // reading walks it): the first that is not stops the field.
+            let mut expanded = given.iter().filter(|(_, _, value, _)| !copy(value)).map(|(text, function, value, at)| match constant(value) {
+                Some(_) => value.clone(),
+                None => expanded_in(&Frame::of(text, *function, *at, graph).scope, value, &fields, 0),
+            });
+            let Some(first) = expanded.next() else { continue };
+            let Some(value) = constant(&first) else { continue };
+            if expanded.all(|e| constant(&e) == Some(value)) {
+                fields.insert(field.clone(), first);
                 settled_any = true;
             }
         }

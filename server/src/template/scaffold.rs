@@ -18,7 +18,7 @@ use super::LineOrigins;
 use crate::profile::split_template_args;
 use crate::slice::{device_slice, SliceOptions};
 use crate::spec::{expr, sha256_hex, ArgSpec, Baseline, Compare, Dtype, Init, KernelSpec, ParamKind, ParamSpec, Role, Shape, SolSpec, VerifySpec, UNKNOWN};
-use crate::syntax::host::{declared_name, driver_launches};
+use crate::syntax::host::{declared_name, driver_launches, local_types};
 use crate::syntax::{access_of, descendants, identifiers_in, is_identifier, Access, Document, Kernel, LaunchSite, Param, Span, TemplateParamKind};
 use crate::workspace::HostDocument;
 
@@ -210,6 +210,10 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
             choices.extend(literal);
             restrictions.extend(threads_bound);
         }
+        // A launch read where a dispatch macro is expanded is the one the block-size lift
+        // edited in the kernel's file (`k<<<…, 256>>>` there, `BLOCK_SIZE` here): the literal's
+        // choice is that parameter already.
+        choices.retain(|choice| !params.iter().any(|p| p.name == choice.name && p.default == choice.default));
         restrictions.extend(template_block_ties(k, l, &params, &choices, &block));
         // Before the compiler options: the search enumerates the parameters in order.
         let at = params.iter().position(|p| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).unwrap_or(params.len());
@@ -576,7 +580,11 @@ fn find_launch<'a>(templated: &'a Document, kernel_file: Option<&'a Path>, hosts
     // The hosts come nearest first, so the launch of the kernel's own program wins over a
     // namesake's elsewhere in the workspace, whatever its syntax.
     let others = hosts.iter().filter(|host| may_launch_ours(host, kernel_file, kernel)).map(|h| &h.document);
-    let doc = std::iter::once(templated).chain(others).find(|doc| launches_in(doc, kernel).next().is_some())?;
+    let docs = || std::iter::once(templated).chain(others.clone());
+    // A launch in a block a dispatch macro is given is read where the host document expands
+    // it, each `case` declaring the constants the launch instantiates with.
+    let read_in_full = docs().find(|doc| launches_in(doc, kernel).any(|l| !in_block_argument(doc, &l)));
+    let doc = read_in_full.or_else(|| docs().find(|doc| launches_in(doc, kernel).next().is_some()))?;
     let files = host_files(templated, kernel_file, hosts);
     let mut launches = launches_in(doc, kernel).map(|l| {
         let host = HostContext::new(&files, doc, &l);
@@ -591,24 +599,63 @@ fn find_launch<'a>(templated: &'a Document, kernel_file: Option<&'a Path>, hosts
     Some(launches.find(|(_, host)| taken(host)).map_or((doc, first, first_host), |(l, host)| (doc, l, host)))
 }
 
+/// Whether `launch` sits in code passed as an argument: to a macro, unexpanded
+/// (`DISPATCH(vec, VEC, { k<VEC><<<…>>>(…); })`, `CHECK(cudaLaunchKernelEx(…))`), or in a
+/// lambda a function calls later.
+fn in_block_argument(doc: &Document, launch: &LaunchSite) -> bool {
+    let Some(tree) = doc.tree() else { return false };
+    let text = doc.text();
+    let at = tree.root_node().descendant_for_byte_range(launch.span.start_byte, launch.span.start_byte);
+    let mut around = std::iter::successors(at, |n| n.parent()).take_while(|n| n.kind() != "function_definition");
+    let macro_named = |list: Node| list.parent().and_then(|call| call.child_by_field_name("function")).is_some_and(|f| is_macro_name(&text[f.byte_range()]));
+    around.any(|n| n.kind() == "argument_list" && (text[n.byte_range()].contains(';') || macro_named(n)))
+}
+
+/// Whether `name` is spelled as macros are (`DISPATCH_FLOAT_AND_HALF`, `CHECK`).
+fn is_macro_name(name: &str) -> bool {
+    name.chars().any(|c| c.is_ascii_uppercase()) && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
 /// Every launch of `kernel` in `doc`: the direct ones first, then those through a function
 /// pointer, then those through the driver API. Lazily: the pointers and the driver calls are
 /// looked for (each a walk of the tree) only when the launches before them do not suffice.
 fn launches_in<'a>(doc: &'a Document, kernel: &'a str) -> impl Iterator<Item = Cow<'a, LaunchSite>> + 'a {
+    // Every way of launching names the kernel: a file that never does (most host files) is
+    // not walked.
+    let named = doc.text().contains(kernel);
     let model = doc.model();
     let direct = model.launches.iter().filter(move |l| l.kernel == kernel).map(Cow::Borrowed);
-    let through_pointer = std::iter::once_with(move || pointer_aliases(doc, kernel)).flat_map(move |aliases| {
-        model.launches.iter().filter_map(move |l| {
-            let taken = aliases.iter().find(|alias| alias.name == l.kernel)?;
-            // `auto kernel = &k<Traits, false>;`: the instantiation is the pointer's.
-            Some(match (&taken.template_args, l.template_args.is_empty()) {
-                (Some(args), true) => Cow::Owned(LaunchSite { template_args: args.clone(), ..l.clone() }),
-                _ => Cow::Borrowed(l),
-            })
-        })
-    });
-    let through_driver = std::iter::once_with(move || driver_launches(doc, kernel)).flatten().map(Cow::Owned);
+    // `kernel<<<…>>>` and `cudaLaunchKernelEx(&config, kernel, …)` through `auto kernel = k<4, T>;`.
+    let through_pointer = std::iter::once_with(move || {
+        if !named {
+            return Vec::new();
+        }
+        let aliases = pointer_aliases(doc, kernel);
+        let names: BTreeSet<&str> = aliases.iter().map(|a| a.name.as_str()).collect();
+        let launches = model.launches.iter().map(Cow::Borrowed).chain(names.into_iter().flat_map(|name| driver_launches(doc, name)).map(Cow::Owned));
+        launches.filter_map(|l| through_alias(&aliases, doc, l)).collect::<Vec<_>>()
+    })
+    .flatten();
+    let through_driver = std::iter::once_with(move || if named { driver_launches(doc, kernel) } else { Vec::new() }).flatten().map(Cow::Owned);
     direct.chain(through_pointer).chain(through_driver)
+}
+
+/// `launch` when it calls through one of `aliases`: the variable its function declares under
+/// the name it launches, else the file's, else (a parameter the pointer is passed in, `run(kernel,
+/// …)`) one any function declares; with the instantiation the pointer was taken with
+/// (`auto kernel = &k<Traits, false>;`) where the launch names none.
+fn through_alias<'a>(aliases: &[PointerAlias], doc: &Document, launch: Cow<'a, LaunchSite>) -> Option<Cow<'a, LaunchSite>> {
+    let function = doc.tree().and_then(|tree| super::strategy::enclosing_function(tree.root_node(), &launch));
+    let at = function.map(|f| f.start_byte());
+    let named = || aliases.iter().filter(|alias| alias.name == launch.kernel);
+    // A function's own `auto kernel = other<T>;` holds another kernel.
+    let declares_own = function.and_then(|f| f.child_by_field_name("body")).is_some_and(|body| local_types(doc.text(), body).iter().any(|(name, _)| *name == launch.kernel));
+    let passed = || named().next().filter(|_| !declares_own);
+    let taken = named().find(|alias| alias.function.is_some() && alias.function == at).or_else(|| named().find(|alias| alias.function.is_none())).or_else(passed)?;
+    Some(match (&taken.template_args, launch.template_args.is_empty()) {
+        (Some(args), true) => Cow::Owned(LaunchSite { template_args: args.clone(), ..launch.into_owned() }),
+        _ => launch,
+    })
 }
 
 /// `file:line` of byte `at` of `text`: the kernel's own file (`templated`, at `own`, whose lines
@@ -683,19 +730,23 @@ fn pointer_aliases(doc: &Document, kernel: &str) -> Vec<PointerAlias> {
             (name == kernel).then_some(args)
         };
         let name = &text[target.byte_range()];
-        if target.kind() == "identifier" && !out.iter().any(|alias| alias.name == name) {
+        let function = std::iter::successors(node.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition").map(|f| f.start_byte());
+        if target.kind() == "identifier" && !out.iter().any(|alias| alias.name == name && alias.function == function) {
             if let Some(template_args) = alternatives(value).iter().find_map(taken) {
-                out.push(PointerAlias { name: name.to_string(), template_args });
+                out.push(PointerAlias { name: name.to_string(), template_args, function });
             }
         }
     }
     out
 }
 
-/// A variable holding a kernel's address, and the template arguments it was taken with.
+/// A variable holding a kernel's address, the template arguments it was taken with, and the
+/// function that declares it (its start byte; none at file scope): another function's
+/// `auto kernel = …` is another variable.
 struct PointerAlias {
     name: String,
     template_args: Option<Vec<crate::syntax::Expr>>,
+    function: Option<usize>,
 }
 
 /// The values a conditional may take (`k == 0 ? &copy : &transpose` gives both), or the value.

@@ -254,9 +254,34 @@ pub(super) fn data_of(arg: &str) -> Option<(&str, Option<&str>)> {
     (is_identifier(tensor.trim()) && call.replace(' ', "") == "()").then(|| (tensor.trim(), element))
 }
 
+/// PyTorch's type to accumulate `ty` in on the GPU, as `at::acc_type<ty, true>` and
+/// `at::opmath_type<ty>` name it: `float` for `float` and the half types, `double` for
+/// `double`, `int64_t` for the integers. `None` for no such name, or a type it does not know.
+pub(super) fn accumulate_type(written: &str) -> Option<String> {
+    let written: String = written.split_whitespace().collect();
+    let inner = ["at::acc_type<", "c10::acc_type<", "acc_type<", "at::opmath_type<", "c10::opmath_type<", "opmath_type<"].iter().find_map(|p| written.strip_prefix(p))?;
+    let args = crate::profile::split_template_args(inner.strip_suffix('>')?);
+    let ty = match args.first()?.as_str() {
+        "float" | "half" | "__half" | "at::Half" | "c10::Half" | "at::BFloat16" | "c10::BFloat16" | "__nv_bfloat16" => "float",
+        "double" => "double",
+        "int8_t" | "uint8_t" | "int16_t" | "int" | "int32_t" | "int64_t" | "long" | "char" | "short" => "int64_t",
+        _ => return None,
+    };
+    Some(ty.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pytorchs_accumulate_types() {
+        assert_eq!(accumulate_type("at::acc_type<at::Half, true>").as_deref(), Some("float"));
+        assert_eq!(accumulate_type("at::opmath_type< double >").as_deref(), Some("double"));
+        assert_eq!(accumulate_type("acc_type<int, true>").as_deref(), Some("int64_t"));
+        assert_eq!(accumulate_type("at::acc_type<scalar_t, true>"), None);
+        assert_eq!(accumulate_type("std::vector<float>"), None);
+    }
 
     #[test]
     fn size_reads_are_found_in_expressions_and_named() {

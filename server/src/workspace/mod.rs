@@ -333,49 +333,66 @@ fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], own: Option<&Document>
     }
 }
 
-/// `text` with the invocations of its launch- and binding-writing macros expanded.
-fn with_code_writing_macros_expanded(text: String) -> String {
-    let may_write_code = text.contains("#define") && syntax::macros::CODE_WRITING_WORDS.iter().any(|w| text.contains(w));
-    if !may_write_code {
-        return text;
-    }
-    let parsed = Document::new(text);
-    let expanded = parsed.tree().and_then(|tree| syntax::macros::expand_code_writing_macros(parsed.text(), tree.root_node()));
-    expanded.unwrap_or_else(|| parsed.text().to_string())
-}
-
 /// How many leading path components `a` and `b` share.
 fn shared_components(a: &Path, b: &Path) -> usize {
     a.components().zip(b.components()).take_while(|(x, y)| x == y).count()
 }
 
-/// `text` of `path` as a document that sees the macros of the project headers it includes,
-/// where a conditional inside one of its lists needs them (a launch's arguments under
+/// `text` of `path` as a document that sees the macros of the project headers it includes:
+/// the dispatch macros given a block that launches a kernel, and the object-like ones where a
+/// conditional inside one of its lists needs them (a launch's arguments under
 /// `#if (USE_TEXTURE)`, which the kernel's header defines).
 ///
-/// The launchers and bindings it writes with its own macros are expanded where it invokes them
-/// ([`syntax::macros`]).
+/// The launchers and bindings it writes with its own macros, and the dispatches, are expanded
+/// where it invokes them ([`syntax::macros`]).
 fn host_document(path: &Path, text: String) -> Document {
-    let text = with_code_writing_macros_expanded(text);
-    if !syntax::has_conditional_in_list(&text) {
+    let launches = syntax::macros::LAUNCH_WORDS.iter().any(|w| text.contains(w));
+    let may_write_code = text.contains("#define") && syntax::macros::CODE_WRITING_WORDS.iter().any(|w| text.contains(w));
+    let conditional_lists = syntax::has_conditional_in_list(&text);
+    let headers = if launches || conditional_lists { included_headers(path, &text) } else { Vec::new() };
+    let mut macros = syntax::macros::Macros::default();
+    if launches {
+        headers.iter().for_each(|(_, header)| macros.add_defined_in(header));
+    }
+    let text = match may_write_code || !macros.is_empty() {
+        true => {
+            let parsed = Document::new(text);
+            let expanded = parsed.tree().and_then(|tree| syntax::macros::expand_code_writing_macros(parsed.text(), tree.root_node(), &macros));
+            expanded.unwrap_or_else(|| parsed.text().to_string())
+        }
+        false => text,
+    };
+    if !conditional_lists {
         return Document::new(text);
     }
     let mut included = syntax::Defines::new();
-    let mut pending = vec![(path.to_path_buf(), text.clone())];
-    let mut seen = BTreeSet::from([path.to_path_buf()]);
-    while let Some((file, file_text)) = pending.pop() {
-        for header in quoted_includes(&file, &file_text) {
-            if seen.len() > MAX_INCLUDED_FILES || !seen.insert(header.clone()) {
-                continue;
-            }
-            let Ok(header_text) = std::fs::read_to_string(&header) else { continue };
-            for (name, value) in syntax::defines_in(&header_text) {
-                included.entry(name).or_insert(value);
-            }
-            pending.push((header, header_text));
+    for (_, header) in &headers {
+        for (name, value) in syntax::defines_in(header) {
+            included.entry(name).or_insert(value);
         }
     }
     Document::with_included_defines(text, included)
+}
+
+/// The project headers `text` of `path` includes with `#include "name"`, and those they
+/// include, each with its text, in the order the preprocessor reads them (at most
+/// [`MAX_INCLUDED_FILES`]).
+fn included_headers(path: &Path, text: &str) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut pending = quoted_includes(path, text);
+    pending.reverse();
+    let mut seen = BTreeSet::from([path.to_path_buf()]);
+    while let Some(header) = pending.pop() {
+        if seen.len() > MAX_INCLUDED_FILES || !seen.insert(header.clone()) {
+            continue;
+        }
+        let Ok(header_text) = std::fs::read_to_string(&header) else { continue };
+        let mut more = quoted_includes(&header, &header_text);
+        more.reverse();
+        pending.extend(more);
+        out.push((header, header_text));
+    }
+    out
 }
 
 /// The files `#include "name"` names in `text`, where they exist next to `path`.

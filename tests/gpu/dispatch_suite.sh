@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# GPU suite: kernels launched through dispatch macros of a header, tuned with no hand edit. For
+# each case: `cutune templatize --write` (the `case` the program takes gives the template
+# arguments; `cudaLaunchKernelEx` through a kernel variable gives the grid and block), `cutune
+# spec check`, `cutune tune --budget B` (the winner verified in five stages).
+# A summary line per case goes to $OUT/summary.txt.
+#   CUTUNE=target/release/cutune bash tests/gpu/dispatch_suite.sh
+suite=dispatch
+source "$(dirname "${BASH_SOURCE[0]}")/tune_case.sh"
+
+# name | folder | file | kernel
+CASES="scale_rows_vec|$repo/tests/fixtures/workspace/dispatch_blocks|rows.cuh|scale_rows_vec
+negate_rows|$repo/tests/fixtures/workspace/dispatch_blocks|rows.cuh|negate_rows
+blend|$repo/tests/fixtures/workspace/dispatch_blocks|blend.cu|blend"
+
+while IFS='|' read -r name folder file kernel; do
+  tune_case "$name" "$folder" "$file" "$kernel"
+done <<< "$CASES"
+echo "== status $status"
+exit $status
