@@ -13,8 +13,6 @@ CASES="scale_rows_vec|$repo/tests/fixtures/workspace/dispatch_blocks|rows.cuh|sc
 negate_rows|$repo/tests/fixtures/workspace/dispatch_blocks|rows.cuh|negate_rows
 blend|$repo/tests/fixtures/workspace/dispatch_blocks|blend.cu|blend"
 
-while IFS='|' read -r name folder file kernel; do
-  tune_case "$name" "$folder" "$file" "$kernel"
-done <<< "$CASES"
+tune_cases "$CASES"
 echo "== status $status"
 exit $status

@@ -15,9 +15,7 @@ scale_row_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|scale_row_
 mix_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|mix_params
 shift_values|$repo/tests/fixtures/workspace/struct_params|rows.cu|shift_values"
 
-while IFS='|' read -r name folder file kernel; do
-  tune_case "$name" "$folder" "$file" "$kernel"
-done <<< "$CASES"
+tune_cases "$CASES"
 # The control: a member given another value than main's traps the original, so the tune
 # stops at the baseline. Were it to pass, the kernel's check could not catch a misplaced byte.
 echo "== control"

@@ -22,8 +22,6 @@ layeredTransform|$samples/0_Introduction/simpleLayeredTexture|simpleLayeredTextu
 cubemapTransform|$samples/0_Introduction/simpleCubemapTexture|simpleCubemapTexture.cu|transformKernel"
 fi
 
-while IFS='|' read -r name folder file kernel; do
-  tune_case "$name" "$folder" "$file" "$kernel"
-done <<< "$CASES"
+tune_cases "$CASES"
 echo "== status $status"
 exit $status

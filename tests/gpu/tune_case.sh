@@ -5,7 +5,7 @@
 # `tune_case NAME FOLDER FILE KERNEL` copies FOLDER into $work as a workspace of its own, then
 # `cutune templatize --write`, `cutune spec check` and `cutune tune --budget $budget`, each with
 # its output under $out/NAME.*, and adds the case's line to $out/summary.txt (tune_line.py); a
-# case that fails sets status=1.
+# case that fails sets status=1. `tune_cases CASES` runs one per line of `name|folder|file|kernel`.
 set -u
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cutune="$(realpath "${CUTUNE:-$repo/target/release/cutune}")"
@@ -24,4 +24,11 @@ tune_case() {
   (cd "$ws" && "$cutune" spec check "${file%.*}.cutune.toml" > "$log.spec_check.txt" 2>&1) || status=1
   (cd "$ws" && timeout 240 "$cutune" tune "$file" --kernel "$kernel" --budget "$budget" --json > "$log.tune.json" 2> "$log.tune.err")
   python3 "$repo/tests/gpu/tune_line.py" "$name" "$log" | tee -a "$out/summary.txt" || status=1
+}
+
+tune_cases() {
+  local name folder file kernel
+  while IFS='|' read -r name folder file kernel; do
+    tune_case "$name" "$folder" "$file" "$kernel"
+  done <<< "$1"
 }
