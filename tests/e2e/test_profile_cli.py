@@ -217,9 +217,10 @@ def test_a_capture_gives_a_library_kernel_its_type_block_size_and_sizes(tmp_path
 
 
 def test_a_launch_set_from_class_members_gets_its_block_size_sizes_and_types_from_captures(tmp_path: Path):
-    # The estimator's block size and sample count are members its constructor sets; the state
-    # type is a host function's local alias. Run once under `cutune profile`, the program says
-    # what they are, and the block size becomes a parameter the grid follows.
+    # The estimator's block size and sample count are members its constructor sets. Run once
+    # under `cutune profile`, the program says what they are, and the block size becomes a
+    # parameter the grid follows. (The state type, a local alias of the launching function, the
+    # source says itself: the capture agrees.)
     (tmp_path / ".git").mkdir()
     shutil.copy(REPO / "tests" / "fixtures" / "workspace" / "class_member_launch" / "estimator.cu", tmp_path / "estimator.cu")
     samples, block, grid = 4096, 128, 32
@@ -233,7 +234,7 @@ def test_a_launch_set_from_class_members_gets_its_block_size_sizes_and_types_fro
 
     seeded = cutune("templatize", "estimator.cu", "--kernel", "seed_states", "--write", cwd=tmp_path)
     assert seeded.returncode == 0, seeded.stderr
-    assert "template argument `CounterState` from the captured launch (the source wrote `state_t`)" in seeded.stderr, seeded.stderr
+    assert "(the source wrote `state_t`)" not in seeded.stderr, seeded.stderr
     assert "`m_block_size` = 128 (`m_block_size` is 128 in the program's captured launch)" in seeded.stderr, seeded.stderr
     counted = cutune("templatize", "estimator.cu", "--kernel", "count_inside", "--write", cwd=tmp_path)
     assert counted.returncode == 0, counted.stderr
