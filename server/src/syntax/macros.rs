@@ -52,6 +52,13 @@ impl Macros {
         }
     }
 
+    /// The macros of `other` this does not define yet: those of a header read after.
+    pub fn add_all(&mut self, other: &Macros) {
+        for (name, found) in &other.0 {
+            self.0.entry(name.clone()).or_insert_with(|| found.clone());
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -467,7 +467,11 @@ impl Transform for BlockSize {
     fn apply(&self, unit: &Unit) -> Outcome {
         let launches: Vec<_> = unit.model.launches_of(&unit.kernel.name).collect();
         let Some(first) = launches.first() else {
-            return Outcome::NotApplicable(format!("no launch of `{}` in this file: its block size is decided elsewhere", unit.kernel.name));
+            let why = match unit.unreached_launches {
+                [] => format!("no launch of `{}` in this file: its block size is decided elsewhere", unit.kernel.name),
+                places => format!("no launch of `{}` is written in this file's code: its block size is decided at {}", unit.kernel.name, places.join(", ")),
+            };
+            return Outcome::NotApplicable(why);
         };
         if launches.iter().all(|l| unit.lifted.iter().any(|p| p.name == l.block.text.trim())) {
             return Outcome::NotApplicable(format!("the block size is already the parameter `{}`", first.block.text.trim()));

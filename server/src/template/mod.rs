@@ -382,8 +382,13 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     }
     check_templatizable(&original, kernel)?;
     let prefix = param_prefix(kernel);
-    let host_instantiation = scaffold::host_template_values(&original, slice_options.file.as_deref(), kernel, hosts);
-    let unreached_launches = scaffold::unreached_launches(&original, slice_options.file.as_deref(), kernel, hosts);
+    // The file read as host code, from the text given (the editor's, which may be unsaved).
+    let path = slice_options.file.as_deref();
+    let as_host_code = |doc: &Document| path.and_then(|path| crate::workspace::as_host_code(path, doc.text()));
+    let original_expanded = as_host_code(&original);
+    let original_file = scaffold::KernelFile { text: &original, expanded: original_expanded.as_ref(), path };
+    let host_instantiation = scaffold::host_template_values(original_file, kernel, hosts);
+    let unreached_launches = scaffold::unreached_launches(original_file, kernel, hosts);
     let mut steps = Steps { current: original.clone(), params: Vec::new(), restrictions: Vec::new(), keeps_block_threads: false, applied: Vec::new(), reports: Vec::new(), origins: LineOrigins::default() };
     let context = StepContext { kernel, prefix: &prefix, host_instantiation: &host_instantiation, unreached_launches: &unreached_launches, slice_options };
     for transform in lift::transforms() {
@@ -391,7 +396,9 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     }
     let infer = |steps: &Steps| {
         let around = scaffold::Surroundings { hosts, captured_block, origins: &steps.origins, keeps_block_threads: steps.keeps_block_threads };
-        scaffold::infer(&original, &steps.current, kernel, steps.params.clone(), steps.restrictions.clone(), slice_options, &around)
+        let expanded = as_host_code(&steps.current);
+        let templated = scaffold::KernelFile { text: &steps.current, expanded: expanded.as_ref(), path };
+        scaffold::infer(&original, templated, kernel, steps.params.clone(), steps.restrictions.clone(), slice_options, &around)
     };
     let mut inferred = infer(&steps);
     steps.reports.push(launch_report(&inferred));

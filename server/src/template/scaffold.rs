@@ -22,6 +22,28 @@ use crate::syntax::host::{declared_name, driver_launches, local_types};
 use crate::syntax::{access_of, descendants, identifiers_in, is_identifier, Access, Document, Kernel, LaunchSite, Param, Span, TemplateParamKind};
 use crate::workspace::HostDocument;
 
+/// The kernel's file as its launch is read: the text (templatized, or as the user wrote it) and,
+/// where the file writes code with macros (a dispatch given the launch, a launcher written by a
+/// macro), that text with them expanded, line for line, which is where its host code is read.
+#[derive(Clone, Copy)]
+pub struct KernelFile<'a> {
+    pub text: &'a Document,
+    pub expanded: Option<&'a Document>,
+    pub path: Option<&'a Path>,
+}
+
+impl<'a> KernelFile<'a> {
+    /// The document the file's host code is read from.
+    fn host_code(&self) -> &'a Document {
+        self.expanded.unwrap_or(self.text)
+    }
+
+    /// Whether `text` is the file's, as written or expanded: its lines are the file's lines.
+    fn holds(&self, text: &str) -> bool {
+        std::ptr::eq(text, self.text.text()) || self.expanded.is_some_and(|e| std::ptr::eq(text, e.text()))
+    }
+}
+
 /// What the scaffold found besides the spec: where the launch it read is, and the launch
 /// choices it lifted, for the templatize report.
 pub struct Inferred {
@@ -58,18 +80,19 @@ pub struct Surroundings<'a> {
 
 /// Builds the spec of `kernel` from the templatized document and the host code of the other
 /// files given (the workspace's); `original` gives the baseline.
-pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params: Vec<ParamSpec>, mut restrictions: Vec<String>, slice_options: &SliceOptions, around: &Surroundings) -> Inferred {
+pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec<ParamSpec>, mut restrictions: Vec<String>, slice_options: &SliceOptions, around: &Surroundings) -> Inferred {
     let Surroundings { hosts, captured_block, origins, keeps_block_threads } = *around;
+    let templated = own.text;
     let model = templated.model();
     let k = model.kernel(kernel).expect("templatize keeps the kernel");
-    let (found, host) = match find_launch(templated, slice_options.file.as_deref(), hosts, kernel) {
+    let (found, host) = match find_launch(own, hosts, kernel) {
         Some((doc, launch, host)) => (Some((doc, launch)), host),
         None => (None, None),
     };
     let site = found.as_ref().map(|(doc, l)| (*doc, l.as_ref()));
     let launch = site.map(|(_, l)| l);
     // A launch in the kernel's own file stands where templatize's rewrites moved it.
-    let in_kernel_file = site.is_some_and(|(doc, _)| std::ptr::eq(doc, templated));
+    let in_kernel_file = site.is_some_and(|(doc, _)| own.holds(doc.text()));
     let user_line = |l: &LaunchSite| if in_kernel_file { origins.original(l.span.start.line) + 1 } else { l.span.start.line + 1 };
 
     let (mut grid, mut block) = match (launch, &host) {
@@ -184,13 +207,13 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
         // program of the workspace); one of the file itself where the lines are the user's.
         let definition = |name: &str| {
             if let Some(constant) = constants.iter().find(|c| c.name == name) {
-                let place = place_in(templated.text(), constant.at, templated, slice_options.file.as_deref(), hosts, origins);
+                let place = place_in(templated.text(), constant.at, own, hosts, origins);
                 return Some(BuildValue { value: constant.value, place, written: constant.written.clone() });
             }
             let seen = crate::slice::where_defined(templated.text(), name, slice_options).filter(|(path, ..)| Some(path.as_path()) != slice_options.file.as_deref());
             let (value, place) = match seen {
                 Some((path, line, value)) => (crate::syntax::parse_int_literal(&value)?, format!("{}:{line}", file_name(&path))),
-                None => h.literal_macro(name).map(|(value, text, at)| (value, place_in(text, at, templated, slice_options.file.as_deref(), hosts, origins)))?,
+                None => h.literal_macro(name).map(|(value, text, at)| (value, place_in(text, at, own, hosts, origins)))?,
             };
             Some(BuildValue { value, place, written: format!("#define {name} {value}") })
         };
@@ -210,10 +233,6 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
             choices.extend(literal);
             restrictions.extend(threads_bound);
         }
-        // A launch read where a dispatch macro is expanded is the one the block-size lift
-        // edited in the kernel's file (`k<<<…, 256>>>` there, `BLOCK_SIZE` here): the literal's
-        // choice is that parameter already.
-        choices.retain(|choice| !params.iter().any(|p| p.name == choice.name && p.default == choice.default));
         restrictions.extend(template_block_ties(k, l, &params, &choices, &block));
         // Before the compiler options: the search enumerates the parameters in order.
         let at = params.iter().position(|p| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).unwrap_or(params.len());
@@ -301,7 +320,7 @@ pub fn infer(original: &Document, templated: &Document, kernel: &str, mut params
     }
     // Where the program makes what the spec has no number for: `name` in the launcher's names.
     let made = |name: &str| {
-        let place = |text: &str, at: usize| place_in(text, at, templated, slice_options.file.as_deref(), hosts, origins);
+        let place = |text: &str, at: usize| place_in(text, at, own, hosts, origins);
         match (&host, site) {
             (Some(h), _) => match h.value_source(name) {
                 Some(source) => source.describe(&place(source.text, source.at)),
@@ -476,8 +495,8 @@ pub struct HostValue {
 /// it with, when the host code settles it (`sgemm<BM, BN><<<...>>>` after `const uint BM = 64;`).
 /// A literal of a launch in the kernel's own file is the template-params transform's to read;
 /// this says which of its launches the program takes.
-pub fn host_template_values(doc: &Document, kernel_file: Option<&Path>, kernel: &str, hosts: &[HostDocument]) -> Vec<Option<HostValue>> {
-    let Some((launch_doc, launch, Some(context))) = find_launch(doc, kernel_file, hosts, kernel) else { return Vec::new() };
+pub fn host_template_values(own: KernelFile, kernel: &str, hosts: &[HostDocument]) -> Vec<Option<HostValue>> {
+    let Some((launch_doc, launch, Some(context))) = find_launch(own, hosts, kernel) else { return Vec::new() };
     let host = hosts.iter().find(|h| std::ptr::eq(&h.document, launch_doc));
     let at = match host {
         Some(host) => format!("{}:{}", file_name(&host.path), launch.span.start.line + 1),
@@ -565,8 +584,8 @@ fn shortened(text: &str) -> String {
 }
 
 /// The kernel's file and the host files, each with its path.
-fn host_files<'a>(kernel_doc: &'a Document, kernel_file: Option<&'a Path>, hosts: &'a [HostDocument]) -> Vec<HostFile<'a>> {
-    let own = HostFile { document: kernel_doc, path: kernel_file };
+fn host_files<'a>(own: KernelFile<'a>, hosts: &'a [HostDocument]) -> Vec<HostFile<'a>> {
+    let own = HostFile { document: own.host_code(), path: own.path };
     std::iter::once(own).chain(hosts.iter().map(|h| HostFile { document: &h.document, path: Some(&h.path) })).collect()
 }
 
@@ -576,16 +595,16 @@ fn host_files<'a>(kernel_doc: &'a Document, kernel_file: Option<&'a Path>, hosts
 /// `"kernel"`). Of several in one file, the first that the program's run does not branch
 /// around (`if (descending) k<1><<<…>>> else k<0><<<…>>>`, called with `descending` 0). With
 /// the host code around it, when its function is found.
-fn find_launch<'a>(templated: &'a Document, kernel_file: Option<&'a Path>, hosts: &'a [HostDocument], kernel: &'a str) -> Option<(&'a Document, Cow<'a, LaunchSite>, Option<HostContext<'a>>)> {
+fn find_launch<'a>(own: KernelFile<'a>, hosts: &'a [HostDocument], kernel: &'a str) -> Option<(&'a Document, Cow<'a, LaunchSite>, Option<HostContext<'a>>)> {
     // The hosts come nearest first, so the launch of the kernel's own program wins over a
     // namesake's elsewhere in the workspace, whatever its syntax.
-    let others = hosts.iter().filter(|host| may_launch_ours(host, kernel_file, kernel)).map(|h| &h.document);
-    let docs = || std::iter::once(templated).chain(others.clone());
-    // A launch in a block a dispatch macro is given is read where the host document expands
-    // it, each `case` declaring the constants the launch instantiates with.
-    let read_in_full = docs().find(|doc| launches_in(doc, kernel).any(|l| !in_block_argument(doc, &l)));
+    let others = hosts.iter().filter(|host| may_launch_ours(host, kernel)).map(|h| &h.document);
+    // The kernel's file as host code: a launch in a block a dispatch macro is given is read
+    // where the macro is expanded, each `case` declaring the constants it instantiates with.
+    let docs = || std::iter::once(own.host_code()).chain(others.clone());
+    let read_in_full = docs().find(|doc| launches_in(doc, kernel).any(|l| !in_lambda(doc, &l)));
     let doc = read_in_full.or_else(|| docs().find(|doc| launches_in(doc, kernel).next().is_some()))?;
-    let files = host_files(templated, kernel_file, hosts);
+    let files = host_files(own, hosts);
     let mut launches = launches_in(doc, kernel).map(|l| {
         let host = HostContext::new(&files, doc, &l);
         (l, host)
@@ -599,21 +618,15 @@ fn find_launch<'a>(templated: &'a Document, kernel_file: Option<&'a Path>, hosts
     Some(launches.find(|(_, host)| taken(host)).map_or((doc, first, first_host), |(l, host)| (doc, l, host)))
 }
 
-/// Whether `launch` sits in code passed as an argument: to a macro, unexpanded
-/// (`DISPATCH(vec, VEC, { k<VEC><<<…>>>(…); })`, `CHECK(cudaLaunchKernelEx(…))`), or in a
-/// lambda a function calls later.
-fn in_block_argument(doc: &Document, launch: &LaunchSite) -> bool {
+/// Whether `launch` sits in statements passed as an argument: a lambda a function calls later
+/// (`AT_DISPATCH_FLOATING_TYPES(t, "k", [&] { k<scalar_t><<<…>>>(…); })`, a macro of a library),
+/// which declares what the launch instantiates with where the workspace cannot see.
+fn in_lambda(doc: &Document, launch: &LaunchSite) -> bool {
     let Some(tree) = doc.tree() else { return false };
     let text = doc.text();
     let at = tree.root_node().descendant_for_byte_range(launch.span.start_byte, launch.span.start_byte);
     let mut around = std::iter::successors(at, |n| n.parent()).take_while(|n| n.kind() != "function_definition");
-    let macro_named = |list: Node| list.parent().and_then(|call| call.child_by_field_name("function")).is_some_and(|f| is_macro_name(&text[f.byte_range()]));
-    around.any(|n| n.kind() == "argument_list" && (text[n.byte_range()].contains(';') || macro_named(n)))
-}
-
-/// Whether `name` is spelled as macros are (`DISPATCH_FLOAT_AND_HALF`, `CHECK`).
-fn is_macro_name(name: &str) -> bool {
-    name.chars().any(|c| c.is_ascii_uppercase()) && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    around.any(|n| n.kind() == "argument_list" && text[n.byte_range()].contains(';'))
 }
 
 /// Every launch of `kernel` in `doc`: the direct ones first, then those through a function
@@ -658,12 +671,12 @@ fn through_alias<'a>(aliases: &[PointerAlias], doc: &Document, launch: Cow<'a, L
     })
 }
 
-/// `file:line` of byte `at` of `text`: the kernel's own file (`templated`, at `own`, whose lines
-/// templatize's rewrites moved) or one of the host files.
-fn place_in(text: &str, at: usize, templated: &Document, own: Option<&Path>, hosts: &[HostDocument], origins: &LineOrigins) -> String {
+/// `file:line` of byte `at` of `text`: the kernel's own file (`own`, whose lines templatize's
+/// rewrites moved) or one of the host files.
+fn place_in(text: &str, at: usize, own: KernelFile, hosts: &[HostDocument], origins: &LineOrigins) -> String {
     let line = |doc: &Document| doc.position(crate::syntax::Encoding::Utf8, at).line;
     let (file, line) = match hosts.iter().find(|h| std::ptr::eq(text, h.document.text())) {
-        _ if std::ptr::eq(text, templated.text()) => (own.map(file_name), origins.original(line(templated)) + 1),
+        _ if own.holds(text) => (own.path.map(file_name), origins.original(line(own.host_code())) + 1),
         Some(host) => (Some(file_name(&host.path)), line(&host.document) + 1),
         None => (None, text[..at.min(text.len())].matches('\n').count() as u32 + 1),
     };
@@ -677,36 +690,32 @@ fn file_name(path: &Path) -> String {
 
 /// The launches of `kernel` that a rewrite of the launch sites in its own file (`own`, whose
 /// direct launches it edits) does not reach, each said as a place: those through a function
-/// pointer or the driver API in `own` (`line 40`), and those in the other files (`bench.cu:12`)
+/// pointer or the driver API in `own` (`line 40`); those a macro of `own` writes, which its
+/// expansion holds (`line 198`, the invocation); and those in the other files (`bench.cu:12`)
 /// but a file that defines a kernel of that name itself (another program of a samples
-/// repository: its launches are of its own kernel); and those a macro of `own` writes, which
-/// the host document of `own_path` itself holds expanded (`line 198`, the invocation).
-pub fn unreached_launches(own: &Document, own_path: Option<&Path>, kernel: &str, hosts: &[HostDocument]) -> Vec<String> {
+/// repository: its launches are of its own kernel).
+pub fn unreached_launches(own: KernelFile, kernel: &str, hosts: &[HostDocument]) -> Vec<String> {
     let line = |doc: &Document, launch: &LaunchSite| doc.position(crate::syntax::Encoding::Utf8, launch.span.start_byte).line + 1;
-    let edited: Vec<Span> = own.model().launches_of(kernel).map(|l| l.span).collect();
-    let own_indirect = launches_in(own, kernel).filter(|l| !edited.contains(&l.span)).map(|l| format!("line {}", line(own, &l)));
-    let is_own = |host: &HostDocument| own_path.is_some_and(|p| same_file(p, &host.path));
-    let elsewhere = hosts.iter().filter(|host| may_launch_ours(host, own_path, kernel)).flat_map(|host| {
-        let file = if is_own(host) { None } else { Some(file_name(&host.path)) };
-        launches_in(&host.document, kernel).map(move |l| match &file {
-            Some(file) => format!("{file}:{}", line(&host.document, &l)),
-            None => format!("line {}", line(&host.document, &l)),
-        })
-    });
-    own_indirect.chain(elsewhere).collect()
+    let edited: Vec<Span> = own.text.model().launches_of(kernel).map(|l| l.span).collect();
+    let written: Vec<u32> = launches_in(own.text, kernel).map(|l| line(own.text, &l)).collect();
+    let own_indirect = launches_in(own.text, kernel).filter(|l| !edited.contains(&l.span)).map(|l| line(own.text, &l));
+    let macro_written = own.expanded.into_iter().flat_map(|doc| launches_in(doc, kernel).map(|l| line(doc, &l)).filter(|at| !written.contains(at)));
+    let elsewhere = hosts.iter().filter(|host| may_launch_ours(host, kernel)).flat_map(|host| launches_in(&host.document, kernel).map(|l| format!("{}:{}", file_name(&host.path), line(&host.document, &l))));
+    // A dispatch writes a launch per `case`, all on the line that invokes it: one place.
+    let mut places: Vec<String> = Vec::new();
+    for place in own_indirect.chain(macro_written).map(|at| format!("line {at}")).chain(elsewhere) {
+        if !places.contains(&place) {
+            places.push(place);
+        }
+    }
+    places
 }
 
-/// Whether a launch of `kernel` in `host` may be one of the kernel of the file at `own_path`:
-/// the file itself, or one that does not define a kernel of that name (another program's
+/// Whether a launch of `kernel` in `host`, another file than the kernel's, may be one of the
+/// kernel: not when the file defines a kernel of that name (another program's
 /// `transformKernel`, launched beside its own definition, is that one).
-fn may_launch_ours(host: &HostDocument, own_path: Option<&Path>, kernel: &str) -> bool {
-    let is_own = own_path.is_some_and(|p| same_file(p, &host.path));
-    is_own || !host.document.model().kernels.iter().any(|k| k.name == kernel && k.is_definition)
-}
-
-/// Whether two paths name one file (one may be relative, the other canonical).
-fn same_file(a: &Path, b: &Path) -> bool {
-    a == b || a.canonicalize().ok().is_some_and(|a| b.canonicalize().is_ok_and(|b| a == b))
+fn may_launch_ours(host: &HostDocument, kernel: &str) -> bool {
+    !host.document.model().kernels.iter().any(|k| k.name == kernel && k.is_definition)
 }
 
 /// The variables `doc` assigns `kernel`'s address to (`fn = &kernel`, `auto fn = kernel`), each
@@ -1841,21 +1850,21 @@ mod tests {
 
     #[test]
     fn launches_a_rewrite_of_the_launch_sites_cannot_reach_are_named_by_place() {
-        let own = Document::new(
-            "__global__ void k(float* x, int n) { x[blockIdx.x] = n; }\n\
+        let text = "__global__ void k(float* x, int n) { x[blockIdx.x] = n; }\n\
              void direct(float* x, int n) { k<<<n, 32>>>(x, n); }\n\
-             void through_pointer(float* x, int n) {\n  auto launch = &k;\n  launch<<<n, 64>>>(x, n);\n}\n"
-                .to_string(),
-        );
+             void through_pointer(float* x, int n) {\n  auto launch = &k;\n  launch<<<n, 64>>>(x, n);\n}\n";
+        let own = Document::new(format!("{text}WRITE_LAUNCHER(written)\n"));
         let bench = HostDocument { path: PathBuf::from("/p/bench.cu"), document: Document::new("int main() {\n  k<<<8, 32>>>(0, 8);\n}\n".to_string()) };
         let other = HostDocument { path: PathBuf::from("/p/other.cu"), document: Document::new("int main() { other<<<8, 32>>>(0, 8); }\n".to_string()) };
         // Another program's kernel of the same name, launched in its own file.
         let namesake = HostDocument { path: PathBuf::from("/q/namesake.cu"), document: Document::new("__global__ void k(float* x, int n) {}\nint main() { k<<<8, 32>>>(0, 8); }\n".to_string()) };
-        // The file's own launches that a macro writes, read from its expansion.
-        let expanded = HostDocument { path: PathBuf::from("/p/own.cu"), document: Document::new("__global__ void k(float* x, int n) {}\n\nvoid written(float* x) { k<<<1, 32>>>(x, 1); }\n".to_string()) };
-        assert_eq!(unreached_launches(&own, Some(Path::new("/p/own.cu")), "k", &[bench.clone(), other.clone(), namesake.clone(), expanded]), ["line 5", "bench.cu:2", "line 3"]);
-        assert_eq!(unreached_launches(&own, None, "k", &[bench, other, namesake]), ["line 5", "bench.cu:2"]);
-        assert_eq!(unreached_launches(&own, None, "k", &[]), ["line 5"]);
+        let file = |expanded| KernelFile { text: &own, expanded, path: Some(Path::new("/p/own.cu")) };
+        assert_eq!(unreached_launches(file(None), "k", &[bench.clone(), other.clone(), namesake.clone()]), ["line 5", "bench.cu:2"]);
+        // The launch a macro of the file writes is only in its expansion; those the file
+        // writes itself are there too, and said once.
+        let expanded = Document::new(format!("{text}void written(float* x) {{ k<<<1, 32>>>(x, 1); }}\n"));
+        assert_eq!(unreached_launches(file(Some(&expanded)), "k", &[bench, other, namesake]), ["line 5", "line 7", "bench.cu:2"]);
+        assert_eq!(unreached_launches(file(None), "k", &[]), ["line 5"]);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! call chain. [`Workspace::refresh`] re-reads only the files that changed on disk.
 
 mod files;
+mod headers;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -19,6 +20,7 @@ use crate::syntax::{self, Document};
 
 pub use files::{find_root, is_marked_root, shipped_header_dir, Limits};
 use files::{is_python, source_files};
+use headers::{included_headers, included_names, quoted_includes};
 
 /// One indexed file.
 #[derive(Clone, Debug)]
@@ -152,12 +154,9 @@ impl Workspace {
         let mut wanted: BTreeSet<String> = BTreeSet::from([kernel.to_string()]);
         let mut seen_names = wanted.clone();
         let own_text = std::fs::read_to_string(kernel_file).ok();
-        let own = own_text.clone().map(|text| host_document(kernel_file, text));
-        // Launches the file writes with its own macros are only in the expansion: that is the
-        // host code to read, and its launches are ones templatize cannot edit.
-        if let Some(expanded) = own.as_ref().filter(|own| Some(own.text()) != own_text.as_deref()) {
-            documents.push(HostDocument { path: kernel_file.clone(), document: expanded.clone() });
-        }
+        // The kernel's own file is read as host code too (its macros expanded), to follow its
+        // launchers; the caller reads the launch itself from the text it has ([`as_host_code`]).
+        let own = own_text.map(|text| host_document(kernel_file, text));
         // Nearest first: in a project of many programs (a samples repository), the launch in
         // the kernel's own folder is the one in question, and the file limit should not be
         // spent on namesakes elsewhere.
@@ -338,80 +337,47 @@ fn shared_components(a: &Path, b: &Path) -> usize {
     a.components().zip(b.components()).take_while(|(x, y)| x == y).count()
 }
 
+/// `text` of `path` as host code: [`as_host_code`], else the text as it is.
+fn host_document(path: &Path, text: String) -> Document {
+    as_host_code(path, &text).unwrap_or_else(|| Document::new(text))
+}
+
 /// `text` of `path` as a document that sees the macros of the project headers it includes:
 /// the dispatch macros given a block that launches a kernel, and the object-like ones where a
 /// conditional inside one of its lists needs them (a launch's arguments under
-/// `#if (USE_TEXTURE)`, which the kernel's header defines).
+/// `#if (USE_TEXTURE)`, which the kernel's header defines). `None` when it needs neither, nor
+/// writes code with its own macros.
 ///
 /// The launchers and bindings it writes with its own macros, and the dispatches, are expanded
-/// where it invokes them ([`syntax::macros`]).
-fn host_document(path: &Path, text: String) -> Document {
+/// where it invokes them ([`syntax::macros`]); lines keep their numbers.
+pub fn as_host_code(path: &Path, text: &str) -> Option<Document> {
     let launches = syntax::macros::LAUNCH_WORDS.iter().any(|w| text.contains(w));
     let may_write_code = text.contains("#define") && syntax::macros::CODE_WRITING_WORDS.iter().any(|w| text.contains(w));
-    let conditional_lists = syntax::has_conditional_in_list(&text);
-    let headers = if launches || conditional_lists { included_headers(path, &text) } else { Vec::new() };
+    let conditional_lists = syntax::has_conditional_in_list(text);
+    let headers = if launches || conditional_lists { included_headers(path, text) } else { Vec::new() };
     let mut macros = syntax::macros::Macros::default();
     if launches {
-        headers.iter().for_each(|(_, header)| macros.add_defined_in(header));
+        headers.iter().for_each(|header| macros.add_all(&header.macros));
     }
-    let text = match may_write_code || !macros.is_empty() {
+    let expanded = match may_write_code || !macros.is_empty() {
         true => {
-            let parsed = Document::new(text);
-            let expanded = parsed.tree().and_then(|tree| syntax::macros::expand_code_writing_macros(parsed.text(), tree.root_node(), &macros));
-            expanded.unwrap_or_else(|| parsed.text().to_string())
+            let parsed = Document::new(text.to_string());
+            parsed.tree().and_then(|tree| syntax::macros::expand_code_writing_macros(parsed.text(), tree.root_node(), &macros))
         }
-        false => text,
+        false => None,
     };
     if !conditional_lists {
-        return Document::new(text);
+        return expanded.map(Document::new);
     }
     let mut included = syntax::Defines::new();
-    for (_, header) in &headers {
-        for (name, value) in syntax::defines_in(header) {
-            included.entry(name).or_insert(value);
-        }
+    for (name, value) in headers.iter().flat_map(|header| &header.defines) {
+        included.entry(name.clone()).or_insert_with(|| value.clone());
     }
-    Document::with_included_defines(text, included)
-}
-
-/// The project headers `text` of `path` includes with `#include "name"`, and those they
-/// include, each with its text, in the order the preprocessor reads them (at most
-/// [`MAX_INCLUDED_FILES`]).
-fn included_headers(path: &Path, text: &str) -> Vec<(PathBuf, String)> {
-    let mut out = Vec::new();
-    let mut pending = quoted_includes(path, text);
-    pending.reverse();
-    let mut seen = BTreeSet::from([path.to_path_buf()]);
-    while let Some(header) = pending.pop() {
-        if seen.len() > MAX_INCLUDED_FILES || !seen.insert(header.clone()) {
-            continue;
-        }
-        let Ok(header_text) = std::fs::read_to_string(&header) else { continue };
-        let mut more = quoted_includes(&header, &header_text);
-        more.reverse();
-        pending.extend(more);
-        out.push((header, header_text));
-    }
-    out
-}
-
-/// The files `#include "name"` names in `text`, where they exist next to `path`.
-fn quoted_includes(path: &Path, text: &str) -> Vec<PathBuf> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    included_names(text)
-        .map(|name| dir.join(name))
-        .filter(|p| p.is_file())
-        .map(|p| p.canonicalize().unwrap_or(p))
-        .collect()
+    Some(Document::with_included_defines(expanded.unwrap_or_else(|| text.to_string()), included))
 }
 
 /// The workspace's files by their names.
 type FilesByName<'a> = HashMap<&'a std::ffi::OsStr, Vec<&'a PathBuf>>;
-
-/// The names `#include "name"` lines of `text` give, as written (`common/util.h`).
-fn included_names(text: &str) -> impl Iterator<Item = &str> {
-    text.lines().filter_map(|line| line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include")?.trim().strip_prefix('"')?.split('"').next())
-}
 
 /// The name a file that calls `function` has: its own, or for a method (`Runner<T>::launch`)
 /// its class's (`Runner`), which the callers' objects are declared with.

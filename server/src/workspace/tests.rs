@@ -175,3 +175,21 @@ fn the_block_that_registers_bindings_is_no_caller_to_follow() {
     let found: Vec<String> = workspace.host_documents(&kernel, "mix_kernel").iter().map(|h| h.path.strip_prefix(&scratch.0).unwrap().display().to_string()).collect();
     assert_eq!(found, vec!["attn/bindings.cc", "utils/utils.h"]);
 }
+
+#[test]
+fn a_files_dispatch_macros_come_from_its_headers_as_they_are_on_disk() {
+    let scratch = Scratch::new("header-macros");
+    let dispatch = |value: &str| format!("#define DISPATCH_VEC(v, VEC, ...) switch (v) {{ case {value}: {{ constexpr int VEC = {value}; __VA_ARGS__ }} }}\n");
+    scratch.write("dispatch.h", &dispatch("4"));
+    let launcher = scratch.write("run.cu", "#include \"dispatch.h\"\nvoid run(int v) {\n  DISPATCH_VEC(v, VEC, { k<VEC><<<1, 32>>>(); });\n}\n");
+    let text = std::fs::read_to_string(&launcher).unwrap();
+    let expanded = as_host_code(&launcher, &text).expect("the dispatch is expanded");
+    assert!(expanded.text().contains("constexpr int VEC = 4;"), "{}", expanded.text());
+    // Every line stays where it was.
+    assert_eq!(expanded.text().lines().count(), text.lines().count());
+    // The header changed on disk is read again (it is remembered by size and time).
+    scratch.write("dispatch.h", &dispatch("16"));
+    assert!(as_host_code(&launcher, &text).unwrap().text().contains("constexpr int VEC = 16;"));
+    // A file that launches nothing is read as it is.
+    assert!(as_host_code(&launcher, "#include \"dispatch.h\"\nint main() { return 0; }\n").is_none());
+}
