@@ -1422,10 +1422,14 @@ def test_an_element_wise_kernel_launched_a_row_per_block_gets_a_block_the_grid_f
     # The program's rows are whole float4s: checks at other sizes keep to them.
     assert packed["restrictions"] == ["cols % 4 == 0"]
     assert [(a["name"], a.get("role")) for a in packed["args"]][:2] == [("x", "input"), ("y", "output")]
-    # Loads before the bound: a larger grid's extra threads would read past the end.
-    unchecked, report = templatized_spec_and_report(root, "shift.cu", "shift_values4_unchecked")
-    assert unchecked["grid"] == ["rows"] and unchecked["block"] == ["cols // 4"]
-    assert "`cols` also sizes `x` (rows * cols)" in report
+    # Loads before the bound: a larger grid's extra threads would read past the end, so the
+    # block divides the program's threads exactly, and no tail shape of fewer rows is made.
+    unchecked = templatized_spec(root, "shift.cu", "shift_values4_unchecked")
+    assert unchecked["grid"] == ["ceil_div(rows * (cols // 4), SHIFT_VALUES4_UNCHECKED_BLOCK_SIZE)"], unchecked
+    assert unchecked["restrictions"] == ["cols % 4 == 0", "(rows * (cols // 4)) % SHIFT_VALUES4_UNCHECKED_BLOCK_SIZE == 0"]
+    assert unchecked["shapes"] == [{"rows": 4096, "cols": 512}]
+    check = cutune("check", "shift.cu", "--kernel", "shift_values4_unchecked", cwd=root)
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 async def test_the_code_action_lets_the_grid_follow_the_block_of_an_element_wise_kernel(client, tmp_path: Path):

@@ -213,12 +213,23 @@ const SHARED_BETWEEN_THREADS: [&str; 17] = [
     "gridDim", "warpSize", "cooperative_groups", "asm",
 ];
 
+/// How a kernel's threads, each on the elements of its flat index alone, stand to the grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FlatThreads {
+    /// The index is checked against a bound before anything is read: extra threads of a grid
+    /// that does not divide evenly do nothing.
+    Guarded,
+    /// Elements are read before the bound is checked (or it never is): the grid must launch as
+    /// many threads as the program's, not one more.
+    Unguarded,
+}
+
 /// Whether each thread of the kernel whose body is `body` works on the elements of its flat
-/// index alone (`i = blockIdx.x * blockDim.x + threadIdx.x`, or a multiple of it), checked
-/// against a bound, and shares nothing with the other threads of its block: then how the threads
-/// are grouped into blocks changes no result, and a block of any size does the same work when
-/// the grid launches as many threads.
-pub(super) fn threads_independent_of_block(text: &str, body: Node) -> bool {
+/// index alone (`i = blockIdx.x * blockDim.x + threadIdx.x`, or a multiple of it) and shares
+/// nothing with the other threads of its block: then how the threads are grouped into blocks
+/// changes no result, and a block of any size does the same work when the grid launches as
+/// many threads. `None` when they are not.
+pub(super) fn flat_threads(text: &str, body: Node) -> Option<FlatThreads> {
     let root = std::iter::successors(Some(body), |n| n.parent()).last().unwrap_or(body);
     let called = host::functions_called_from(&host::function_definitions(text, root), &text[body.byte_range()]);
     // `__shfl_xor_sync` and `__all_sync` by their prefixes, the rest by name.
@@ -226,17 +237,21 @@ pub(super) fn threads_independent_of_block(text: &str, body: Node) -> bool {
     let mentions = |code: &str, of: &dyn Fn(&str) -> bool| crate::syntax::identifiers_in(code).any(of);
     let place = |word: &str| matches!(word, "threadIdx" | "blockIdx" | "blockDim");
     if mentions(&text[body.byte_range()], &shared) || called.iter().any(|f| mentions(f, &shared) || mentions(f, &place)) {
-        return false;
+        return None;
     }
     // Each built-in of the thread's place is read once, in the flat index.
     let flat: Vec<Node> = descendants(body).filter(|n| n.kind() == "binary_expression" && is_grid_stride_start(&text[n.byte_range()])).collect();
-    let [index] = flat.as_slice() else { return false };
+    let [index] = flat.as_slice() else { return None };
     let built_ins = descendants(body).filter(|n| n.kind() == "identifier" && place(&text[n.byte_range()])).count();
     if built_ins != 3 {
-        return false;
+        return None;
     }
-    // The variable holding it is checked against a bound before anything else is done: extra
-    // threads of a grid that does not divide evenly do nothing.
+    Some(if guarded_first(text, body, *index) { FlatThreads::Guarded } else { FlatThreads::Unguarded })
+}
+
+/// Whether the variable holding the flat `index` is checked against a bound before anything
+/// else is done.
+fn guarded_first(text: &str, body: Node, index: Node) -> bool {
     let statements = lanes::statements_of(body);
     let Some(k) = statements.iter().position(|s| s.byte_range().contains(&index.start_byte())) else { return false };
     let holder = (statements[k].kind() == "declaration").then(|| index_holder(text, statements[k])).flatten();

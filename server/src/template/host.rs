@@ -484,7 +484,9 @@ impl<'d> Scope<'d> {
             let before = block.named_children(&mut cursor).filter(|c| c.end_byte() <= self.point).collect::<Vec<_>>();
             before.into_iter().rev().find_map(|statement| {
                 let (alias, ty) = type_alias(text[statement.byte_range()].trim())?;
-                (alias == name).then_some(ty)
+                // A type the launcher works out (`decltype(make_tiled_copy(…))` of its locals)
+                // is no type the spec can write.
+                (alias == name && !ty.contains('(')).then_some(ty)
             })
         })
     }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use tree_sitter::Node;
 
 use super::derivations;
+use super::elements::FlatThreads;
 use super::bounds::guarded_length;
 use super::host::{HostContext, HostFile, LaunchChoice};
 use super::spec_text::{spec_expression, Division};
@@ -296,26 +297,33 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     // of blocks the program picks (cuda_hgemm's `dim3 grid(BLOCK_STRIDE, …)`), not a problem
     // size with a tail.
     let has_odd = shapes.iter().any(|s| s.values().any(|v| *v > 1 && !(*v as u64).is_power_of_two()));
+    // A kernel of independent threads over a flat index, whose block is the problem's (`K` of
+    // `k<<<S, K>>>` over `S * K` elements): the grid may follow a block of any size instead.
+    let flat = match (choices.is_empty(), body, site) {
+        (true, Some(b), Some(_)) => super::elements::flat_threads(templated.text(), b),
+        _ => None,
+    };
+    // Threads that read before checking their bound run only on shapes their threads cover
+    // exactly: a tail is no shape of theirs.
+    let tail_runs = flat != Some(FlatThreads::Unguarded);
     let blocks_picked = |name: &str| host.as_ref().is_some_and(|h| h.is_macro(&host_name(&name.to_string()))) && !leaves().any(|a| a.length.as_deref().is_some_and(|l| identifiers_in(l).any(|w| w == name)));
-    if let Some(lead) = grid.first().filter(|g| sizes.contains(g.as_str()) && !has_odd && !compiled_in.iter().any(|(s, _)| s == g) && !blocks_picked(g)) {
+    if let Some(lead) = grid.first().filter(|g| tail_runs && sizes.contains(g.as_str()) && !has_odd && !compiled_in.iter().any(|(s, _)| s == g) && !blocks_picked(g)) {
         if let Some(&value) = shapes[0].get(lead.as_str()).filter(|v| **v > 1) {
             let mut tail = shapes[0].clone();
             tail.insert(lead.clone(), value - 1);
             shapes.push(tail);
         }
     }
-    // A kernel of independent threads over a flat index, whose block is the problem's (`K` of
-    // `k<<<S, K>>>` over `S * K` elements): the grid may follow a block of any size instead.
-    if let (true, Some(b), Some((_, l))) = (choices.is_empty(), body, site) {
-        if super::elements::threads_independent_of_block(templated.text(), b) {
-            let original_block = block.first().cloned().unwrap_or_default();
-            if let Some(choice) = flat_block_choice(kernel, user_line(l), &mut grid, &mut block, &shapes[0], &sizes) {
-                let at = params.iter().position(|p| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).unwrap_or(params.len());
-                params.insert(at, choice.clone());
-                param_names.insert(choice.name.clone());
-                choices.push(choice);
-                restrictions.extend(divided_evenly(&original_block, &shapes).into_iter().filter(|r| !restrictions.contains(r)).collect::<Vec<_>>());
-            }
+    if let (Some(flat), Some((_, l))) = (flat, site) {
+        let original_block = block.first().cloned().unwrap_or_default();
+        if let Some((choice, covered)) = flat_block_choice(kernel, user_line(l), &mut grid, &mut block, &shapes[0], &sizes) {
+            let at = params.iter().position(|p| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).unwrap_or(params.len());
+            params.insert(at, choice.clone());
+            param_names.insert(choice.name.clone());
+            choices.push(choice);
+            let exactly = (flat == FlatThreads::Unguarded).then_some(covered);
+            let divided = divided_evenly(&original_block, &shapes).into_iter().chain(exactly);
+            restrictions.extend(divided.filter(|r| !restrictions.contains(r)).collect::<Vec<_>>());
         }
     }
     // Where the program makes what the spec has no number for: `name` in the launcher's names.
@@ -927,9 +935,10 @@ fn block_values(block: &[String], name: &str, default: i64) -> Vec<i64> {
 
 /// The 1-D block of a kernel whose threads are independent, made of the problem's sizes (`K //
 /// 4`), as a launch parameter at its value for the first shape, the grid launching as many
-/// threads as the program's (`ceil_div(S * (K // 4), NAME)`). None when the block is no size
+/// threads as the program's (`ceil_div(S * (K // 4), NAME)`); with the restriction under which
+/// it launches exactly as many (`(S * (K // 4)) % NAME == 0`). None when the block is no size
 /// there is a first value of, or several axes.
-fn flat_block_choice(kernel: &str, line: u32, grid: &mut [String], block: &mut [String], first: &Shape, sizes: &BTreeSet<String>) -> Option<ParamSpec> {
+fn flat_block_choice(kernel: &str, line: u32, grid: &mut [String], block: &mut [String], first: &Shape, sizes: &BTreeSet<String>) -> Option<(ParamSpec, String)> {
     let ([grid_x, grid_rest @ ..], [block_x, block_rest @ ..]) = (grid, block) else { return None };
     if !grid_rest.iter().chain(block_rest.iter()).all(|e| e.trim() == "1") || !identifiers_in(block_x).all(|w| sizes.contains(w) || expr::Function::from_name(w).is_some()) {
         return None;
@@ -945,7 +954,8 @@ fn flat_block_choice(kernel: &str, line: u32, grid: &mut [String], block: &mut [
     *grid_x = format!("ceil_div({threads}, {name})");
     *block_x = name.clone();
     let values = block_values(std::slice::from_ref(block_x), &name, default);
-    Some(ParamSpec { name, kind: ParamKind::Launch, default, values, origin })
+    let covered = format!("({threads}) % {name} == 0");
+    Some((ParamSpec { name, kind: ParamKind::Launch, default, values, origin }, covered))
 }
 
 /// `K % 4 == 0` for a block `K // 4` where every shape's `K` divides so: the threads the program
@@ -1881,6 +1891,21 @@ mod tests {
         assert_eq!(values("WIDE"), [1]);
         assert!(values("PAD").len() > 1 && values("PAD").iter().all(|pad| pad % 4 == 0 && *pad <= 8), "{:?}", spec.params);
         assert!(!spec.restrictions.iter().any(|r| r.contains("sizeof")), "{:?}", spec.restrictions);
+    }
+
+    #[test]
+    fn a_type_the_launcher_names_is_the_template_argument_and_one_it_works_out_is_unknown() {
+        let program = |alias: &str| {
+            format!(
+                "template <typename Copy>\n__global__ void copy(float* x) {{ x[threadIdx.x] = 0.f; }}\n\
+                 void run(float* x, int n) {{\n  using Copy = {alias};\n  copy<Copy><<<1, 32>>>(x);\n}}\n\
+                 int main() {{\n  float* x;\n  cudaMalloc(&x, 32 * sizeof(float));\n  run(x, 32);\n}}\n"
+            )
+        };
+        let template_args = |alias: &str| crate::template::templatize(&program(alias), "copy", &SliceOptions::default()).unwrap().spec.template_args;
+        assert_eq!(template_args("float"), ["float"]);
+        // LeetCUDA's `using TiledCopy = decltype(make_tiled_copy(…))` of the launcher's locals.
+        assert_eq!(template_args("decltype(make_copy(n))"), [UNKNOWN]);
     }
 
     #[test]
