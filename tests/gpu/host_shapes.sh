@@ -17,7 +17,8 @@
 #   `row_max_kernel`, whose block is the `case` its macro's `switch` takes for the shape (256,
 #   where the declaration says 128).
 # - tests/fixtures/workspace/flat_elements: `shift_values` and `shift_values4`, launched a row per
-#   block, their block a launch parameter the grid follows (session 28).
+#   block, their block a launch parameter the grid follows (session 28); `shift_values4_unchecked`,
+#   which loads before its bound, its block one that divides the program's threads (session 43).
 # - tests/fixtures/workspace/sliced_tensors: `tile_mm_kernel`, its tensors sliced by a Python
 #   script from larger ones, and `mapped_mm_kernel`, whose tiles the threads are mapped onto
 #   with numbers (its tile sizes stay, its block keeps 256 threads; session 28).
@@ -88,6 +89,7 @@ workspace/macro_launchers|row_sum.cu|row_sum_kernel|10
 workspace/macro_launchers|row_max.cu|row_max_kernel|10
 workspace/flat_elements|shift.cu|shift_values|10
 workspace/flat_elements|shift.cu|shift_values4|10
+workspace/flat_elements|shift.cu|shift_values4_unchecked|10
 workspace/sliced_tensors|tile_mm.cu|tile_mm_kernel|20
 workspace/sliced_tensors|tile_mm.cu|mapped_mm_kernel|20
 workspace/counted_elements|scale.cu|scale_all|10
