@@ -668,6 +668,10 @@ impl<'a> Writer<'a> {
                 self.expression(object)
             }
             "view" | "reshape" => Some(format!("torch::empty({{{}}})", self.dims(arguments)?)),
+            // Dimensions in another order: libtorch's own methods (`v.transpose(-2, -1)`,
+            // `q.permute({0, 2, 1, 3})`).
+            "transpose" | "swapaxes" | "swapdims" | "t" => Some(format!("{}.{method}({})", self.expression(object)?, self.dims(arguments).unwrap_or_default())),
+            "permute" => Some(format!("{}.permute({{{}}})", self.expression(object)?, self.dims(arguments)?)),
             "size" => {
                 let args = self.arguments(arguments);
                 let index = args.first()?.clone()?;
@@ -1108,6 +1112,24 @@ for M in [4096]:
         assert!(code.contains("auto a = A.index({Slice(None, M), Slice()});"), "{code}");
         assert!(code.contains("auto b = A.index({Slice(None, M), Slice(None, 64)});"), "{code}");
         assert!(!code.contains("auto c =") && !code.contains("auto d ="), "a slice from elsewhere or with a step: {code}");
+    }
+
+    #[test]
+    fn transposed_and_permuted_tensors_are_libtorchs_methods() {
+        // LeetCUDA's flash attention passes `tv = v.transpose(-2, -1).contiguous()`.
+        let script = "\
+def get_qkv(B, H, N, D):
+    v = torch.randn((B, H, N, D)).cuda()
+    tv = v.transpose(-2, -1).contiguous()
+    fv = v.permute(0, 2, 1, 3)
+    m = v[0, 0].t()
+    return tv, fv
+tv, fv = get_qkv(1, 8, 1024, 64)
+lib.attn(tv, fv)
+";
+        let code = as_host_code(script, "bench", &[binding("attn", "attn", &[])]);
+        assert!(code.contains("auto tv = v.transpose(-2, -1);"), "{code}");
+        assert!(code.contains("auto fv = v.permute({0, 2, 1, 3});"), "{code}");
     }
 
     #[test]

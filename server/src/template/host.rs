@@ -1681,6 +1681,10 @@ impl<'d> HostContext<'d> {
                 let names_agree = at == made_at || extents.iter().all(Option::is_none);
                 names_agree.then(|| (at, tensors::sliced_dims(&extents, dims)))
             }
+            tensors::MadeTensor::Reordered(other, order) => {
+                let (at, dims) = self.tensor_dims(path, made_at, &other, depth + 1)?;
+                Some((at, order.of(dims)?))
+            }
         };
         // A tensor made by `value`, or another name for one (`a_f16 = a.half()` in a script:
         // `auto a_f16 = a;`).

@@ -171,6 +171,31 @@ pub(super) enum MadeTensor {
     /// The leading part of another tensor: `a.index({Slice(None, m), Slice()})` (Python's
     /// `a[:m, :]`), each sliced dimension's new extent, `None` where it is whole.
     Sliced(String, Vec<Option<String>>),
+    /// Another tensor's dimensions in another order: `v.transpose(-2, -1)` swaps two, `x.t()`
+    /// the two of a matrix, `q.permute({0, 2, 1, 3})` takes each from the index given.
+    Reordered(String, Reorder),
+}
+
+/// How [`MadeTensor::Reordered`] orders the dimensions; negative indices count from the last.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Reorder {
+    Swap(i64, i64),
+    Permute(Vec<i64>),
+}
+
+impl Reorder {
+    /// `dims` in this order, if the indices name dimensions they have.
+    pub(super) fn of(&self, mut dims: Vec<String>) -> Option<Vec<String>> {
+        let rank = dims.len();
+        match self {
+            Reorder::Swap(a, b) => {
+                dims.swap(dim_index(*a, rank)?, dim_index(*b, rank)?);
+                Some(dims)
+            }
+            Reorder::Permute(order) if order.len() == rank => order.iter().map(|k| dims.get(dim_index(*k, rank)?).cloned()).collect(),
+            Reorder::Permute(_) => None,
+        }
+    }
 }
 
 /// The dimensions of a tensor sliced from the start to `extents` (`None` where whole), from the
@@ -190,6 +215,9 @@ const SAME_SHAPE: [&str; 10] = ["clone", "contiguous", "to", "cuda", "half", "fl
 /// cutune reads.
 pub(super) fn made_tensor(value: &str) -> Option<MadeTensor> {
     let value = value.trim();
+    if let Some(reordered) = reordered(value) {
+        return Some(reordered);
+    }
     let open = value.find('(')?;
     let callee = value[..open].trim();
     let args_text = value[open + 1..].trim_end().strip_suffix(')')?;
@@ -221,6 +249,46 @@ pub(super) fn made_tensor(value: &str) -> Option<MadeTensor> {
         return Some(MadeTensor::Sliced(object, extents));
     }
     SAME_SHAPE.contains(&method.trim()).then_some(MadeTensor::Like(object))
+}
+
+/// `value` when it reorders a tensor's dimensions (`v.transpose(-2, -1)`, `x.t()`,
+/// `q.permute({0, 2, 1, 3})`): of a tensor named, or of one made in place
+/// (`(torch::randn({B, H, N, D})).transpose(-2, -1)`, a script's helper read where it is called),
+/// whose dimensions it reorders at once.
+fn reordered(value: &str) -> Option<MadeTensor> {
+    let args_start = value.strip_suffix(')').and_then(|v| matching_open(v, v.len()))?;
+    let (object, method) = value[..args_start].rsplit_once('.')?;
+    let args = &value[args_start + 1..value.len() - 1];
+    let integers = super::host::split_args(args.trim().trim_start_matches('{').trim_end_matches('}')).iter().map(|a| a.trim().parse::<i64>().ok()).collect::<Option<Vec<i64>>>();
+    let order = match (method.trim(), integers.as_deref()) {
+        ("transpose" | "swapaxes" | "swapdims", Some(&[a, b])) => Reorder::Swap(a, b),
+        ("t", _) if args.trim().is_empty() => Reorder::Swap(0, 1),
+        ("permute", Some(order)) if !order.is_empty() => Reorder::Permute(order.to_vec()),
+        _ => return None,
+    };
+    let object = object.trim();
+    if is_identifier(object) {
+        return Some(MadeTensor::Reordered(object.to_string(), order));
+    }
+    let inner = object.strip_prefix('(').and_then(|o| o.strip_suffix(')')).unwrap_or(object);
+    match made_tensor(inner)? {
+        MadeTensor::Dims(dims) => Some(MadeTensor::Dims(order.of(dims)?)),
+        _ => None,
+    }
+}
+
+/// The byte of the `(` that the `)` just before byte `end` of `text` closes.
+fn matching_open(text: &str, end: usize) -> Option<usize> {
+    let mut depth = 0;
+    for (at, c) in text[..end].char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' if depth == 0 => return Some(at),
+            '(' => depth -= 1,
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The extent a `Slice` from the start leaves of a dimension: `Slice(None, m)` gives `m`,
@@ -338,6 +406,21 @@ mod tests {
         assert_eq!(made_tensor("torch::matmul(a, b)"), None);
         assert_eq!(made_tensor("x.view({n, d})"), None, "a view changes the shape");
         assert_eq!(made_tensor("std::empty({n})"), None);
+    }
+
+    #[test]
+    fn a_transposed_or_permuted_tensor_has_its_dimensions_reordered() {
+        let dims = |d: &[&str]| Some(MadeTensor::Dims(d.iter().map(|s| s.to_string()).collect()));
+        assert_eq!(made_tensor("v.transpose(-2, -1)"), Some(MadeTensor::Reordered("v".into(), Reorder::Swap(-2, -1))));
+        assert_eq!(made_tensor("m.t()"), Some(MadeTensor::Reordered("m".into(), Reorder::Swap(0, 1))));
+        assert_eq!(made_tensor("q.permute({0, 2, 1, 3})"), Some(MadeTensor::Reordered("q".into(), Reorder::Permute(vec![0, 2, 1, 3]))));
+        // Made in place, as a script's helper is read where it is called.
+        assert_eq!(made_tensor("(torch::randn({B, H, N, D})).transpose(-2, -1)"), dims(&["B", "H", "D", "N"]));
+        assert_eq!(made_tensor("(torch::randn({B, H, N, D})).permute({0, 2, 1, 3})"), dims(&["B", "N", "H", "D"]));
+        assert_eq!(made_tensor("v.transpose(d, 1)"), None, "a dimension known only as the program runs");
+        let order = Reorder::Permute(vec![0, 2, 1]);
+        assert_eq!(order.of(vec!["a".into(), "b".into()]), None, "a permutation of another rank");
+        assert_eq!(Reorder::Swap(-1, 0).of(vec!["a".into(), "b".into(), "c".into()]), Some(vec!["c".into(), "b".into(), "a".into()]));
     }
 
     #[test]
