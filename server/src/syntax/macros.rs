@@ -28,6 +28,14 @@ struct Macro {
     body: String,
 }
 
+impl Macro {
+    /// Whether its body declares something (`constexpr int VEC = 4;`, `using scalar_t = float;`):
+    /// a dispatch, which declares what the code it is given instantiates with.
+    fn declares(&self) -> bool {
+        ["constexpr ", "using ", "typedef "].iter().any(|w| self.body.contains(w))
+    }
+}
+
 /// What a call launches a kernel through: a dispatch macro given code that holds one of these
 /// is expanded where it is invoked.
 pub const LAUNCH_WORDS: [&str; 3] = ["<<<", "cudaLaunchKernel", "cuLaunchKernel"];
@@ -59,8 +67,13 @@ impl Macros {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+    /// Whether `text` invokes one of these that [`expand_code_writing_macros`] may expand: a
+    /// dispatch, or one that writes a launch or a binding. Most files invoke none, and are not
+    /// parsed again to find out.
+    pub fn may_expand_in(&self, text: &str) -> bool {
+        let writing = code_writing(&self.0);
+        let expanding: std::collections::HashSet<&str> = self.0.iter().filter(|(name, m)| m.declares() || writing.contains(name.as_str())).map(|(name, _)| name.as_str()).collect();
+        !expanding.is_empty() && identifiers(text).any(|(word, _)| expanding.contains(word))
     }
 }
 
@@ -75,7 +88,7 @@ pub fn expand_code_writing_macros(text: &str, root: Node, included: &Macros) -> 
     // A dispatch declares what the block it is given instantiates with (`constexpr int VEC = 4;`,
     // `using scalar_t = float;`); a wrapper (`CHECK(cudaLaunchKernelEx(…))`) declares nothing.
     let dispatches = |name: &str, start: usize| {
-        let declares = macros.get(name).is_some_and(|m| ["constexpr ", "using ", "typedef "].iter().any(|w| m.body.contains(w)));
+        let declares = macros.get(name).is_some_and(Macro::declares);
         let launches = |arg: &String| LAUNCH_WORDS.iter().any(|w| arg.contains(w));
         declares && invocation_arguments(text, start + name.len()).is_some_and(|(args, _)| args.iter().any(launches))
     };

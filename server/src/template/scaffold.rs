@@ -39,9 +39,10 @@ impl<'a> KernelFile<'a> {
         self.expanded.unwrap_or(self.text)
     }
 
-    /// Whether `text` is the file's, as written or expanded: its lines are the file's lines.
-    fn holds(&self, text: &str) -> bool {
-        std::ptr::eq(text, self.text.text()) || self.expanded.is_some_and(|e| std::ptr::eq(text, e.text()))
+    /// The file's document whose text `text` is, as written or expanded: its lines are the
+    /// file's lines.
+    fn document_of(&self, text: &str) -> Option<&'a Document> {
+        std::iter::once(self.text).chain(self.expanded).find(|doc| std::ptr::eq(text, doc.text()))
     }
 }
 
@@ -93,7 +94,7 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     let site = found.as_ref().map(|(doc, l)| (*doc, l.as_ref()));
     let launch = site.map(|(_, l)| l);
     // A launch in the kernel's own file stands where templatize's rewrites moved it.
-    let in_kernel_file = site.is_some_and(|(doc, _)| own.holds(doc.text()));
+    let in_kernel_file = site.is_some_and(|(doc, _)| own.document_of(doc.text()).is_some());
     let user_line = |l: &LaunchSite| if in_kernel_file { origins.original(l.span.start.line) + 1 } else { l.span.start.line + 1 };
 
     let (mut grid, mut block) = match (launch, &host) {
@@ -683,10 +684,10 @@ fn through_alias<'a>(aliases: &[PointerAlias], doc: &Document, launch: Cow<'a, L
 /// rewrites moved) or one of the host files.
 fn place_in(text: &str, at: usize, own: KernelFile, hosts: &[HostDocument], origins: &LineOrigins) -> String {
     let line = |doc: &Document| doc.position(crate::syntax::Encoding::Utf8, at).line;
-    let (file, line) = match hosts.iter().find(|h| std::ptr::eq(text, h.document.text())) {
-        _ if own.holds(text) => (own.path.map(file_name), origins.original(line(own.host_code())) + 1),
-        Some(host) => (Some(file_name(&host.path)), line(&host.document) + 1),
-        None => (None, text[..at.min(text.len())].matches('\n').count() as u32 + 1),
+    let (file, line) = match (own.document_of(text), hosts.iter().find(|h| std::ptr::eq(text, h.document.text()))) {
+        (Some(doc), _) => (own.path.map(file_name), origins.original(line(doc)) + 1),
+        (None, Some(host)) => (Some(file_name(&host.path)), line(&host.document) + 1),
+        (None, None) => (None, text[..at.min(text.len())].matches('\n').count() as u32 + 1),
     };
     file.map_or_else(|| format!("line {line}"), |file| format!("{file}:{line}"))
 }

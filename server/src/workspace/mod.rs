@@ -358,8 +358,10 @@ pub fn as_host_code(path: &Path, text: &str) -> Option<Document> {
     let mut macros = syntax::macros::Macros::default();
     if launches {
         headers.iter().for_each(|header| macros.add_all(&header.macros));
+        // Its own dispatch macros too, wherever its headers define none.
+        macros.add_defined_in(text);
     }
-    let expanded = match may_write_code || !macros.is_empty() {
+    let expanded = match may_write_code || macros.may_expand_in(text) {
         true => {
             let parsed = Document::new(text.to_string());
             parsed.tree().and_then(|tree| syntax::macros::expand_code_writing_macros(parsed.text(), tree.root_node(), &macros))
