@@ -1281,7 +1281,7 @@ def test_launchers_and_bindings_written_by_macros_are_read_from_their_expansion(
     templatized = cutune("templatize", "row_sum.cu", "--kernel", "row_sum_kernel", "--write", cwd=root)
     assert templatized.returncode == 0, templatized.stderr
     assert "the launch at line 41 makes no run-time choice" in templatized.stderr
-    assert "no launch of `row_sum_kernel` is written in this file's code: its block size is decided at line 41" in templatized.stderr
+    assert "no `<<<…>>>` launch of `row_sum_kernel` in this file's own code: its block size is decided at line 41" in templatized.stderr
     spec = tomllib.loads((root / "row_sum.cutune.toml").read_text())["kernels"][0]
     assert spec["template_args"] == ["NUM_THREADS"] and spec["grid"] == ["rows"] and spec["block"] == ["NUM_THREADS"]
     assert spec["shapes"][0] == {"rows": 4096, "n": 2048}

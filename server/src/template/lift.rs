@@ -469,7 +469,7 @@ impl Transform for BlockSize {
         let Some(first) = launches.first() else {
             let why = match unit.unreached_launches {
                 [] => format!("no launch of `{}` in this file: its block size is decided elsewhere", unit.kernel.name),
-                places => format!("no launch of `{}` is written in this file's code: its block size is decided at {}", unit.kernel.name, places.join(", ")),
+                places => format!("no `<<<…>>>` launch of `{}` in this file's own code: its block size is decided at {}", unit.kernel.name, places.join(", ")),
             };
             return Outcome::NotApplicable(why);
         };
