@@ -1652,6 +1652,11 @@ impl<'d> HostContext<'d> {
         }
         let text = tensors::replace_size_reads(&strip_casts_everywhere(text), |tensor, read| self.eval_size_read(path, at, tensor, read, depth + 1).map(|v| v.to_string()));
         let text = replace_members(&text, |object, member| self.eval_member(path, at, object, member, depth + 1).map(|v| v.to_string()));
+        let text = match path.get(at) {
+            // `sizeof(scalar_t)` where a dispatch's `case` says `using scalar_t = float;`.
+            Some(frame) if text.contains("sizeof") => replace_calls(&text, "sizeof", |ty| size_of_type(&self.type_at(path, at, &self.type_at_point(frame, ty, 0))).map(|b| b.to_string())),
+            _ => text,
+        };
         eval_constant(&text, &|name| self.eval_name(path, at, name, depth))
     }
 

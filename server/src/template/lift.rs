@@ -130,7 +130,7 @@ impl Transform for TemplateParams {
                 (None, None, None) => {
                     rewrite.notes.push(Note {
                         line: Some(unit.line_at(tp.span)),
-                        message: format!("template parameter `{}` has no value in this file (no launch instantiates it): give it one in the spec", tp.name),
+                        message: format!("template parameter `{}` is not tuned: no launch in this file gives it a number (the spec keeps the argument the host code works out, else `?` to fill in)", tp.name),
                     });
                     continue;
                 }

@@ -384,7 +384,9 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     let prefix = param_prefix(kernel);
     // The file read as host code, from the text given (the editor's, which may be unsaved).
     let path = slice_options.file.as_deref();
-    let as_host_code = |doc: &Document| path.and_then(|path| crate::workspace::as_host_code(path, doc.text()));
+    // Its includes not beside it are among the host documents (the workspace found them by name).
+    let files = crate::workspace::FilesByName::new(hosts.iter().map(|h| h.path.as_path()));
+    let as_host_code = |doc: &Document| path.and_then(|path| crate::workspace::as_host_code(path, doc.text(), &files));
     let original_expanded = as_host_code(&original);
     let original_file = scaffold::KernelFile { text: &original, expanded: original_expanded.as_ref(), path };
     let host_instantiation = scaffold::host_template_values(original_file, kernel, hosts);

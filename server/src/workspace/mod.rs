@@ -11,7 +11,7 @@
 mod files;
 mod headers;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -20,7 +20,8 @@ use crate::syntax::{self, Document};
 
 pub use files::{find_root, is_marked_root, shipped_header_dir, Limits};
 use files::{is_python, source_files};
-use headers::{included_headers, included_names, quoted_includes};
+use headers::{included_headers, included_names, quoted_includes, shared_components};
+pub use headers::FilesByName;
 
 /// One indexed file.
 #[derive(Clone, Debug)]
@@ -156,11 +157,11 @@ impl Workspace {
         let own_text = std::fs::read_to_string(kernel_file).ok();
         // The kernel's own file is read as host code too (its macros expanded), to follow its
         // launchers; the caller reads the launch itself from the text it has ([`as_host_code`]).
-        let own = own_text.map(|text| host_document(kernel_file, text));
+        let by_name = self.files_by_name();
+        let own = own_text.map(|text| host_document(kernel_file, text, &by_name));
         // Nearest first: in a project of many programs (a samples repository), the launch in
         // the kernel's own folder is the one in question, and the file limit should not be
         // spent on namesakes elsewhere.
-        let by_name = self.files_by_name();
         let mut by_distance: Vec<(&PathBuf, &FileEntry)> = self.files.iter().collect();
         by_distance.sort_by_key(|(path, _)| std::cmp::Reverse(shared_components(path, kernel_file)));
         // Python scripts are host code only through the functions a binding exports.
@@ -170,8 +171,8 @@ impl Workspace {
         if let Some(stem) = kernel_file.file_stem().and_then(|s| s.to_str()) {
             for &(path, _) in by_distance.iter().filter(|(path, entry)| *path != kernel_file && entry.mentions(stem)).take(MAX_HOST_FILES) {
                 let Ok(text) = std::fs::read_to_string(path) else { continue };
-                if self.quoted_includes(&by_name, path, &text).contains(kernel_file) {
-                    documents.push(HostDocument { path: path.clone(), document: host_document(path, text) });
+                if quoted_includes(path, included_names(&text), &by_name).contains(kernel_file) {
+                    documents.push(HostDocument { path: path.clone(), document: host_document(path, text, &by_name) });
                 }
             }
         }
@@ -199,7 +200,7 @@ impl Workspace {
                 let known = path == kernel_file || documents.iter().any(|d| &d.path == path);
                 if !known && wanted.iter().any(|name| entry.mentions(name)) {
                     if let Ok(text) = std::fs::read_to_string(path) {
-                        documents.push(HostDocument { path: path.clone(), document: host_document(path, text) });
+                        documents.push(HostDocument { path: path.clone(), document: host_document(path, text, &by_name) });
                     }
                 }
             }
@@ -212,55 +213,14 @@ impl Workspace {
             seen_names.extend(wanted.iter().cloned());
         }
         add_python_callers(&scripts, own.as_ref(), &seen_names, &mut documents);
-        add_setters(&by_distance, kernel_file, own.as_ref(), &mut documents);
-        self.add_local_includes(&by_name, kernel_file, own.as_ref(), &mut documents);
+        add_setters(&by_distance, &by_name, kernel_file, own.as_ref(), &mut documents);
+        add_local_includes(&by_name, kernel_file, own.as_ref(), &mut documents);
         documents
-    }
-
-    /// The headers the kernel's file and the host files include with quotes, found next to the
-    /// including file: their `#define`s, constants and `typedef`s give the host code's values.
-    fn add_local_includes(&self, by_name: &FilesByName, kernel_file: &Path, own: Option<&Document>, documents: &mut Vec<HostDocument>) {
-        // Breadth first from the kernel's own file: its headers matter most.
-        let mut pending: std::collections::VecDeque<(PathBuf, String)> = own.map(|d| (kernel_file.to_path_buf(), d.text().to_string())).into_iter().collect();
-        pending.extend(documents.iter().map(|d| (d.path.clone(), d.document.text().to_string())));
-        let mut included = 0;
-        while let Some((path, text)) = pending.pop_front() {
-            for header in self.quoted_includes(by_name, &path, &text) {
-                let known = header == kernel_file || documents.iter().any(|d| d.path == header);
-                if known || included >= MAX_INCLUDED_FILES {
-                    continue;
-                }
-                included += 1;
-                if let Ok(text) = std::fs::read_to_string(&header) {
-                    pending.push_back((header.clone(), text.clone()));
-                    documents.push(HostDocument { path: header.clone(), document: host_document(&header, text) });
-                }
-            }
-        }
-    }
-
-    /// The files `#include "name"` names in `text` of `path`: next to it, else (a folder the
-    /// build adds with `-I`, `src/common` for `#include "tester.h"` in `src/main.cu`) the
-    /// workspace's file of that name nearest to it.
-    fn quoted_includes(&self, by_name: &FilesByName, path: &Path, text: &str) -> Vec<PathBuf> {
-        let beside = quoted_includes(path, text);
-        let elsewhere = included_names(text).filter(|name| !path.parent().is_some_and(|dir| dir.join(name).is_file())).filter_map(|name| {
-            let same_name = Path::new(name).file_name().and_then(|n| by_name.get(n)).into_iter().flatten();
-            let named = same_name.filter(|file| file.ends_with(name) && **file != path);
-            named.max_by_key(|file| shared_components(file, path)).map(|file| file.to_path_buf())
-        });
-        beside.into_iter().chain(elsewhere).collect()
     }
 
     /// The workspace's files by their names (`tester.h`), for the includes not beside their includer.
     fn files_by_name(&self) -> FilesByName<'_> {
-        let mut by_name: FilesByName = HashMap::new();
-        for path in self.files.keys() {
-            if let Some(name) = path.file_name() {
-                by_name.entry(name).or_default().push(path);
-            }
-        }
-        by_name
+        FilesByName::new(self.files.keys().map(PathBuf::as_path))
     }
 
     /// Every file that may define kernels (its text holds `__global__`).
@@ -286,7 +246,7 @@ fn is_entry_point(function: &str) -> bool {
 /// set there is what the launch is given, not the variable's first value. And those that
 /// define the functions it sizes a launch with (`dim3 grid(div_ceil(n, 64))`, `div_ceil` in a
 /// header of the project): the spec says what they return.
-fn add_setters(by_distance: &[(&PathBuf, &FileEntry)], kernel_file: &Path, own: Option<&Document>, documents: &mut Vec<HostDocument>) {
+fn add_setters(by_distance: &[(&PathBuf, &FileEntry)], by_name: &FilesByName, kernel_file: &Path, own: Option<&Document>, documents: &mut Vec<HostDocument>) {
     let texts = own.into_iter().chain(documents.iter().map(|d| &d.document));
     let (mut defined, mut wanted) = (BTreeSet::new(), BTreeSet::new());
     for doc in texts {
@@ -306,7 +266,7 @@ fn add_setters(by_distance: &[(&PathBuf, &FileEntry)], kernel_file: &Path, own: 
                 return;
             }
             let Ok(text) = std::fs::read_to_string(path) else { continue };
-            let document = host_document(path, text);
+            let document = host_document(path, text, by_name);
             let defines = document.tree().is_some_and(|tree| syntax::host::functions(document.text(), tree.root_node()).contains_key(name.as_str()));
             if defines {
                 documents.push(HostDocument { path: path.clone(), document });
@@ -332,14 +292,31 @@ fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], own: Option<&Document>
     }
 }
 
-/// How many leading path components `a` and `b` share.
-fn shared_components(a: &Path, b: &Path) -> usize {
-    a.components().zip(b.components()).take_while(|(x, y)| x == y).count()
+/// The headers the kernel's file and the host files include with quotes, found next to the
+/// including file: their `#define`s, constants and `typedef`s give the host code's values.
+fn add_local_includes(by_name: &FilesByName, kernel_file: &Path, own: Option<&Document>, documents: &mut Vec<HostDocument>) {
+    // Breadth first from the kernel's own file: its headers matter most.
+    let mut pending: std::collections::VecDeque<(PathBuf, String)> = own.map(|d| (kernel_file.to_path_buf(), d.text().to_string())).into_iter().collect();
+    pending.extend(documents.iter().map(|d| (d.path.clone(), d.document.text().to_string())));
+    let mut included = 0;
+    while let Some((path, text)) = pending.pop_front() {
+        for header in quoted_includes(&path, included_names(&text), by_name) {
+            let known = header == kernel_file || documents.iter().any(|d| d.path == header);
+            if known || included >= MAX_INCLUDED_FILES {
+                continue;
+            }
+            included += 1;
+            if let Ok(text) = std::fs::read_to_string(&header) {
+                pending.push_back((header.clone(), text.clone()));
+                documents.push(HostDocument { path: header.clone(), document: host_document(&header, text, by_name) });
+            }
+        }
+    }
 }
 
 /// `text` of `path` as host code: [`as_host_code`], else the text as it is.
-fn host_document(path: &Path, text: String) -> Document {
-    as_host_code(path, &text).unwrap_or_else(|| Document::new(text))
+fn host_document(path: &Path, text: String, files: &FilesByName) -> Document {
+    as_host_code(path, &text, files).unwrap_or_else(|| Document::new(text))
 }
 
 /// `text` of `path` as a document that sees the macros of the project headers it includes:
@@ -349,12 +326,13 @@ fn host_document(path: &Path, text: String) -> Document {
 /// writes code with its own macros.
 ///
 /// The launchers and bindings it writes with its own macros, and the dispatches, are expanded
-/// where it invokes them ([`syntax::macros`]); lines keep their numbers.
-pub fn as_host_code(path: &Path, text: &str) -> Option<Document> {
+/// where it invokes them ([`syntax::macros`]); lines keep their numbers. `files` are the
+/// project's, where an include not beside `path` is found.
+pub fn as_host_code(path: &Path, text: &str, files: &FilesByName) -> Option<Document> {
     let launches = syntax::macros::LAUNCH_WORDS.iter().any(|w| text.contains(w));
     let may_write_code = text.contains("#define") && syntax::macros::CODE_WRITING_WORDS.iter().any(|w| text.contains(w));
     let conditional_lists = syntax::has_conditional_in_list(text);
-    let headers = if launches || conditional_lists { included_headers(path, text) } else { Vec::new() };
+    let headers = if launches || conditional_lists { included_headers(path, text, files) } else { Vec::new() };
     let mut macros = syntax::macros::Macros::default();
     if launches {
         headers.iter().for_each(|header| macros.add_all(&header.macros));
@@ -377,9 +355,6 @@ pub fn as_host_code(path: &Path, text: &str) -> Option<Document> {
     }
     Some(Document::with_included_defines(expanded.unwrap_or_else(|| text.to_string()), included))
 }
-
-/// The workspace's files by their names.
-type FilesByName<'a> = HashMap<&'a std::ffi::OsStr, Vec<&'a PathBuf>>;
 
 /// The name a file that calls `function` has: its own, or for a method (`Runner<T>::launch`)
 /// its class's (`Runner`), which the callers' objects are declared with.

@@ -183,13 +183,29 @@ fn a_files_dispatch_macros_come_from_its_headers_as_they_are_on_disk() {
     scratch.write("dispatch.h", &dispatch("4"));
     let launcher = scratch.write("run.cu", "#include \"dispatch.h\"\nvoid run(int v) {\n  DISPATCH_VEC(v, VEC, { k<VEC><<<1, 32>>>(); });\n}\n");
     let text = std::fs::read_to_string(&launcher).unwrap();
-    let expanded = as_host_code(&launcher, &text).expect("the dispatch is expanded");
+    let no_files = FilesByName::default();
+    let expanded = as_host_code(&launcher, &text, &no_files).expect("the dispatch is expanded");
     assert!(expanded.text().contains("constexpr int VEC = 4;"), "{}", expanded.text());
     // Every line stays where it was.
     assert_eq!(expanded.text().lines().count(), text.lines().count());
     // The header changed on disk is read again (it is remembered by size and time).
     scratch.write("dispatch.h", &dispatch("16"));
-    assert!(as_host_code(&launcher, &text).unwrap().text().contains("constexpr int VEC = 16;"));
+    assert!(as_host_code(&launcher, &text, &no_files).unwrap().text().contains("constexpr int VEC = 16;"));
     // A file that launches nothing is read as it is.
-    assert!(as_host_code(&launcher, "#include \"dispatch.h\"\nint main() { return 0; }\n").is_none());
+    assert!(as_host_code(&launcher, "#include \"dispatch.h\"\nint main() { return 0; }\n", &no_files).is_none());
+}
+
+#[test]
+fn a_header_the_build_adds_a_folder_for_is_found_by_name() {
+    // `csrc/contrib/norm/norm.cu` includes "dispatch.h" of `csrc/` (`-I csrc` in the build).
+    let scratch = Scratch::new("header-elsewhere");
+    let header = scratch.write("csrc/dispatch.h", "#define DISPATCH_VEC(v, VEC, ...) switch (v) { case 8: { constexpr int VEC = 8; __VA_ARGS__ } }\n");
+    scratch.write("other/dispatch.h", "#define DISPATCH_VEC(v, VEC, ...) switch (v) { case 2: { constexpr int VEC = 2; __VA_ARGS__ } }\n");
+    let launcher = scratch.write("csrc/contrib/norm/norm.cu", "#include \"dispatch.h\"\nvoid run(int v) {\n  DISPATCH_VEC(v, VEC, { k<VEC><<<1, 32>>>(); });\n}\n");
+    let text = std::fs::read_to_string(&launcher).unwrap();
+    assert!(as_host_code(&launcher, &text, &FilesByName::default()).is_none(), "nothing beside it");
+    let other = scratch.0.join("other/dispatch.h");
+    let files = FilesByName::new([header.as_path(), other.as_path(), launcher.as_path()]);
+    let expanded = as_host_code(&launcher, &text, &files).expect("the header nearest the includer is read");
+    assert!(expanded.text().contains("constexpr int VEC = 8;"), "{}", expanded.text());
 }
