@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU suite: kernels launched through dispatch macros of a header, tuned with no hand edit. For
+# GPU suite: kernels launched through dispatch macros of a header (one found in a folder the
+# build adds with `-I`), or with the constants of a guarded header, tuned with no hand edit. For
 # each case: `cutune templatize --write` (the `case` the program takes gives the template
 # arguments; `cudaLaunchKernelEx` through a kernel variable gives the grid and block), `cutune
 # spec check`, `cutune tune --budget B` (the winner verified in five stages).
@@ -11,7 +12,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/tune_case.sh"
 # name | folder | file | kernel
 CASES="scale_rows_vec|$repo/tests/fixtures/workspace/dispatch_blocks|rows.cuh|scale_rows_vec
 negate_rows|$repo/tests/fixtures/workspace/dispatch_blocks|rows.cuh|negate_rows
-blend|$repo/tests/fixtures/workspace/dispatch_blocks|blend.cu|blend"
+blend|$repo/tests/fixtures/workspace/dispatch_blocks|blend.cu|blend
+shift_rows|$repo/tests/fixtures/workspace/dispatch_blocks|contrib/shift.cu|shift_rows
+write_ramp|$repo/tests/fixtures/workspace/guarded_constants|kernels.cuh|write_ramp
+thread_stacks|$repo/tests/fixtures/workspace/guarded_constants|kernels.cuh|thread_stacks"
 
 tune_cases "$CASES"
 echo "== status $status"

@@ -1715,6 +1715,26 @@ impl<'d> HostContext<'d> {
         }
     }
 
+    /// Whether the value the launcher sees for `name` is worked out from `word`, through the
+    /// names it is made of (`THREADS = GRID_SIZE * BLOCK_SIZE` at file scope, from `BLOCK_SIZE`).
+    pub(super) fn made_from(&self, name: &str, word: &str) -> bool {
+        let launcher = self.launcher();
+        let mut pending = vec![name.to_string()];
+        let mut seen: HashSet<String> = HashSet::new();
+        while let Some(current) = pending.pop() {
+            if current == word {
+                return true;
+            }
+            if seen.len() > 64 || !seen.insert(current.clone()) {
+                continue;
+            }
+            if let Some(value) = launcher.scope.value_text(&current).or_else(|| self.globals.get(&current).map(String::as_str)) {
+                pending.extend(identifiers_in(value).map(str::to_string));
+            }
+        }
+        false
+    }
+
     /// Where the launcher's `name` gets its value along the first call path, when that is a
     /// choice of the host program: a constant, or an element of a constant array the program
     /// loops over. `None` when it is computed from something else (a size, an input).
@@ -3080,12 +3100,15 @@ fn type_alias(line: &str) -> Option<(String, String)> {
         let value = after.split("//").next().unwrap_or("").trim();
         return (!after.starts_with('(') && size_of_type(value).is_some()).then(|| (name.to_string(), value.to_string()));
     }
+    // A dependent type (`typedef typename I::base_type T;`) is a template's own, inside it: no
+    // name of the program's at file scope.
+    let concrete = |ty: &str| !ty.contains('(') && !ty.starts_with("typename ");
     if let Some(alias) = line.strip_prefix("typedef ").and_then(|l| l.strip_suffix(';')) {
         let (ty, name) = alias.trim().rsplit_once(char::is_whitespace)?;
-        return (is_identifier(name) && !ty.contains('(')).then(|| (name.to_string(), ty.trim().to_string()));
+        return (is_identifier(name) && concrete(ty.trim())).then(|| (name.to_string(), ty.trim().to_string()));
     }
     let (name, ty) = line.strip_prefix("using ").and_then(|l| l.strip_suffix(';')).and_then(|l| l.split_once('='))?;
-    is_identifier(name.trim()).then(|| (name.trim().to_string(), ty.trim().to_string()))
+    (is_identifier(name.trim()) && concrete(ty.trim())).then(|| (name.trim().to_string(), ty.trim().to_string()))
 }
 
 /// The offset of the start of the line that byte `at` of `text` is on.
@@ -3894,6 +3917,8 @@ pub(super) fn file_scope_declarations(root: Node) -> Vec<Node> {
     for child in root.named_children(&mut cursor) {
         match child.kind() {
             "declaration" => out.push(child),
+            // A header's whole text, inside its include guard.
+            "preproc_ifdef" if is_include_guard(child) => out.extend(file_scope_declarations(child)),
             "linkage_specification" => {
                 let Some(body) = child.child_by_field_name("body") else { continue };
                 match body.kind() {
@@ -3905,6 +3930,14 @@ pub(super) fn file_scope_declarations(root: Node) -> Vec<Node> {
         }
     }
     out
+}
+
+/// `#ifndef NAME` `#define NAME …` `#endif` with no `#else`: what a header reads the first
+/// time it is included, which is all of it.
+fn is_include_guard(ifdef: Node) -> bool {
+    let negated = ifdef.child(0).is_some_and(|c| c.kind() == "#ifndef");
+    let defines_first = ifdef.named_child(1).is_some_and(|c| c.kind() == "preproc_def");
+    negated && defines_first && ifdef.child_by_field_name("alternative").is_none()
 }
 
 /// `base` and `offset` of an argument that points into a buffer: `&d_a[2 * i]` or `d_a + 2 * i`.

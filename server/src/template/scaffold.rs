@@ -833,7 +833,7 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
         if known || names.contains(&name) || macros.iter().any(|(m, _)| *m == name) || held.iter().any(|h| h.starts_with(&format!("`{name}` "))) {
             continue;
         }
-        if let Some(arg) = args.iter().find(|a| a.length.as_deref().is_some_and(|l| identifiers_in(l).any(|w| w == name))) {
+        if let Some(arg) = args.iter().find(|a| a.length.as_deref().is_some_and(|l| identifiers_in(l).any(|w| host.made_from(w, name)))) {
             let length = arg.length.as_deref().unwrap_or_default();
             held.push(format!("`{name}` also sizes `{}` ({length}), so another block would change the problem, not only the launch", arg.name));
         } else if in_body.names.contains(name) {
@@ -1276,7 +1276,7 @@ fn template_args(k: &Kernel, launch: Option<&LaunchSite>, params: &[ParamSpec], 
             TemplateParamKind::Value { .. } if params.iter().any(|p| p.name == tp.name) => tp.name.clone(),
             _ => launch
                 .and_then(|l| l.template_args.get(i))
-                .map(|a| host.map_or_else(|| a.text.trim().to_string(), |h| h.template_argument(&a.text)))
+                .map(|a| host.map_or_else(|| a.text.trim().to_string(), |h| launched_type(h, &a.text, &open)))
                 .filter(|arg| !open(arg))
                 .or_else(|| tp.default.clone())
                 .or_else(|| deduced_type(k, &tp.name, launch?, host?))
@@ -1287,6 +1287,16 @@ fn template_args(k: &Kernel, launch: Option<&LaunchSite>, params: &[ParamSpec], 
                 .unwrap_or_else(|| UNKNOWN.to_string()),
         })
         .collect()
+}
+
+/// The template argument `text` of the launch, as the host names it; a program's alias of the
+/// kernel's own parameter name (`typedef TYPE T;` for `k<T>` of `template <class T>`) is its type.
+fn launched_type(host: &HostContext, text: &str, open: &dyn Fn(&str) -> bool) -> String {
+    let arg = host.template_argument(text);
+    match open(&arg) {
+        true => host.resolve_type(&arg),
+        false => arg,
+    }
 }
 
 /// `sizeof(T)` → `4` where the launch passes the name `T` as a template argument that became
