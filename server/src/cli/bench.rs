@@ -77,7 +77,7 @@ fn index(dir: &Path, repeats: usize) -> Result<IndexReport> {
         workspace.refresh();
         refreshes.push(started.elapsed());
     }
-    let bytes: u64 = workspace.files().map(|(_, entry)| entry.bytes).sum();
+    let bytes: u64 = workspace.files().map(|(_, entry)| entry.stamp.bytes).sum();
     Ok(IndexReport {
         root: root.display().to_string(),
         files: workspace.files().count(),

@@ -70,8 +70,20 @@ pub(super) fn is_source(path: &Path) -> bool {
 
 pub(super) struct Found {
     pub path: PathBuf,
+    pub stamp: Stamp,
+}
+
+/// A file's size and modification time: while neither changes, its text is taken not to either.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
     pub bytes: u64,
     pub modified: Option<SystemTime>,
+}
+
+impl Stamp {
+    pub(super) fn of(metadata: &std::fs::Metadata) -> Stamp {
+        Stamp { bytes: metadata.len(), modified: metadata.modified().ok() }
+    }
 }
 
 pub(super) struct Listing {
@@ -102,7 +114,7 @@ pub(super) fn source_files(root: &Path, limits: &Limits) -> Listing {
         } else if meta.len() > limits.max_file_bytes {
             listing.skipped.push(Skipped { path, reason: format!("{} is over the limit of {} per file", format_bytes(meta.len()), format_bytes(limits.max_file_bytes)) });
         } else {
-            listing.files.push(Found { path, bytes: meta.len(), modified: meta.modified().ok() });
+            listing.files.push(Found { path, stamp: Stamp::of(&meta) });
         }
     }
     listing

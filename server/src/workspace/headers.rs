@@ -6,8 +6,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
-use std::time::SystemTime;
 
+use super::files::Stamp;
 use super::MAX_INCLUDED_FILES;
 use crate::syntax::macros::Macros;
 
@@ -21,9 +21,6 @@ pub(super) struct Header {
     /// The names it includes with quotes, as written (`type_shim.h`).
     includes: Vec<String>,
 }
-
-/// A file's size and modification time: when neither changed, neither did what it gives.
-type Stamp = (u64, Option<SystemTime>);
 
 /// The headers read so far, by canonical path. A process reads the headers of one or a few
 /// workspaces, so this stays small; it is emptied should it ever grow past [`MAX_REMEMBERED`].
@@ -53,7 +50,7 @@ pub(super) fn included_headers(path: &Path, text: &str, files: &FilesByName) -> 
 /// The header at `path`, read again only when its size or modification time changed.
 fn header(path: &Path) -> Option<Arc<Header>> {
     let metadata = std::fs::metadata(path).ok()?;
-    let stamp = (metadata.len(), metadata.modified().ok());
+    let stamp = Stamp::of(&metadata);
     let remembered = READ.lock().unwrap_or_else(|e| e.into_inner()).get(path).filter(|(s, _)| *s == stamp).map(|(_, h)| h.clone());
     if let Some(header) = remembered {
         return Some(header);

@@ -13,12 +13,11 @@ mod headers;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use crate::syntax::python::{self, Binding};
 use crate::syntax::{self, Document};
 
-pub use files::{find_root, is_marked_root, shipped_header_dir, Limits};
+pub use files::{find_root, is_marked_root, shipped_header_dir, Limits, Stamp};
 use files::{is_python, source_files};
 use headers::{included_headers, included_names, quoted_includes, shared_components};
 pub use headers::FilesByName;
@@ -26,8 +25,7 @@ pub use headers::FilesByName;
 /// One indexed file.
 #[derive(Clone, Debug)]
 pub struct FileEntry {
-    pub bytes: u64,
-    pub modified: Option<SystemTime>,
+    pub stamp: Stamp,
     /// Every identifier in the text, comments and strings included: a superset of what the
     /// file's code mentions, which is what a lookup needs.
     identifiers: HashSet<Box<str>>,
@@ -38,10 +36,9 @@ pub struct FileEntry {
 }
 
 impl FileEntry {
-    fn of_text(text: &str, bytes: u64, modified: Option<SystemTime>, is_python: bool) -> FileEntry {
+    fn of_text(text: &str, stamp: Stamp, is_python: bool) -> FileEntry {
         FileEntry {
-            bytes,
-            modified,
+            stamp,
             identifiers: syntax::identifiers_in(text).map(Box::from).collect(),
             function_definitions: if is_python { HashSet::new() } else { syntax::function_definitions_in(text).map(Box::from).collect() },
             has_kernels: !is_python && text.contains("__global__"),
@@ -111,17 +108,17 @@ impl Workspace {
         let mut kept = BTreeMap::new();
         let mut skipped = listing.skipped;
         for found in listing.files {
-            if total + found.bytes > self.limits.max_total_bytes {
+            if total + found.stamp.bytes > self.limits.max_total_bytes {
                 skipped.push(Skipped { path: found.path, reason: format!("the index is full ({} MiB of sources)", self.limits.max_total_bytes >> 20) });
                 continue;
             }
-            let unchanged = self.files.remove(&found.path).filter(|e| e.bytes == found.bytes && e.modified == found.modified);
+            let unchanged = self.files.remove(&found.path).filter(|e| e.stamp == found.stamp);
             let entry = match unchanged {
                 Some(entry) => entry,
                 None => match std::fs::read(&found.path) {
                     Ok(bytes) => {
                         read += 1;
-                        FileEntry::of_text(&String::from_utf8_lossy(&bytes), found.bytes, found.modified, is_python(&found.path))
+                        FileEntry::of_text(&String::from_utf8_lossy(&bytes), found.stamp, is_python(&found.path))
                     }
                     Err(e) => {
                         skipped.push(Skipped { path: found.path, reason: format!("cannot be read: {e}") });
@@ -129,7 +126,7 @@ impl Workspace {
                     }
                 },
             };
-            total += found.bytes;
+            total += found.stamp.bytes;
             kept.insert(found.path, entry);
         }
         self.files = kept;
