@@ -876,6 +876,13 @@ impl<'d> HostContext<'d> {
         self.defines.contains_key(name)
     }
 
+    /// Whether `name` is a constant the kernel's code is compiled with where it names it: an
+    /// object-like `#define`, or a file-scope constant (`int const THREADS = 65536;`; device
+    /// code can read no other host variable).
+    pub(super) fn is_compiled_constant(&self, name: &str) -> bool {
+        self.is_macro(name) || self.globals.contains_key(name)
+    }
+
     /// Whether `name` is a template parameter of the launcher (`kHeadDim` of
     /// `launch_attention<kHeadDim, kStage>`): each instantiation is another kernel.
     pub(super) fn is_launcher_template_param(&self, name: &str) -> bool {

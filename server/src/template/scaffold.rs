@@ -289,8 +289,12 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     // So is a template parameter of the launcher: the kernel's template arguments are those of
     // the first instantiation, and the shapes of other instantiations go.
     let in_body: BTreeSet<&str> = body.map(|b| identifiers_in(&templated.text()[b.byte_range()]).collect()).unwrap_or_default();
-    let compiled = |s: &&String| host.as_ref().is_some_and(|h| (in_body.contains(s.as_str()) && h.is_macro(s)) || h.is_launcher_template_param(&host_name(s)));
-    let compiled_in: Vec<(&String, i64)> = sizes.iter().filter(compiled).filter_map(|s| Some((s, *shapes[0].get(s)?))).collect();
+    let compiled = |s: &&String| host.as_ref().is_some_and(|h| (in_body.contains(s.as_str()) && h.is_compiled_constant(s)) || h.is_launcher_template_param(&host_name(s)));
+    let compiled_names: Vec<&String> = sizes.iter().filter(compiled).collect();
+    // What a compiled constant is made of keeps its value with it (`GRID_SIZE` of
+    // `THREADS = GRID_SIZE * BLOCK_SIZE`): another would leave the two disagreeing.
+    let made_compiled = |s: &&String| host.as_ref().is_some_and(|h| compiled_names.iter().any(|c| c != s && h.made_from(&host_name(c), &host_name(s))));
+    let compiled_in: Vec<(&String, i64)> = sizes.iter().filter(|s| compiled(s) || made_compiled(s)).filter_map(|s| Some((s, *shapes[0].get(s)?))).collect();
     shapes.retain(|shape| compiled_in.iter().all(|(s, value)| shape.get(s.as_str()) == Some(value)));
     restrictions.extend(compiled_in.iter().map(|(size, value)| format!("{size} == {value}")));
     // A non-power-of-two shape along the grid's leading size, where tails hide bugs, unless
