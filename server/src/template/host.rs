@@ -1373,8 +1373,16 @@ impl<'d> HostContext<'d> {
     /// `sizeof(T)` of a type the launcher names, through its aliases and the host templates'
     /// parameters on the first call path (`Real` of `PricingEngine<Real>`, made as `<float>`).
     fn sizes_of_types(&self, text: &str) -> String {
-        let instantiated = |ty: &str| self.paths.first().map_or_else(|| ty.to_string(), |path| self.type_at(path, 0, ty));
-        replace_calls(text, "sizeof", |inner| size_of_type(&self.resolve_type(&instantiated(inner))).map(|b| b.to_string()))
+        self.sizes_of_types_at(self.paths.first().map_or(&[], |path| path.as_slice()), 0, text)
+    }
+
+    /// [`sizes_of_types`](Self::sizes_of_types) as frame `at` of `path` reads them: also
+    /// `sizeof(scalar_t)` where a dispatch's `case` there says `using scalar_t = float;`.
+    fn sizes_of_types_at(&self, path: &[Frame], at: usize, text: &str) -> String {
+        replace_calls(text, "sizeof", |ty| {
+            let local = path.get(at).map_or_else(|| ty.to_string(), |frame| self.type_at_point(frame, ty, 0));
+            size_of_type(&self.resolve_type(&self.type_at(path, at, &local))).map(|b| b.to_string())
+        })
     }
 
     /// The run its project documents for the program on the first call path, when a function
@@ -1659,12 +1667,7 @@ impl<'d> HostContext<'d> {
         }
         let text = tensors::replace_size_reads(&strip_casts_everywhere(text), |tensor, read| self.eval_size_read(path, at, tensor, read, depth + 1).map(|v| v.to_string()));
         let text = replace_members(&text, |object, member| self.eval_member(path, at, object, member, depth + 1).map(|v| v.to_string()));
-        let text = match path.get(at) {
-            // `sizeof(scalar_t)` where a dispatch's `case` says `using scalar_t = float;`.
-            Some(frame) if text.contains("sizeof") => replace_calls(&text, "sizeof", |ty| size_of_type(&self.type_at(path, at, &self.type_at_point(frame, ty, 0))).map(|b| b.to_string())),
-            _ => text,
-        };
-        eval_constant(&text, &|name| self.eval_name(path, at, name, depth))
+        eval_constant(&self.sizes_of_types_at(path, at, &text), &|name| self.eval_name(path, at, name, depth))
     }
 
     /// The value of a size read from tensor `tensor` of frame `at` (`x.size(0)`), from the
