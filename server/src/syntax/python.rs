@@ -95,9 +95,7 @@ pub fn as_host_code(python: &str, module: &str, bindings: &[Binding]) -> String 
     }
     let Some(tree) = parser.parse(python, None) else { return String::new() };
     let root = tree.root_node();
-    let mut writer = Writer::bare(python, bindings);
-    writer.options = option_defaults(&writer, root);
-    writer.functions = super::descendants(root).filter(|n| n.kind() == "function_definition").filter_map(|f| Some((&python[f.child_by_field_name("name")?.byte_range()], f))).collect();
+    let mut writer = Writer::of_script(python, root, bindings);
     writer.lines = vec![String::new(); python.lines().count() + 1];
     let module: String = module.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
     writer.lists = module_lists(python, root);
@@ -108,11 +106,68 @@ pub fn as_host_code(python: &str, module: &str, bindings: &[Binding]) -> String 
     writer.lines.join("\n")
 }
 
+/// The functions of the script `python` that call one of `callees` (the bindings, or functions
+/// of other scripts that lead to them), each as a callee for the scripts that call it in turn,
+/// with the word their text holds where they do: its name, or for an autograd function's
+/// `forward` (`ShiftFn.forward`, called as `ShiftFn.apply(…)`) its class's.
+pub fn callers(python: &str, callees: &[Binding]) -> Vec<(Binding, String)> {
+    let mut parser = Parser::new();
+    let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+    let Some(tree) = parser.set_language(&language).ok().and_then(|_| parser.parse(python, None)) else { return Vec::new() };
+    let writer = Writer::of_script(python, tree.root_node(), callees);
+    let mut out = Vec::new();
+    for (name, definition) in &writer.functions {
+        let class = class_of(python, *definition);
+        let calls_callee = super::descendants(*definition).filter(|n| n.kind() == "call").any(|call| {
+            let callee = call.child_by_field_name("function").and_then(|f| writer.callee_name(f, class.as_deref()));
+            callee.is_some_and(|(c, _)| callees.iter().any(|b| b.python == c))
+        });
+        // Other scripts call module functions and autograd functions; a method of any other
+        // class is called on objects this reading does not follow.
+        let plain = definition.child_by_field_name("name").map_or("", |n| &python[n.byte_range()]);
+        let mentioned_as = match &class {
+            // A test is the runner's to call (pytest's `test_…`, a test case's methods).
+            _ if plain.starts_with("test") => continue,
+            None => name.clone(),
+            Some(class) if *name == format!("{class}_forward") => class.clone(),
+            Some(_) => continue,
+        };
+        if calls_callee {
+            let binding = Binding { python: name.clone(), cpp: cpp_name(name), template_args: String::new(), params: parameter_names(python, *definition) };
+            out.push((binding, mentioned_as));
+        }
+    }
+    out.sort_by(|a, b| a.0.python.cmp(&b.0.python));
+    out
+}
+
+/// The class a function is a method of, where it is one.
+fn class_of(text: &str, definition: Node) -> Option<String> {
+    let mut parent = definition.parent()?;
+    if parent.kind() == "decorated_definition" {
+        parent = parent.parent()?;
+    }
+    let class = parent.parent().filter(|c| parent.kind() == "block" && c.kind() == "class_definition")?;
+    Some(text[class.child_by_field_name("name")?.byte_range()].to_string())
+}
+
+/// The name a function of the script has as host code: its own, or a method's qualified by its
+/// class (`ShiftFn_forward`), as C++ cannot nest a function in a class the way Python does.
+fn qualified_name(text: &str, definition: Node) -> Option<String> {
+    let name = &text[definition.child_by_field_name("name")?.byte_range()];
+    Some(match class_of(text, definition) {
+        Some(class) => format!("{class}_{name}"),
+        None => name.to_string(),
+    })
+}
+
 struct Writer<'a> {
     text: &'a str,
     bindings: &'a [Binding],
-    /// The functions the script defines, by name: calls of them are host calls too.
-    functions: HashMap<&'a str, Node<'a>>,
+    /// The functions the script defines, by their qualified names: calls of them are host calls too.
+    functions: HashMap<String, Node<'a>>,
+    /// The class whose method is being written: `self.make_inputs(…)` calls its method.
+    class: Option<String>,
     /// The command-line options the script declares with `argparse`, by their attribute
     /// (`num_tokens` of `--num-tokens`), with their defaults as C++: the run without arguments.
     options: HashMap<String, String>,
@@ -149,12 +204,21 @@ const CPP_KEYWORDS: [&str; 17] = ["auto", "class", "new", "delete", "this", "int
 impl<'a> Writer<'a> {
     /// A writer of `text` that knows nothing of it yet and has no lines.
     fn bare(text: &'a str, bindings: &'a [Binding]) -> Writer<'a> {
-        Writer { text, bindings, functions: HashMap::new(), options: HashMap::new(), params: Vec::new(), lines: Vec::new(), lists: HashMap::new(), locals: HashMap::new(), local_lists: HashMap::new(), helper_lists: HashMap::new() }
+        Writer { text, bindings, functions: HashMap::new(), class: None, options: HashMap::new(), params: Vec::new(), lines: Vec::new(), lists: HashMap::new(), locals: HashMap::new(), local_lists: HashMap::new(), helper_lists: HashMap::new() }
+    }
+
+    /// A writer of the script whose syntax tree is `root`, knowing its functions and the
+    /// defaults of its command-line options; no lines yet.
+    fn of_script(text: &'a str, root: Node<'a>, bindings: &'a [Binding]) -> Writer<'a> {
+        let mut writer = Writer::bare(text, bindings);
+        writer.options = option_defaults(&writer, root);
+        writer.functions = super::descendants(root).filter(|n| n.kind() == "function_definition").filter_map(|f| Some((qualified_name(text, f)?, f))).collect();
+        writer
     }
 
     /// A writer of the same script, into empty lines of its own.
     fn beside(&self) -> Writer<'a> {
-        Writer { functions: self.functions.clone(), options: self.options.clone(), lines: vec![String::new(); self.lines.len()], lists: self.lists.clone(), helper_lists: self.helper_lists.clone(), ..Writer::bare(self.text, self.bindings) }
+        Writer { functions: self.functions.clone(), class: self.class.clone(), options: self.options.clone(), lines: vec![String::new(); self.lines.len()], lists: self.lists.clone(), helper_lists: self.helper_lists.clone(), ..Writer::bare(self.text, self.bindings) }
     }
 
     fn text(&self, node: Node) -> &'a str {
@@ -173,11 +237,12 @@ impl<'a> Writer<'a> {
     fn module_statement(&mut self, statement: Node, module: &str) {
         match statement.kind() {
             "function_definition" => self.function(statement, &HashMap::new()),
-            "decorated_definition" => {
-                if let Some(definition) = statement.child_by_field_name("definition").filter(|d| d.kind() == "function_definition") {
-                    self.function(definition, &parametrized(self.text, statement, &self.lists));
-                }
-            }
+            "decorated_definition" => match statement.child_by_field_name("definition") {
+                Some(definition) if definition.kind() == "function_definition" => self.function(definition, &parametrized(self.text, statement, &self.lists)),
+                Some(class) if class.kind() == "class_definition" => self.class(class),
+                _ => {}
+            },
+            "class_definition" => self.class(statement),
             // Numbers and tensors at file scope, where every function of the module sees them.
             "expression_statement" if self.assignments(statement).is_some_and(|a| a.iter().all(|(_, value)| !self.calls_host(value))) && self.unpacked_call(statement).is_none() => self.statement(statement),
             _ => {
@@ -196,12 +261,31 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// Each method of a class as a function of its own (`ShiftFn_forward`, a test case's
+    /// `LabelTest_test_sizes`), without the object it is called on (`self`, `ctx`).
+    fn class(&mut self, class: Node) {
+        let Some(body) = class.child_by_field_name("body") else { return };
+        self.class = class.child_by_field_name("name").map(|n| self.text(n).to_string());
+        for member in named_children(body) {
+            match member.kind() {
+                "function_definition" => self.function(member, &HashMap::new()),
+                "decorated_definition" => {
+                    if let Some(definition) = member.child_by_field_name("definition").filter(|d| d.kind() == "function_definition") {
+                        self.function(definition, &parametrized(self.text, member, &self.lists));
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.class = None;
+    }
+
     /// `def f(a, b=2):` as `void f(auto a, auto b = 2) {…}`; a parametrized test's names
     /// (`@pytest.mark.parametrize("n", [7, 4096])`) are its locals, at their first values.
     fn function(&mut self, definition: Node, parametrized: &HashMap<String, String>) {
         let (Some(name), Some(body)) = (definition.child_by_field_name("name"), definition.child_by_field_name("body")) else { return };
         let mut params = Vec::new();
-        for (name, default) in parameters(definition) {
+        for (name, default) in parameters(self.text, definition) {
             let name = self.text(name);
             if parametrized.contains_key(name) {
                 continue;
@@ -212,7 +296,8 @@ impl<'a> Writer<'a> {
             }
         }
         let row = definition.start_position().row;
-        self.put(row, &format!("void {}({}) {{", cpp_name(self.text(name)), params.join(", ")));
+        let name = qualified_name(self.text, definition).unwrap_or_else(|| self.text(name).to_string());
+        self.put(row, &format!("void {}({}) {{", cpp_name(&name), params.join(", ")));
         let mut names: Vec<_> = parametrized.iter().collect();
         names.sort();
         for (name, value) in names {
@@ -241,7 +326,8 @@ impl<'a> Writer<'a> {
                     if let Some(call) = self.unpacked_call(statement) {
                         self.put(row, &format!("{call};"));
                     }
-                    for (name, value) in assignments {
+                    // `x = x.contiguous()` keeps the tensor it names: no new value.
+                    for (name, value) in assignments.into_iter().filter(|(name, value)| name != value) {
                         self.put(row, &format!("auto {name} = {value};"));
                     }
                 } else {
@@ -406,12 +492,12 @@ impl<'a> Writer<'a> {
     /// The function of the script that `call` calls, read in place up to its `return`: a
     /// writer that knows its locals there, and the items it returns.
     fn read_in_place(&self, call: Node<'a>) -> Option<(Writer<'a>, Vec<Node<'a>>)> {
-        let function = call.child_by_field_name("function").filter(|f| f.kind() == "identifier")?;
-        let definition = *self.functions.get(self.text(function))?;
+        let function = call.child_by_field_name("function")?;
+        let definition = *self.functions.get(&self.callee_name(function, self.class.as_deref())?.0)?;
         let arguments = call.child_by_field_name("arguments")?;
         let positional = self.arguments(arguments);
         let mut inner = self.beside();
-        for (at, (name, default)) in parameters(definition).into_iter().enumerate() {
+        for (at, (name, default)) in parameters(self.text, definition).into_iter().enumerate() {
             let name = self.text(name);
             let passed = match self.keyword(arguments, name) {
                 Some(value) => self.expression(value),
@@ -744,30 +830,59 @@ impl<'a> Writer<'a> {
         named_children(arguments).into_iter().filter(|a| a.kind() != "keyword_argument").map(|a| self.expression(a)).collect()
     }
 
+    /// The name of the function a call's `function` calls, as the script's functions and the
+    /// callees are named: a name as it is; `self.method` of a method of `class` as
+    /// `Class_method`; `ShiftFn.apply` of an autograd function as its `ShiftFn_forward`, and
+    /// `Class.method` so where that is a known function; `torch.ops.ns.op.default` as `op`;
+    /// any other attribute (`ext.forward`) as the attribute. With it, whether the name is a
+    /// method's, named through its class.
+    fn callee_name(&self, function: Node, class: Option<&str>) -> Option<(String, bool)> {
+        match function.kind() {
+            "identifier" => Some((self.text(function).to_string(), false)),
+            "attribute" => {
+                let attribute = self.text(function.child_by_field_name("attribute")?);
+                let object = function.child_by_field_name("object")?;
+                let known = |name: &str| self.functions.contains_key(name) || self.bindings.iter().any(|b| b.python == name);
+                let qualified = |class: &str| {
+                    let method = if attribute == "apply" { "forward" } else { attribute };
+                    Some(format!("{class}_{method}")).filter(|name| known(name))
+                };
+                let in_class = match (object.kind(), self.text(object)) {
+                    ("identifier", "self" | "cls") => class.and_then(qualified),
+                    // `ShiftFn.apply` or `module.ShiftFn.apply`: the class is the last name.
+                    ("identifier", _) => qualified(self.text(object)),
+                    ("attribute", _) => qualified(self.text(object.child_by_field_name("attribute")?)),
+                    _ => None,
+                };
+                if let Some(name) = in_class {
+                    return Some((name, true));
+                }
+                // `torch.ops.ns.op.default(…)`: the op's default overload.
+                let name = match attribute {
+                    "default" => self.text(object.kind().eq("attribute").then_some(object)?.child_by_field_name("attribute")?),
+                    name => name,
+                };
+                Some((name.to_string(), false))
+            }
+            _ => None,
+        }
+    }
+
     /// A call of an exported function (`ext.forward(q, k, v)`, `torch.ops.ns.rms_norm(…)`, or
     /// by its name) or of a function of the script, with its keyword arguments put where the
     /// parameters they name are.
     fn host_call(&self, call: Node) -> Option<String> {
         let function = call.child_by_field_name("function")?;
-        let name = match function.kind() {
-            "identifier" => self.text(function),
-            // `torch.ops.ns.op.default(…)`: the op's default overload.
-            "attribute" => match self.text(function.child_by_field_name("attribute")?) {
-                "default" => {
-                    let op = function.child_by_field_name("object").filter(|o| o.kind() == "attribute")?;
-                    self.text(op.child_by_field_name("attribute")?)
-                }
-                name => name,
-            },
-            _ => return None,
-        };
+        let (name, by_class) = self.callee_name(function, self.class.as_deref())?;
         let binding = self.bindings.iter().find(|b| b.python == name);
-        let own = self.functions.get(name).filter(|_| function.kind() == "identifier");
-        let passed = function.kind() == "identifier" && self.params.iter().any(|p| *p == cpp_name(name));
+        // A function of the script is called by its name, or as a method of its class
+        // (`self.make_inputs(…)`, `ShiftFn.apply(…)`); `ext.forward(…)` is the binding's.
+        let own = self.functions.get(&name).filter(|_| function.kind() == "identifier" || by_class);
+        let passed = function.kind() == "identifier" && self.params.iter().any(|p| *p == cpp_name(&name));
         let (callee, params): (String, Vec<String>) = match (binding, own) {
-            (_, Some(definition)) => (cpp_name(name), parameter_names(self.text, *definition)),
+            (_, Some(definition)) => (cpp_name(&name), parameter_names(self.text, *definition)),
             (Some(binding), None) => (format!("{}{}", binding.cpp, binding.template_args), binding.params.clone()),
-            (None, None) if passed => (cpp_name(name), Vec::new()),
+            (None, None) if passed => (cpp_name(&name), Vec::new()),
             (None, None) => return None,
         };
         let arguments = call.child_by_field_name("arguments")?;
@@ -792,10 +907,14 @@ impl<'a> Writer<'a> {
 
 /// A Python function's parameters, in order, each with its default (`*args` and `**kwargs`
 /// left out).
-fn parameters(definition: Node) -> Vec<(Node, Option<Node>)> {
+fn parameters<'t>(text: &str, definition: Node<'t>) -> Vec<(Node<'t>, Option<Node<'t>>)> {
     let Some(list) = definition.child_by_field_name("parameters") else { return Vec::new() };
+    // A method's object (`self`, a class method's `cls`, an autograd function's `ctx`) is not
+    // what its callers pass.
+    let skip = usize::from(class_of(text, definition).is_some() && list.named_child(0).is_some_and(|p| matches!(&text[p.byte_range()], "self" | "cls" | "ctx")));
     named_children(list)
         .into_iter()
+        .skip(skip)
         .filter_map(|param| match param.kind() {
             "identifier" => Some((param, None)),
             "typed_parameter" => Some((param.named_child(0).filter(|n| n.kind() == "identifier")?, None)),
@@ -807,7 +926,7 @@ fn parameters(definition: Node) -> Vec<(Node, Option<Node>)> {
 
 /// The names of a Python function's parameters as C++ names them.
 fn parameter_names(text: &str, definition: Node) -> Vec<String> {
-    parameters(definition).into_iter().map(|(name, _)| cpp_name(&text[name.byte_range()])).collect()
+    parameters(text, definition).into_iter().map(|(name, _)| cpp_name(&text[name.byte_range()])).collect()
 }
 
 /// The defaults of the options a script declares with `argparse`
@@ -937,6 +1056,60 @@ TORCH_LIBRARY(_C, ops) {
         let doc = crate::syntax::Document::new(text.to_string());
         let found = bindings(text, doc.tree().unwrap().root_node());
         assert_eq!(found, vec![binding("forward", "forward", &[]), binding("norm", "rms_norm", &["out", "input", "epsilon"]), binding("rms_norm", "rms_norm", &["out", "input", "epsilon"])]);
+    }
+
+    #[test]
+    fn the_functions_that_lead_to_a_callee_are_callees_of_other_scripts() {
+        let script = "\
+class ShiftFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, alpha=1.0):
+        ctx.alpha = alpha
+        return shift_function(x, alpha)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+def shift(x, alpha=1.0):
+    return ShiftFn.apply(x, alpha)
+
+def unrelated(x):
+    return x
+
+def test_shift():
+    shift(torch.randn(4, 8))
+";
+        let found = callers(script, &[binding("shift_function", "shift_function", &["x", "alpha"])]);
+        // The autograd function's `forward` is called through its class; the test is the runner's.
+        assert_eq!(found, vec![(binding("ShiftFn_forward", "ShiftFn_forward", &["x", "alpha"]), "ShiftFn".to_string())]);
+        let chain = [binding("shift_function", "shift_function", &["x", "alpha"]), found[0].0.clone()];
+        let found = callers(script, &chain);
+        assert_eq!(found.iter().map(|(b, word)| (b.python.as_str(), word.as_str())).collect::<Vec<_>>(), [("ShiftFn_forward", "ShiftFn"), ("shift", "shift")]);
+    }
+
+    #[test]
+    fn methods_are_functions_of_their_class_called_on_self_or_through_apply() {
+        let script = "\
+class RowsTest(unittest.TestCase):
+    def make_inputs(self, batch, n):
+        x = torch.randn(batch, n)
+        return x, 0.5
+
+    def test_rows(self):
+        x, alpha = self.make_inputs(2, 1024)
+        x = x.contiguous()
+        out = interface.ShiftFn.apply(x, alpha=alpha)
+";
+        let code = as_host_code(script, "test_rows", &[binding("ShiftFn_forward", "ShiftFn_forward", &["x", "alpha"])]);
+        let lines: Vec<&str> = code.lines().collect();
+        assert_eq!(lines[1], "void RowsTest_make_inputs(auto batch, auto n) {", "{code}");
+        assert_eq!(lines[5], "void RowsTest_test_rows() {", "{code}");
+        // The helper read in place; `x = x.contiguous()` keeps the tensor; the class's
+        // `apply` is its `forward`, named as the other script's callee.
+        assert_eq!(lines[6], "RowsTest_make_inputs(2, 1024); auto x = torch::randn({2, 1024}); auto alpha = 0.5;", "{code}");
+        assert_eq!(lines[7], "", "{code}");
+        assert_eq!(lines[8], "auto out = ShiftFn_forward(x, alpha); }", "{code}");
     }
 
     #[test]

@@ -32,10 +32,11 @@ fn without_address(arg: &str) -> String {
 const RANGE_INDEX: &str = "each";
 
 /// How many call paths (and so shapes) are kept at most, how many are read to choose them
-/// from, and how deep.
+/// from, and how deep: a PyTorch extension's test reaches its launch through its package's
+/// wrappers and an autograd function, the binding and the launcher (seven calls).
 const MAX_PATHS: usize = 8;
 const MAX_PATHS_READ: usize = 64;
-const MAX_DEPTH: usize = 5;
+const MAX_DEPTH: usize = 8;
 
 /// Every path of calls that reaches a launch, from the files given. Each path gives one shape
 /// (`run_case(8192, 8192)` and `run_case(4095, 1000)` give two).
@@ -260,6 +261,17 @@ impl<'d> Frame<'d> {
     }
 }
 
+/// `value` with each local that holds a tensor's shape (`const auto sizes = x.sizes();`) read
+/// as that shape (`sizes[0]` as `x.sizes()[0]`), which is a size read from the tensor.
+fn tensor_shapes_read(value: &str, values: &[(String, String, usize)]) -> String {
+    let shape_of = |name: &str| {
+        let (_, held, _) = values.iter().rfind(|(n, _, _)| n == name)?;
+        let tensor = held.trim().strip_suffix(".sizes()")?;
+        is_identifier(tensor).then(|| held.trim().to_string())
+    };
+    rename_identifiers_in(value, shape_of)
+}
+
 /// A function's local declarations and assignments, name to value text, in order, read at one
 /// point of the function: the launch, or the call towards it.
 #[derive(Clone, Default)]
@@ -384,6 +396,7 @@ impl<'d> Scope<'d> {
             let name = text[target.byte_range()].replace(' ', "");
             // A value written over several lines may say what each term is for, in comments.
             let value = replace_members(&without_comments(&text[value.byte_range()]), |object, member| dispatched.get(&format!("{object}.{member}")).cloned());
+            let value = tensor_shapes_read(&value, &values);
             // `n = n + 1` steps the earlier value, as `n += 1` does.
             if reads_variable(&value, &name) {
                 if let Some(stepped) = (node.kind() == "assignment_expression").then(|| stepped_once(text, node, body, &values, run, point)).flatten() {
@@ -1093,23 +1106,7 @@ impl<'d> HostContext<'d> {
     fn size_read_in_spec(&self, tensor: &str, read: tensors::SizeRead) -> String {
         let Some(path) = self.paths.first() else { return read.name(tensor) };
         let Some(rank) = self.tensor_dims(path, 0, tensor, 0).map(|(_, dims)| dims.len()) else { return read.name(tensor) };
-        // A dimension is where it was made and as what (`hidden_size` of the test that made
-        // both `x` and `weight` with it): the same dimension of two tensors is one size.
-        let made_as = |t: &str, read: tensors::SizeRead| {
-            let (at, dims) = self.tensor_dims(path, 0, t, 0)?;
-            let k = match read {
-                tensors::SizeRead::Dim(k) => tensors::dim_index(k, dims.len())?,
-                _ => return None,
-            };
-            // A number is no name: `64` of one dimension is not `64` of another, unless it is
-            // the same dimension of tensors made alike.
-            let made = dims.get(k)?.clone();
-            let place = match eval_constant(&made, &|_| None) {
-                Some(_) => format!("{k} of {}", dims.join(", ")),
-                None => made,
-            };
-            Some((at, place))
-        };
+        let made_as = |t: &str, read: tensors::SizeRead| self.dimension_made_as(path, 0, t, read);
         let dim = |k: usize| {
             let wanted = made_as(tensor, tensors::SizeRead::Dim(k as i64));
             let same = |t: &str, r: tensors::SizeRead| (t == tensor && r.is_dim(k, rank)) || (wanted.is_some() && made_as(t, r) == wanted);
@@ -1138,6 +1135,25 @@ impl<'d> HostContext<'d> {
         }
     }
 
+    /// Where and as what the dimension that `read` reads of frame `at`'s tensor `tensor` was
+    /// made (`hidden_size` of the test that made both `x` and `weight` with it): the same
+    /// dimension of two tensors is one size.
+    fn dimension_made_as(&self, path: &[Frame], at: usize, tensor: &str, read: tensors::SizeRead) -> Option<(usize, String)> {
+        let (made_at, dims) = self.tensor_dims(path, at, tensor, 0)?;
+        let k = match read {
+            tensors::SizeRead::Dim(k) => tensors::dim_index(k, dims.len())?,
+            _ => return None,
+        };
+        // A number is no name: `64` of one dimension is not `64` of another, unless it is
+        // the same dimension of tensors made alike.
+        let made = dims.get(k)?.clone();
+        let place = match eval_constant(&made, &|_| None) {
+            Some(_) => format!("{k} of {}", dims.join(", ")),
+            None => made,
+        };
+        Some((made_at, place))
+    }
+
     /// The length of a tensor's data that frame `at` (a caller of the launcher) passes down as
     /// a pointer (`softclamp_cuda(stream, x.data_ptr<float>(), numel)`), in the launcher's
     /// names: a local of that frame that holds its `numel()` (`numel = x.numel()`) or each of
@@ -1145,14 +1161,19 @@ impl<'d> HostContext<'d> {
     fn passed_tensor_length(&self, path: &[Frame], at: usize, tensor: &str) -> Option<String> {
         let frame = path.get(at)?;
         let (_, dims) = self.tensor_dims(path, at, tensor, 0)?;
-        let holder = |wanted: &dyn Fn(tensors::SizeRead) -> bool| {
-            frame.scope.values.iter().find(|(name, value, _)| is_identifier(name) && frame.scope.value_text(name) == Some(value.as_str()) && tensors::size_read(value).is_some_and(|(t, r)| t == tensor && wanted(r))).map(|(name, _, _)| name.clone())
+        let holder = |wanted: &dyn Fn(&str, tensors::SizeRead) -> bool| {
+            frame.scope.values.iter().find(|(name, value, _)| is_identifier(name) && frame.scope.value_text(name) == Some(value.as_str()) && tensors::size_read(value).is_some_and(|(t, r)| wanted(t, r))).map(|(name, _, _)| name.clone())
         };
         // A dimension passed down as it is read (`row_center_cuda(…, x.size(0), x.size(1))`)
-        // becomes the parameter it is passed as.
+        // becomes the parameter it is passed as; so does the same dimension of a tensor made
+        // alike (`out = torch.empty_like(x)` beside `batch = x.sizes()[0]`).
         let rank = dims.len();
-        let dimension = |k: usize| holder(&|r| r.is_dim(k, rank)).unwrap_or_else(|| format!("{tensor}.size({k})"));
-        let length = holder(&|r| r == tensors::SizeRead::Numel).unwrap_or_else(|| (0..rank).map(dimension).collect::<Vec<_>>().join(" * "));
+        let dimension = |k: usize| {
+            let wanted = self.dimension_made_as(path, at, tensor, tensors::SizeRead::Dim(k as i64));
+            let same = |t: &str, r: tensors::SizeRead| (t == tensor && r.is_dim(k, rank)) || (wanted.is_some() && self.dimension_made_as(path, at, t, r) == wanted);
+            holder(&same).unwrap_or_else(|| format!("{tensor}.size({k})"))
+        };
+        let length = holder(&|t, r| t == tensor && r == tensors::SizeRead::Numel).unwrap_or_else(|| (0..rank).map(dimension).collect::<Vec<_>>().join(" * "));
         let in_launcher = self.to_launcher_names(path, at, &length);
         let known = |word: &str| self.launcher().params.iter().any(|p| p == word) || self.launcher().scope.value_text(word).is_some();
         let all_known = identifiers_in(&in_launcher).all(known);
@@ -2895,9 +2916,10 @@ impl<'d> CallGraph<'d> {
             through.extend(passed_on.filter_map(|(call, index)| self.parameter_passed(call, *index)));
         }
         // In a project of many programs (a samples repository), `runTest` and `main` are in
-        // every folder: the calls beside the function's definition are its program's.
+        // every folder: the calls beside the function's definition are its program's. A Python
+        // package's function is any script's to call (its tests are in another folder).
         let folder = |text: &str| self.folder_of(text);
-        let home = self.definitions.get(function).and_then(|(text, _)| folder(text));
+        let home = self.definitions.get(function).filter(|(text, _)| !self.is_script(text)).and_then(|(text, _)| folder(text));
         if home.is_some() && callers.iter().any(|c| folder(c.text) == home) {
             callers.retain(|c| folder(c.text) == home);
         }

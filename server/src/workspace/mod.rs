@@ -274,18 +274,42 @@ fn add_setters(by_distance: &[(&PathBuf, &FileEntry)], by_name: &FilesByName, ke
 }
 
 /// The Python scripts that call a function of the call chain (`names`) that a binding of
-/// the C++ files exports, nearest first, each as the host code it stands for.
+/// the C++ files exports, nearest first, each as the host code it stands for; then those that
+/// call the scripts' functions that call it, script after script (a test calling a package's
+/// `shift_add`, which applies an autograd function whose `forward` calls the module's wrapper
+/// of the binding), up to [`MAX_PYTHON_FILES`] scripts.
 fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], own: Option<&Document>, names: &BTreeSet<String>, documents: &mut Vec<HostDocument>) {
     let cpp = own.into_iter().chain(documents.iter().map(|d| &d.document));
-    let exported: Vec<Binding> = cpp.flat_map(|doc| doc.tree().map(|tree| python::bindings(doc.text(), tree.root_node())).unwrap_or_default()).filter(|b| names.contains(&b.cpp)).collect();
-    if exported.is_empty() {
-        return;
+    let mut callees: Vec<Binding> = cpp.flat_map(|doc| doc.tree().map(|tree| python::bindings(doc.text(), tree.root_node())).unwrap_or_default()).filter(|b| names.contains(&b.cpp)).collect();
+    // The words a caller's text holds: a binding's Python name, a function's, an autograd
+    // function's class.
+    let mut wanted: Vec<String> = callees.iter().map(|b| b.python.clone()).collect();
+    let mut read: Vec<(PathBuf, String)> = Vec::new();
+    while !wanted.is_empty() && read.len() < MAX_PYTHON_FILES {
+        let unread = scripts.iter().filter(|(path, _)| !read.iter().any(|(p, _)| p == *path));
+        let callers: Vec<&PathBuf> = unread.filter(|(_, entry)| wanted.iter().any(|w| entry.mentions(w))).map(|(path, _)| *path).take(MAX_PYTHON_FILES - read.len()).collect();
+        let mut next = Vec::new();
+        for path in callers {
+            let Ok(text) = std::fs::read_to_string(path) else { continue };
+            // Its functions that call one another lead to the callees too.
+            loop {
+                let new: Vec<(Binding, String)> = python::callers(&text, &callees).into_iter().filter(|(caller, _)| !callees.iter().any(|c| c.python == caller.python)).collect();
+                if new.is_empty() {
+                    break;
+                }
+                for (caller, mentioned_as) in new {
+                    callees.push(caller);
+                    next.push(mentioned_as);
+                }
+            }
+            read.push((path.clone(), text));
+        }
+        wanted = next;
     }
-    let callers = scripts.iter().filter(|(_, entry)| exported.iter().any(|b| entry.mentions(&b.python)));
-    for &(path, _) in callers.take(MAX_PYTHON_FILES) {
-        let Ok(text) = std::fs::read_to_string(path) else { continue };
+    for (path, text) in read {
         let module = path.file_stem().and_then(|s| s.to_str()).unwrap_or("script");
-        documents.push(HostDocument { path: path.clone(), document: Document::new(python::as_host_code(&text, module, &exported)) });
+        let document = Document::new(python::as_host_code(&text, module, &callees));
+        documents.push(HostDocument { path, document });
     }
 }
 
