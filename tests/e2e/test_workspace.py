@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 148
+    assert len(kernels) == len(set(kernels)) == 150
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "bias_relu", "wide_pass", "row_pass", "reverse_rows", "halve_strided", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_rows", "write_ramp", "thread_stacks"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "wide_pass", "reverse_rows", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_values4_unchecked", "shift_rows", "write_ramp", "thread_stacks"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "bias_relu", "wide_pass", "row_pass", "reverse_rows", "halve_strided", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "wide_pass", "reverse_rows", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_values4_unchecked", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -109,11 +109,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert by_kernel["row_pass"]["stage"] == "spec"
     assert by_kernel["row_pass"]["why"].startswith("grid extent x: `batch` is a size no shape gives (the program steps `batch` in a loop in `transform` (transform.cu:37)"), by_kernel["row_pass"]
     assert by_kernel["wide_pass"]["stage"] == "ready"
-    assert report["totals"] == {"kernels": 148, "ready": 132, "spec": 13, "compile": 2, "parameters": 1}
+    assert report["totals"] == {"kernels": 150, "ready": 134, "spec": 13, "compile": 2, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "148 kernels under" in text.stdout and "132 ready to tune (89%)" in text.stdout
+    assert "150 kernels under" in text.stdout and "134 ready to tune (89%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -1477,6 +1477,16 @@ def test_a_count_of_elements_made_dimension_by_dimension_is_the_tensors_and_a_lo
     assert all("n" not in shape for shape in ramp["shapes"]), ramp["shapes"]
 
 
+def test_rows_counted_over_the_dimensions_before_a_constant_one_are_those_dimensions(tmp_path: Path):
+    root = project(tmp_path, "counted_elements")
+    (root / ".git").mkdir()
+    # `const int64_t dim = 1; int64_t outer_size = 1; for (i = 0; i < dim; ++i) outer_size *=
+    # x.size(i);`: the leading dimension of the script's 512 × 1000 tensor, not a loop's unknown.
+    spec = templatized_spec(root, "scale.cu", "row_means")
+    assert spec["grid"] == ["outer_size"] and spec["shapes"][0] == {"outer_size": 512, "x_size_1": 1000}, spec
+    assert {a["name"]: a.get("length") for a in spec["args"]} == {"x": "outer_size * x_size_1", "means": "outer_size", "cols": None}, spec["args"]
+
+
 def test_a_grid_dividing_by_the_template_block_of_a_macro_launcher_follows_it(tmp_path: Path):
     root = project(tmp_path, "counted_elements")
     (root / ".git").mkdir()
@@ -2471,3 +2481,39 @@ async def test_the_code_action_reads_the_constants_of_a_guarded_header(client, t
     (root / ".git").mkdir()
     spec = await code_action_spec(client, root / "kernels.cuh", "out[i] = step * i;", "write_ramp")
     assert spec["grid"] == ["ceil_div(GRID_SIZE * BLOCK_SIZE, WRITE_RAMP_BLOCK_SIZE)"] and spec["shapes"][0]["THREADS"] == 65536, spec
+
+
+def test_a_pytorch_packages_tests_reach_the_kernel_through_its_wrappers_and_autograd_function(tmp_path: Path):
+    root = project(tmp_path, "autograd_chain")
+    (root / ".git").mkdir()
+    # tests/ call `shift_add` (shift_add/interface.py), which applies `ShiftAddFn`, whose
+    # `forward` calls `shift_add_function` (shift_add/ops.py), which makes `out` like `x` and
+    # calls the binding by keywords; the binding reads the sizes through `sizes = x.sizes()`.
+    survey = json.loads(cutune("survey", str(root), "--json").stdout)
+    [kernel] = survey["kernels"]
+    assert (kernel["stage"], kernel["compile"]["status"]) == ("ready", "compiled"), kernel
+    spec = templatized_spec(root, "csrc/shift_add.cu", "shift_add_kernel")
+    # The pytest test's first parameters, then the test case's helper (`self.make_inputs(2,
+    # 1024, 8192)`) through `interface.ShiftAddFn.apply`: one shape per call site.
+    assert spec["shapes"] == [{"batch": 4, "dim": 768, "seqlen": 2048}, {"batch": 2, "dim": 1024, "seqlen": 8192}], spec["shapes"]
+    args = {a["name"]: a.get("length", a.get("value")) for a in spec["args"]}
+    assert args == {"x": "batch * dim * seqlen", "out": "batch * dim * seqlen", "seqlen": "seqlen", "alpha": "0.5"}, args
+    assert spec["grid"] == ["batch", "dim"] and "unknown" not in spec, spec
+
+
+def test_a_package_function_no_test_calls_names_where_the_chain_stops(tmp_path: Path):
+    root = project(tmp_path, "autograd_chain")
+    (root / ".git").mkdir()
+    shutil.rmtree(root / "tests")
+    run = cutune("templatize", "csrc/shift_add.cu", "--kernel", "shift_add_kernel", "--write", cwd=root)
+    assert run.returncode == 0, run.stderr
+    spec = spec_of((root / "csrc" / "shift_add.cutune.toml").read_text())
+    assert spec["unknown"]["batch"].startswith("the program makes it as `x.sizes()[0]` in `shift_add_fwd`"), spec["unknown"]
+    assert spec["unknown"]["alpha"] == "it is the parameter `alpha` of `shift_add` (interface.py:20), which nothing in the workspace calls", spec["unknown"]
+
+
+async def test_the_code_action_follows_a_pytorch_packages_tests_to_the_kernel(client, tmp_path: Path):
+    root = project(tmp_path, "autograd_chain")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "csrc" / "shift_add.cu", "for (int t = threadIdx.x; t < seqlen; t += blockDim.x) {", "shift_add_kernel")
+    assert spec["shapes"][0] == {"batch": 4, "dim": 768, "seqlen": 2048} and spec["grid"] == ["batch", "dim"], spec

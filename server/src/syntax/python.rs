@@ -168,6 +168,9 @@ struct Writer<'a> {
     functions: HashMap<String, Node<'a>>,
     /// The class whose method is being written: `self.make_inputs(…)` calls its method.
     class: Option<String>,
+    /// The locals of the function being written that name a host function
+    /// (`loss_func = xentropy.SoftmaxCrossEntropyLoss.apply`), with the function's name.
+    aliases: HashMap<String, String>,
     /// The command-line options the script declares with `argparse`, by their attribute
     /// (`num_tokens` of `--num-tokens`), with their defaults as C++: the run without arguments.
     options: HashMap<String, String>,
@@ -204,7 +207,7 @@ const CPP_KEYWORDS: [&str; 17] = ["auto", "class", "new", "delete", "this", "int
 impl<'a> Writer<'a> {
     /// A writer of `text` that knows nothing of it yet and has no lines.
     fn bare(text: &'a str, bindings: &'a [Binding]) -> Writer<'a> {
-        Writer { text, bindings, functions: HashMap::new(), class: None, options: HashMap::new(), params: Vec::new(), lines: Vec::new(), lists: HashMap::new(), locals: HashMap::new(), local_lists: HashMap::new(), helper_lists: HashMap::new() }
+        Writer { text, bindings, functions: HashMap::new(), class: None, aliases: HashMap::new(), options: HashMap::new(), params: Vec::new(), lines: Vec::new(), lists: HashMap::new(), locals: HashMap::new(), local_lists: HashMap::new(), helper_lists: HashMap::new() }
     }
 
     /// A writer of the script whose syntax tree is `root`, knowing its functions and the
@@ -306,6 +309,7 @@ impl<'a> Writer<'a> {
         self.params = parameter_names(self.text, definition);
         self.block(body);
         self.params.clear();
+        self.aliases.clear();
         self.put(definition.end_position().row, "}");
     }
 
@@ -322,7 +326,9 @@ impl<'a> Writer<'a> {
         let row = statement.start_position().row;
         match statement.kind() {
             "expression_statement" => {
-                if let Some(assignments) = self.assignments(statement) {
+                if let Some((alias, function)) = self.function_alias(statement) {
+                    self.aliases.insert(alias, function);
+                } else if let Some(assignments) = self.assignments(statement) {
                     if let Some(call) = self.unpacked_call(statement) {
                         self.put(row, &format!("{call};"));
                     }
@@ -366,6 +372,17 @@ impl<'a> Writer<'a> {
             "for_statement" => self.first_pass(statement),
             _ => {}
         }
+    }
+
+    /// `f = module.ShiftFn.apply` (or another name of a host function): `f` and the function's
+    /// name, for the calls of `f` that follow.
+    fn function_alias(&self, statement: Node) -> Option<(String, String)> {
+        let assignment = statement.named_child(0).filter(|a| a.kind() == "assignment")?;
+        let left = assignment.child_by_field_name("left").filter(|l| l.kind() == "identifier")?;
+        let right = assignment.child_by_field_name("right").filter(|r| matches!(r.kind(), "attribute" | "identifier"))?;
+        let (name, _) = self.callee_name(right, self.class.as_deref())?;
+        let known = self.functions.contains_key(&name) || self.bindings.iter().any(|b| b.python == name);
+        known.then(|| (self.text(left).to_string(), name))
     }
 
     /// The host calls in `node`, outermost first: those no other host call holds.
@@ -838,7 +855,10 @@ impl<'a> Writer<'a> {
     /// method's, named through its class.
     fn callee_name(&self, function: Node, class: Option<&str>) -> Option<(String, bool)> {
         match function.kind() {
-            "identifier" => Some((self.text(function).to_string(), false)),
+            "identifier" => match self.aliases.get(self.text(function)) {
+                Some(aliased) => Some((aliased.clone(), true)),
+                None => Some((self.text(function).to_string(), false)),
+            },
             "attribute" => {
                 let attribute = self.text(function.child_by_field_name("attribute")?);
                 let object = function.child_by_field_name("object")?;
@@ -1100,6 +1120,8 @@ class RowsTest(unittest.TestCase):
         x, alpha = self.make_inputs(2, 1024)
         x = x.contiguous()
         out = interface.ShiftFn.apply(x, alpha=alpha)
+        shift = interface.ShiftFn.apply
+        shift(x, 0.25)
 ";
         let code = as_host_code(script, "test_rows", &[binding("ShiftFn_forward", "ShiftFn_forward", &["x", "alpha"])]);
         let lines: Vec<&str> = code.lines().collect();
@@ -1109,7 +1131,9 @@ class RowsTest(unittest.TestCase):
         // `apply` is its `forward`, named as the other script's callee.
         assert_eq!(lines[6], "RowsTest_make_inputs(2, 1024); auto x = torch::randn({2, 1024}); auto alpha = 0.5;", "{code}");
         assert_eq!(lines[7], "", "{code}");
-        assert_eq!(lines[8], "auto out = ShiftFn_forward(x, alpha); }", "{code}");
+        assert_eq!(lines[8], "auto out = ShiftFn_forward(x, alpha);", "{code}");
+        // A local that names the function: its calls are the function's.
+        assert_eq!(lines[9..=10], ["", "ShiftFn_forward(x, 0.25); }"], "{code}");
     }
 
     #[test]

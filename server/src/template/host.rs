@@ -3414,19 +3414,34 @@ fn stepped_once(text: &str, node: Node, body: Option<Node>, values: &[(String, S
     }
 }
 
-/// `n *= x.size(i)` in `for (int i = 0; i < x.dim(); ++i)` (or `< ndim`, a local holding
-/// `x.dim()`) after `n = 1`: the tensor's element count, `x.numel()`.
+/// `n *= x.size(i)` in `for (int i = S; i < B; ++i)` after `n = 1`: the product of the
+/// dimensions the loop reads. Over every dimension (`i = 0; i < x.dim()`, or `< ndim`, a local
+/// holding `x.dim()`) the tensor's element count, `x.numel()`; between bounds the function
+/// gives numbers (`i = 0; i < dim` with `const int64_t dim = 1`, apex's softmax) each of those
+/// dimensions, `x.size(0)`, and `1` where the loop reads none.
 fn product_of_sizes(text: &str, step: Node, loop_node: Node, before: &str, values: &[(String, String, usize)]) -> Option<String> {
+    const MAX_DIMENSIONS: i64 = 8;
     let operator = &text[step.child_by_field_name("operator")?.byte_range()];
     let (variable, start) = loop_passes::start_of(text, loop_node.child_by_field_name("initializer")?)?;
     let (tensor, index) = tensor_size_call(&text[step.child_by_field_name("right")?.byte_range()])?;
     let condition = loop_node.child_by_field_name("condition").filter(|c| c.kind() == "binary_expression")?;
     let (left, compare, right) = (condition.child_by_field_name("left")?, condition.child_by_field_name("operator")?, condition.child_by_field_name("right")?);
+    let given = |name: &str| values.iter().rev().find(|(n, _, _)| n == name).map(|(_, value, _)| value.clone());
     let bound = text[right.byte_range()].trim();
-    let bound = values.iter().rev().find(|(n, _, _)| n == bound).map_or(bound, |(_, value, _)| value.as_str());
+    let bound = given(bound).unwrap_or_else(|| bound.to_string());
+    let counts_up = operator == "*=" && before.trim() == "1" && text[left.byte_range()] == variable && index == variable && &text[compare.byte_range()] == "<";
+    if !counts_up {
+        return None;
+    }
     let rank_of_tensor = [format!("{tensor}.dim()"), format!("{tensor}.ndimension()")].iter().any(|r| r == bound.trim());
-    let whole = operator == "*=" && before.trim() == "1" && start.trim() == "0" && text[left.byte_range()] == variable && index == variable && &text[compare.byte_range()] == "<";
-    (whole && rank_of_tensor).then(|| format!("{tensor}.numel()"))
+    if rank_of_tensor && start.trim() == "0" {
+        return Some(format!("{tensor}.numel()"));
+    }
+    let number = |expression: &str| eval_constant(expression, &|name| eval_constant(&given(name)?, &|_| None));
+    let (first, end) = (number(start)?, number(&bound)?);
+    (end - first <= MAX_DIMENSIONS).then_some(())?;
+    let dimensions: Vec<String> = (first..end).map(|k| format!("{tensor}.size({k})")).collect();
+    Some(if dimensions.is_empty() { "1".to_string() } else { dimensions.join(" * ") })
 }
 
 /// The function a call that gives no number starts with (`cudaOccupancy…(&blocks, …)` at byte
