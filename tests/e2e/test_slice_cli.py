@@ -79,3 +79,16 @@ def test_conditionals_on_the_macros_nvrtc_defines_are_decided_so_the_slice_stays
     assert "<algorithm>" not in result.stderr, "the host-only include is not even a dropped one"
     compiled = cutune("check", str(source), "--kernel", "saturate", "--sample", "2", "--json")
     assert compiled.returncode == 0, compiled.stderr
+
+
+def test_host_time_units_in_device_code_get_glibcs_value_and_compile(tmp_path):
+    # `clock()` scaled by `CLOCKS_PER_SEC` of `<ctime>`, which NVRTC cannot include: glibc's value,
+    # as an nvcc build sees it.
+    shutil.copy(FIXTURES / "timed_delay.cu", tmp_path / "timed_delay.cu")
+    (tmp_path / ".cutune").write_text("")
+    source = tmp_path / "timed_delay.cu"
+    result = cutune("slice", str(source), "--kernel", "wait_nanoseconds")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("#define CLOCKS_PER_SEC ((clock_t) 1000000)\n"), result.stdout
+    compiled = cutune("check", str(source), "--kernel", "wait_nanoseconds", "--sample", "1", "--json")
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr

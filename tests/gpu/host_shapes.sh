@@ -70,6 +70,10 @@
 #   as `uchar4`), sized by an image a function loads from the path its caller finds;
 #   debug_macros: `transpose_naive`, after an empty macro written with a trailing blank;
 #   managed_helper: `increment`, its buffer allocated by a helper through a reference (session 38).
+# - tests/fixtures/workspace/autograd_chain: `shift_add_kernel`, sized by a package's tests
+#   through its wrapper, an autograd function and a module's wrapper of the binding (two shapes,
+#   one per test); counted_elements: `row_means`, its rows the dimensions before a constant
+#   `dim`, multiplied in a loop (session 45).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 # CASES=REGEX runs only the kernels whose name matches it.
@@ -124,7 +128,9 @@ workspace/matrix_harness|src/kernels/tiled_gemm.cu|tiled_half_gemm|12
 workspace/image_on_load|edges.cu|edge_strength|10
 workspace/image_on_load|edges.cu|invert_quads|10
 workspace/debug_macros|transpose.cu|transpose_naive|10
-workspace/managed_helper|increment.cu|increment|10"
+workspace/managed_helper|increment.cu|increment|10
+workspace/autograd_chain|csrc/shift_add.cu|shift_add_kernel|10
+workspace/counted_elements|scale.cu|row_means|10"
 if [ -n "${CASES:-}" ]; then
     cases="$(while IFS='|' read -r fixture file kernel budget; do [[ "$kernel" =~ $CASES ]] && echo "$fixture|$file|$kernel|$budget"; done <<< "$cases")"
 fi

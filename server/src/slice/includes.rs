@@ -130,7 +130,7 @@ fn is_standard_library(name: &str) -> bool {
 
 /// Macros of the C headers NVRTC cannot include, with definitions that mean the same in device
 /// code. Only those the kept code uses are written.
-pub(super) const STANDARD_MACROS: [(&str, &str); 25] = [
+pub(super) const STANDARD_MACROS: [(&str, &str); 26] = [
     ("INFINITY", "__int_as_float(0x7f800000)"),
     ("NAN", "__int_as_float(0x7fffffff)"),
     ("HUGE_VALF", "__int_as_float(0x7f800000)"),
@@ -143,6 +143,8 @@ pub(super) const STANDARD_MACROS: [(&str, &str); 25] = [
     ("INT_MAX", "2147483647"),
     ("INT_MIN", "(-2147483647 - 1)"),
     ("UINT_MAX", "4294967295U"),
+    // glibc's `<time.h>`: device code that times itself with `clock()` (apex's `AddDelay_kernel`).
+    ("CLOCKS_PER_SEC", "((clock_t) 1000000)"),
     // glibc's `<math.h>` constants, which every nvcc compile sees through the runtime's headers.
     ("M_E", "2.7182818284590452354"),
     ("M_LOG2E", "1.4426950408889634074"),
@@ -189,5 +191,5 @@ pub(super) fn declares_standard_macros(written: &str) -> bool {
     // PyTorch's headers include `<cmath>` and `<cfloat>`: an extension's kernels use their
     // macros with nothing else included.
     let pytorch = ["torch/", "ATen/", "c10/"].iter().any(|dir| name.starts_with(dir));
-    pytorch || matches!(name, "cmath" | "math.h" | "cfloat" | "float.h" | "climits" | "limits.h" | "cstdlib" | "stdlib.h")
+    pytorch || matches!(name, "cmath" | "math.h" | "cfloat" | "float.h" | "climits" | "limits.h" | "cstdlib" | "stdlib.h" | "ctime" | "time.h")
 }

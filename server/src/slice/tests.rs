@@ -126,6 +126,10 @@ fn macros_of_dropped_c_headers_get_device_definitions_when_used() {
     let slice = device_slice(&Document::new(text.to_string()), "k", &SliceOptions::default()).unwrap();
     assert!(slice.source.starts_with("#define INFINITY __int_as_float(0x7f800000)\n#define FLT_MAX 3.402823466e+38F\n"), "{}", slice.source);
     assert!(!slice.source.contains("NAN"));
+    // A kernel that times itself in host time units (apex's `AddDelay_kernel`).
+    let timed = "#include <ctime>\n__global__ void k(int* n) { clock_t start = clock(); n[0] = (clock() - start) * 1000 / CLOCKS_PER_SEC; }\n";
+    let slice = device_slice(&Document::new(timed.to_string()), "k", &SliceOptions::default()).unwrap();
+    assert!(slice.source.starts_with("#define CLOCKS_PER_SEC ((clock_t) 1000000)\n"), "{}", slice.source);
     // Without the header, the name is the file's own business.
     let own = "__global__ void k(float* x) { x[0] = INFINITY; }\n";
     let slice = device_slice(&Document::new(own.to_string()), "k", &SliceOptions::default()).unwrap();
