@@ -510,7 +510,9 @@ impl<'a> Writer<'a> {
     /// writer that knows its locals there, and the items it returns.
     fn read_in_place(&self, call: Node<'a>) -> Option<(Writer<'a>, Vec<Node<'a>>)> {
         let function = call.child_by_field_name("function")?;
-        let definition = *self.functions.get(&self.callee_name(function, self.class.as_deref())?.0)?;
+        // `ext.forward(…)` is the binding's, not a function `forward` of the script.
+        let (name, by_class) = self.callee_name(function, self.class.as_deref())?;
+        let definition = *self.functions.get(&name).filter(|_| function.kind() == "identifier" || by_class)?;
         let arguments = call.child_by_field_name("arguments")?;
         let positional = self.arguments(arguments);
         let mut inner = self.beside();

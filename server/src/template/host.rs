@@ -3429,7 +3429,9 @@ fn product_of_sizes(text: &str, step: Node, loop_node: Node, before: &str, value
     let given = |name: &str| values.iter().rev().find(|(n, _, _)| n == name).map(|(_, value, _)| value.clone());
     let bound = text[right.byte_range()].trim();
     let bound = given(bound).unwrap_or_else(|| bound.to_string());
-    let counts_up = operator == "*=" && before.trim() == "1" && text[left.byte_range()] == variable && index == variable && &text[compare.byte_range()] == "<";
+    let update: String = text[loop_node.child_by_field_name("update")?.byte_range()].split_whitespace().collect();
+    let by_one = [format!("++{variable}"), format!("{variable}++"), format!("{variable}+=1")].contains(&update);
+    let counts_up = operator == "*=" && before.trim() == "1" && text[left.byte_range()] == variable && index == variable && &text[compare.byte_range()] == "<" && by_one;
     if !counts_up {
         return None;
     }
