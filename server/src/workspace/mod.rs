@@ -209,7 +209,7 @@ impl Workspace {
             }
             seen_names.extend(wanted.iter().cloned());
         }
-        add_python_callers(&scripts, own.as_ref(), &seen_names, &mut documents);
+        add_python_callers(&scripts, kernel_file, own.as_ref(), &seen_names, &mut documents);
         add_setters(&by_distance, &by_name, kernel_file, own.as_ref(), &mut documents);
         add_local_includes(&by_name, kernel_file, own.as_ref(), &mut documents);
         documents
@@ -278,16 +278,29 @@ fn add_setters(by_distance: &[(&PathBuf, &FileEntry)], by_name: &FilesByName, ke
 /// call the scripts' functions that call it, script after script (a test calling a package's
 /// `shift_add`, which applies an autograd function whose `forward` calls the module's wrapper
 /// of the binding), up to [`MAX_PYTHON_FILES`] scripts.
-fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], own: Option<&Document>, names: &BTreeSet<String>, documents: &mut Vec<HostDocument>) {
-    let cpp = own.into_iter().chain(documents.iter().map(|d| &d.document));
-    let mut callees: Vec<Binding> = cpp.flat_map(|doc| doc.tree().map(|tree| python::bindings(doc.text(), tree.root_node())).unwrap_or_default()).filter(|b| names.contains(&b.cpp)).collect();
+fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], kernel_file: &Path, own: Option<&Document>, names: &BTreeSet<String>, documents: &mut Vec<HostDocument>) {
+    let cpp = own.map(|doc| (kernel_file, doc)).into_iter().chain(documents.iter().map(|d| (d.path.as_path(), &d.document)));
+    let mut callees: Vec<Binding> = Vec::new();
+    // The extensions the bindings are built into (`xentropy_cuda`): where scripts name one,
+    // those are the callers, not the scripts that only share a binding's name (`forward`, which
+    // every extension of apex exports and every model defines).
+    let mut modules: Vec<String> = Vec::new();
+    for (path, doc) in cpp {
+        let bound: Vec<Binding> = doc.tree().map(|tree| python::bindings(doc.text(), tree.root_node())).unwrap_or_default().into_iter().filter(|b| names.contains(&b.cpp)).collect();
+        if !bound.is_empty() {
+            modules.extend(extension_module(path, scripts));
+        }
+        callees.extend(bound);
+    }
     // The words a caller's text holds: a binding's Python name, a function's, an autograd
     // function's class.
     let mut wanted: Vec<String> = callees.iter().map(|b| b.python.clone()).collect();
     let mut read: Vec<(PathBuf, String)> = Vec::new();
     while !wanted.is_empty() && read.len() < MAX_PYTHON_FILES {
         let unread = scripts.iter().filter(|(path, _)| !read.iter().any(|(p, _)| p == *path));
-        let callers: Vec<&PathBuf> = unread.filter(|(_, entry)| wanted.iter().any(|w| entry.mentions(w))).map(|(path, _)| *path).take(MAX_PYTHON_FILES - read.len()).collect();
+        let (naming_module, others): (Vec<&(&PathBuf, &FileEntry)>, Vec<_>) = unread.filter(|(_, entry)| wanted.iter().any(|w| entry.mentions(w))).partition(|(_, entry)| modules.iter().any(|m| entry.mentions(m)));
+        let candidates = if naming_module.is_empty() { others } else { naming_module };
+        let callers: Vec<&PathBuf> = candidates.into_iter().map(|&(path, _)| path).take(MAX_PYTHON_FILES - read.len()).collect();
         let mut next = Vec::new();
         for path in callers {
             let Ok(text) = std::fs::read_to_string(path) else { continue };
@@ -311,6 +324,32 @@ fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], own: Option<&Document>
         let document = Document::new(python::as_host_code(&text, module, &callees));
         documents.push(HostDocument { path, document });
     }
+}
+
+/// The name of the extension a build script compiles `source` into: the `name` given before
+/// the source in the list a script writes it in (`CUDAExtension(name="xentropy_cuda",
+/// sources=["apex/contrib/csrc/xentropy/interface.cpp", …])` in `setup.py`, or
+/// `load(name="ops", sources=["csrc/ops.cpp"])`), the nearest script that lists it first.
+fn extension_module(source: &Path, scripts: &[(&PathBuf, &FileEntry)]) -> Option<String> {
+    let file_name = source.file_name()?.to_str()?;
+    let stem = source.file_stem()?.to_str()?;
+    let listing = scripts.iter().filter(|(_, entry)| entry.mentions(stem));
+    listing.filter_map(|(path, _)| std::fs::read_to_string(path).ok()).find_map(|text| {
+        text.match_indices(file_name).find_map(|(at, _)| {
+            let open = text[..at].rfind(['"', '\''])?;
+            let close = at + text[at..].find(['"', '\''])?;
+            source.ends_with(&text[open + 1..close]).then(|| name_given_before(&text[..open])).flatten()
+        })
+    })
+}
+
+/// The string last given as `name=` (or `name = `) in `text`.
+fn name_given_before(text: &str) -> Option<String> {
+    let (at, _) = text.rmatch_indices("name").find(|(at, _)| text[at + 4..].trim_start().starts_with('='))?;
+    let value = text[at + 4..].trim_start().strip_prefix('=')?.trim_start();
+    let quote = value.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let name = &value[1..value[1..].find(quote)? + 1];
+    syntax::is_identifier(name).then(|| name.to_string())
 }
 
 /// The headers the kernel's file and the host files include with quotes, found next to the

@@ -209,3 +209,22 @@ fn a_header_the_build_adds_a_folder_for_is_found_by_name() {
     let expanded = as_host_code(&launcher, &text, &files).expect("the header nearest the includer is read");
     assert!(expanded.text().contains("constexpr int VEC = 8;"), "{}", expanded.text());
 }
+
+#[test]
+fn the_scripts_that_name_the_extension_of_a_common_binding_are_its_callers() {
+    // Two extensions export `forward`; the build script names the one whose sources hold the
+    // binding. Of the scripts that call a `forward`, only the one importing that extension is
+    // read, and through it the test that applies its autograd function.
+    let scratch = Scratch::new("extension-modules");
+    let kernel = scratch.write("csrc/loss/loss_kernel.cu", "__global__ void loss_kernel(float *o, int n) {}\nvoid loss_cuda(float *o, int n) { loss_kernel<<<n, 128>>>(o, n); }\n");
+    scratch.write("csrc/loss/interface.cpp", "void loss_cuda(float *o, int n);\nvoid loss_forward(float *o, int n) { loss_cuda(o, n); }\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"forward\", &loss_forward); }\n");
+    scratch.write("setup.py", "ext_modules.append(\n    CUDAExtension(\n        name=\"other_cuda\",\n        sources=[\"csrc/other/interface.cpp\"],\n    )\n)\next_modules.append(\n    CUDAExtension(\n        name=\"loss_cuda\",\n        sources=[\n            \"csrc/loss/interface.cpp\",\n            \"csrc/loss/loss_kernel.cu\",\n        ],\n    )\n)\n");
+    for model in 0..10 {
+        scratch.write(&format!("pkg/model{model}.py"), "import other_cuda\nclass Model:\n    def run(self, x):\n        return other_cuda.forward(x)\n");
+    }
+    scratch.write("pkg/loss.py", "import loss_cuda\nclass LossFn(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, o, n):\n        return loss_cuda.forward(o, n)\n");
+    scratch.write("tests/test_loss.py", "from pkg import loss\ndef test_loss():\n    loss.LossFn.apply(torch.empty(4096), 4096)\n");
+    let workspace = Workspace::build(&scratch.0, Limits::default());
+    let found: Vec<String> = workspace.host_documents(&kernel, "loss_kernel").iter().map(|h| h.path.strip_prefix(&scratch.0).unwrap().display().to_string()).collect();
+    assert_eq!(found, vec!["csrc/loss/interface.cpp", "pkg/loss.py", "tests/test_loss.py"]);
+}
