@@ -296,6 +296,9 @@ fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], kernel_file: &Path, ow
     // function's class.
     let mut wanted: Vec<String> = callees.iter().map(|b| b.python.clone()).collect();
     let mut read: Vec<(PathBuf, String)> = Vec::new();
+    // The scripts' functions found so far: one may have a binding's name (causal-conv1d's
+    // `causal_conv1d_update` wraps the binding `causal_conv1d_update`) and still be a callee.
+    let mut script_functions: BTreeSet<String> = BTreeSet::new();
     while !wanted.is_empty() && read.len() < MAX_PYTHON_FILES {
         let unread = scripts.iter().filter(|(path, _)| !read.iter().any(|(p, _)| p == *path));
         let (naming_module, others): (Vec<&(&PathBuf, &FileEntry)>, Vec<_>) = unread.filter(|(_, entry)| wanted.iter().any(|w| entry.mentions(w))).partition(|(_, entry)| modules.iter().any(|m| entry.mentions(m)));
@@ -306,11 +309,12 @@ fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], kernel_file: &Path, ow
             let Ok(text) = std::fs::read_to_string(path) else { continue };
             // Its functions that call one another lead to the callees too.
             loop {
-                let new: Vec<(Binding, String)> = python::callers(&text, &callees).into_iter().filter(|(caller, _)| !callees.iter().any(|c| c.python == caller.python)).collect();
+                let new: Vec<(Binding, String)> = python::callers(&text, &callees).into_iter().filter(|(caller, _)| !script_functions.contains(&caller.python)).collect();
                 if new.is_empty() {
                     break;
                 }
                 for (caller, mentioned_as) in new {
+                    script_functions.insert(caller.python.clone());
                     callees.push(caller);
                     next.push(mentioned_as);
                 }
