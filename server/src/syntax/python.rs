@@ -88,12 +88,7 @@ fn bound_function(arg: &str) -> Option<(String, String)> {
 /// numbers and tensors at file scope, each function as a function, and the module's other
 /// statements in functions named `{module}_py_line_{n}` after their first line.
 pub fn as_host_code(python: &str, module: &str, bindings: &[Binding]) -> String {
-    let mut parser = Parser::new();
-    let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
-    if parser.set_language(&language).is_err() {
-        return String::new();
-    }
-    let Some(tree) = parser.parse(python, None) else { return String::new() };
+    let Some(tree) = parse(python) else { return String::new() };
     let root = tree.root_node();
     let mut writer = Writer::of_script(python, root, bindings);
     writer.lines = vec![String::new(); python.lines().count() + 1];
@@ -106,35 +101,53 @@ pub fn as_host_code(python: &str, module: &str, bindings: &[Binding]) -> String 
     writer.lines.join("\n")
 }
 
-/// The functions of the script `python` that call one of `callees` (the bindings, or functions
-/// of other scripts that lead to them), each as a callee for the scripts that call it in turn,
-/// with the word their text holds where they do: its name, or for an autograd function's
-/// `forward` (`ShiftFn.forward`, called as `ShiftFn.apply(…)`) its class's.
-pub fn callers(python: &str, callees: &[Binding]) -> Vec<(Binding, String)> {
+/// A Python script's syntax tree.
+fn parse(python: &str) -> Option<tree_sitter::Tree> {
     let mut parser = Parser::new();
     let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
-    let Some(tree) = parser.set_language(&language).ok().and_then(|_| parser.parse(python, None)) else { return Vec::new() };
+    parser.set_language(&language).ok()?;
+    parser.parse(python, None)
+}
+
+/// The functions of the script `python` that lead to one of `callees` (the bindings, or
+/// functions of other scripts that do), directly or through one another, each as a callee for
+/// the scripts that call it in turn, with the word their text holds where they do: its name, or
+/// for an autograd function's `forward` (`ShiftFn.forward`, called as `ShiftFn.apply(…)`) its
+/// class's.
+pub fn callers(python: &str, callees: &[Binding]) -> Vec<(Binding, String)> {
+    let Some(tree) = parse(python) else { return Vec::new() };
     let writer = Writer::of_script(python, tree.root_node(), callees);
-    let mut out = Vec::new();
-    for (name, definition) in &writer.functions {
-        let class = class_of(python, *definition);
-        let calls_callee = super::descendants(*definition).filter(|n| n.kind() == "call").any(|call| {
-            let callee = call.child_by_field_name("function").and_then(|f| writer.callee_name(f, class.as_deref()));
-            callee.is_some_and(|(c, _)| callees.iter().any(|b| b.python == c))
-        });
-        // Other scripts call module functions and autograd functions; a method of any other
-        // class is called on objects this reading does not follow.
-        let plain = definition.child_by_field_name("name").map_or("", |n| &python[n.byte_range()]);
-        let mentioned_as = match &class {
-            // A test is the runner's to call (pytest's `test_…`, a test case's methods).
-            _ if plain.starts_with("test") => continue,
-            None => name.clone(),
-            Some(class) if *name == format!("{class}_forward") => class.clone(),
-            Some(_) => continue,
-        };
-        if calls_callee {
-            let binding = Binding { python: name.clone(), cpp: cpp_name(name), template_args: String::new(), params: parameter_names(python, *definition) };
-            out.push((binding, mentioned_as));
+    let mut leading: Vec<String> = callees.iter().map(|b| b.python.clone()).collect();
+    let mut out: Vec<(Binding, String)> = Vec::new();
+    loop {
+        let before = out.len();
+        for (name, definition) in &writer.functions {
+            let class = class_of(python, *definition);
+            // Other scripts call module functions and autograd functions; a method of any
+            // other class is called on objects this reading does not follow.
+            let plain = definition.child_by_field_name("name").map_or("", |n| &python[n.byte_range()]);
+            let mentioned_as = match &class {
+                // A test is the runner's to call (pytest's `test_…`, a test case's methods).
+                _ if plain.starts_with("test") => continue,
+                None => name.clone(),
+                Some(class) if *name == format!("{class}_forward") => class.clone(),
+                Some(_) => continue,
+            };
+            if out.iter().any(|(found, _)| found.python == *name) {
+                continue;
+            }
+            let calls_leading = super::descendants(*definition).filter(|n| n.kind() == "call").any(|call| {
+                let callee = call.child_by_field_name("function").and_then(|f| writer.callee_name(f, class.as_deref()));
+                callee.is_some_and(|(c, _)| leading.contains(&c))
+            });
+            if calls_leading {
+                leading.push(name.clone());
+                let binding = Binding { python: name.clone(), cpp: cpp_name(name), template_args: String::new(), params: parameter_names(python, *definition) };
+                out.push((binding, mentioned_as));
+            }
+        }
+        if out.len() == before {
+            break;
         }
     }
     out.sort_by(|a, b| a.0.python.cmp(&b.0.python));
@@ -1103,10 +1116,9 @@ def test_shift():
     shift(torch.randn(4, 8))
 ";
         let found = callers(script, &[binding("shift_function", "shift_function", &["x", "alpha"])]);
-        // The autograd function's `forward` is called through its class; the test is the runner's.
-        assert_eq!(found, vec![(binding("ShiftFn_forward", "ShiftFn_forward", &["x", "alpha"]), "ShiftFn".to_string())]);
-        let chain = [binding("shift_function", "shift_function", &["x", "alpha"]), found[0].0.clone()];
-        let found = callers(script, &chain);
+        // The autograd function's `forward` is called through its class, and `shift` calls it
+        // through `apply`; the test is the runner's.
+        assert_eq!(found[0], (binding("ShiftFn_forward", "ShiftFn_forward", &["x", "alpha"]), "ShiftFn".to_string()));
         assert_eq!(found.iter().map(|(b, word)| (b.python.as_str(), word.as_str())).collect::<Vec<_>>(), [("ShiftFn_forward", "ShiftFn"), ("shift", "shift")]);
     }
 

@@ -307,14 +307,8 @@ fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], kernel_file: &Path, ow
         let mut next = Vec::new();
         for path in callers {
             let Ok(text) = std::fs::read_to_string(path) else { continue };
-            // Its functions that call one another lead to the callees too.
-            loop {
-                let new: Vec<(Binding, String)> = python::callers(&text, &callees).into_iter().filter(|(caller, _)| !script_functions.contains(&caller.python)).collect();
-                if new.is_empty() {
-                    break;
-                }
-                for (caller, mentioned_as) in new {
-                    script_functions.insert(caller.python.clone());
+            for (caller, mentioned_as) in python::callers(&text, &callees) {
+                if script_functions.insert(caller.python.clone()) {
                     callees.push(caller);
                     next.push(mentioned_as);
                 }
