@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 150
+    assert len(kernels) == len(set(kernels)) == 151
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "bias_relu", "wide_pass", "row_pass", "reverse_rows", "halve_strided", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "wide_pass", "reverse_rows", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_values4_unchecked", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "bias_relu", "wide_pass", "row_pass", "reverse_rows", "halve_strided", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "wide_pass", "reverse_rows", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_values4_unchecked", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -109,11 +109,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert by_kernel["row_pass"]["stage"] == "spec"
     assert by_kernel["row_pass"]["why"].startswith("grid extent x: `batch` is a size no shape gives (the program steps `batch` in a loop in `transform` (transform.cu:37)"), by_kernel["row_pass"]
     assert by_kernel["wide_pass"]["stage"] == "ready"
-    assert report["totals"] == {"kernels": 150, "ready": 134, "spec": 13, "compile": 2, "parameters": 1}
+    assert report["totals"] == {"kernels": 151, "ready": 135, "spec": 13, "compile": 2, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "150 kernels under" in text.stdout and "134 ready to tune (89%)" in text.stdout
+    assert "151 kernels under" in text.stdout and "135 ready to tune (89%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -2499,6 +2499,43 @@ def test_a_pytorch_packages_tests_reach_the_kernel_through_its_wrappers_and_auto
     args = {a["name"]: a.get("length", a.get("value")) for a in spec["args"]}
     assert args == {"x": "batch * dim * seqlen", "out": "batch * dim * seqlen", "seqlen": "seqlen", "alpha": "0.5"}, args
     assert spec["grid"] == ["batch", "dim"] and "unknown" not in spec, spec
+
+
+def test_an_op_registered_for_its_device_reaches_the_kernel_from_the_packages_test(tmp_path: Path):
+    root = project(tmp_path, "registered_ops")
+    (root / ".git").mkdir()
+    # tests/ call `scale_rows` (`= ScaleRowsFunction.apply` in ops/scale_rows.py), whose
+    # `forward` makes the output with `input.new_zeros(input.size())` and calls the binding
+    # `scale_rows_forward`, which calls `scale_rows_impl`, which dispatches to the
+    # implementation `REGISTER_DEVICE_IMPL` names in cudabind.cpp; the launcher's grid is a
+    # helper of a header in another folder (`blocks_for(total)`, capped, its block a default
+    # argument), found through the build's include path, as the kernel's header is.
+    survey = json.loads(cutune("survey", str(root), "--json").stdout)
+    [kernel] = survey["kernels"]
+    assert (kernel["stage"], kernel["compile"]["status"]) == ("ready", "compiled"), kernel
+    spec = templatized_spec(root, "ops/csrc/common/cuda/scale_rows_kernel.cuh", "scale_rows_kernel")
+    assert spec["grid"] == ["min(ceil_div(input_size_0 * cols, THREADS), 4096)"] and spec["block"] == ["THREADS"], spec
+    assert spec["shapes"] == [{"cols": 1024, "input_size_0": 2048, "scale_size_0": 2048}], spec["shapes"]
+    args = {a["name"]: a.get("length", a.get("value")) for a in spec["args"]}
+    assert args == {"total": "input_size_0 * cols", "input": "input_size_0 * cols", "scale": "scale_size_0", "cols": "cols", "output": "input_size_0 * cols"}, args
+
+
+def test_a_registered_op_without_its_registration_names_where_the_chain_stops(tmp_path: Path):
+    root = project(tmp_path, "registered_ops")
+    (root / ".git").mkdir()
+    bind = root / "ops" / "csrc" / "torch" / "cuda" / "cudabind.cpp"
+    bind.write_text(bind.read_text().replace("REGISTER_DEVICE_IMPL(scale_rows_impl, CUDA, scale_rows_cuda);", ""))
+    run = cutune("templatize", "ops/csrc/common/cuda/scale_rows_kernel.cuh", "--kernel", "scale_rows_kernel", "--write", cwd=root)
+    assert run.returncode == 0, run.stderr
+    spec = spec_of((root / "ops" / "csrc" / "common" / "cuda" / "scale_rows_kernel.cutune.toml").read_text())
+    assert spec["unknown"]["cols"].startswith("the program makes it as `input.size(1)` in `ScaleRowsCUDAKernelLauncher`"), spec["unknown"]
+
+
+async def test_the_code_action_follows_a_registered_op_to_its_test(client, tmp_path: Path):
+    root = project(tmp_path, "registered_ops")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "ops" / "csrc" / "common" / "cuda" / "scale_rows_kernel.cuh", "output[index] = input[index] * scale[index / cols];", "scale_rows_kernel")
+    assert spec["shapes"] == [{"cols": 1024, "input_size_0": 2048, "scale_size_0": 2048}] and spec["grid"] == ["min(ceil_div(input_size_0 * cols, THREADS), 4096)"], spec
 
 
 def test_a_package_function_no_test_calls_names_where_the_chain_stops(tmp_path: Path):

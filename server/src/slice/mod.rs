@@ -59,22 +59,40 @@ impl SliceOptions {
         options.with_shipped_header_dirs()
     }
 
-    /// For each include of the file (and of its includer's text before it) that neither the
-    /// file's folder nor the include dirs resolve (cuda-samples' `#include <helper_math.h>`,
-    /// which only its build's `-I ../../../Common` finds), the folder of the one header of the
-    /// workspace at that path, as an include dir.
+    /// For each include of the file (and of its includer's text before it, and of the project
+    /// headers these include in turn) that neither the including file's folder nor the include
+    /// dirs resolve (cuda-samples' `#include <helper_math.h>`, which only its build's
+    /// `-I ../../../Common` finds; OpenMMLab's `common/cuda/x_kernel.cuh` including
+    /// `"pytorch_cuda_helper.hpp"` of `common/`, which includes `"common_cuda_helper.hpp"` of
+    /// `common/cuda/`), the folder of the one header of the workspace at that path, as an
+    /// include dir.
     pub fn with_shipped_header_dirs(mut self) -> SliceOptions {
+        const MAX_HEADERS: usize = 32;
         let Some(file) = self.file.clone() else { return self };
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         let includer = self.includer.as_ref().map_or("", |(_, prelude)| prelude.as_str()).to_string();
-        for line in text.lines().chain(includer.lines()) {
-            let Some(written) = included(line) else { continue };
-            if !matches!(includes::classify(written, file.parent(), &self.include_dirs), Verdict::Missing(_)) {
-                continue;
-            }
-            let name = written.trim_matches(|c| matches!(c, '"' | '<' | '>'));
-            if let Some(dir) = crate::workspace::shipped_header_dir(&file, name).filter(|d| !self.include_dirs.contains(d)) {
-                self.include_dirs.push(dir);
+        let mut pending: Vec<(PathBuf, String)> = vec![(file.clone(), format!("{text}\n{includer}"))];
+        let mut seen: BTreeSet<PathBuf> = BTreeSet::from([file.clone()]);
+        while let Some((path, text)) = pending.pop() {
+            for line in text.lines() {
+                let Some(written) = included(line) else { continue };
+                let header = match includes::classify(written, path.parent(), &self.include_dirs) {
+                    Verdict::Local(header) => Some(header),
+                    Verdict::Missing(_) => {
+                        let name = written.trim_matches(|c| matches!(c, '"' | '<' | '>'));
+                        let dir = crate::workspace::shipped_header_dir(&file, name);
+                        let header = dir.as_ref().map(|d| d.join(name));
+                        if let Some(dir) = dir.filter(|d| !self.include_dirs.contains(d)) {
+                            self.include_dirs.push(dir);
+                        }
+                        header
+                    }
+                    _ => None,
+                };
+                let Some(header) = header.map(|h| h.canonicalize().unwrap_or(h)) else { continue };
+                if seen.len() < MAX_HEADERS && seen.insert(header.clone()) {
+                    pending.push((header.clone(), std::fs::read_to_string(&header).unwrap_or_default()));
+                }
             }
         }
         self

@@ -157,11 +157,15 @@ pub struct Call<'d> {
     pub text: &'d str,
     pub caller: Node<'d>,
     pub node: Node<'d>,
+    /// The arguments before those the callee takes: the key a dispatch names first
+    /// (`DISPATCH_DEVICE_IMPL(key, a, b)` calls the implementation with `a, b`).
+    pub key_arguments: usize,
 }
 
 impl<'d> Call<'d> {
     pub fn args(&self) -> Vec<String> {
-        self.node.child_by_field_name("arguments").map(|a| call_args(self.text, a)).unwrap_or_default()
+        let args = self.node.child_by_field_name("arguments").map(|a| call_args(self.text, a)).unwrap_or_default();
+        args.into_iter().skip(self.key_arguments).collect()
     }
 
     /// `<float, 256>` of `run<float, 256>(...)`, each argument's text.
@@ -186,7 +190,50 @@ pub fn calls_by_callee<'d>(text: &'d str, root: Node<'d>, out: &mut HashMap<&'d 
             _ => f,
         };
         let Some(caller) = std::iter::successors(node.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition") else { continue };
-        out.entry(&text[callee.byte_range()]).or_default().push(Call { text, caller, node });
+        out.entry(&text[callee.byte_range()]).or_default().push(Call { text, caller, node, key_arguments: 0 });
+    }
+}
+
+/// The implementations a file registers under a key, outside any function:
+/// `REGISTER_DEVICE_IMPL(scale_impl, CUDA, scale_cuda);` (OpenMMLab's device registry) is the
+/// key `scale_impl` → `scale_cuda`, which a call that names the key first dispatches to
+/// (`DISPATCH_DEVICE_IMPL(scale_impl, input, output)` calls `scale_cuda(input, output)`). The
+/// registering macro is one whose name says `REGISTER`, its first argument the key and its last
+/// the implementation.
+pub fn registered_implementations<'t>(text: &'t str, root: Node) -> Vec<(&'t str, &'t str)> {
+    let mut out = Vec::new();
+    for (word, at) in super::words_at(text).filter(|(w, _)| w.contains("REGISTER") && w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')) {
+        let after = &text[at + word.len()..];
+        let Some(open) = after.find(|c: char| !c.is_whitespace()).filter(|&i| after[i..].starts_with('(')) else { continue };
+        let Some(close) = super::matching_paren(&after[open..]) else { continue };
+        let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let in_function = root.descendant_for_byte_range(at, at).is_some_and(|n| std::iter::successors(Some(n), |p| p.parent()).any(|p| p.kind() == "function_definition"));
+        if text[line_start..at].trim_start().starts_with('#') || in_function {
+            continue;
+        }
+        let args = crate::spec::split_top_level(&after[open + 1..open + close], ',');
+        let (Some(key), Some(value)) = (args.first().map(|a| a.trim()), args.last().map(|a| a.trim().trim_start_matches('&').trim())) else { continue };
+        if args.len() >= 2 && super::is_identifier(key) && super::is_identifier(value) {
+            out.push((key, value));
+        }
+    }
+    out
+}
+
+/// The calls that reach a registered implementation through its key (`registry`, key →
+/// implementation): each call naming the key first (`DISPATCH_DEVICE_IMPL(scale_impl, x, y)`)
+/// is one of the implementation, with the arguments after the key.
+pub fn add_dispatched_calls<'d>(registry: &[(&'d str, &'d str)], calls: &mut HashMap<&'d str, Vec<Call<'d>>>) {
+    let mut dispatched: Vec<(&'d str, Call<'d>)> = Vec::new();
+    for (&callee, callee_calls) in calls.iter() {
+        for call in callee_calls {
+            let first = call.node.child_by_field_name("arguments").and_then(|a| a.named_child(0)).map(|n| &call.text[n.byte_range()]);
+            let implementations = registry.iter().filter(|(key, value)| Some(*key) == first && *value != callee && *key != callee);
+            dispatched.extend(implementations.map(|(_, value)| (*value, Call { key_arguments: 1, ..*call })));
+        }
+    }
+    for (value, call) in dispatched {
+        calls.entry(value).or_default().push(call);
     }
 }
 
@@ -654,5 +701,31 @@ mod tests {
         let function = tree.root_node().named_child(0).unwrap();
         let names: Vec<String> = parameters(text, function).into_iter().map(|p| p.name).collect();
         assert_eq!(names, ["reduce", "in", "dims", "row", "done"]);
+    }
+
+    #[test]
+    fn a_dispatch_of_a_registered_key_is_a_call_of_its_implementation() {
+        let text = "\
+#define REGISTER_DEVICE_IMPL(key, device, value) static Registrar key##device(#key, value)
+void scale_cuda(Tensor x, Tensor out) { launch(x, out); }
+REGISTER_DEVICE_IMPL(scale_impl, CUDA, scale_cuda);
+REGISTER_OP(shift_impl, &shift_cuda);
+void scale_impl(Tensor x, Tensor out) {
+  DISPATCH_DEVICE_IMPL(scale_impl, x, out);
+  REGISTER_DEVICE_IMPL(inside, CUDA, a_function);
+}
+void forward(Tensor x, Tensor out) { scale_impl(x, out); }
+";
+        let tree = crate::syntax::document::parse_source(text);
+        // Outside functions only, and not the macro's own definition.
+        let registry = registered_implementations(text, tree.root_node());
+        assert_eq!(registry, [("scale_impl", "scale_cuda"), ("shift_impl", "shift_cuda")]);
+        let mut calls = HashMap::new();
+        calls_by_callee(text, tree.root_node(), &mut calls);
+        add_dispatched_calls(&registry, &mut calls);
+        // Called from `scale_impl` with the arguments after the key; the call of `scale_impl`
+        // itself in `forward` is no dispatch.
+        let [dispatch] = calls["scale_cuda"].as_slice() else { panic!("{:?}", calls["scale_cuda"].len()) };
+        assert_eq!((function_name(text, dispatch.caller), dispatch.args()), (Some("scale_impl"), vec!["x".to_string(), "out".to_string()]));
     }
 }

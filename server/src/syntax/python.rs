@@ -146,12 +146,27 @@ pub fn callers(python: &str, callees: &[Binding]) -> Vec<(Binding, String)> {
                 out.push((binding, mentioned_as));
             }
         }
+        out.extend(module_aliases_of(&writer, tree.root_node(), &leading, &out));
         if out.len() == before {
             break;
         }
     }
     out.sort_by(|a, b| a.0.python.cmp(&b.0.python));
     out
+}
+
+/// The module's names for functions that lead to the callees (`scale_rows =
+/// ScaleRowsFunction.apply`, OpenMMLab's way to export an autograd function), not yet in
+/// `found`: each a callee named by the alias that calls the function it names.
+fn module_aliases_of(writer: &Writer, root: Node, leading: &[String], found: &[(Binding, String)]) -> Vec<(Binding, String)> {
+    let statements = named_children(root).into_iter().filter(|n| n.kind() == "expression_statement");
+    let aliases = statements.filter_map(|statement| writer.function_alias(statement)).filter(|(alias, function)| leading.contains(function) && !found.iter().any(|(b, _)| b.python == *alias));
+    aliases
+        .filter_map(|(alias, function)| {
+            let params = writer.functions.get(&function).map(|definition| parameter_names(writer.text, *definition))?;
+            Some((Binding { python: alias.clone(), cpp: cpp_name(&function), template_args: String::new(), params }, alias))
+        })
+        .collect()
 }
 
 /// The class a function is a method of, where it is one.
@@ -368,6 +383,25 @@ impl<'a> Writer<'a> {
                 }
             }
             "if_statement" => {
+                let clauses = named_children(statement).into_iter().filter(|c| matches!(c.kind(), "elif_clause" | "else_clause"));
+                match statement.child_by_field_name("condition").and_then(|c| on_cuda(self.text(c))) {
+                    // A branch for another device (`if x.device.type == 'npu':`): the CUDA
+                    // path is the other one.
+                    Some(false) => {
+                        let taken = clauses.last().filter(|c| c.kind() == "else_clause").and_then(|c| c.child_by_field_name("body"));
+                        if let Some(body) = taken {
+                            self.block(body);
+                        }
+                        return;
+                    }
+                    Some(true) => {
+                        if let Some(body) = statement.child_by_field_name("consequence") {
+                            self.block(body);
+                        }
+                        return;
+                    }
+                    None => {}
+                }
                 if let Some(body) = statement.child_by_field_name("consequence") {
                     self.put(row, "{");
                     self.block(body);
@@ -485,6 +519,12 @@ impl<'a> Writer<'a> {
         let assignment = statement.named_child(0).filter(|a| a.kind() == "assignment")?;
         let (left, right) = (assignment.child_by_field_name("left")?, assignment.child_by_field_name("right")?);
         let pairs: Vec<(Node, Node)> = match (left.kind(), right.kind()) {
+            // `B, N, _ = x.size()` (or `x.shape`): each name the dimension at its place.
+            ("pattern_list" | "tuple_pattern", "call" | "attribute") if self.shape_of(right).is_some() => {
+                let tensor = self.shape_of(right)?;
+                let names = named_children(left).into_iter().enumerate().filter(|(_, n)| n.kind() == "identifier" && self.text(*n) != "_");
+                return Some(names.map(|(k, name)| (cpp_name(self.text(name)), format!("{tensor}.size({k})"))).collect());
+            }
             // `q, k, v = make_inputs(b, n)`: what the function returns, item by item.
             ("pattern_list" | "tuple_pattern", "call") => {
                 let returned = self.returned(right)?;
@@ -786,6 +826,11 @@ impl<'a> Writer<'a> {
                 self.expression(object)
             }
             "view" | "reshape" => Some(format!("torch::empty({{{}}})", self.dims(arguments)?)),
+            // A tensor made on another's device (`input.new_zeros(input.size())`, `x.new_empty(n, 4)`).
+            "new_zeros" | "new_empty" | "new_ones" | "new_full" => self.shape_of_another(arguments).or_else(|| match method {
+                "new_full" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 0)?)),
+                _ => Some(format!("torch::empty({{{}}})", self.dims(arguments)?)),
+            }),
             // Dimensions in another order: libtorch's own methods (`v.transpose(-2, -1)`,
             // `q.permute({0, 2, 1, 3})`).
             "transpose" | "swapaxes" | "swapdims" | "t" => Some(format!("{}.{method}({})", self.expression(object)?, self.dims(arguments).unwrap_or_default())),
@@ -814,6 +859,27 @@ impl<'a> Writer<'a> {
             }
             _ => None,
         }
+    }
+
+    /// A tensor of another's shape, where the first argument is that shape (`x.size()`,
+    /// `x.shape`): `torch::empty_like(x)`.
+    fn shape_of_another(&self, arguments: Node) -> Option<String> {
+        let first = named_children(arguments).into_iter().find(|a| a.kind() != "keyword_argument")?;
+        Some(format!("torch::empty_like({})", self.shape_of(first)?))
+    }
+
+    /// The tensor whose whole shape `node` is (`x.size()`, `x.shape`), as C++ names it.
+    fn shape_of(&self, node: Node) -> Option<String> {
+        let tensor = match node.kind() {
+            "attribute" if node.child_by_field_name("attribute").is_some_and(|a| self.text(a) == "shape") => node.child_by_field_name("object")?,
+            "call" if node.child_by_field_name("arguments").is_some_and(|a| a.named_child_count() == 0) => {
+                let function = node.child_by_field_name("function").filter(|f| f.kind() == "attribute")?;
+                (self.text(function.child_by_field_name("attribute")?) == "size").then_some(())?;
+                function.child_by_field_name("object")?
+            }
+            _ => return None,
+        };
+        (tensor.kind() == "identifier").then(|| cpp_name(self.text(tensor)))
     }
 
     /// How many elements `arange(end)`, `arange(start, end)` or `arange(start, end, step)` makes.
@@ -938,6 +1004,30 @@ impl<'a> Writer<'a> {
         }
         Some(format!("{callee}({})", args.join(", ")))
     }
+}
+
+/// Whether a condition holds on the CUDA path, where it asks only which device the tensors are
+/// on (`x.device.type == 'npu'`, `x.is_cuda`, `x.device.type != 'cuda'`): a package with ops for
+/// several devices branches so, and the kernel's shapes are those of the CUDA branch. `None`
+/// for any other condition.
+fn on_cuda(condition: &str) -> Option<bool> {
+    let condition = condition.trim().trim_start_matches('(').trim_end_matches(')').trim();
+    if let Some(object) = condition.strip_suffix(".is_cuda") {
+        return super::is_identifier(object.trim()).then_some(true);
+    }
+    let (left, right, equal) = match (condition.split_once("!="), condition.split_once("==")) {
+        (Some((l, r)), _) => (l, r, false),
+        (None, Some((l, r))) => (l, r, true),
+        _ => return None,
+    };
+    let device = |side: &str| side.trim().strip_suffix(".device.type").map(str::trim).filter(|o| super::is_identifier(o)).is_some();
+    let name = |side: &str| side.trim().strip_prefix(['\'', '"']).and_then(|s| s.strip_suffix(['\'', '"'])).map(str::to_string);
+    let named = match (device(left), device(right)) {
+        (true, false) => name(right)?,
+        (false, true) => name(left)?,
+        _ => return None,
+    };
+    Some((named == "cuda") == equal)
 }
 
 /// A Python function's parameters, in order, each with its default (`*args` and `**kwargs`
@@ -1120,6 +1210,57 @@ def test_shift():
         // through `apply`; the test is the runner's.
         assert_eq!(found[0], (binding("ShiftFn_forward", "ShiftFn_forward", &["x", "alpha"]), "ShiftFn".to_string()));
         assert_eq!(found.iter().map(|(b, word)| (b.python.as_str(), word.as_str())).collect::<Vec<_>>(), [("ShiftFn_forward", "ShiftFn"), ("shift", "shift")]);
+    }
+
+    #[test]
+    fn a_module_name_for_an_autograd_functions_apply_is_a_callee_named_by_it() {
+        let script = "\
+class ScaleFn(Function):
+    @staticmethod
+    def forward(ctx, x, s):
+        out = x.new_zeros(x.size())
+        rows = x.new_empty(x.shape[0], 4)
+        ext_module.scale_forward(x, s, out)
+        return out
+
+scale = ScaleFn.apply
+other = len
+";
+        let found = callers(script, &[binding("scale_forward", "scale_forward", &["x", "s", "out"])]);
+        // Other scripts call `scale(x, s)`: the alias is a callee that calls `ScaleFn_forward`.
+        assert_eq!(found, vec![(binding("ScaleFn_forward", "ScaleFn_forward", &["x", "s"]), "ScaleFn".to_string()), (binding("scale", "ScaleFn_forward", &["x", "s"]), "scale".to_string())]);
+        let code = as_host_code(script, "forward", &[binding("scale_forward", "scale_forward", &["x", "s", "out"])]);
+        // A tensor made on another's device: of the shape the first argument names.
+        assert!(code.contains("auto out = torch::empty_like(x);"), "{code}");
+        assert!(code.contains("auto rows = torch::empty({x.size(0), 4});"), "{code}");
+    }
+
+    #[test]
+    fn a_branch_for_another_device_is_not_the_cuda_path_and_a_shape_unpacks_into_its_dimensions() {
+        let script = "\
+def forward(target, source):
+    B, N, _ = target.size()
+    m = source.shape[1]
+    if source.device.type == 'npu':
+        source = source.transpose(2, 1).contiguous()
+        dist = target.new_empty(B, 3, N)
+    else:
+        dist = target.new_empty(B, N, 3)
+    if target.is_cuda:
+        k = 3
+    else:
+        k = 4
+    nearest(target, source, dist, B, N, m, k)
+";
+        let code = as_host_code(script, "forward", &[binding("nearest", "nearest", &["target", "source", "dist", "b", "n", "m", "k"])]);
+        let lines: Vec<&str> = code.lines().collect();
+        assert_eq!(lines[1], "auto B = target.size(0); auto N = target.size(1);", "{code}");
+        // Neither the other device's transposition nor its output: the `else` is the CUDA path.
+        assert!(!code.contains("transpose") && code.contains("auto dist = torch::empty({B, N, 3});"), "{code}");
+        assert!(code.contains("auto k = 3;") && !code.contains("auto k = 4;"), "{code}");
+        assert_eq!(on_cuda("x.device.type != 'cuda'"), Some(false));
+        assert_eq!(on_cuda("'mlu' == x.device.type"), Some(false));
+        assert_eq!(on_cuda("x.dim() == 3"), None);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::tensors;
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, BLOCKS_PER_SM, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::preprocess::each_preprocessed_line;
-use crate::syntax::host::{address_taken, call_args, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, names_called_in, parameters, Call, Out, Parameter};
+use crate::syntax::host::{add_dispatched_calls, address_taken, call_args, registered_implementations, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, names_called_in, parameters, Call, Out, Parameter};
 use crate::syntax::{balancing_position, descendants, eval_constant, eval_float, identifiers_in, is_identifier, matching_paren, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
@@ -65,9 +65,9 @@ pub(super) struct HostContext<'d> {
     /// The values the branches around the launch fix: `block_size` is 16 inside `if (block_size
     /// == 16)` and 512 under `case 512:` of `switch (threads)`.
     branch_values: HashMap<String, i64>,
-    /// Host functions that only return an expression (`div_up(a, b)`): name → (parameters,
-    /// the returned expression), inlined into launch expressions.
-    expression_functions: HashMap<String, (Vec<String>, String)>,
+    /// Host functions that only return an expression (`div_up(a, b)`), inlined into launch
+    /// expressions.
+    expression_functions: HashMap<String, ExpressionFunction>,
     /// The static constant members of classes and class templates: `Packed128` → `size` →
     /// (`[ElementType]`, `sizeof(int4) / sizeof(ElementType)`).
     static_members: HashMap<String, StaticMembers>,
@@ -599,7 +599,9 @@ impl<'d> HostContext<'d> {
         let mut static_members = HashMap::new();
         let mut expression_functions = HashMap::new();
         let (type_aliases, untaken) = preprocessed_reading(&documents.iter().map(|d| d.text()).collect::<Vec<_>>());
+        let mut registry = Vec::new();
         for doc in &documents {
+            registry.extend(doc.tree().map(|tree| registered_implementations(doc.text(), tree.root_node())).unwrap_or_default());
             device_variables.extend(device_variables_of(doc.text()));
             let Some(tree) = doc.tree() else { continue };
             calls_by_callee(doc.text(), tree.root_node(), &mut calls);
@@ -611,6 +613,7 @@ impl<'d> HostContext<'d> {
             static_members.extend(static_members_of(doc.text(), tree.root_node()));
             expression_functions.extend(expression_functions_of(doc.text(), tree.root_node()));
         }
+        add_dispatched_calls(&registry, &mut calls);
         // A name the launch's own file defines is that file's, whatever another program of the
         // workspace defines it as (`#define M_GLOBAL` in each tensor-core sample): that file
         // goes last, so its values win.
@@ -1265,9 +1268,13 @@ impl<'d> HostContext<'d> {
                 let is_method = rest[..name_start].trim_end().ends_with(['.', '>']);
                 let function = self.expression_functions.get(name).filter(|_| expr::Function::from_name(name).is_none() && !is_method);
                 match (function, close) {
-                    (Some((params, body)), Some(close)) => {
+                    (Some(function), Some(close)) => {
                         let args = split_args(&rest[open + 1..close]);
-                        let inlined = rename_identifiers_in(body, |w| params.iter().position(|p| p == w).and_then(|i| args.get(i)).map(|a| if is_identifier(a) { a.clone() } else { format!("({a})") }));
+                        let inlined = rename_identifiers_in(&function.value, |w| {
+                            let i = function.params.iter().position(|(p, _)| p == w)?;
+                            let a = args.get(i).or(function.params[i].1.as_ref())?;
+                            Some(if is_identifier(a) { a.clone() } else { format!("({a})") })
+                        });
                         out.push_str(&rest[..name_start]);
                         out.push_str(&format!("({inlined})"));
                         rest = &rest[close + 1..];
@@ -3153,8 +3160,18 @@ fn bare_name(name: &str) -> &str {
     name.rsplit("::").next().unwrap_or(name)
 }
 
-/// The functions of the file whose body is one `return` of an expression.
-fn expression_functions_of(text: &str, root: Node) -> Vec<(String, (Vec<String>, String))> {
+/// A host function that only works out a value from its parameters, or a function-like macro.
+#[derive(Clone, Debug)]
+struct ExpressionFunction {
+    /// Each parameter's name and default argument (`const int threads = THREADS_PER_BLOCK`).
+    params: Vec<(String, Option<String>)>,
+    /// The returned expression over the parameters.
+    value: String,
+}
+
+/// The functions of the file that only work out a value: a `return` of an expression, after
+/// locals that it reads.
+fn expression_functions_of(text: &str, root: Node) -> Vec<(String, ExpressionFunction)> {
     let mut out = Vec::new();
     for (name, function) in functions(text, root) {
         let Some(body) = function.child_by_field_name("body") else { continue };
@@ -3162,34 +3179,47 @@ fn expression_functions_of(text: &str, root: Node) -> Vec<(String, (Vec<String>,
         let statements: Vec<Node> = body.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect();
         let Some((last, before)) = statements.split_last() else { continue };
         let Some(value) = last.named_child(0).filter(|_| last.kind() == "return_statement") else { continue };
-        let returned = match before {
-            [] => &text[value.byte_range()],
-            _ => match returned_local(text, body, before, &text[value.byte_range()]) {
-                Some(initial) => initial,
-                None => continue,
-            },
-        };
-        let params = parameters(text, function).into_iter().map(|p| p.name).collect();
-        out.push((bare_name(name).to_string(), (params, strip_casts_everywhere(returned))));
+        let Some(returned) = returned_value(text, body, before, &text[value.byte_range()]) else { continue };
+        let params = parameters(text, function).into_iter().map(|p| (p.name, p.default)).collect();
+        out.push((bare_name(name).to_string(), ExpressionFunction { params, value: strip_casts_everywhere(&returned) }));
     }
     // Function-like macros are the same to a launch expression: `CEIL_DIV(M, N)` where
     // `#define CEIL_DIV(M, N) (((M) + (N)-1) / (N))`.
     for node in descendants(root).filter(|n| n.kind() == "preproc_function_def") {
         let (Some(name), Some(params), Some(value)) = (node.child_by_field_name("name"), node.child_by_field_name("parameters"), node.child_by_field_name("value")) else { continue };
         let mut cursor = params.walk();
-        let params: Vec<String> = params.named_children(&mut cursor).map(|p| text[p.byte_range()].trim().to_string()).collect();
+        let params: Vec<(String, Option<String>)> = params.named_children(&mut cursor).map(|p| (text[p.byte_range()].trim().to_string(), None)).collect();
         let body = text[value.byte_range()].trim();
-        if !params.iter().any(|p| p == "...") && !body.contains('#') && !body.contains(';') {
-            out.push((text[name.byte_range()].to_string(), (params, strip_casts_everywhere(body))));
+        if !params.iter().any(|(p, _)| p == "...") && !body.contains('#') && !body.contains(';') {
+            out.push((text[name.byte_range()].to_string(), ExpressionFunction { params, value: strip_casts_everywhere(body) }));
         }
     }
     out
 }
 
-/// The value of local `name` that a function returns after other statements (`size_t smem =
-/// std::max(…); cudaFuncSetAttribute(…, smem); return smem;`): its initial value, where it is
-/// declared once among `statements`, never set again, and made of no other local.
-fn returned_local<'t>(text: &'t str, body: Node, statements: &[Node], name: &str) -> Option<&'t str> {
+/// The value a function returns after other statements (`size_t smem = std::max(…);
+/// cudaFuncSetAttribute(…, smem); return smem;`, `int blocks = (n + t - 1) / t; int most = 4096;
+/// return min(blocks, most);`): the returned expression with each local it reads replaced by
+/// its initial value, where every such local is declared once among `statements` and never set
+/// again.
+fn returned_value(text: &str, body: Node, statements: &[Node], returned: &str) -> Option<String> {
+    let mut value = returned.to_string();
+    // Locals made of earlier locals take a round each.
+    for _ in 0..8 {
+        let locals: Vec<&str> = identifiers_in(&value).filter(|w| declared_in(text, body, w)).collect();
+        if locals.is_empty() {
+            return Some(value);
+        }
+        let initials: HashMap<&str, &str> = locals.iter().map(|&l| local_initial(text, body, statements, l).map(|i| (l, i))).collect::<Option<_>>()?;
+        let whole = |w: &str| value == w;
+        value = rename_identifiers_in(&value, |w| initials.get(w).map(|i| if i.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || whole(w) { i.to_string() } else { format!("({i})") }));
+    }
+    None
+}
+
+/// The initial value of local `name` of a function's `statements`, where it is declared once,
+/// never set again and not passed to a function that could set it.
+fn local_initial<'t>(text: &'t str, body: Node, statements: &[Node], name: &str) -> Option<&'t str> {
     let declarators = statements.iter().filter(|s| s.kind() == "declaration").flat_map(|d| d.children_by_field_name("declarator", &mut d.walk()).collect::<Vec<_>>());
     let locals: Vec<Node> = declarators.filter(|d| d.kind() == "init_declarator").collect();
     let named = |d: &&Node| d.child_by_field_name("declarator").and_then(declared_name).is_some_and(|n| &text[n.byte_range()] == name);
@@ -3203,14 +3233,14 @@ fn returned_local<'t>(text: &'t str, body: Node, statements: &[Node], name: &str
         _ => false,
     });
     // Passed as it is to one of the program's functions, which may take it by reference
-    // (`query(count);`); the CUDA APIs, the standard library, casts and macros (`HLOG(…)`) read it.
+    // (`query(count);`); the CUDA APIs, the standard library, the arithmetic a spec can say
+    // (`min`), casts and macros (`HLOG(…)`) read it.
     let passed_on = descendants(body).filter(|n| n.kind() == "call_expression").any(|call| {
         let callee = call.child_by_field_name("function").map_or("", |f| &text[f.byte_range()]);
-        let reads_only = callee.starts_with("cu") || callee.starts_with("std::") || callee.contains("printf") || callee.contains("_cast<") || callee.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        let reads_only = callee.starts_with("cu") || callee.starts_with("std::") || callee.contains("printf") || callee.contains("_cast<") || callee.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_') || expr::Function::from_name(callee).is_some();
         !reads_only && call.child_by_field_name("arguments").is_some_and(|a| call_args(text, a).iter().any(|arg| arg.trim() == name))
     });
-    let reads_locals = identifiers_in(initial).any(|w| declared_in(text, body, w));
-    (!set_again && !passed_on && !reads_locals && !initial.starts_with('{')).then_some(initial)
+    (!set_again && !passed_on && !initial.starts_with('{')).then_some(initial)
 }
 
 /// Where the `<` that the `>` just past `text` closes is.
@@ -4344,13 +4374,18 @@ mod tests {
 
     #[test]
     fn a_helper_that_returns_a_local_after_other_work_is_its_initial_value() {
-        let text = "size_t prepare() {\n  int device = 0;\n  cudaGetDevice(&device);\n  size_t bytes = std::max(ROWS * 64, COLS * 32) * sizeof(half);\n  LOG(\"%f KiB\", static_cast<double>(bytes) / 1024);\n  cudaFuncSetAttribute(k, attr, bytes);\n  return bytes;\n}\nint per_device() {\n  int device = 0;\n  int count = device + 1;\n  return count;\n}\nint grown() {\n  int n = 4;\n  n *= 2;\n  return n;\n}\nint devices() {\n  int n = 0;\n  cudaGetDeviceCount(&n);\n  return n;\n}\nint sms() {\n  int count{0};\n  query(count);\n  return count;\n}\nint queried() {\n  int count = 0;\n  query(count);\n  return count;\n}\n";
+        let text = "size_t prepare() {\n  int device = 0;\n  cudaGetDevice(&device);\n  size_t bytes = std::max(ROWS * 64, COLS * 32) * sizeof(half);\n  LOG(\"%f KiB\", static_cast<double>(bytes) / 1024);\n  cudaFuncSetAttribute(k, attr, bytes);\n  return bytes;\n}\nint per_device() {\n  int device = 0;\n  int count = device + 1;\n  return count;\n}\ninline int grid_for(const int n, const int threads = THREADS) {\n  int wanted = (n + threads - 1) / threads;\n  int most = 4096;\n  return min(wanted, most);\n}\nint grown() {\n  int n = 4;\n  n *= 2;\n  return n;\n}\nint devices() {\n  int n = 0;\n  cudaGetDeviceCount(&n);\n  return n;\n}\nint sms() {\n  int count{0};\n  query(count);\n  return count;\n}\nint queried() {\n  int count = 0;\n  query(count);\n  return count;\n}\n";
         let doc = Document::new(text.to_string());
-        let functions: HashMap<String, (Vec<String>, String)> = expression_functions_of(text, doc.tree().unwrap().root_node()).into_iter().collect();
-        assert_eq!(functions.get("prepare").map(|(_, value)| value.as_str()), Some("std::max(ROWS * 64, COLS * 32) * sizeof(half)"));
-        // Made of another local, set again (through its address too), or passed to one of the
-        // program's functions, which may set it by reference: not a value of its own.
-        for other in ["per_device", "grown", "devices", "sms", "queried"] {
+        let functions: HashMap<String, ExpressionFunction> = expression_functions_of(text, doc.tree().unwrap().root_node()).into_iter().collect();
+        let value = |name: &str| functions.get(name).map(|f| f.value.as_str());
+        assert_eq!(value("prepare"), Some("std::max(ROWS * 64, COLS * 32) * sizeof(half)"));
+        // Locals made of other locals, each set once: the returned expression over the parameters.
+        assert_eq!(value("per_device"), Some("0 + 1"));
+        assert_eq!(value("grid_for"), Some("min(((n + threads - 1) / threads), 4096)"));
+        assert_eq!(functions["grid_for"].params, vec![("n".to_string(), None), ("threads".to_string(), Some("THREADS".to_string()))]);
+        // Set again (through its address too), or passed to one of the program's functions,
+        // which may set it by reference: not a value of its own.
+        for other in ["grown", "devices", "sms", "queried"] {
             assert!(!functions.contains_key(other), "{other}: {functions:?}");
         }
     }

@@ -148,7 +148,8 @@ impl Converter<'_> {
     }
 
     /// `MAX(a, b)`, `std::min<int>(a, b)`, `ceilf(x)`, `fabs(x)`: the spec's `max`, `min`,
-    /// `ceil`, `abs`.
+    /// `ceil`, `abs`; the libraries' rounded-up divisions (PyTorch's `at::cuda::ATenCeilDiv`,
+    /// `at::ceil_div`, CUTLASS's `cutlass::ceil_div`): `ceil_div`.
     fn call(&self, node: Node) -> String {
         let Some(function) = node.child_by_field_name("function") else { return self.with_children_converted(node) };
         let name = self.text(function);
@@ -160,6 +161,7 @@ impl Converter<'_> {
             "ceilf" => "ceil",
             "floorf" => "floor",
             "fabs" | "fabsf" => "abs",
+            "ATenCeilDiv" | "ceil_div" | "THCCeilDiv" | "divUp" | "div_up" | "ceildiv" => "ceil_div",
             _ => return self.with_children_converted(node),
         };
         let Some(arguments) = node.child_by_field_name("arguments") else { return self.with_children_converted(node) };
@@ -231,6 +233,8 @@ mod tests {
         assert_eq!(floor("n / warpSize"), "n // 32");
         assert_eq!(floor("MAX(a * 4, b / 2)"), "max(a * 4, b // 2)");
         assert_eq!(floor("std::min<int>(n, 1024)"), "min(n, 1024)");
+        assert_eq!(floor("at::cuda::ATenCeilDiv(n, THREADS)"), "ceil_div(n, THREADS)");
+        assert_eq!(floor("std::min(at::ceil_div<int64_t>(n, 256), max_grid)"), "min(ceil_div(n, 256), max_grid)");
         assert_eq!(spec_expression("ceilf(w / 3.0f)", Division::True), "ceil(w / 3.0)");
         // A name that merely contains one of these stays.
         assert_eq!(floor("NULL_COUNT + maxSize"), "NULL_COUNT + maxSize");

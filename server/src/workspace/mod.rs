@@ -202,7 +202,9 @@ impl Workspace {
                 }
             }
             let texts = own.iter().chain(documents.iter().map(|d| &d.document));
-            let callers: BTreeSet<String> = texts.flat_map(|doc| syntax::host::functions_mentioning(doc, &wanted)).filter(|f| !is_entry_point(f)).collect();
+            let mut callers: BTreeSet<String> = texts.clone().flat_map(|doc| syntax::host::functions_mentioning(doc, &wanted)).filter(|f| !is_entry_point(f)).collect();
+            // An implementation registered under a key is called where the key is dispatched.
+            callers.extend(texts.flat_map(|doc| registry_keys_of(doc, &wanted)));
             wanted = callers.difference(&seen_names).cloned().collect();
             if wanted.is_empty() {
                 break;
@@ -229,6 +231,13 @@ impl Workspace {
     pub fn kernel_files_mentioning<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Path> {
         self.files.iter().filter(move |(_, e)| e.has_kernels && e.mentions(name)).map(|(p, _)| p.as_path())
     }
+}
+
+/// The keys `doc` registers any of `implementations` under ([`syntax::host::registered_implementations`]).
+fn registry_keys_of(doc: &Document, implementations: &BTreeSet<String>) -> Vec<String> {
+    let Some(tree) = doc.tree() else { return Vec::new() };
+    let registered = syntax::host::registered_implementations(doc.text(), tree.root_node());
+    registered.into_iter().filter(|(_, value)| implementations.contains(*value)).map(|(key, _)| key.to_string()).collect()
 }
 
 /// Nothing in the workspace calls `main`, nor the block that registers an extension's
