@@ -2518,6 +2518,11 @@ def test_an_op_registered_for_its_device_reaches_the_kernel_from_the_packages_te
     assert spec["shapes"] == [{"cols": 1024, "input_size_0": 2048, "scale_size_0": 2048}], spec["shapes"]
     args = {a["name"]: a.get("length", a.get("value")) for a in spec["args"]}
     assert args == {"total": "input_size_0 * cols", "input": "input_size_0 * cols", "scale": "scale_size_0", "cols": "cols", "output": "input_size_0 * cols"}, args
+    # The other framework's build (ops/csrc/other/, the same function names, called from a
+    # function of its own that nothing calls) is not the path the shapes come from; its
+    # helpers, which include the launch helper too, are not what the slice takes it from.
+    sliced = cutune("slice", "ops/csrc/common/cuda/scale_rows_kernel.cuh", "--kernel", "scale_rows_kernel", cwd=root).stdout
+    assert sliced.index("#else") < sliced.index("#define GRID_STRIDE_LOOP") and '#include "other_helper.hpp"' in sliced, sliced
 
 
 def test_a_registered_op_without_its_registration_names_where_the_chain_stops(tmp_path: Path):

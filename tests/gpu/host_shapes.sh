@@ -74,6 +74,9 @@
 #   through its wrapper, an autograd function and a module's wrapper of the binding (two shapes,
 #   one per test); counted_elements: `row_means`, its rows the dimensions before a constant
 #   `dim`, multiplied in a loop (session 45).
+# - tests/fixtures/workspace/registered_ops: `scale_rows_kernel`, reached from a package's test
+#   through an autograd function exported as `scale_rows = ScaleRowsFunction.apply` and a device
+#   registry's dispatch, its grid a capped helper of its block (session 46).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 # CASES=REGEX runs only the kernels whose name matches it.
@@ -130,7 +133,8 @@ workspace/image_on_load|edges.cu|invert_quads|10
 workspace/debug_macros|transpose.cu|transpose_naive|10
 workspace/managed_helper|increment.cu|increment|10
 workspace/autograd_chain|csrc/shift_add.cu|shift_add_kernel|10
-workspace/counted_elements|scale.cu|row_means|10"
+workspace/counted_elements|scale.cu|row_means|10
+workspace/registered_ops|ops/csrc/common/cuda/scale_rows_kernel.cuh|scale_rows_kernel|10"
 if [ -n "${CASES:-}" ]; then
     cases="$(while IFS='|' read -r fixture file kernel budget; do [[ "$kernel" =~ $CASES ]] && echo "$fixture|$file|$kernel|$budget"; done <<< "$cases")"
 fi

@@ -298,16 +298,16 @@ fn with_number_type_headers(source: String) -> String {
 /// kernel uses (their host code would not compile in NVRTC) and is self-contained, as the
 /// spec's baseline must be. Lines after an inlined header shift in the slice's notes.
 fn inline_local_headers(text: &str, opts: &SliceOptions) -> String {
-    let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut inlined = Inlined::default();
     let mut out = String::new();
     if let Some((includer, prelude)) = &opts.includer {
-        seen.extend(opts.file.as_deref().map(|f| f.canonicalize().unwrap_or_else(|_| f.to_path_buf())));
-        out = inline_into(prelude, includer.parent(), opts, &mut seen, 0);
+        inlined.headers.extend(opts.file.as_deref().map(|f| f.canonicalize().unwrap_or_else(|_| f.to_path_buf())));
+        out = inline_into(prelude, includer.parent(), opts, &mut inlined, 0);
         if !out.ends_with('\n') {
             out.push('\n');
         }
     }
-    guard_defines(out + &inline_into(text, opts.file.as_deref().and_then(Path::parent), opts, &mut seen, 0), &opts.define_params)
+    guard_defines(out + &inline_into(text, opts.file.as_deref().and_then(Path::parent), opts, &mut inlined, 0), &opts.define_params)
 }
 
 /// `text` with each one-line `#define NAME value` of `names` that the line before does not
@@ -428,7 +428,7 @@ fn included(line: &str) -> Option<&str> {
 
 /// `text` with the project's headers it includes written in, as the slice does.
 pub fn with_project_headers(text: &str, opts: &SliceOptions) -> String {
-    inline_into(text, opts.file.as_deref().and_then(Path::parent), opts, &mut BTreeSet::new(), 0)
+    inline_into(text, opts.file.as_deref().and_then(Path::parent), opts, &mut Inlined::default(), 0)
 }
 
 /// The header of the project an `#include` line names, found as the compiler would from `dir`.
@@ -464,18 +464,40 @@ fn defined_in(text: &str, path: &Path, name: &str, opts: &SliceOptions, seen: &m
     None
 }
 
-fn inline_into(text: &str, dir: Option<&Path>, opts: &SliceOptions, seen: &mut BTreeSet<PathBuf>, depth: usize) -> String {
+/// What inlining has met so far: the headers written in (each goes in once), and the macros
+/// their taken branches define, which later headers' conditions read.
+#[derive(Default)]
+struct Inlined {
+    headers: BTreeSet<PathBuf>,
+    macros: BTreeSet<String>,
+}
+
+fn inline_into(text: &str, dir: Option<&Path>, opts: &SliceOptions, inlined: &mut Inlined, depth: usize) -> String {
+    // An include in a branch the preprocessor leaves out (`#ifdef MMCV_USE_PARROTS` beside the
+    // `#else` that includes the PyTorch helpers) is not the build's: its header would take the
+    // place of the one the taken branch includes, which often includes the same headers.
+    let defined: String = opts.defines.iter().map(|(name, _)| name).chain(&inlined.macros).map(|name| format!("#define {name}\n")).collect();
+    let mut taken_lines = std::collections::HashSet::new();
+    crate::syntax::preprocess::each_preprocessed_line(&[&defined, text], |in_text, offset, _, taken| {
+        if taken && std::ptr::eq(in_text, text) {
+            taken_lines.insert(offset);
+        }
+    });
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
+        let taken = taken_lines.contains(&(line.as_ptr() as usize - text.as_ptr() as usize));
+        if let Some(name) = line.trim_start().strip_prefix('#').and_then(|d| d.trim_start().strip_prefix("define")).and_then(|rest| crate::syntax::identifiers_in(rest).next()).filter(|_| taken) {
+            inlined.macros.insert(name.to_string());
+        }
         // A header of the project, quoted or found in an include dir, goes into the slice: NVRTC
         // gets the slice's text alone.
-        let header = project_header(line, dir, opts);
+        let header = project_header(line, dir, opts).filter(|_| taken);
         match header.filter(|_| depth < 8) {
-            Some(path) if seen.contains(&path) => {}
+            Some(path) if inlined.headers.contains(&path) => {}
             Some(path) => match std::fs::read_to_string(&path) {
                 Ok(header_text) => {
-                    seen.insert(path.clone());
-                    let inner = inline_into(&header_text, path.parent(), opts, seen, depth + 1);
+                    inlined.headers.insert(path.clone());
+                    let inner = inline_into(&header_text, path.parent(), opts, inlined, depth + 1);
                     out.push_str(&inner.replace("#pragma once", ""));
                     if !inner.ends_with('\n') {
                         out.push('\n');

@@ -853,6 +853,7 @@ impl<'a> Writer<'a> {
             "full" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 0)?)),
             "randint" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 2).or_else(|| self.shape_argument(arguments, 1))?)),
             "arange" => Some(format!("torch::empty({{{}}})", self.arange_length(arguments)?)),
+            "tensor" | "as_tensor" => Some(format!("torch::empty({{{}}})", self.nested_lengths(arguments.named_child(0)?)?.join(", "))),
             "empty_like" | "zeros_like" | "ones_like" | "randn_like" | "rand_like" | "full_like" => {
                 let first = arguments.named_child(0).filter(|a| a.kind() == "identifier")?;
                 Some(format!("torch::{function}({})", cpp_name(self.text(first))))
@@ -880,6 +881,27 @@ impl<'a> Writer<'a> {
             _ => return None,
         };
         (tensor.kind() == "identifier").then(|| cpp_name(self.text(tensor)))
+    }
+
+    /// The shape of data written as nested lists (`[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]` is 2 × 3),
+    /// or of a list the module names so: each level's length, read from its first item.
+    fn nested_lengths(&self, data: Node) -> Option<Vec<String>> {
+        let mut node = match data.kind() {
+            "identifier" => *self.lists.get(self.text(data))?,
+            _ => data,
+        };
+        let mut lengths = Vec::new();
+        while matches!(node.kind(), "list" | "tuple") {
+            let items = named_children(node);
+            // A comprehension or a starred item has no length written.
+            if items.iter().any(|i| matches!(i.kind(), "list_splat" | "comment")) {
+                return None;
+            }
+            lengths.push(items.len().to_string());
+            let Some(first) = items.first() else { break };
+            node = *first;
+        }
+        (!lengths.is_empty()).then_some(lengths)
     }
 
     /// How many elements `arange(end)`, `arange(start, end)` or `arange(start, end, step)` makes.
@@ -1036,7 +1058,12 @@ fn parameters<'t>(text: &str, definition: Node<'t>) -> Vec<(Node<'t>, Option<Nod
     let Some(list) = definition.child_by_field_name("parameters") else { return Vec::new() };
     // A method's object (`self`, a class method's `cls`, an autograd function's `ctx`) is not
     // what its callers pass.
-    let skip = usize::from(class_of(text, definition).is_some() && list.named_child(0).is_some_and(|p| matches!(&text[p.byte_range()], "self" | "cls" | "ctx")));
+    // Typed too (`ctx: Any`).
+    let object = |p: Node| {
+        let name = if p.kind() == "typed_parameter" { p.named_child(0) } else { Some(p) };
+        name.is_some_and(|n| matches!(&text[n.byte_range()], "self" | "cls" | "ctx"))
+    };
+    let skip = usize::from(class_of(text, definition).is_some() && list.named_child(0).is_some_and(object));
     named_children(list)
         .into_iter()
         .skip(skip)
@@ -1217,7 +1244,7 @@ def test_shift():
         let script = "\
 class ScaleFn(Function):
     @staticmethod
-    def forward(ctx, x, s):
+    def forward(ctx: Any, x: torch.Tensor, s):
         out = x.new_zeros(x.size())
         rows = x.new_empty(x.shape[0], 4)
         ext_module.scale_forward(x, s, out)
@@ -1230,6 +1257,9 @@ other = len
         // Other scripts call `scale(x, s)`: the alias is a callee that calls `ScaleFn_forward`.
         assert_eq!(found, vec![(binding("ScaleFn_forward", "ScaleFn_forward", &["x", "s"]), "ScaleFn".to_string()), (binding("scale", "ScaleFn_forward", &["x", "s"]), "scale".to_string())]);
         let code = as_host_code(script, "forward", &[binding("scale_forward", "scale_forward", &["x", "s", "out"])]);
+        let data = as_host_code("points = [[[0.5, 1.0, 2.0], [1.5, 1.0, 0.0]]]\ndef test_points():\n    x = torch.tensor(points, device='cuda')\n    y = torch.tensor([[1, 2], [3, 4], [5, 6]])\n    ScaleFn.apply(x, y)\n", "test_points", &found.iter().map(|(b, _)| b.clone()).collect::<Vec<_>>());
+        // Data written as nested lists: each level's length.
+        assert!(data.contains("auto x = torch::empty({1, 2, 3});") && data.contains("auto y = torch::empty({3, 2});"), "{data}");
         // A tensor made on another's device: of the shape the first argument names.
         assert!(code.contains("auto out = torch::empty_like(x);"), "{code}");
         assert!(code.contains("auto rows = torch::empty({x.size(0), 4});"), "{code}");

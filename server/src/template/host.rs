@@ -2877,7 +2877,7 @@ impl<'d> CallGraph<'d> {
     /// where `run(Kernel kernel, int block)` calls `kernel(..., block)`: the call `kernel(...)`
     /// in `run`), and, for a method, on objects of its class (`sim.step(d)`).
     fn callers_of(&self, text: &str, definition: Node, function: &str) -> Vec<Call<'d>> {
-        let mut callers = self.callers_by_name(bare_name(function));
+        let mut callers = self.callers_by_name(text, bare_name(function));
         // A file that defines a function of that name calls its own (a CPU reference,
         // `flowGold.cpp`'s `Downscale`, beside the launcher `Downscale` of a `.cuh`).
         callers.retain(|c| c.text.as_ptr() == text.as_ptr() || !self.defined_in.contains(&(c.text.as_ptr(), bare_name(function))));
@@ -2904,7 +2904,8 @@ impl<'d> CallGraph<'d> {
         Some((definition, parameters(text, definition).into_iter().nth(index)?.name))
     }
 
-    fn callers_by_name(&self, function: &str) -> Vec<Call<'d>> {
+    /// The calls of `function`, defined in `text`.
+    fn callers_by_name(&self, text: &str, function: &str) -> Vec<Call<'d>> {
         let mut callers = self.calls.get(function).cloned().unwrap_or_default();
         // The function parameters it is passed as, and those they are passed on as
         // (`run_benchmark(reduction, …)` passing `reduce` on to `run_reduction(reduce, …)`).
@@ -2924,9 +2925,11 @@ impl<'d> CallGraph<'d> {
         }
         // In a project of many programs (a samples repository), `runTest` and `main` are in
         // every folder: the calls beside the function's definition are its program's. A Python
-        // package's function is any script's to call (its tests are in another folder).
+        // package's function is any script's to call (its tests are in another folder). Of
+        // namesakes, the definition in question's (OpenMMLab's `parrots/three_nn.cpp` beside
+        // `pytorch/three_nn.cpp`, each a build of its own).
         let folder = |text: &str| self.folder_of(text);
-        let home = self.definitions.get(function).filter(|(text, _)| !self.is_script(text)).and_then(|(text, _)| folder(text));
+        let home = Some(text).filter(|text| !self.is_script(text)).and_then(folder);
         if home.is_some() && callers.iter().any(|c| folder(c.text) == home) {
             callers.retain(|c| folder(c.text) == home);
         }
@@ -3052,6 +3055,11 @@ fn call_paths<'d>(graph: &CallGraph<'d>, launcher: Frame<'d>) -> (Vec<Vec<Frame<
     extend_paths(graph, vec![launcher], &mut paths);
     let asked = |path: &Vec<Frame>| path.iter().filter_map(|f| f.called_by).any(|c| asked_for_on_command_line(&c, graph.run_of(c.text)));
     let (mut asked_paths, mut paths): (Vec<_>, Vec<_>) = paths.into_iter().partition(asked);
+    // A path that ends where the program starts (`main`, a script's function, a function of no
+    // parameters) gives the values; one that ends at a C++ function with parameters nothing
+    // calls gives none (OpenMMLab's Parrots binding beside its PyTorch one) and goes last.
+    let ends_unbound = |path: &Vec<Frame>| path.last().is_some_and(|top| !top.params.is_empty() && !graph.is_script(top.text) && top.scope.body.and_then(|b| b.parent()).and_then(|f| function_name(top.text, f)) != Some("main"));
+    paths.sort_by_key(ends_unbound);
     if paths.is_empty() {
         paths = std::mem::take(&mut asked_paths);
     }
@@ -3321,7 +3329,7 @@ fn keep_own_file_scope_values(text: &str, root: Node, own: HashMap<String, Strin
 fn image_passed_for(text: &str, function: Node, param: &str, graph: &CallGraph) -> Option<String> {
     let index = crate::syntax::host::parameter_names(text, function).iter().position(|p| p == param)?;
     let folder = |t: &str| graph.folder_of(t);
-    let callers: Vec<Call> = graph.callers_by_name(bare_name(function_name(text, function)?)).into_iter().filter(|call| folder(call.text) == folder(text)).collect();
+    let callers: Vec<Call> = graph.callers_by_name(text, bare_name(function_name(text, function)?)).into_iter().filter(|call| folder(call.text) == folder(text)).collect();
     let named = callers.iter().map(|call| {
         let arg = call.args().get(index)?.clone();
         let body = call.caller.child_by_field_name("body")?;
