@@ -892,9 +892,9 @@ impl<'a> Writer<'a> {
         };
         let mut lengths = Vec::new();
         while matches!(node.kind(), "list" | "tuple") {
-            let items = named_children(node);
-            // A comprehension or a starred item has no length written.
-            if items.iter().any(|i| matches!(i.kind(), "list_splat" | "comment")) {
+            let items: Vec<Node> = named_children(node).into_iter().filter(|i| i.kind() != "comment").collect();
+            // A starred item has no length written (nor has a comprehension, which ends the walk).
+            if items.iter().any(|i| i.kind() == "list_splat") {
                 return None;
             }
             lengths.push(items.len().to_string());
