@@ -22,6 +22,10 @@ pub struct Binding {
     /// `&bias_gelu<float>`), or empty.
     pub template_args: String,
     pub params: Vec<String>,
+    /// Of `params`, the last ones: a module's method is written with its class's `__init__`
+    /// parameters after its own (`Carafe_forward(features, masks, kernel_size, …)`), which an
+    /// object's calls take from the call that made it. Empty for a function.
+    pub constructor: Vec<String>,
 }
 
 /// The functions `text` (C++) exports: `m.def("name", &function, …)` (also through
@@ -44,7 +48,7 @@ pub fn bindings(text: &str, root: Node) -> Vec<Binding> {
             continue;
         }
         let params = functions.iter().find(|(name, _)| name.rsplit("::").next() == Some(cpp.as_str())).map(|(_, f)| super::host::parameter_names(text, *f)).unwrap_or_default();
-        out.push(Binding { python, cpp, template_args, params });
+        out.push(Binding { python, cpp, template_args, params, constructor: Vec::new() });
     }
     out
 }
@@ -136,14 +140,16 @@ pub fn callers(python: &str, callees: &[Binding]) -> Vec<(Binding, String)> {
             if out.iter().any(|(found, _)| found.python == *name) {
                 continue;
             }
+            // A call of a callee, or an object made of a module whose `forward` is one.
             let calls_leading = super::descendants(*definition).filter(|n| n.kind() == "call").any(|call| {
-                let callee = call.child_by_field_name("function").and_then(|f| writer.callee_name(f, class.as_deref()));
-                callee.is_some_and(|(c, _)| leading.contains(&c))
+                let function = call.child_by_field_name("function");
+                let callee = function.and_then(|f| writer.callee_name(f, class.as_deref())).map(|(c, _)| c);
+                let module = function.and_then(|f| writer.module_forward(f));
+                callee.into_iter().chain(module).any(|c| leading.contains(&c))
             });
             if calls_leading {
                 leading.push(name.clone());
-                let binding = Binding { python: name.clone(), cpp: cpp_name(name), template_args: String::new(), params: parameter_names(python, *definition) };
-                out.push((binding, mentioned_as));
+                out.push((binding_of(python, name, cpp_name(name), *definition), mentioned_as));
             }
         }
         out.extend(module_aliases_of(&writer, tree.root_node(), &leading, &out));
@@ -161,22 +167,44 @@ pub fn callers(python: &str, callees: &[Binding]) -> Vec<(Binding, String)> {
 fn module_aliases_of(writer: &Writer, root: Node, leading: &[String], found: &[(Binding, String)]) -> Vec<(Binding, String)> {
     let statements = named_children(root).into_iter().filter(|n| n.kind() == "expression_statement");
     let aliases = statements.filter_map(|statement| writer.function_alias(statement)).filter(|(alias, function)| leading.contains(function) && !found.iter().any(|(b, _)| b.python == *alias));
-    aliases
-        .filter_map(|(alias, function)| {
-            let params = writer.functions.get(&function).map(|definition| parameter_names(writer.text, *definition))?;
-            Some((Binding { python: alias.clone(), cpp: cpp_name(&function), template_args: String::new(), params }, alias))
-        })
-        .collect()
+    aliases.filter_map(|(alias, function)| Some((binding_of(writer.text, &alias, cpp_name(&function), *writer.functions.get(&function)?), alias))).collect()
+}
+
+/// The callee that the function `definition` of the script is for other scripts, by the name
+/// `python` they call it by and its C++ name.
+fn binding_of(text: &str, python: &str, cpp: String, definition: Node) -> Binding {
+    let constructor: Vec<String> = constructor_parameters(text, definition).into_iter().map(|(name, _)| cpp_name(&text[name.byte_range()])).collect();
+    let params = parameter_names(text, definition).into_iter().chain(constructor.iter().cloned()).collect();
+    Binding { python: python.to_string(), cpp, template_args: String::new(), params, constructor }
 }
 
 /// The class a function is a method of, where it is one.
 fn class_of(text: &str, definition: Node) -> Option<String> {
+    Some(text[enclosing_class(definition)?.child_by_field_name("name")?.byte_range()].to_string())
+}
+
+/// The class definition a function is a method of, where it is one.
+fn enclosing_class(definition: Node) -> Option<Node> {
     let mut parent = definition.parent()?;
     if parent.kind() == "decorated_definition" {
         parent = parent.parent()?;
     }
-    let class = parent.parent().filter(|c| parent.kind() == "block" && c.kind() == "class_definition")?;
-    Some(text[class.child_by_field_name("name")?.byte_range()].to_string())
+    parent.parent().filter(|c| parent.kind() == "block" && c.kind() == "class_definition")
+}
+
+/// The `__init__` of a class, where it defines one.
+fn constructor_of<'t>(text: &str, class: Node<'t>) -> Option<Node<'t>> {
+    let methods = named_children(class.child_by_field_name("body")?).into_iter().map(|m| if m.kind() == "decorated_definition" { m.child_by_field_name("definition").unwrap_or(m) } else { m });
+    methods.filter(|m| m.kind() == "function_definition").find(|m| m.child_by_field_name("name").is_some_and(|n| &text[n.byte_range()] == "__init__"))
+}
+
+/// The parameters a method of a module is written with after its own: its class's `__init__`'s,
+/// which the method reads as the object's attributes (`self.kernel_size`), but for names the
+/// method's own parameters have. None for `__init__` itself or a class without one.
+fn constructor_parameters<'t>(text: &str, definition: Node<'t>) -> Vec<(Node<'t>, Option<Node<'t>>)> {
+    let Some(constructor) = enclosing_class(definition).and_then(|class| constructor_of(text, class)).filter(|c| *c != definition) else { return Vec::new() };
+    let own = parameter_names(text, definition);
+    parameters(text, constructor).into_iter().filter(|(name, _)| !own.contains(&cpp_name(&text[name.byte_range()]))).collect()
 }
 
 /// The name a function of the script has as host code: its own, or a method's qualified by its
@@ -219,6 +247,21 @@ struct Writer<'a> {
     /// The lists the module unpacks from a helper of the script (`Ms, Ns, Ks = get_mnk()`):
     /// their first and largest items, in the helper's values.
     helper_lists: HashMap<String, ListEnds>,
+    /// The attributes the class being written sets in its `__init__` (`self.kernel_size =
+    /// kernel_size`), each with its value over the `__init__`'s parameters.
+    attributes: HashMap<String, String>,
+    /// The locals of the function being written that name an object of a module
+    /// (`carafe = Carafe(5, 4, 2)`): the module's `forward` and the arguments it was made with.
+    objects: HashMap<String, (String, Node<'a>)>,
+}
+
+/// What a name is bound to: a value written as C++, or data written as lists and tuples
+/// (`case` of `for case in [([[1., 0], [0, 1.]], [0, 1]), …]`), whose items and shape are read
+/// where they are used (`np.array(case[0])`).
+#[derive(Clone, Debug)]
+enum Bound<'a> {
+    Value(String),
+    Data(Node<'a>),
 }
 
 /// The first and the largest item of a list, as C++, where they can be written.
@@ -235,7 +278,22 @@ const CPP_KEYWORDS: [&str; 17] = ["auto", "class", "new", "delete", "this", "int
 impl<'a> Writer<'a> {
     /// A writer of `text` that knows nothing of it yet and has no lines.
     fn bare(text: &'a str, bindings: &'a [Binding]) -> Writer<'a> {
-        Writer { text, bindings, functions: HashMap::new(), class: None, aliases: HashMap::new(), options: HashMap::new(), params: Vec::new(), lines: Vec::new(), lists: HashMap::new(), locals: HashMap::new(), local_lists: HashMap::new(), helper_lists: HashMap::new() }
+        Writer {
+            text,
+            bindings,
+            functions: HashMap::new(),
+            class: None,
+            aliases: HashMap::new(),
+            options: HashMap::new(),
+            params: Vec::new(),
+            lines: Vec::new(),
+            lists: HashMap::new(),
+            locals: HashMap::new(),
+            local_lists: HashMap::new(),
+            helper_lists: HashMap::new(),
+            attributes: HashMap::new(),
+            objects: HashMap::new(),
+        }
     }
 
     /// A writer of the script whose syntax tree is `root`, knowing its functions and the
@@ -249,10 +307,19 @@ impl<'a> Writer<'a> {
 
     /// A writer of the same script, into empty lines of its own.
     fn beside(&self) -> Writer<'a> {
-        Writer { functions: self.functions.clone(), class: self.class.clone(), options: self.options.clone(), lines: vec![String::new(); self.lines.len()], lists: self.lists.clone(), helper_lists: self.helper_lists.clone(), ..Writer::bare(self.text, self.bindings) }
+        Writer {
+            functions: self.functions.clone(),
+            class: self.class.clone(),
+            options: self.options.clone(),
+            lines: vec![String::new(); self.lines.len()],
+            lists: self.lists.clone(),
+            helper_lists: self.helper_lists.clone(),
+            attributes: self.attributes.clone(),
+            ..Writer::bare(self.text, self.bindings)
+        }
     }
 
-    fn text(&self, node: Node) -> &'a str {
+    fn text(&self, node: Node<'a>) -> &'a str {
         &self.text[node.byte_range()]
     }
 
@@ -265,7 +332,7 @@ impl<'a> Writer<'a> {
         line.push_str(code);
     }
 
-    fn module_statement(&mut self, statement: Node, module: &str) {
+    fn module_statement(&mut self, statement: Node<'a>, module: &str) {
         match statement.kind() {
             "function_definition" => self.function(statement, &HashMap::new()),
             "decorated_definition" => match statement.child_by_field_name("definition") {
@@ -294,9 +361,10 @@ impl<'a> Writer<'a> {
 
     /// Each method of a class as a function of its own (`ShiftFn_forward`, a test case's
     /// `LabelTest_test_sizes`), without the object it is called on (`self`, `ctx`).
-    fn class(&mut self, class: Node) {
+    fn class(&mut self, class: Node<'a>) {
         let Some(body) = class.child_by_field_name("body") else { return };
         self.class = class.child_by_field_name("name").map(|n| self.text(n).to_string());
+        self.attributes = constructor_of(self.text, class).map(|c| self.attributes_set_by(c)).unwrap_or_default();
         for member in named_children(body) {
             match member.kind() {
                 "function_definition" => self.function(member, &HashMap::new()),
@@ -309,14 +377,31 @@ impl<'a> Writer<'a> {
             }
         }
         self.class = None;
+        self.attributes.clear();
+    }
+
+    /// The attributes `constructor` sets to a value over its parameters (`self.kernel_size =
+    /// kernel_size`, `self.scale = float(scale)`), each with that value; the first where it
+    /// sets one twice.
+    fn attributes_set_by(&self, constructor: Node<'a>) -> HashMap<String, String> {
+        let params = parameter_names(self.text, constructor);
+        let mut out = HashMap::new();
+        for assignment in super::descendants(constructor).filter(|n| n.kind() == "assignment") {
+            let (Some(left), Some(right)) = (assignment.child_by_field_name("left"), assignment.child_by_field_name("right")) else { continue };
+            let on_self = left.kind() == "attribute" && left.child_by_field_name("object").is_some_and(|o| self.text(o) == "self");
+            let Some(attribute) = left.child_by_field_name("attribute").filter(|_| on_self) else { continue };
+            let Some(value) = self.expression(right).filter(|v| super::identifiers_in(v).all(|w| params.iter().any(|p| p == w))) else { continue };
+            out.entry(self.text(attribute).to_string()).or_insert(value);
+        }
+        out
     }
 
     /// `def f(a, b=2):` as `void f(auto a, auto b = 2) {…}`; a parametrized test's names
     /// (`@pytest.mark.parametrize("n", [7, 4096])`) are its locals, at their first values.
-    fn function(&mut self, definition: Node, parametrized: &HashMap<String, String>) {
+    fn function(&mut self, definition: Node<'a>, parametrized: &HashMap<String, Bound<'a>>) {
         let (Some(name), Some(body)) = (definition.child_by_field_name("name"), definition.child_by_field_name("body")) else { return };
         let mut params = Vec::new();
-        for (name, default) in parameters(self.text, definition) {
+        for (name, default) in parameters(self.text, definition).into_iter().chain(constructor_parameters(self.text, definition)) {
             let name = self.text(name);
             if parametrized.contains_key(name) {
                 continue;
@@ -330,18 +415,20 @@ impl<'a> Writer<'a> {
         let name = qualified_name(self.text, definition).unwrap_or_else(|| self.text(name).to_string());
         self.put(row, &format!("void {}({}) {{", cpp_name(&name), params.join(", ")));
         let mut names: Vec<_> = parametrized.iter().collect();
-        names.sort();
+        names.sort_by_key(|(name, _)| *name);
         for (name, value) in names {
-            self.put(row, &format!("auto {} = {value};", cpp_name(name)));
+            self.bind_local(row, name, value.clone());
         }
         self.params = parameter_names(self.text, definition);
         self.block(body);
         self.params.clear();
         self.aliases.clear();
+        self.local_lists.clear();
+        self.objects.clear();
         self.put(definition.end_position().row, "}");
     }
 
-    fn block(&mut self, block: Node) {
+    fn block(&mut self, block: Node<'a>) {
         let mut cursor = block.walk();
         for statement in block.named_children(&mut cursor) {
             self.statement(statement);
@@ -350,11 +437,13 @@ impl<'a> Writer<'a> {
 
     /// One statement of a function: assignments and calls of host functions are written; the
     /// bodies of `with`, of an `if`'s first branch and of a loop's first pass are read in place.
-    fn statement(&mut self, statement: Node) {
+    fn statement(&mut self, statement: Node<'a>) {
         let row = statement.start_position().row;
         match statement.kind() {
             "expression_statement" => {
-                if let Some((alias, function)) = self.function_alias(statement) {
+                if let Some((name, object)) = self.object_made(statement) {
+                    self.objects.insert(name, object);
+                } else if let Some((alias, function)) = self.function_alias(statement) {
                     self.aliases.insert(alias, function);
                 } else if let Some(assignments) = self.assignments(statement) {
                     if let Some(call) = self.unpacked_call(statement) {
@@ -370,6 +459,8 @@ impl<'a> Writer<'a> {
                         self.put(row, &format!("{call};"));
                     }
                 }
+                // After the value is written: `shift = torch.tensor(shift)` reads the data first.
+                self.keep_local_data(statement);
             }
             // A wrapper that returns what the op returns: the call is the statement.
             "return_statement" => {
@@ -402,10 +493,10 @@ impl<'a> Writer<'a> {
                     }
                     None => {}
                 }
+                // Read in place: what the branch assigns, the function has after it, as Python
+                // scopes names (`if weight is None: weight = x.new_empty(0)`).
                 if let Some(body) = statement.child_by_field_name("consequence") {
-                    self.put(row, "{");
                     self.block(body);
-                    self.put(body.end_position().row, "}");
                 }
                 // The other branches' calls are calls the program may make too (a timing
                 // helper's `perf_func(q, k, v, out, stages)` beside `perf_func(q, k, v, out)`,
@@ -421,9 +512,54 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// `x = [[1., 0], [0, 1.]]` keeps the data `x` names, for where it is read; any other value
+    /// of a name ends the data it named.
+    fn keep_local_data(&mut self, statement: Node<'a>) {
+        let Some(assignment) = statement.named_child(0).filter(|a| a.kind() == "assignment") else { return };
+        let (Some(left), Some(right)) = (assignment.child_by_field_name("left"), assignment.child_by_field_name("right")) else { return };
+        if left.kind() != "identifier" {
+            return;
+        }
+        let name = self.text(left).to_string();
+        match right.kind() {
+            "list" | "tuple" => self.local_lists.insert(name, right),
+            _ => self.local_lists.remove(&name),
+        };
+    }
+
+    /// `carafe = Carafe(5, 4, 2)`, an object of a module whose `forward` leads to a callee: its
+    /// name, the `forward` and the arguments it is made with.
+    fn object_made(&self, statement: Node<'a>) -> Option<(String, (String, Node<'a>))> {
+        let assignment = statement.named_child(0).filter(|a| a.kind() == "assignment")?;
+        let left = assignment.child_by_field_name("left").filter(|l| l.kind() == "identifier")?;
+        let made = assignment.child_by_field_name("right").filter(|r| r.kind() == "call")?;
+        // `.to(device)`, `.cuda()` keep the object.
+        let made = std::iter::successors(Some(made), |call| {
+            let function = call.child_by_field_name("function").filter(|f| f.kind() == "attribute")?;
+            matches!(self.text(function.child_by_field_name("attribute")?), "to" | "cuda" | "eval" | "train" | "half" | "float" | "double").then(|| function.child_by_field_name("object")).flatten().filter(|o| o.kind() == "call")
+        })
+        .last()?;
+        let forward = self.module_forward(made.child_by_field_name("function")?)?;
+        Some((self.text(left).to_string(), (forward, made.child_by_field_name("arguments")?)))
+    }
+
+    /// The `forward` of the module a constructor call's `function` names (`Carafe`,
+    /// `ops.Carafe`), where it is a function of the script or a callee.
+    fn module_forward(&self, function: Node<'a>) -> Option<String> {
+        let class = match function.kind() {
+            "identifier" => self.text(function),
+            "attribute" => self.text(function.child_by_field_name("attribute")?),
+            _ => return None,
+        };
+        // A class's name is capitalised; a function's `forward` of the same words is not one.
+        class.starts_with(|c: char| c.is_ascii_uppercase()).then_some(())?;
+        let forward = format!("{class}_forward");
+        (self.functions.contains_key(&forward) || self.bindings.iter().any(|b| b.python == forward)).then_some(forward)
+    }
+
     /// `f = module.ShiftFn.apply` (or another name of a host function): `f` and the function's
     /// name, for the calls of `f` that follow.
-    fn function_alias(&self, statement: Node) -> Option<(String, String)> {
+    fn function_alias(&self, statement: Node<'a>) -> Option<(String, String)> {
         let assignment = statement.named_child(0).filter(|a| a.kind() == "assignment")?;
         let left = assignment.child_by_field_name("left").filter(|l| l.kind() == "identifier")?;
         let right = assignment.child_by_field_name("right").filter(|r| matches!(r.kind(), "attribute" | "identifier"))?;
@@ -433,7 +569,7 @@ impl<'a> Writer<'a> {
     }
 
     /// The host calls in `node`, outermost first: those no other host call holds.
-    fn outermost_host_calls(&self, node: Node) -> Vec<String> {
+    fn outermost_host_calls(&self, node: Node<'a>) -> Vec<String> {
         if node.kind() == "call" {
             if let Some(call) = self.host_call(node) {
                 return vec![call];
@@ -445,34 +581,44 @@ impl<'a> Writer<'a> {
     /// A loop's first pass: `for n in [1024, 4096]:` runs its body with `n = 1024` first, as
     /// the program's first launch does; `for _ in range(10):` with `_ = 0`; `for s, k in
     /// shapes:` over `shapes = [(s, k) for s in sizes for k in widths]` with each at its list's first.
-    fn first_pass(&mut self, loop_node: Node) {
+    fn first_pass(&mut self, loop_node: Node<'a>) {
         let (Some(left), Some(right), Some(body)) = (loop_node.child_by_field_name("left"), loop_node.child_by_field_name("right"), loop_node.child_by_field_name("body")) else { return };
         let row = loop_node.start_position().row;
         self.put(row, "{");
         for (name, value) in self.first_item(left, right) {
-            self.put(row, &format!("auto {name} = {value};"));
+            self.bind_local(row, &name, value);
         }
         self.block(body);
         self.put(body.end_position().row, "}");
     }
 
+    /// `name` bound to `value` on `row`: a value declared there, data kept for where it is read.
+    fn bind_local(&mut self, row: usize, name: &str, value: Bound<'a>) {
+        match value {
+            Bound::Value(value) => self.put(row, &format!("auto {} = {value};", cpp_name(name))),
+            Bound::Data(data) => {
+                self.local_lists.insert(name.to_string(), data);
+            }
+        }
+    }
+
     /// What `target` is at the first item of `iterable`, as (name, C++ value) pairs in the
     /// order they are declared: a list or tuple (written, or one the module names), a
     /// comprehension (its own loops' first items, then its element), `range(…)`.
-    fn first_item(&self, target: Node, iterable: Node) -> Vec<(String, String)> {
+    fn first_item(&self, target: Node<'a>, iterable: Node<'a>) -> Vec<(String, Bound<'a>)> {
         let from_helper = (iterable.kind() == "identifier" && !self.lists.contains_key(self.text(iterable))).then(|| self.helper_lists.get(self.text(iterable))).flatten();
         if let Some(ends) = from_helper {
-            return ends.first.clone().filter(|_| target.kind() == "identifier").map(|first| vec![(cpp_name(self.text(target)), first)]).unwrap_or_default();
+            return ends.first.clone().filter(|_| target.kind() == "identifier").map(|first| vec![(cpp_name(self.text(target)), Bound::Value(first))]).unwrap_or_default();
         }
         let iterable = match iterable.kind() {
-            "identifier" => self.lists.get(self.text(iterable)).copied().unwrap_or(iterable),
+            "identifier" => self.local_lists.get(self.text(iterable)).or_else(|| self.lists.get(self.text(iterable))).copied().unwrap_or(iterable),
             _ => first_branch(iterable),
         };
         match iterable.kind() {
             "list" | "tuple" => iterable.named_child(0).map(|item| self.bind(target, item)).unwrap_or_default(),
             "list_comprehension" | "generator_expression" => {
                 let clauses = named_children(iterable).into_iter().filter(|c| c.kind() == "for_in_clause");
-                let mut out: Vec<(String, String)> = clauses
+                let mut out: Vec<(String, Bound<'a>)> = clauses
                     .filter_map(|clause| Some((clause.child_by_field_name("left")?, clause.child_by_field_name("right")?)))
                     .flat_map(|(left, right)| self.first_item(left, right))
                     .collect();
@@ -492,20 +638,22 @@ impl<'a> Writer<'a> {
                 iterable.child_by_field_name("arguments").and_then(|a| a.named_child(0)).map(|list| self.first_item(target, list)).unwrap_or_default()
             }
             "call" if iterable.child_by_field_name("function").is_some_and(|f| self.text(f) == "range") => {
-                self.first_of(iterable).filter(|_| target.kind() == "identifier").map(|v| vec![(cpp_name(self.text(target)), v)]).unwrap_or_default()
+                self.first_of(iterable).filter(|_| target.kind() == "identifier").map(|v| vec![(cpp_name(self.text(target)), Bound::Value(v))]).unwrap_or_default()
             }
             _ => Vec::new(),
         }
     }
 
     /// `target` bound to `item`: a name to its value (not to itself, as a comprehension's
-    /// `(s, k) for s in …` would), a tuple of names to a tuple of as many values.
-    fn bind(&self, target: Node, item: Node) -> Vec<(String, String)> {
+    /// `(s, k) for s in …` would) or to the data it is, a tuple of names to a tuple of as many
+    /// values.
+    fn bind(&self, target: Node<'a>, item: Node<'a>) -> Vec<(String, Bound<'a>)> {
         let item = if item.kind() == "parenthesized_expression" { item.named_child(0).unwrap_or(item) } else { item };
         match (target.kind(), item.kind()) {
+            ("identifier", "list" | "tuple") => vec![(cpp_name(self.text(target)), Bound::Data(item))],
             ("identifier", _) => {
                 let name = cpp_name(self.text(target));
-                self.expression(item).filter(|value| *value != name).map(|value| vec![(name, value)]).unwrap_or_default()
+                self.expression(item).filter(|value| *value != name).map(|value| vec![(name, Bound::Value(value))]).unwrap_or_default()
             }
             ("pattern_list" | "tuple_pattern", "tuple" | "list") if target.named_child_count() == item.named_child_count() => {
                 named_children(target).into_iter().zip(named_children(item)).flat_map(|(t, i)| self.bind(t, i)).collect()
@@ -515,7 +663,7 @@ impl<'a> Writer<'a> {
     }
 
     /// `a = …` and `a, b = …, …` where every value can be written: (name, value) pairs.
-    fn assignments(&self, statement: Node) -> Option<Vec<(String, String)>> {
+    fn assignments(&self, statement: Node<'a>) -> Option<Vec<(String, String)>> {
         let assignment = statement.named_child(0).filter(|a| a.kind() == "assignment")?;
         let (left, right) = (assignment.child_by_field_name("left")?, assignment.child_by_field_name("right")?);
         let pairs: Vec<(Node, Node)> = match (left.kind(), right.kind()) {
@@ -544,7 +692,7 @@ impl<'a> Writer<'a> {
 
     /// The host call whose result `statement` unpacks (`out, secs = run(ext.op, x)`): it runs
     /// the op whatever its results are.
-    fn unpacked_call(&self, statement: Node) -> Option<String> {
+    fn unpacked_call(&self, statement: Node<'a>) -> Option<String> {
         let assignment = statement.named_child(0).filter(|a| a.kind() == "assignment")?;
         assignment.child_by_field_name("left").filter(|l| matches!(l.kind(), "pattern_list" | "tuple_pattern"))?;
         self.host_call(assignment.child_by_field_name("right").filter(|r| r.kind() == "call")?)
@@ -654,7 +802,7 @@ impl<'a> Writer<'a> {
 
     /// The first item of a list of numbers: written (`[64, 128]`), `list(…)` of one, or a
     /// `range`.
-    fn first_of(&self, list: Node) -> Option<String> {
+    fn first_of(&self, list: Node<'a>) -> Option<String> {
         match list.kind() {
             "list" | "tuple" => self.expression(list.named_child(0)?),
             "call" => {
@@ -672,7 +820,7 @@ impl<'a> Writer<'a> {
 
     /// The largest item of a list of numbers: one the module or a helper names, one written
     /// with numbers, `list(…)` of one, or a `range` (its last item).
-    fn largest_item(&self, list: Node) -> Option<String> {
+    fn largest_item(&self, list: Node<'a>) -> Option<String> {
         match list.kind() {
             "identifier" => match self.lists.get(self.text(list)) {
                 Some(named) => self.largest_item(*named),
@@ -700,7 +848,7 @@ impl<'a> Writer<'a> {
     }
 
     /// A returned item: a local as its value, anything else as written.
-    fn returned_value(&self, item: Node) -> Option<String> {
+    fn returned_value(&self, item: Node<'a>) -> Option<String> {
         match self.locals.get(self.text(item)) {
             Some(local) if item.kind() == "identifier" => local.clone(),
             _ => self.expression(item),
@@ -714,7 +862,7 @@ impl<'a> Writer<'a> {
 
     /// A Python expression as C++, where it is a number, a name, arithmetic, a tensor made by
     /// a shape or like another, a size read from a tensor, or a call of a host function.
-    fn expression(&self, node: Node) -> Option<String> {
+    fn expression(&self, node: Node<'a>) -> Option<String> {
         let text = self.text(node);
         match node.kind() {
             "integer" => Some(text.replace('_', "")),
@@ -744,11 +892,18 @@ impl<'a> Writer<'a> {
                     _ => None,
                 }
             }
-            "subscript" => self.shape_read(node).or_else(|| self.leading_slice(node)),
+            "subscript" => self.shape_read(node).or_else(|| self.leading_slice(node)).or_else(|| self.expression(self.data_item(node)?)),
             // `args.num_tokens` of `parser.add_argument("--num-tokens", default=4096)`.
             // An exported function passed as a value (`run(ext.rms_norm, …)`).
             "attribute" => {
                 let attribute = self.text(node.child_by_field_name("attribute")?);
+                // An attribute a module's `__init__` sets, read by its methods.
+                // Not where the method's own parameter has the name the value reads.
+                if node.child_by_field_name("object").is_some_and(|o| self.text(o) == "self") {
+                    if let Some(value) = self.attributes.get(attribute).filter(|v| !super::identifiers_in(v).any(|w| self.params.iter().any(|p| p == w))) {
+                        return Some(value.clone());
+                    }
+                }
                 let exported = self.bindings.iter().find(|b| b.python == attribute).map(|b| b.cpp.clone());
                 self.options.get(attribute).cloned().or(exported)
             }
@@ -758,7 +913,7 @@ impl<'a> Writer<'a> {
     }
 
     /// `x.shape[0]` and `x.size()[0]` as `x.size(0)`.
-    fn shape_read(&self, subscript: Node) -> Option<String> {
+    fn shape_read(&self, subscript: Node<'a>) -> Option<String> {
         let value = subscript.child_by_field_name("value")?;
         let index = self.expression(subscript.child_by_field_name("subscript")?)?;
         let tensor = match value.kind() {
@@ -775,7 +930,7 @@ impl<'a> Writer<'a> {
 
     /// `a[:m, :k]` (each dimension from its start, whole or to an extent) as libtorch's
     /// `a.index({Slice(None, m), Slice(None, k)})`.
-    fn leading_slice(&self, subscript: Node) -> Option<String> {
+    fn leading_slice(&self, subscript: Node<'a>) -> Option<String> {
         let tensor = subscript.child_by_field_name("value").filter(|v| v.kind() == "identifier")?;
         let items: Vec<Node> = subscript.children_by_field_name("subscript", &mut subscript.walk()).collect();
         let extents = items.iter().map(|item| self.slice_from_start(*item)).collect::<Option<Vec<_>>>()?;
@@ -784,7 +939,7 @@ impl<'a> Writer<'a> {
 
     /// `:m` (or `0:m`) as `Slice(None, m)`, `:` as `Slice()`; `None` for another start, a step
     /// or an index.
-    fn slice_from_start(&self, item: Node) -> Option<String> {
+    fn slice_from_start(&self, item: Node<'a>) -> Option<String> {
         let children: Vec<Node> = item.children(&mut item.walk()).collect();
         let [colon] = children.iter().filter(|c| c.kind() == ":").collect::<Vec<_>>()[..] else { return None };
         let (before, after): (Vec<&Node>, Vec<&Node>) = children.iter().filter(|c| c.is_named()).partition(|c| c.start_byte() < colon.start_byte());
@@ -800,13 +955,13 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn call(&self, call: Node) -> Option<String> {
+    fn call(&self, call: Node<'a>) -> Option<String> {
         if let Some(host) = self.host_call(call) {
             return Some(host);
         }
         let function = call.child_by_field_name("function")?;
         let arguments = call.child_by_field_name("arguments")?;
-        if function.kind() == "identifier" && self.text(function) == "int" {
+        if function.kind() == "identifier" && matches!(self.text(function), "int" | "float") {
             return Some(format!("({})", self.arguments(arguments).first()?.clone()?));
         }
         // `max(sizes)`: the largest item of a list.
@@ -817,15 +972,19 @@ impl<'a> Writer<'a> {
             "attribute" => (function.child_by_field_name("object")?, self.text(function.child_by_field_name("attribute")?)),
             _ => return None,
         };
-        if self.text(object) == "torch" {
-            return self.made_by_torch(method, arguments);
+        match self.text(object) {
+            "torch" => return self.made_by_torch(method, arguments),
+            "np" | "numpy" => return self.made_by_numpy(method, arguments),
+            "np.random" | "numpy.random" => return self.made_at_random(method, arguments),
+            _ => {}
         }
         match method {
-            // Methods that keep the shape: the tensor they are called on.
-            "cuda" | "to" | "half" | "float" | "bfloat16" | "double" | "int" | "long" | "short" | "bool" | "byte" | "char" | "type" | "contiguous" | "clone" | "detach" | "requires_grad_" | "cpu" | "pin_memory" | "zero_" | "fill_" | "uniform_" | "normal_" => {
+            // Methods that keep the shape: the tensor or array they are called on.
+            "cuda" | "to" | "half" | "float" | "bfloat16" | "double" | "int" | "long" | "short" | "bool" | "byte" | "char" | "type" | "contiguous" | "clone" | "detach" | "requires_grad_" | "cpu" | "pin_memory" | "zero_" | "fill_" | "uniform_" | "normal_" | "astype" | "sigmoid" | "abs" | "exp" | "relu" | "tanh" | "sqrt" | "neg" => {
                 self.expression(object)
             }
-            "view" | "reshape" => Some(format!("torch::empty({{{}}})", self.dims(arguments)?)),
+            "unsqueeze" => Some(format!("{}.unsqueeze({})", self.expression(object)?, self.arguments(arguments).first()?.clone()?)),
+            "view" | "reshape" => Some(format!("torch::empty({{{}}})", self.viewed_dims(object, arguments)?)),
             // A tensor made on another's device (`input.new_zeros(input.size())`, `x.new_empty(n, 4)`).
             "new_zeros" | "new_empty" | "new_ones" | "new_full" => self.shape_of_another(arguments).or_else(|| match method {
                 "new_full" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 0)?)),
@@ -847,13 +1006,17 @@ impl<'a> Writer<'a> {
 
     /// `torch.randn(b, n, d)`, `torch.empty((b, n), dtype=…)`, `torch.full((n,), 1.0)`,
     /// `torch.randint(0, 10, (n,))`, `torch.arange(n)`, `torch.zeros_like(x)`.
-    fn made_by_torch(&self, function: &str, arguments: Node) -> Option<String> {
+    fn made_by_torch(&self, function: &str, arguments: Node<'a>) -> Option<String> {
         match function {
             "empty" | "zeros" | "ones" | "randn" | "rand" => Some(format!("torch::{function}({{{}}})", self.dims(arguments)?)),
             "full" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 0)?)),
             "randint" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 2).or_else(|| self.shape_argument(arguments, 1))?)),
             "arange" => Some(format!("torch::empty({{{}}})", self.arange_length(arguments)?)),
-            "tensor" | "as_tensor" => Some(format!("torch::empty({{{}}})", self.nested_lengths(arguments.named_child(0)?)?.join(", "))),
+            "tensor" | "as_tensor" | "from_numpy" => self.from_data(arguments),
+            // The legacy constructors: of data, or of dimensions (`torch.FloatTensor(2, 3)`).
+            "Tensor" | "FloatTensor" | "DoubleTensor" | "HalfTensor" | "LongTensor" | "IntTensor" | "BoolTensor" | "ByteTensor" => {
+                self.from_data(arguments).or_else(|| Some(format!("torch::empty({{{}}})", self.dims(arguments)?)))
+            }
             "empty_like" | "zeros_like" | "ones_like" | "randn_like" | "rand_like" | "full_like" => {
                 let first = arguments.named_child(0).filter(|a| a.kind() == "identifier")?;
                 Some(format!("torch::{function}({})", cpp_name(self.text(first))))
@@ -862,15 +1025,54 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// NumPy's arrays, as tensors of their shapes: `np.array(data)`, `np.zeros((n, 3))`,
+    /// `np.arange(n)`, `np.zeros_like(a)`.
+    fn made_by_numpy(&self, function: &str, arguments: Node<'a>) -> Option<String> {
+        match function {
+            "array" | "asarray" | "ascontiguousarray" => self.from_data(arguments),
+            "zeros" | "ones" | "empty" | "full" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 0)?)),
+            "arange" => Some(format!("torch::empty({{{}}})", self.arange_length(arguments)?)),
+            "zeros_like" | "ones_like" | "empty_like" | "full_like" => {
+                let first = arguments.named_child(0).filter(|a| a.kind() == "identifier")?;
+                Some(format!("torch::empty_like({})", cpp_name(self.text(first))))
+            }
+            _ => None,
+        }
+    }
+
+    /// NumPy's random arrays (`np.random.rand(b, n)`, `np.random.uniform(-1, 1, (b, n, 3))`), as
+    /// tensors of their shapes.
+    fn made_at_random(&self, function: &str, arguments: Node<'a>) -> Option<String> {
+        let shape = match function {
+            "rand" | "randn" => self.dims(arguments)?,
+            "random" | "random_sample" | "sample" | "standard_normal" => self.shape_argument(arguments, 0)?,
+            // The distribution's two parameters, then the shape.
+            "uniform" | "normal" | "randint" => self.shape_argument(arguments, 2)?,
+            _ => return None,
+        };
+        Some(format!("torch::empty({{{shape}}})"))
+    }
+
+    /// A tensor or array of data (`torch.tensor([[1., 2.], [3., 4.]])`, `np.array(case[0])`),
+    /// of the data's shape; or of another array, the one it copies (`torch.from_numpy(np_x)`).
+    fn from_data(&self, arguments: Node<'a>) -> Option<String> {
+        let data = named_children(arguments).into_iter().find(|a| a.kind() != "keyword_argument")?;
+        if let Some(lengths) = self.nested_lengths(data) {
+            return Some(format!("torch::empty({{{}}})", lengths.join(", ")));
+        }
+        // A number makes a tensor of no dimensions, which no kernel's sizes come from.
+        self.expression(data).filter(|copied| copied.parse::<f64>().is_err() && matches!(data.kind(), "identifier" | "call" | "attribute"))
+    }
+
     /// A tensor of another's shape, where the first argument is that shape (`x.size()`,
     /// `x.shape`): `torch::empty_like(x)`.
-    fn shape_of_another(&self, arguments: Node) -> Option<String> {
+    fn shape_of_another(&self, arguments: Node<'a>) -> Option<String> {
         let first = named_children(arguments).into_iter().find(|a| a.kind() != "keyword_argument")?;
         Some(format!("torch::empty_like({})", self.shape_of(first)?))
     }
 
     /// The tensor whose whole shape `node` is (`x.size()`, `x.shape`), as C++ names it.
-    fn shape_of(&self, node: Node) -> Option<String> {
+    fn shape_of(&self, node: Node<'a>) -> Option<String> {
         let tensor = match node.kind() {
             "attribute" if node.child_by_field_name("attribute").is_some_and(|a| self.text(a) == "shape") => node.child_by_field_name("object")?,
             "call" if node.child_by_field_name("arguments").is_some_and(|a| a.named_child_count() == 0) => {
@@ -884,28 +1086,66 @@ impl<'a> Writer<'a> {
     }
 
     /// The shape of data written as nested lists (`[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]` is 2 × 3),
-    /// or of a list the module names so: each level's length, read from its first item.
-    fn nested_lengths(&self, data: Node) -> Option<Vec<String>> {
-        let mut node = match data.kind() {
-            "identifier" => *self.lists.get(self.text(data))?,
-            _ => data,
-        };
+    /// or of data a name holds (see [`Writer::data_node`]): each level's length, read from its
+    /// first item; a level made by a comprehension over a `range` has the range's length.
+    fn nested_lengths(&self, data: Node<'a>) -> Option<Vec<String>> {
+        let mut node = self.data_node(data)?;
         let mut lengths = Vec::new();
-        while matches!(node.kind(), "list" | "tuple") {
-            let items: Vec<Node> = named_children(node).into_iter().filter(|i| i.kind() != "comment").collect();
-            // A starred item has no length written (nor has a comprehension, which ends the walk).
-            if items.iter().any(|i| i.kind() == "list_splat") {
-                return None;
-            }
-            lengths.push(items.len().to_string());
-            let Some(first) = items.first() else { break };
-            node = *first;
+        loop {
+            let (length, first) = match node.kind() {
+                "list" | "tuple" => {
+                    let items = data_items(node);
+                    // A starred item has no length written.
+                    if items.iter().any(|i| i.kind() == "list_splat") {
+                        return None;
+                    }
+                    (items.len().to_string(), items.first().copied())
+                }
+                "list_comprehension" => (self.comprehension_length(node)?, node.child_by_field_name("body")),
+                _ => break,
+            };
+            lengths.push(length);
+            let Some(first) = first else { break };
+            node = first;
         }
         (!lengths.is_empty()).then_some(lengths)
     }
 
+    /// How many items a comprehension over one `range` makes (`[[i, i + 1] for i in range(1000)]`).
+    fn comprehension_length(&self, comprehension: Node<'a>) -> Option<String> {
+        let clauses: Vec<Node> = named_children(comprehension).into_iter().filter(|c| matches!(c.kind(), "for_in_clause" | "if_clause")).collect();
+        let [clause] = clauses[..] else { return None };
+        let range = clause.child_by_field_name("right").filter(|r| r.kind() == "call")?;
+        (self.text(range.child_by_field_name("function")?) == "range").then_some(())?;
+        self.arange_length(range.child_by_field_name("arguments")?)
+    }
+
+    /// The data (nested lists and tuples, written) that `node` is: written in place, a name
+    /// the module or the function gives such data (`inputs = [([[1., 0], [0, 1.]], [0, 1]), …]`,
+    /// a loop's `case` over it, a test's parametrized `shape`), or an item of such data read
+    /// by its index (`case[0]`).
+    fn data_node(&self, node: Node<'a>) -> Option<Node<'a>> {
+        match node.kind() {
+            "list" | "tuple" | "list_comprehension" => Some(node),
+            "parenthesized_expression" => self.data_node(node.named_child(0)?),
+            "identifier" => self.local_lists.get(self.text(node)).or_else(|| self.lists.get(self.text(node))).copied().filter(|n| matches!(n.kind(), "list" | "tuple" | "list_comprehension")),
+            "subscript" => self.data_node(self.data_item(node)?),
+            _ => None,
+        }
+    }
+
+    /// The item of written data that `subscript` reads by a number (`case[0]`, `shape[-1]`).
+    fn data_item(&self, subscript: Node<'a>) -> Option<Node<'a>> {
+        let data = self.data_node(subscript.child_by_field_name("value")?).filter(|d| d.kind() != "list_comprehension")?;
+        let index: i64 = self.text(subscript.child_by_field_name("subscript")?).parse().ok()?;
+        let items = data_items(data);
+        let at = if index < 0 { index + i64::try_from(items.len()).ok()? } else { index };
+        let item = *items.get(usize::try_from(at).ok()?)?;
+        Some(if item.kind() == "parenthesized_expression" { item.named_child(0).unwrap_or(item) } else { item })
+    }
+
     /// How many elements `arange(end)`, `arange(start, end)` or `arange(start, end, step)` makes.
-    fn arange_length(&self, arguments: Node) -> Option<String> {
+    fn arange_length(&self, arguments: Node<'a>) -> Option<String> {
         match self.arguments(arguments).as_slice() {
             [Some(end)] => Some(end.clone()),
             [Some(start), Some(end)] if start == "0" => Some(end.clone()),
@@ -915,26 +1155,45 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// The dimensions `object.view(…)` gives it: as written, but for one written `-1`, which is
+    /// what the others leave of the elements (`boxes.view(b, -1, 7)`: `boxes.numel() / (b * 7)`).
+    fn viewed_dims(&self, object: Node<'a>, arguments: Node<'a>) -> Option<String> {
+        let mut dims = self.dim_list(arguments)?;
+        let Some(inferred) = dims.iter().position(|d| d == "-1") else { return Some(dims.join(", ")) };
+        let tensor = self.expression(object).filter(|t| super::is_identifier(t))?;
+        let others: Vec<String> = dims.iter().enumerate().filter(|(k, _)| *k != inferred).map(|(_, d)| parenthesized(d)).collect();
+        dims[inferred] = match others.is_empty() {
+            true => format!("{tensor}.numel()"),
+            false => format!("{tensor}.numel() / ({})", others.join(" * ")),
+        };
+        Some(dims.join(", "))
+    }
+
     /// The dimensions a shape is given as: each positional argument (`randn(b, n)`), one
     /// tuple or list (`randn((b, n))`), or `size=`.
-    fn dims(&self, arguments: Node) -> Option<String> {
-        if let Some(size) = self.keyword(arguments, "size") {
-            return self.tuple(size);
-        }
+    fn dims(&self, arguments: Node<'a>) -> Option<String> {
+        self.dim_list(arguments).map(|d| d.join(", "))
+    }
+
+    /// [`Writer::dims`], one by one.
+    fn dim_list(&self, arguments: Node<'a>) -> Option<Vec<String>> {
+        let written = |nodes: Vec<Node<'a>>| nodes.into_iter().map(|e| self.expression(e)).collect::<Option<Vec<_>>>();
         let positional: Vec<Node> = named_children(arguments).into_iter().filter(|a| a.kind() != "keyword_argument").collect();
-        match positional.as_slice() {
-            [only] if matches!(only.kind(), "tuple" | "list") => self.tuple(*only),
-            _ => positional.iter().map(|a| self.expression(*a)).collect::<Option<Vec<_>>>().map(|d| d.join(", ")),
+        let shape = self.keyword(arguments, "size").or_else(|| positional.first().copied().filter(|only| positional.len() == 1 && matches!(only.kind(), "tuple" | "list")));
+        match shape {
+            Some(size) if matches!(size.kind(), "tuple" | "list") => written(named_children(size)),
+            Some(size) => written(vec![size]),
+            None => written(positional),
         }
     }
 
     /// The shape given as the positional argument `index` or as `size=`.
-    fn shape_argument(&self, arguments: Node, index: usize) -> Option<String> {
+    fn shape_argument(&self, arguments: Node<'a>, index: usize) -> Option<String> {
         let positional: Vec<Node> = named_children(arguments).into_iter().filter(|a| a.kind() != "keyword_argument").collect();
         self.tuple(self.keyword(arguments, "size").or_else(|| positional.get(index).copied())?)
     }
 
-    fn tuple(&self, node: Node) -> Option<String> {
+    fn tuple(&self, node: Node<'a>) -> Option<String> {
         match node.kind() {
             "tuple" | "list" => named_children(node).into_iter().map(|e| self.expression(e)).collect::<Option<Vec<_>>>().map(|d| d.join(", ")),
             _ => self.expression(node),
@@ -946,7 +1205,7 @@ impl<'a> Writer<'a> {
     }
 
     /// The positional arguments, each written where it can be.
-    fn arguments(&self, arguments: Node) -> Vec<Option<String>> {
+    fn arguments(&self, arguments: Node<'a>) -> Vec<Option<String>> {
         named_children(arguments).into_iter().filter(|a| a.kind() != "keyword_argument").map(|a| self.expression(a)).collect()
     }
 
@@ -956,7 +1215,7 @@ impl<'a> Writer<'a> {
     /// `Class.method` so where that is a known function; `torch.ops.ns.op.default` as `op`;
     /// any other attribute (`ext.forward`) as the attribute. With it, whether the name is a
     /// method's, named through its class.
-    fn callee_name(&self, function: Node, class: Option<&str>) -> Option<(String, bool)> {
+    fn callee_name(&self, function: Node<'a>, class: Option<&str>) -> Option<(String, bool)> {
         match function.kind() {
             "identifier" => match self.aliases.get(self.text(function)) {
                 Some(aliased) => Some((aliased.clone(), true)),
@@ -992,26 +1251,83 @@ impl<'a> Writer<'a> {
     }
 
     /// A call of an exported function (`ext.forward(q, k, v)`, `torch.ops.ns.rms_norm(…)`, or
-    /// by its name) or of a function of the script, with its keyword arguments put where the
-    /// parameters they name are.
-    fn host_call(&self, call: Node) -> Option<String> {
+    /// by its name), of a function of the script or of an object of a module, with its keyword
+    /// arguments put where the parameters they name are; `gradcheck(f, (x, y))` calls `f(x, y)`.
+    fn host_call(&self, call: Node<'a>) -> Option<String> {
         let function = call.child_by_field_name("function")?;
-        let (name, by_class) = self.callee_name(function, self.class.as_deref())?;
+        let arguments = named_children(call.child_by_field_name("arguments")?);
+        match self.checked(function, &arguments) {
+            Some((checked, inputs)) => self.call_of(checked, &inputs),
+            None => self.call_of(function, &arguments),
+        }
+    }
+
+    /// The function autograd's `gradcheck(f, (x, y), eps=…)` (or `gradgradcheck`) checks, with
+    /// the inputs it calls it on.
+    fn checked(&self, function: Node<'a>, arguments: &[Node<'a>]) -> Option<(Node<'a>, Vec<Node<'a>>)> {
+        let name = self.text(function).rsplit('.').next()?;
+        matches!(name, "gradcheck" | "gradgradcheck").then_some(())?;
+        let (checked, inputs) = (*arguments.first()?, *arguments.get(1)?);
+        let inputs = match inputs.kind() {
+            "tuple" | "list" => named_children(inputs),
+            _ => vec![inputs],
+        };
+        Some((checked, inputs))
+    }
+
+    /// A call of `function` with `arguments` (positional, then keywords) as C++, where it is a
+    /// host call: an object's (`carafe(x, m)`, `Carafe(5, 4, 2)(x, m)`) passes what the object
+    /// was made with as its module's `__init__` parameters.
+    fn call_of(&self, function: Node<'a>, arguments: &[Node<'a>]) -> Option<String> {
+        let object = match function.kind() {
+            "identifier" => self.objects.get(self.text(function)).cloned(),
+            "call" => function.child_by_field_name("function").and_then(|f| self.module_forward(f)).zip(function.child_by_field_name("arguments")),
+            _ => None,
+        };
+        let (name, by_class) = match &object {
+            Some((forward, _)) => (forward.clone(), true),
+            None => self.callee_name(function, self.class.as_deref())?,
+        };
         let binding = self.bindings.iter().find(|b| b.python == name);
         // A function of the script is called by its name, or as a method of its class
         // (`self.make_inputs(…)`, `ShiftFn.apply(…)`); `ext.forward(…)` is the binding's.
         let own = self.functions.get(&name).filter(|_| function.kind() == "identifier" || by_class);
         let passed = function.kind() == "identifier" && self.params.iter().any(|p| *p == cpp_name(&name));
-        let (callee, params): (String, Vec<String>) = match (binding, own) {
-            (_, Some(definition)) => (cpp_name(&name), parameter_names(self.text, *definition)),
-            (Some(binding), None) => (format!("{}{}", binding.cpp, binding.template_args), binding.params.clone()),
-            (None, None) if passed => (cpp_name(&name), Vec::new()),
+        let (callee, params, constructor): (String, Vec<String>, Vec<String>) = match (binding, own) {
+            (_, Some(definition)) => {
+                let binding = binding_of(self.text, &name, cpp_name(&name), *definition);
+                (binding.cpp, binding.params, binding.constructor)
+            }
+            (Some(binding), None) => (format!("{}{}", binding.cpp, binding.template_args), binding.params.clone(), binding.constructor.clone()),
+            (None, None) if passed => (cpp_name(&name), Vec::new(), Vec::new()),
             (None, None) => return None,
         };
-        let arguments = call.child_by_field_name("arguments")?;
         // An argument that cannot be written still holds its place.
-        let mut args: Vec<String> = self.arguments(arguments).into_iter().map(|a| a.unwrap_or_else(|| "0".into())).collect();
-        for keyword in named_children(arguments).into_iter().filter(|a| a.kind() == "keyword_argument") {
+        let mut args: Vec<String> = Vec::new();
+        self.place_arguments(arguments, &params, 0, &mut args);
+        if let Some((_, made_with)) = object {
+            args.resize(args.len().max(params.len() - constructor.len()), "0".into());
+            self.place_arguments(&named_children(made_with), &params, params.len() - constructor.len(), &mut args);
+        }
+        Some(format!("{callee}({})", args.join(", ")))
+    }
+
+    /// Puts `arguments` into `args`: the positional ones from the parameter `first` on, each
+    /// keyword's at the parameter it names (after the rest where none does); one that cannot
+    /// be written as `0`, which holds its place.
+    fn place_arguments(&self, arguments: &[Node<'a>], params: &[String], first: usize, args: &mut Vec<String>) {
+        let (keywords, positional): (Vec<Node>, Vec<Node>) = arguments.iter().partition(|a| a.kind() == "keyword_argument");
+        for (k, argument) in positional.into_iter().enumerate() {
+            let value = self.expression(argument).unwrap_or_else(|| "0".into());
+            match args.get_mut(first + k) {
+                Some(slot) => *slot = value,
+                None => {
+                    args.resize(first + k, "0".into());
+                    args.push(value);
+                }
+            }
+        }
+        for keyword in keywords {
             let (Some(name), Some(value)) = (keyword.child_by_field_name("name"), keyword.child_by_field_name("value")) else { continue };
             let value = self.expression(value).unwrap_or_else(|| "0".into());
             match params.iter().position(|p| p == self.text(name)) {
@@ -1024,7 +1340,6 @@ impl<'a> Writer<'a> {
                 None => args.push(value),
             }
         }
-        Some(format!("{callee}({})", args.join(", ")))
     }
 }
 
@@ -1111,6 +1426,11 @@ fn first_branch(node: Node) -> Node {
     }
 }
 
+/// The items of a list or tuple as written, without the comments between them.
+fn data_items(data: Node) -> Vec<Node> {
+    named_children(data).into_iter().filter(|i| i.kind() != "comment").collect()
+}
+
 /// Whether `node` makes a list: written, a comprehension, `list(…)` or `range(…)`.
 fn is_list(text: &str, node: Node) -> bool {
     match node.kind() {
@@ -1153,7 +1473,7 @@ fn module_lists<'t>(text: &'t str, root: Node<'t>) -> HashMap<&'t str, Node<'t>>
 
 /// The names a test's `@pytest.mark.parametrize("n", [7, 4096])` decorators set, each to its
 /// first value written as C++ (`"n, d", [(7, 64), …]` too, and a list the module names).
-fn parametrized(text: &str, decorated: Node, lists: &HashMap<&str, Node>) -> HashMap<String, String> {
+fn parametrized<'a>(text: &'a str, decorated: Node<'a>, lists: &HashMap<&str, Node<'a>>) -> HashMap<String, Bound<'a>> {
     let writer = Writer::bare(text, &[]);
     let mut out = HashMap::new();
     for decorator in named_children(decorated).into_iter().filter(|d| d.kind() == "decorator") {
@@ -1175,8 +1495,12 @@ fn parametrized(text: &str, decorated: Node, lists: &HashMap<&str, Node>) -> Has
             _ => continue,
         };
         for (name, value) in names.iter().zip(firsts) {
-            if let Some(value) = writer.expression(value) {
-                out.insert(name.to_string(), value);
+            let bound = match value.kind() {
+                "list" | "tuple" => Some(Bound::Data(value)),
+                _ => writer.expression(value).map(Bound::Value),
+            };
+            if let Some(bound) = bound {
+                out.insert(name.to_string(), bound);
             }
         }
     }
@@ -1188,7 +1512,7 @@ mod tests {
     use super::*;
 
     fn binding(python: &str, cpp: &str, params: &[&str]) -> Binding {
-        Binding { python: python.into(), cpp: cpp.into(), template_args: String::new(), params: params.iter().map(|p| p.to_string()).collect() }
+        Binding { python: python.into(), cpp: cpp.into(), template_args: String::new(), params: params.iter().map(|p| p.to_string()).collect(), constructor: Vec::new() }
     }
 
     #[test]
@@ -1336,7 +1660,7 @@ def bench(op, x, out, stages=-1):
 ";
         let code = as_host_code(script, "bench", &[]);
         let lines: Vec<&str> = code.lines().collect();
-        assert_eq!(lines[1..=8], ["{", "auto n = 1;", "op(x, out, stages); }", "{ op(x, out, 0); }", "", "", "{ op(x, out); }", "}"], "{code}");
+        assert_eq!(lines[1..=8], ["", "auto n = 1;", "op(x, out, stages);", "{ op(x, out, 0); }", "", "", "{ op(x, out); }", "}"], "{code}");
     }
 
     #[test]
@@ -1442,9 +1766,9 @@ if __name__ == '__main__':
         assert_eq!(lines[7], "rms_norm(out, x, eps); }");
         assert_eq!(lines[9], "void bench(auto n, auto d = 1024) {");
         assert_eq!(lines[10], "auto x = torch::rand({n, d});");
-        assert_eq!(lines[13], "void test_norm_py_line_14() { {");
+        assert_eq!(lines[13], "void test_norm_py_line_14() {");
         assert_eq!(lines[14], "{ auto n = 4096;");
-        assert_eq!(lines[15], "bench(n); } } }");
+        assert_eq!(lines[15], "bench(n); } }");
     }
 
     #[test]
@@ -1476,6 +1800,101 @@ for (rows, cols), scale in [((64, 32), 2)]:
         assert_eq!(lines[11], "auto x = torch::empty({n, 2});", "{code}");
         assert_eq!(lines[12], "auto y = torch::empty({((n) - (1) + (2) - 1) / (2)}); } }", "{code}");
         assert_eq!(lines[14], "void bench_py_line_15() { { auto rows = 64; auto cols = 32; auto scale = 2;", "{code}");
+    }
+
+    #[test]
+    fn tensors_made_of_written_data_or_numpy_arrays_have_their_shapes() {
+        let script = "\
+cases = [
+    ([[0.5, 1.0, 2.0], [1.5, 1.0, 0.0]], [1, 0]),  # rows, labels
+    ([[0.5, 1.0]], [1]),
+]
+
+def check(dtype):
+    for case, expected in zip(cases, [0.1, 0.2]):
+        np_rows = np.array(case[0])
+        rows = torch.from_numpy(np_rows).cuda().type(dtype)
+        labels = torch.tensor(case[-1], device='cuda')
+        ext.label_loss(rows, labels)
+
+@pytest.mark.parametrize('shape', [(2, 600, 3), (1, 1, 3)])
+def test_random(shape):
+    b = shape[0]
+    pts = np.random.uniform(-1.0, 1.0, (b, shape[1], 3)).astype(np.float32)
+    grid = np.zeros((b, 8))
+    ext.label_loss(torch.tensor(pts, dtype=torch.float), torch.tensor(grid).unsqueeze(0))
+
+def test_boxes():
+    boxes = torch.tensor([[1.0 + i, 2.0, 3.0 + i, 4.0] for i in range(1000)])
+    shifts = [[[1, 0, 1], [0, 1, 1]]]
+    for shift in shifts:
+        shift = torch.tensor(shift).int()
+        ext.label_loss(boxes, shift)
+";
+        let code = as_host_code(script, "test_loss", &[binding("label_loss", "label_loss", &["rows", "labels"])]);
+        let lines: Vec<&str> = code.lines().collect();
+        // A loop's item is data (a tuple of nested lists), read by index where it is used.
+        assert_eq!(lines[6], "{ auto expected = 0.1;", "{code}");
+        assert_eq!(lines[7], "auto np_rows = torch::empty({2, 3});", "{code}");
+        assert_eq!(lines[8], "auto rows = np_rows;", "{code}");
+        assert_eq!(lines[9], "auto labels = torch::empty({2});", "{code}");
+        // A parametrized tuple read by index; NumPy's random arrays and zeros; an added dimension.
+        assert_eq!(lines[13], "void test_random() {", "{code}");
+        assert_eq!(lines[14], "auto b = 2;", "{code}");
+        assert_eq!(lines[15], "auto pts = torch::empty({b, 600, 3});", "{code}");
+        assert_eq!(lines[16], "auto grid = torch::empty({b, 8});", "{code}");
+        assert_eq!(lines[17], "label_loss(pts, grid.unsqueeze(0)); }", "{code}");
+        // A comprehension over a range has the range's length; a name bound to data and then
+        // to a tensor names the tensor.
+        assert_eq!(lines[20], "auto boxes = torch::empty({1000, 4});", "{code}");
+        assert_eq!(lines[23], "auto shift = torch::empty({2, 3});", "{code}");
+        assert_eq!(lines[24], "label_loss(boxes, shift); } }", "{code}");
+        let viewed = as_host_code("def f(boxes, b):\n    v = boxes.view(b, -1, 7)\n    w = boxes.reshape(-1)\n", "f", &[]);
+        assert!(viewed.contains("auto v = torch::empty({b, boxes.numel() / (b * 7), 7});") && viewed.contains("auto w = torch::empty({boxes.numel()});"), "{viewed}");
+    }
+
+    #[test]
+    fn an_object_of_a_module_calls_its_forward_with_what_it_was_made_with() {
+        let package = "\
+class BlurFunction(Function):
+    @staticmethod
+    def forward(ctx, x, radius, scale):
+        out = x.new_zeros(x.size())
+        ext_module.blur_forward(x, out, radius, scale)
+        return out
+
+class Blur(nn.Module):
+    def __init__(self, radius, scale=1.0, name='blur'):
+        super().__init__()
+        self.radius = radius
+        self.scale = float(scale)
+        self.label = name.upper()
+
+    def forward(self, x):
+        return BlurFunction.apply(x, self.radius, self.scale)
+";
+        let found = callers(package, &[binding("blur_forward", "blur_forward", &["x", "out", "radius", "scale"])]);
+        // The module's `forward` takes its `__init__`'s parameters after its own.
+        let module = Binding { constructor: vec!["radius".into(), "scale".into(), "name".into()], ..binding("Blur_forward", "Blur_forward", &["x", "radius", "scale", "name"]) };
+        assert_eq!(found.iter().find(|(b, _)| b.python == "Blur_forward"), Some(&(module, "Blur".to_string())), "{found:?}");
+        let code = as_host_code(package, "blur", &[binding("blur_forward", "blur_forward", &["x", "out", "radius", "scale"])]);
+        let lines: Vec<&str> = code.lines().collect();
+        assert_eq!(lines[14], "void Blur_forward(auto x, auto radius, auto scale = 1.0, auto name) {", "{code}");
+        assert_eq!(lines[15], "BlurFunction_forward(x, radius, (scale)); }", "{code}");
+        let test = "\
+def test_blur():
+    x = torch.rand(2, 3, 16, 16)
+    blur = Blur(3, scale=2.0).cuda()
+    y = blur(x)
+    gradcheck(Blur(5), (x.double(),), eps=1e-3)
+    gradcheck(BlurFunction.apply, (x, 1, 1.0))
+";
+        let callees: Vec<Binding> = found.iter().map(|(b, _)| b.clone()).collect();
+        let code = as_host_code(test, "test_blur", &callees);
+        let lines: Vec<&str> = code.lines().collect();
+        assert_eq!(lines[3], "auto y = Blur_forward(x, 3, 2.0);", "{code}");
+        assert_eq!(lines[4], "Blur_forward(x, 5);", "{code}");
+        assert_eq!(lines[5], "BlurFunction_forward(x, 1, 1.0); }", "{code}");
     }
 
     #[test]
@@ -1534,7 +1953,7 @@ if __name__ == '__main__':
         let code = as_host_code(script, "bench", &[binding("softclamp_", "softclamp_", &[])]);
         let lines: Vec<&str> = code.lines().collect();
         assert_eq!(lines[2], "void main_(auto tokens, auto hidden) {", "{code}");
-        assert_eq!(lines[12], "main_(4096 * 8, 1024); } }", "{code}");
+        assert_eq!(lines[12], "main_(4096 * 8, 1024); }", "{code}");
     }
 
     #[test]

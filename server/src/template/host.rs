@@ -1121,6 +1121,9 @@ impl<'d> HostContext<'d> {
             if let Some((name, _, _)) = holder {
                 return name.clone();
             }
+            if let Some(passed) = self.dimension_passed_down(path, tensor, k, rank) {
+                return passed;
+            }
             // The first tensor the launcher takes with that dimension names it.
             let taken = self.launcher().params.iter().find_map(|p| {
                 let rank = self.tensor_dims(path, 0, p, 0)?.1.len();
@@ -1138,18 +1141,57 @@ impl<'d> HostContext<'d> {
         }
     }
 
+    /// The launcher's parameter that a caller passes dimension `k` of the launcher's tensor
+    /// `tensor` (of `rank` dimensions) down as: a local of the caller that holds it
+    /// (`int batch = pts.size(0); box_pool_impl(batch, …, pts, …)`), the nearest caller first.
+    fn dimension_passed_down(&self, path: &[Frame], tensor: &str, k: usize, rank: usize) -> Option<String> {
+        let wanted = self.dimension_made_as(path, 0, tensor, tensors::SizeRead::Dim(k as i64));
+        (1..path.len()).find_map(|at| {
+            let frame = &path[at];
+            let there = self.name_in_frame(path, at, tensor)?;
+            let same = |t: &str, r: tensors::SizeRead| (t == there && r.is_dim(k, rank)) || (wanted.is_some() && self.dimension_made_as(path, at, t, r) == wanted);
+            let held = |(name, value, _): &&(String, String, usize)| is_identifier(name) && frame.scope.value_text(name) == Some(value.as_str()) && tensors::size_read(value).is_some_and(|(t, r)| same(t, r));
+            let (holder, _, _) = frame.scope.values.iter().find(held)?;
+            let down = self.to_launcher_names(path, at, holder);
+            self.launcher().params.contains(&down).then_some(down)
+        })
+    }
+
+    /// The name frame `at` of `path` has for the launcher's parameter `name`: the argument each
+    /// caller up to it passes for it, where each is a plain name.
+    fn name_in_frame(&self, path: &[Frame], at: usize, name: &str) -> Option<String> {
+        let mut name = name.to_string();
+        for frame in &path[..at] {
+            let index = frame.params.iter().position(|p| *p == name)?;
+            let passed = frame.called_with()?.get(index)?.trim().to_string();
+            name = is_identifier(&passed).then_some(passed)?;
+        }
+        Some(name)
+    }
+
     /// Where and as what the dimension that `read` reads of frame `at`'s tensor `tensor` was
     /// made (`hidden_size` of the test that made both `x` and `weight` with it): the same
     /// dimension of two tensors is one size.
     fn dimension_made_as(&self, path: &[Frame], at: usize, tensor: &str, read: tensors::SizeRead) -> Option<(usize, String)> {
+        self.dimension_made_as_within(path, at, tensor, read, 0)
+    }
+
+    fn dimension_made_as_within(&self, path: &[Frame], at: usize, tensor: &str, read: tensors::SizeRead, depth: usize) -> Option<(usize, String)> {
+        const MAX_DEPTH: usize = 8;
         let (made_at, dims) = self.tensor_dims(path, at, tensor, 0)?;
         let k = match read {
             tensors::SizeRead::Dim(k) => tensors::dim_index(k, dims.len())?,
             _ => return None,
         };
+        let made = dims.get(k)?.clone();
+        // A local that holds another tensor's dimension (`batch = points.size(0)` of
+        // `boxes.view(batch, -1, 7)`) makes it that dimension.
+        let held = path.get(made_at).and_then(|frame| frame.scope.value_text(&made)).and_then(tensors::size_read).filter(|_| is_identifier(&made) && depth < MAX_DEPTH);
+        if let Some((other, read)) = held {
+            return self.dimension_made_as_within(path, made_at, other, read, depth + 1);
+        }
         // A number is no name: `64` of one dimension is not `64` of another, unless it is
         // the same dimension of tensors made alike.
-        let made = dims.get(k)?.clone();
         let place = match eval_constant(&made, &|_| None) {
             Some(_) => format!("{k} of {}", dims.join(", ")),
             None => made,
@@ -3046,6 +3088,22 @@ struct BranchVerdict {
     taken: Option<bool>,
 }
 
+/// How surely a call path's outermost function is where the program starts, surest first: `main`,
+/// a function of no parameters, a script's test (pytest's `test_…`, a test case's methods) or
+/// its module's statements (0); a script's other functions, which a caller may pass other
+/// tensors (1); a C++ function with parameters nothing calls (2), which gives no values
+/// (OpenMMLab's Parrots binding beside its PyTorch one).
+fn start_rank(graph: &CallGraph, top: &Frame) -> u8 {
+    let name = top.scope.body.and_then(|b| b.parent()).and_then(|f| function_name(top.text, f)).unwrap_or_default();
+    let is_test = name.starts_with("test") || name.contains("_test") || name.contains("_py_line_");
+    match (top.params.is_empty() || name == "main", graph.is_script(top.text)) {
+        (true, _) => 0,
+        (false, true) if is_test => 0,
+        (false, true) => 1,
+        (false, false) => 2,
+    }
+}
+
 /// The call paths that reach `launcher`, those of the program's own run first: a path through a
 /// call made only when the user asks for it on the command line (a `-shmoo` sweep from one
 /// element up) is no shape the program runs by default, and is kept only when there is no other;
@@ -3055,11 +3113,7 @@ fn call_paths<'d>(graph: &CallGraph<'d>, launcher: Frame<'d>) -> (Vec<Vec<Frame<
     extend_paths(graph, vec![launcher], &mut paths);
     let asked = |path: &Vec<Frame>| path.iter().filter_map(|f| f.called_by).any(|c| asked_for_on_command_line(&c, graph.run_of(c.text)));
     let (mut asked_paths, mut paths): (Vec<_>, Vec<_>) = paths.into_iter().partition(asked);
-    // A path that ends where the program starts (`main`, a script's function, a function of no
-    // parameters) gives the values; one that ends at a C++ function with parameters nothing
-    // calls gives none (OpenMMLab's Parrots binding beside its PyTorch one) and goes last.
-    let ends_unbound = |path: &Vec<Frame>| path.last().is_some_and(|top| !top.params.is_empty() && !graph.is_script(top.text) && top.scope.body.and_then(|b| b.parent()).and_then(|f| function_name(top.text, f)) != Some("main"));
-    paths.sort_by_key(ends_unbound);
+    paths.sort_by_key(|path| path.last().map(|top| start_rank(graph, top)));
     if paths.is_empty() {
         paths = std::mem::take(&mut asked_paths);
     }

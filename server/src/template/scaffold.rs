@@ -276,10 +276,10 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
             }
         }
         // A call path that gives only some of the sizes is not a shape the program runs (it
-        // reached the launcher another way); keep the complete ones when there are any.
-        if shapes.iter().any(|s| s.len() == sizes.len()) {
-            shapes.retain(|s| s.len() == sizes.len());
-        }
+        // reached the launcher another way): keep those that give the most, and of them those
+        // that give the same sizes as the first, as every shape must name the same.
+        let fullest = shapes.iter().rev().max_by_key(|s| s.len()).map(|s| s.keys().cloned().collect::<Vec<String>>()).unwrap_or_default();
+        shapes.retain(|s| s.keys().eq(fullest.iter()));
     }
     if shapes.is_empty() {
         shapes.push(Shape::new());

@@ -172,7 +172,8 @@ pub(super) enum MadeTensor {
     /// `a[:m, :]`), each sliced dimension's new extent, `None` where it is whole.
     Sliced(String, Vec<Option<String>>),
     /// Another tensor's dimensions in another order: `v.transpose(-2, -1)` swaps two, `x.t()`
-    /// the two of a matrix, `q.permute({0, 2, 1, 3})` takes each from the index given.
+    /// the two of a matrix, `q.permute({0, 2, 1, 3})` takes each from the index given;
+    /// `x.unsqueeze(0)` adds one of extent 1.
     Reordered(String, Reorder),
 }
 
@@ -181,6 +182,8 @@ pub(super) enum MadeTensor {
 pub(super) enum Reorder {
     Swap(i64, i64),
     Permute(Vec<i64>),
+    /// A dimension of extent 1 inserted at the index (of the new rank).
+    Unsqueeze(i64),
 }
 
 impl Reorder {
@@ -194,6 +197,10 @@ impl Reorder {
             }
             Reorder::Permute(order) if order.len() == rank => order.iter().map(|k| dims.get(dim_index(*k, rank)?).cloned()).collect(),
             Reorder::Permute(_) => None,
+            Reorder::Unsqueeze(k) => {
+                dims.insert(dim_index(*k, rank + 1)?, "1".to_string());
+                Some(dims)
+            }
         }
     }
 }
@@ -264,6 +271,7 @@ fn reordered(value: &str) -> Option<MadeTensor> {
         ("transpose" | "swapaxes" | "swapdims", Some(&[a, b])) => Reorder::Swap(a, b),
         ("t", _) if args.trim().is_empty() => Reorder::Swap(0, 1),
         ("permute", Some(order)) if !order.is_empty() => Reorder::Permute(order.to_vec()),
+        ("unsqueeze", Some(&[k])) => Reorder::Unsqueeze(k),
         _ => return None,
     };
     let object = object.trim();
@@ -421,6 +429,10 @@ mod tests {
         let order = Reorder::Permute(vec![0, 2, 1]);
         assert_eq!(order.of(vec!["a".into(), "b".into()]), None, "a permutation of another rank");
         assert_eq!(Reorder::Swap(-1, 0).of(vec!["a".into(), "b".into(), "c".into()]), Some(vec!["c".into(), "b".into(), "a".into()]));
+        // A dimension of extent 1 added, before the first or after the last.
+        assert_eq!(made_tensor("torch::empty({15, 3}).unsqueeze(0)"), dims(&["1", "15", "3"]));
+        assert_eq!(Reorder::Unsqueeze(-1).of(vec!["n".into(), "d".into()]), Some(vec!["n".into(), "d".into(), "1".into()]));
+        assert_eq!(Reorder::Unsqueeze(3).of(vec!["n".into(), "d".into()]), None, "past the new rank");
     }
 
     #[test]
