@@ -2564,6 +2564,14 @@ async def test_the_code_action_follows_a_registered_op_to_its_test(client, tmp_p
     assert spec["shapes"] == [{"cols": 1024, "input_size_0": 2048, "scale_size_0": 2048}] and spec["grid"] == ["min(ceil_div(input_size_0 * cols, THREADS), 4096)"], spec
 
 
+async def test_the_code_action_sizes_an_op_from_numpy_built_tests_through_a_module_object(client, tmp_path: Path):
+    root = project(tmp_path, "registered_ops")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "ops" / "csrc" / "common" / "cuda" / "box_pool_kernel.cuh", "int box = blockIdx.x * blockDim.x + threadIdx.x;", "box_pool_kernel")
+    assert [(s["batch"], s["boxes_num"], s["sampled"]) for s in spec["shapes"]] == [(1, 2, 4), (2, 3, 8)], spec["shapes"]
+    assert spec["grid"] == ["min(ceil_div(boxes_num, THREADS), 4096)", "batch"], spec
+
+
 def test_a_package_function_no_test_calls_names_where_the_chain_stops(tmp_path: Path):
     root = project(tmp_path, "autograd_chain")
     (root / ".git").mkdir()
