@@ -521,6 +521,7 @@ impl<'a> Writer<'a> {
             return;
         }
         let name = self.text(left).to_string();
+        let right = unparenthesized(right);
         match right.kind() {
             "list" | "tuple" => self.local_lists.insert(name, right),
             _ => self.local_lists.remove(&name),
@@ -648,7 +649,7 @@ impl<'a> Writer<'a> {
     /// `(s, k) for s in …` would) or to the data it is, a tuple of names to a tuple of as many
     /// values.
     fn bind(&self, target: Node<'a>, item: Node<'a>) -> Vec<(String, Bound<'a>)> {
-        let item = if item.kind() == "parenthesized_expression" { item.named_child(0).unwrap_or(item) } else { item };
+        let item = unparenthesized(item);
         match (target.kind(), item.kind()) {
             ("identifier", "list" | "tuple") => vec![(cpp_name(self.text(target)), Bound::Data(item))],
             ("identifier", _) => {
@@ -1127,7 +1128,7 @@ impl<'a> Writer<'a> {
     fn data_node(&self, node: Node<'a>) -> Option<Node<'a>> {
         match node.kind() {
             "list" | "tuple" | "list_comprehension" => Some(node),
-            "parenthesized_expression" => self.data_node(node.named_child(0)?),
+            "parenthesized_expression" => self.data_node(unparenthesized(node)),
             "identifier" => self.local_lists.get(self.text(node)).or_else(|| self.lists.get(self.text(node))).copied().filter(|n| matches!(n.kind(), "list" | "tuple" | "list_comprehension")),
             "subscript" => self.data_node(self.data_item(node)?),
             _ => None,
@@ -1141,7 +1142,7 @@ impl<'a> Writer<'a> {
         let items = data_items(data);
         let at = if index < 0 { index + i64::try_from(items.len()).ok()? } else { index };
         let item = *items.get(usize::try_from(at).ok()?)?;
-        Some(if item.kind() == "parenthesized_expression" { item.named_child(0).unwrap_or(item) } else { item })
+        Some(unparenthesized(item))
     }
 
     /// How many elements `arange(end)`, `arange(start, end)` or `arange(start, end, step)` makes.
@@ -1426,6 +1427,14 @@ fn first_branch(node: Node) -> Node {
     }
 }
 
+/// What `node` holds inside any parentheses around it (`([[1.0, 2.0]])` is a list).
+fn unparenthesized(node: Node) -> Node {
+    match node.kind() {
+        "parenthesized_expression" => node.named_child(0).map_or(node, unparenthesized),
+        _ => node,
+    }
+}
+
 /// The items of a list or tuple as written, without the comments between them.
 fn data_items(data: Node) -> Vec<Node> {
     named_children(data).into_iter().filter(|i| i.kind() != "comment").collect()
@@ -1466,7 +1475,7 @@ fn cpp_name(name: &str) -> String {
 fn module_lists<'t>(text: &'t str, root: Node<'t>) -> HashMap<&'t str, Node<'t>> {
     let assignments = named_children(root).into_iter().filter(|s| s.kind() == "expression_statement").filter_map(|s| s.named_child(0)).filter(|a| a.kind() == "assignment");
     assignments
-        .filter_map(|a| Some((a.child_by_field_name("left").filter(|l| l.kind() == "identifier")?, a.child_by_field_name("right").map(first_branch).filter(|r| matches!(r.kind(), "list" | "tuple" | "list_comprehension"))?)))
+        .filter_map(|a| Some((a.child_by_field_name("left").filter(|l| l.kind() == "identifier")?, a.child_by_field_name("right").map(first_branch).map(unparenthesized).filter(|r| matches!(r.kind(), "list" | "tuple" | "list_comprehension"))?)))
         .map(|(name, list)| (&text[name.byte_range()], list))
         .collect()
 }
@@ -1805,10 +1814,10 @@ for (rows, cols), scale in [((64, 32), 2)]:
     #[test]
     fn tensors_made_of_written_data_or_numpy_arrays_have_their_shapes() {
         let script = "\
-cases = [
+cases = ([
     ([[0.5, 1.0, 2.0], [1.5, 1.0, 0.0]], [1, 0]),  # rows, labels
     ([[0.5, 1.0]], [1]),
-]
+])
 
 def check(dtype):
     for case, expected in zip(cases, [0.1, 0.2]):
