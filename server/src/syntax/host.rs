@@ -177,21 +177,85 @@ impl<'d> Call<'d> {
     }
 }
 
-/// Every call in `text` by callee name (template arguments left off: `run<float>` is `run`),
-/// with the function it sits in.
+/// Every call in `text` by callee name (template arguments and namespaces left off:
+/// `ops::run<float>` is `run`), with the function it sits in.
 pub fn calls_by_callee<'d>(text: &'d str, root: Node<'d>, out: &mut HashMap<&'d str, Vec<Call<'d>>>) {
     for node in descendants(root) {
         if node.kind() != "call_expression" {
             continue;
         }
-        let Some(f) = node.child_by_field_name("function") else { continue };
-        let callee = match f.kind() {
-            "template_function" => f.child_by_field_name("name").unwrap_or(f),
-            _ => f,
-        };
+        let Some(mut callee) = node.child_by_field_name("function") else { continue };
+        while let Some(name) = callee.child_by_field_name("name").filter(|_| matches!(callee.kind(), "qualified_identifier" | "template_function")) {
+            callee = name;
+        }
         let Some(caller) = std::iter::successors(node.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition") else { continue };
         out.entry(&text[callee.byte_range()]).or_default().push(Call { text, caller, node, key_arguments: 0 });
     }
+}
+
+/// The namespaces and classes that `node` is in, outermost first: those around it, then, where
+/// it is in (or is) a function defined with a qualified name (`void ops::launch(…)`,
+/// `Runner<T>::run`), that name's. An anonymous namespace adds nothing, as it adds nothing to
+/// a name.
+pub fn scope_of(text: &str, node: Node) -> Vec<String> {
+    let mut enclosing: Vec<Node> = std::iter::successors(Some(node), |n| n.parent()).collect();
+    enclosing.reverse();
+    let mut scope = Vec::new();
+    for around in &enclosing {
+        match around.kind() {
+            "namespace_definition" | "class_specifier" | "struct_specifier" => {
+                let name = around.child_by_field_name("name").filter(|_| around.child_by_field_name("body").is_some_and(|b| b.byte_range().contains(&node.start_byte())));
+                scope.extend(name.map(|n| scope_words(&text[n.byte_range()])).unwrap_or_default());
+            }
+            "function_definition" => {
+                let name = function_name(text, *around).unwrap_or_default();
+                scope.extend(name.rsplit_once("::").map(|(qualifier, _)| scope_words(qualifier)).unwrap_or_default());
+            }
+            _ => {}
+        }
+    }
+    scope
+}
+
+/// `a::b`, `Runner<T>` → `["a", "b"]`, `["Runner"]`: the names of a qualifier, without
+/// template arguments.
+fn scope_words(qualifier: &str) -> Vec<String> {
+    let mut depth = 0usize;
+    let bare: String = qualifier.chars().filter(|c| {
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            _ => return depth == 0 && !c.is_whitespace(),
+        }
+        false
+    }).collect();
+    bare.split("::").filter(|w| !w.is_empty()).map(str::to_string).collect()
+}
+
+/// Whether `call` can call a function defined in `scope` (see [`scope_of`]) as C++ looks its
+/// name up: unqualified, from within that scope (or where the file uses a namespace, which
+/// may bring it in); qualified (`ops::launch(…)`), where the qualifier, read from the call's
+/// scope or an outer one, names that scope.
+pub fn call_reaches_scope(call: &Call, scope: &[String], uses_namespaces: bool) -> bool {
+    let Some(mut callee) = call.node.child_by_field_name("function") else { return true };
+    if callee.kind() == "template_function" {
+        callee = callee.child_by_field_name("name").unwrap_or(callee);
+    }
+    let written = &call.text[callee.byte_range()];
+    let Some((qualifier, _)) = written.rsplit_once("::").filter(|_| callee.kind() == "qualified_identifier") else {
+        return uses_namespaces || scope.is_empty() || scope_of(call.text, call.node).starts_with(scope);
+    };
+    let qualifier = scope_words(qualifier);
+    if written.trim_start().starts_with("::") {
+        return qualifier == scope;
+    }
+    let here = scope_of(call.text, call.node);
+    (0..=here.len()).any(|k| here[..k].iter().chain(&qualifier).eq(scope.iter())) || uses_namespaces && scope.ends_with(&qualifier)
+}
+
+/// Whether `text` brings a namespace's names into others (`using namespace at;`).
+pub fn uses_namespaces(text: &str) -> bool {
+    text.contains("using namespace")
 }
 
 /// The implementations a file registers under a key, outside any function:
@@ -701,6 +765,36 @@ mod tests {
         let function = tree.root_node().named_child(0).unwrap();
         let names: Vec<String> = parameters(text, function).into_iter().map(|p| p.name).collect();
         assert_eq!(names, ["reduce", "in", "dims", "row", "done"]);
+    }
+
+    #[test]
+    fn a_call_reaches_the_namesake_its_namespaces_name() {
+        let text = "\
+namespace fused { namespace rows { void fwd_cuda(int n) {} void fwd(int n) { fwd_cuda(n); } } }
+namespace fused::causal { void fwd_cuda(int n) {} void fwd(int n) { fwd_cuda(n); } }
+template <typename T> struct Runner { static void run(int n); };
+template <typename T> void Runner<T>::run(int n) { fused::rows::fwd_cuda(n); }
+namespace fused { void top(int n) { rows::fwd(n); causal::fwd(n); ::fused::causal::fwd_cuda(n); Runner<float>::run(n); } }
+namespace { void local(int n) { fused::rows::fwd(n); } }
+";
+        let tree = crate::syntax::document::parse_source(text);
+        let mut calls = HashMap::new();
+        calls_by_callee(text, tree.root_node(), &mut calls);
+        let definitions: Vec<Node> = descendants(tree.root_node()).filter(|n| n.kind() == "function_definition").collect();
+        let scope_of_definition = |name: &str, nth: usize| scope_of(text, *definitions.iter().filter(|d| function_name(text, **d).is_some_and(|f| f.ends_with(name))).nth(nth).unwrap());
+        assert_eq!(scope_of_definition("fwd_cuda", 1), ["fused", "causal"]);
+        assert_eq!(scope_of_definition("run", 0), ["Runner"]);
+        // Qualified calls are found by the bare name, and each reaches its own namespace's.
+        let callers = |name: &str, scope: &[String]| -> Vec<&str> {
+            calls[name].iter().filter(|c| call_reaches_scope(c, scope, false)).map(|c| function_name(text, c.caller).unwrap()).collect()
+        };
+        assert_eq!(callers("fwd_cuda", &scope_of_definition("fwd_cuda", 0)), ["fwd", "Runner<T>::run"]);
+        assert_eq!(callers("fwd_cuda", &scope_of_definition("fwd_cuda", 1)), ["fwd", "top"]);
+        assert_eq!(callers("fwd", &scope_of_definition("fwd", 0)), ["top", "local"]);
+        assert_eq!(callers("run", &scope_of_definition("run", 0)), ["top"]);
+        // Where a file uses a namespace, an unqualified call may reach any.
+        let unqualified = &calls["fwd_cuda"][0];
+        assert!(!call_reaches_scope(unqualified, &scope_of_definition("fwd_cuda", 1), false) && call_reaches_scope(unqualified, &scope_of_definition("fwd_cuda", 1), true));
     }
 
     #[test]

@@ -34,6 +34,23 @@ impl Macro {
     fn declares(&self) -> bool {
         ["constexpr ", "using ", "typedef "].iter().any(|w| self.body.contains(w))
     }
+
+    /// The names its body declares (`scalar_t_in` of `using scalar_t_in = float;`, `VEC` of
+    /// `constexpr int VEC = 4;`): code given to it that names one is instantiated by it.
+    fn declared_names(&self) -> Vec<&str> {
+        let mut names = Vec::new();
+        for statement in self.body.split([';', '{', '}']) {
+            let statement = statement.trim();
+            let declared = match statement.strip_prefix("using ") {
+                Some(alias) => alias.split_once('=').map(|(name, _)| name.trim()),
+                None if statement.starts_with("typedef ") => statement.rsplit(|c: char| c.is_whitespace() || c == '*').next(),
+                None if statement.starts_with("constexpr ") => statement.split_once('=').and_then(|(declaration, _)| declaration.split_whitespace().last()),
+                None => None,
+            };
+            names.extend(declared.filter(|name| super::is_identifier(name)));
+        }
+        names
+    }
 }
 
 /// What a call launches a kernel through: a dispatch macro given code that holds one of these
@@ -85,12 +102,14 @@ pub fn expand_code_writing_macros(text: &str, root: Node, included: &Macros) -> 
     let mut macros = included.0.clone();
     macros.extend(function_macros(text, root));
     let writing = code_writing(&macros);
-    // A dispatch declares what the block it is given instantiates with (`constexpr int VEC = 4;`,
-    // `using scalar_t = float;`); a wrapper (`CHECK(cudaLaunchKernelEx(…))`) declares nothing.
+    // A dispatch declares what the block it is given instantiates with: one is expanded where
+    // the block launches, or names what a case declares (apex's `DISPATCH_…_INOUT_TYPES(…,
+    // HostApplyLayerNorm<scalar_t_in, accscalar_t, scalar_t_out>(…))`, whose launch is a call away).
     let dispatches = |name: &str, start: usize| {
-        let declares = macros.get(name).is_some_and(Macro::declares);
-        let launches = |arg: &String| LAUNCH_WORDS.iter().any(|w| arg.contains(w));
-        declares && invocation_arguments(text, start + name.len()).is_some_and(|(args, _)| args.iter().any(launches))
+        let Some(dispatch) = macros.get(name).filter(|m| m.declares()) else { return false };
+        let declared = dispatch.declared_names();
+        let instantiates = |arg: &String| LAUNCH_WORDS.iter().any(|w| arg.contains(w)) || identifiers(arg).any(|(word, _)| declared.contains(&word));
+        invocation_arguments(text, start + name.len()).is_some_and(|(args, _)| args.iter().any(instantiates))
     };
     let skipped: Vec<std::ops::Range<usize>> = descendants(root)
         .filter(|n| matches!(n.kind(), "preproc_def" | "preproc_function_def" | "comment" | "string_literal" | "raw_string_literal"))
@@ -443,6 +462,24 @@ PYBIND11_MODULE(ext, m) {
         assert_eq!(lines[12], "");
         assert_eq!(lines[13], "int after = 1;");
         assert_eq!(lines[15].trim(), "m.def(\"relu_f32\", &relu_f32, \"relu_f32\");");
+    }
+
+    #[test]
+    fn a_dispatch_is_expanded_where_its_block_names_what_the_cases_declare() {
+        let mut included = Macros::default();
+        included.add_defined_in("#define DISPATCH_INOUT(TIN, TOUT, ...) \\\n  switch (TIN) { \\\n  case kFloat: { using in_t = float; switch (TOUT) { case kHalf: { using out_t = __half; __VA_ARGS__; break; } } break; } \\\n  }\n#define DISPATCH_ONE(T, ...) switch (T) { case kFloat: { using one_t = float; __VA_ARGS__; break; } }\n");
+        let text = "\
+void norm(Tensor x, Tensor y) {
+  DISPATCH_INOUT(x.scalar_type(), y.scalar_type(), using acc_t = float; apply<in_t, acc_t, out_t>(y, x););
+  DISPATCH_ONE(x.scalar_type(), other<float>(x););
+}
+";
+        let doc = crate::syntax::Document::new(text.to_string());
+        let out = expand_code_writing_macros(text, doc.tree().unwrap().root_node(), &included).unwrap();
+        // The call that instantiates `in_t` and `out_t` is made in each case that declares them;
+        // code that names nothing a case declares is left as written.
+        assert_eq!(out.lines().nth(1), Some("  switch (x.scalar_type()) { case kFloat: { using in_t = float; switch (y.scalar_type()) { case kHalf: { using out_t = __half; using acc_t = float; apply<in_t, acc_t, out_t>(y, x);; break; } } break; } };"));
+        assert_eq!(out.lines().nth(2), Some("  DISPATCH_ONE(x.scalar_type(), other<float>(x););"));
     }
 
     #[test]

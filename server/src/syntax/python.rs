@@ -26,6 +26,17 @@ pub struct Binding {
     /// parameters after its own (`Carafe_forward(features, masks, kernel_size, …)`), which an
     /// object's calls take from the call that made it. Empty for a function.
     pub constructor: Vec<String>,
+    /// The extension the binding is built into (`xentropy_cuda`), where a build script says:
+    /// of namesakes (every apex extension exports a `forward`), `xentropy_cuda.forward(…)`
+    /// calls this one.
+    pub module: Option<String>,
+}
+
+impl Binding {
+    /// The C++ function's name without its namespaces (`fwd` of `softmax::fwd`).
+    pub fn cpp_bare(&self) -> &str {
+        self.cpp.rsplit("::").next().unwrap_or(&self.cpp)
+    }
 }
 
 /// The functions `text` (C++) exports: `m.def("name", &function, …)` (also through
@@ -43,12 +54,20 @@ pub fn bindings(text: &str, root: Node) -> Vec<Binding> {
         }
         let Some(args) = call.child_by_field_name("arguments").map(|a| call_args(text, a)) else { continue };
         let Some(python) = args.first().and_then(|a| exported_name(a)) else { continue };
-        let Some((cpp, template_args)) = args.iter().skip(1).rev().find_map(|a| bound_function(a)) else { continue };
+        let Some((written, template_args)) = args.iter().skip(1).rev().find_map(|a| bound_function(a)) else { continue };
+        let bare = written.rsplit("::").next().unwrap_or(&written);
+        let definition = functions.iter().find(|(name, _)| name.rsplit("::").next() == Some(bare)).map(|(_, f)| *f);
+        // Named with its namespaces, as its scripts' calls are written: where the file defines
+        // it, those it is defined in.
+        let cpp = match definition.map(|f| super::host::scope_of(text, f)) {
+            Some(scope) if !scope.is_empty() => format!("{}::{bare}", scope.join("::")),
+            _ => written.clone(),
+        };
         if out.iter().any(|b| b.python == python && b.cpp == cpp) {
             continue;
         }
-        let params = functions.iter().find(|(name, _)| name.rsplit("::").next() == Some(cpp.as_str())).map(|(_, f)| super::host::parameter_names(text, *f)).unwrap_or_default();
-        out.push(Binding { python, cpp, template_args, params, constructor: Vec::new() });
+        let params = definition.map(|f| super::host::parameter_names(text, f)).unwrap_or_default();
+        out.push(Binding { python, cpp, template_args, params, constructor: Vec::new(), module: None });
     }
     out
 }
@@ -85,7 +104,7 @@ fn bound_function(arg: &str) -> Option<(String, String)> {
         None => (name, String::new()),
     };
     let bare = name.rsplit("::").next()?;
-    (super::is_identifier(bare) && !name.starts_with("torch::k") && !name.starts_with("c10::")).then(|| (bare.to_string(), template_args))
+    (super::is_identifier(bare) && !name.starts_with("torch::k") && !name.starts_with("c10::")).then(|| (name.trim_start_matches("::").to_string(), template_args))
 }
 
 /// The C++ that `python` stands for as host code of `bindings`, line for line: a module's
@@ -175,7 +194,7 @@ fn module_aliases_of(writer: &Writer, root: Node, leading: &[String], found: &[(
 fn binding_of(text: &str, python: &str, cpp: String, definition: Node) -> Binding {
     let constructor: Vec<String> = constructor_parameters(text, definition).into_iter().map(|(name, _)| cpp_name(&text[name.byte_range()])).collect();
     let params = parameter_names(text, definition).into_iter().chain(constructor.iter().cloned()).collect();
-    Binding { python: python.to_string(), cpp, template_args: String::new(), params, constructor }
+    Binding { python: python.to_string(), cpp, template_args: String::new(), params, constructor, module: None }
 }
 
 /// The class a function is a method of, where it is one.
@@ -858,7 +877,7 @@ impl<'a> Writer<'a> {
 
     /// Whether `value` (written C++) calls a host function, which only a function can.
     fn calls_host(&self, value: &str) -> bool {
-        super::identifiers_in(value).any(|w| self.functions.contains_key(w) || self.bindings.iter().any(|b| b.cpp == w))
+        super::identifiers_in(value).any(|w| self.functions.contains_key(w) || self.bindings.iter().any(|b| b.cpp_bare() == w))
     }
 
     /// A Python expression as C++, where it is a number, a name, arithmetic, a tensor made by
@@ -905,7 +924,8 @@ impl<'a> Writer<'a> {
                         return Some(value.clone());
                     }
                 }
-                let exported = self.bindings.iter().find(|b| b.python == attribute).map(|b| b.cpp.clone());
+                // By its bare name, which the callee's parameter it is passed to calls it by.
+                let exported = self.binding_called(attribute, node).map(|b| b.cpp_bare().to_string());
                 self.options.get(attribute).cloned().or(exported)
             }
             "call" => self.call(node),
@@ -1276,6 +1296,15 @@ impl<'a> Writer<'a> {
         Some((checked, inputs))
     }
 
+    /// The binding exported as `name` that `function` (`name` or `module.name`) calls: of
+    /// several, the one built into the module it names.
+    fn binding_called(&self, name: &str, function: Node<'a>) -> Option<&Binding> {
+        let module = function.child_by_field_name("object").filter(|_| function.kind() == "attribute").map(|o| self.text(o));
+        let mut named = self.bindings.iter().filter(|b| b.python == name).peekable();
+        let first = named.peek().copied();
+        named.find(|b| b.module.is_some() && b.module.as_deref() == module).or(first)
+    }
+
     /// A call of `function` with `arguments` (positional, then keywords) as C++, where it is a
     /// host call: an object's (`carafe(x, m)`, `Carafe(5, 4, 2)(x, m)`) passes what the object
     /// was made with as its module's `__init__` parameters.
@@ -1289,7 +1318,7 @@ impl<'a> Writer<'a> {
             Some((forward, _)) => (forward.clone(), true),
             None => self.callee_name(function, self.class.as_deref())?,
         };
-        let binding = self.bindings.iter().find(|b| b.python == name);
+        let binding = self.binding_called(&name, function);
         // A function of the script is called by its name, or as a method of its class
         // (`self.make_inputs(…)`, `ShiftFn.apply(…)`); `ext.forward(…)` is the binding's.
         let own = self.functions.get(&name).filter(|_| function.kind() == "identifier" || by_class);
@@ -1521,7 +1550,7 @@ mod tests {
     use super::*;
 
     fn binding(python: &str, cpp: &str, params: &[&str]) -> Binding {
-        Binding { python: python.into(), cpp: cpp.into(), template_args: String::new(), params: params.iter().map(|p| p.to_string()).collect(), constructor: Vec::new() }
+        Binding { python: python.into(), cpp: cpp.into(), template_args: String::new(), params: params.iter().map(|p| p.to_string()).collect(), constructor: Vec::new(), module: None }
     }
 
     #[test]

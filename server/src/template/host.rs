@@ -17,7 +17,7 @@ use super::tensors;
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, BLOCKS_PER_SM, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::preprocess::each_preprocessed_line;
-use crate::syntax::host::{add_dispatched_calls, address_taken, call_args, registered_implementations, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, names_called_in, parameters, Call, Out, Parameter};
+use crate::syntax::host::{add_dispatched_calls, address_taken, call_args, call_reaches_scope, registered_implementations, scope_of, uses_namespaces, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, names_called_in, parameters, Call, Out, Parameter};
 use crate::syntax::{balancing_position, descendants, eval_constant, eval_float, identifiers_in, is_identifier, matching_paren, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
@@ -589,13 +589,16 @@ impl<'d> HostContext<'d> {
         let root = launch_doc.tree()?.root_node();
         let launcher = descendants(root).filter(|n| n.kind() == "function_definition").filter(|n| n.byte_range().contains(&launch.span.start_byte)).last()?;
         let mut calls: HashMap<&str, Vec<Call>> = HashMap::new();
-        let mut defines = HashMap::new();
+        // PyTorch's warp size on CUDA (`C10_WARP_SIZE`, which its headers define) is a number
+        // to work with and to write; a project's own definition, read after, wins.
+        let (torch_warp_size, warp_size) = ("C10_WARP_SIZE", device_property("warpSize").expect("every GPU's warp size is known"));
+        let mut defines = HashMap::from([(torch_warp_size.to_string(), warp_size.parse().expect("the warp size is a number"))]);
         let mut literal_macros = HashMap::new();
         let mut file_constants = HashMap::new();
         let mut globals = HashMap::new();
         let mut reassigned = std::collections::HashSet::new();
         let mut allocated = HashMap::new();
-        let mut device_variables = HashMap::new();
+        let mut device_variables = HashMap::from([(torch_warp_size.to_string(), warp_size)]);
         let mut static_members = HashMap::new();
         let mut expression_functions = HashMap::new();
         let (type_aliases, untaken) = preprocessed_reading(&documents.iter().map(|d| d.text()).collect::<Vec<_>>());
@@ -2309,14 +2312,20 @@ impl<'d> HostContext<'d> {
     /// is what its callers instantiate it with (`runTest<int>`).
     fn type_at(&self, path: &[Frame], at: usize, ty: &str) -> String {
         let mut current = ty.trim().to_string();
+        let mut named_in = at;
         for frame in &path[at.min(path.len())..] {
             let Some(index) = frame.template_params.iter().position(|p| *p == current) else { break };
             match template_args_of(frame).get(index).cloned() {
-                Some(arg) => current = arg,
+                Some(arg) => (current, named_in) = (arg, named_in + 1),
                 None => break,
             }
         }
-        current
+        // Read where the frame that names it calls: a dispatch's case declares
+        // `using scalar_t_out = float;` before the call.
+        match path.get(named_in) {
+            Some(caller) => self.type_at_point(caller, &current, 0),
+            None => current,
+        }
     }
 
     /// The length of a file-scope buffer, allocated anywhere in the files with a byte count of
@@ -2465,6 +2474,11 @@ fn torch_device_properties_named(text: &str) -> String {
         let start = out[..found].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':')).map_or(0, |i| i + 1);
         let after = &out[found + CALL.len()..];
         let member_len = after.strip_prefix("->").map(|m| m.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(m.len()));
+        // An array field is read with its index (`->maxGridSize[1]`).
+        let member_len = member_len.map(|len| match after[2 + len..].strip_prefix('[').and_then(|r| r.find(']')) {
+            Some(close) if device_property(&after[2..2 + len + close + 2]).is_some() => len + close + 2,
+            _ => len,
+        });
         match member_len.and_then(|len| device_property(&after[2..2 + len]).map(|value| (value, found + CALL.len() + 2 + len))) {
             Some((value, end)) => {
                 out.replace_range(start..end, value);
@@ -2919,7 +2933,7 @@ impl<'d> CallGraph<'d> {
     /// where `run(Kernel kernel, int block)` calls `kernel(..., block)`: the call `kernel(...)`
     /// in `run`), and, for a method, on objects of its class (`sim.step(d)`).
     fn callers_of(&self, text: &str, definition: Node, function: &str) -> Vec<Call<'d>> {
-        let mut callers = self.callers_by_name(text, bare_name(function));
+        let mut callers = self.callers_by_name(text, definition, bare_name(function));
         // A file that defines a function of that name calls its own (a CPU reference,
         // `flowGold.cpp`'s `Downscale`, beside the launcher `Downscale` of a `.cuh`).
         callers.retain(|c| c.text.as_ptr() == text.as_ptr() || !self.defined_in.contains(&(c.text.as_ptr(), bare_name(function))));
@@ -2946,9 +2960,13 @@ impl<'d> CallGraph<'d> {
         Some((definition, parameters(text, definition).into_iter().nth(index)?.name))
     }
 
-    /// The calls of `function`, defined in `text`.
-    fn callers_by_name(&self, text: &str, function: &str) -> Vec<Call<'d>> {
+    /// The calls of `function`, defined in `text` as `definition`.
+    fn callers_by_name(&self, text: &str, definition: Node, function: &str) -> Vec<Call<'d>> {
         let mut callers = self.calls.get(function).cloned().unwrap_or_default();
+        // A namesake in another namespace (apex's `fwd` of each softmax extension) is another
+        // function; a script calls the one its binding names.
+        let scope = scope_of(text, definition);
+        callers.retain(|c| call_reaches_scope(c, &scope, !self.is_script(c.text) && uses_namespaces(c.text)));
         // The function parameters it is passed as, and those they are passed on as
         // (`run_benchmark(reduction, …)` passing `reduce` on to `run_reduction(reduce, …)`).
         let mut through: Vec<(Node, String)> = self.passing.get(function).into_iter().flatten().filter_map(|(call, index)| self.parameter_passed(call, *index)).collect();
@@ -3241,8 +3259,12 @@ fn expression_functions_of(text: &str, root: Node) -> Vec<(String, ExpressionFun
         let statements: Vec<Node> = body.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect();
         let Some((last, before)) = statements.split_last() else { continue };
         let Some(value) = last.named_child(0).filter(|_| last.kind() == "return_statement") else { continue };
-        let Some(returned) = returned_value(text, body, before, &text[value.byte_range()]) else { continue };
-        let params = parameters(text, function).into_iter().map(|p| (p.name, p.default)).collect();
+        let params: Vec<(String, Option<String>)> = parameters(text, function).into_iter().map(|p| (p.name, p.default)).collect();
+        let counted = || match &params[..] {
+            [(param, _)] => log2_counted(text, before, &text[value.byte_range()], param),
+            _ => None,
+        };
+        let Some(returned) = returned_value(text, body, before, &text[value.byte_range()]).or_else(counted) else { continue };
         out.push((bare_name(name).to_string(), ExpressionFunction { params, value: strip_casts_everywhere(&returned) }));
     }
     // Function-like macros are the same to a launch expression: `CEIL_DIV(M, N)` where
@@ -3257,6 +3279,22 @@ fn expression_functions_of(text: &str, root: Node) -> Vec<(String, ExpressionFun
         }
     }
     out
+}
+
+/// The value of a function that counts the doublings up to its parameter (PyTorch's
+/// `log2_ceil`: `int r = 0; while ((1 << r) < value) ++r; return r;`): `ceil(log2(value))`,
+/// 0 for a value below 2 as the loop gives.
+fn log2_counted(text: &str, statements: &[Node], returned: &str, param: &str) -> Option<String> {
+    let [declaration, count] = statements else { return None };
+    let squeezed = |node: &Node| text[node.byte_range()].chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let counter = returned.trim();
+    let starts_at_zero = declaration.kind() == "declaration" && squeezed(declaration).ends_with(&format!("{counter}=0;"));
+    let condition = count.child_by_field_name("condition").map(|c| squeezed(&c)).unwrap_or_default();
+    let condition = condition.trim_start_matches('(').trim_end_matches(')');
+    let doubles_up_to = [format!("1<<{counter})<{param}"), format!("1<<{counter}<{param}")].iter().any(|c| condition == c);
+    let step = count.child_by_field_name("body").map(|b| squeezed(&b)).unwrap_or_default();
+    let steps_by_one = [format!("++{counter}"), format!("{counter}++"), format!("{counter}+=1")].iter().any(|s| step.trim_matches(|c| c == '{' || c == '}' || c == ';') == s);
+    (count.kind() == "while_statement" && starts_at_zero && doubles_up_to && steps_by_one).then(|| format!("ceil(log2(max({param}, 1)))"))
 }
 
 /// The value a function returns after other statements (`size_t smem = std::max(…);
@@ -3383,7 +3421,7 @@ fn keep_own_file_scope_values(text: &str, root: Node, own: HashMap<String, Strin
 fn image_passed_for(text: &str, function: Node, param: &str, graph: &CallGraph) -> Option<String> {
     let index = crate::syntax::host::parameter_names(text, function).iter().position(|p| p == param)?;
     let folder = |t: &str| graph.folder_of(t);
-    let callers: Vec<Call> = graph.callers_by_name(text, bare_name(function_name(text, function)?)).into_iter().filter(|call| folder(call.text) == folder(text)).collect();
+    let callers: Vec<Call> = graph.callers_by_name(text, function, bare_name(function_name(text, function)?)).into_iter().filter(|call| folder(call.text) == folder(text)).collect();
     let named = callers.iter().map(|call| {
         let arg = call.args().get(index)?.clone();
         let body = call.caller.child_by_field_name("body")?;
@@ -4453,6 +4491,35 @@ mod tests {
     }
 
     #[test]
+    fn a_helper_that_counts_doublings_is_a_rounded_up_log2() {
+        let text = "int log2_ceil(int value) {
+    int log2_value = 0;
+    while ((1 << log2_value) < value) ++log2_value;
+    return log2_value;
+}
+int bits(int n) {
+  int b = 0;
+  while (1 << b < n) { b++; }
+  return b;
+}
+int halvings(int n) {
+  int b = 0;
+  while ((1 << b) < n) b += 2;
+  return b;
+}
+";
+        let doc = Document::new(text.to_string());
+        let functions: HashMap<String, ExpressionFunction> = expression_functions_of(text, doc.tree().unwrap().root_node()).into_iter().collect();
+        assert_eq!(functions["log2_ceil"].value, "ceil(log2(max(value, 1)))");
+        assert_eq!(functions["bits"].value, "ceil(log2(max(n, 1)))");
+        // A loop that steps otherwise counts something else.
+        assert!(!functions.contains_key("halvings"), "{functions:?}");
+        let doubled = expr::parse("2 ** ceil(log2(max(n, 1)))").unwrap();
+        let at = |n: i64| doubled.eval(&|_| Some(expr::Value::Int(n))).unwrap();
+        assert_eq!([at(0), at(1), at(2), at(3), at(1000), at(1024)].map(|v| v.as_f64()), [1.0, 1.0, 2.0, 4.0, 1024.0, 1024.0]);
+    }
+
+    #[test]
     fn gflags_definitions_give_their_defaults_or_the_runs_values() {
         let text = "DEFINE_uint32(M, 512, \"rows\");\nDEFINE_int64(steps, 1 << 10, \"steps\");\nDEFINE_bool(check, false, \"check\");\nDEFINE_string(name, \"x\", \"label\");\n";
         let flags = |args: &[&str]| command_line_flags(text, &CommandLine { args: args.iter().map(|a| a.to_string()).collect(), written_in: None });
@@ -4628,6 +4695,9 @@ mod tests {
         // PyTorch's cached properties of the current device (apex's MLP kernels).
         let torch = "(at::cuda::getCurrentDeviceProperties()->multiProcessorCount) * blocks_per_sm + getCurrentDeviceProperties()->name";
         assert_eq!(torch_device_properties_named(torch), "(sm_count) * blocks_per_sm + getCurrentDeviceProperties()->name");
+        // An array field with its index (apex's layer norm caps its grid's rows).
+        let rows = "std::min((uint64_t)n1, at::cuda::getCurrentDeviceProperties()->maxGridSize[1]) + x->maxGridSize[k]";
+        assert_eq!(torch_device_properties_named(rows), "std::min((uint64_t)n1, 65535) + x->maxGridSize[k]");
     }
 
     #[test]

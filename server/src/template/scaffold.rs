@@ -1273,24 +1273,33 @@ fn with_defines_of_parameters(text: &str, doc: &Document, lifted: &BTreeSet<&str
 /// launch, captured) gives it.
 fn template_args(k: &Kernel, launch: Option<&LaunchSite>, params: &[ParamSpec], host: Option<&HostContext>, instantiation: &[String]) -> Vec<String> {
     let open = |arg: &str| arg == UNKNOWN || k.template_params.iter().any(|tp| tp.name == arg);
-    k.template_params
-        .iter()
-        .enumerate()
-        .map(|(i, tp)| match &tp.kind {
+    let mut args: Vec<String> = Vec::with_capacity(k.template_params.len());
+    for (i, tp) in k.template_params.iter().enumerate() {
+        let arg = match &tp.kind {
             TemplateParamKind::Value { .. } if params.iter().any(|p| p.name == tp.name) => tp.name.clone(),
+            // As C++ does: what the launch writes, else what its arguments deduce, else the
+            // default, which may name the parameters before it (`typename V = T`).
             _ => launch
                 .and_then(|l| l.template_args.get(i))
                 .map(|a| host.map_or_else(|| a.text.trim().to_string(), |h| launched_type(h, &a.text, &open)))
                 .filter(|arg| !open(arg))
-                .or_else(|| tp.default.clone())
-                .or_else(|| deduced_type(k, &tp.name, launch?, host?))
+                .or_else(|| deduced_type(k, &tp.name, launch?, host?).filter(|arg| !open(arg)))
                 .or_else(|| deduced_from_tag(k, &tp.name, launch?))
+                .or_else(|| tp.default.as_deref().map(|default| default_of_earlier(default, &k.template_params[..i], &args)))
                 .filter(|arg| !open(arg))
                 .or_else(|| instantiation.get(i).cloned())
                 .or_else(|| first_instantiated_type(k, &tp.name, launch?, host?))
                 .unwrap_or_else(|| UNKNOWN.to_string()),
-        })
-        .collect()
+        };
+        args.push(arg);
+    }
+    args
+}
+
+/// A template parameter's default with the parameters before it (`V = T`) given their
+/// arguments.
+fn default_of_earlier(default: &str, earlier: &[crate::syntax::TemplateParam], args: &[String]) -> String {
+    crate::syntax::rename_identifiers_in(default, |word| earlier.iter().position(|tp| tp.name == word).and_then(|at| args.get(at)).filter(|arg| arg.as_str() != UNKNOWN).cloned())
 }
 
 /// The template argument `text` of the launch, as the host names it; a program's alias of the

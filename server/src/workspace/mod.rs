@@ -295,9 +295,11 @@ fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], kernel_file: &Path, ow
     // every extension of apex exports and every model defines).
     let mut modules: Vec<String> = Vec::new();
     for (path, doc) in cpp {
-        let bound: Vec<Binding> = doc.tree().map(|tree| python::bindings(doc.text(), tree.root_node())).unwrap_or_default().into_iter().filter(|b| names.contains(&b.cpp)).collect();
+        let mut bound: Vec<Binding> = doc.tree().map(|tree| python::bindings(doc.text(), tree.root_node())).unwrap_or_default().into_iter().filter(|b| names.contains(b.cpp_bare())).collect();
         if !bound.is_empty() {
-            modules.extend(extension_module(path, scripts));
+            let module = extension_module(path, scripts);
+            bound.iter_mut().for_each(|b| b.module = module.clone());
+            modules.extend(module);
         }
         callees.extend(bound);
     }
