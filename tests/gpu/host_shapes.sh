@@ -77,6 +77,10 @@
 # - tests/fixtures/workspace/registered_ops: `scale_rows_kernel`, reached from a package's test
 #   through an autograd function exported as `scale_rows = ScaleRowsFunction.apply` and a device
 #   registry's dispatch, its grid a capped helper of its block (session 46).
+# - tests/fixtures/workspace/namespaced_ops: `row_softmax_kernel` and `causal_softmax_kernel`,
+#   two extensions whose launchers and bindings share names in two namespaces, each sized by its
+#   own test; the row kernel's types deduced through a project's dispatch (half in, float out),
+#   its lanes PyTorch's `log2_ceil` of the columns (session 48).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 # CASES=REGEX runs only the kernels whose name matches it.
@@ -134,7 +138,9 @@ workspace/debug_macros|transpose.cu|transpose_naive|10
 workspace/managed_helper|increment.cu|increment|10
 workspace/autograd_chain|csrc/shift_add.cu|shift_add_kernel|10
 workspace/counted_elements|scale.cu|row_means|10
-workspace/registered_ops|ops/csrc/common/cuda/scale_rows_kernel.cuh|scale_rows_kernel|10"
+workspace/registered_ops|ops/csrc/common/cuda/scale_rows_kernel.cuh|scale_rows_kernel|10
+workspace/namespaced_ops|csrc/row_softmax_cuda.cu|row_softmax_kernel|10
+workspace/namespaced_ops|csrc/causal_softmax_cuda.cu|causal_softmax_kernel|10"
 if [ -n "${CASES:-}" ]; then
     cases="$(while IFS='|' read -r fixture file kernel budget; do [[ "$kernel" =~ $CASES ]] && echo "$fixture|$file|$kernel|$budget"; done <<< "$cases")"
 fi
