@@ -148,7 +148,8 @@ fn kernels_in(path: &Path) -> Vec<(String, u32)> {
     let Ok(text) = read_source(path) else { return Vec::new() };
     let doc = Document::new(text);
     let mut out: Vec<(String, u32)> = Vec::new();
-    for k in doc.model().kernels.iter().filter(|k| k.is_definition) {
+    // An explicit specialization is surveyed as the template it specializes.
+    for k in doc.model().kernels.iter().filter(|k| k.is_definition && !k.is_explicit_specialization()) {
         if !out.iter().any(|(name, _)| *name == k.name) {
             out.push((k.name.clone(), k.name_span.start.line + 1));
         }

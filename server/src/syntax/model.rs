@@ -124,6 +124,13 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// Whether it is an explicit specialization of a kernel template (`template <> __global__
+    /// void k<at::Half>(…)`): one instantiation of that kernel, written out, not a kernel of its
+    /// own.
+    pub fn is_explicit_specialization(&self) -> bool {
+        self.signature.strip_prefix("template").is_some_and(|rest| rest.trim_start().starts_with("<>"))
+    }
+
     /// Bytes of static (non-`extern`) shared memory, when every declaration has a constant size.
     pub fn static_shared_bytes(&self) -> Option<u64> {
         self.shared.iter().filter(|s| !s.is_extern).map(|s| s.bytes).sum()

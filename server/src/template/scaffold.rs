@@ -726,9 +726,10 @@ pub fn unreached_launches(own: KernelFile, kernel: &str, hosts: &[HostDocument])
 
 /// Whether a launch of `kernel` in `host`, another file than the kernel's, may be one of the
 /// kernel: not when the file defines a kernel of that name (another program's
-/// `transformKernel`, launched beside its own definition, is that one).
+/// `transformKernel`, launched beside its own definition, is that one), other than a
+/// specialization of ours (`template <> __global__ void k<at::Half>(…)`).
 fn may_launch_ours(host: &HostDocument, kernel: &str) -> bool {
-    !host.document.model().kernels.iter().any(|k| k.name == kernel && k.is_definition)
+    !host.document.model().kernels.iter().any(|k| k.name == kernel && k.is_definition && !k.is_explicit_specialization())
 }
 
 /// The variables `doc` assigns `kernel`'s address to (`fn = &kernel`, `auto fn = kernel`), each
