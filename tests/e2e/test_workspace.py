@@ -2579,8 +2579,9 @@ def test_an_op_registered_for_its_device_reaches_the_kernel_from_the_packages_te
 def test_an_op_behind_a_module_object_is_sized_by_tests_that_build_inputs_with_numpy(tmp_path: Path):
     root = project(tmp_path, "registered_ops")
     (root / ".git").mkdir()
-    # tests/test_box_pool.py makes `pool = BoxPool(points_per_box=4).cuda()` and calls
-    # `pool(pts, bxs)` for each case of a module-level list of (points, boxes) written as
+    # tests/test_box_pool.py makes `box_pool = BoxPool(points_per_box=4).cuda()` (the name the
+    # package gives `BoxPoolFunction.apply`, which the module's `forward` calls) and calls
+    # `box_pool(pts, bxs)` for each case of a module-level list of (points, boxes) written as
     # nested lists, turned into tensors through `np.array` and `torch.from_numpy(…).unsqueeze(0)`;
     # a second test calls `gradcheck(BoxPool(8), (pts, bxs))` on NumPy's random points.
     # `BoxPool.forward` passes `self.points_per_box` (its `__init__`'s) to an autograd

@@ -171,7 +171,11 @@ pub fn callers(python: &str, callees: &[Binding]) -> Vec<(Binding, String)> {
                 out.push((binding_of(python, name, cpp_name(name), *definition), mentioned_as));
             }
         }
-        out.extend(module_aliases_of(&writer, tree.root_node(), &leading, &out));
+        // An alias leads to the callees too: the module's functions that call it are callers
+        // (`CARAFE.forward` returning `carafe(…)` of `carafe = CARAFEFunction.apply`).
+        let aliases = module_aliases_of(&writer, tree.root_node(), &leading, &out);
+        leading.extend(aliases.iter().map(|(alias, _)| alias.python.clone()));
+        out.extend(aliases);
         if out.len() == before {
             break;
         }
@@ -1933,6 +1937,37 @@ def test_blur():
         assert_eq!(lines[3], "auto y = Blur_forward(x, 3, 2.0);", "{code}");
         assert_eq!(lines[4], "Blur_forward(x, 5);", "{code}");
         assert_eq!(lines[5], "BlurFunction_forward(x, 1, 1.0); }", "{code}");
+    }
+
+    #[test]
+    fn a_module_that_calls_its_function_through_the_packages_alias_is_a_caller() {
+        // OpenMMLab's `carafe = CARAFEFunction.apply`, called by `CARAFE.forward`, and a test's
+        // object of that name.
+        let package = "\
+class BlurFunction(Function):
+    @staticmethod
+    def forward(ctx, x, radius):
+        out = x.new_zeros(x.size())
+        ext_module.blur_forward(x, out, radius)
+        return out
+
+blur = BlurFunction.apply
+
+class Blur(nn.Module):
+    def __init__(self, radius):
+        super().__init__()
+        self.radius = radius
+
+    def forward(self, x):
+        return blur(x, self.radius)
+";
+        let found = callers(package, &[binding("blur_forward", "blur_forward", &["x", "out", "radius"])]);
+        let names: Vec<&str> = found.iter().map(|(b, _)| b.python.as_str()).collect();
+        assert_eq!(names, ["BlurFunction_forward", "Blur_forward", "blur"], "{found:?}");
+        let test = "def test_blur():\n    x = torch.rand(2, 3, 16, 16)\n    blur = Blur(3)\n    y = blur(x)\n";
+        let callees: Vec<Binding> = found.iter().map(|(b, _)| b.clone()).collect();
+        let code = as_host_code(test, "test_blur", &callees);
+        assert_eq!(code.lines().nth(3), Some("auto y = Blur_forward(x, 3); }"), "{code}");
     }
 
     #[test]
