@@ -2350,6 +2350,12 @@ def test_namesakes_in_namespaces_are_told_apart_and_each_extension_is_sized_by_i
     assert stages == {"row_softmax_kernel": ("ready", "compiled"), "causal_softmax_kernel": ("ready", "compiled")}, survey["kernels"]
     causal = templatized_spec(root, "csrc/causal_softmax_cuda.cu", "causal_softmax_kernel")
     assert causal["shapes"] == [{"rows": 256, "cols": 384}], causal["shapes"]
+    # `fwd_cuda` takes its launch from `launch_shape(rows, &blocks, &threads)`, which its own
+    # namespace defines; `fused::reference` defines a namesake earlier in the file (a warp per
+    # block) that this call does not reach.
+    assert causal["block"] == ["threads"] and causal["grid"] == ["ceil_div(rows, threads)"], causal
+    threads = next(p for p in causal["params"] if p["name"] == "threads")
+    assert threads["default"] == 128 and threads["origin"] == "`threads` as `launch_shape` sets it in `fwd_cuda`", threads
     # The launch deduces the kernel's `V` from the float output it passes, which comes before
     # the default `V = T` (half): `host_apply<in_t, acc_t, out_t>` is called in a case of the
     # project's `DISPATCH_INOUT_TYPES` that declares `using in_t = __half;` and

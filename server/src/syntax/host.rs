@@ -22,7 +22,7 @@ pub fn function_name<'d>(text: &'d str, function: Node<'d>) -> Option<&'d str> {
 
 /// The file's function definitions, each as its name and its whole text.
 pub fn function_definitions<'t>(text: &'t str, root: Node<'t>) -> Vec<(&'t str, &'t str)> {
-    descendants(root).filter(|n| n.kind() == "function_definition").filter_map(|f| Some((function_name(text, f)?, &text[f.byte_range()]))).collect()
+    function_nodes(text, root).map(|(name, f)| (name, &text[f.byte_range()])).collect()
 }
 
 /// The texts of those of `functions` that `code` calls, and of those they call in turn.
@@ -58,14 +58,16 @@ pub fn class_of_method(function: &str) -> Option<&str> {
 /// Every function definition under `root`, by name; the first of overloads.
 pub fn functions<'d>(text: &'d str, root: Node<'d>) -> HashMap<&'d str, Node<'d>> {
     let mut out = HashMap::new();
-    for node in descendants(root) {
-        if node.kind() == "function_definition" {
-            if let Some(name) = function_name(text, node) {
-                out.entry(name).or_insert(node);
-            }
-        }
+    for (name, node) in function_nodes(text, root) {
+        out.entry(name).or_insert(node);
     }
     out
+}
+
+/// Every function definition under `root` with its name, in the file's order: overloads and
+/// namesakes in other namespaces each.
+pub fn function_nodes<'d>(text: &'d str, root: Node<'d>) -> impl Iterator<Item = (&'d str, Node<'d>)> {
+    descendants(root).filter(|n| n.kind() == "function_definition").filter_map(move |node| Some((function_name(text, node)?, node)))
 }
 
 /// The names of a function's parameters, in order; an unnamed one is empty.
@@ -232,24 +234,24 @@ fn scope_words(qualifier: &str) -> Vec<String> {
     bare.split("::").filter(|w| !w.is_empty()).map(str::to_string).collect()
 }
 
-/// Whether `call` can call a function defined in `scope` (see [`scope_of`]) as C++ looks its
-/// name up: unqualified, from within that scope (or where the file uses a namespace, which
-/// may bring it in); qualified (`ops::launch(…)`), where the qualifier, read from the call's
-/// scope or an outer one, names that scope.
-pub fn call_reaches_scope(call: &Call, scope: &[String], uses_namespaces: bool) -> bool {
-    let Some(mut callee) = call.node.child_by_field_name("function") else { return true };
+/// Whether the call expression `call` in `text` can call a function defined in `scope` (see
+/// [`scope_of`]) as C++ looks its name up: unqualified, from within that scope (or where the
+/// file uses a namespace, which may bring it in); qualified (`ops::launch(…)`), where the
+/// qualifier, read from the call's scope or an outer one, names that scope.
+pub fn call_reaches_scope(text: &str, call: Node, scope: &[String], uses_namespaces: bool) -> bool {
+    let Some(mut callee) = call.child_by_field_name("function") else { return true };
     if callee.kind() == "template_function" {
         callee = callee.child_by_field_name("name").unwrap_or(callee);
     }
-    let written = &call.text[callee.byte_range()];
+    let written = &text[callee.byte_range()];
     let Some((qualifier, _)) = written.rsplit_once("::").filter(|_| callee.kind() == "qualified_identifier") else {
-        return uses_namespaces || scope.is_empty() || scope_of(call.text, call.node).starts_with(scope);
+        return uses_namespaces || scope.is_empty() || scope_of(text, call).starts_with(scope);
     };
     let qualifier = scope_words(qualifier);
     if written.trim_start().starts_with("::") {
         return qualifier == scope;
     }
-    let here = scope_of(call.text, call.node);
+    let here = scope_of(text, call);
     (0..=here.len()).any(|k| here[..k].iter().chain(&qualifier).eq(scope.iter())) || uses_namespaces && scope.ends_with(&qualifier)
 }
 
@@ -786,7 +788,7 @@ namespace { void local(int n) { fused::rows::fwd(n); } }
         assert_eq!(scope_of_definition("run", 0), ["Runner"]);
         // Qualified calls are found by the bare name, and each reaches its own namespace's.
         let callers = |name: &str, scope: &[String]| -> Vec<&str> {
-            calls[name].iter().filter(|c| call_reaches_scope(c, scope, false)).map(|c| function_name(text, c.caller).unwrap()).collect()
+            calls[name].iter().filter(|c| call_reaches_scope(c.text, c.node, scope, false)).map(|c| function_name(text, c.caller).unwrap()).collect()
         };
         assert_eq!(callers("fwd_cuda", &scope_of_definition("fwd_cuda", 0)), ["fwd", "Runner<T>::run"]);
         assert_eq!(callers("fwd_cuda", &scope_of_definition("fwd_cuda", 1)), ["fwd", "top"]);
@@ -794,7 +796,7 @@ namespace { void local(int n) { fused::rows::fwd(n); } }
         assert_eq!(callers("run", &scope_of_definition("run", 0)), ["top"]);
         // Where a file uses a namespace, an unqualified call may reach any.
         let unqualified = &calls["fwd_cuda"][0];
-        assert!(!call_reaches_scope(unqualified, &scope_of_definition("fwd_cuda", 1), false) && call_reaches_scope(unqualified, &scope_of_definition("fwd_cuda", 1), true));
+        assert!(!call_reaches_scope(text, unqualified.node, &scope_of_definition("fwd_cuda", 1), false) && call_reaches_scope(text, unqualified.node, &scope_of_definition("fwd_cuda", 1), true));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::tensors;
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, BLOCKS_PER_SM, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::preprocess::each_preprocessed_line;
-use crate::syntax::host::{add_dispatched_calls, address_taken, call_args, call_reaches_scope, registered_implementations, scope_of, uses_namespaces, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, names_called_in, parameters, Call, Out, Parameter};
+use crate::syntax::host::{add_dispatched_calls, function_nodes, address_taken, call_args, call_reaches_scope, registered_implementations, scope_of, uses_namespaces, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, names_called_in, parameters, Call, Out, Parameter};
 use crate::syntax::{balancing_position, descendants, eval_constant, eval_float, identifiers_in, is_identifier, matching_paren, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
@@ -317,7 +317,7 @@ impl<'d> Scope<'d> {
                         continue;
                     }
                     let callee = node.child_by_field_name("function").map_or("", |f| &text[f.byte_range()]);
-                    let loader_params = graph.definitions.get(bare_name(callee)).map(|&(t, definition)| crate::syntax::host::parameter_names(t, definition)).unwrap_or_default();
+                    let loader_params = graph.definition_called(text, node).map(|(t, definition)| crate::syntax::host::parameter_names(t, definition)).unwrap_or_default();
                     if let Some(load) = image_loaded_by(text, node, folder, &value_of, &loader_params) {
                         let (width, height) = load.size;
                         values.push((load.width.clone(), width.to_string(), node.start_byte()));
@@ -634,12 +634,12 @@ impl<'d> HostContext<'d> {
                 file_constants.extend(file_constants_of(doc.text(), tree.root_node()));
             }
         }
-        let mut definitions: HashMap<&str, (&str, Node)> = HashMap::new();
+        let mut definitions: HashMap<&str, Vec<(&str, Node)>> = HashMap::new();
         let mut defined_in: HashSet<(*const u8, &str)> = HashSet::new();
         for doc in &documents {
             if let Some(tree) = doc.tree() {
-                for (name, node) in functions(doc.text(), tree.root_node()) {
-                    definitions.entry(bare_name(name)).or_insert((doc.text(), node));
+                for (name, node) in function_nodes(doc.text(), tree.root_node()) {
+                    definitions.entry(bare_name(name)).or_default().push((doc.text(), node));
                     // One under an `#if` or its `#else` may be a stub the build leaves out
                     // (`#if CUDART_VERSION < 2020` … `reduce()`): the calls beside it may be of
                     // another file's. (`#ifndef`, an include guard's, is no such doubt.)
@@ -1604,7 +1604,7 @@ impl<'d> HostContext<'d> {
     /// Where a function sets the file-scope variable `name` from the command line (`cols =
     /// atoi(argv[2]);` in `init`), when the program's run gives it no number.
     fn global_read_from_command_line(&self, name: &str) -> Option<ValueSource<'d>> {
-        let mut functions: Vec<(&&str, &(&str, Node))> = self.graph.definitions.iter().collect();
+        let mut functions: Vec<(&&str, &(&str, Node))> = self.graph.definitions.iter().flat_map(|(name, namesakes)| namesakes.iter().map(move |d| (name, d))).collect();
         functions.sort_by_key(|(function, _)| **function);
         functions.into_iter().find_map(|(function, &(text, definition))| {
             let body = definition.child_by_field_name("body")?;
@@ -1653,7 +1653,7 @@ impl<'d> HostContext<'d> {
             let (object, class) = Self::object_of(path, at)?;
             let caller = path.get(at + 1)?;
             let args = objects::construction_args(caller.text, caller.scope.body?, &object)?;
-            let &(text, constructor) = self.graph.definitions.get(class)?;
+            let (text, constructor) = self.graph.definition(class)?;
             Some(objects::members_set(text, constructor).into_iter().filter_map(|(member, index)| Some((args.get(index)?.trim().to_string(), member))).collect())
         };
         made().unwrap_or_default()
@@ -2177,10 +2177,9 @@ impl<'d> HostContext<'d> {
     fn allocated_through_call(&self, frame: &Frame, passes: &dyn Fn(&str) -> bool, pointer: &dyn Fn(&Parameter) -> Option<String>) -> Option<String> {
         let body = frame.scope.body?;
         descendants(body).filter(|n| n.kind() == "call_expression" && n.start_byte() < frame.scope.point).find_map(|call| {
-            let callee = &frame.text[call.child_by_field_name("function")?.byte_range()];
             let args = call_args(frame.text, call.child_by_field_name("arguments")?);
             let index = args.iter().position(|a| passes(a.trim()))?;
-            let &(text, definition) = self.graph.definitions.get(bare_name(callee))?;
+            let (text, definition) = self.graph.definition_called(frame.text, call)?;
             let params = parameters(text, definition);
             let pointer = pointer(params.get(index)?)?;
             let bytes = allocations(text, definition).find(|a| a.pointer.replace("->", ".") == pointer)?.bytes;
@@ -2203,7 +2202,7 @@ impl<'d> HostContext<'d> {
             None => self.member_object_made(frame, object).map(|(ty, args)| (ty, Some(args)))?,
         };
         let class = class_of(&ty);
-        let method_of_class = |name: &str| self.graph.definitions.get(name).copied().filter(|&(text, definition)| objects::class_of_definition(text, definition) == Some(class));
+        let method_of_class = |name: &str| self.graph.definitions.get(name).into_iter().flatten().copied().find(|&(text, definition)| objects::class_of_definition(text, definition) == Some(class));
         let calls_on_object = descendants(body).filter(|n| n.kind() == "call_expression" && n.start_byte() < frame.scope.point).filter_map(|call| {
             let function = call.child_by_field_name("function").filter(|f| f.kind() == "field_expression")?;
             (frame.text[function.child_by_field_name("argument")?.byte_range()].trim() == object).then_some(())?;
@@ -2244,7 +2243,7 @@ impl<'d> HostContext<'d> {
     /// `m_a = std::make_shared<Matrix>(m, k)` in a constructor that sets `m_m(m), m_k(k)`.
     fn member_object_made(&self, frame: &Frame, object: &str) -> Option<(String, Vec<String>)> {
         let class = frame.class()?;
-        let &(text, constructor) = self.graph.definitions.get(class).filter(|&&(text, definition)| objects::class_of_definition(text, definition) == Some(class))?;
+        let (text, constructor) = self.graph.definitions.get(class).into_iter().flatten().copied().find(|&(text, definition)| objects::class_of_definition(text, definition) == Some(class))?;
         let (ty, args) = objects::member_made(text, constructor, object)?;
         let params = parameters(text, constructor);
         let set = objects::members_set(text, constructor);
@@ -2263,7 +2262,7 @@ impl<'d> HostContext<'d> {
         let called = call.trim().strip_suffix("()")?;
         let (object, method) = called.rsplit_once("->").or_else(|| called.rsplit_once('.'))?;
         (is_identifier(object.trim()) && is_identifier(method.trim())).then_some(())?;
-        let &(text, definition) = self.graph.definitions.get(method.trim())?;
+        let (text, definition) = self.graph.definition(method.trim())?;
         let body = definition.child_by_field_name("body")?;
         let mut cursor = body.walk();
         let statements: Vec<Node> = body.named_children(&mut cursor).filter(|n| n.kind() != "comment").collect();
@@ -2309,7 +2308,8 @@ impl<'d> HostContext<'d> {
     }
 
     /// The type frame `at` calls `ty`: a host template's type parameter (`T` of `runTest<T>`)
-    /// is what its callers instantiate it with (`runTest<int>`).
+    /// is what its callers instantiate it with (`runTest<int>`), read through the aliases in
+    /// sight where the frame that names it calls (a dispatch's `using scalar_t_out = float;`).
     fn type_at(&self, path: &[Frame], at: usize, ty: &str) -> String {
         let mut current = ty.trim().to_string();
         let mut named_in = at;
@@ -2346,7 +2346,7 @@ impl<'d> HostContext<'d> {
     fn allocated_from_locals(&self, name: &str, bytes: &str, element: &str) -> Option<String> {
         const ROUNDS: usize = 4;
         let allocates = |text: &str, definition: &Node| definition.child_by_field_name("body").is_some_and(|b| malloc_bytes(text, b, name).as_deref() == Some(bytes));
-        let &(text, function) = self.graph.definitions.values().find(|(text, definition)| allocates(text, definition))?;
+        let &(text, function) = self.graph.definitions.values().flatten().find(|(text, definition)| allocates(text, definition))?;
         // The point is inside the body, where its locals are in sight.
         let last = function.child_by_field_name("body")?.end_byte() - 1;
         let scope = Scope::of(text, function, last, &self.graph);
@@ -2868,7 +2868,9 @@ fn equality(condition: &str) -> Option<(String, i64)> {
 /// The host functions of the files in view: every call by callee, and every definition.
 struct CallGraph<'d> {
     calls: HashMap<&'d str, Vec<Call<'d>>>,
-    definitions: HashMap<&'d str, (&'d str, Node<'d>)>,
+    /// Every definition of each bare name, in the files' order: namesakes in other namespaces
+    /// (each extension's `fwd`) are other functions.
+    definitions: HashMap<&'d str, Vec<(&'d str, Node<'d>)>>,
     /// The names each file defines a function of, by the address of its text.
     defined_in: HashSet<(*const u8, &'d str)>,
     /// The calls that pass a name as an argument, by that name, with the argument's position:
@@ -2888,7 +2890,7 @@ struct CallGraph<'d> {
 }
 
 impl<'d> CallGraph<'d> {
-    fn new(kernel: &str, calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, (&'d str, Node<'d>)>, defined_in: HashSet<(*const u8, &'d str)>, paths: HashMap<*const u8, Option<&'d Path>>, runs: HashMap<*const u8, CommandLine>) -> CallGraph<'d> {
+    fn new(kernel: &str, calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, Vec<(&'d str, Node<'d>)>>, defined_in: HashSet<(*const u8, &'d str)>, paths: HashMap<*const u8, Option<&'d Path>>, runs: HashMap<*const u8, CommandLine>) -> CallGraph<'d> {
         let mut passing: HashMap<String, Vec<(Call<'d>, usize)>> = HashMap::new();
         let mut method_calls: HashMap<(String, String), Vec<Call<'d>>> = HashMap::new();
         // The variables of each calling function, read once however many calls it makes.
@@ -2952,11 +2954,30 @@ impl<'d> CallGraph<'d> {
         callers
     }
 
+    /// The first definition of `name` in the files.
+    fn definition(&self, name: &str) -> Option<(&'d str, Node<'d>)> {
+        self.definitions.get(name)?.first().copied()
+    }
+
+    /// The definition the call expression `call` in `text` calls: its callee's bare name, a
+    /// method's (`tester.evaluate(…)`) or a template's (`run<T>(…)`).
+    fn definition_called(&self, text: &str, call: Node) -> Option<(&'d str, Node<'d>)> {
+        let callee = call.child_by_field_name("function").map(|f| f.child_by_field_name("name").or_else(|| f.child_by_field_name("field")).unwrap_or(f))?;
+        self.namesake_called(text, call, bare_name(&text[callee.byte_range()]))
+    }
+
+    /// Of the definitions of `name`, the one C++ finds from `call` in `text`: a namesake in
+    /// another namespace (each apex extension's `fwd`) is another function. The first where
+    /// none is in reach as written (a call through a macro, say).
+    fn namesake_called(&self, text: &str, call: Node, name: &str) -> Option<(&'d str, Node<'d>)> {
+        let namesakes = self.definitions.get(name)?;
+        let reached = || namesakes.iter().find(|&&(defined_in, definition)| call_reaches_scope(text, call, &scope_of(defined_in, definition), uses_namespaces(text)));
+        namesakes.get(1).and_then(|_| reached()).or(namesakes.first()).copied()
+    }
+
     /// The function `call` calls and the name of its parameter at `index`.
     fn parameter_passed(&self, call: &Call<'d>, index: usize) -> Option<(Node<'d>, String)> {
-        // `run<T>(…)`'s `run`, and `tester.evaluate(…)`'s `evaluate`: a method the object's class defines.
-        let callee = call.node.child_by_field_name("function").map(|f| f.child_by_field_name("name").or_else(|| f.child_by_field_name("field")).unwrap_or(f))?;
-        let &(text, definition) = self.definitions.get(bare_name(&call.text[callee.byte_range()]))?;
+        let (text, definition) = self.definition_called(call.text, call.node)?;
         Some((definition, parameters(text, definition).into_iter().nth(index)?.name))
     }
 
@@ -2966,7 +2987,11 @@ impl<'d> CallGraph<'d> {
         // A namesake in another namespace (apex's `fwd` of each softmax extension) is another
         // function; a script calls the one its binding names.
         let scope = scope_of(text, definition);
-        callers.retain(|c| call_reaches_scope(c, &scope, !self.is_script(c.text) && uses_namespaces(c.text)));
+        let mut widened_in: HashMap<*const u8, bool> = HashMap::new();
+        callers.retain(|c| {
+            let widened = *widened_in.entry(c.text.as_ptr()).or_insert_with(|| !self.is_script(c.text) && uses_namespaces(c.text));
+            call_reaches_scope(c.text, c.node, &scope, widened)
+        });
         // The function parameters it is passed as, and those they are passed on as
         // (`run_benchmark(reduction, …)` passing `reduce` on to `run_reduction(reduce, …)`).
         let mut through: Vec<(Node, String)> = self.passing.get(function).into_iter().flatten().filter_map(|(call, index)| self.parameter_passed(call, *index)).collect();
@@ -3061,16 +3086,18 @@ fn dispatched_constants(text: &str, body: Node) -> HashMap<String, String> {
 fn out_arguments<'t>(text: &'t str, call: Node, graph: &CallGraph) -> Option<(&'t str, Vec<(String, String)>)> {
     let callee = call.child_by_field_name("function").map(|f| f.child_by_field_name("name").unwrap_or(f))?;
     let callee = bare_name(&text[callee.byte_range()]);
-    let &(callee_text, definition) = graph.definitions.get(callee)?;
+    let (callee_text, definition) = graph.namesake_called(text, call, callee)?;
     let params = parameters(callee_text, definition);
     let (Some(body), true) = (definition.child_by_field_name("body"), params.iter().any(|p| p.out.is_some())) else { return None };
     let args = call.child_by_field_name("arguments").map(|a| call_args(text, a)).unwrap_or_default();
     let argument = |word: &str| params.iter().position(|p| p.name == word).and_then(|i| args.get(i)).map(|a| a.trim());
     let in_caller_names = |value: &str| {
-        rename_identifiers_in(value, |word| {
+        let renamed = rename_identifiers_in(value, |word| {
             let arg = argument(word)?;
             Some(if is_identifier(arg) || arg.parse::<i64>().is_ok() { arg.to_string() } else { format!("({arg})") })
-        })
+        });
+        // `*threads` of an out parameter given `&threads` is the caller's `threads`.
+        without_derefs_of_addresses(&renamed)
     };
     let literal = |word: &str| argument(word).and_then(|a| eval_constant(a, &|_| None));
     let run = graph.run_of(text);
@@ -3096,6 +3123,31 @@ fn out_arguments<'t>(text: &'t str, call: Node, graph: &CallGraph) -> Option<(&'
         out.push((variable.to_string(), value.map_or_else(|| UNKNOWN.to_string(), |v| in_caller_names(&v))));
     }
     Some((callee, out))
+}
+
+/// `*(&threads)` → `threads`: what a pointer parameter points at, where the caller passed a
+/// variable's address.
+fn without_derefs_of_addresses(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("*(&") {
+        let after = &rest[at + 3..];
+        let name_end = after.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(after.len());
+        let name = after[..name_end].trim();
+        match after[name_end..].strip_prefix(')').filter(|_| is_identifier(name)) {
+            Some(tail) => {
+                out.push_str(&rest[..at]);
+                out.push_str(name);
+                rest = tail;
+            }
+            None => {
+                out.push_str(&rest[..at + 3]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Whether the program's run takes a branch a call of a path is made in: the branch is the call
@@ -4488,6 +4540,12 @@ mod tests {
         for other in ["grown", "devices", "sms", "queried"] {
             assert!(!functions.contains_key(other), "{other}: {functions:?}");
         }
+    }
+
+    #[test]
+    fn what_an_out_parameter_points_at_is_the_callers_variable() {
+        assert_eq!(without_derefs_of_addresses("(rows + *(&threads) - 1) / *(&threads)"), "(rows + threads - 1) / threads");
+        assert_eq!(without_derefs_of_addresses("n *(&a[0])"), "n *(&a[0])");
     }
 
     #[test]
