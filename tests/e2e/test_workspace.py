@@ -57,9 +57,9 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 155
+    assert len(kernels) == len(set(kernels)) == 157
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "bias_relu", "wide_pass", "row_pass", "reverse_rows", "halve_strided", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel", "row_softmax_kernel", "causal_softmax_kernel", "clamp_values"}
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "bias_relu", "wide_pass", "row_pass", "reverse_rows", "halve_strided", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel", "row_softmax_kernel", "causal_softmax_kernel", "clamp_values", "patch_max_forward_kernel", "patch_max_backward_kernel"}
     for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "wide_pass", "reverse_rows", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_values4_unchecked", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
@@ -109,11 +109,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert by_kernel["row_pass"]["stage"] == "spec"
     assert by_kernel["row_pass"]["why"].startswith("grid extent x: `batch` is a size no shape gives (the program steps `batch` in a loop in `transform` (transform.cu:37)"), by_kernel["row_pass"]
     assert by_kernel["wide_pass"]["stage"] == "ready"
-    assert report["totals"] == {"kernels": 155, "ready": 139, "spec": 13, "compile": 2, "parameters": 1}
+    assert report["totals"] == {"kernels": 157, "ready": 141, "spec": 13, "compile": 2, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "155 kernels under" in text.stdout and "139 ready to tune (90%)" in text.stdout
+    assert "157 kernels under" in text.stdout and "141 ready to tune (90%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -2365,6 +2365,33 @@ def test_namesakes_in_namespaces_are_told_apart_and_each_extension_is_sized_by_i
     assert row["template_args"] == ["__half", "float", "float"], row
     assert row["block"] == ["min(2 ** ceil(log2(max(cols, 1))), 32)", "4"] and row["grid"] == ["1", "min((rows + 3) // 4, 65535)"], row
     assert row["shapes"] == [{"rows": 4096, "cols": 512}], row["shapes"]
+
+
+def test_a_backward_kernel_runs_after_its_forward_with_what_the_forward_kept(tmp_path: Path):
+    root = project(tmp_path, "autograd_backward")
+    (root / ".git").mkdir()
+    # `PatchMaxFunction.backward` calls the backward binding; no script calls it: autograd runs
+    # it after the forward, with a gradient shaped like the forward's output (4 × 32 × 128 × 96
+    # pooled by the test's `PatchMax(patch=4)`), the input's shape kept as `ctx.input_shape`,
+    # the patch as `ctx.patch` and the argmax saved with `ctx.save_for_backward`.
+    survey = json.loads(cutune("survey", str(root), "--json").stdout)
+    stages = {k["kernel"]: (k["stage"], k["compile"]["status"]) for k in survey["kernels"]}
+    assert stages == {"patch_max_forward_kernel": ("ready", "compiled"), "patch_max_backward_kernel": ("ready", "compiled")}, survey["kernels"]
+    backward = templatized_spec(root, "csrc/patch_max_cuda.cu", "patch_max_backward_kernel")
+    assert backward["shapes"] == [{"grad_input_size_0": 4, "grad_input_size_1": 32, "height": 128, "width": 96, "patch": 4, "grad_output_size_0": 4, "grad_output_size_1": 32, "grad_output_size_2": 32, "grad_output_size_3": 24}], backward["shapes"]
+    args = {a["name"]: a for a in backward["args"]}
+    assert args["argmax"]["length"] == args["grad_output"]["length"] == "grad_output_size_0 * grad_output_size_1 * grad_output_size_2 * grad_output_size_3", args
+    assert args["patch"]["value"] == "patch", args
+    # The forward's output is the tuple the function made first (`out_shape`).
+    forward = templatized_spec(root, "csrc/patch_max_cuda.cu", "patch_max_forward_kernel")
+    assert forward["shapes"] == [{"input_size_0": 4, "input_size_1": 32, "height": 128, "width": 96, "patch": 4, "output_size_0": 4, "output_size_1": 32, "output_size_2": 32, "output_size_3": 24}], forward["shapes"]
+
+
+async def test_the_code_action_reads_a_backward_through_its_autograd_function(client, tmp_path: Path):
+    root = project(tmp_path, "autograd_backward")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "csrc" / "patch_max_cuda.cu", "const int out_index = (plane * out_h", "patch_max_backward_kernel")
+    assert {k: spec["shapes"][0][k] for k in ("grad_output_size_2", "grad_output_size_3", "patch")} == {"grad_output_size_2": 32, "grad_output_size_3": 24, "patch": 4}, spec["shapes"]
 
 
 def test_an_explicit_specialization_is_one_instantiation_of_the_kernel_template(tmp_path: Path):

@@ -80,7 +80,14 @@
 # - tests/fixtures/workspace/namespaced_ops: `row_softmax_kernel` and `causal_softmax_kernel`,
 #   two extensions whose launchers and bindings share names in two namespaces, each sized by its
 #   own test; the row kernel's types deduced through a project's dispatch (half in, float out),
-#   its lanes PyTorch's `log2_ceil` of the columns (session 48).
+#   its lanes PyTorch's `log2_ceil` of the columns (session 48); the causal kernel's block set by
+#   a helper of its own namespace through `&threads`, beside a namesake in another (session 49).
+# - tests/fixtures/workspace/autograd_backward: `patch_max_backward_kernel`, reached only
+#   through autograd: run after its forward with a gradient shaped like the forward's output and
+#   what the forward kept on its context (session 49). Its forward kernel is left out: its spec
+#   reads the input's and the output's sizes apart (`input_size_0`, `output_size_0`), which the
+#   program ties, so verification's edges (one size 1 at a time) give the original inputs it
+#   reads past (reported as "not compared: the original fails here").
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 # CASES=REGEX runs only the kernels whose name matches it.
@@ -140,7 +147,8 @@ workspace/autograd_chain|csrc/shift_add.cu|shift_add_kernel|10
 workspace/counted_elements|scale.cu|row_means|10
 workspace/registered_ops|ops/csrc/common/cuda/scale_rows_kernel.cuh|scale_rows_kernel|10
 workspace/namespaced_ops|csrc/row_softmax_cuda.cu|row_softmax_kernel|10
-workspace/namespaced_ops|csrc/causal_softmax_cuda.cu|causal_softmax_kernel|10"
+workspace/namespaced_ops|csrc/causal_softmax_cuda.cu|causal_softmax_kernel|10
+workspace/autograd_backward|csrc/patch_max_cuda.cu|patch_max_backward_kernel|10"
 if [ -n "${CASES:-}" ]; then
     cases="$(while IFS='|' read -r fixture file kernel budget; do [[ "$kernel" =~ $CASES ]] && echo "$fixture|$file|$kernel|$budget"; done <<< "$cases")"
 fi

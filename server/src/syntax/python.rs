@@ -159,8 +159,12 @@ pub fn callers(python: &str, callees: &[Binding]) -> Vec<(Binding, String)> {
             if out.iter().any(|(found, _)| found.python == *name) {
                 continue;
             }
-            // A call of a callee, or an object made of a module whose `forward` is one.
-            let calls_leading = super::descendants(*definition).filter(|n| n.kind() == "call").any(|call| {
+            // A call of a callee, or an object made of a module whose `forward` is one; an
+            // autograd function's `forward` leads where its `backward` does, which autograd runs
+            // after it.
+            let backward = class.as_ref().filter(|_| plain == "forward").and_then(|class| writer.functions.get(&format!("{class}_backward")));
+            let bodies = std::iter::once(*definition).chain(backward.copied());
+            let calls_leading = bodies.flat_map(super::descendants).filter(|n| n.kind() == "call").any(|call| {
                 let function = call.child_by_field_name("function");
                 let callee = function.and_then(|f| writer.callee_name(f, class.as_deref())).map(|(c, _)| c);
                 let module = function.and_then(|f| writer.module_forward(f));
@@ -276,6 +280,35 @@ struct Writer<'a> {
     /// The locals of the function being written that name an object of a module
     /// (`carafe = Carafe(5, 4, 2)`): the module's `forward` and the arguments it was made with.
     objects: HashMap<String, (String, Node<'a>)>,
+    /// Of the autograd function being written, what its `forward` keeps for its `backward`.
+    context: Option<Context>,
+    /// Whether the function being written is an autograd function's `forward`, whose `return`
+    /// runs the `backward` as autograd does.
+    in_forward: bool,
+}
+
+/// What an autograd function's `forward` keeps on its context for the `backward`
+/// (`ctx.patch = patch`, `ctx.input_shape = x.size()`, `ctx.save_for_backward(argmax)`). The
+/// backward takes each as a parameter before its own (`ctx_patch`, `ctx_saved_0`), and the
+/// forward's `return` calls it with them and a gradient shaped like each output: the run
+/// autograd makes when the program differentiates what the forward returned.
+#[derive(Clone, Debug, Default)]
+struct Context {
+    /// The attributes the forward sets, in order.
+    attributes: Vec<String>,
+    /// Of those, the ones set to a tensor's whole shape (`x.size()`): the C++ local stands for
+    /// a tensor of that shape.
+    shapes: Vec<String>,
+    /// How many tensors the forward saves.
+    saved: usize,
+}
+
+impl Context {
+    /// The backward's parameters that carry the context, as the forward's locals are named.
+    fn parameters(&self) -> Vec<String> {
+        let attributes = self.attributes.iter().map(|a| format!("ctx_{a}"));
+        attributes.chain((0..self.saved).map(|k| format!("ctx_saved_{k}"))).collect()
+    }
 }
 
 /// What a name is bound to: a value written as C++, or data written as lists and tuples
@@ -316,6 +349,8 @@ impl<'a> Writer<'a> {
             helper_lists: HashMap::new(),
             attributes: HashMap::new(),
             objects: HashMap::new(),
+            context: None,
+            in_forward: false,
         }
     }
 
@@ -338,6 +373,7 @@ impl<'a> Writer<'a> {
             lists: self.lists.clone(),
             helper_lists: self.helper_lists.clone(),
             attributes: self.attributes.clone(),
+            context: self.context.clone(),
             ..Writer::bare(self.text, self.bindings)
         }
     }
@@ -388,6 +424,7 @@ impl<'a> Writer<'a> {
         let Some(body) = class.child_by_field_name("body") else { return };
         self.class = class.child_by_field_name("name").map(|n| self.text(n).to_string());
         self.attributes = constructor_of(self.text, class).map(|c| self.attributes_set_by(c)).unwrap_or_default();
+        self.context = self.class.as_deref().and_then(|name| self.context_of(name));
         for member in named_children(body) {
             match member.kind() {
                 "function_definition" => self.function(member, &HashMap::new()),
@@ -401,6 +438,7 @@ impl<'a> Writer<'a> {
         }
         self.class = None;
         self.attributes.clear();
+        self.context = None;
     }
 
     /// The attributes `constructor` sets to a value over its parameters (`self.kernel_size =
@@ -419,11 +457,78 @@ impl<'a> Writer<'a> {
         out
     }
 
+    /// What the autograd function `class` (a class with a `forward` and a `backward`) keeps on
+    /// its context in its `forward`; `None` for any other class.
+    fn context_of(&self, class: &str) -> Option<Context> {
+        let forward = *self.functions.get(&format!("{class}_forward"))?;
+        self.functions.contains_key(&format!("{class}_backward")).then_some(())?;
+        let mut context = Context::default();
+        for node in super::descendants(forward) {
+            if let Some((attribute, value)) = self.context_attribute_set(node) {
+                if !context.attributes.contains(&attribute) {
+                    if self.shape_of(value).is_some() {
+                        context.shapes.push(attribute.clone());
+                    }
+                    context.attributes.push(attribute);
+                }
+            } else if let Some(saved) = self.saved_for_backward(node) {
+                context.saved = context.saved.max(saved.len());
+            }
+        }
+        Some(context)
+    }
+
+    /// `ctx.patch = patch` (an assignment node): the attribute and its value.
+    fn context_attribute_set(&self, node: Node<'a>) -> Option<(String, Node<'a>)> {
+        (node.kind() == "assignment").then_some(())?;
+        let left = node.child_by_field_name("left").filter(|l| l.kind() == "attribute")?;
+        left.child_by_field_name("object").filter(|o| self.text(*o) == "ctx")?;
+        Some((self.text(left.child_by_field_name("attribute")?).to_string(), node.child_by_field_name("right")?))
+    }
+
+    /// The tensors `ctx.save_for_backward(a, b)` (a call node) keeps.
+    fn saved_for_backward(&self, node: Node<'a>) -> Option<Vec<Node<'a>>> {
+        (node.kind() == "call").then_some(())?;
+        (self.text(node.child_by_field_name("function")?) == "ctx.save_for_backward").then_some(())?;
+        Some(named_children(node.child_by_field_name("arguments")?))
+    }
+
+    /// The forward's `return out` (or `return out, argmax`) as autograd runs the backward after
+    /// it: with the context and a gradient like each output (none for an output that is no name).
+    fn backward_after(&self, returned: Node<'a>) -> Option<String> {
+        let (class, context) = (self.class.as_deref()?, self.context.as_ref()?);
+        let backward = *self.functions.get(&format!("{class}_backward"))?;
+        let outputs = match returned.kind() {
+            "expression_list" | "tuple" => named_children(returned),
+            _ => vec![returned],
+        };
+        let gradients = parameters(self.text, backward).into_iter().enumerate().map(|(k, _)| match outputs.get(k).filter(|o| o.kind() == "identifier") {
+            Some(output) => format!("torch::empty_like({})", cpp_name(self.text(*output))),
+            None => "0".to_string(),
+        });
+        let args: Vec<String> = context.parameters().into_iter().chain(gradients).collect();
+        Some(format!("{}({});", cpp_name(&format!("{class}_backward")), args.join(", ")))
+    }
+
+    /// `ctx.saved_tensors[k]` (a subscript node) as the backward's parameter for it.
+    fn saved_tensor(&self, subscript: Node<'a>) -> Option<String> {
+        self.context.as_ref()?;
+        (self.text(subscript.child_by_field_name("value")?) == "ctx.saved_tensors").then_some(())?;
+        let index: usize = self.text(subscript.child_by_field_name("subscript")?).parse().ok()?;
+        Some(format!("ctx_saved_{index}"))
+    }
+
     /// `def f(a, b=2):` as `void f(auto a, auto b = 2) {…}`; a parametrized test's names
     /// (`@pytest.mark.parametrize("n", [7, 4096])`) are its locals, at their first values.
     fn function(&mut self, definition: Node<'a>, parametrized: &HashMap<String, Bound<'a>>) {
         let (Some(name), Some(body)) = (definition.child_by_field_name("name"), definition.child_by_field_name("body")) else { return };
-        let mut params = Vec::new();
+        let method = self.text(name);
+        let context = self.context.as_ref().filter(|_| self.class.is_some());
+        let mut params: Vec<String> = match context.filter(|_| method == "backward") {
+            Some(context) => context.parameters().into_iter().map(|p| format!("auto {p}")).collect(),
+            None => Vec::new(),
+        };
+        self.in_forward = context.is_some() && method == "forward";
         for (name, default) in parameters(self.text, definition).into_iter().chain(constructor_parameters(self.text, definition)) {
             let name = self.text(name);
             if parametrized.contains_key(name) {
@@ -448,6 +553,7 @@ impl<'a> Writer<'a> {
         self.aliases.clear();
         self.local_lists.clear();
         self.objects.clear();
+        self.in_forward = false;
         self.put(definition.end_position().row, "}");
     }
 
@@ -464,7 +570,23 @@ impl<'a> Writer<'a> {
         let row = statement.start_position().row;
         match statement.kind() {
             "expression_statement" => {
-                if let Some((name, object)) = self.object_made(statement) {
+                let expression = statement.named_child(0);
+                if let Some((attribute, value)) = expression.and_then(|e| self.context_attribute_set(e)).filter(|_| self.in_forward) {
+                    // A shape kept as a tensor of that shape, for `new_zeros(ctx.input_shape)`.
+                    let value = match self.shape_of(value) {
+                        Some(tensor) => Some(format!("torch::empty_like({tensor})")),
+                        None => self.expression(value),
+                    };
+                    if let Some(value) = value {
+                        self.put(row, &format!("auto ctx_{attribute} = {value};"));
+                    }
+                } else if let Some(saved) = expression.and_then(|e| self.saved_for_backward(e)).filter(|_| self.in_forward) {
+                    for (k, tensor) in saved.into_iter().enumerate() {
+                        if let Some(value) = self.expression(tensor) {
+                            self.put(row, &format!("auto ctx_saved_{k} = {value};"));
+                        }
+                    }
+                } else if let Some((name, object)) = self.object_made(statement) {
                     self.objects.insert(name, object);
                 } else if let Some((alias, function)) = self.function_alias(statement) {
                     self.aliases.insert(alias, function);
@@ -489,6 +611,9 @@ impl<'a> Writer<'a> {
             "return_statement" => {
                 if let Some(call) = statement.named_child(0).filter(|c| c.kind() == "call").and_then(|c| self.host_call(c)) {
                     self.put(row, &format!("{call};"));
+                }
+                if let Some(backward) = statement.named_child(0).filter(|_| self.in_forward).and_then(|r| self.backward_after(r)) {
+                    self.put(row, &backward);
                 }
             }
             "with_statement" => {
@@ -705,6 +830,11 @@ impl<'a> Writer<'a> {
                 let written = names.into_iter().zip(returned).filter_map(|(name, value)| Some((cpp_name(self.text(name).trim()), value?))).filter(|(name, _)| super::is_identifier(name));
                 return Some(written.collect());
             }
+            // `rois, argmax = ctx.saved_tensors`: what the forward saved, in order.
+            ("pattern_list" | "tuple_pattern", "attribute") if self.context.is_some() && self.text(right) == "ctx.saved_tensors" => {
+                let names = named_children(left).into_iter().enumerate().filter(|(_, n)| n.kind() == "identifier" && self.text(*n) != "_");
+                return Some(names.map(|(k, name)| (cpp_name(self.text(name)), format!("ctx_saved_{k}"))).collect());
+            }
             ("identifier", _) => vec![(left, right)],
             ("pattern_list" | "tuple_pattern", "expression_list" | "tuple") if left.named_child_count() == right.named_child_count() => {
                 named_children(left).into_iter().zip(named_children(right)).collect()
@@ -916,11 +1046,15 @@ impl<'a> Writer<'a> {
                     _ => None,
                 }
             }
-            "subscript" => self.shape_read(node).or_else(|| self.leading_slice(node)).or_else(|| self.expression(self.data_item(node)?)),
+            "subscript" => self.saved_tensor(node).or_else(|| self.shape_read(node)).or_else(|| self.leading_slice(node)).or_else(|| self.expression(self.data_item(node)?)),
             // `args.num_tokens` of `parser.add_argument("--num-tokens", default=4096)`.
             // An exported function passed as a value (`run(ext.rms_norm, …)`).
             "attribute" => {
                 let attribute = self.text(node.child_by_field_name("attribute")?);
+                // What an autograd function's forward keeps on its context.
+                if node.child_by_field_name("object").is_some_and(|o| self.text(o) == "ctx") && self.context.as_ref().is_some_and(|c| c.attributes.iter().any(|a| a == attribute)) {
+                    return Some(format!("ctx_{attribute}"));
+                }
                 // An attribute a module's `__init__` sets, read by its methods.
                 // Not where the method's own parameter has the name the value reads.
                 if node.child_by_field_name("object").is_some_and(|o| self.text(o) == "self") {
@@ -1098,6 +1232,11 @@ impl<'a> Writer<'a> {
 
     /// The tensor whose whole shape `node` is (`x.size()`, `x.shape`), as C++ names it.
     fn shape_of(&self, node: Node<'a>) -> Option<String> {
+        // A shape an autograd function's forward keeps (`ctx.input_shape = x.size()`).
+        if node.kind() == "attribute" && node.child_by_field_name("object").is_some_and(|o| self.text(o) == "ctx") {
+            let attribute = self.text(node.child_by_field_name("attribute")?);
+            return self.context.as_ref()?.shapes.iter().any(|s| s == attribute).then(|| format!("ctx_{attribute}"));
+        }
         let tensor = match node.kind() {
             "attribute" if node.child_by_field_name("attribute").is_some_and(|a| self.text(a) == "shape") => node.child_by_field_name("object")?,
             "call" if node.child_by_field_name("arguments").is_some_and(|a| a.named_child_count() == 0) => {
@@ -1204,7 +1343,13 @@ impl<'a> Writer<'a> {
     fn dim_list(&self, arguments: Node<'a>) -> Option<Vec<String>> {
         let written = |nodes: Vec<Node<'a>>| nodes.into_iter().map(|e| self.expression(e)).collect::<Option<Vec<_>>>();
         let positional: Vec<Node> = named_children(arguments).into_iter().filter(|a| a.kind() != "keyword_argument").collect();
-        let shape = self.keyword(arguments, "size").or_else(|| positional.first().copied().filter(|only| positional.len() == 1 && matches!(only.kind(), "tuple" | "list")));
+        // A shape the function made before (`out_shape = (n, c, h // 2, w // 2)`) is its tuple.
+        let local_list = |node: Node<'a>| match node.kind() {
+            "identifier" => self.local_lists.get(self.text(node)).copied().unwrap_or(node),
+            _ => node,
+        };
+        let positional: Vec<Node> = positional.into_iter().map(local_list).collect();
+        let shape = self.keyword(arguments, "size").map(local_list).or_else(|| positional.first().copied().filter(|only| positional.len() == 1 && matches!(only.kind(), "tuple" | "list")));
         match shape {
             Some(size) if matches!(size.kind(), "tuple" | "list") => written(named_children(size)),
             Some(size) => written(vec![size]),
@@ -1937,6 +2082,44 @@ def test_blur():
         assert_eq!(lines[3], "auto y = Blur_forward(x, 3, 2.0);", "{code}");
         assert_eq!(lines[4], "Blur_forward(x, 5);", "{code}");
         assert_eq!(lines[5], "BlurFunction_forward(x, 1, 1.0); }", "{code}");
+    }
+
+    #[test]
+    fn an_autograd_functions_backward_runs_after_its_forward_with_what_the_forward_kept() {
+        let package = "\
+class PoolFunction(Function):
+    @staticmethod
+    def forward(ctx, x, patch=2):
+        ctx.patch = patch
+        ctx.input_shape = x.size()
+        out_shape = (x.size(0), x.size(1) // patch)
+        out = x.new_zeros(out_shape)
+        ctx.save_for_backward(x, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, _ = ctx.saved_tensors
+        grad_in = grad_out.new_zeros(ctx.input_shape)
+        ext.pool_backward(grad_out, ctx.saved_tensors[1], grad_in, ctx.patch)
+        return grad_in, None
+";
+        // Only the backward calls the binding: the forward leads to it all the same.
+        let backward = [binding("pool_backward", "pool_backward", &["grad_out", "out", "grad_in", "patch"])];
+        let found = callers(package, &backward);
+        assert_eq!(found.iter().map(|(b, by)| (b.python.as_str(), by.as_str())).collect::<Vec<_>>(), [("PoolFunction_forward", "PoolFunction")], "{found:?}");
+        let code = as_host_code(package, "pool", &backward);
+        let lines: Vec<&str> = code.lines().collect();
+        assert_eq!(lines[3], "auto ctx_patch = patch;", "{code}");
+        // A shape kept is a tensor of that shape; a tuple made before gives a shape its items.
+        assert_eq!(lines[4], "auto ctx_input_shape = torch::empty_like(x);", "{code}");
+        assert_eq!(lines[6], "auto out = torch::empty({x.size(0), x.size(1) / patch});", "{code}");
+        assert_eq!(lines[7], "auto ctx_saved_0 = x; auto ctx_saved_1 = out;", "{code}");
+        assert_eq!(lines[8], "PoolFunction_backward(ctx_patch, ctx_input_shape, ctx_saved_0, ctx_saved_1, torch::empty_like(out)); }", "{code}");
+        assert_eq!(lines[11], "void PoolFunction_backward(auto ctx_patch, auto ctx_input_shape, auto ctx_saved_0, auto ctx_saved_1, auto grad_out) {", "{code}");
+        assert_eq!(lines[12], "auto x = ctx_saved_0;", "{code}");
+        assert_eq!(lines[13], "auto grad_in = torch::empty_like(ctx_input_shape);", "{code}");
+        assert_eq!(lines[14], "pool_backward(grad_out, ctx_saved_1, grad_in, ctx_patch);", "{code}");
     }
 
     #[test]

@@ -312,7 +312,7 @@ fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], kernel_file: &Path, ow
     let mut script_functions: BTreeSet<String> = BTreeSet::new();
     while !wanted.is_empty() && read.len() < MAX_PYTHON_FILES {
         let unread = scripts.iter().filter(|(path, _)| !read.iter().any(|(p, _)| p == *path));
-        let (naming_module, others): (Vec<&(&PathBuf, &FileEntry)>, Vec<_>) = unread.filter(|(_, entry)| wanted.iter().any(|w| entry.mentions(w))).partition(|(_, entry)| modules.iter().any(|m| entry.mentions(m)));
+        let (naming_module, others): (Vec<&(&PathBuf, &FileEntry)>, Vec<_>) = unread.filter(|(_, entry)| wanted.iter().any(|w| entry.mentions(w))).partition(|(path, entry)| modules.iter().any(|m| entry.mentions(m)) && !is_build_script(path));
         let candidates = if naming_module.is_empty() { others } else { naming_module };
         let callers: Vec<&PathBuf> = candidates.into_iter().map(|&(path, _)| path).take(MAX_PYTHON_FILES - read.len()).collect();
         let mut next = Vec::new();
@@ -333,6 +333,12 @@ fn add_python_callers(scripts: &[(&PathBuf, &FileEntry)], kernel_file: &Path, ow
         let document = Document::new(python::as_host_code(&text, module, &callees));
         documents.push(HostDocument { path, document });
     }
+}
+
+/// Whether `path` is a package's build script (`setup.py`), which names the extensions it
+/// builds and their sources (`csrc/patch_max.cpp`, a binding's namesake) but calls none.
+fn is_build_script(path: &Path) -> bool {
+    path.file_name().is_some_and(|name| name == "setup.py")
 }
 
 /// The name of the extension a build script compiles `source` into: the `name` given before
