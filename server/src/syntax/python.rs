@@ -481,9 +481,15 @@ impl<'a> Writer<'a> {
     /// `ctx.patch = patch` (an assignment node): the attribute and its value.
     fn context_attribute_set(&self, node: Node<'a>) -> Option<(String, Node<'a>)> {
         (node.kind() == "assignment").then_some(())?;
-        let left = node.child_by_field_name("left").filter(|l| l.kind() == "attribute")?;
-        left.child_by_field_name("object").filter(|o| self.text(*o) == "ctx")?;
-        Some((self.text(left.child_by_field_name("attribute")?).to_string(), node.child_by_field_name("right")?))
+        let attribute = self.on_context(node.child_by_field_name("left")?)?;
+        Some((attribute.to_string(), node.child_by_field_name("right")?))
+    }
+
+    /// `patch` of `ctx.patch` (an attribute node): an attribute of an autograd function's context.
+    fn on_context(&self, node: Node<'a>) -> Option<&'a str> {
+        (node.kind() == "attribute").then_some(())?;
+        node.child_by_field_name("object").filter(|o| self.text(*o) == "ctx")?;
+        Some(self.text(node.child_by_field_name("attribute")?))
     }
 
     /// The tensors `ctx.save_for_backward(a, b)` (a call node) keeps.
@@ -523,7 +529,7 @@ impl<'a> Writer<'a> {
     fn function(&mut self, definition: Node<'a>, parametrized: &HashMap<String, Bound<'a>>) {
         let (Some(name), Some(body)) = (definition.child_by_field_name("name"), definition.child_by_field_name("body")) else { return };
         let method = self.text(name);
-        let context = self.context.as_ref().filter(|_| self.class.is_some());
+        let context = self.context.as_ref();
         let mut params: Vec<String> = match context.filter(|_| method == "backward") {
             Some(context) => context.parameters().into_iter().map(|p| format!("auto {p}")).collect(),
             None => Vec::new(),
@@ -1052,7 +1058,7 @@ impl<'a> Writer<'a> {
             "attribute" => {
                 let attribute = self.text(node.child_by_field_name("attribute")?);
                 // What an autograd function's forward keeps on its context.
-                if node.child_by_field_name("object").is_some_and(|o| self.text(o) == "ctx") && self.context.as_ref().is_some_and(|c| c.attributes.iter().any(|a| a == attribute)) {
+                if self.on_context(node).is_some() && self.context.as_ref().is_some_and(|c| c.attributes.iter().any(|a| a == attribute)) {
                     return Some(format!("ctx_{attribute}"));
                 }
                 // An attribute a module's `__init__` sets, read by its methods.
@@ -1233,8 +1239,7 @@ impl<'a> Writer<'a> {
     /// The tensor whose whole shape `node` is (`x.size()`, `x.shape`), as C++ names it.
     fn shape_of(&self, node: Node<'a>) -> Option<String> {
         // A shape an autograd function's forward keeps (`ctx.input_shape = x.size()`).
-        if node.kind() == "attribute" && node.child_by_field_name("object").is_some_and(|o| self.text(o) == "ctx") {
-            let attribute = self.text(node.child_by_field_name("attribute")?);
+        if let Some(attribute) = self.on_context(node) {
             return self.context.as_ref()?.shapes.iter().any(|s| s == attribute).then(|| format!("ctx_{attribute}"));
         }
         let tensor = match node.kind() {
