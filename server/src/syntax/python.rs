@@ -327,6 +327,11 @@ struct ListEnds {
     largest: Option<String>,
 }
 
+/// An argument the reading could not write (`ctx.output_size[0]` of a tuple, a string): a name
+/// nothing defines, so the host reading follows it to no value and says so, where a number in
+/// its place would be taken for the program's.
+const UNWRITTEN: &str = "unread_python_value";
+
 /// C++ words a Python name may be but a C++ one may not.
 /// `main` too: C++'s `main` takes no such parameters, and nothing may call it.
 const CPP_KEYWORDS: [&str; 17] = ["auto", "class", "new", "delete", "this", "int", "float", "double", "long", "char", "void", "struct", "namespace", "template", "typename", "default", "main"];
@@ -510,7 +515,7 @@ impl<'a> Writer<'a> {
         };
         let gradients = parameters(self.text, backward).into_iter().enumerate().map(|(k, _)| match outputs.get(k).filter(|o| o.kind() == "identifier") {
             Some(output) => format!("torch::empty_like({})", cpp_name(self.text(*output))),
-            None => "0".to_string(),
+            None => UNWRITTEN.to_string(),
         });
         let args: Vec<String> = context.parameters().into_iter().chain(gradients).collect();
         Some(format!("{}({});", cpp_name(&format!("{class}_backward")), args.join(", ")))
@@ -1486,39 +1491,46 @@ impl<'a> Writer<'a> {
             (None, None) if passed => (cpp_name(&name), Vec::new(), Vec::new()),
             (None, None) => return None,
         };
-        // An argument that cannot be written still holds its place.
+        // A parameter the call skips (a keyword names a later one) takes its default, where
+        // the script gives one.
+        let defaults: Vec<Option<String>> = match own {
+            Some(definition) => parameters(self.text, *definition).into_iter().chain(constructor_parameters(self.text, *definition)).map(|(_, default)| default.and_then(|d| self.expression(d))).collect(),
+            None => Vec::new(),
+        };
+        let skipped = |at: usize| defaults.get(at).cloned().flatten().unwrap_or_else(|| UNWRITTEN.to_string());
         let mut args: Vec<String> = Vec::new();
-        self.place_arguments(arguments, &params, 0, &mut args);
+        self.place_arguments(arguments, &params, 0, &skipped, &mut args);
         if let Some((_, made_with)) = object {
-            args.resize(args.len().max(params.len() - constructor.len()), "0".into());
-            self.place_arguments(&named_children(made_with), &params, params.len() - constructor.len(), &mut args);
+            while args.len() < params.len() - constructor.len() {
+                args.push(skipped(args.len()));
+            }
+            self.place_arguments(&named_children(made_with), &params, params.len() - constructor.len(), &skipped, &mut args);
         }
         Some(format!("{callee}({})", args.join(", ")))
     }
 
     /// Puts `arguments` into `args`: the positional ones from the parameter `first` on, each
-    /// keyword's at the parameter it names (after the rest where none does); one that cannot
-    /// be written as `0`, which holds its place.
-    fn place_arguments(&self, arguments: &[Node<'a>], params: &[String], first: usize, args: &mut Vec<String>) {
+    /// keyword's at the parameter it names (after the rest where none does); a parameter
+    /// passed over takes `skipped` of its place. An argument that cannot be written still holds
+    /// its place, as [`UNWRITTEN`]: not a number the reading could take for the value.
+    fn place_arguments(&self, arguments: &[Node<'a>], params: &[String], first: usize, skipped: &dyn Fn(usize) -> String, args: &mut Vec<String>) {
         let (keywords, positional): (Vec<Node>, Vec<Node>) = arguments.iter().partition(|a| a.kind() == "keyword_argument");
-        for (k, argument) in positional.into_iter().enumerate() {
-            let value = self.expression(argument).unwrap_or_else(|| "0".into());
-            match args.get_mut(first + k) {
-                Some(slot) => *slot = value,
-                None => {
-                    args.resize(first + k, "0".into());
-                    args.push(value);
-                }
+        let fill_to = |args: &mut Vec<String>, len: usize| {
+            while args.len() < len {
+                args.push(skipped(args.len()));
             }
+        };
+        for (k, argument) in positional.into_iter().enumerate() {
+            let value = self.expression(argument).unwrap_or_else(|| UNWRITTEN.into());
+            fill_to(args, first + k + 1);
+            args[first + k] = value;
         }
         for keyword in keywords {
             let (Some(name), Some(value)) = (keyword.child_by_field_name("name"), keyword.child_by_field_name("value")) else { continue };
-            let value = self.expression(value).unwrap_or_else(|| "0".into());
+            let value = self.expression(value).unwrap_or_else(|| UNWRITTEN.into());
             match params.iter().position(|p| p == self.text(name)) {
                 Some(at) => {
-                    if args.len() <= at {
-                        args.resize(at + 1, "0".into());
-                    }
+                    fill_to(args, at + 1);
                     args[at] = value;
                 }
                 None => args.push(value),
@@ -1880,7 +1892,8 @@ for d in Ds:
         assert_eq!(lines[12], "void bench_py_line_13() { { auto d = 64;");
         assert_eq!(lines[13], "make(4, d); auto x = torch::randn({4, d * 2}); auto y = torch::zeros({4});");
         // `return None, 0` under an `if` is an early exit: the results are the last `return`'s.
-        assert_eq!(lines[14], "run(flash_forward, x, 0); auto out = x; auto _ = 1; } }");
+        // The string holds its place as no value.
+        assert_eq!(lines[14], "run(flash_forward, x, unread_python_value); auto out = x; auto _ = 1; } }");
     }
 
     #[test]
@@ -2087,6 +2100,24 @@ def test_blur():
         assert_eq!(lines[3], "auto y = Blur_forward(x, 3, 2.0);", "{code}");
         assert_eq!(lines[4], "Blur_forward(x, 5);", "{code}");
         assert_eq!(lines[5], "BlurFunction_forward(x, 1, 1.0); }", "{code}");
+    }
+
+    #[test]
+    fn a_skipped_parameter_takes_its_default_and_what_cannot_be_written_is_no_number() {
+        let script = "\
+def launch(x, eps=1e-5, scale=1.0, mode='sum'):
+    ext.op(x, eps, scale, mode)
+
+def test_launch():
+    x = torch.rand(8, 32)
+    launch(x, scale=2.0)
+    launch(x, 1e-3, mode='max')
+";
+        let code = as_host_code(script, "test_op", &[binding("op", "op", &["x", "eps", "scale", "mode"])]);
+        let lines: Vec<&str> = code.lines().collect();
+        assert_eq!(lines[5], "launch(x, 1e-5, 2.0);", "{code}");
+        // A string is no value the reading can follow: not a `0` taken for the program's.
+        assert_eq!(lines[6], "launch(x, 1e-3, 1.0, unread_python_value); }", "{code}");
     }
 
     #[test]
