@@ -2202,7 +2202,7 @@ impl<'d> HostContext<'d> {
             None => self.member_object_made(frame, object).map(|(ty, args)| (ty, Some(args)))?,
         };
         let class = class_of(&ty);
-        let method_of_class = |name: &str| self.graph.definitions.get(name).into_iter().flatten().copied().find(|&(text, definition)| objects::class_of_definition(text, definition) == Some(class));
+        let method_of_class = |name: &str| self.graph.definition_in_class(name, class);
         let calls_on_object = descendants(body).filter(|n| n.kind() == "call_expression" && n.start_byte() < frame.scope.point).filter_map(|call| {
             let function = call.child_by_field_name("function").filter(|f| f.kind() == "field_expression")?;
             (frame.text[function.child_by_field_name("argument")?.byte_range()].trim() == object).then_some(())?;
@@ -2243,7 +2243,7 @@ impl<'d> HostContext<'d> {
     /// `m_a = std::make_shared<Matrix>(m, k)` in a constructor that sets `m_m(m), m_k(k)`.
     fn member_object_made(&self, frame: &Frame, object: &str) -> Option<(String, Vec<String>)> {
         let class = frame.class()?;
-        let (text, constructor) = self.graph.definitions.get(class).into_iter().flatten().copied().find(|&(text, definition)| objects::class_of_definition(text, definition) == Some(class))?;
+        let (text, constructor) = self.graph.definition_in_class(class, class)?;
         let (ty, args) = objects::member_made(text, constructor, object)?;
         let params = parameters(text, constructor);
         let set = objects::members_set(text, constructor);
@@ -2957,6 +2957,11 @@ impl<'d> CallGraph<'d> {
     /// The first definition of `name` in the files.
     fn definition(&self, name: &str) -> Option<(&'d str, Node<'d>)> {
         self.definitions.get(name)?.first().copied()
+    }
+
+    /// The definition of `name` that is a member of `class` (a method, or its constructor).
+    fn definition_in_class(&self, name: &str, class: &str) -> Option<(&'d str, Node<'d>)> {
+        self.definitions.get(name)?.iter().copied().find(|&(text, definition)| objects::class_of_definition(text, definition) == Some(class))
     }
 
     /// The definition the call expression `call` in `text` calls: its callee's bare name, a
