@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 157
+    assert len(kernels) == len(set(kernels)) == 159
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "bias_relu", "wide_pass", "row_pass", "reverse_rows", "halve_strided", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel", "row_softmax_kernel", "causal_softmax_kernel", "clamp_values", "patch_max_forward_kernel", "patch_max_backward_kernel"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "wide_pass", "reverse_rows", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_values4_unchecked", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "bias_relu", "wide_pass", "row_pass", "reverse_rows", "halve_strided", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel", "row_softmax_kernel", "causal_softmax_kernel", "clamp_values", "patch_max_forward_kernel", "patch_max_backward_kernel", "chunked_scale_kernel", "pair_rotate_kernel"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "wide_pass", "reverse_rows", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_values4_unchecked", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel", "bias_relu", "chunked_scale_kernel", "pair_rotate_kernel"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -109,11 +109,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert by_kernel["row_pass"]["stage"] == "spec"
     assert by_kernel["row_pass"]["why"].startswith("grid extent x: `batch` is a size no shape gives (the program steps `batch` in a loop in `transform` (transform.cu:37)"), by_kernel["row_pass"]
     assert by_kernel["wide_pass"]["stage"] == "ready"
-    assert report["totals"] == {"kernels": 157, "ready": 141, "spec": 13, "compile": 2, "parameters": 1}
+    assert report["totals"] == {"kernels": 159, "ready": 144, "spec": 12, "compile": 2, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "157 kernels under" in text.stdout and "141 ready to tune (90%)" in text.stdout
+    assert "159 kernels under" in text.stdout and "144 ready to tune (91%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -2318,15 +2318,14 @@ def test_a_binding_that_instantiates_its_template_gives_the_kernels_type(tmp_pat
     (root / ".git").mkdir()
     # `m.def("bias_relu_fp32", &bias_relu_<float>)` calls `launch_bias_relu((T *)input.data_ptr(),
     # …)`, whose `T` the kernel's is: `float`, and the pytest test's tensor gives the sizes. The
-    # bias's length the C++ never reads, so it stays for the user or a capture.
+    # bias's length, which the C++ never reads, is a size of its own named for the binding's
+    # tensor, whose value the test's `torch.randn(1024)` gives.
     survey = json.loads(cutune("survey", str(root), "--json").stdout)
     [kernel] = survey["kernels"]
-    assert (kernel["stage"], kernel["compile"]["status"]) == ("spec", "compiled"), kernel
-    assert [p.split(" (")[0] for p in kernel["spec_problems"]] == ["length of argument `bias` is unknown"], kernel["spec_problems"]
-    run = cutune("templatize", "csrc/bias_relu.cu", "--kernel", "bias_relu", "--write", cwd=root)
-    assert run.returncode == 0, run.stderr
-    spec = tomllib.loads((root / "csrc" / "bias_relu.cutune.toml").read_text())["kernels"][0]
-    assert spec["template_args"] == ["float"] and spec["shapes"][0] == {"rows": 1024, "width": 1024}, spec
+    assert (kernel["stage"], kernel["compile"]["status"]) == ("ready", "compiled"), kernel
+    spec = templatized_spec(root, "csrc/bias_relu.cu", "bias_relu")
+    assert spec["template_args"] == ["float"] and spec["shapes"][0] == {"rows": 1024, "width": 1024, "bias_size_0": 1024}, spec
+    assert next(a for a in spec["args"] if a["name"] == "bias")["length"] == "bias_size_0", spec["args"]
 
 
 async def test_the_code_action_instantiates_a_kernel_as_its_binding_does(client, tmp_path: Path):
@@ -2392,6 +2391,39 @@ async def test_the_code_action_reads_a_backward_through_its_autograd_function(cl
     (root / ".git").mkdir()
     spec = await code_action_spec(client, root / "csrc" / "patch_max_cuda.cu", "const int out_index = (plane * out_h", "patch_max_backward_kernel")
     assert {k: spec["shapes"][0][k] for k in ("grad_output_size_2", "grad_output_size_3", "patch")} == {"grad_output_size_2": 32, "grad_output_size_3": 24, "patch": 4}, spec["shapes"]
+
+
+def test_a_launcher_template_takes_its_types_from_the_data_a_dispatch_passes_it(tmp_path: Path):
+    root = project(tmp_path, "deduced_launchers")
+    (root / ".git").mkdir()
+    # `chunked_scale_cuda(stream, value.data_ptr<scalar_t>() + n * per_chunk, …)` in PyTorch's
+    # `AT_DISPATCH_FLOATING_TYPES_AND_HALF`: the launcher's `scalar_t`, and so the kernel's, is
+    # deduced from a pointer into the tensor's data, `float` first. `launch_pair_rotate(…,
+    # input.data_ptr<value_t_0>(), cos_table.data_ptr<angle_t_0>(), …)` is called in the
+    # project's `DISPATCH_ROTATE_TYPES`, defined in the calling file (which launches nothing
+    # itself), whose case declares both types.
+    survey = json.loads(cutune("survey", str(root), "--json").stdout)
+    stages = {k["kernel"]: (k["stage"], k["compile"]["status"]) for k in survey["kernels"]}
+    assert stages == {"chunked_scale_kernel": ("ready", "compiled"), "pair_rotate_kernel": ("ready", "compiled")}, survey["kernels"]
+    chunked = templatized_spec(root, "csrc/chunked_scale_kernel.cuh", "chunked_scale_kernel")
+    assert chunked["template_args"] == ["float"], chunked
+    # The weight's length, which the C++ never reads, is its own size, from the test's tensor.
+    assert chunked["shapes"][0] == {"rows": 16, "channels": 96, "weight_size_0": 96}, chunked["shapes"]
+    assert {a["name"]: a.get("length") for a in chunked["args"]}["weight"] == "weight_size_0", chunked["args"]
+    rotate = templatized_spec(root, "csrc/pair_rotate.h", "pair_rotate_kernel")
+    assert rotate["template_args"] == ["float", "float"], rotate
+    # The tables are read as far as the kernel bounds them (`pairs`); the output, made
+    # `empty_like(input)`, has the input's sizes.
+    lengths = {a["name"]: a.get("length") for a in rotate["args"]}
+    assert lengths == {"src": "rows * input_size_1", "cos_table": "pairs", "sin_table": "pairs", "pairs": None, "dst": "rows * input_size_1"}, rotate["args"]
+    assert rotate["shapes"][0] == {"rows": 512, "pairs": 64, "input_size_1": 128}, rotate["shapes"]
+
+
+async def test_the_code_action_deduces_a_launcher_templates_types_from_a_dispatch(client, tmp_path: Path):
+    root = project(tmp_path, "deduced_launchers")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "csrc" / "pair_rotate.h", "const int row = blockIdx.x;", "pair_rotate_kernel")
+    assert spec["template_args"] == ["float", "float"] and spec["shapes"][0]["rows"] == 512, spec
 
 
 def test_an_explicit_specialization_is_one_instantiation_of_the_kernel_template(tmp_path: Path):

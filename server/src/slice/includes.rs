@@ -161,10 +161,6 @@ pub(super) const STANDARD_MACROS: [(&str, &str); 26] = [
     ("M_SQRT1_2", "0.70710678118654752440"),
 ];
 
-/// Types glibc's `<sys/types.h>` declares, which every nvcc compile of a `.cu` file sees (the
-/// runtime's headers include it) and NVRTC does not: SGEMM kernels index with `uint`.
-pub(super) const HOST_TYPES: [(&str, &str); 3] = [("uint", "unsigned int"), ("ushort", "unsigned short"), ("ulong", "unsigned long")];
-
 /// The number types of cuFFT's and cuComplex's headers (`cufft.h` includes `cuComplex.h`),
 /// which NVRTC cannot include, as those headers define them.
 pub(super) const LIBRARY_TYPES: [(&str, &str); 7] = [

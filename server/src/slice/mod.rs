@@ -771,7 +771,7 @@ impl<'a> Slicer<'a> {
         }
         let dropped_library_header = self.dropped_includes.iter().any(|d| includes::declares_library_types(&d.path));
         let library_types = includes::LIBRARY_TYPES.iter().filter(|_| dropped_library_header);
-        for &(name, definition) in includes::HOST_TYPES.iter().chain(library_types) {
+        for &(name, definition) in crate::syntax::HOST_TYPES.iter().chain(library_types) {
             if self.used_names.contains(name) && !self.declarations.contains_key(name) {
                 let _ = writeln!(source, "typedef {definition} {name};");
                 kept.push(SliceItem { kind: SliceItemKind::HostType, name: name.to_string(), line: 0 });

@@ -64,6 +64,7 @@ pub fn parse_int_literal(text: &str) -> Option<i64> {
 /// Size in bytes of the scalar and vector types kernels use, the same on every CUDA target.
 pub fn size_of_type(ty: &str) -> Option<u64> {
     let ty = ty.trim_start_matches("const ").trim_start_matches("volatile ").trim();
+    let ty = host_type_definition(ty).unwrap_or(ty);
     if let Some((scalar, lanes)) = vector_type(ty) {
         return Some(lanes * size_of_type(scalar)?);
     }
@@ -93,6 +94,15 @@ pub fn size_of_type(ty: &str) -> Option<u64> {
         "cufftDoubleComplex" | "cuDoubleComplex" => 16,
         _ => return None,
     })
+}
+
+/// Types glibc's `<sys/types.h>` declares, which every nvcc compile of a `.cu` file sees (the
+/// runtime's headers include it) and NVRTC does not: SGEMM kernels index with `uint`.
+pub const HOST_TYPES: [(&str, &str); 3] = [("uint", "unsigned int"), ("ushort", "unsigned short"), ("ulong", "unsigned long")];
+
+/// The type one of [`HOST_TYPES`] stands for (`unsigned int` for `uint`).
+pub fn host_type_definition(ty: &str) -> Option<&'static str> {
+    HOST_TYPES.iter().find(|(name, _)| *name == ty).map(|(_, definition)| *definition)
 }
 
 /// A CUDA vector type's scalar and lane count: `("unsigned char", 4)` for `uchar4`,

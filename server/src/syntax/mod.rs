@@ -22,7 +22,7 @@ mod list_conditionals;
 mod model;
 
 pub use access::{access_of, Access};
-pub use consteval::{eval as eval_constant, integer_constant_line, parse_int_literal, size_of_type, vector_type};
+pub use consteval::{eval as eval_constant, integer_constant_line, parse_int_literal, host_type_definition, size_of_type, vector_type, HOST_TYPES};
 pub use float_eval::eval_float;
 pub use grammar_view::is_pragma_macro;
 pub use checks::{check, format_bytes, Finding, Severity};

@@ -1150,7 +1150,7 @@ impl<'a> Writer<'a> {
         }
         match method {
             // Methods that keep the shape: the tensor or array they are called on.
-            "cuda" | "to" | "half" | "float" | "bfloat16" | "double" | "int" | "long" | "short" | "bool" | "byte" | "char" | "type" | "contiguous" | "clone" | "detach" | "requires_grad_" | "cpu" | "pin_memory" | "zero_" | "fill_" | "uniform_" | "normal_" | "astype" | "sigmoid" | "abs" | "exp" | "relu" | "tanh" | "sqrt" | "neg" => {
+            "cuda" | "to" | "half" | "float" | "bfloat16" | "double" | "int" | "long" | "short" | "bool" | "byte" | "char" | "type" | "contiguous" | "clone" | "detach" | "requires_grad_" | "cpu" | "pin_memory" | "zero_" | "fill_" | "uniform_" | "normal_" | "astype" | "sigmoid" | "abs" | "exp" | "relu" | "tanh" | "sqrt" | "neg" | "cos" | "sin" | "tan" | "log" | "log2" | "log1p" | "expm1" | "rsqrt" | "reciprocal" | "square" | "sign" | "floor" | "ceil" | "round" | "trunc" | "erf" | "clamp" | "clamp_" | "clip" | "softmax" | "log_softmax" | "masked_fill" | "add_" | "sub_" | "mul_" | "div_" | "copy_" | "random_" | "bernoulli_" => {
                 self.expression(object)
             }
             "unsqueeze" => Some(format!("{}.unsqueeze({})", self.expression(object)?, self.arguments(arguments).first()?.clone()?)),
@@ -2223,6 +2223,17 @@ lib.attn(tv, fv)
         let code = as_host_code(script, "bench", &[binding("attn", "attn", &[])]);
         assert!(code.contains("auto tv = v.transpose(-2, -1);"), "{code}");
         assert!(code.contains("auto fv = v.permute({0, 2, 1, 3});"), "{code}");
+    }
+
+    #[test]
+    fn elementwise_methods_keep_the_tensor_they_are_called_on() {
+        let script = "\
+def test_rotate():
+    angle = torch.rand(64, device='cuda')
+    lib.rotate(angle.cos(), angle.sin().clamp(-1, 1))
+";
+        let code = as_host_code(script, "test_rotate", &[binding("rotate", "rotate", &[])]);
+        assert!(code.contains("rotate(angle, angle);"), "{code}");
     }
 
     #[test]

@@ -164,6 +164,15 @@ struct StaticMembers {
     values: HashMap<String, String>,
 }
 
+/// How the length of the data of a tensor a caller passes down is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TensorSizes {
+    /// In the launcher's names only: each dimension a name passed down holds.
+    Held,
+    /// Else with a size of its own for each dimension no name holds (`weight_size_0`).
+    Named,
+}
+
 #[derive(Clone)]
 pub(super) struct Frame<'d> {
     /// The text of the file the function is in.
@@ -1206,7 +1215,7 @@ impl<'d> HostContext<'d> {
     /// a pointer (`softclamp_cuda(stream, x.data_ptr<float>(), numel)`), in the launcher's
     /// names: a local of that frame that holds its `numel()` (`numel = x.numel()`) or each of
     /// its dimensions, passed down to the launcher.
-    fn passed_tensor_length(&self, path: &[Frame], at: usize, tensor: &str) -> Option<String> {
+    fn passed_tensor_length(&self, path: &[Frame], at: usize, tensor: &str, sizes: TensorSizes) -> Option<String> {
         let frame = path.get(at)?;
         let (_, dims) = self.tensor_dims(path, at, tensor, 0)?;
         let holder = |wanted: &dyn Fn(&str, tensors::SizeRead) -> bool| {
@@ -1222,9 +1231,31 @@ impl<'d> HostContext<'d> {
             holder(&same).unwrap_or_else(|| format!("{tensor}.size({k})"))
         };
         let length = holder(&|t, r| t == tensor && r == tensors::SizeRead::Numel).unwrap_or_else(|| (0..rank).map(dimension).collect::<Vec<_>>().join(" * "));
+        let launcher_knows = |word: &str| self.launcher().params.iter().any(|p| p == word) || self.launcher().scope.value_text(word).is_some();
         let in_launcher = self.to_launcher_names(path, at, &length);
-        let known = |word: &str| self.launcher().params.iter().any(|p| p == word) || self.launcher().scope.value_text(word).is_some();
-        let all_known = identifiers_in(&in_launcher).all(known);
+        if identifiers_in(&in_launcher).all(launcher_knows) {
+            return Some(self.in_spec_names(&in_launcher));
+        }
+        if sizes == TensorSizes::Held {
+            return None;
+        }
+        // A dimension neither held nor passed down (a bias the kernel indexes by a channel it is
+        // given apart) is a size of its own, named for the caller's tensor (`weight_size_0`),
+        // whose value [`Self::size_values`] reads where the tensor is made.
+        // The same dimension of a tensor the frame takes first names it (`input_size_1` for
+        // `output` made `empty_like(input)`).
+        let named_dimension = |read: tensors::SizeRead| {
+            let wanted = self.dimension_made_as(path, at, tensor, read);
+            let taken = |p: &String| {
+                let rank = self.tensor_dims(path, at, p, 0)?.1.len();
+                (0..rank).map(|j| tensors::SizeRead::Dim(j as i64)).find(|&r| wanted.is_some() && self.dimension_made_as(path, at, p, r) == wanted).map(|r| r.name(p))
+            };
+            frame.params.iter().filter(|p| !p.is_empty()).find_map(taken).unwrap_or_else(|| read.name(tensor))
+        };
+        let named = tensors::replace_size_reads(&length, |t, read| (t == tensor).then(|| named_dimension(read)));
+        let in_launcher = self.to_launcher_names(path, at, &named);
+        let callers_size = |word: &str| tensors::named_read(word).is_some_and(|(t, _)| self.tensor_dims(path, at, t, 0).is_some());
+        let all_known = identifiers_in(&in_launcher).all(|word| launcher_knows(word) || callers_size(word));
         all_known.then(|| self.in_spec_names(&in_launcher))
     }
 
@@ -1492,10 +1523,17 @@ impl<'d> HostContext<'d> {
         self.paths
             .iter()
             .map(|path| {
-                self.eval_name(path, 0, name, 0).or_else(|| {
-                    let caller = self.callers_name(path, name)?;
-                    self.eval_name(path, caller, name, 0)
-                })
+                self.eval_name(path, 0, name, 0)
+                    .or_else(|| {
+                        let caller = self.callers_name(path, name)?;
+                        self.eval_name(path, caller, name, 0)
+                    })
+                    .or_else(|| {
+                        // A read of a caller's tensor (`weight_size_0`): the nearest frame that
+                        // names it as a tensor (the launcher may name its data the same).
+                        let (tensor, read) = tensors::named_read(name)?;
+                        (1..path.len()).find_map(|at| self.eval_size_read(path, at, tensor, read, 0))
+                    })
             })
             .collect()
     }
@@ -1884,11 +1922,8 @@ impl<'d> HostContext<'d> {
     /// call path replaced by what their callers instantiate (`T` of `run<T>` called as
     /// `run<float>` is `float`).
     pub(super) fn template_argument(&self, text: &str) -> String {
-        // Every floating-point dispatch has `float`, PyTorch's default dtype: PyTorch's own
-        // (`AT_DISPATCH_FLOATING_TYPES_AND_HALF`) and a project's over them
-        // (`VLLM_DISPATCH_FLOATING_TYPES`).
-        if text.trim() == "scalar_t" && self.dispatch.as_deref().is_some_and(|d| d.contains("FLOAT")) {
-            return "float".to_string();
+        if let Some(ty) = dispatched_default(text, self.dispatch.as_deref()) {
+            return ty.to_string();
         }
         let Some(path) = self.paths.first() else { return text.to_string() };
         let mut current = self.members_resolved(text.trim());
@@ -1914,6 +1949,19 @@ impl<'d> HostContext<'d> {
             // A caller's alias (`using Traits = RowTraits<128, 4>;` in `main`) is its type.
             None if at > 0 => self.resolve_type(&current),
             None => current,
+        }
+    }
+
+    /// The type `ty` names in the frame `at` of `path`: the aliases before its point followed,
+    /// and PyTorch's `scalar_t` where a floating-point dispatch is around that point.
+    fn type_in_frame(&self, path: &[Frame], at: usize, ty: &str) -> String {
+        let dispatch = match at.checked_sub(1) {
+            None => self.dispatch.clone(),
+            Some(callee) => path[callee].called_by.as_ref().and_then(|call| torch_dispatch_around(call.text, call.node)),
+        };
+        match dispatched_default(ty, dispatch.as_deref()) {
+            Some(default) => default.to_string(),
+            None => self.type_at_point(&path[at], ty, 0),
         }
     }
 
@@ -1961,7 +2009,7 @@ impl<'d> HostContext<'d> {
             };
             let ty = ty.trim_start_matches("const ").trim().to_string();
             if !frame.template_params.contains(&ty) {
-                return Ok(self.resolve_type(&ty));
+                return Ok(self.type_in_frame(path, at, &ty));
             }
             // A host template's type parameter: explicit at the call, or deduced from the
             // caller's argument in the same position.
@@ -2083,16 +2131,24 @@ impl<'d> HostContext<'d> {
         if let Some(length) = self.tensor_data_length(arg, element) {
             return Some(length);
         }
-        self.paths.iter().chain(&self.asked_paths).find_map(|path| self.buffer_length_on(path, arg, element))
+        self.paths.iter().chain(&self.asked_paths).find_map(|path| self.buffer_length_on(path, arg, element, TensorSizes::Held))
     }
 
-    fn buffer_length_on(&self, path: &[Frame], arg: &str, element: &str) -> Option<String> {
-        self.length_from(path, 0, without_pointer_cast(arg), Vec::new(), element, 0)
+    /// The length of the data of a tensor a caller passes down for `arg`, with a size of its
+    /// own for each dimension no name of the launcher holds (`weight_size_0` of a bias the
+    /// kernel indexes by a channel count it is given apart), whose value the tensor's maker
+    /// gives: after the allocation and the kernel's own bounds, where they say nothing.
+    pub(super) fn tensor_length_of_own_sizes(&self, arg: &str, element: &str) -> Option<String> {
+        self.paths.first().and_then(|path| self.buffer_length_on(path, arg, element, TensorSizes::Named))
+    }
+
+    fn buffer_length_on(&self, path: &[Frame], arg: &str, element: &str, sizes: TensorSizes) -> Option<String> {
+        self.length_from(path, 0, without_pointer_cast(arg), Vec::new(), element, 0, sizes)
     }
 
     /// The length of the buffer frame `start` of `path` calls `name`, `offsets` elements into
     /// it (`q = qkv + 0 * B * T * C` leaves `length(qkv) - offset`).
-    fn length_from(&self, path: &[Frame], start: usize, name: &str, mut offsets: Vec<String>, element: &str, depth: usize) -> Option<String> {
+    fn length_from(&self, path: &[Frame], start: usize, name: &str, mut offsets: Vec<String>, element: &str, depth: usize, sizes: TensorSizes) -> Option<String> {
         let mut name = name.to_string();
         for (at, frame) in path.iter().enumerate().skip(start) {
             if let Some((base, offset)) = element_address(&name) {
@@ -2111,7 +2167,7 @@ impl<'d> HostContext<'d> {
             // struct passed by value is filled): the buffer assigned.
             if let Some(value) = frame.scope.given_before_point(&name).filter(|_| name.contains('.') && offsets.is_empty()) {
                 if let Some((tensor, _)) = tensors::data_of(value) {
-                    return self.passed_tensor_length(path, at, tensor);
+                    return self.passed_tensor_length(path, at, tensor, sizes);
                 }
                 name = without_pointer_cast(value.trim()).to_string();
             }
@@ -2139,12 +2195,12 @@ impl<'d> HostContext<'d> {
                 Some(index) => {
                     let passed = frame.argument(index)?;
                     if let Some((tensor, _)) = tensors::data_of(&passed).filter(|_| offsets.is_empty()) {
-                        return self.passed_tensor_length(path, at + 1, tensor);
+                        return self.passed_tensor_length(path, at + 1, tensor, sizes);
                     }
                     name = without_pointer_cast(&passed).to_string();
                 }
                 None if frame.scope.body.is_some_and(|b| local_types(frame.text, b).iter().any(|(n, _)| *n == name)) => {
-                    return self.local_pointer_length(path, at, &name, offsets, element, depth);
+                    return self.local_pointer_length(path, at, &name, offsets, element, depth, sizes);
                 }
                 // A file-scope buffer: the callers see the same one.
                 None => continue,
@@ -2275,14 +2331,14 @@ impl<'d> HostContext<'d> {
     /// The length of a local pointer of frame `at` that takes another buffer (`okey = d_BufKey`)
     /// or one of two (`(pass & 1) ? d_Buf : d_Dst`, or the same set in the branches of an
     /// `if`, ping-pong buffers): the kernel works on either, so on no more than the shorter.
-    fn local_pointer_length(&self, path: &[Frame], at: usize, name: &str, offsets: Vec<String>, element: &str, depth: usize) -> Option<String> {
+    fn local_pointer_length(&self, path: &[Frame], at: usize, name: &str, offsets: Vec<String>, element: &str, depth: usize, sizes: TensorSizes) -> Option<String> {
         const MAX_LOCAL_POINTERS: usize = 4;
         if depth >= MAX_LOCAL_POINTERS {
             return None;
         }
         let value = strip_outer_parens(path[at].scope.value_text(name)?.trim()).to_string();
         let buffer = |text: &str| Some(without_pointer_cast(strip_outer_parens(text.trim())).to_string()).filter(|b| is_identifier(b) && b != name);
-        let length_of = |buffer: String| self.length_from(path, at, &buffer, offsets.clone(), element, depth + 1);
+        let length_of = |buffer: String| self.length_from(path, at, &buffer, offsets.clone(), element, depth + 1, sizes);
         let Some((question, colon)) = callee::top_level_conditional(&value) else {
             return length_of(buffer(&value)?);
         };
@@ -2471,20 +2527,27 @@ fn torch_device_properties_named(text: &str) -> String {
     let mut out = text.to_string();
     let mut from = 0;
     while let Some(found) = out[from..].find(CALL).map(|i| from + i) {
-        let start = out[..found].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':')).map_or(0, |i| i + 1);
-        let after = &out[found + CALL.len()..];
+        let mut start = out[..found].rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':')).map_or(0, |i| i + 1);
+        let mut call_end = found + CALL.len();
+        // A local the properties were kept in, written out as its value in parentheses
+        // (`(at::cuda::getCurrentDeviceProperties())->warpSize`).
+        if out[..start].ends_with('(') && out[call_end..].starts_with(")->") {
+            start -= 1;
+            call_end += 1;
+        }
+        let after = &out[call_end..];
         let member_len = after.strip_prefix("->").map(|m| m.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(m.len()));
         // An array field is read with its index (`->maxGridSize[1]`).
         let member_len = member_len.map(|len| match after[2 + len..].strip_prefix('[').and_then(|r| r.find(']')) {
             Some(close) if device_property(&after[2..2 + len + close + 2]).is_some() => len + close + 2,
             _ => len,
         });
-        match member_len.and_then(|len| device_property(&after[2..2 + len]).map(|value| (value, found + CALL.len() + 2 + len))) {
+        match member_len.and_then(|len| device_property(&after[2..2 + len]).map(|value| (value, call_end + 2 + len))) {
             Some((value, end)) => {
                 out.replace_range(start..end, value);
                 from = start + value.len();
             }
-            None => from = found + CALL.len(),
+            None => from = call_end,
         }
     }
     out
@@ -2666,8 +2729,18 @@ fn cast_pointee(arg: &str) -> Option<String> {
             return pointee(&rest[..rest.find(">(")?]);
         }
     }
-    let (_, ty) = arg.strip_suffix(">()")?.rsplit_once(".data_ptr<")?;
-    Some(ty.trim().to_string())
+    tensor_data_type(arg)
+}
+
+/// The element type of a tensor's data the argument points into: `x.data_ptr<float>()`,
+/// `x.data<T>()`, and an offset into it (`value.data_ptr<scalar_t>() + n * per_sample`).
+fn tensor_data_type(arg: &str) -> Option<String> {
+    ["data_ptr", "data", "mutable_data_ptr", "const_data_ptr"].iter().find_map(|accessor| {
+        let (_, rest) = arg.split_once(&format!(".{accessor}<"))?;
+        let (ty, after) = rest.split_once(">()")?;
+        let after = after.trim_start();
+        (after.is_empty() || after.starts_with(['+', '-'])).then(|| ty.trim().to_string())
+    })
 }
 
 /// Each host function template of `root` named with template arguments and not called there:
@@ -4345,6 +4418,14 @@ fn expand_vector_sizes(bytes: &str, scope: &Scope) -> String {
     out
 }
 
+/// The type PyTorch's `scalar_t` is first instantiated as by the dispatch macro `dispatch`:
+/// every floating-point dispatch has `float`, PyTorch's default dtype, PyTorch's own
+/// (`AT_DISPATCH_FLOATING_TYPES_AND_HALF`) and a project's over them
+/// (`VLLM_DISPATCH_FLOATING_TYPES`).
+fn dispatched_default(ty: &str, dispatch: Option<&str>) -> Option<&'static str> {
+    (ty.trim() == "scalar_t" && dispatch.is_some_and(|d| d.contains("FLOAT"))).then_some("float")
+}
+
 /// The name of the dtype dispatch macro (`AT_DISPATCH_…`, a project's `…_DISPATCH_…`) whose
 /// lambda holds `node`.
 fn torch_dispatch_around(text: &str, node: Node) -> Option<String> {
@@ -4651,6 +4732,16 @@ int halvings(int n) {
     }
 
     #[test]
+    fn a_pointer_into_a_tensors_data_has_its_element_type() {
+        assert_eq!(cast_pointee("value.data_ptr<scalar_t>() + n * per_chunk").as_deref(), Some("scalar_t"));
+        assert_eq!(cast_pointee("x.data<float>()").as_deref(), Some("float"));
+        assert_eq!(cast_pointee("(half *)x.data_ptr()").as_deref(), Some("half"));
+        assert_eq!(cast_pointee("x.data_ptr<float>()[0]"), None);
+        assert_eq!(dispatched_default("scalar_t", Some("AT_DISPATCH_FLOATING_TYPES_AND_HALF")), Some("float"));
+        assert_eq!(dispatched_default("scalar_t", Some("AT_DISPATCH_INTEGRAL_TYPES")), None);
+    }
+
+    #[test]
     fn integer_casts_go_and_a_rounded_up_float_division_is_ceil_div() {
         assert_eq!(strip_casts_everywhere("(unsigned int)ceil(nelem / (float)block.x)"), "ceil_div(nelem, block.x)");
         assert_eq!(strip_casts_everywhere("(uint32_t)ceil(float(n) / (threads * 2))"), "ceil_div(n, threads * 2)");
@@ -4761,6 +4852,9 @@ int halvings(int n) {
         // An array field with its index (apex's layer norm caps its grid's rows).
         let rows = "std::min((uint64_t)n1, at::cuda::getCurrentDeviceProperties()->maxGridSize[1]) + x->maxGridSize[k]";
         assert_eq!(torch_device_properties_named(rows), "std::min((uint64_t)n1, 65535) + x->maxGridSize[k]");
+        // Kept in a local, which the reading writes out as its value in parentheses.
+        let local = "min(((at::cuda::getCurrentDeviceProperties())->maxThreadsPerBlock), (n + 1))";
+        assert_eq!(torch_device_properties_named(local), "min((1024), (n + 1))");
     }
 
     #[test]

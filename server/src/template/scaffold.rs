@@ -1510,8 +1510,12 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         return (ArgSpec { name: p.name.clone(), element: Some(Dtype::U64), value: Some("0".to_string()), ..ArgSpec::default() }, false);
     }
     let allocated = at_launch.and_then(|a| host.and_then(|h| h.buffer_length(a, &base_type)));
-    let from_host = allocated.is_some();
-    let length = allocated.or_else(|| guarded_length(doc.text(), body?, &p.name, &|name| scalars.contains(&name)));
+    let guarded = || guarded_length(doc.text(), body?, &p.name, &|name| scalars.contains(&name));
+    let of_own_sizes = || at_launch.and_then(|a| host?.tensor_length_of_own_sizes(a, &base_type));
+    let (length, from_host) = match allocated.map(|l| (l, true)).or_else(|| guarded().map(|l| (l, false))).or_else(|| of_own_sizes().map(|l| (l, true))) {
+        Some((length, from_host)) => (Some(length), from_host),
+        None => (None, false),
+    };
     let length = match (lanes, length) {
         (0, _) | (_, None) => UNKNOWN.to_string(),
         (1, Some(len)) => len,
@@ -1705,6 +1709,9 @@ fn dtype_of(ty: &str) -> Option<(Dtype, u32)> {
     if let Some((scalar, lanes)) = crate::syntax::vector_type(ty) {
         let (dtype, one) = dtype_of(scalar)?;
         return Some((dtype, one * lanes as u32));
+    }
+    if let Some(definition) = crate::syntax::host_type_definition(ty) {
+        return dtype_of(definition);
     }
     Some(match ty {
         "half" | "__half" => (Dtype::F16, 1),
@@ -2030,5 +2037,13 @@ mod tests {
     fn clock_ticks_are_the_64_bit_integers_linux_makes_them() {
         assert_eq!(dtype_of("clock_t"), Some((Dtype::I64, 1)));
         assert_eq!(dtype_of("uintptr_t"), Some((Dtype::U64, 1)));
+    }
+
+    #[test]
+    fn glibcs_short_unsigned_names_are_their_types() {
+        assert_eq!(dtype_of("uint"), Some((Dtype::U32, 1)));
+        assert_eq!(dtype_of("ushort"), Some((Dtype::U16, 1)));
+        assert_eq!(crate::syntax::size_of_type("uint"), Some(4));
+        assert_eq!(crate::syntax::size_of_type("const ulong"), Some(8));
     }
 }

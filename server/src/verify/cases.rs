@@ -5,7 +5,7 @@
 //! keep the others from the smallest spec shape, halved until the buffers are no larger than
 //! those of the largest spec shape: a sweep must not need more memory than tuning did.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
@@ -116,6 +116,11 @@ struct Planner<'k> {
     numerics: Shape,
     /// `None` when no buffer's length names a size: the generated lengths are left out.
     contiguous: Option<String>,
+    /// Each size with the sizes equal to it in every spec shape, itself included: maybe one
+    /// size of the program under two names (`input_size_0` and `output_size_0` of an output
+    /// made from the input's dimensions), which a generated shape moves together as the program
+    /// would, beside the shape that moves it alone (the sizes may be equal by chance).
+    tied: BTreeMap<String, Vec<String>>,
 }
 
 impl<'k> Planner<'k> {
@@ -124,7 +129,8 @@ impl<'k> Planner<'k> {
         let (_, smallest) = sized.iter().min_by_key(|(bytes, _)| *bytes).ok_or_else(|| anyhow!("the spec of `{}` has no shape", kernel.name))?;
         let byte_cap = sized.iter().map(|(bytes, _)| *bytes).max().unwrap_or(0);
         let contiguous = contiguous_variable(kernel, smallest);
-        let mut planner = Planner { kernel, config, default: Configuration::default_of(kernel), smallest: (*smallest).clone(), byte_cap, numerics: (*smallest).clone(), contiguous };
+        let tied = tied_sizes(&kernel.shapes);
+        let mut planner = Planner { kernel, config, default: Configuration::default_of(kernel), smallest: (*smallest).clone(), byte_cap, numerics: (*smallest).clone(), contiguous, tied };
         let numerics = planner.capped(planner.smallest.clone(), NUMERICS_BYTES, true);
         if planner.allowed(&numerics).is_ok() {
             planner.numerics = numerics;
@@ -138,7 +144,7 @@ impl<'k> Planner<'k> {
         match stage {
             Stage::Smoke => vec![(self.smallest.clone(), None, DETERMINISM_RUNS)],
             Stage::Shapes => {
-                let sweep: Vec<Shape> = SWEEP_LENGTHS.iter().filter_map(|&n| self.with_contiguous(n)).collect();
+                let sweep: Vec<Shape> = SWEEP_LENGTHS.iter().flat_map(|&n| self.with_contiguous(n)).collect();
                 // A kernel that takes only whole tiles (`N % BN == 0`) allows none of the odd
                 // lengths: the spec shape scaled to 3/4 and 1/2, each size kept a multiple of the
                 // tiles it held, still varies every size.
@@ -158,19 +164,54 @@ impl<'k> Planner<'k> {
                     shape.insert(name.clone(), 1);
                     shapes.push(self.capped(shape, self.byte_cap, false));
                 }
+                // Each group of tied sizes at 1 together, where one alone reads past what the
+                // others size.
+                for group in self.tied.values() {
+                    let mut shape = self.smallest.clone();
+                    shape.extend(group.iter().map(|name| (name.clone(), 1)));
+                    shapes.push(self.capped(shape, self.byte_cap, false));
+                }
                 // A single partial block, then lengths misaligned for vectors of 2, 4 and 8.
                 for length in [threads - 1, threads + 1, 4 * threads + 3, 8 * threads + 5] {
                     shapes.extend(self.with_contiguous(length.max(1)));
                 }
-                shapes.into_iter().map(|s| (s, None, 1)).collect()
+                let mut distinct: Vec<Shape> = Vec::with_capacity(shapes.len());
+                for shape in shapes {
+                    if !distinct.contains(&shape) {
+                        distinct.push(shape);
+                    }
+                }
+                distinct.into_iter().map(|s| (s, None, 1)).collect()
             }
         }
     }
 
-    fn with_contiguous(&self, length: i64) -> Option<Shape> {
-        let mut shape = self.smallest.clone();
-        shape.insert(self.contiguous.clone()?, length);
-        Some(self.capped(shape, self.byte_cap, false))
+    /// The smallest shape with the contiguous size `length`; and with the sizes tied to it
+    /// `length` too, where there are any.
+    fn with_contiguous(&self, length: i64) -> Vec<Shape> {
+        let Some(contiguous) = &self.contiguous else { return Vec::new() };
+        let mut alone = self.smallest.clone();
+        alone.insert(contiguous.clone(), length);
+        let mut tied = self.smallest.clone();
+        self.set(&mut tied, contiguous, length);
+        let mut shapes = vec![self.capped(alone.clone(), self.byte_cap, false)];
+        if tied != alone {
+            shapes.push(self.capped(tied, self.byte_cap, false));
+        }
+        shapes
+    }
+
+    /// The sizes tied to `name`, itself included.
+    fn tied_to<'s>(&'s self, name: &'s String) -> impl Iterator<Item = &'s String> {
+        let tied = self.tied.get(name).map(Vec::as_slice).unwrap_or(std::slice::from_ref(name));
+        tied.iter()
+    }
+
+    /// `shape` with `name` and the sizes tied to it set to `value`.
+    fn set(&self, shape: &mut Shape, name: &String, value: i64) {
+        for tied in self.tied_to(name) {
+            shape.insert(tied.clone(), value);
+        }
     }
 
     /// Halves the largest other size until the buffers fit `cap` bytes; when every other size
@@ -184,20 +225,21 @@ impl<'k> Planner<'k> {
             if bytes <= cap {
                 break;
             }
+            let contiguous = |name: &String| self.contiguous.as_ref().is_some_and(|c| self.tied_to(c).any(|t| t == name));
             let largest = |others_only: bool| {
                 shape
                     .iter()
-                    .filter(|(name, &value)| !(others_only && self.contiguous.as_ref() == Some(*name)) && value > 1 && !kept.contains(*name))
+                    .filter(|(name, &value)| !(others_only && contiguous(name)) && value > 1 && !kept.contains(*name))
                     .max_by_key(|(_, &value)| value)
                     .map(|(name, _)| name.clone())
             };
             let Some(name) = largest(true).or_else(|| largest(false).filter(|_| contiguous_too)) else { break };
             let mut halved = shape.clone();
-            halved.insert(name.clone(), (shape[&name] + 1) / 2);
+            self.set(&mut halved, &name, (shape[&name] + 1) / 2);
             if buffer_bytes(self.kernel, &halved).is_ok_and(|smaller| smaller < bytes) {
                 shape = halved;
             } else {
-                kept.insert(name);
+                kept.extend(self.tied_to(&name).cloned());
             }
         }
         shape
@@ -247,6 +289,20 @@ fn scaled(shape: &Shape, times: i64, over: i64) -> Shape {
         (size * times / over / grain * grain).max(grain.min(size))
     };
     shape.iter().map(|(name, &size)| (name.clone(), if size < 4 { size } else { scale(size) })).collect()
+}
+
+/// Each size of `shapes` with those equal to it in every one of them, itself first; sizes tied
+/// to none are left out.
+fn tied_sizes(shapes: &[Shape]) -> BTreeMap<String, Vec<String>> {
+    let Some(first) = shapes.first() else { return BTreeMap::new() };
+    let equal_everywhere = |a: &String, b: &String| shapes.iter().all(|shape| shape.get(a).is_some() && shape.get(a) == shape.get(b));
+    first
+        .keys()
+        .filter_map(|name| {
+            let others: Vec<String> = first.keys().filter(|other| *other != name && equal_everywhere(name, other)).cloned().collect();
+            (!others.is_empty()).then(|| (name.clone(), std::iter::once(name.clone()).chain(others).collect()))
+        })
+        .collect()
 }
 
 /// The size variable along the contiguous dimension: `verify.contiguous`, else the last size
@@ -433,6 +489,32 @@ mod tests {
             labels(&plan, Stage::Edges),
             ["hidden=1 rows=1", "hidden=1 rows=4095", "hidden=4096 rows=1", "hidden=255 rows=4095", "hidden=257 rows=4095", "hidden=1027 rows=4095", "hidden=2053 rows=4095"]
         );
+    }
+
+    #[test]
+    fn sizes_equal_in_every_shape_also_move_together() {
+        // The weight's length is a size of its own (`weight_size_0`, read from the tensor a
+        // script made), equal to `hidden` in the spec's shape: alone, 1 or a swept `hidden` is a
+        // shape where the original reads past it; together they are the program's.
+        let mut kernel = example("rmsnorm");
+        kernel.shapes[0].insert("weight_size_0".into(), 4096);
+        kernel.args.iter_mut().filter(|a| a.length.as_deref() == Some("hidden")).for_each(|a| a.length = Some("weight_size_0".into()));
+        let plan = plan(&kernel, &Configuration::default_of(&kernel), &[Stage::Shapes, Stage::Edges]).unwrap();
+        assert_eq!(
+            labels(&plan, Stage::Shapes),
+            ["hidden=4096 rows=4095 weight_size_0=4096", "hidden=1023 rows=4095 weight_size_0=4096", "hidden=1023 rows=4095 weight_size_0=1023", "hidden=4097 rows=2048 weight_size_0=4096", "hidden=4097 rows=2048 weight_size_0=4097", "hidden=50257 rows=256 weight_size_0=4096", "hidden=50257 rows=256 weight_size_0=50257"]
+        );
+        let edges = labels(&plan, Stage::Edges);
+        assert!(edges.contains(&"hidden=1 rows=4095 weight_size_0=4096".to_string()) && edges.contains(&"hidden=1 rows=4095 weight_size_0=1".to_string()), "{edges:?}");
+        assert!(edges.contains(&"hidden=255 rows=4095 weight_size_0=255".to_string()), "{edges:?}");
+        // Sizes equal in one shape but not another are no tie.
+        let mut untied = kernel.clone();
+        let mut other = untied.shapes[0].clone();
+        other.insert("weight_size_0".into(), 8192);
+        untied.shapes.push(other);
+        let untied_plan = super::plan(&untied, &Configuration::default_of(&untied), &[Stage::Edges]).unwrap();
+        let edges = labels(&untied_plan, Stage::Edges);
+        assert!(!edges.iter().any(|l| l == "hidden=1 rows=4095 weight_size_0=1"), "{edges:?}");
     }
 
     #[test]

@@ -407,9 +407,13 @@ pub fn as_host_code(path: &Path, text: &str, files: &FilesByName) -> Option<Docu
     let launches = syntax::macros::LAUNCH_WORDS.iter().any(|w| text.contains(w));
     let may_write_code = text.contains("#define") && syntax::macros::CODE_WRITING_WORDS.iter().any(|w| text.contains(w));
     let conditional_lists = syntax::has_conditional_in_list(text);
-    let headers = if launches || conditional_lists { included_headers(path, text, files) } else { Vec::new() };
+    // A dtype dispatch may be given a call of a launcher in another file, whose template
+    // arguments the dispatch's cases declare (apex's `DISPATCH_FUSED_ROPE_TYPES(…,
+    // launch(x.data_ptr<scalar_t_0>()))`).
+    let dispatches = text.contains("DISPATCH");
+    let headers = if launches || dispatches || conditional_lists { included_headers(path, text, files) } else { Vec::new() };
     let mut macros = syntax::macros::Macros::default();
-    if launches {
+    if launches || dispatches {
         headers.iter().for_each(|header| macros.add_all(&header.macros));
         // Its own dispatch macros too, wherever its headers define none.
         macros.add_defined_in(text);
