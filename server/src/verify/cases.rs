@@ -164,13 +164,6 @@ impl<'k> Planner<'k> {
                     shape.insert(name.clone(), 1);
                     shapes.push(self.capped(shape, self.byte_cap, false));
                 }
-                // Each group of tied sizes at 1 together, where one alone reads past what the
-                // others size.
-                for group in self.tied.values() {
-                    let mut shape = self.smallest.clone();
-                    shape.extend(group.iter().map(|name| (name.clone(), 1)));
-                    shapes.push(self.capped(shape, self.byte_cap, false));
-                }
                 // A single partial block, then lengths misaligned for vectors of 2, 4 and 8.
                 for length in [threads - 1, threads + 1, 4 * threads + 3, 8 * threads + 5] {
                     shapes.extend(self.with_contiguous(length.max(1)));
@@ -504,17 +497,20 @@ mod tests {
             labels(&plan, Stage::Shapes),
             ["hidden=4096 rows=4095 weight_size_0=4096", "hidden=1023 rows=4095 weight_size_0=4096", "hidden=1023 rows=4095 weight_size_0=1023", "hidden=4097 rows=2048 weight_size_0=4096", "hidden=4097 rows=2048 weight_size_0=4097", "hidden=50257 rows=256 weight_size_0=4096", "hidden=50257 rows=256 weight_size_0=50257"]
         );
+        // Each size is still set to 1 alone (a group at 1 together, where the tie was chance,
+        // is a problem of no program: mmcv's backward had its 32 channels tied to an output's
+        // 32 rows), and the misaligned lengths move the tie.
         let edges = labels(&plan, Stage::Edges);
-        assert!(edges.contains(&"hidden=1 rows=4095 weight_size_0=4096".to_string()) && edges.contains(&"hidden=1 rows=4095 weight_size_0=1".to_string()), "{edges:?}");
+        assert!(edges.contains(&"hidden=1 rows=4095 weight_size_0=4096".to_string()) && !edges.contains(&"hidden=1 rows=4095 weight_size_0=1".to_string()), "{edges:?}");
         assert!(edges.contains(&"hidden=255 rows=4095 weight_size_0=255".to_string()), "{edges:?}");
         // Sizes equal in one shape but not another are no tie.
         let mut untied = kernel.clone();
         let mut other = untied.shapes[0].clone();
         other.insert("weight_size_0".into(), 8192);
         untied.shapes.push(other);
-        let untied_plan = super::plan(&untied, &Configuration::default_of(&untied), &[Stage::Edges]).unwrap();
-        let edges = labels(&untied_plan, Stage::Edges);
-        assert!(!edges.iter().any(|l| l == "hidden=1 rows=4095 weight_size_0=1"), "{edges:?}");
+        let untied_plan = super::plan(&untied, &Configuration::default_of(&untied), &[Stage::Shapes]).unwrap();
+        let shapes = labels(&untied_plan, Stage::Shapes);
+        assert!(!shapes.iter().any(|l| l == "hidden=1023 rows=4095 weight_size_0=1023"), "{shapes:?}");
     }
 
     #[test]
