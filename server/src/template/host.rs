@@ -1241,14 +1241,14 @@ impl<'d> HostContext<'d> {
         }
         // A dimension neither held nor passed down (a bias the kernel indexes by a channel it is
         // given apart) is a size of its own, named for the caller's tensor (`weight_size_0`),
-        // whose value [`Self::size_values`] reads where the tensor is made.
-        // The same dimension of a tensor the frame takes first names it (`input_size_1` for
+        // whose value [`Self::size_values`] reads where the tensor is made; for the same
+        // dimension of a tensor the frame takes first, by that one's name (`input_size_1` for
         // `output` made `empty_like(input)`).
         let named_dimension = |read: tensors::SizeRead| {
-            let wanted = self.dimension_made_as(path, at, tensor, read);
+            let Some(wanted) = self.dimension_made_as(path, at, tensor, read) else { return read.name(tensor) };
             let taken = |p: &String| {
                 let rank = self.tensor_dims(path, at, p, 0)?.1.len();
-                (0..rank).map(|j| tensors::SizeRead::Dim(j as i64)).find(|&r| wanted.is_some() && self.dimension_made_as(path, at, p, r) == wanted).map(|r| r.name(p))
+                (0..rank).map(|j| tensors::SizeRead::Dim(j as i64)).find(|&r| self.dimension_made_as(path, at, p, r).as_ref() == Some(&wanted)).map(|r| r.name(p))
             };
             frame.params.iter().filter(|p| !p.is_empty()).find_map(taken).unwrap_or_else(|| read.name(tensor))
         };
