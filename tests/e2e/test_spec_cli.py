@@ -84,6 +84,22 @@ def test_check_prints_file_line_column_and_exits_1_on_errors(tmp_path):
     assert lines[-1] == f"{spec}: 2 errors, 1 warning"
 
 
+def test_check_accepts_a_derived_size_and_names_where_one_names_a_parameter(tmp_path):
+    # `n` worked out from the shape's `pairs`, as a caller makes it (`pairs = x.size(1) / 2`).
+    derived = VALID_SPEC.replace("n = 1000000", "pairs = 500000\n\n[kernels.derived]\nn = \"pairs * 2\"")
+    spec = write(tmp_path, "derived.cutune.toml", derived)
+    result = cutune("spec", "check", str(spec))
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = derived.replace('n = "pairs * 2"', 'n = "pairs * BLOCK"')
+    spec = write(tmp_path, "bad_derived.cutune.toml", text)
+    result = cutune("spec", "check", str(spec))
+    assert result.returncode == 1
+    line_of = next(i for i, l in enumerate(text.splitlines()) if l.startswith('n = "pairs * BLOCK"')) + 1
+    column = len('n = "pairs * ') + 1
+    message = "error: `BLOCK` in derived size `n` is not a size (known: pairs): a derived size is worked out from the shape's sizes alone"
+    assert f"{spec}:{line_of}:{column}: {message}" in result.stdout.splitlines(), result.stdout
+
+
 def test_check_says_what_host_code_left_in_an_expression_is(tmp_path):
     # What a project's launch had and the spec cannot read: a struct's member, through a pointer.
     text = VALID_SPEC.replace('grid = ["ceil_div(n, BLOCK)"]', 'grid = ["plan->blocks * 2"]')

@@ -2382,8 +2382,11 @@ def test_a_backward_kernel_runs_after_its_forward_with_what_the_forward_kept(tmp
     assert args["argmax"]["length"] == args["grad_output"]["length"] == "grad_output_size_0 * grad_output_size_1 * grad_output_size_2 * grad_output_size_3", args
     assert args["patch"]["value"] == "patch", args
     # The forward's output is the tuple the function made first (`out_shape`).
+    # Its sizes are worked out from the input's as the function makes it (`x.size(2) // patch`,
+    # `x` passed as the launcher's `input`, whose `height = input.size(2)`).
     forward = templatized_spec(root, "csrc/patch_max_cuda.cu", "patch_max_forward_kernel")
-    assert forward["shapes"] == [{"input_size_0": 4, "input_size_1": 32, "height": 128, "width": 96, "patch": 4, "output_size_0": 4, "output_size_1": 32, "output_size_2": 32, "output_size_3": 24}], forward["shapes"]
+    assert forward["shapes"] == [{"input_size_0": 4, "input_size_1": 32, "height": 128, "width": 96, "patch": 4}], forward["shapes"]
+    assert forward["derived"] == {"output_size_0": "input_size_0", "output_size_1": "input_size_1", "output_size_2": "height // patch", "output_size_3": "width // patch"}, forward
 
 
 async def test_the_code_action_reads_a_backward_through_its_autograd_function(client, tmp_path: Path):
@@ -2416,7 +2419,10 @@ def test_a_launcher_template_takes_its_types_from_the_data_a_dispatch_passes_it(
     # `empty_like(input)`, has the input's sizes.
     lengths = {a["name"]: a.get("length") for a in rotate["args"]}
     assert lengths == {"src": "rows * input_size_1", "cos_table": "pairs", "sin_table": "pairs", "pairs": None, "dst": "rows * input_size_1"}, rotate["args"]
-    assert rotate["shapes"][0] == {"rows": 512, "pairs": 64, "input_size_1": 128}, rotate["shapes"]
+    # `pairs = input.size(1) / 2` in the caller is worked out from the input's size on every
+    # shape, so that verification never makes one where the two disagree.
+    assert rotate["shapes"][0] == {"rows": 512, "input_size_1": 128}, rotate["shapes"]
+    assert rotate["derived"] == {"pairs": "input_size_1 // 2"}, rotate
 
 
 async def test_the_code_action_deduces_a_launcher_templates_types_from_a_dispatch(client, tmp_path: Path):

@@ -84,19 +84,16 @@
 #   a helper of its own namespace through `&threads`, beside a namesake in another (session 49).
 # - tests/fixtures/workspace/autograd_backward: `patch_max_backward_kernel`, reached only
 #   through autograd: run after its forward with a gradient shaped like the forward's output and
-#   what the forward kept on its context (session 49). Its forward kernel is left out: its spec
-#   reads the input's and the output's sizes apart (`input_size_0`, `output_size_0`), which the
-#   program ties, so verification's edges (one size 1 at a time) give the original inputs it
-#   reads past (reported as "not compared: the original fails here").
+#   what the forward kept on its context (session 49). `patch_max_forward_kernel`, its output's
+#   sizes derived from the input's as the function makes them (`height // patch`), so that
+#   verification's shapes never give the original an output it reads past (session 51).
 # - tests/fixtures/workspace/deduced_launchers: `chunked_scale_kernel`, whose launcher is a host
 #   template deducing the element type from the tensors' data PyTorch's dtype dispatch passes;
 #   the weight's length is a size of its own (`weight_size_0`), equal to `channels` in the
 #   program, which verification's sweep moves with it as well as alone (session 50).
 #   tests/fixtures/workspace/typed_bindings: `bias_relu`, its bias likewise (`bias_size_0`).
-#   `pair_rotate_kernel` (same fixture, its types from the calling file's own dispatch) is left
-#   out: its `pairs` is `input.size(1) / 2` in the program, a size the spec names apart from
-#   `input_size_1`, so the edges stage's `input_size_1 = 1` gives the original a row it reads
-#   past (two cases "not compared").
+#   `pair_rotate_kernel` (same fixture, its types from the calling file's own dispatch), its
+#   `pairs` derived as `input_size_1 // 2`, as the caller works it out (session 51).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 # CASES=REGEX runs only the kernels whose name matches it.
@@ -159,7 +156,9 @@ workspace/namespaced_ops|csrc/row_softmax_cuda.cu|row_softmax_kernel|10
 workspace/namespaced_ops|csrc/causal_softmax_cuda.cu|causal_softmax_kernel|10
 workspace/deduced_launchers|csrc/chunked_scale_kernel.cuh|chunked_scale_kernel|10
 workspace/typed_bindings|csrc/bias_relu.cu|bias_relu|10
-workspace/autograd_backward|csrc/patch_max_cuda.cu|patch_max_backward_kernel|10"
+workspace/autograd_backward|csrc/patch_max_cuda.cu|patch_max_backward_kernel|10
+workspace/autograd_backward|csrc/patch_max_cuda.cu|patch_max_forward_kernel|10
+workspace/deduced_launchers|csrc/pair_rotate.h|pair_rotate_kernel|10"
 if [ -n "${CASES:-}" ]; then
     cases="$(while IFS='|' read -r fixture file kernel budget; do [[ "$kernel" =~ $CASES ]] && echo "$fixture|$file|$kernel|$budget"; done <<< "$cases")"
 fi

@@ -14,7 +14,7 @@ mod validate;
 
 pub use model::*;
 pub use render::render_spec;
-pub use validate::{default_environment, environment, line_column, names_blocks_per_sm, parse_spec, sha256_hex, Severity, SpecDiagnostic};
+pub use validate::{default_environment, environment, line_column, names_blocks_per_sm, parse_spec, sha256_hex, sizes_of, Severity, SpecDiagnostic};
 
 #[cfg(test)]
 mod tests;

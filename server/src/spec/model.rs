@@ -45,6 +45,12 @@ pub struct KernelSpec {
     pub compiler_options: Vec<String>,
     /// Problem sizes: each shape names every size variable.
     pub shapes: Vec<Shape>,
+    /// Sizes the program works out from others (`pairs = input.size(1) / 2`), each an
+    /// expression over the shape's sizes: every shape, and every shape verification makes,
+    /// gets its value from its own sizes, so the two never disagree. A shape that gives the
+    /// size keeps its number (a captured launch's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub derived: BTreeMap<String, String>,
     /// What the spec has no number for yet, each with where the program makes it: sizes the
     /// expressions name that no shape gives (`x.numel()` in a PyTorch op), arguments whose
     /// value or length is `?`, and `grid` or `block` where an extent is `?`. `templatize` writes them, `check` says the reason with the error,

@@ -56,6 +56,12 @@ fn render_kernel(out: &mut String, kernel: &KernelSpec) {
             let _ = writeln!(out, "{} = {value}", key(name));
         }
     }
+    if !kernel.derived.is_empty() {
+        out.push_str("\n[kernels.derived]\n");
+        for (name, expression) in &kernel.derived {
+            let _ = writeln!(out, "{} = {}", key(name), string(expression));
+        }
+    }
     if !kernel.unknown.is_empty() {
         out.push_str("\n[kernels.unknown]\n");
         for (name, made) in &kernel.unknown {

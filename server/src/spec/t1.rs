@@ -136,6 +136,7 @@ pub fn import_t1(json_text: &str) -> Result<T1Import> {
         cooperative: false,
         compiler_options,
         shapes: vec![shape],
+        derived: Default::default(),
         unknown: Default::default(),
         args,
         params,
@@ -558,7 +559,8 @@ pub fn export_t1(spec: &SpecFile, kernel_name: &str) -> Result<T1Export> {
         bail!("argument `{}` is a texture, which T1 has no way to describe", texture.name);
     }
     let mut notes = Notes(Vec::new());
-    let shape = kernel.shapes.first().cloned().unwrap_or_default();
+    // T1 has no derived sizes: each is a problem size of its own, at its value on the shape.
+    let shape: Shape = kernel.shapes.first().map(|first| super::sizes_of(kernel, first).into_iter().filter_map(|(name, value)| Some((name, value.as_integer()?))).collect()).unwrap_or_default();
     if kernel.shapes.len() > 1 {
         notes.add("$.KernelSpecification.ProblemSize", format!("T1 has one problem size; the first of {} shapes is exported", kernel.shapes.len()));
     }

@@ -257,6 +257,50 @@ fn expression_errors_point_inside_the_string() {
     assert_eq!(&text[d.range.clone()], "\"3 * rows * hiden\\u0020\"");
 }
 
+/// The rmsnorm spec with the hidden size given as `pairs`, the size it is worked out from.
+fn with_derived_hidden(derived: &str) -> String {
+    valid_toml().replace("hidden = 4096", "pairs = 2048").replace("hidden = 5120", "pairs = 2560").replace("\n[[kernels.args]]\nname = \"out\"", &format!("\n[kernels.derived]\n{derived}\n\n[[kernels.args]]\nname = \"out\""))
+}
+
+#[test]
+fn a_derived_size_is_worked_out_on_every_shape_from_its_own_sizes() {
+    let text = with_derived_hidden("hidden = \"pairs * 2\"");
+    let (spec, diagnostics) = parse_spec(&text);
+    assert_eq!(describe(&text, &diagnostics), "");
+    let kernel = &spec.unwrap().kernels[0];
+    assert_eq!(kernel.derived.get("hidden").map(String::as_str), Some("pairs * 2"));
+    let hidden = |shape: &Shape| sizes_of(kernel, shape).get("hidden").copied();
+    assert_eq!(hidden(&kernel.shapes[1]), Some(expr::Value::Int(5120)));
+    // A shape verification makes has its own: the two never disagree.
+    let made = Shape::from([("rows".to_string(), 3), ("pairs".to_string(), 7)]);
+    assert_eq!(hidden(&made), Some(expr::Value::Int(14)));
+    let env = environment(kernel, &made, &|p| p.default);
+    assert_eq!(env.get("hidden"), Some(&expr::Value::Int(14)), "scalars and lengths see it: {env:?}");
+    // A shape that gives the size itself (a captured launch) keeps its number.
+    let captured = Shape::from([("rows".to_string(), 3), ("pairs".to_string(), 7), ("hidden".to_string(), 15)]);
+    assert_eq!(hidden(&captured), Some(expr::Value::Int(15)));
+    // Rendered, it reads back the same.
+    let rendered = render_spec(&parse_spec(&text).0.unwrap());
+    assert!(rendered.contains("\n[kernels.derived]\nhidden = \"pairs * 2\"\n"), "{rendered}");
+    assert_eq!(parse_spec(&rendered).0, parse_spec(&text).0);
+}
+
+#[test]
+fn a_derived_size_of_a_parameter_a_cycle_or_a_broken_expression_is_an_error_where_it_is() {
+    let message = |derived: &str| {
+        let text = with_derived_hidden(derived);
+        describe(&text, &diagnostics_of(&text))
+    };
+    let of_parameter = message("hidden = \"pairs * VEC\"");
+    assert!(of_parameter.contains("`VEC` in derived size `hidden` is not a size (known: pairs, rows): a derived size is worked out from the shape's sizes alone\n    at `VEC`"), "{of_parameter}");
+    let cycle = message("hidden = \"half * 2\"\nhalf = \"hidden // 2\"");
+    assert!(cycle.contains("derived size `half` cannot be worked out on shape 1: it needs the derived size `hidden`, which cannot be worked out first (derived sizes may not name each other in a cycle)"), "{cycle}");
+    let broken = message("hidden = \"pairs * \"");
+    assert!(broken.starts_with("19:19 error: derived size `hidden`: expected a number, a name or `(`, found the end of the expression"), "{broken}");
+    let zero = message("hidden = \"pairs // (rows - rows)\"");
+    assert!(zero.contains("derived size `hidden` cannot be worked out on shape 1: "), "{zero}");
+}
+
 #[test]
 fn the_default_configuration_is_checked_against_restrictions_and_limits() {
     let text = valid_toml()

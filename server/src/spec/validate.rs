@@ -229,6 +229,7 @@ impl<'t> Checker<'t> {
             self.at(Severity::Error, &base(&[K("name")]), "kernel name is unknown: write the `__global__` function's name");
         }
         let scope = self.check_names(k, kernel);
+        self.check_derived(k, kernel, &scope);
         let sizes_example = kernel.shapes.first().map(|s| s.keys().cloned().collect::<Vec<_>>().join(" * ")).filter(|s| !s.is_empty()).unwrap_or_else(|| "n".into());
         let first_size = kernel.shapes.first().and_then(|s| s.keys().next().cloned()).unwrap_or_else(|| "n".into());
         // The block size: the block the spec launches, else a parameter named for it (another
@@ -331,6 +332,7 @@ impl<'t> Checker<'t> {
         for shape in &kernel.shapes {
             scope.sizes.extend(shape.keys().map(String::as_str));
         }
+        scope.sizes.extend(kernel.derived.keys().map(String::as_str));
         for (p, param) in kernel.params.iter().enumerate() {
             let path = [K("kernels"), I(k), K("params"), I(p), K("name")];
             if !scope.params.insert(&param.name) {
@@ -364,6 +366,47 @@ impl<'t> Checker<'t> {
             }
         }
         scope
+    }
+
+    /// Each derived size is an expression over the other sizes that every shape can evaluate
+    /// to an integer: no parameter (a size is the problem's, the same for every
+    /// configuration), no cycle.
+    fn check_derived(&mut self, k: usize, kernel: &KernelSpec, scope: &Scope) {
+        for (name, text) in &kernel.derived {
+            let path = [K("kernels"), I(k), K("derived"), K(name.as_str())];
+            let value_span = self.span(&path);
+            let expr = match expr::parse(text) {
+                Ok(expr) => expr,
+                Err(e) => {
+                    let range = self.inner_span(value_span, text, e.span.clone());
+                    self.push(Severity::Error, range, format!("derived size `{name}`: {}", e.message));
+                    continue;
+                }
+            };
+            let not_sizes: Vec<(&str, Range<usize>)> = expr.names().into_iter().filter(|(word, _)| !scope.sizes.contains(word)).collect();
+            for (word, span) in &not_sizes {
+                let range = self.inner_span(value_span.clone(), text, span.clone());
+                let known = scope.sizes.iter().filter(|s| **s != name).copied().collect::<Vec<_>>().join(", ");
+                self.push(Severity::Error, range, format!("`{word}` in derived size `{name}` is not a size (known: {known}): a derived size is worked out from the shape's sizes alone"));
+            }
+            if !not_sizes.is_empty() {
+                continue;
+            }
+            for (s, shape) in kernel.shapes.iter().enumerate() {
+                let sizes = sizes_of(kernel, shape);
+                if sizes.contains_key(name) {
+                    continue;
+                }
+                let waiting = expr.free_variables().into_iter().find(|n| kernel.derived.contains_key(n) && !sizes.contains_key(n));
+                let why = match (waiting, expr.eval_integer(&|n| sizes.get(n).copied())) {
+                    (Some(other), _) => format!("it needs the derived size `{other}`, which cannot be worked out first (derived sizes may not name each other in a cycle)"),
+                    (None, Err(e)) => e.message,
+                    (None, Ok(_)) => "it cannot be evaluated".to_string(),
+                };
+                self.push(Severity::Error, value_span.clone(), format!("derived size `{name}` cannot be worked out on shape {}: {why}", s + 1));
+                break;
+            }
+        }
     }
 
     /// Parses one expression field and checks its names; `None` when it is unknown or broken.
@@ -717,11 +760,7 @@ impl<'t> Checker<'t> {
         }
         for (field, expr) in parsed.iter().filter(|(f, _)| f.kind == FieldKind::Scalar) {
             let Some(shape) = kernel.shapes.first() else { break };
-            let env: BTreeMap<String, Value> = shape
-                .iter()
-                .map(|(n, v)| (n.clone(), Value::Int(*v)))
-                .chain(kernel.params.iter().map(|p| (p.name.clone(), Value::Int(p.default))))
-                .collect();
+            let env: BTreeMap<String, Value> = sizes_of(kernel, shape).into_iter().chain(kernel.params.iter().map(|p| (p.name.clone(), Value::Int(p.default)))).collect();
             if let Err(e) = expr.eval(&|n| env.get(n).copied()) {
                 let span = self.span(&field.path);
                 let unknown_size = expr.names().into_iter().map(|(name, _)| name).find(|name| !env.contains_key(*name) && kernel.unknown.contains_key(*name));
@@ -787,7 +826,7 @@ fn no_shape_gives(name: &str, made: &str, kernel: &str) -> String {
 /// (`value_of`), and the scalar arguments evaluated over those. A scalar that cannot be
 /// evaluated is left out (it is reported on the scalar itself).
 pub fn environment(kernel: &KernelSpec, shape: &Shape, value_of: &dyn Fn(&ParamSpec) -> i64) -> BTreeMap<String, Value> {
-    let mut env: BTreeMap<String, Value> = shape.iter().map(|(k, v)| (k.clone(), Value::Int(*v))).collect();
+    let mut env = sizes_of(kernel, shape);
     for param in &kernel.params {
         env.insert(param.name.clone(), Value::Int(value_of(param)));
     }
@@ -801,6 +840,26 @@ pub fn environment(kernel: &KernelSpec, shape: &Shape, value_of: &dyn Fn(&ParamS
         env.insert(BLOCKS_PER_SM.to_string(), Value::Int(bound));
     }
     env
+}
+
+/// The sizes of `shape` and those [`KernelSpec::derived`] works out from them; a derived size
+/// that cannot be evaluated (a name no shape gives) is left out, and reported on its own.
+pub fn sizes_of(kernel: &KernelSpec, shape: &Shape) -> BTreeMap<String, Value> {
+    let mut sizes: BTreeMap<String, Value> = shape.iter().map(|(k, v)| (k.clone(), Value::Int(*v))).collect();
+    // One derived size may name another: each round evaluates those whose names are known.
+    for _ in 0..kernel.derived.len() {
+        let settled: Vec<(String, i64)> = kernel
+            .derived
+            .iter()
+            .filter(|(name, _)| !sizes.contains_key(*name))
+            .filter_map(|(name, text)| Some((name.clone(), expr::parse(text).ok()?.eval_integer(&|n| sizes.get(n).copied()).ok()?)))
+            .collect();
+        if settled.is_empty() {
+            break;
+        }
+        sizes.extend(settled.into_iter().map(|(name, value)| (name, Value::Int(value))));
+    }
+    sizes
 }
 
 /// [`BLOCKS_PER_SM`] before compiling, for a kernel whose expressions name it and whose shape

@@ -1216,21 +1216,12 @@ impl<'d> HostContext<'d> {
     /// names: a local of that frame that holds its `numel()` (`numel = x.numel()`) or each of
     /// its dimensions, passed down to the launcher.
     fn passed_tensor_length(&self, path: &[Frame], at: usize, tensor: &str, sizes: TensorSizes) -> Option<String> {
-        let frame = path.get(at)?;
         let (_, dims) = self.tensor_dims(path, at, tensor, 0)?;
-        let holder = |wanted: &dyn Fn(&str, tensors::SizeRead) -> bool| {
-            frame.scope.values.iter().find(|(name, value, _)| is_identifier(name) && frame.scope.value_text(name) == Some(value.as_str()) && tensors::size_read(value).is_some_and(|(t, r)| wanted(t, r))).map(|(name, _, _)| name.clone())
-        };
-        // A dimension passed down as it is read (`row_center_cuda(…, x.size(0), x.size(1))`)
-        // becomes the parameter it is passed as; so does the same dimension of a tensor made
-        // alike (`out = torch.empty_like(x)` beside `batch = x.sizes()[0]`).
-        let rank = dims.len();
         let dimension = |k: usize| {
-            let wanted = self.dimension_made_as(path, at, tensor, tensors::SizeRead::Dim(k as i64));
-            let same = |t: &str, r: tensors::SizeRead| (t == tensor && r.is_dim(k, rank)) || (wanted.is_some() && self.dimension_made_as(path, at, t, r) == wanted);
-            holder(&same).unwrap_or_else(|| format!("{tensor}.size({k})"))
+            let read = tensors::SizeRead::Dim(k as i64);
+            self.held_size_read(path, at, tensor, read).unwrap_or_else(|| read.call(tensor))
         };
-        let length = holder(&|t, r| t == tensor && r == tensors::SizeRead::Numel).unwrap_or_else(|| (0..rank).map(dimension).collect::<Vec<_>>().join(" * "));
+        let length = self.held_size_read(path, at, tensor, tensors::SizeRead::Numel).unwrap_or_else(|| (0..dims.len()).map(dimension).collect::<Vec<_>>().join(" * "));
         let launcher_knows = |word: &str| self.launcher().params.iter().any(|p| p == word) || self.launcher().scope.value_text(word).is_some();
         let in_launcher = self.to_launcher_names(path, at, &length);
         if identifiers_in(&in_launcher).all(launcher_knows) {
@@ -1239,24 +1230,110 @@ impl<'d> HostContext<'d> {
         if sizes == TensorSizes::Held {
             return None;
         }
-        // A dimension neither held nor passed down (a bias the kernel indexes by a channel it is
-        // given apart) is a size of its own, named for the caller's tensor (`weight_size_0`),
-        // whose value [`Self::size_values`] reads where the tensor is made; for the same
-        // dimension of a tensor the frame takes first, by that one's name (`input_size_1` for
-        // `output` made `empty_like(input)`).
-        let named_dimension = |read: tensors::SizeRead| {
-            let Some(wanted) = self.dimension_made_as(path, at, tensor, read) else { return read.name(tensor) };
-            let taken = |p: &String| {
-                let rank = self.tensor_dims(path, at, p, 0)?.1.len();
-                (0..rank).map(|j| tensors::SizeRead::Dim(j as i64)).find(|&r| self.dimension_made_as(path, at, p, r).as_ref() == Some(&wanted)).map(|r| r.name(p))
-            };
-            frame.params.iter().filter(|p| !p.is_empty()).find_map(taken).unwrap_or_else(|| read.name(tensor))
-        };
-        let named = tensors::replace_size_reads(&length, |t, read| (t == tensor).then(|| named_dimension(read)));
+        let named = tensors::replace_size_reads(&length, |t, read| (t == tensor).then(|| self.own_size_read_name(path, at, tensor, read)));
         let in_launcher = self.to_launcher_names(path, at, &named);
         let callers_size = |word: &str| tensors::named_read(word).is_some_and(|(t, _)| self.tensor_dims(path, at, t, 0).is_some());
         let all_known = identifiers_in(&in_launcher).all(|word| launcher_knows(word) || callers_size(word));
         all_known.then(|| self.in_spec_names(&in_launcher))
+    }
+
+    /// The local of frame `at` that holds size `read` of tensor `tensor` as it is read (`batch =
+    /// x.sizes()[0]`), or the same dimension of a tensor made alike (`out =
+    /// torch.empty_like(x)`); a dimension passed down as it is read (`row_center_cuda(…,
+    /// x.size(0))`) becomes the parameter it is passed as.
+    fn held_size_read(&self, path: &[Frame], at: usize, tensor: &str, read: tensors::SizeRead) -> Option<String> {
+        let frame = path.get(at)?;
+        let rank = self.tensor_dims(path, at, tensor, 0)?.1.len();
+        let wanted = self.dimension_made_as(path, at, tensor, read);
+        let same = |t: &str, r: tensors::SizeRead| match read {
+            tensors::SizeRead::Dim(k) => (t == tensor && tensors::dim_index(k, rank).is_some_and(|k| r.is_dim(k, rank))) || (wanted.is_some() && self.dimension_made_as(path, at, t, r) == wanted),
+            _ => t == tensor && r == read,
+        };
+        let held = |(name, value, _): &&(String, String, usize)| is_identifier(name) && frame.scope.value_text(name) == Some(value.as_str()) && tensors::size_read(value).is_some_and(|(t, r)| same(t, r));
+        frame.scope.values.iter().find(held).map(|(name, _, _)| name.clone())
+    }
+
+    /// A size of its own for a dimension no local holds nor a caller passes down (a bias the
+    /// kernel indexes by a channel it is given apart), named for the tensor of frame `at`
+    /// (`weight_size_0`), whose value [`Self::size_values`] reads where the tensor is made; for
+    /// the same dimension of a tensor the frame takes first, by that one's name (`input_size_1`
+    /// for `output` made `empty_like(input)`).
+    fn own_size_read_name(&self, path: &[Frame], at: usize, tensor: &str, read: tensors::SizeRead) -> String {
+        let Some((frame, wanted)) = path.get(at).zip(self.dimension_made_as(path, at, tensor, read)) else { return read.name(tensor) };
+        let taken = |p: &String| {
+            let rank = self.tensor_dims(path, at, p, 0)?.1.len();
+            (0..rank).map(|j| tensors::SizeRead::Dim(j as i64)).find(|&r| self.dimension_made_as(path, at, p, r).as_ref() == Some(&wanted)).map(|r| r.name(p))
+        };
+        frame.params.iter().filter(|p| !p.is_empty()).find_map(taken).unwrap_or_else(|| read.name(tensor))
+    }
+
+    /// What the program works the launcher's size `name` out from, in the spec's names, step
+    /// by step along the first call path through the locals it is given, the arguments passed
+    /// for it and the dimensions its tensor is made with, nearest first: `input_size_1 / 2`
+    /// for `pairs`, which a caller makes as `input.size(1) / 2`; `height / patch` for
+    /// `output.size(2)` of an output made `(…, x.size(2) // patch, …)` where `x` is passed as
+    /// `input` and `height = input.size(2)`; `input_size_0` for `output.size(0)` of one made
+    /// `(x.size(0), …)`. Each arithmetic step is said two ways: with the tensors passed down
+    /// named as the launcher names them, and with sizes of the caller's own tensors. The
+    /// scaffold keeps the first made of the spec's other sizes that gives every shape's value.
+    pub(super) fn size_worked_out(&self, name: &str) -> Vec<String> {
+        let Some(path) = self.paths.first() else { return Vec::new() };
+        // A size the spec names for a read of the launcher's tensor (`output_size_2`).
+        let launcher_has = |n: &str| path[0].params.iter().any(|p| p == n) || path[0].scope.value_text(n).is_some();
+        let start = match tensors::named_read(name).filter(|(tensor, _)| !launcher_has(name) && launcher_has(tensor)) {
+            Some((tensor, read)) => read.call(tensor),
+            None => name.to_string(),
+        };
+        let mut said = Vec::new();
+        for (at, made) in self.trail_of_size(path, start) {
+            said.push(self.in_spec_names(&self.to_launcher_names(path, at, &made)));
+            if !is_identifier(&made) && tensors::size_read(&made).is_none() {
+                let own = tensors::replace_size_reads(&made, |tensor, read| Some(self.held_size_read(path, at, tensor, read).unwrap_or_else(|| self.own_size_read_name(path, at, tensor, read))));
+                said.push(self.in_spec_names(&self.to_launcher_names(path, at, &own)));
+            }
+        }
+        said.dedup();
+        said
+    }
+
+    /// The steps a size (a name or a size read in the launcher's frame) is made by along
+    /// `path`, each with its frame, after `made` itself: the locals it is given, the arguments
+    /// passed for it, the dimensions its tensor is made with, up to the first arithmetic, a
+    /// number, or nothing the code shows.
+    fn trail_of_size(&self, path: &[Frame], mut made: String) -> Vec<(usize, String)> {
+        let mut steps = Vec::new();
+        let mut at = 0;
+        for _ in 0..32 {
+            let frame = &path[at];
+            let next = if is_identifier(&made) {
+                match frame.scope.value_given(&made) {
+                    Some((value, _)) => Some(value.to_string()),
+                    None => frame.params.iter().position(|p| *p == made).filter(|_| at + 1 < path.len()).and_then(|index| {
+                        at += 1;
+                        frame.argument(index)
+                    }),
+                }
+            } else if let Some((tensor, tensors::SizeRead::Dim(k))) = tensors::size_read(&made) {
+                self.tensor_dims(path, at, tensor, 0).and_then(|(made_at, dims)| {
+                    at = made_at;
+                    dims.get(tensors::dim_index(k, dims.len())?).cloned()
+                })
+            } else {
+                None
+            };
+            let Some(next) = next else { break };
+            made = strip_outer_parens(without_float_casts(&strip_casts_everywhere(&next)).trim()).to_string();
+            // A number is the program's own; so is a size of another kind (`x.numel()`).
+            let arithmetic = !is_identifier(&made) && tensors::size_read(&made).is_none();
+            if eval_constant(&made, &|_| None).is_some() || (!arithmetic && tensors::size_read(&made).is_some_and(|(_, r)| !matches!(r, tensors::SizeRead::Dim(_)))) {
+                break;
+            }
+            steps.push((at, made.clone()));
+            if arithmetic {
+                break;
+            }
+        }
+        steps
     }
 
     /// The length of the data of a tensor the launcher passes (`Q.data_ptr<float>()`) in

@@ -3,7 +3,7 @@
 //! shape), which the spec validator reports as a diagnostic to fill in.
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use tree_sitter::Node;
@@ -297,6 +297,14 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     let compiled_in: Vec<(&String, i64)> = sizes.iter().filter(|s| compiled(s) || made_compiled(s)).filter_map(|s| Some((s, *shapes[0].get(s)?))).collect();
     shapes.retain(|shape| compiled_in.iter().all(|(s, value)| shape.get(s.as_str()) == Some(value)));
     restrictions.extend(compiled_in.iter().map(|(size, value)| format!("{size} == {value}")));
+    // Sizes a caller works out from the others stay in the shapes until the end, for the
+    // restrictions worked out from them; the spec then writes them as derived.
+    let spec_name = |host: &str| renamed_sizes.iter().find(|(name, _)| name == host).map(|(_, renamed)| renamed.clone());
+    let free_sizes: BTreeSet<&String> = sizes.iter().filter(|s| !compiled_in.iter().any(|(c, _)| c == s)).collect();
+    let derived = match &host {
+        Some(h) => derived_sizes(&free_sizes, &shapes, &|size| h.size_worked_out(&host_name(size)).iter().map(|text| crate::syntax::rename_identifiers_in(text, spec_name)).collect()),
+        None => BTreeMap::new(),
+    };
     // A non-power-of-two shape along the grid's leading size, where tails hide bugs, unless
     // the file already has one. A macro of the host's that no buffer's length names is a count
     // of blocks the program picks (cuda_hgemm's `dim3 grid(BLOCK_STRIDE, …)`), not a problem
@@ -312,7 +320,8 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     // exactly: a tail is no shape of theirs.
     let tail_runs = flat != Some(FlatThreads::Unguarded);
     let blocks_picked = |name: &str| host.as_ref().is_some_and(|h| h.is_macro(&host_name(&name.to_string()))) && !leaves().any(|a| a.length.as_deref().is_some_and(|l| identifiers_in(l).any(|w| w == name)));
-    if let Some(lead) = grid.first().filter(|g| tail_runs && sizes.contains(g.as_str()) && !has_odd && !compiled_in.iter().any(|(s, _)| s == g) && !blocks_picked(g)) {
+    let free_lead = |g: &&String| !compiled_in.iter().any(|(s, _)| *s == *g) && !derived.contains_key(g.as_str());
+    if let Some(lead) = grid.first().filter(|g| tail_runs && sizes.contains(g.as_str()) && !has_odd && free_lead(g) && !blocks_picked(g)) {
         if let Some(&value) = shapes[0].get(lead.as_str()).filter(|v| **v > 1) {
             let mut tail = shapes[0].clone();
             tail.insert(lead.clone(), value - 1);
@@ -442,7 +451,8 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
         shared_bytes,
         cooperative: synchronises_grid(&source),
         compiler_options: Vec::new(),
-        shapes,
+        shapes: without_derived(shapes, &derived),
+        derived,
         unknown,
         args,
         params,
@@ -453,6 +463,43 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
         baseline: Baseline { sha256: sha256_hex(&source), source },
     };
     Inferred { spec, launch: launch_found }
+}
+
+/// Of `sizes`, those a caller works out from the others (`worked_out`, in the spec's names:
+/// `input_size_1 // 2` for `pairs`), each with its expression, where the expression names only
+/// sizes no other is worked out from and gives the size's value on every shape. Verification
+/// then moves them together: a shape it makes with another `input_size_1` has its own `pairs`.
+fn derived_sizes(sizes: &BTreeSet<&String>, shapes: &[Shape], worked_out: &dyn Fn(&String) -> Vec<String>) -> BTreeMap<String, String> {
+    let given = |name: &str| shapes.iter().all(|shape| shape.contains_key(name));
+    // Of other sizes: one worked out from numbers alone is the program's, which checks vary.
+    let of_other_sizes = |size: &String, text: &str| identifiers_in(text).next().is_some() && identifiers_in(text).all(|w| w != size.as_str() && sizes.iter().any(|s| s.as_str() == w) && given(w));
+    let gives_every_value = |size: &String, text: &str| {
+        let Ok(parsed) = expr::parse(text) else { return false };
+        shapes.iter().all(|shape| parsed.eval_integer(&|n| shape.get(n).map(|v| expr::Value::Int(*v))).ok() == shape.get(size.as_str()).copied())
+    };
+    // A size others are worked out from stays a size of the shapes, and one derived size of
+    // another would need an order: each is derived from sizes the shapes keep.
+    let mut derived: BTreeMap<String, String> = BTreeMap::new();
+    for size in sizes.iter().filter(|size| given(size)) {
+        let said = worked_out(size).into_iter().map(|text| super::callee::readable(super::host::strip_outer_parens(&spec_expression(&text, Division::Floor))));
+        let of_kept = |text: &String| identifiers_in(text).all(|w| !derived.contains_key(w)) && !derived.values().any(|d| identifiers_in(d).any(|w| w == size.as_str()));
+        if let Some(text) = said.into_iter().find(|text| of_other_sizes(size, text) && gives_every_value(size, text) && of_kept(text)) {
+            derived.insert(size.to_string(), text);
+        }
+    }
+    derived
+}
+
+/// `shapes` without the sizes the spec works out from the others, each shape once.
+fn without_derived(shapes: Vec<Shape>, derived: &BTreeMap<String, String>) -> Vec<Shape> {
+    let mut kept: Vec<Shape> = Vec::new();
+    for mut shape in shapes {
+        shape.retain(|name, _| !derived.contains_key(name));
+        if !kept.contains(&shape) {
+            kept.push(shape);
+        }
+    }
+    kept
 }
 
 /// A grid that divides by the block's number (`(N + 256 - 1) / 256` for `<<<grid, 256>>>`)

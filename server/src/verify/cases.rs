@@ -313,7 +313,14 @@ pub fn contiguous_variable(kernel: &KernelSpec, shape: &Shape) -> Option<String>
         .max_by_key(|(bytes, _)| *bytes)?
         .1;
     let length = expr::parse(largest.length.as_deref()?).ok()?;
-    length.names().into_iter().rev().map(|(name, _)| name).find(|name| shape.contains_key(*name)).map(str::to_string)
+    // A derived size (`hidden = pairs * 2`) moves with the size it is worked out from.
+    let given = |name: &str| -> Option<String> {
+        match kernel.derived.get(name) {
+            Some(derived) => expr::parse(derived).ok()?.names().into_iter().rev().map(|(name, _)| name).find(|name| shape.contains_key(*name)).map(str::to_string),
+            None => shape.contains_key(name).then(|| name.to_string()),
+        }
+    };
+    length.names().into_iter().rev().find_map(|(name, _)| given(name))
 }
 
 /// The total bytes of a shape's buffers and textures.
@@ -482,6 +489,24 @@ mod tests {
             labels(&plan, Stage::Edges),
             ["hidden=1 rows=1", "hidden=1 rows=4095", "hidden=4096 rows=1", "hidden=255 rows=4095", "hidden=257 rows=4095", "hidden=1027 rows=4095", "hidden=2053 rows=4095"]
         );
+    }
+
+    #[test]
+    fn a_derived_size_follows_the_size_each_generated_shape_sweeps() {
+        // The weight's length is worked out from the row's (`weight_size_0 = hidden`): every
+        // shape verification makes has its own, never another.
+        let mut kernel = example("rmsnorm");
+        kernel.derived.insert("weight_size_0".into(), "hidden".into());
+        kernel.args.iter_mut().filter(|a| a.length.as_deref() == Some("hidden")).for_each(|a| a.length = Some("weight_size_0".into()));
+        let plan = plan(&kernel, &Configuration::default_of(&kernel), &[Stage::Shapes, Stage::Edges]).unwrap();
+        assert_eq!(labels(&plan, Stage::Shapes), ["hidden=4096 rows=4095", "hidden=1023 rows=4095", "hidden=4097 rows=2048", "hidden=50257 rows=256"]);
+        let weight = |case: &Case| crate::spec::sizes_of(&kernel, &case.shape).get("weight_size_0").copied();
+        for case in &plan.cases {
+            assert_eq!(weight(case), Some(expr::Value::Int(case.shape["hidden"])), "{}", case.label);
+        }
+        // With the weight the largest buffer, its length's derived size names the swept one.
+        kernel.args.iter_mut().filter(|a| a.length.as_deref() == Some("(rows * hidden)")).for_each(|a| a.length = Some("rows * weight_size_0".into()));
+        assert_eq!(contiguous_variable(&kernel, &kernel.shapes[0]).as_deref(), Some("hidden"));
     }
 
     #[test]
