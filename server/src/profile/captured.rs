@@ -63,6 +63,7 @@ pub fn apply(spec: &mut KernelSpec, capture: &CaptureFile, file: &str) -> Result
     fill_extents(spec, "block", header.block, &shape, &mut notes);
     fill_shared_bytes(spec, header.shared_bytes, &shape, &mut notes);
     fill_buffers(spec, capture, &shape, &mut notes)?;
+    keep_derived(spec, &mut shape);
     if spec.captures.is_empty() {
         replace_shapes(&mut spec.shapes, &shape, &mut notes);
     } else if !spec.shapes.contains(&shape) {
@@ -71,6 +72,15 @@ pub fn apply(spec: &mut KernelSpec, capture: &CaptureFile, file: &str) -> Result
     spec.captures.retain(|c| c.file != file);
     spec.captures.push(CaptureSpec { file: file.to_string(), shape });
     Ok(notes)
+}
+
+/// A derived size the capture gave (a scalar's value) stays derived where the shape's other
+/// sizes work it out the same, so that shapes made from this one keep the two consistent; one
+/// that disagrees is the program's number, which the shape keeps.
+fn keep_derived(spec: &KernelSpec, shape: &mut Shape) {
+    let others: Shape = shape.iter().filter(|(name, _)| !spec.derived.contains_key(*name)).map(|(n, v)| (n.clone(), *v)).collect();
+    let worked_out = crate::spec::sizes_of(spec, &others);
+    shape.retain(|name, value| !spec.derived.contains_key(name) || worked_out.get(name).and_then(|v| v.as_integer()) != Some(*value));
 }
 
 /// The program's shape replaces the source's: those came from call paths the program may never
@@ -432,6 +442,27 @@ mod tests {
         assert_eq!(arg(&spec, "weight").length.as_deref(), Some("cols"));
         assert_eq!(arg(&spec, "in").role, Some(Role::Input));
         assert_eq!(spec.captures, vec![CaptureSpec { file: "captures/scale_rows-0.cutcap".into(), shape: shape.clone() }]);
+    }
+
+    #[test]
+    fn a_derived_size_a_capture_gives_stays_derived_where_it_agrees() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scale_rows-0.cutcap");
+        write_capture(&path, &Launch { rows: 64, cols: 48, in_written: false });
+        // `cols` worked out from a size of its own (`pairs = x.size(1) / 2` in a caller).
+        let derived = |spec: &mut KernelSpec, pairs: i64| {
+            spec.derived.insert("cols".into(), "pairs * 2".into());
+            spec.shapes = vec![Shape::from([("rows".to_string(), 8), ("pairs".to_string(), pairs)])];
+        };
+        let mut spec = templatized();
+        derived(&mut spec, 24);
+        let notes = apply(&mut spec, &CaptureFile::open(&path).unwrap(), "c.cutcap").unwrap();
+        assert_eq!(spec.shapes, vec![Shape::from([("rows".to_string(), 64), ("pairs".to_string(), 24)])], "{notes:?}");
+        // Where the shape works it out otherwise, the program's number is the shape's.
+        let mut spec = templatized();
+        derived(&mut spec, 20);
+        apply(&mut spec, &CaptureFile::open(&path).unwrap(), "c.cutcap").unwrap();
+        assert_eq!(spec.shapes[0].get("cols"), Some(&48), "{:?}", spec.shapes);
     }
 
     #[test]

@@ -149,7 +149,19 @@ impl Session {
     /// keeps its outputs on the device.
     pub fn prepare(gpu: &Gpu, modules: &mut Modules, problems: &[Problem], baseline: &Kernel, harness: Harness, policy: &TimingPolicy) -> Result<(Session, Vec<Timing>), Failure> {
         let session = Session::allocate(problems, harness, false)?;
-        let timings = session.run(gpu, modules, baseline, Some(policy), &[], Setup::shared(SHARED_PATTERNS[0]), |problem| problem.keep_baseline())?;
+        let timings = session.run(gpu, modules, baseline, Some(policy), &[], Setup::shared(SHARED_PATTERNS[0]), |problem| {
+            problem.keep_baseline()?;
+            problem.compare(&session.harness, &session.guard, Reference::Baseline)
+        })?;
+        // Where the original itself writes past a buffer, every candidate would be reported
+        // as writing out of bounds: the problem, not the candidates, is what is wrong.
+        if let Verdict::OutOfBounds { problem, arg, bytes, .. } = session.verdict(Reference::Baseline)? {
+            let label = &session.problems[problem].label;
+            let message = format!(
+                "the original writes out of bounds on problem `{label}`: {bytes} bytes after the end of `{arg}` changed; the spec's sizes or inputs are not ones it runs on (a length too short, or an index it reads from an input filled at random): give the buffer its length, the input the program's values (`init`), or capture a launch (`cutune profile`)"
+            );
+            return Err(Failure::new(FailureKind::Launch, message));
+        }
         Ok((session, timings))
     }
 
