@@ -2410,8 +2410,10 @@ def test_a_launcher_template_takes_its_types_from_the_data_a_dispatch_passes_it(
     assert stages == {"chunked_scale_kernel": ("ready", "compiled"), "pair_rotate_kernel": ("ready", "compiled")}, survey["kernels"]
     chunked = templatized_spec(root, "csrc/chunked_scale_kernel.cuh", "chunked_scale_kernel")
     assert chunked["template_args"] == ["float"], chunked
-    # The weight's length, which the C++ never reads, is its own size, from the test's tensor.
-    assert chunked["shapes"][0] == {"rows": 16, "channels": 96, "weight_size_0": 96}, chunked["shapes"]
+    # The weight's length, which the C++ never reads, is its own size, from the test's tensor,
+    # worked out from the channels as the test asserts (`weight.shape[0] == value.size(1)`).
+    assert chunked["shapes"][0] == {"rows": 16, "channels": 96}, chunked["shapes"]
+    assert chunked["derived"] == {"weight_size_0": "channels"}, chunked
     assert {a["name"]: a.get("length") for a in chunked["args"]}["weight"] == "weight_size_0", chunked["args"]
     rotate = templatized_spec(root, "csrc/pair_rotate.h", "pair_rotate_kernel")
     assert rotate["template_args"] == ["float", "float"], rotate

@@ -89,8 +89,8 @@
 #   verification's shapes never give the original an output it reads past (session 51).
 # - tests/fixtures/workspace/deduced_launchers: `chunked_scale_kernel`, whose launcher is a host
 #   template deducing the element type from the tensors' data PyTorch's dtype dispatch passes;
-#   the weight's length is a size of its own (`weight_size_0`), equal to `channels` in the
-#   program, which verification's sweep moves with it as well as alone (session 50).
+#   the weight's length is a size of its own (`weight_size_0`), worked out from `channels` as
+#   the test asserts (session 51; session 50 swept them together as well as alone).
 #   tests/fixtures/workspace/typed_bindings: `bias_relu`, its bias likewise (`bias_size_0`).
 #   `pair_rotate_kernel` (same fixture, its types from the calling file's own dispatch), its
 #   `pairs` derived as `input_size_1 // 2`, as the caller works it out (session 51).

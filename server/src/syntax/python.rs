@@ -667,8 +667,23 @@ impl<'a> Writer<'a> {
                 }
             }
             "for_statement" => self.first_pass(statement),
+            // `assert masks.size(1) == kernel_size * kernel_size * group_size`: sizes the program
+            // keeps equal, from which the spec may work one out.
+            "assert_statement" => {
+                if let Some((left, right)) = statement.named_child(0).and_then(|c| self.equality(c)) {
+                    self.put(row, &format!("assert({left} == {right});"));
+                }
+            }
             _ => {}
         }
+    }
+
+    /// The two sides of `a == b`, in C++; `None` for any other condition.
+    fn equality(&self, condition: Node<'a>) -> Option<(String, String)> {
+        let children: Vec<Node> = condition.children(&mut condition.walk()).collect();
+        let [left, operator, right] = children[..] else { return None };
+        (condition.kind() == "comparison_operator" && operator.kind() == "==").then_some(())?;
+        Some((self.expression(left)?, self.expression(right)?))
     }
 
     /// `x = [[1., 0], [0, 1.]]` keeps the data `x` names, for where it is read; any other value
@@ -1791,6 +1806,21 @@ other = len
         // A tensor made on another's device: of the shape the first argument names.
         assert!(code.contains("auto out = torch::empty_like(x);"), "{code}");
         assert!(code.contains("auto rows = torch::empty({x.size(0), 4});"), "{code}");
+    }
+
+    #[test]
+    fn an_asserted_equality_of_sizes_is_written_and_other_assertions_are_not() {
+        let script = "\
+def forward(features, masks, k):
+    assert masks.size(1) == k * k
+    assert masks.shape[-1] == features.size(-1) * 2
+    assert k >= 1
+    assert features.is_contiguous()
+    carafe(features, masks, k)
+";
+        let code = as_host_code(script, "forward", &[binding("carafe", "carafe", &["features", "masks", "k"])]);
+        assert!(code.contains("assert(masks.size(1) == k * k);") && code.contains("assert(masks.size(-1) == features.size(-1) * 2);"), "{code}");
+        assert_eq!(code.matches("assert(").count(), 2, "{code}");
     }
 
     #[test]

@@ -1284,15 +1284,46 @@ impl<'d> HostContext<'d> {
             Some((tensor, read)) => read.call(tensor),
             None => name.to_string(),
         };
+        let mut said: Vec<String> = self.trail_of_size(path, start).into_iter().flat_map(|(at, made)| self.sizes_said_both_ways(path, at, &made)).collect();
+        said.dedup();
+        said
+    }
+
+    /// The conditions `a == b` the program asserts on the first call path (`assert(…)`, a
+    /// Python `assert` too), said both ways as [`Self::size_worked_out`] says a size: sizes the
+    /// program keeps equal, from which the spec may work one out.
+    pub(super) fn asserted_equalities(&self) -> Vec<String> {
+        let Some(path) = self.paths.first() else { return Vec::new() };
         let mut said = Vec::new();
-        for (at, made) in self.trail_of_size(path, start) {
-            said.push(self.in_spec_names(&self.to_launcher_names(path, at, &made)));
-            if !is_identifier(&made) && tensors::size_read(&made).is_none() {
-                let own = tensors::replace_size_reads(&made, |tensor, read| Some(self.held_size_read(path, at, tensor, read).unwrap_or_else(|| self.own_size_read_name(path, at, tensor, read))));
-                said.push(self.in_spec_names(&self.to_launcher_names(path, at, &own)));
+        for (at, frame) in path.iter().enumerate() {
+            let Some(body) = frame.scope.body else { continue };
+            for node in descendants(body).filter(|n| n.kind() == "call_expression") {
+                let is_assert = node.child_by_field_name("function").is_some_and(|f| &frame.text[f.byte_range()] == "assert");
+                let condition = node.child_by_field_name("arguments").map(|a| call_args(frame.text, a)).and_then(|a| a.into_iter().next());
+                if let Some(condition) = condition.filter(|c| is_assert && c.contains("==")) {
+                    said.extend(self.sizes_said_both_ways(path, at, &strip_casts_everywhere(&condition)));
+                }
             }
         }
-        said.dedup();
+        said
+    }
+
+    /// Sizes `made` of frame `at` reads, in the spec's names: with the tensors passed down
+    /// named as the launcher names them, and, where it reads a tensor's size, with the sizes
+    /// of the frame's own tensors (`input_size_1`, or the local that holds it).
+    fn sizes_said_both_ways(&self, path: &[Frame], at: usize, made: &str) -> Vec<String> {
+        let mut said = vec![self.in_spec_names(&self.to_launcher_names(path, at, made))];
+        if !is_identifier(made) && tensors::size_read(made).is_none() {
+            let own = tensors::replace_size_reads(made, |tensor, read| Some(self.held_size_read(path, at, tensor, read).unwrap_or_else(|| self.own_size_read_name(path, at, tensor, read))));
+            said.push(self.in_spec_names(&self.to_launcher_names(path, at, &own)));
+            // A size a function further down holds (`channels = value.size(1)` in the binding
+            // a test's `value.size(1)` reaches) by that function's name for it.
+            let held_below = (1..=at).rev().fold(made.to_string(), |text, level| {
+                let held = tensors::replace_size_reads(&text, |tensor, read| self.held_size_read(path, level, tensor, read));
+                self.to_callee_names(path, level, &held)
+            });
+            said.push(self.in_spec_names(&held_below));
+        }
         said
     }
 
@@ -2493,34 +2524,36 @@ impl<'d> HostContext<'d> {
     /// Rewrites an expression in frame `at`'s names into the launcher's: locals are replaced by
     /// their initial values, names passed down as arguments by the parameters they become.
     fn to_launcher_names(&self, path: &[Frame], at: usize, text: &str) -> String {
-        let mut text = text.to_string();
-        for level in (1..=at).rev() {
-            let frame = &path[level];
-            let below = &path[level - 1];
-            let args = below.called_with().unwrap_or_default();
-            let members = self.members_constructed_from(path, level - 1);
-            text = with_arguments_named(&text, &args, &below.params);
-            text = rename_identifiers_in(&text, |word| {
-                // A parameter the callee steps in a loop (its name left blank) is not the argument
-                // where the callee launches: the argument is said by its own value.
-                if let Some(param) = args.iter().position(|a| a.trim() == word).and_then(|j| below.params.get(j)).filter(|p| !p.is_empty()) {
-                    return Some(param.clone());
-                }
-                if let Some((_, member)) = members.iter().find(|(arg, _)| arg == word) {
-                    return Some(member.clone());
-                }
-                let init = frame.scope.value_text(word)?;
-                let init = strip_casts_everywhere(init);
-                // An element of the caller's constant list (`max_size = SIZE[SIZE.size() - 1]`),
-                // which the spec cannot index, is its value.
-                if let Some(value) = list_element(frame, &init).and_then(|element| self.eval_text(path, level, &element, 0)) {
-                    return Some(value.to_string());
-                }
-                let renamed = rename_identifiers_in(&init, |w| args.iter().position(|a| a.trim() == w).and_then(|j| below.params.get(j).filter(|p| !p.is_empty()).cloned()));
-                Some(format!("({renamed})"))
-            });
-        }
-        text
+        (1..=at).rev().fold(text.to_string(), |text, level| self.to_callee_names(path, level, &text))
+    }
+
+    /// `text` of frame `level` in the names of the function it calls on `path`, frame
+    /// `level - 1`: see [`Self::to_launcher_names`].
+    fn to_callee_names(&self, path: &[Frame], level: usize, text: &str) -> String {
+        let frame = &path[level];
+        let below = &path[level - 1];
+        let args = below.called_with().unwrap_or_default();
+        let members = self.members_constructed_from(path, level - 1);
+        let text = with_arguments_named(text, &args, &below.params);
+        rename_identifiers_in(&text, |word| {
+            // A parameter the callee steps in a loop (its name left blank) is not the argument
+            // where the callee launches: the argument is said by its own value.
+            if let Some(param) = args.iter().position(|a| a.trim() == word).and_then(|j| below.params.get(j)).filter(|p| !p.is_empty()) {
+                return Some(param.clone());
+            }
+            if let Some((_, member)) = members.iter().find(|(arg, _)| arg == word) {
+                return Some(member.clone());
+            }
+            let init = frame.scope.value_text(word)?;
+            let init = strip_casts_everywhere(init);
+            // An element of the caller's constant list (`max_size = SIZE[SIZE.size() - 1]`),
+            // which the spec cannot index, is its value.
+            if let Some(value) = list_element(frame, &init).and_then(|element| self.eval_text(path, level, &element, 0)) {
+                return Some(value.to_string());
+            }
+            let renamed = rename_identifiers_in(&init, |w| args.iter().position(|a| a.trim() == w).and_then(|j| below.params.get(j).filter(|p| !p.is_empty()).cloned()));
+            Some(format!("({renamed})"))
+        })
     }
 }
 

@@ -302,7 +302,15 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     let spec_name = |host: &str| renamed_sizes.iter().find(|(name, _)| name == host).map(|(_, renamed)| renamed.clone());
     let free_sizes: BTreeSet<&String> = sizes.iter().filter(|s| !compiled_in.iter().any(|(c, _)| c == s)).collect();
     let derived = match &host {
-        Some(h) => derived_sizes(&free_sizes, &shapes, &|size| h.size_worked_out(&host_name(size)).iter().map(|text| crate::syntax::rename_identifiers_in(text, spec_name)).collect()),
+        Some(h) => {
+            let asserted = h.asserted_equalities();
+            let worked_out = |size: &String| {
+                let host_size = host_name(size);
+                let said = h.size_worked_out(&host_size).into_iter().chain(asserted.iter().filter_map(|a| equal_to(a, &host_size)));
+                said.map(|text| crate::syntax::rename_identifiers_in(&text, spec_name)).collect()
+            };
+            derived_sizes(&free_sizes, &shapes, &worked_out)
+        }
         None => BTreeMap::new(),
     };
     // A non-power-of-two shape along the grid's leading size, where tails hide bugs, unless
@@ -480,7 +488,11 @@ fn derived_sizes(sizes: &BTreeSet<&String>, shapes: &[Shape], worked_out: &dyn F
     // A size others are worked out from stays a size of the shapes, and one derived size of
     // another would need an order: each is derived from sizes the shapes keep.
     let mut derived: BTreeMap<String, String> = BTreeMap::new();
-    for size in sizes.iter().filter(|size| given(size)) {
+    // A size named for a tensor's read (`weight_size_0`) is worked out before a name the
+    // program gives a size (`channels`), which the shapes then keep.
+    let mut in_order: Vec<&&String> = sizes.iter().filter(|size| given(size)).collect();
+    in_order.sort_by_key(|size| super::tensors::named_read(size).is_none());
+    for size in in_order {
         let said = worked_out(size).into_iter().map(|text| super::callee::readable(super::host::strip_outer_parens(&spec_expression(&text, Division::Floor))));
         let of_kept = |text: &String| identifiers_in(text).all(|w| !derived.contains_key(w)) && !derived.values().any(|d| identifiers_in(d).any(|w| w == size.as_str()));
         if let Some(text) = said.into_iter().find(|text| of_other_sizes(size, text) && gives_every_value(size, text) && of_kept(text)) {
@@ -488,6 +500,23 @@ fn derived_sizes(sizes: &BTreeSet<&String>, shapes: &[Shape], worked_out: &dyn F
         }
     }
     derived
+}
+
+/// What an assertion of the program says `size` equals (`kernel_size * kernel_size *
+/// group_size` of `assert masks.size(1) == kernel_size * kernel_size * group_size`, read as
+/// `masks_size_1 == …`).
+fn equal_to(assertion: &str, size: &str) -> Option<String> {
+    let (left, right) = assertion.split_once("==")?;
+    let plain = |side: &str| !side.contains(['=', '<', '>', '!', '&', '|', '?']);
+    if !plain(left) || !plain(right) {
+        return None;
+    }
+    let (left, right) = (super::host::strip_outer_parens(left.trim()), super::host::strip_outer_parens(right.trim()));
+    match (left == size, right == size) {
+        (true, false) => Some(right.to_string()),
+        (false, true) => Some(left.to_string()),
+        _ => None,
+    }
 }
 
 /// `shapes` without the sizes the spec works out from the others, each shape once.
