@@ -1273,9 +1273,9 @@ impl<'d> HostContext<'d> {
     /// for `pairs`, which a caller makes as `input.size(1) / 2`; `height / patch` for
     /// `output.size(2)` of an output made `(…, x.size(2) // patch, …)` where `x` is passed as
     /// `input` and `height = input.size(2)`; `input_size_0` for `output.size(0)` of one made
-    /// `(x.size(0), …)`. Each arithmetic step is said two ways: with the tensors passed down
-    /// named as the launcher names them, and with sizes of the caller's own tensors. The
-    /// scaffold keeps the first made of the spec's other sizes that gives every shape's value.
+    /// `(x.size(0), …)`. Each step is said each way [`Self::said_in_spec_names`] names a
+    /// tensor's size. The scaffold keeps the first made of the spec's other sizes that gives
+    /// every shape's value.
     pub(super) fn size_worked_out(&self, name: &str) -> Vec<String> {
         let Some(path) = self.paths.first() else { return Vec::new() };
         // A size the spec names for a read of the launcher's tensor (`output_size_2`).
@@ -1284,34 +1284,25 @@ impl<'d> HostContext<'d> {
             Some((tensor, read)) => read.call(tensor),
             None => name.to_string(),
         };
-        let mut said: Vec<String> = self.trail_of_size(path, start).into_iter().flat_map(|(at, made)| self.sizes_said_both_ways(path, at, &made)).collect();
+        let mut said: Vec<String> = self.trail_of_size(path, start).into_iter().flat_map(|(at, made)| self.said_in_spec_names(path, at, &made)).collect();
         said.dedup();
         said
     }
 
     /// The conditions `a == b` the program asserts on the first call path (`assert(…)`, a
-    /// Python `assert` too), said both ways as [`Self::size_worked_out`] says a size: sizes the
-    /// program keeps equal, from which the spec may work one out.
+    /// Python `assert` too), said as [`Self::size_worked_out`] says a size: sizes the program
+    /// keeps equal, from which the spec may work one out.
     pub(super) fn asserted_equalities(&self) -> Vec<String> {
         let Some(path) = self.paths.first() else { return Vec::new() };
-        let mut said = Vec::new();
-        for (at, frame) in path.iter().enumerate() {
-            let Some(body) = frame.scope.body else { continue };
-            for node in descendants(body).filter(|n| n.kind() == "call_expression") {
-                let is_assert = node.child_by_field_name("function").is_some_and(|f| &frame.text[f.byte_range()] == "assert");
-                let condition = node.child_by_field_name("arguments").map(|a| call_args(frame.text, a)).and_then(|a| a.into_iter().next());
-                if let Some(condition) = condition.filter(|c| is_assert && c.contains("==")) {
-                    said.extend(self.sizes_said_both_ways(path, at, &strip_casts_everywhere(&condition)));
-                }
-            }
-        }
-        said
+        let equalities = asserted_conditions(path).into_iter().filter(|(_, condition)| condition.contains("=="));
+        equalities.flat_map(|(at, condition)| self.said_in_spec_names(path, at, &strip_casts_everywhere(&condition))).collect()
     }
 
-    /// Sizes `made` of frame `at` reads, in the spec's names: with the tensors passed down
-    /// named as the launcher names them, and, where it reads a tensor's size, with the sizes
-    /// of the frame's own tensors (`input_size_1`, or the local that holds it).
-    fn sizes_said_both_ways(&self, path: &[Frame], at: usize, made: &str) -> Vec<String> {
+    /// `made` of frame `at` in the spec's names, each way a tensor's size it reads may be
+    /// named: as the launcher names the tensors passed down, as the frame's own tensors
+    /// (`input_size_1`, or the local that holds it), or by the local of a function further down
+    /// that holds it.
+    fn said_in_spec_names(&self, path: &[Frame], at: usize, made: &str) -> Vec<String> {
         let mut said = vec![self.in_spec_names(&self.to_launcher_names(path, at, made))];
         if !is_identifier(made) && tensors::size_read(made).is_none() {
             let own = tensors::replace_size_reads(made, |tensor, read| Some(self.held_size_read(path, at, tensor, read).unwrap_or_else(|| self.own_size_read_name(path, at, tensor, read))));
@@ -2145,16 +2136,8 @@ impl<'d> HostContext<'d> {
             .filter_map(|(condition, holds)| bound_under(strip_outer_parens(condition), *holds))
             .map(|condition| self.in_spec_names(&self.to_launcher_names(path, 0, &strip_casts_everywhere(&condition))))
             .collect();
-        for (at, frame) in path.iter().enumerate() {
-            let Some(body) = frame.scope.body else { continue };
-            for node in descendants(body).filter(|n| n.kind() == "call_expression") {
-                let is_assert = node.child_by_field_name("function").is_some_and(|f| &frame.text[f.byte_range()] == "assert");
-                let condition = node.child_by_field_name("arguments").map(|a| call_args(frame.text, a)).and_then(|a| a.into_iter().next());
-                if let Some(condition) = condition.filter(|_| is_assert) {
-                    let condition = self.to_launcher_names(path, at, &strip_casts_everywhere(&condition));
-                    out.push(self.in_spec_names(&condition));
-                }
-            }
+        for (at, condition) in asserted_conditions(path) {
+            out.push(self.in_spec_names(&self.to_launcher_names(path, at, &strip_casts_everywhere(&condition))));
         }
         out
     }
@@ -2555,6 +2538,22 @@ impl<'d> HostContext<'d> {
             Some(format!("({renamed})"))
         })
     }
+}
+
+/// The condition of each `assert(…)` in the frames of `path`, with its frame.
+fn asserted_conditions(path: &[Frame]) -> Vec<(usize, String)> {
+    let mut conditions = Vec::new();
+    for (at, frame) in path.iter().enumerate() {
+        let Some(body) = frame.scope.body else { continue };
+        for node in descendants(body).filter(|n| n.kind() == "call_expression") {
+            let is_assert = node.child_by_field_name("function").is_some_and(|f| &frame.text[f.byte_range()] == "assert");
+            let condition = node.child_by_field_name("arguments").map(|a| call_args(frame.text, a)).and_then(|a| a.into_iter().next());
+            if let Some(condition) = condition.filter(|_| is_assert) {
+                conditions.push((at, condition));
+            }
+        }
+    }
+    conditions
 }
 
 /// `B * T * C * 2` where the callee was passed `B * T * C` as `N` → `N * 2`: the arguments that

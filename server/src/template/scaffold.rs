@@ -480,7 +480,8 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
 fn derived_sizes(sizes: &BTreeSet<&String>, shapes: &[Shape], worked_out: &dyn Fn(&String) -> Vec<String>) -> BTreeMap<String, String> {
     let given = |name: &str| shapes.iter().all(|shape| shape.contains_key(name));
     // Of other sizes: one worked out from numbers alone is the program's, which checks vary.
-    let of_other_sizes = |size: &String, text: &str| identifiers_in(text).next().is_some() && identifiers_in(text).all(|w| w != size.as_str() && sizes.iter().any(|s| s.as_str() == w) && given(w));
+    let other_size = |size: &String, w: &str| w != size.as_str() && sizes.iter().any(|s| s.as_str() == w) && given(w);
+    let of_other_sizes = |size: &String, text: &str| identifiers_in(text).any(|w| other_size(size, w)) && identifiers_in(text).all(|w| other_size(size, w) || expr::Function::from_name(w).is_some());
     let gives_every_value = |size: &String, text: &str| {
         let Ok(parsed) = expr::parse(text) else { return false };
         shapes.iter().all(|shape| parsed.eval_integer(&|n| shape.get(n).map(|v| expr::Value::Int(*v))).ok() == shape.get(size.as_str()).copied())
