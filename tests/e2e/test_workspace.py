@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 159
+    assert len(kernels) == len(set(kernels)) == 163
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "bias_relu", "wide_pass", "row_pass", "reverse_rows", "halve_strided", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel", "row_softmax_kernel", "causal_softmax_kernel", "clamp_values", "patch_max_forward_kernel", "patch_max_backward_kernel", "chunked_scale_kernel", "pair_rotate_kernel"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "wide_pass", "reverse_rows", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_values4_unchecked", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel", "bias_relu", "chunked_scale_kernel", "pair_rotate_kernel"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "bias_relu", "wide_pass", "row_pass", "reverse_rows", "halve_strided", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel", "row_softmax_kernel", "causal_softmax_kernel", "clamp_values", "patch_max_forward_kernel", "patch_max_backward_kernel", "chunked_scale_kernel", "pair_rotate_kernel", "row_square_sums", "divide_by_deviation", "row_sums", "divide_by_sums"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "wide_pass", "reverse_rows", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_values4_unchecked", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel", "bias_relu", "chunked_scale_kernel", "pair_rotate_kernel", "row_square_sums", "divide_by_deviation", "row_sums", "divide_by_sums"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -109,11 +109,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert by_kernel["row_pass"]["stage"] == "spec"
     assert by_kernel["row_pass"]["why"].startswith("grid extent x: `batch` is a size no shape gives (the program steps `batch` in a loop in `transform` (transform.cu:37)"), by_kernel["row_pass"]
     assert by_kernel["wide_pass"]["stage"] == "ready"
-    assert report["totals"] == {"kernels": 159, "ready": 144, "spec": 12, "compile": 2, "parameters": 1}
+    assert report["totals"] == {"kernels": 163, "ready": 148, "spec": 12, "compile": 2, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "159 kernels under" in text.stdout and "144 ready to tune (91%)" in text.stdout
+    assert "163 kernels under" in text.stdout and "148 ready to tune (91%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -212,7 +212,7 @@ async def test_the_server_indexes_the_workspace_in_the_background_and_refreshes_
     # The launch in the saved file, through the refreshed index: its literal block is a
     # launch parameter tied into the grid.
     assert spec["block"] == ["SCALE_BLOCK_SIZE"]
-    assert spec["grid"] == ["(n + (SCALE_BLOCK_SIZE - 1)) // SCALE_BLOCK_SIZE"]
+    assert spec["grid"] == ["ceil_div(n, SCALE_BLOCK_SIZE)"]
     assert not any("still being built" in m.message for m in client.log_messages)
 
 
@@ -496,7 +496,7 @@ def test_sizes_in_dim3_references_assigned_grids_and_literal_2d_blocks(tmp_path:
     # `image.x` of `const dim3 &image`, made by `main` as `dim3 image(1920, 1080, 1)`; the
     # command-line override under `if (argc > 1)` is not the program's default.
     assert blur["shapes"] == [{"image_x": 1920, "image_y": 1080}]
-    assert blur["grid"] == ["(image_x + (BLUR_ROWS_BLOCK_X - 1)) // BLUR_ROWS_BLOCK_X", "(image_y + (BLUR_ROWS_BLOCK_Y - 1)) // BLUR_ROWS_BLOCK_Y"]
+    assert blur["grid"] == ["ceil_div(image_x, BLUR_ROWS_BLOCK_X)", "ceil_div(image_y, BLUR_ROWS_BLOCK_Y)"]
     assert blur["block"] == ["BLUR_ROWS_BLOCK_X", "BLUR_ROWS_BLOCK_Y"]
     assert blur["restrictions"] == ["BLUR_ROWS_BLOCK_X * BLUR_ROWS_BLOCK_Y >= 32", "BLUR_ROWS_BLOCK_X * BLUR_ROWS_BLOCK_Y <= 1024"]
     defaults = {p["name"]: p["default"] for p in blur["params"] if p["kind"] == "launch"}
@@ -759,7 +759,7 @@ async def test_the_code_action_follows_a_driver_api_handle_handed_back(client, t
     root = project(tmp_path, "namesake_defines")
     (root / ".git").mkdir()
     spec = await code_action_spec(client, root / "rotate" / "rotate_kernel.cu", "(out[y * width + x] + y) / theta", "transform_back")
-    assert spec["grid"] == ["(width + (TRANSFORM_BACK_BLOCK_X - 1)) // TRANSFORM_BACK_BLOCK_X", "(height + (TRANSFORM_BACK_BLOCK_Y - 1)) // TRANSFORM_BACK_BLOCK_Y", "1"], spec
+    assert spec["grid"] == ["ceil_div(width, TRANSFORM_BACK_BLOCK_X)", "ceil_div(height, TRANSFORM_BACK_BLOCK_Y)", "1"], spec
     assert spec["shapes"] == [{"height": 200, "width": 300}], spec
 
 
@@ -2407,7 +2407,7 @@ def test_a_launcher_template_takes_its_types_from_the_data_a_dispatch_passes_it(
     # itself), whose case declares both types.
     survey = json.loads(cutune("survey", str(root), "--json").stdout)
     stages = {k["kernel"]: (k["stage"], k["compile"]["status"]) for k in survey["kernels"]}
-    assert stages == {"chunked_scale_kernel": ("ready", "compiled"), "pair_rotate_kernel": ("ready", "compiled")}, survey["kernels"]
+    assert set(stages.values()) == {("ready", "compiled")} and len(stages) == 4, survey["kernels"]
     chunked = templatized_spec(root, "csrc/chunked_scale_kernel.cuh", "chunked_scale_kernel")
     assert chunked["template_args"] == ["float"], chunked
     # The weight's length, which the C++ never reads, is its own size, from the test's tensor,
@@ -2425,6 +2425,30 @@ def test_a_launcher_template_takes_its_types_from_the_data_a_dispatch_passes_it(
     # shape, so that verification never makes one where the two disagree.
     assert rotate["shapes"][0] == {"rows": 512, "input_size_1": 128}, rotate["shapes"]
     assert rotate["derived"] == {"pairs": "input_size_1 // 2"}, rotate
+
+
+def test_a_launcher_deduces_each_type_from_the_argument_that_says_it(tmp_path: Path):
+    root = project(tmp_path, "deduced_launchers")
+    (root / ".git").mkdir()
+    # `row_norm_cuda(x.data_ptr<scalar_t>(), mean.data_ptr<acc_t>(), sums, …)` in
+    # `AT_DISPATCH_FLOATING_TYPES` with `using acc_t = at::acc_type<scalar_t, true>;`: each kernel
+    # is `auto kernel = &k<T, U, kCentered>;` in the lambda of a `BOOL_SWITCH` (the test passes
+    # `True`), the launcher's `T` and `U` deduced from what the dispatch passes for them.
+    sums = templatized_spec(root, "csrc/row_norm_cuda.cu", "row_square_sums")
+    assert sums["template_args"] == ["float", "float", "true"], sums
+    # The block is `dim3 threads(32, 4)`, and the shared memory `threads.x * threads.y *
+    # sizeof(U)` follows the block the tuner varies.
+    assert sums["block"] == ["ROW_SQUARE_SUMS_BLOCK_X", "ROW_SQUARE_SUMS_BLOCK_Y"], sums
+    assert sums["shared_bytes"] == "ROW_SQUARE_SUMS_BLOCK_X * ROW_SQUARE_SUMS_BLOCK_Y * 4", sums
+    # `sums.data_ptr<U>()` of a tensor the forward makes `at::empty({rows}, …)`; `mean = x.mean(1)`
+    # in the test has the first of `x`'s sizes.
+    lengths = {a["name"]: a.get("length") for a in sums["args"]}
+    assert lengths == {"x": "rows * cols", "mean": "mean_size_0", "sums": "rows", "cols": None}, sums["args"]
+    assert sums["shapes"][0] == {"cols": 1024, "mean_size_0": 256, "rows": 256}, sums["shapes"]
+    # The second lambda's `kernel` is its own: the launch with a grid of columns and rows.
+    divide = templatized_spec(root, "csrc/row_norm_cuda.cu", "divide_by_deviation")
+    assert divide["grid"] == ["ceil_div(cols, DIVIDE_BY_DEVIATION_BLOCK_SIZE)", "rows"] and divide["block"] == ["DIVIDE_BY_DEVIATION_BLOCK_SIZE"], divide
+    assert divide["shared_bytes"] == "0", divide
 
 
 async def test_the_code_action_deduces_a_launcher_templates_types_from_a_dispatch(client, tmp_path: Path):
@@ -2539,6 +2563,13 @@ def test_a_launch_in_a_dispatch_macro_of_a_header_takes_its_cases_instantiation(
     spec = templatized_spec(root, "rows.cuh", "negate_rows")
     assert spec["template_args"] == ["float"] and spec["block"] == ["NEGATE_ROWS_BLOCK_SIZE"], spec
     assert next(p for p in spec["params"] if p["name"] == "NEGATE_ROWS_BLOCK_SIZE")["default"] == 256
+    # Two lambdas of one launcher each declare `auto kernel = …` for a kernel of their own; the
+    # `BOOL_SWITCH` makes `kSquare` the `constexpr static bool` of the branch `main` takes (`true`).
+    spec = templatized_spec(root, "rows.cuh", "row_sums")
+    assert spec["template_args"] == ["true", "float"] and spec["grid"] == ["rows"], spec
+    assert next(p for p in spec["params"] if p["name"] == "ROW_SUMS_BLOCK_SIZE")["default"] == 128
+    spec = templatized_spec(root, "rows.cuh", "divide_by_sums")
+    assert spec["template_args"] == ["true", "float"] and spec["grid"] == ["ceil_div(d, DIVIDE_BY_SUMS_BLOCK_SIZE)", "rows"], spec
     # A type dispatch around a `<<<…>>>` launch in the kernel's own file: `using real_0 = float;`
     # of the `case` taken, the block lifted once, the weight cast to that type.
     spec = templatized_spec(root, "blend.cu", "blend")

@@ -1169,6 +1169,15 @@ impl<'a> Writer<'a> {
                 self.expression(object)
             }
             "unsqueeze" => Some(format!("{}.unsqueeze({})", self.expression(object)?, self.arguments(arguments).first()?.clone()?)),
+            // A reduction over one dimension takes it away, or leaves it of extent 1
+            // (`keepdim=True`); `squeeze(k)` takes away one of extent 1.
+            "sum" | "mean" | "amax" | "amin" | "prod" | "var" | "std" | "norm" | "logsumexp" | "argmax" | "argmin" | "squeeze" => {
+                let dim = self.arguments(arguments).into_iter().next().flatten().filter(|_| method != "norm").or_else(|| self.expression(self.keyword(arguments, "dim")?))?;
+                dim.parse::<i64>().ok()?;
+                let reduced = format!("{}.{method}({dim})", self.expression(object)?);
+                let kept = self.keyword(arguments, "keepdim").is_some_and(|k| self.text(k) == "True");
+                Some(if kept { format!("{reduced}.unsqueeze({dim})") } else { reduced })
+            }
             "view" | "reshape" => Some(format!("torch::empty({{{}}})", self.viewed_dims(object, arguments)?)),
             // A tensor made on another's device (`input.new_zeros(input.size())`, `x.new_empty(n, 4)`).
             "new_zeros" | "new_empty" | "new_ones" | "new_full" => self.shape_of_another(arguments).or_else(|| match method {
@@ -2086,6 +2095,22 @@ def test_boxes():
         assert_eq!(lines[24], "label_loss(boxes, shift); } }", "{code}");
         let viewed = as_host_code("def f(boxes, b):\n    v = boxes.view(b, -1, 7)\n    w = boxes.reshape(-1)\n", "f", &[]);
         assert!(viewed.contains("auto v = torch::empty({b, boxes.numel() / (b * 7), 7});") && viewed.contains("auto w = torch::empty({boxes.numel()});"), "{viewed}");
+    }
+
+    #[test]
+    fn a_reduction_over_one_dimension_takes_it_away_or_keeps_it_of_extent_one() {
+        let script = "\
+def test_norm():
+    x = torch.randn(256, 1024, device='cuda')
+    mean = x.mean(1)
+    peak = x.amax(dim=-1, keepdim=True)
+    total = x.sum(dim)
+    ext.row_norm(x, mean, peak, total)
+";
+        let code = as_host_code(script, "test_norm", &[binding("row_norm", "row_norm", &["x", "mean", "peak", "total"])]);
+        assert!(code.contains("auto mean = x.mean(1);"), "{code}");
+        assert!(code.contains("auto peak = x.amax(-1).unsqueeze(-1);"), "{code}");
+        assert!(!code.contains("x.sum("), "a dimension only the run knows: {code}");
     }
 
     #[test]

@@ -1081,13 +1081,25 @@ impl<'d> HostContext<'d> {
     /// A launch expression with the launcher's computed locals (`blocks = (n + 255) / 256`)
     /// and file constants (`kBlock = BLOCK_SIZE`) replaced by what they stand for.
     pub(super) fn in_spec_names(&self, text: &str) -> String {
+        self.in_spec_names_keeping_block(text, None)
+    }
+
+    /// [`in_spec_names`](Self::in_spec_names), with the extents of the launch's block, the
+    /// `dim3` variable `block` (`threads.y`), left as [`BLOCK_EXTENT_NAMES`] wherever the
+    /// expression reads them, for the spec's block to take their place: shared memory sized
+    /// `threads.x * threads.y * sizeof(U)` follows a block the tuner varies.
+    pub(super) fn in_spec_names_keeping_block(&self, text: &str, block: Option<&str>) -> String {
+        let kept = |text: &str| match block {
+            Some(block) => replace_members(text, |object, member| BLOCK_EXTENT_NAMES.iter().zip(["x", "y", "z"]).find(|(_, axis)| object == block && *axis == member).map(|(name, _)| name.to_string())),
+            None => text.to_string(),
+        };
         let launcher = &self.launcher().scope;
-        let mut expanded = self.members_resolved(&strip_casts_everywhere(&lines_joined(text)));
+        let mut expanded = self.members_resolved(&kept(&strip_casts_everywhere(&lines_joined(text))));
         // Locals defined through other locals (`block_y = block_size / 32`, then `grid =
         // ceil_div(N, block_y)`) need a few rounds.
         for _ in 0..4 {
             // Members first: `block_dim.y` is a component, not `block_dim`'s whole value.
-            let next = rename_identifiers_in(&self.members_resolved(&expanded), |word| {
+            let next = rename_identifiers_in(&self.members_resolved(&kept(&expanded)), |word| {
                 let init = launcher.value_text(word).map(|init| strip_casts_everywhere(&lines_joined(init)))?;
                 // A constant stays a name: a size of the shape, or a launch choice; so does a
                 // dimension read from a tensor (`N = Q.size(2)`), whose value the tensor's maker
@@ -1583,7 +1595,7 @@ impl<'d> HostContext<'d> {
     /// `sizeof(scalar_t)` where a dispatch's `case` there says `using scalar_t = float;`.
     fn sizes_of_types_at(&self, path: &[Frame], at: usize, text: &str) -> String {
         replace_calls(text, "sizeof", |ty| {
-            let local = path.get(at).map_or_else(|| ty.to_string(), |frame| self.type_at_point(frame, ty, 0));
+            let local = self.type_at_point(path, at, ty, 0);
             size_of_type(&self.resolve_type(&self.type_at(path, at, &local))).map(|b| b.to_string())
         })
     }
@@ -1802,6 +1814,10 @@ impl<'d> HostContext<'d> {
         }
         if let Some((_, v)) = DEVICE_SIZES.iter().find(|(n, _)| *n == name) {
             return Some(*v);
+        }
+        // A dispatch's `constexpr static bool kFlag = true;`.
+        if let Some(v) = ["false", "true"].iter().position(|literal| *literal == name) {
+            return Some(v as i64);
         }
         if depth > 16 {
             return None;
@@ -2032,7 +2048,12 @@ impl<'d> HostContext<'d> {
             let Some(index) = frame.template_params.iter().position(|p| *p == current) else { break };
             match template_args_of(frame).get(index).cloned() {
                 Some(arg) => (current, at) = (arg, at + 1),
-                None => break,
+                // Deduced from what the call passes for a parameter of that type
+                // (`HostLayerNormGradient(dout.data_ptr<scalar_t_out>(), …)`).
+                None => match self.deduced_in_frame(path, at, &current, None, 0) {
+                    Ok(ty) => return ty,
+                    Err(_) => break,
+                },
             }
         }
         // A constant the function works out (`constexpr int kTileQ = (kHeadDim < 128) ? 8 : 4;`)
@@ -2040,7 +2061,7 @@ impl<'d> HostContext<'d> {
         let constant = path.get(at).is_some_and(|frame| frame.scope.value_text(&current).is_some());
         if let Some(frame) = path.get(at) {
             if let Some(ty) = frame.scope.type_alias_at_point(frame.text, &current) {
-                return self.type_at_point(frame, &ty, 0);
+                return self.type_at_point(path, at, &ty, 0);
             }
         }
         match constant.then(|| self.eval_name(path, at, &current, 0)).flatten() {
@@ -2051,24 +2072,26 @@ impl<'d> HostContext<'d> {
         }
     }
 
-    /// The type `ty` names in the frame `at` of `path`: the aliases before its point followed,
-    /// and PyTorch's `scalar_t` where a floating-point dispatch is around that point.
-    fn type_in_frame(&self, path: &[Frame], at: usize, ty: &str) -> String {
-        let dispatch = match at.checked_sub(1) {
+    /// The name of the dtype dispatch around frame `at`'s point: the launch's, or the call
+    /// towards it.
+    fn dispatch_at(&self, path: &[Frame], at: usize) -> Option<String> {
+        match at.checked_sub(1) {
             None => self.dispatch.clone(),
-            Some(callee) => path[callee].called_by.as_ref().and_then(|call| torch_dispatch_around(call.text, call.node)),
-        };
-        match dispatched_default(ty, dispatch.as_deref()) {
-            Some(default) => default.to_string(),
-            None => self.type_at_point(&path[at], ty, 0),
+            Some(callee) => path.get(callee)?.called_by.as_ref().and_then(|call| torch_dispatch_around(call.text, call.node)),
         }
     }
 
-    /// `ty` as a frame reads it at its point: the aliases a dispatch's `case` declares before
+    /// `ty` as frame `at` of `path` reads it at its point: the aliases declared before it
     /// (`using accscalar_t = at::acc_type<scalar_t_0, true>;` after `using scalar_t_0 = float;`)
-    /// replaced by their types, PyTorch's accumulate type worked out (`float`).
-    fn type_at_point(&self, frame: &Frame, ty: &str, depth: usize) -> String {
-        let local = |word: &str| frame.scope.type_alias_at_point(frame.text, word).filter(|_| depth < 4).map(|t| self.type_at_point(frame, &t, depth + 1));
+    /// replaced by their types, PyTorch's `scalar_t` where a floating-point dispatch is around
+    /// the point, its accumulate type worked out (`float`).
+    fn type_at_point(&self, path: &[Frame], at: usize, ty: &str, depth: usize) -> String {
+        let Some(frame) = path.get(at) else { return ty.to_string() };
+        let dispatch = self.dispatch_at(path, at);
+        let local = |word: &str| match dispatched_default(word, dispatch.as_deref()) {
+            Some(default) => Some(default.to_string()),
+            None => frame.scope.type_alias_at_point(frame.text, word).filter(|_| depth < 4).map(|t| self.type_at_point(path, at, &t, depth + 1)),
+        };
         let ty = rename_identifiers_in(ty, local);
         let ty = tensors::accumulate_type(&ty).unwrap_or(ty);
         self.resolve_type(&ty)
@@ -2096,32 +2119,56 @@ impl<'d> HostContext<'d> {
     /// that takes the type as its template parameter at that index, with no call to say it.
     fn followed_argument_type(&self, arg: &str) -> Result<String, Option<(String, usize)>> {
         let path = self.paths.first().ok_or(None)?;
-        let mut current = arg.trim().to_string();
-        for (at, frame) in path.iter().enumerate() {
-            let declared = frame.scope.body.map(|b| local_types(frame.text, b)).unwrap_or_default().into_iter().find(|(n, _)| *n == current).map(|(_, t)| t);
-            let (ty, param_index) = match declared.or_else(|| cast_pointee(&current)) {
-                Some(ty) => (ty, None),
-                None => {
-                    let index = frame.params.iter().position(|p| *p == current).ok_or(None)?;
-                    (frame.param_types.get(index).ok_or(None)?.clone(), Some(index))
-                }
-            };
-            let ty = ty.trim_start_matches("const ").trim().to_string();
-            if !frame.template_params.contains(&ty) {
-                return Ok(self.type_in_frame(path, at, &ty));
+        self.type_from_frame(path, 0, arg, 0)
+    }
+
+    /// The type of the value `arg` (a variable or a pointer made from a tensor or a cast) in
+    /// frame `at` of `path`: declared there, else a host template's type parameter deduced up
+    /// the path.
+    fn type_from_frame(&self, path: &[Frame], at: usize, arg: &str, depth: usize) -> Result<String, Option<(String, usize)>> {
+        let frame = path.get(at).ok_or(None)?;
+        let current = offered_pointer(arg.trim());
+        let declared = frame.scope.body.map(|b| local_types(frame.text, b)).unwrap_or_default().into_iter().find(|(n, _)| *n == current).map(|(_, t)| t);
+        let (ty, param_index) = match declared.or_else(|| cast_pointee(current)) {
+            Some(ty) => (ty, None),
+            None => {
+                let index = frame.params.iter().position(|p| p == current).ok_or(None)?;
+                (frame.param_types.get(index).ok_or(None)?.clone(), Some(index))
             }
-            // A host template's type parameter: explicit at the call, or deduced from the
-            // caller's argument in the same position.
-            let tp_index = frame.template_params.iter().position(|t| *t == ty).ok_or(None)?;
-            let Some(call) = frame.called_by else { return Err(Some((frame_name(frame), tp_index))) };
-            // Explicit, or the caller's object's (`PricingEngine<Real> pricer`), which may be a
-            // parameter of the caller's own template in turn.
-            if let Some(explicit) = template_args_of(frame).get(tp_index) {
-                return Ok(self.resolve_type(&self.type_at(path, at + 1, explicit)));
-            }
-            current = call.args().get(param_index.ok_or(None)?).ok_or(None)?.trim().to_string();
+        };
+        let ty = ty.trim_start_matches("const ").trim().to_string();
+        if !frame.template_params.contains(&ty) {
+            return Ok(self.type_at_point(path, at, &ty, 0));
         }
-        Err(None)
+        self.deduced_in_frame(path, at, &ty, param_index, depth)
+    }
+
+    /// The host template parameter `ty` of frame `at`, as its call gives it: explicit
+    /// (`run<float>(…)`, or the caller's object's, `PricingEngine<Real> pricer`), else deduced
+    /// from the caller's argument for a parameter declared with it: `first` (the one the value
+    /// came through) first, then the others in order (`T* grad_input` passed
+    /// `grad_input.data_ptr<scalar_t_in>()`, where `x.data_ptr<T>()` tells nothing).
+    fn deduced_in_frame(&self, path: &[Frame], at: usize, ty: &str, first: Option<usize>, depth: usize) -> Result<String, Option<(String, usize)>> {
+        let frame = path.get(at).ok_or(None)?;
+        let tp_index = frame.template_params.iter().position(|t| t == ty).ok_or(None)?;
+        let Some(call) = frame.called_by else { return Err(Some((frame_name(frame), tp_index))) };
+        if let Some(explicit) = template_args_of(frame).get(tp_index) {
+            return Ok(self.resolve_type(&self.type_at(path, at + 1, explicit)));
+        }
+        if depth > 8 {
+            return Err(None);
+        }
+        let declared_with = frame.param_types.iter().enumerate().filter(|(i, t)| Some(*i) != first && t.trim_start_matches("const ").trim() == ty).map(|(i, _)| i);
+        let args = call.args();
+        let mut open = None;
+        for index in first.into_iter().chain(declared_with) {
+            match args.get(index).map(|arg| self.type_from_frame(path, at + 1, arg, depth + 1)) {
+                Some(Ok(deduced)) => return Ok(deduced),
+                Some(Err(end)) => open = open.or(end),
+                None => {}
+            }
+        }
+        Err(open)
     }
 
     /// The conditions the host code asserts along the first call path, in the launcher's
@@ -2464,15 +2511,15 @@ impl<'d> HostContext<'d> {
             let Some(index) = frame.template_params.iter().position(|p| *p == current) else { break };
             match template_args_of(frame).get(index).cloned() {
                 Some(arg) => (current, named_in) = (arg, named_in + 1),
-                None => break,
+                None => match self.deduced_in_frame(path, named_in, &current, None, 0) {
+                    Ok(ty) => return ty,
+                    Err(_) => break,
+                },
             }
         }
         // Read where the frame that names it calls: a dispatch's case declares
         // `using scalar_t_out = float;` before the call.
-        match path.get(named_in) {
-            Some(caller) => self.type_at_point(caller, &current, 0),
-            None => current,
-        }
+        self.type_at_point(path, named_in, &current, 0)
     }
 
     /// The length of a file-scope buffer, allocated anywhere in the files with a byte count of
@@ -2841,11 +2888,25 @@ fn cast_pointee(arg: &str) -> Option<String> {
     tensor_data_type(arg)
 }
 
+/// The pointer a value that may be null offers: `x->data_ptr<T>()` of
+/// `x.has_value() ? x->data_ptr<T>() : nullptr`.
+fn offered_pointer(arg: &str) -> &str {
+    let Some((question, colon)) = super::callee::top_level_conditional(arg) else { return arg };
+    let (offered, otherwise) = (arg[question + 1..colon].trim(), arg[colon + 1..].trim());
+    let null = |text: &str| matches!(text, "nullptr" | "NULL" | "0");
+    match (null(offered), null(otherwise)) {
+        (false, true) => offered,
+        (true, false) => otherwise,
+        _ => arg,
+    }
+}
+
 /// The element type of a tensor's data the argument points into: `x.data_ptr<float>()`,
-/// `x.data<T>()`, and an offset into it (`value.data_ptr<scalar_t>() + n * per_sample`).
+/// `x.data<T>()`, an optional's `x->data_ptr<T>()`, and an offset into it
+/// (`value.data_ptr<scalar_t>() + n * per_sample`).
 fn tensor_data_type(arg: &str) -> Option<String> {
     ["data_ptr", "data", "mutable_data_ptr", "const_data_ptr"].iter().find_map(|accessor| {
-        let (_, rest) = arg.split_once(&format!(".{accessor}<"))?;
+        let (_, rest) = arg.split_once(&format!(".{accessor}<")).or_else(|| arg.split_once(&format!("->{accessor}<")))?;
         let (ty, after) = rest.split_once(">()")?;
         let after = after.trim_start();
         (after.is_empty() || after.starts_with(['+', '-'])).then(|| ty.trim().to_string())
@@ -3996,6 +4057,9 @@ fn branch_not_taken(text: &str, enclosing: &[Node], values: &[(String, String, u
         holds.is_some_and(|holds| (holds != 0) != taken)
     })
 }
+
+/// What [`HostContext::in_spec_names_keeping_block`] writes for the block's extents, x to z.
+pub(super) const BLOCK_EXTENT_NAMES: [&str; 3] = ["__block_extent_x", "__block_extent_y", "__block_extent_z"];
 
 /// The number a null pointer or a truth value stands for in a condition.
 fn pointer_or_truth_literal(name: &str) -> Option<i64> {

@@ -117,8 +117,10 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
             }
         }
     }
+    // The block's extents stay names in the shared memory, until the spec's block is settled.
+    let block_variable = launch.map(|l| l.block.text.trim()).filter(|b| is_identifier(b));
     let mut shared_bytes = launch.and_then(|l| l.shared_bytes.as_ref()).map_or("0".to_string(), |e| match &host {
-        Some(h) => h.in_spec_names(&e.text),
+        Some(h) => h.in_spec_names_keeping_block(&e.text, block_variable),
         None => e.text.trim().to_string(),
     });
     let body = super::kernel_definition(templated, k).and_then(|d| d.child_by_field_name("body"));
@@ -247,6 +249,7 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
             arg.length = arg.length.take().map(|l| h.worked_out_by_caller(&l, &block));
         }
     }
+    shared_bytes = with_kept_block_extents(&shared_bytes, &block);
     let mut param_names: BTreeSet<String> = params.iter().map(|p| p.name.clone()).collect();
     let unsayable = unsayable_expressions(kernel, site.is_some(), &mut grid, &mut block, &mut shared_bytes, &mut args);
     let mut sizes = BTreeSet::new();
@@ -743,22 +746,55 @@ fn launches_in<'a>(doc: &'a Document, kernel: &'a str) -> impl Iterator<Item = C
     direct.chain(through_pointer).chain(through_driver)
 }
 
-/// `launch` when it calls through one of `aliases`: the variable its function declares under
-/// the name it launches, else the file's, else (a parameter the pointer is passed in, `run(kernel,
+/// `launch` when it calls through one of `aliases`: the variable the declaration in scope at
+/// the launch gives the kernel, else the one its function assigns under the name it launches,
+/// else the file's, else (a parameter the pointer is passed in, `run(kernel,
 /// …)`) one any function declares; with the instantiation the pointer was taken with
 /// (`auto kernel = &k<Traits, false>;`) where the launch names none.
 fn through_alias<'a>(aliases: &[PointerAlias], doc: &Document, launch: Cow<'a, LaunchSite>) -> Option<Cow<'a, LaunchSite>> {
     let function = doc.tree().and_then(|tree| super::strategy::enclosing_function(tree.root_node(), &launch));
     let at = function.map(|f| f.start_byte());
     let named = || aliases.iter().filter(|alias| alias.name == launch.kernel);
+    // The declaration in scope at the launch decides which kernel a name holds: two lambdas
+    // of one function may each declare `auto kernel = …` for a kernel of their own.
+    let reaching = doc.tree().and_then(|tree| initialised_declaration_in_scope(tree.root_node(), doc.text(), launch.span.start_byte, &launch.kernel));
+    if let Some(declaration) = reaching {
+        let taken = named().find(|alias| alias.declaration == Some(declaration))?;
+        return Some(with_pointer_args(taken, launch));
+    }
     // A function's own `auto kernel = other<T>;` holds another kernel.
     let declares_own = function.and_then(|f| f.child_by_field_name("body")).is_some_and(|body| local_types(doc.text(), body).iter().any(|(name, _)| *name == launch.kernel));
     let passed = || named().next().filter(|_| !declares_own);
     let taken = named().find(|alias| alias.function.is_some() && alias.function == at).or_else(|| named().find(|alias| alias.function.is_none())).or_else(passed)?;
-    Some(match (&taken.template_args, launch.template_args.is_empty()) {
+    Some(with_pointer_args(taken, launch))
+}
+
+/// `launch` with the instantiation `alias` was taken with, where the launch names none.
+fn with_pointer_args<'a>(alias: &PointerAlias, launch: Cow<'a, LaunchSite>) -> Cow<'a, LaunchSite> {
+    match (&alias.template_args, launch.template_args.is_empty()) {
         (Some(args), true) => Cow::Owned(LaunchSite { template_args: args.clone(), ..launch.into_owned() }),
         _ => launch,
-    })
+    }
+}
+
+/// The start byte of the declaration with a value (`auto kernel = &k<T>;`) that `name` at
+/// byte `at` refers to: the last one before `at` in the innermost block around it that has
+/// one. None where `name` is declared without a value there (`void (*kernel)(float *);`,
+/// assigned later) or not in a block at all.
+fn initialised_declaration_in_scope(root: Node, text: &str, at: usize, name: &str) -> Option<usize> {
+    let blocks = std::iter::successors(root.descendant_for_byte_range(at, at), |n| n.parent()).filter(|n| n.kind() == "compound_statement");
+    for block in blocks {
+        let mut cursor = block.walk();
+        let declared = block.named_children(&mut cursor).take_while(|statement| statement.end_byte() <= at).filter(|statement| statement.kind() == "declaration").flat_map(|declaration| {
+            let mut cursor = declaration.walk();
+            declaration.children_by_field_name("declarator", &mut cursor).collect::<Vec<_>>()
+        });
+        let last = declared.filter(|declarator| crate::syntax::host::declared_name(*declarator).is_some_and(|n| &text[n.byte_range()] == name)).last();
+        if let Some(declarator) = last {
+            return (declarator.kind() == "init_declarator").then(|| declarator.start_byte());
+        }
+    }
+    None
 }
 
 /// `file:line` of byte `at` of `text`: the kernel's own file (`own`, whose lines templatize's
@@ -831,22 +867,25 @@ fn pointer_aliases(doc: &Document, kernel: &str) -> Vec<PointerAlias> {
         };
         let name = &text[target.byte_range()];
         let function = std::iter::successors(node.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition").map(|f| f.start_byte());
-        if target.kind() == "identifier" && !out.iter().any(|alias| alias.name == name && alias.function == function) {
+        let declaration = (node.kind() == "init_declarator").then(|| node.start_byte());
+        if target.kind() == "identifier" && !out.iter().any(|alias| alias.name == name && alias.function == function && alias.declaration == declaration) {
             if let Some(template_args) = alternatives(value).iter().find_map(taken) {
-                out.push(PointerAlias { name: name.to_string(), template_args, function });
+                out.push(PointerAlias { name: name.to_string(), template_args, function, declaration });
             }
         }
     }
     out
 }
 
-/// A variable holding a kernel's address, the template arguments it was taken with, and the
+/// A variable holding a kernel's address, the template arguments it was taken with, the
 /// function that declares it (its start byte; none at file scope): another function's
-/// `auto kernel = …` is another variable.
+/// `auto kernel = …` is another variable, and the declaration that gives it the address (its
+/// start byte; none where an assignment does).
 struct PointerAlias {
     name: String,
     template_args: Option<Vec<crate::syntax::Expr>>,
     function: Option<usize>,
+    declaration: Option<usize>,
 }
 
 /// The values a conditional may take (`k == 0 ? &copy : &transpose` gives both), or the value.
@@ -1112,7 +1151,7 @@ fn literal_block_choices(kernel: &str, line: u32, grid: &mut [String], block: &m
 }
 
 /// A grid extent with the block's literal `value` replaced by its parameter `name`, including
-/// the `value - 1` of a rounding-up division: `(n + 127) / 128` → `(n + (NAME - 1)) / NAME`.
+/// the `value - 1` of a rounding-up division: `(n + 127) // 128` → `ceil_div(n, NAME)`.
 /// A grid of one literal (`<<<32, 32>>>`) counts blocks, whatever their size: it stays.
 fn tied_to_block(grid: &str, value: i64, name: &str) -> String {
     if grid.trim().parse::<i64>().is_ok() {
@@ -1122,7 +1161,8 @@ fn tied_to_block(grid: &str, value: i64, name: &str) -> String {
     if tied == grid || value < 2 {
         return tied;
     }
-    replace_integer(&tied, value - 1, &format!("({name} - 1)"))
+    // `(d + 255) // 256` was a rounding up: `ceil_div(d, NAME)`.
+    super::callee::readable(&replace_integer(&tied, value - 1, &format!("({name} - 1)")))
 }
 
 /// Whether `value` stands in `text` as an operand of a comparison (`kHeadDim < 128 ? 8 : 4`):
@@ -1369,9 +1409,17 @@ fn template_args(k: &Kernel, launch: Option<&LaunchSite>, params: &[ParamSpec], 
                 .or_else(|| first_instantiated_type(k, &tp.name, launch?, host?))
                 .unwrap_or_else(|| UNKNOWN.to_string()),
         };
-        args.push(arg);
+        args.push(written_as_declared(&tp.kind, arg));
     }
     args
+}
+
+/// A `bool` parameter's argument worked out as a number (`1`) written as C++ writes a truth.
+fn written_as_declared(kind: &TemplateParamKind, arg: String) -> String {
+    match (kind, arg.as_str()) {
+        (TemplateParamKind::Value { ty, .. }, "0" | "1") if ty == "bool" => (arg == "1").to_string(),
+        _ => arg,
+    }
 }
 
 /// A template parameter's default with the parameters before it (`V = T`) given their
@@ -1660,6 +1708,17 @@ fn struct_arg_spec(doc: &Document, body: Option<Node>, p: &Param, struct_type: &
 
 /// Elements of an array member that become fields of their own; a larger array is left zero.
 const MOST_ARRAY_FIELDS: u64 = 16;
+
+/// `text` with the block's extents it kept as names (`threads.y` of the launcher) written as
+/// the spec's block says them: a launch parameter where the block became one.
+fn with_kept_block_extents(text: &str, block: &[String]) -> String {
+    let extent = |axis: usize| block.get(axis).map_or_else(|| "1".to_string(), |b| if is_identifier(b) || b.parse::<i64>().is_ok() { b.clone() } else { format!("({b})") });
+    let written = crate::syntax::rename_identifiers_in(text, |word| super::host::BLOCK_EXTENT_NAMES.iter().position(|name| *name == word).map(extent));
+    match written == text {
+        true => written,
+        false => super::callee::readable(&written),
+    }
+}
 
 /// `1` for C's `true`, `0` for `false`: a spec's expressions have no booleans.
 fn c_boolean(value: &str) -> String {

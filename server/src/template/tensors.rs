@@ -184,6 +184,8 @@ pub(super) enum Reorder {
     Permute(Vec<i64>),
     /// A dimension of extent 1 inserted at the index (of the new rank).
     Unsqueeze(i64),
+    /// The dimension at the index taken away: reduced over (`x.mean(1)`) or squeezed.
+    Remove(i64),
 }
 
 impl Reorder {
@@ -199,6 +201,10 @@ impl Reorder {
             Reorder::Permute(_) => None,
             Reorder::Unsqueeze(k) => {
                 dims.insert(dim_index(*k, rank + 1)?, "1".to_string());
+                Some(dims)
+            }
+            Reorder::Remove(k) => {
+                dims.remove(dim_index(*k, rank)?);
                 Some(dims)
             }
         }
@@ -272,13 +278,16 @@ fn reordered(value: &str) -> Option<MadeTensor> {
         ("t", _) if args.trim().is_empty() => Reorder::Swap(0, 1),
         ("permute", Some(order)) if !order.is_empty() => Reorder::Permute(order.to_vec()),
         ("unsqueeze", Some(&[k])) => Reorder::Unsqueeze(k),
+        ("sum" | "mean" | "amax" | "amin" | "prod" | "var" | "std" | "norm" | "logsumexp" | "argmax" | "argmin" | "squeeze", Some(&[k])) => Reorder::Remove(k),
         _ => return None,
     };
     let object = object.trim();
     if is_identifier(object) {
         return Some(MadeTensor::Reordered(object.to_string(), order));
     }
-    let inner = object.strip_prefix('(').and_then(|o| o.strip_suffix(')')).unwrap_or(object);
+    // `(made)` parenthesised whole, not `(made).sum(-1)`.
+    let whole = object.ends_with(')') && matching_open(object, object.len() - 1) == Some(0);
+    let inner = if whole { &object[1..object.len() - 1] } else { object };
     match made_tensor(inner)? {
         MadeTensor::Dims(dims) => Some(MadeTensor::Dims(order.of(dims)?)),
         _ => None,
@@ -433,6 +442,12 @@ mod tests {
         assert_eq!(made_tensor("torch::empty({15, 3}).unsqueeze(0)"), dims(&["1", "15", "3"]));
         assert_eq!(Reorder::Unsqueeze(-1).of(vec!["n".into(), "d".into()]), Some(vec!["n".into(), "d".into(), "1".into()]));
         assert_eq!(Reorder::Unsqueeze(3).of(vec!["n".into(), "d".into()]), None, "past the new rank");
+        // One taken away by a reduction, or kept of extent 1 (Python's `keepdim=True`).
+        assert_eq!(made_tensor("x.mean(1)"), Some(MadeTensor::Reordered("x".into(), Reorder::Remove(1))));
+        assert_eq!(made_tensor("(torch::randn({n, d})).sum(-1).unsqueeze(-1)"), dims(&["n", "1"]));
+        assert_eq!(made_tensor("x.sum(dim)"), None, "a dimension known only as the program runs");
+        assert_eq!(Reorder::Remove(-1).of(vec!["n".into(), "d".into()]), Some(vec!["n".into()]));
+        assert_eq!(Reorder::Remove(2).of(vec!["n".into(), "d".into()]), None, "past the rank");
     }
 
     #[test]
