@@ -2432,16 +2432,17 @@ def test_a_launcher_deduces_each_type_from_the_argument_that_says_it(tmp_path: P
     (root / ".git").mkdir()
     # `row_norm_cuda(x.data_ptr<scalar_t>(), mean.data_ptr<acc_t>(), sums, …)` in
     # `AT_DISPATCH_FLOATING_TYPES` with `using acc_t = at::acc_type<scalar_t, true>;`: each kernel
-    # is `auto kernel = &k<T, U, kCentered>;` in the lambda of a `BOOL_SWITCH` (the test passes
-    # `True`), the launcher's `T` and `U` deduced from what the dispatch passes for them.
+    # is `auto kernel = &k<T, U, kCentered>;` in the lambda of a `BOOL_SWITCH`, the launcher's `T`
+    # and `U` deduced from what the dispatch passes for them. The test calls
+    # `normalize_rows(x)`, whose `if mean is not None: … else: …` takes the `else`, which passes
+    # `False` and zeros made `x.new_zeros(x.size(0))`.
     sums = templatized_spec(root, "csrc/row_norm_cuda.cu", "row_square_sums")
-    assert sums["template_args"] == ["float", "float", "true"], sums
+    assert sums["template_args"] == ["float", "float", "false"], sums
     # The block is `dim3 threads(32, 4)`, and the shared memory `threads.x * threads.y *
     # sizeof(U)` follows the block the tuner varies.
     assert sums["block"] == ["ROW_SQUARE_SUMS_BLOCK_X", "ROW_SQUARE_SUMS_BLOCK_Y"], sums
     assert sums["shared_bytes"] == "ROW_SQUARE_SUMS_BLOCK_X * ROW_SQUARE_SUMS_BLOCK_Y * 4", sums
-    # `sums.data_ptr<U>()` of a tensor the forward makes `at::empty({rows}, …)`; `mean = x.mean(1)`
-    # in the test has the first of `x`'s sizes.
+    # `sums.data_ptr<U>()` of a tensor the forward makes `at::empty({rows}, …)`.
     lengths = {a["name"]: a.get("length") for a in sums["args"]}
     assert lengths == {"x": "rows * cols", "mean": "mean_size_0", "sums": "rows", "cols": None}, sums["args"]
     assert sums["shapes"][0] == {"cols": 1024, "mean_size_0": 256, "rows": 256}, sums["shapes"]

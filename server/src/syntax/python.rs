@@ -652,6 +652,9 @@ impl<'a> Writer<'a> {
                     }
                     None => {}
                 }
+                if self.optional_branches(statement) {
+                    return;
+                }
                 // Read in place: what the branch assigns, the function has after it, as Python
                 // scopes names (`if weight is None: weight = x.new_empty(0)`).
                 if let Some(body) = statement.child_by_field_name("consequence") {
@@ -675,6 +678,62 @@ impl<'a> Writer<'a> {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// An `if` that chooses by which optional arguments are given (`if xyz_batch_cnt is not None
+    /// and center_batch_cnt is not None: … else: …`), written as C++'s `if`, `else if` and
+    /// `else`, each branch whole: the host code reads which one the call's arguments take (a
+    /// `None` left out is `0`). Whether it was.
+    fn optional_branches(&mut self, statement: Node<'a>) -> bool {
+        let clauses: Vec<Node> = named_children(statement).into_iter().filter(|c| matches!(c.kind(), "elif_clause" | "else_clause")).collect();
+        let conditions: Option<Vec<String>> = std::iter::once(statement).chain(clauses.iter().copied().filter(|c| c.kind() == "elif_clause")).map(|c| self.given_condition(c.child_by_field_name("condition")?)).collect();
+        let (Some(conditions), false) = (conditions, clauses.is_empty()) else { return false };
+        self.put(statement.start_position().row, &format!("if ({}) {{", conditions[0]));
+        if let Some(body) = statement.child_by_field_name("consequence") {
+            self.block(body);
+        }
+        let mut elif_conditions = conditions[1..].iter();
+        for clause in clauses {
+            let opening = match clause.kind() {
+                "elif_clause" => format!("}} else if ({}) {{", elif_conditions.next().map_or("0", String::as_str)),
+                _ => "} else {".to_string(),
+            };
+            self.put(clause.start_position().row, &opening);
+            if let Some(body) = clause.child_by_field_name("consequence").or_else(|| clause.child_by_field_name("body")) {
+                self.block(body);
+            }
+        }
+        self.put(statement.end_position().row, "}");
+        true
+    }
+
+    /// A condition on which optional arguments are given, in C++: `x is not None` as `x != 0`,
+    /// joined by `and`, `or` and `not`; `None` for any other condition.
+    fn given_condition(&self, condition: Node<'a>) -> Option<String> {
+        match condition.kind() {
+            "parenthesized_expression" => Some(format!("({})", self.given_condition(condition.named_child(0)?)?)),
+            "not_operator" => Some(format!("!({})", self.given_condition(condition.child_by_field_name("argument")?)?)),
+            "boolean_operator" => {
+                let operator = match self.text(condition.child_by_field_name("operator")?) {
+                    "and" => "&&",
+                    "or" => "||",
+                    _ => return None,
+                };
+                Some(format!("{} {operator} {}", self.given_condition(condition.child_by_field_name("left")?)?, self.given_condition(condition.child_by_field_name("right")?)?))
+            }
+            "comparison_operator" => {
+                let children: Vec<Node> = condition.children(&mut condition.walk()).collect();
+                // `is not` is one operator.
+                let [name, operator, none] = children[..] else { return None };
+                let operators = match self.text(operator).split_whitespace().collect::<Vec<_>>()[..] {
+                    ["is"] => "==",
+                    ["is", "not"] => "!=",
+                    _ => return None,
+                };
+                (name.kind() == "identifier" && none.kind() == "none").then(|| format!("{} {operators} 0", cpp_name(self.text(name))))
+            }
+            _ => None,
         }
     }
 
@@ -2331,5 +2390,32 @@ if __name__ == '__main__':
         let script = "def mymuladd(a, b, c):\n    return torch.ops.extension_cpp.mymuladd.default(a, b, c)\n";
         let code = as_host_code(script, "ops", &[binding("mymuladd", "mymuladd_cuda", &[])]);
         assert_eq!(code.lines().collect::<Vec<_>>(), ["void mymuladd(auto a, auto b, auto c) {", "mymuladd_cuda(a, b, c); }"]);
+    }
+
+    #[test]
+    fn an_if_on_which_optional_arguments_are_given_keeps_its_branches_for_the_host_code_to_choose() {
+        let script = "\
+def near(xyz, centers, counts=None):
+    if counts is not None and not (centers is None):
+        idx = centers.new_zeros(centers.shape[0])
+        ext.near_stack(centers, xyz, idx, counts)
+    elif counts is None:
+        b, n, _ = xyz.size()
+        idx = xyz.new_zeros(b, n)
+        ext.near(centers, xyz, idx, b)
+    else:
+        idx = None
+    return idx
+";
+        let bindings = [binding("near_stack", "near_stack", &["centers", "xyz", "idx", "counts"]), binding("near", "near", &["centers", "xyz", "idx", "b"])];
+        let lines: Vec<String> = as_host_code(script, "ops", &bindings).lines().map(str::to_string).collect();
+        assert_eq!(lines[1], "if (counts != 0 && !((centers == 0))) {", "{lines:?}");
+        assert_eq!(lines[4], "} else if (counts == 0) {", "{lines:?}");
+        assert_eq!(lines[5], "auto b = xyz.size(0); auto n = xyz.size(1);", "{lines:?}");
+        assert_eq!(lines[7], "near(centers, xyz, idx, b);", "{lines:?}");
+        assert_eq!(lines[8], "} else {", "{lines:?}");
+        // Any other condition is read as before: the first branch in place.
+        let other = as_host_code("def f(x, n):\n    if n > 4:\n        y = x.new_zeros(n)\n    else:\n        y = x\n", "ops", &[]);
+        assert!(!other.contains("if ("), "{other}");
     }
 }
