@@ -9,7 +9,8 @@
 # Needs the corpus (not part of this repository; see docs/templatize.md): CORPUS is the folder
 # holding NVIDIA/cuda-samples' `Common` and `Samples`.
 #   CUTUNE=target/gpu/cutune CORPUS=.corpus/cuda-samples bash tests/gpu/capture_corpus.sh
-set -u
+# A step piped into `tee` fails the suite when the step fails, not only when `tee` does.
+set -u -o pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cutune="$(realpath "${CUTUNE:-$repo/target/release/cutune}")"
 corpus="$(realpath "${CORPUS:?CORPUS names the cuda-samples folder}")"

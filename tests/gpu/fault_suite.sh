@@ -13,7 +13,8 @@
 #      memcheck and racecheck over each example's winner (`cutune verify --stages smoke`).
 # Reports go to $OUT (or ./gpu-out); the exit status says whether every check held.
 #   CUTUNE=target/release/cutune bash tests/gpu/fault_suite.sh
-set -u
+# A step piped into `tee` fails the suite when the step fails, not only when `tee` does.
+set -u -o pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
 cutune="$(realpath "${CUTUNE:-$repo/target/release/cutune}")"

@@ -94,6 +94,10 @@
 #   tests/fixtures/workspace/typed_bindings: `bias_relu`, its bias likewise (`bias_size_0`).
 #   `pair_rotate_kernel` (same fixture, its types from the calling file's own dispatch), its
 #   `pairs` derived as `input_size_1 // 2`, as the caller works it out (session 51).
+#   `row_square_sums` and `divide_by_deviation` (same fixture): each held in a `kernel` of its
+#   own `BOOL_SWITCH` lambda, the launcher's types deduced from the dispatch's arguments, the
+#   first one's shared memory `threads.x * threads.y * sizeof(U)` following the `dim3(32, 4)`
+#   block the tuner varies: every block it times must verify (session 52).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 # CASES=REGEX runs only the kernels whose name matches it.
@@ -158,7 +162,9 @@ workspace/deduced_launchers|csrc/chunked_scale_kernel.cuh|chunked_scale_kernel|1
 workspace/typed_bindings|csrc/bias_relu.cu|bias_relu|10
 workspace/autograd_backward|csrc/patch_max_cuda.cu|patch_max_backward_kernel|10
 workspace/autograd_backward|csrc/patch_max_cuda.cu|patch_max_forward_kernel|10
-workspace/deduced_launchers|csrc/pair_rotate.h|pair_rotate_kernel|10"
+workspace/deduced_launchers|csrc/pair_rotate.h|pair_rotate_kernel|10
+workspace/deduced_launchers|csrc/row_norm_cuda.cu|row_square_sums|10
+workspace/deduced_launchers|csrc/row_norm_cuda.cu|divide_by_deviation|10"
 if [ -n "${CASES:-}" ]; then
     cases="$(while IFS='|' read -r fixture file kernel budget; do [[ "$kernel" =~ $CASES ]] && echo "$fixture|$file|$kernel|$budget"; done <<< "$cases")"
 fi

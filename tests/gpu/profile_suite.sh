@@ -14,7 +14,8 @@
 #   5. a program that fails after its launches: its ranking and capture kept, with a warning.
 # Reports go to $OUT (or ./gpu-out). The capture library must be beside the binary.
 #   CUTUNE=target/release/cutune bash tests/gpu/profile_suite.sh
-set -u
+# A step piped into `tee` fails the suite when the step fails, not only when `tee` does.
+set -u -o pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
 cutune="$(realpath "${CUTUNE:-$repo/target/release/cutune}")"

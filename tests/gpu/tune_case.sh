@@ -6,7 +6,8 @@
 # `cutune templatize --write`, `cutune spec check` and `cutune tune --budget $budget`, each with
 # its output under $out/NAME.*, and adds the case's line to $out/summary.txt (tune_line.py); a
 # case that fails sets status=1. `tune_cases CASES` runs one per line of `name|folder|file|kernel`.
-set -u
+# A step piped into `tee` fails the suite when the step fails, not only when `tee` does.
+set -u -o pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cutune="$(realpath "${CUTUNE:-$repo/target/release/cutune}")"
 out="$(realpath -m "${OUT:-$repo/gpu-out}")"
