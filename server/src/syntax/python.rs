@@ -684,21 +684,23 @@ impl<'a> Writer<'a> {
     /// An `if` that chooses by which optional arguments are given (`if xyz_batch_cnt is not None
     /// and center_batch_cnt is not None: … else: …`), written as C++'s `if`, `else if` and
     /// `else`, each branch whole: the host code reads which one the call's arguments take (a
-    /// `None` left out is `0`). Whether it was.
+    /// `None` left out is `0`). `false`, with nothing written, for any other `if`.
     fn optional_branches(&mut self, statement: Node<'a>) -> bool {
         let clauses: Vec<Node> = named_children(statement).into_iter().filter(|c| matches!(c.kind(), "elif_clause" | "else_clause")).collect();
-        let conditions: Option<Vec<String>> = std::iter::once(statement).chain(clauses.iter().copied().filter(|c| c.kind() == "elif_clause")).map(|c| self.given_condition(c.child_by_field_name("condition")?)).collect();
-        let (Some(conditions), false) = (conditions, clauses.is_empty()) else { return false };
-        self.put(statement.start_position().row, &format!("if ({}) {{", conditions[0]));
+        let condition_of = |clause: Node<'a>| self.given_condition(clause.child_by_field_name("condition")?);
+        let openings: Option<Vec<String>> = clauses
+            .iter()
+            .map(|clause| match clause.kind() {
+                "elif_clause" => condition_of(*clause).map(|condition| format!("}} else if ({condition}) {{")),
+                _ => Some("} else {".to_string()),
+            })
+            .collect();
+        let (Some(first), Some(openings), false) = (condition_of(statement), openings, clauses.is_empty()) else { return false };
+        self.put(statement.start_position().row, &format!("if ({first}) {{"));
         if let Some(body) = statement.child_by_field_name("consequence") {
             self.block(body);
         }
-        let mut elif_conditions = conditions[1..].iter();
-        for clause in clauses {
-            let opening = match clause.kind() {
-                "elif_clause" => format!("}} else if ({}) {{", elif_conditions.next().map_or("0", String::as_str)),
-                _ => "} else {".to_string(),
-            };
+        for (clause, opening) in clauses.into_iter().zip(openings) {
             self.put(clause.start_position().row, &opening);
             if let Some(body) = clause.child_by_field_name("consequence").or_else(|| clause.child_by_field_name("body")) {
                 self.block(body);
