@@ -263,13 +263,13 @@ struct Writer<'a> {
     /// The C++ of each line of the script.
     lines: Vec<String>,
     /// The lists the module names (`sizes = [1024, 4096]`, `shapes = [(s, k) for s in …]`),
-    /// which its loops walk.
+    /// which its loops walk, and its dictionaries (`mode_dict = {'iou': 0, 'iof': 1}`).
     lists: HashMap<&'a str, Node<'a>>,
     /// Inside a function of the script whose call is read in place (see [`Writer::returned`]):
     /// its parameters and locals, each with the value it has there, or none where that cannot
     /// be written.
     locals: HashMap<String, Option<String>>,
-    /// Of those locals, the lists (`Ms = list(range(sep, top + sep, sep))`).
+    /// Of those locals, the lists (`Ms = list(range(sep, top + sep, sep))`) and dictionaries.
     local_lists: HashMap<String, Node<'a>>,
     /// The lists the module unpacks from a helper of the script (`Ms, Ns, Ks = get_mnk()`):
     /// their first and largest items, in the helper's values.
@@ -331,6 +331,11 @@ struct ListEnds {
 /// nothing defines, so the host reading follows it to no value and says so, where a number in
 /// its place would be taken for the program's.
 const UNWRITTEN: &str = "unread_python_value";
+
+/// PyTorch's helpers that make a tuple of sizes of one number (`_pair(3)` is `(3, 3)`) and
+/// keep a tuple as it is; host code calls them by the same names, which the reading of shapes
+/// knows.
+const TUPLE_HELPERS: [&str; 3] = ["_single", "_pair", "_triple"];
 
 /// C++ words a Python name may be but a C++ one may not.
 /// `main` too: C++'s `main` takes no such parameters, and nothing may call it.
@@ -462,16 +467,20 @@ impl<'a> Writer<'a> {
         out
     }
 
-    /// What the autograd function `class` (a class with a `forward` and a `backward`) keeps on
-    /// its context in its `forward`; `None` for any other class.
+    /// What the autograd function `class` (a class with a `forward` and a `backward`, or a
+    /// `Function` with a `forward`) keeps on its context in its `forward`; `None` for any
+    /// other class.
     fn context_of(&self, class: &str) -> Option<Context> {
         let forward = *self.functions.get(&format!("{class}_forward"))?;
-        self.functions.contains_key(&format!("{class}_backward")).then_some(())?;
+        // A forward without a backward keeps things on its context too (`ctx.output_size =
+        // _pair(output_size)`), in a class of `Function`'s.
+        let of_function = || enclosing_class(forward).and_then(|c| c.child_by_field_name("superclasses")).is_some_and(|bases| named_children(bases).iter().any(|b| matches!(self.text(*b), "Function" | "torch.autograd.Function" | "autograd.Function")));
+        (self.functions.contains_key(&format!("{class}_backward")) || of_function()).then_some(())?;
         let mut context = Context::default();
         for node in super::descendants(forward) {
             if let Some((attribute, value)) = self.context_attribute_set(node) {
                 if !context.attributes.contains(&attribute) {
-                    if self.shape_of(value).is_some() {
+                    if self.shape_of(value).is_some() || self.is_tuple_of_sizes(value) {
                         context.shapes.push(attribute.clone());
                     }
                     context.attributes.push(attribute);
@@ -481,6 +490,17 @@ impl<'a> Writer<'a> {
             }
         }
         Some(context)
+    }
+
+    /// Whether `value` makes a tuple of sizes: written (`(pool_h, pool_w)`), or by PyTorch's
+    /// helpers that repeat a number into one (`_pair(kernel_size)`).
+    fn is_tuple_of_sizes(&self, value: Node<'a>) -> bool {
+        let value = unparenthesized(value);
+        match value.kind() {
+            "tuple" => true,
+            "call" => value.child_by_field_name("function").is_some_and(|f| TUPLE_HELPERS.contains(&self.text(f))),
+            _ => false,
+        }
     }
 
     /// `ctx.patch = patch` (an assignment node): the attribute and its value.
@@ -673,6 +693,10 @@ impl<'a> Writer<'a> {
             // `assert masks.size(1) == kernel_size * kernel_size * group_size`: sizes the program
             // keeps equal, from which the spec may work one out.
             "assert_statement" => {
+                // `assert pool(x).shape == (1, 16, 4, 4)` runs the op.
+                for call in self.outermost_host_calls(statement) {
+                    self.put(row, &format!("{call};"));
+                }
                 if let Some((left, right)) = statement.named_child(0).and_then(|c| self.equality(c)) {
                     self.put(row, &format!("assert({left} == {right});"));
                 }
@@ -758,7 +782,7 @@ impl<'a> Writer<'a> {
         let name = self.text(left).to_string();
         let right = unparenthesized(right);
         match right.kind() {
-            "list" | "tuple" => self.local_lists.insert(name, right),
+            "list" | "tuple" | "dictionary" => self.local_lists.insert(name, right),
             _ => self.local_lists.remove(&name),
         };
     }
@@ -1115,6 +1139,19 @@ impl<'a> Writer<'a> {
                 None => Some(cpp_name(text)),
             },
             "parenthesized_expression" => Some(format!("({})", self.expression(node.named_child(0)?)?)),
+            // A tuple of sizes (`(pool_h, pool_w)`) stands for a tensor of that shape, as a
+            // shape an autograd function keeps does: its items are read as `t.size(k)`.
+            "tuple" => {
+                let items = data_items(node);
+                let written = items.iter().map(|item| self.expression(*item)).collect::<Option<Vec<_>>>()?;
+                (!written.is_empty()).then(|| format!("torch::empty({{{}}})", written.join(", ")))
+            }
+            "string" => self.string_literal(node),
+            // `0 if pool_mode == 'max' else 1`.
+            "conditional_expression" => {
+                let [value, condition, otherwise] = named_children(node)[..] else { return None };
+                Some(format!("({}) ? ({}) : ({})", self.condition(condition)?, self.expression(value)?, self.expression(otherwise)?))
+            }
             "unary_operator" => {
                 let operator = node.child_by_field_name("operator").map(|o| self.text(o))?;
                 (operator == "-" || operator == "+").then_some(())?;
@@ -1133,7 +1170,12 @@ impl<'a> Writer<'a> {
                     _ => None,
                 }
             }
-            "subscript" => self.saved_tensor(node).or_else(|| self.shape_read(node)).or_else(|| self.leading_slice(node)).or_else(|| self.expression(self.data_item(node)?)),
+            "subscript" => self
+                .saved_tensor(node)
+                .or_else(|| self.shape_read(node))
+                .or_else(|| self.leading_slice(node))
+                .or_else(|| self.looked_up(node))
+                .or_else(|| self.expression(self.data_item(node)?)),
             // `args.num_tokens` of `parser.add_argument("--num-tokens", default=4096)`.
             // An exported function passed as a value (`run(ext.rms_norm, …)`).
             "attribute" => {
@@ -1158,20 +1200,57 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// `x.shape[0]` and `x.size()[0]` as `x.size(0)`.
-    fn shape_read(&self, subscript: Node<'a>) -> Option<String> {
-        let value = subscript.child_by_field_name("value")?;
-        let index = self.expression(subscript.child_by_field_name("subscript")?)?;
-        let tensor = match value.kind() {
-            "attribute" if value.child_by_field_name("attribute").is_some_and(|a| self.text(a) == "shape") => value.child_by_field_name("object")?,
-            "call" => {
-                let function = value.child_by_field_name("function").filter(|f| f.kind() == "attribute")?;
-                (self.text(function.child_by_field_name("attribute")?) == "size").then_some(())?;
-                function.child_by_field_name("object")?
+    /// A plain string literal (`'max'`) as C++ writes it; `None` for an f-string, bytes or one
+    /// with escapes or quotes inside.
+    fn string_literal(&self, string: Node<'a>) -> Option<String> {
+        let parts = named_children(string);
+        let plain = parts.iter().all(|p| matches!(p.kind(), "string_start" | "string_content" | "string_end"));
+        let prefix = parts.first().map_or("", |start| self.text(*start).trim_end_matches(['"', '\'']));
+        let content = parts.iter().find(|p| p.kind() == "string_content").map_or("", |c| self.text(*c));
+        (plain && prefix.chars().all(|c| matches!(c, 'r' | 'R' | 'u' | 'U')) && !content.contains(['"', '\\', '\n'])).then(|| format!("\"{content}\""))
+    }
+
+    /// A condition in C++: comparisons (`mode == 'max'`, `n > 0`), `x is None` and the like
+    /// joined by `and`, `or` and `not`, or a value read as true where it is not zero.
+    fn condition(&self, condition: Node<'a>) -> Option<String> {
+        if let Some(given) = self.given_condition(condition) {
+            return Some(given);
+        }
+        match condition.kind() {
+            "comparison_operator" => {
+                let children: Vec<Node> = condition.children(&mut condition.walk()).collect();
+                let [left, operator, right] = children[..] else { return None };
+                let operator = self.text(operator);
+                ["==", "!=", "<", ">", "<=", ">="].contains(&operator).then_some(())?;
+                Some(format!("{} {operator} {}", self.expression(left)?, self.expression(right)?))
             }
-            _ => return None,
-        };
-        (tensor.kind() == "identifier").then(|| format!("{}.size({index})", cpp_name(self.text(tensor))))
+            "boolean_operator" => {
+                let operator = if self.text(condition.child_by_field_name("operator")?) == "and" { "&&" } else { "||" };
+                Some(format!("({}) {operator} ({})", self.condition(condition.child_by_field_name("left")?)?, self.condition(condition.child_by_field_name("right")?)?))
+            }
+            "not_operator" => Some(format!("!({})", self.condition(condition.child_by_field_name("argument")?)?)),
+            _ => self.expression(condition),
+        }
+    }
+
+    /// A dictionary's value looked up by a key (`mode_dict[mode]` of `mode_dict = {'iou': 0,
+    /// 'iof': 1}`), as the conditions that choose it: `(mode == "iou") ? (0) : (…)`, the last
+    /// choice a value no source gives.
+    fn looked_up(&self, subscript: Node<'a>) -> Option<String> {
+        let value = subscript.child_by_field_name("value").filter(|v| v.kind() == "identifier")?;
+        let dictionary = self.local_lists.get(self.text(value)).or_else(|| self.lists.get(self.text(value))).filter(|d| d.kind() == "dictionary")?;
+        let key = self.expression(subscript.child_by_field_name("subscript")?)?;
+        let pairs = named_children(*dictionary).into_iter().filter(|p| p.kind() == "pair").map(|pair| Some((self.expression(pair.child_by_field_name("key")?)?, self.expression(pair.child_by_field_name("value")?)?)));
+        let pairs: Vec<(String, String)> = pairs.collect::<Option<_>>()?;
+        Some(pairs.iter().rev().fold(UNWRITTEN.to_string(), |otherwise, (k, v)| format!("({} == {k}) ? ({v}) : ({otherwise})", parenthesized(&key))))
+    }
+
+    /// `x.shape[0]` and `x.size()[0]` as `x.size(0)`; an item of a shape the context keeps
+    /// (`ctx.output_size[0]`) so too.
+    fn shape_read(&self, subscript: Node<'a>) -> Option<String> {
+        let index = self.expression(subscript.child_by_field_name("subscript")?)?;
+        let tensor = self.shape_of(subscript.child_by_field_name("value")?)?;
+        Some(format!("{tensor}.size({index})"))
     }
 
     /// `a[:m, :k]` (each dimension from its start, whole or to an extent) as libtorch's
@@ -1207,6 +1286,9 @@ impl<'a> Writer<'a> {
         }
         let function = call.child_by_field_name("function")?;
         let arguments = call.child_by_field_name("arguments")?;
+        if function.kind() == "identifier" && TUPLE_HELPERS.contains(&self.text(function)) && arguments.named_child_count() == 1 {
+            return Some(format!("{}({})", self.text(function), self.arguments(arguments).first()?.clone()?));
+        }
         if function.kind() == "identifier" && matches!(self.text(function), "int" | "float") {
             return Some(format!("({})", self.arguments(arguments).first()?.clone()?));
         }
@@ -1751,11 +1833,11 @@ fn cpp_name(name: &str) -> String {
 }
 
 /// The lists the module assigns to a name: `HIDDEN_SIZES = [768, 5120]`, and comprehensions
-/// (`SHAPES = [(s, k) for s in SIZES for k in WIDTHS]`).
+/// (`SHAPES = [(s, k) for s in SIZES for k in WIDTHS]`); its dictionaries too.
 fn module_lists<'t>(text: &'t str, root: Node<'t>) -> HashMap<&'t str, Node<'t>> {
     let assignments = named_children(root).into_iter().filter(|s| s.kind() == "expression_statement").filter_map(|s| s.named_child(0)).filter(|a| a.kind() == "assignment");
     assignments
-        .filter_map(|a| Some((a.child_by_field_name("left").filter(|l| l.kind() == "identifier")?, a.child_by_field_name("right").map(first_branch).map(unparenthesized).filter(|r| matches!(r.kind(), "list" | "tuple" | "list_comprehension"))?)))
+        .filter_map(|a| Some((a.child_by_field_name("left").filter(|l| l.kind() == "identifier")?, a.child_by_field_name("right").map(first_branch).map(unparenthesized).filter(|r| matches!(r.kind(), "list" | "tuple" | "list_comprehension" | "dictionary"))?)))
         .map(|(name, list)| (&text[name.byte_range()], list))
         .collect()
 }
@@ -1992,8 +2074,8 @@ for d in Ds:
         assert_eq!(lines[12], "void bench_py_line_13() { { auto d = 64;");
         assert_eq!(lines[13], "make(4, d); auto x = torch::randn({4, d * 2}); auto y = torch::zeros({4});");
         // `return None, 0` under an `if` is an early exit: the results are the last `return`'s.
-        // The string holds its place as no value.
-        assert_eq!(lines[14], "run(flash_forward, x, unread_python_value); auto out = x; auto _ = 1; } }");
+        // The string holds its place as C++'s string literal.
+        assert_eq!(lines[14], r#"run(flash_forward, x, "a"); auto out = x; auto _ = 1; } }"#);
     }
 
     #[test]
@@ -2175,6 +2257,32 @@ def test_norm():
     }
 
     #[test]
+    fn tuples_of_sizes_are_shapes_whose_items_are_read_as_sizes() {
+        let script = "\
+class PoolFn(Function):
+    @staticmethod
+    def forward(ctx, x, output_size, mode='avg', activation=None):
+        modes = {'max': 0, 'avg': 1}
+        ctx.output_size = _pair(output_size)
+        out_h, out_w = ctx.output_size
+        out = x.new_zeros((x.size(0), ctx.output_size[0], ctx.output_size[1]))
+        ext.pool(x, out, out_h, out_w, modes[mode], 1 if activation == 'relu' else 0)
+        return out
+
+def test_pool():
+    x = torch.randn(2, 8, 8)
+    assert PoolFn.apply(x, (2, 3), 'max').shape == (2, 2, 3)
+";
+        let code = as_host_code(script, "test_pool", &[binding("pool", "pool", &["x", "out", "h", "w", "mode", "relu"])]);
+        assert!(code.contains("auto ctx_output_size = _pair(output_size);"), "{code}");
+        assert!(code.contains("auto out_h = ctx_output_size.size(0); auto out_w = ctx_output_size.size(1);"), "{code}");
+        assert!(code.contains("auto out = torch::empty({x.size(0), ctx_output_size.size(0), ctx_output_size.size(1)});"), "{code}");
+        assert!(code.contains(r#"pool(x, out, out_h, out_w, (mode == "max") ? (0) : ((mode == "avg") ? (1) : (unread_python_value)), (activation == "relu") ? (1) : (0));"#), "{code}");
+        // The op an assertion runs, with the tuple it is given as a tensor of that shape.
+        assert!(code.contains(r#"PoolFn_forward(x, torch::empty({2, 3}), "max");"#), "{code}");
+    }
+
+    #[test]
     fn an_object_of_a_module_calls_its_forward_with_what_it_was_made_with() {
         let package = "\
 class BlurFunction(Function):
@@ -2200,7 +2308,7 @@ class Blur(nn.Module):
         assert_eq!(found.iter().find(|(b, _)| b.python == "Blur_forward"), Some(&(module, "Blur".to_string())), "{found:?}");
         let code = as_host_code(package, "blur", &[binding("blur_forward", "blur_forward", &["x", "out", "radius", "scale"])]);
         let lines: Vec<&str> = code.lines().collect();
-        assert_eq!(lines[14], "void Blur_forward(auto x, auto radius, auto scale = 1.0, auto name) {", "{code}");
+        assert_eq!(lines[14], r#"void Blur_forward(auto x, auto radius, auto scale = 1.0, auto name = "blur") {"#, "{code}");
         assert_eq!(lines[15], "BlurFunction_forward(x, radius, (scale)); }", "{code}");
         let test = "\
 def test_blur():
@@ -2232,8 +2340,9 @@ def test_launch():
         let code = as_host_code(script, "test_op", &[binding("op", "op", &["x", "eps", "scale", "mode"])]);
         let lines: Vec<&str> = code.lines().collect();
         assert_eq!(lines[5], "launch(x, 1e-5, 2.0);", "{code}");
-        // A string is no value the reading can follow: not a `0` taken for the program's.
-        assert_eq!(lines[6], "launch(x, 1e-3, 1.0, unread_python_value); }", "{code}");
+        // A string is C++'s string literal: no number taken for the program's, but one a
+        // condition compares (`0 if mode == 'max' else 1`).
+        assert_eq!(lines[6], r#"launch(x, 1e-3, 1.0, "max"); }"#, "{code}");
     }
 
     #[test]

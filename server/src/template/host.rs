@@ -1891,9 +1891,43 @@ impl<'d> HostContext<'d> {
         if let Some(element) = path.get(at).and_then(|frame| list_element(frame, text)).filter(|_| depth < 16) {
             return self.eval_text(path, at, &element, depth + 1);
         }
-        let text = tensors::replace_size_reads(&strip_casts_everywhere(text), |tensor, read| self.eval_size_read(path, at, tensor, read, depth + 1).map(|v| v.to_string()));
+        let text = self.strings_compared(path, at, &strip_casts_everywhere(text), depth);
+        let text = tensors::replace_size_reads(&text, |tensor, read| self.eval_size_read(path, at, tensor, read, depth + 1).map(|v| v.to_string()));
         let text = replace_members(&text, |object, member| self.eval_member(path, at, object, member, depth + 1).map(|v| v.to_string()));
         eval_constant(&self.sizes_of_types_at(path, at, &text), &|name| self.eval_name(path, at, name, depth))
+    }
+
+    /// `text` with each comparison of a name and a string literal (`pool_mode == "max"`, as a
+    /// script's `0 if pool_mode == 'max' else 1` is written) replaced by its truth, `1` or `0`,
+    /// where the name holds a string literal along the path; others as they are.
+    fn strings_compared(&self, path: &[Frame], at: usize, text: &str, depth: usize) -> String {
+        if !text.contains('"') {
+            return text.to_string();
+        }
+        // A string is equal to the same string only, never to a number (a script's `None`).
+        let literal = |operand: &str| self.literal(path, at, operand, depth + 1);
+        replace_comparisons(text, |left, equal, right| Some(((literal(left)? == literal(right)?) == equal) as i64))
+    }
+
+    /// The literal, a string or a number, that `text` is or that the name `text` holds in
+    /// frame `at` (given there, passed by a caller, or at file scope), as written.
+    fn literal(&self, path: &[Frame], at: usize, text: &str, depth: usize) -> Option<String> {
+        let text = text.trim();
+        let string = text.len() > 1 && text.starts_with('"') && text.ends_with('"') && !text[1..text.len() - 1].contains(['"', '\\']);
+        if string || text.parse::<f64>().is_ok() {
+            return Some(text.to_string());
+        }
+        if depth > 16 || !is_identifier(text) {
+            return None;
+        }
+        let frame = path.get(at)?;
+        if let Some(value) = frame.scope.value_text(text) {
+            return (value.trim() != text).then(|| self.literal(path, at, value, depth + 1)).flatten();
+        }
+        match frame.params.iter().position(|p| p == text) {
+            Some(index) => self.literal(path, at + 1, &frame.argument(index)?, depth + 1),
+            None => self.literal(path, at, self.globals.get(text)?, depth + 1),
+        }
     }
 
     /// The value of a size read from tensor `tensor` of frame `at` (`x.size(0)`), from the
@@ -1912,8 +1946,34 @@ impl<'d> HostContext<'d> {
             return None;
         }
         let frame = path.get(at)?;
-        // A tensor made by `value` in frame `made_at`.
-        let made = |made_at: usize, value: &str| match tensors::made_tensor(&strip_casts_everywhere(value))? {
+        // A tensor made by `value`, or another name for one (`a_f16 = a.half()` in a script:
+        // `auto a_f16 = a;`).
+        let given = |value: &str| {
+            let value = strip_casts_everywhere(value);
+            match is_identifier(value.trim()) && value.trim() != name {
+                true => self.tensor_dims(path, at, value.trim(), depth + 1),
+                false => self.made_tensor_dims(path, at, &value, depth),
+            }
+        };
+        if let Some(value) = frame.scope.value_text(name) {
+            return given(value);
+        }
+        match frame.params.iter().position(|p| p == name) {
+            Some(index) => {
+                let passed = strip_casts_everywhere(&frame.argument(index)?);
+                match is_identifier(passed.trim()) {
+                    true => self.tensor_dims(path, at + 1, passed.trim(), depth + 1),
+                    false => self.made_tensor_dims(path, at + 1, &passed, depth),
+                }
+            }
+            None => given(self.globals.get(name)?),
+        }
+    }
+
+    /// The dimensions of the tensor `value` makes in frame `made_at`, and the frame whose names
+    /// they are in (see [`HostContext::tensor_dims`]).
+    fn made_tensor_dims(&self, path: &[Frame], made_at: usize, value: &str, depth: usize) -> Option<(usize, Vec<String>)> {
+        match tensors::made_tensor(&strip_casts_everywhere(value))? {
             tensors::MadeTensor::Dims(dims) => Some((made_at, dims)),
             tensors::MadeTensor::Like(other) => self.tensor_dims(path, made_at, &other, depth + 1),
             // The extents are the slicing frame's names, the whole dimensions the other's.
@@ -1926,28 +1986,13 @@ impl<'d> HostContext<'d> {
                 let (at, dims) = self.tensor_dims(path, made_at, &other, depth + 1)?;
                 Some((at, order.of(dims)?))
             }
-        };
-        // A tensor made by `value`, or another name for one (`a_f16 = a.half()` in a script:
-        // `auto a_f16 = a;`).
-        let given = |value: &str| {
-            let value = strip_casts_everywhere(value);
-            match is_identifier(value.trim()) && value.trim() != name {
-                true => self.tensor_dims(path, at, value.trim(), depth + 1),
-                false => made(at, &value),
+            tensors::MadeTensor::Repeated(item, times) => {
+                let shape = match is_identifier(&item) {
+                    true => self.tensor_dims(path, made_at, &item, depth + 1),
+                    false => self.made_tensor_dims(path, made_at, &item, depth + 1),
+                };
+                shape.or_else(|| Some((made_at, vec![item; times])))
             }
-        };
-        if let Some(value) = frame.scope.value_text(name) {
-            return given(value);
-        }
-        match frame.params.iter().position(|p| p == name) {
-            Some(index) => {
-                let passed = strip_casts_everywhere(&frame.argument(index)?);
-                match is_identifier(passed.trim()) {
-                    true => self.tensor_dims(path, at + 1, passed.trim(), depth + 1),
-                    false => made(at + 1, &passed),
-                }
-            }
-            None => given(self.globals.get(name)?),
         }
     }
 
@@ -4765,9 +4810,68 @@ fn lines_joined(text: &str) -> String {
 }
 
 /// `n / (float)block` → `n / block`, and `float(n)`, `(double)n`, `static_cast<float>(n)` the same.
+/// `text` with each comparison `a == b` or `a != b` of two operands (names, or string
+/// literals, at least one a literal) replaced by what `truth(a, equal, b)` gives, where it
+/// gives something.
+fn replace_comparisons(text: &str, truth: impl Fn(&str, bool, &str) -> Option<i64>) -> String {
+    let operand_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '"';
+    let operator_at = |rest: &str| rest.match_indices("==").chain(rest.match_indices("!=")).map(|(at, _)| at).filter(|&at| !rest[..at].ends_with(['<', '>', '=', '!'])).min();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = operator_at(rest) {
+        let before = rest[..at].trim_end();
+        let left_start = before.rfind(|c: char| !operand_char(c)).map_or(0, |i| i + 1);
+        let after = &rest[at + 2..];
+        let right_text = after.trim_start();
+        let right_end = right_text.find(|c: char| !operand_char(c)).unwrap_or(right_text.len());
+        let (left, right) = (&before[left_start..], &right_text[..right_end]);
+        let quoted = left.starts_with('"') || right.starts_with('"');
+        match truth(left, &rest[at..at + 1] == "=", right).filter(|_| quoted && !left.is_empty() && !right.is_empty()) {
+            Some(value) => {
+                out.push_str(&rest[..left_start]);
+                out.push_str(&value.to_string());
+                rest = &right_text[right_end..];
+            }
+            None => {
+                out.push_str(&rest[..at + 2]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 fn without_float_casts(text: &str) -> String {
-    let out = text.replace("(float)", "").replace("(double)", "").replace("static_cast<float>(", "(").replace("static_cast<double>(", "(");
-    ["float", "double"].iter().fold(out, |out, function| replace_calls(&out, function, |inner| Some(format!("({inner})"))))
+    let out = text.replace("(float)", "").replace("(double)", "");
+    let out = ["float", "double"].iter().fold(out, |out, function| replace_calls(&out, function, |inner| Some(format!("({inner})"))));
+    without_static_casts_to_reals(&out)
+}
+
+/// `text` with each `static_cast<T>(` to a type that is no integer's (`float`, a dispatch's
+/// `scalar_t`, `half`) read as a plain `(`: a floating-point scalar's value does not change
+/// with its precision.
+fn without_static_casts_to_reals(text: &str) -> String {
+    const INTEGER_WORDS: [&str; 12] = ["int", "long", "short", "char", "unsigned", "signed", "bool", "size_t", "int64_t", "int32_t", "uint32_t", "uint64_t"];
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("static_cast<") {
+        let after = &rest[at + "static_cast<".len()..];
+        let Some(close) = after.find('>').filter(|&close| after[close + 1..].trim_start().starts_with('(')) else {
+            out.push_str(&rest[..at + "static_cast<".len()]);
+            rest = after;
+            continue;
+        };
+        let ty = &after[..close];
+        let integer = identifiers_in(ty).any(|word| INTEGER_WORDS.contains(&word) || word.starts_with("uint") || word.starts_with("int"));
+        out.push_str(&rest[..at]);
+        if integer {
+            out.push_str(&rest[at..at + "static_cast<".len() + close + 1]);
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 
@@ -4781,6 +4885,28 @@ mod tests {
         let function = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap();
         let graph = CallGraph::new("", HashMap::new(), HashMap::new(), HashSet::new(), HashMap::new(), HashMap::new());
         Frame::of(text, function, text.find("go(").unwrap(), &graph)
+    }
+
+    #[test]
+    fn comparisons_with_string_literals_are_replaced_where_their_truth_is_known() {
+        let truth = |left: &str, equal: bool, right: &str| {
+            let value = |operand: &str| match operand {
+                "mode" => Some("\"avg\"".to_string()),
+                literal if literal.starts_with('"') => Some(literal.to_string()),
+                _ => None,
+            };
+            Some(((value(left)? == value(right)?) == equal) as i64)
+        };
+        assert_eq!(replace_comparisons("(mode == \"max\") ? (0) : (1)", truth), "(0) ? (0) : (1)");
+        assert_eq!(replace_comparisons("\"avg\" != mode && other == \"x\"", truth), "0 && other == \"x\"");
+        assert_eq!(replace_comparisons("a == b + 1", truth), "a == b + 1");
+    }
+
+    #[test]
+    fn a_cast_to_a_real_type_keeps_the_value_and_one_to_an_integer_stays() {
+        assert_eq!(without_float_casts("static_cast<scalar_t>(spatial_scale)"), "(spatial_scale)");
+        assert_eq!(without_float_casts("static_cast<float>(a) * static_cast<int>(b)"), "(a) * static_cast<int>(b)");
+        assert_eq!(without_float_casts("static_cast<uint32_t>(n) + (float)x"), "static_cast<uint32_t>(n) + x");
     }
 
     #[test]

@@ -175,6 +175,9 @@ pub(super) enum MadeTensor {
     /// the two of a matrix, `q.permute({0, 2, 1, 3})` takes each from the index given;
     /// `x.unsqueeze(0)` adds one of extent 1.
     Reordered(String, Reorder),
+    /// A tuple of sizes made by a script's `_pair(x)` (`_single`, `_triple`): the shape `x`
+    /// is, where it is one (a tuple written as a tensor of that shape), else `x` that many times.
+    Repeated(String, usize),
 }
 
 /// How [`MadeTensor::Reordered`] orders the dimensions; negative indices count from the last.
@@ -235,6 +238,9 @@ pub(super) fn made_tensor(value: &str) -> Option<MadeTensor> {
     let callee = value[..open].trim();
     let args_text = value[open + 1..].trim_end().strip_suffix(')')?;
     let function = callee.rsplit("::").next()?;
+    if let Some(times) = ["_single", "_pair", "_triple"].iter().position(|helper| callee == *helper) {
+        return Some(MadeTensor::Repeated(args_text.trim().to_string(), times + 1));
+    }
     let namespaced = ["torch::", "at::"].iter().any(|ns| callee.starts_with(ns)) && callee.split("::").count() == 2;
     if namespaced && SHAPED.contains(&function) {
         // `at::empty(x.sizes(), x.options())`: the shape of `x`.
@@ -423,6 +429,8 @@ mod tests {
         assert_eq!(made_tensor("torch::matmul(a, b)"), None);
         assert_eq!(made_tensor("x.view({n, d})"), None, "a view changes the shape");
         assert_eq!(made_tensor("std::empty({n})"), None);
+        assert_eq!(made_tensor("_pair(kernel_size)"), Some(MadeTensor::Repeated("kernel_size".into(), 2)));
+        assert_eq!(made_tensor("_triple(torch::empty({1, 2, 3}))"), Some(MadeTensor::Repeated("torch::empty({1, 2, 3})".into(), 3)));
     }
 
     #[test]
