@@ -98,6 +98,11 @@
 #   own `BOOL_SWITCH` lambda, the launcher's types deduced from the dispatch's arguments, the
 #   first one's shared memory `threads.x * threads.y * sizeof(U)` following the `dim3(32, 4)`
 #   block the tuner varies: every block it times must verify (session 52).
+#   tests/fixtures/workspace/registered_ops: `grid_pool_kernel`, sized by tuples of sizes the
+#   op pairs (`_pair(output_size)`) and valued by string modes (`modes[mode]`, `1 if activation
+#   == 'relu' else 0`), one shape from a module in an assertion (session 53).
+# - tests/fixtures/workspace/index_inputs: `gather_rows`, whose ids the kernel asserts below
+#   `rows`: drawn from [0, rows) on every shape verification makes (session 53).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 # CASES=REGEX runs only the kernels whose name matches it.
@@ -164,7 +169,9 @@ workspace/autograd_backward|csrc/patch_max_cuda.cu|patch_max_backward_kernel|10
 workspace/autograd_backward|csrc/patch_max_cuda.cu|patch_max_forward_kernel|10
 workspace/deduced_launchers|csrc/pair_rotate.h|pair_rotate_kernel|10
 workspace/deduced_launchers|csrc/row_norm_cuda.cu|row_square_sums|10
-workspace/deduced_launchers|csrc/row_norm_cuda.cu|divide_by_deviation|10"
+workspace/deduced_launchers|csrc/row_norm_cuda.cu|divide_by_deviation|10
+workspace/registered_ops|ops/csrc/common/cuda/grid_pool_kernel.cuh|grid_pool_kernel|10
+workspace/index_inputs|gather.cu|gather_rows|10"
 if [ -n "${CASES:-}" ]; then
     cases="$(while IFS='|' read -r fixture file kernel budget; do [[ "$kernel" =~ $CASES ]] && echo "$fixture|$file|$kernel|$budget"; done <<< "$cases")"
 fi

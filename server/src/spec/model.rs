@@ -166,6 +166,10 @@ pub struct ArgSpec {
     /// Buffers: how inputs are filled. Never zeros by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init: Option<Init>,
+    /// Integer inputs whose values index an extent (`N0`, an expression over the sizes): on
+    /// each shape they are drawn from `[0, extent)`, in place of `init`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub indexes: Option<String>,
     /// Scalars: the value, an expression over sizes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,

@@ -149,6 +149,9 @@ fn render_arg_keys(out: &mut String, arg: &ArgSpec) {
         };
         let _ = writeln!(out, "init = {init}");
     }
+    if let Some(extent) = &arg.indexes {
+        let _ = writeln!(out, "indexes = {}", string(extent));
+    }
     if let Some(value) = &arg.value {
         let _ = writeln!(out, "value = {}", string(value));
     }

@@ -266,6 +266,10 @@ impl<'t> Checker<'t> {
                 let what = format!("value of {}", named.what("scalar argument"));
                 fields.push((Field { path: at("value"), kind: FieldKind::Scalar, what, example: first_size.clone(), made }, value));
             }
+            if let Some(extent) = &arg.indexes {
+                let what = format!("index extent of {}", named.what("argument"));
+                fields.push((Field { path: at("indexes"), kind: FieldKind::Length, what, example: first_size.clone(), made: None }, extent));
+            }
             for (i, extent) in arg.texture.iter().flat_map(|t| t.extent.iter().enumerate()) {
                 let axis = ["x", "y", "z"].get(i).copied().unwrap_or("?");
                 let what = format!("extent {axis} of texture `{}`", arg.name);
@@ -560,6 +564,13 @@ impl<'t> Checker<'t> {
             if let Some(message) = bad_init {
                 self.at(Severity::Error, &path("init"), message);
             }
+            if arg.indexes.is_some() {
+                if arg.length.is_none() || arg.dtype().is_float() {
+                    self.at(Severity::Error, &path("indexes"), format!("{what} has an index extent, which only a buffer of integers has"));
+                } else if arg.init.is_some() {
+                    self.at(Severity::Error, &path("init"), format!("buffer `{name}` has both an init and an index extent, which draws its values from [0, extent): keep one"));
+                }
+            }
         }
     }
 
@@ -571,7 +582,7 @@ impl<'t> Checker<'t> {
         if arg.struct_type.as_deref().is_some_and(|t| t.trim().is_empty() || is_unknown(t)) {
             self.at(Severity::Error, &at("struct"), format!("the type of struct `{name}` is unknown: write the C++ type the kernel takes, e.g. `Params`"));
         }
-        let own = [("dtype", arg.element.is_some()), ("length", arg.length.is_some()), ("value", arg.value.is_some()), ("role", arg.role.is_some()), ("init", arg.init.is_some()), ("texture", arg.texture.is_some()), ("compare", arg.compare.is_some())];
+        let own = [("dtype", arg.element.is_some()), ("length", arg.length.is_some()), ("value", arg.value.is_some()), ("role", arg.role.is_some()), ("init", arg.init.is_some()), ("indexes", arg.indexes.is_some()), ("texture", arg.texture.is_some()), ("compare", arg.compare.is_some())];
         for (key, _) in own.iter().filter(|(_, present)| *present) {
             self.at(Severity::Error, &at(key), format!("struct `{name}` has a {key}: a struct has only its fields, each with its own"));
         }

@@ -191,6 +191,7 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
         .collect();
     if let Some(b) = body {
         mark_partial_results(templated.text(), b, k, &mut args);
+        mark_index_extents(templated.text(), b, &mut args);
     }
     let renamed_sizes = match &host {
         // A method's own name (`step` of `Simulation<Real>::step`): the spec's names are identifiers.
@@ -1654,6 +1655,19 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         _ => Some(Init::Integers { low: 0, high: 128 }),
     };
     (ArgSpec { name: p.name.clone(), element: Some(dtype), length: Some(length), role: Some(role), init, ..ArgSpec::default() }, from_host)
+}
+
+/// Integer inputs whose values the kernel holds below one of its scalar arguments (`assert(kn <
+/// N0)` on `kn = knn_idx[…]`) are drawn from `[0, extent)`, the extent in the spec's names:
+/// random integers up to 128 made mmcv's `assign_score_withk` fault on its own assertion.
+fn mark_index_extents(text: &str, body: Node, args: &mut [ArgSpec]) {
+    let values: BTreeMap<String, String> = args.iter().filter_map(|a| Some((a.name.clone(), a.value.clone().filter(|v| !v.contains(UNKNOWN))?))).collect();
+    for arg in args.iter_mut().filter(|a| a.length.is_some() && a.role == Some(Role::Input) && !a.dtype().is_float()) {
+        if let Some(extent) = super::bounds::index_extent(text, body, &arg.name, &|name| values.contains_key(name)) {
+            arg.indexes = values.get(extent).cloned();
+            arg.init = None;
+        }
+    }
 }
 
 /// A struct passed by value (`ScaleParams params`): each member the kernel reads is a field, a

@@ -97,7 +97,13 @@ fn resolved(kernel: &KernelSpec, shape: &Shape, lookup: &dyn Fn(&str) -> Option<
             let length = largest.filter(|&n| n > 0).ok_or_else(|| anyhow!("argument `{name}`: length `{length}` is not a positive integer"))?;
             let role = arg.role.ok_or_else(|| anyhow!("argument `{name}`: no role (input, output or inout)"))?;
             // Outputs are poisoned before every run; their fill only matters for inouts.
-            let init = arg.init.clone().unwrap_or(Init::Uniform { low: -1.0, high: 1.0 });
+            let init = match &arg.indexes {
+                Some(extent) => {
+                    let high = evaluate("index extent", extent)?.as_integer().filter(|&n| n > 0).ok_or_else(|| anyhow!("argument `{name}`: index extent `{extent}` is not a positive integer"))?;
+                    Init::Integers { low: 0, high }
+                }
+                None => arg.init.clone().unwrap_or(Init::Uniform { low: -1.0, high: 1.0 }),
+            };
             let (tolerance, compare) = (kernel.verify.tolerance(arg.dtype()), arg.compare.unwrap_or_default());
             Ok(Arg::Buffer { name: name.to_string(), dtype: arg.dtype(), length: length as u64, role, init, tolerance, data: None, compare })
         }
