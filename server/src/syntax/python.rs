@@ -335,7 +335,7 @@ const UNWRITTEN: &str = "unread_python_value";
 /// PyTorch's helpers that make a tuple of sizes of one number (`_pair(3)` is `(3, 3)`) and
 /// keep a tuple as it is; host code calls them by the same names, which the reading of shapes
 /// knows.
-const TUPLE_HELPERS: [&str; 3] = ["_single", "_pair", "_triple"];
+pub(crate) const TUPLE_HELPERS: [&str; 3] = ["_single", "_pair", "_triple"];
 
 /// C++ words a Python name may be but a C++ one may not.
 /// `main` too: C++'s `main` takes no such parameters, and nothing may call it.
@@ -1240,7 +1240,9 @@ impl<'a> Writer<'a> {
         let value = subscript.child_by_field_name("value").filter(|v| v.kind() == "identifier")?;
         let dictionary = self.local_lists.get(self.text(value)).or_else(|| self.lists.get(self.text(value))).filter(|d| d.kind() == "dictionary")?;
         let key = self.expression(subscript.child_by_field_name("subscript")?)?;
-        let pairs = named_children(*dictionary).into_iter().filter(|p| p.kind() == "pair").map(|pair| Some((self.expression(pair.child_by_field_name("key")?)?, self.expression(pair.child_by_field_name("value")?)?)));
+        // Every entry a `key: value` pair: a `**other` spliced in is entries no one wrote here.
+        let entries = named_children(*dictionary).into_iter().filter(|e| e.kind() != "comment");
+        let pairs = entries.map(|pair| Some((self.expression(pair.child_by_field_name("key")?)?, self.expression(pair.child_by_field_name("value")?)?)));
         let pairs: Vec<(String, String)> = pairs.collect::<Option<_>>()?;
         Some(pairs.iter().rev().fold(UNWRITTEN.to_string(), |otherwise, (k, v)| format!("({} == {k}) ? ({v}) : ({otherwise})", parenthesized(&key))))
     }

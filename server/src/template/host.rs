@@ -4809,32 +4809,39 @@ fn lines_joined(text: &str) -> String {
     out
 }
 
-/// `n / (float)block` → `n / block`, and `float(n)`, `(double)n`, `static_cast<float>(n)` the same.
-/// `text` with each comparison `a == b` or `a != b` of two operands (names, or string
-/// literals, at least one a literal) replaced by what `truth(a, equal, b)` gives, where it
+/// `text` with each comparison `a == b` or `a != b` of two operands (names, numbers or string
+/// literals, at least one a string) replaced by what `truth(a, equal, b)` gives, where it
 /// gives something.
 fn replace_comparisons(text: &str, truth: impl Fn(&str, bool, &str) -> Option<i64>) -> String {
-    let operand_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '"';
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.';
     let operator_at = |rest: &str| rest.match_indices("==").chain(rest.match_indices("!=")).map(|(at, _)| at).filter(|&at| !rest[..at].ends_with(['<', '>', '=', '!'])).min();
+    // The operand that ends `before` and the one that starts `after`: a string literal whole.
+    let left_start = |before: &str| match before.strip_suffix('"') {
+        Some(inner) => inner.rfind('"'),
+        None => Some(before.rfind(|c: char| !word(c)).map_or(0, |i| i + 1)),
+    };
+    let right_end = |after: &str| match after.strip_prefix('"') {
+        Some(inner) => inner.find('"').map(|i| i + 2),
+        None => Some(after.find(|c: char| !word(c)).unwrap_or(after.len())),
+    };
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = operator_at(rest) {
         let before = rest[..at].trim_end();
-        let left_start = before.rfind(|c: char| !operand_char(c)).map_or(0, |i| i + 1);
-        let after = &rest[at + 2..];
-        let right_text = after.trim_start();
-        let right_end = right_text.find(|c: char| !operand_char(c)).unwrap_or(right_text.len());
-        let (left, right) = (&before[left_start..], &right_text[..right_end]);
-        let quoted = left.starts_with('"') || right.starts_with('"');
-        match truth(left, &rest[at..at + 1] == "=", right).filter(|_| quoted && !left.is_empty() && !right.is_empty()) {
-            Some(value) => {
-                out.push_str(&rest[..left_start]);
+        let after = rest[at + 2..].trim_start();
+        let operands = left_start(before).zip(right_end(after)).filter(|&(start, end)| {
+            let (left, right) = (&before[start..], &after[..end]);
+            !left.is_empty() && !right.is_empty() && (left.starts_with('"') || right.starts_with('"'))
+        });
+        match operands.and_then(|(start, end)| Some((start, end, truth(&before[start..], &rest[at..at + 1] == "=", &after[..end])?))) {
+            Some((start, end, value)) => {
+                out.push_str(&before[..start]);
                 out.push_str(&value.to_string());
-                rest = &right_text[right_end..];
+                rest = &after[end..];
             }
             None => {
                 out.push_str(&rest[..at + 2]);
-                rest = after;
+                rest = &rest[at + 2..];
             }
         }
     }
@@ -4842,6 +4849,7 @@ fn replace_comparisons(text: &str, truth: impl Fn(&str, bool, &str) -> Option<i6
     out
 }
 
+/// `n / (float)block` → `n / block`, and `float(n)`, `(double)n`, `static_cast<float>(n)` the same.
 fn without_float_casts(text: &str) -> String {
     let out = text.replace("(float)", "").replace("(double)", "");
     let out = ["float", "double"].iter().fold(out, |out, function| replace_calls(&out, function, |inner| Some(format!("({inner})"))));
@@ -4900,6 +4908,7 @@ mod tests {
         assert_eq!(replace_comparisons("(mode == \"max\") ? (0) : (1)", truth), "(0) ? (0) : (1)");
         assert_eq!(replace_comparisons("\"avg\" != mode && other == \"x\"", truth), "0 && other == \"x\"");
         assert_eq!(replace_comparisons("a == b + 1", truth), "a == b + 1");
+        assert_eq!(replace_comparisons("(mode == \"max pool\") ? 1 : 2", truth), "(0) ? 1 : 2");
     }
 
     #[test]

@@ -238,7 +238,7 @@ pub(super) fn made_tensor(value: &str) -> Option<MadeTensor> {
     let callee = value[..open].trim();
     let args_text = value[open + 1..].trim_end().strip_suffix(')')?;
     let function = callee.rsplit("::").next()?;
-    if let Some(times) = ["_single", "_pair", "_triple"].iter().position(|helper| callee == *helper) {
+    if let Some(times) = crate::syntax::python::TUPLE_HELPERS.iter().position(|helper| callee == *helper) {
         return Some(MadeTensor::Repeated(args_text.trim().to_string(), times + 1));
     }
     let namespaced = ["torch::", "at::"].iter().any(|ns| callee.starts_with(ns)) && callee.split("::").count() == 2;
