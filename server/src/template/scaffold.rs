@@ -191,7 +191,6 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
         .collect();
     if let Some(b) = body {
         mark_partial_results(templated.text(), b, k, &mut args);
-        mark_index_extents(templated.text(), b, &mut args);
     }
     let renamed_sizes = match &host {
         // A method's own name (`step` of `Simulation<Real>::step`): the spec's names are identifiers.
@@ -253,6 +252,11 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     shared_bytes = with_kept_block_extents(&shared_bytes, &block);
     let mut param_names: BTreeSet<String> = params.iter().map(|p| p.name.clone()).collect();
     let unsayable = unsayable_expressions(kernel, site.is_some(), &mut grid, &mut block, &mut shared_bytes, &mut args);
+    // An extent is a scalar's value as the spec finally says it: renamed, and `?` where the
+    // program's expression is none a spec can say.
+    if let Some(b) = body {
+        mark_index_extents(templated.text(), b, &mut args);
+    }
     let mut sizes = BTreeSet::new();
     let expressions = grid.iter().chain(&block).chain(std::iter::once(&shared_bytes));
     let leaves = || crate::spec::leaves(&args);
