@@ -102,7 +102,10 @@
 #   op pairs (`_pair(output_size)`) and valued by string modes (`modes[mode]`, `1 if activation
 #   == 'relu' else 0`), one shape from a module in an assertion (session 53).
 # - tests/fixtures/workspace/index_inputs: `gather_rows`, whose ids the kernel asserts below
-#   `rows`: drawn from [0, rows) on every shape verification makes (session 53).
+#   `rows`: drawn from [0, rows) on every shape verification makes (session 53). `scatter_pooled`,
+#   `embed_tokens`, `gather_points` (scatter.cu), whose unchecked indices address a plane of
+#   `height * width`, the rows of a table, a batch's run of points: drawn within them, the
+#   original never writes past its gradient (session 54).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 # CASES=REGEX runs only the kernels whose name matches it.
@@ -171,7 +174,10 @@ workspace/deduced_launchers|csrc/pair_rotate.h|pair_rotate_kernel|10
 workspace/deduced_launchers|csrc/row_norm_cuda.cu|row_square_sums|10
 workspace/deduced_launchers|csrc/row_norm_cuda.cu|divide_by_deviation|10
 workspace/registered_ops|ops/csrc/common/cuda/grid_pool_kernel.cuh|grid_pool_kernel|10
-workspace/index_inputs|gather.cu|gather_rows|10"
+workspace/index_inputs|gather.cu|gather_rows|10
+workspace/index_inputs|scatter.cu|scatter_pooled|10
+workspace/index_inputs|scatter.cu|embed_tokens|10
+workspace/index_inputs|scatter.cu|gather_points|10"
 if [ -n "${CASES:-}" ]; then
     cases="$(while IFS='|' read -r fixture file kernel budget; do [[ "$kernel" =~ $CASES ]] && echo "$fixture|$file|$kernel|$budget"; done <<< "$cases")"
 fi

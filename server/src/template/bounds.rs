@@ -26,29 +26,6 @@ pub(super) fn guarded_length(text: &str, body: Node, buffer: &str, is_bound_name
     length
 }
 
-/// The kernel's scalar parameter that the values read from the integer buffer `buffer` stay
-/// below: a local given an element of it (`const int kn = (int)knn_idx[…];`) compared with one
-/// the kernel's assertions or early exits hold it under (`assert(kn < N0)`, `if (kn >= N0 ||
-/// kn < 0) return;`). `None` when no such comparison names one `is_bound_name` accepts.
-pub(super) fn index_extent<'t>(text: &'t str, body: Node, buffer: &str, is_bound_name: &dyn Fn(&str) -> bool) -> Option<&'t str> {
-    let reads_element = |value: Node| descendants(value).any(|n| n.kind() == "subscript_expression" && n.child_by_field_name("argument").is_some_and(|a| &text[a.byte_range()] == buffer));
-    let read_into: Vec<&str> = descendants(body)
-        .filter(|n| n.kind() == "init_declarator" && n.child_by_field_name("value").is_some_and(reads_element))
-        .filter_map(|n| n.child_by_field_name("declarator").filter(|d| d.kind() == "identifier"))
-        .map(|d| &text[d.byte_range()])
-        .collect();
-    descendants(body).filter(|n| n.kind() == "binary_expression").find_map(|comparison| {
-        let operand = |field: &str| comparison.child_by_field_name(field).map(|n| text[without_parentheses(n).byte_range()].trim());
-        let (left, right) = (operand("left")?, operand("right")?);
-        let (index, extent) = match &text[comparison.child_by_field_name("operator")?.byte_range()] {
-            "<" | ">=" => (left, right),
-            ">" | "<=" => (right, left),
-            _ => return None,
-        };
-        (read_into.contains(&index) && is_bound_name(extent)).then_some(extent)
-    })
-}
-
 struct Bounds<'t, 'f> {
     text: &'t str,
     body: Node<'t>,
@@ -160,7 +137,7 @@ fn returns(statement: Node) -> bool {
     }
 }
 
-fn without_parentheses(mut node: Node) -> Node {
+pub(super) fn without_parentheses(mut node: Node) -> Node {
     while node.kind() == "parenthesized_expression" {
         match node.named_child(0) {
             Some(inner) => node = inner,
@@ -220,24 +197,6 @@ mod tests {
     fn a_row_major_index_needs_rows_times_width() {
         let source = "__global__ void k(float *out, int w, int h) {\n  int x = threadIdx.x, y = blockIdx.y;\n  if (x >= w || y >= h) return;\n  out[y * w + x] = 0.0f;\n}\n";
         assert_eq!(length_of(source, "out").as_deref(), Some("h * w"));
-    }
-
-    #[test]
-    fn indices_read_from_a_buffer_stay_below_the_extent_the_kernel_holds_them_under() {
-        let index = |source: &str, buffer: &str| {
-            let doc = Document::new(source.to_string());
-            let body = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap().child_by_field_name("body").unwrap();
-            index_extent(doc.text(), body, buffer, &|name| ["n", "rows"].contains(&name)).map(str::to_string)
-        };
-        let asserted = "__global__ void k(const long *idx, const float *x, float *y, int n) {\n  const int j = (int)idx[threadIdx.x];\n  assert(j < n);\n  y[threadIdx.x] = x[j];\n}\n";
-        assert_eq!(index(asserted, "idx").as_deref(), Some("n"));
-        let exits = "__global__ void k(const int *idx, float *y, int rows) {\n  int r = idx[blockIdx.x];\n  if (r >= rows || r < 0) return;\n  y[r] = 1.0f;\n}\n";
-        assert_eq!(index(exits, "idx").as_deref(), Some("rows"));
-        // Compared with a local, or read and never compared: no extent the spec could say.
-        let local = "__global__ void k(const int *idx, float *y, int n) {\n  int m = n / 2;\n  int r = idx[0];\n  if (r < m) y[r] = 1.0f;\n}\n";
-        assert_eq!(index(local, "idx"), None);
-        let unchecked = "__global__ void k(const int *idx, float *y, int n) {\n  int r = idx[0];\n  y[r] = 1.0f;\n}\n";
-        assert_eq!(index(unchecked, "idx"), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod data_files;
 mod derivations;
 mod elements;
 mod host;
+mod index_values;
 mod keep_row;
 mod lanes;
 mod file;

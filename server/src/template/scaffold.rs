@@ -11,6 +11,7 @@ use tree_sitter::Node;
 use super::derivations;
 use super::elements::FlatThreads;
 use super::bounds::guarded_length;
+use super::index_values;
 use super::host::{HostContext, HostFile, LaunchChoice};
 use super::spec_text::{spec_expression, Division};
 use super::structs;
@@ -1661,15 +1662,43 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
     (ArgSpec { name: p.name.clone(), element: Some(dtype), length: Some(length), role: Some(role), init, ..ArgSpec::default() }, from_host)
 }
 
-/// Integer inputs whose values the kernel holds below one of its scalar arguments (`assert(kn <
-/// N0)` on `kn = knn_idx[…]`) are drawn from `[0, extent)`, the extent in the spec's names:
-/// random integers up to 128 made mmcv's `assign_score_withk` fault on its own assertion.
+/// Integer inputs of indices are drawn from `[0, extent)`, the extent in the spec's names: one
+/// the kernel holds their values below (`assert(kn < N0)` on `kn = knn_idx[…]`), else what they
+/// address in another buffer (`grad_input_offset + argmax[i]`, the offset a multiple of
+/// `height * width`). Random integers up to 128 overrun small problems.
 fn mark_index_extents(text: &str, body: Node, args: &mut [ArgSpec]) {
-    let values: BTreeMap<String, String> = args.iter().filter_map(|a| Some((a.name.clone(), a.value.clone().filter(|v| !v.contains(UNKNOWN))?))).collect();
+    let known = |expression: &Option<String>| expression.clone().filter(|v| !v.contains(UNKNOWN));
+    let values: BTreeMap<String, String> = args.iter().filter_map(|a| Some((a.name.clone(), known(&a.value)?))).collect();
+    let lengths: BTreeMap<String, String> = args.iter().filter_map(|a| Some((a.name.clone(), known(&a.length)?))).collect();
     for arg in args.iter_mut().filter(|a| a.length.is_some() && a.role == Some(Role::Input) && !a.dtype().is_float()) {
-        if let Some(extent) = super::bounds::index_extent(text, body, &arg.name, &|name| values.contains_key(name)) {
-            arg.indexes = values.get(extent).cloned();
+        let compared = || index_values::compared_extent(text, body, &arg.name, &|name| values.contains_key(name)).and_then(|name| values.get(name).cloned());
+        let addressed = || {
+            let addressed = index_values::addressed_extent(text, body, &arg.name, &|name| values.contains_key(name), &|name| lengths.contains_key(name))?;
+            addressed_extent_expression(&addressed, &values, &lengths)
+        };
+        if let Some(extent) = compared().or_else(addressed) {
+            arg.indexes = Some(extent);
             arg.init = None;
+        }
+    }
+}
+
+/// An extent the kernel's indices address, in the spec's names: a plane's factors multiplied,
+/// or a buffer's length with the stride's factors taken out of its product (`50257 * C` over
+/// `C` is `50257`). `None` where the length has no such factor.
+fn addressed_extent_expression(addressed: &index_values::Addressed, values: &BTreeMap<String, String>, lengths: &BTreeMap<String, String>) -> Option<String> {
+    let value = |factor: &str| if factor.chars().all(|c| c.is_ascii_digit()) { Some(factor.to_string()) } else { values.get(factor).cloned() };
+    let product = |factors: Vec<String>| if factors.is_empty() { "1".to_string() } else { factors.join(" * ") };
+    match addressed {
+        index_values::Addressed::Plane(factors) => Some(product(factors.iter().map(|f| value(f).map(|v| super::layout::factor(&v))).collect::<Option<_>>()?)),
+        index_values::Addressed::Rows { buffer, stride } => {
+            let mut left: Vec<String> = crate::spec::split_top_level(lengths.get(*buffer)?, '*').into_iter().map(|f| f.trim().to_string()).collect();
+            for factor in stride {
+                let factor = value(factor)?;
+                let at = left.iter().position(|f| *f == factor || *f == format!("({factor})"))?;
+                left.remove(at);
+            }
+            Some(product(left))
         }
     }
 }
