@@ -106,6 +106,9 @@
 #   `embed_tokens`, `gather_points` (scatter.cu), whose unchecked indices address a plane of
 #   `height * width`, the rows of a table, a batch's run of points: drawn within them, the
 #   original never writes past its gradient (session 54).
+#   tests/fixtures/workspace/registered_ops: `pair_distances_kernel`, whose op is named like its
+#   binding, its skipped keywords its defaults, its output `rows * cols` or `rows` by `if aligned:`
+#   (session 54).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 # CASES=REGEX runs only the kernels whose name matches it.
@@ -177,7 +180,8 @@ workspace/registered_ops|ops/csrc/common/cuda/grid_pool_kernel.cuh|grid_pool_ker
 workspace/index_inputs|gather.cu|gather_rows|10
 workspace/index_inputs|scatter.cu|scatter_pooled|10
 workspace/index_inputs|scatter.cu|embed_tokens|10
-workspace/index_inputs|scatter.cu|gather_points|10"
+workspace/index_inputs|scatter.cu|gather_points|10
+workspace/registered_ops|ops/csrc/common/cuda/pair_distances_kernel.cuh|pair_distances_kernel|10"
 if [ -n "${CASES:-}" ]; then
     cases="$(while IFS='|' read -r fixture file kernel budget; do [[ "$kernel" =~ $CASES ]] && echo "$fixture|$file|$kernel|$budget"; done <<< "$cases")"
 fi

@@ -170,6 +170,13 @@ impl<'d> Call<'d> {
         args.into_iter().skip(self.key_arguments).collect()
     }
 
+    /// Whether the callee is written with a namespace (`ns::run(…)`, `::run(…)`).
+    pub fn is_qualified(&self) -> bool {
+        let callee = self.node.child_by_field_name("function");
+        let callee = callee.map(|f| if f.kind() == "template_function" { f.child_by_field_name("name").unwrap_or(f) } else { f });
+        callee.is_some_and(|f| f.kind() == "qualified_identifier")
+    }
+
     /// `<float, 256>` of `run<float, 256>(...)`, each argument's text.
     pub fn template_args(&self) -> Vec<String> {
         let Some(function) = self.node.child_by_field_name("function") else { return Vec::new() };

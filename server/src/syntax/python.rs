@@ -26,6 +26,11 @@ pub struct Binding {
     /// parameters after its own (`Carafe_forward(features, masks, kernel_size, …)`), which an
     /// object's calls take from the call that made it. Empty for a function.
     pub constructor: Vec<String>,
+    /// For a function of another script, its parameters' defaults that are literals, as C++
+    /// (`"iou"`, `0`), which a call that skips one passes. Empty for C++.
+    pub defaults: Vec<Option<String>>,
+    /// Whether it is a function of a script, not of the C++.
+    pub in_script: bool,
     /// The extension the binding is built into (`xentropy_cuda`), where a build script says:
     /// of namesakes (every apex extension exports a `forward`), `xentropy_cuda.forward(…)`
     /// calls this one.
@@ -67,7 +72,7 @@ pub fn bindings(text: &str, root: Node) -> Vec<Binding> {
             continue;
         }
         let params = definition.map(|f| super::host::parameter_names(text, f)).unwrap_or_default();
-        out.push(Binding { python, cpp, template_args, params, constructor: Vec::new(), module: None });
+        out.push(Binding { python, cpp, template_args, params, constructor: Vec::new(), defaults: Vec::new(), in_script: false, module: None });
     }
     out
 }
@@ -172,7 +177,8 @@ pub fn callers(python: &str, callees: &[Binding]) -> Vec<(Binding, String)> {
             });
             if calls_leading {
                 leading.push(name.clone());
-                out.push((binding_of(python, name, cpp_name(name), *definition), mentioned_as));
+                let binding = Binding { defaults: writer.literal_defaults(*definition), ..binding_of(python, name, cpp_name(name), *definition) };
+                out.push((binding, mentioned_as));
             }
         }
         // An alias leads to the callees too: the module's functions that call it are callers
@@ -194,7 +200,12 @@ pub fn callers(python: &str, callees: &[Binding]) -> Vec<(Binding, String)> {
 fn module_aliases_of(writer: &Writer, root: Node, leading: &[String], found: &[(Binding, String)]) -> Vec<(Binding, String)> {
     let statements = named_children(root).into_iter().filter(|n| n.kind() == "expression_statement");
     let aliases = statements.filter_map(|statement| writer.function_alias(statement)).filter(|(alias, function)| leading.contains(function) && !found.iter().any(|(b, _)| b.python == *alias));
-    aliases.filter_map(|(alias, function)| Some((binding_of(writer.text, &alias, cpp_name(&function), *writer.functions.get(&function)?), alias))).collect()
+    aliases
+        .filter_map(|(alias, function)| {
+            let definition = *writer.functions.get(&function)?;
+            Some((Binding { defaults: writer.literal_defaults(definition), ..binding_of(writer.text, &alias, cpp_name(&function), definition) }, alias))
+        })
+        .collect()
 }
 
 /// The callee that the function `definition` of the script is for other scripts, by the name
@@ -202,7 +213,7 @@ fn module_aliases_of(writer: &Writer, root: Node, leading: &[String], found: &[(
 fn binding_of(text: &str, python: &str, cpp: String, definition: Node) -> Binding {
     let constructor: Vec<String> = constructor_parameters(text, definition).into_iter().map(|(name, _)| cpp_name(&text[name.byte_range()])).collect();
     let params = parameter_names(text, definition).into_iter().chain(constructor.iter().cloned()).collect();
-    Binding { python: python.to_string(), cpp, template_args: String::new(), params, constructor, module: None }
+    Binding { python: python.to_string(), cpp, template_args: String::new(), params, constructor, defaults: Vec::new(), in_script: true, module: None }
 }
 
 /// The class a function is a method of, where it is one.
@@ -672,7 +683,7 @@ impl<'a> Writer<'a> {
                     }
                     None => {}
                 }
-                if self.optional_branches(statement) {
+                if self.optional_branches(statement) || self.assigned_in_branches(statement) {
                     return;
                 }
                 // Read in place: what the branch assigns, the function has after it, as Python
@@ -731,6 +742,67 @@ impl<'a> Writer<'a> {
             }
         }
         self.put(statement.end_position().row, "}");
+        true
+    }
+
+    /// An `if` whose branches only assign (`if aligned: ious = b.new_zeros(rows) else: ious =
+    /// b.new_zeros((rows, cols))`, mmcv's `bbox_overlaps`), written as one conditional value
+    /// per name after it, `auto ious = (aligned) ? (torch::empty({rows})) : (…);`, which the
+    /// host reading settles by the caller's arguments; a name a branch leaves keeps its value
+    /// there. `false`, with nothing written, for any other `if` (one that calls the host too).
+    fn assigned_in_branches(&mut self, statement: Node<'a>) -> bool {
+        let mut branches = vec![(statement.child_by_field_name("condition"), statement.child_by_field_name("consequence"))];
+        for clause in named_children(statement).into_iter().filter(|c| matches!(c.kind(), "elif_clause" | "else_clause")) {
+            let condition = clause.child_by_field_name("condition").filter(|_| clause.kind() == "elif_clause");
+            branches.push((condition, clause.child_by_field_name("consequence").or_else(|| clause.child_by_field_name("body"))));
+        }
+        if branches.last().is_some_and(|(condition, _)| condition.is_some()) {
+            branches.push((None, None));
+        }
+        let mut names: Vec<String> = Vec::new();
+        let mut written: Vec<(Option<String>, HashMap<String, String>)> = Vec::new();
+        for (condition, body) in branches {
+            let condition = match condition {
+                Some(c) => match self.condition(c) {
+                    Some(c) => Some(c),
+                    None => return false,
+                },
+                None => None,
+            };
+            let mut assigned = HashMap::new();
+            for statement in body.map(named_children).unwrap_or_default() {
+                match statement.kind() {
+                    "assert_statement" | "pass_statement" | "comment" => continue,
+                    "expression_statement" if self.outermost_host_calls(statement).is_empty() && self.unpacked_call(statement).is_none() => {}
+                    _ => return false,
+                }
+                let Some(pairs) = self.assignments(statement) else { return false };
+                for (name, value) in pairs {
+                    if !names.contains(&name) {
+                        names.push(name.clone());
+                    }
+                    assigned.insert(name, value);
+                }
+            }
+            written.push((condition, assigned));
+        }
+        if names.is_empty() {
+            return false;
+        }
+        let end = statement.end_position().row;
+        for name in names {
+            let kept = name.clone();
+            let value = written.iter().rev().fold(None, |otherwise: Option<String>, (condition, assigned)| {
+                let value = assigned.get(&name).cloned().unwrap_or_else(|| kept.clone());
+                Some(match (condition, otherwise) {
+                    (Some(condition), Some(otherwise)) => format!("({condition}) ? ({value}) : ({otherwise})"),
+                    _ => value,
+                })
+            });
+            if let Some(value) = value.filter(|v| *v != name) {
+                self.put(end, &format!("auto {name} = {value};"));
+            }
+        }
         true
     }
 
@@ -1628,9 +1700,21 @@ impl<'a> Writer<'a> {
     /// several, the one built into the module it names.
     fn binding_called(&self, name: &str, function: Node<'a>) -> Option<&Binding> {
         let module = function.child_by_field_name("object").filter(|_| function.kind() == "attribute").map(|o| self.text(o));
-        let mut named = self.bindings.iter().filter(|b| b.python == name).peekable();
-        let first = named.peek().copied();
-        named.find(|b| b.module.is_some() && b.module.as_deref() == module).or(first)
+        let named = || self.bindings.iter().filter(|b| b.python == name);
+        let of_module = named().find(|b| b.module.is_some() && b.module.as_deref() == module);
+        // A bare name is what the script imported: another script's function before the
+        // extension's namesake (mmcv's `bbox_overlaps` wraps `ext_module.bbox_overlaps`).
+        let imported = named().find(|b| b.in_script).filter(|_| function.kind() == "identifier");
+        of_module.or(imported).or_else(|| named().next())
+    }
+
+    /// The defaults of `definition`'s parameters (its class's `__init__`'s after) that are
+    /// literals, as C++: what another script's call that skips one passes. A default naming
+    /// this script's values would mean nothing there.
+    fn literal_defaults(&self, definition: Node<'a>) -> Vec<Option<String>> {
+        let is_literal = |d: Node| matches!(d.kind(), "integer" | "float" | "true" | "false" | "none" | "string") || d.kind() == "unary_operator" && d.named_child(0).is_some_and(|n| matches!(n.kind(), "integer" | "float"));
+        let params = parameters(self.text, definition).into_iter().chain(constructor_parameters(self.text, definition));
+        params.map(|(_, default)| default.filter(|d| is_literal(*d)).and_then(|d| self.expression(d))).collect()
     }
 
     /// A call of `function` with `arguments` (positional, then keywords) as C++, where it is a
@@ -1656,15 +1740,21 @@ impl<'a> Writer<'a> {
                 let binding = binding_of(self.text, &name, cpp_name(&name), *definition);
                 (binding.cpp, binding.params, binding.constructor)
             }
+            // Qualified where the script has a namesake (mmcv's `bbox_overlaps` calls
+            // `ext_module.bbox_overlaps`): a script's own function is never qualified.
+            (Some(binding), None) if self.functions.contains_key(binding.cpp_bare()) && !binding.cpp.contains("::") => {
+                (format!("::{}{}", binding.cpp, binding.template_args), binding.params.clone(), binding.constructor.clone())
+            }
             (Some(binding), None) => (format!("{}{}", binding.cpp, binding.template_args), binding.params.clone(), binding.constructor.clone()),
             (None, None) if passed => (cpp_name(&name), Vec::new(), Vec::new()),
             (None, None) => return None,
         };
         // A parameter the call skips (a keyword names a later one) takes its default, where
         // the script gives one.
-        let defaults: Vec<Option<String>> = match own {
-            Some(definition) => parameters(self.text, *definition).into_iter().chain(constructor_parameters(self.text, *definition)).map(|(_, default)| default.and_then(|d| self.expression(d))).collect(),
-            None => Vec::new(),
+        let defaults: Vec<Option<String>> = match (own, binding) {
+            (Some(definition), _) => parameters(self.text, *definition).into_iter().chain(constructor_parameters(self.text, *definition)).map(|(_, default)| default.and_then(|d| self.expression(d))).collect(),
+            (None, Some(binding)) => binding.defaults.clone(),
+            (None, None) => Vec::new(),
         };
         let skipped = |at: usize| defaults.get(at).cloned().flatten().unwrap_or_else(|| UNWRITTEN.to_string());
         let mut args: Vec<String> = Vec::new();
@@ -1885,7 +1975,7 @@ mod tests {
     use super::*;
 
     fn binding(python: &str, cpp: &str, params: &[&str]) -> Binding {
-        Binding { python: python.into(), cpp: cpp.into(), template_args: String::new(), params: params.iter().map(|p| p.to_string()).collect(), constructor: Vec::new(), module: None }
+        Binding { python: python.into(), cpp: cpp.into(), template_args: String::new(), params: params.iter().map(|p| p.to_string()).collect(), constructor: Vec::new(), defaults: Vec::new(), in_script: false, module: None }
     }
 
     #[test]
@@ -1932,7 +2022,8 @@ def test_shift():
         let found = callers(script, &[binding("shift_function", "shift_function", &["x", "alpha"])]);
         // The autograd function's `forward` is called through its class, and `shift` calls it
         // through `apply`; the test is the runner's.
-        assert_eq!(found[0], (binding("ShiftFn_forward", "ShiftFn_forward", &["x", "alpha"]), "ShiftFn".to_string()));
+        let forward = Binding { defaults: vec![None, Some("1.0".into())], in_script: true, ..binding("ShiftFn_forward", "ShiftFn_forward", &["x", "alpha"]) };
+        assert_eq!(found[0], (forward, "ShiftFn".to_string()));
         assert_eq!(found.iter().map(|(b, word)| (b.python.as_str(), word.as_str())).collect::<Vec<_>>(), [("ShiftFn_forward", "ShiftFn"), ("shift", "shift")]);
     }
 
@@ -1952,7 +2043,8 @@ other = len
 ";
         let found = callers(script, &[binding("scale_forward", "scale_forward", &["x", "s", "out"])]);
         // Other scripts call `scale(x, s)`: the alias is a callee that calls `ScaleFn_forward`.
-        assert_eq!(found, vec![(binding("ScaleFn_forward", "ScaleFn_forward", &["x", "s"]), "ScaleFn".to_string()), (binding("scale", "ScaleFn_forward", &["x", "s"]), "scale".to_string())]);
+        let in_script = |b: Binding| Binding { defaults: vec![None, None], in_script: true, ..b };
+        assert_eq!(found, vec![(in_script(binding("ScaleFn_forward", "ScaleFn_forward", &["x", "s"])), "ScaleFn".to_string()), (in_script(binding("scale", "ScaleFn_forward", &["x", "s"])), "scale".to_string())]);
         let code = as_host_code(script, "forward", &[binding("scale_forward", "scale_forward", &["x", "s", "out"])]);
         let data = as_host_code("points = [[[0.5, 1.0, 2.0], [1.5, 1.0, 0.0]]]\ndef test_points():\n    x = torch.tensor(points, device='cuda')\n    y = torch.tensor([[1, 2], [3, 4], [5, 6]])\n    ScaleFn.apply(x, y)\n", "test_points", &found.iter().map(|(b, _)| b.clone()).collect::<Vec<_>>());
         // Data written as nested lists: each level's length.
@@ -2306,7 +2398,9 @@ class Blur(nn.Module):
 ";
         let found = callers(package, &[binding("blur_forward", "blur_forward", &["x", "out", "radius", "scale"])]);
         // The module's `forward` takes its `__init__`'s parameters after its own.
-        let module = Binding { constructor: vec!["radius".into(), "scale".into(), "name".into()], ..binding("Blur_forward", "Blur_forward", &["x", "radius", "scale", "name"]) };
+        // Its literal defaults are what another script's call that skips one passes.
+        let defaults = vec![None, None, Some("1.0".into()), Some("\"blur\"".into())];
+        let module = Binding { constructor: vec!["radius".into(), "scale".into(), "name".into()], defaults, in_script: true, ..binding("Blur_forward", "Blur_forward", &["x", "radius", "scale", "name"]) };
         assert_eq!(found.iter().find(|(b, _)| b.python == "Blur_forward"), Some(&(module, "Blur".to_string())), "{found:?}");
         let code = as_host_code(package, "blur", &[binding("blur_forward", "blur_forward", &["x", "out", "radius", "scale"])]);
         let lines: Vec<&str> = code.lines().collect();
@@ -2525,10 +2619,14 @@ def near(xyz, centers, counts=None):
         assert_eq!(lines[1], "if (counts != 0 && !((centers == 0))) {", "{lines:?}");
         assert_eq!(lines[4], "} else if (counts == 0) {", "{lines:?}");
         assert_eq!(lines[5], "auto b = xyz.size(0); auto n = xyz.size(1);", "{lines:?}");
-        assert_eq!(lines[7], "near(centers, xyz, idx, b);", "{lines:?}");
+        // The binding, not the script's namesake that calls it.
+        assert_eq!(lines[7], "::near(centers, xyz, idx, b);", "{lines:?}");
         assert_eq!(lines[8], "} else {", "{lines:?}");
-        // Any other condition is read as before: the first branch in place.
-        let other = as_host_code("def f(x, n):\n    if n > 4:\n        y = x.new_zeros(n)\n    else:\n        y = x\n", "ops", &[]);
-        assert!(!other.contains("if ("), "{other}");
+        // Branches that only assign: one conditional value per name, after the `if`.
+        let assigned = as_host_code("def f(x, n, aligned=False):\n    if n > 4:\n        y = x.new_zeros(n)\n    elif aligned:\n        assert n == 2\n    else:\n        y = x\n    return y\n", "ops", &[]);
+        assert!(assigned.contains("auto y = (n > 4) ? (torch::empty({n})) : ((aligned) ? (y) : (x));") && !assigned.contains("if ("), "{assigned}");
+        // A branch that calls the host is read as before: the first branch in place.
+        let calling = as_host_code("def f(x, n):\n    if n > 4:\n        y = x.new_zeros(n)\n        ext.op(y)\n    else:\n        y = x\n", "ops", &[binding("op", "op", &["y"])]);
+        assert!(calling.contains("auto y = torch::empty({n});") && !calling.contains('?'), "{calling}");
     }
 }

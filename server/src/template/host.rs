@@ -1973,6 +1973,20 @@ impl<'d> HostContext<'d> {
     /// The dimensions of the tensor `value` makes in frame `made_at`, and the frame whose names
     /// they are in (see [`HostContext::tensor_dims`]).
     fn made_tensor_dims(&self, path: &[Frame], made_at: usize, value: &str, depth: usize) -> Option<(usize, Vec<String>)> {
+        // One of two tensors by a condition the path settles (`(aligned) ? (torch::empty({rows}))
+        // : (torch::empty({rows, cols}))`, a script's `if` whose branches make each).
+        let value = strip_outer_parens(value.trim());
+        if let Some((question, colon)) = callee::top_level_conditional(value).filter(|_| depth < 16) {
+            let taken = match self.eval_text(path, made_at, &value[..question], depth + 1)? {
+                0 => &value[colon + 1..],
+                _ => &value[question + 1..colon],
+            };
+            let taken = strip_outer_parens(taken.trim());
+            return match is_identifier(taken) {
+                true => self.tensor_dims(path, made_at, taken, depth + 1),
+                false => self.made_tensor_dims(path, made_at, taken, depth + 1),
+            };
+        }
         match tensors::made_tensor(&strip_casts_everywhere(value))? {
             tensors::MadeTensor::Dims(dims) => Some((made_at, dims)),
             tensors::MadeTensor::Like(other) => self.tensor_dims(path, made_at, &other, depth + 1),
@@ -3225,8 +3239,9 @@ impl<'d> CallGraph<'d> {
     fn callers_of(&self, text: &str, definition: Node, function: &str) -> Vec<Call<'d>> {
         let mut callers = self.callers_by_name(text, definition, bare_name(function));
         // A file that defines a function of that name calls its own (a CPU reference,
-        // `flowGold.cpp`'s `Downscale`, beside the launcher `Downscale` of a `.cuh`).
-        callers.retain(|c| c.text.as_ptr() == text.as_ptr() || !self.defined_in.contains(&(c.text.as_ptr(), bare_name(function))));
+        // `flowGold.cpp`'s `Downscale`, beside the launcher `Downscale` of a `.cuh`), unless
+        // the call names another's namespace (`::bbox_overlaps`, a script calling its binding).
+        callers.retain(|c| c.text.as_ptr() == text.as_ptr() || c.is_qualified() || !self.defined_in.contains(&(c.text.as_ptr(), bare_name(function))));
         // A call of another function of that name (DeepSpeed's inference and training modules
         // each define a `launch_bias_gelu`, of 5 and 6 parameters) would pass its arguments
         // to the wrong parameters.

@@ -94,7 +94,9 @@ fn resolved(kernel: &KernelSpec, shape: &Shape, lookup: &dyn Fn(&str) -> Option<
     match (&arg.length, &arg.value) {
         (Some(length), _) => {
             let largest = largest_length(kernel, shape, length).map_err(|why| anyhow!("argument `{name}`: length `{length}`: {why}"))?;
-            let length = largest.filter(|&n| n > 0).ok_or_else(|| anyhow!("argument `{name}`: length `{length}` is not a positive integer"))?;
+            // An empty tensor is a buffer of none: mmcv's `roi_align` passes `new_zeros(0)` for
+            // the indices of a pooling mode that keeps none.
+            let length = largest.filter(|&n| n >= 0).ok_or_else(|| anyhow!("argument `{name}`: length `{length}` is not a whole number of elements"))?;
             let role = arg.role.ok_or_else(|| anyhow!("argument `{name}`: no role (input, output or inout)"))?;
             // Outputs are poisoned before every run; their fill only matters for inouts.
             let init = match &arg.indexes {
