@@ -203,6 +203,17 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_tensor_is_a_buffer_of_none_and_a_negative_length_is_refused() {
+        let mut kernel = rmsnorm();
+        kernel.args[1].length = Some("rows - rows".into());
+        let problems_of_empty = problems(&kernel).unwrap();
+        assert!(matches!(&problems_of_empty[0].args[1], Arg::Buffer { length: 0, .. }), "{:?}", problems_of_empty[0].args[1]);
+        kernel.args[1].length = Some("rows - hidden - 1".into());
+        let error = problems(&kernel).unwrap_err().to_string();
+        assert!(error.ends_with("argument `in`: length `rows - hidden - 1` is not a whole number of elements"), "{error}");
+    }
+
+    #[test]
     fn an_unresolvable_length_names_the_shape_and_argument() {
         let mut kernel = rmsnorm();
         kernel.args[1].length = Some("rows * width".into());
