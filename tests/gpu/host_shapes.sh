@@ -109,6 +109,9 @@
 #   tests/fixtures/workspace/registered_ops: `pair_distances_kernel`, whose op is named like its
 #   binding, its skipped keywords its defaults, its output `rows * cols` or `rows` by `if aligned:`
 #   (session 54).
+# - tests/fixtures/workspace/torch_op: `blend_neighbours_kernel`, its neighbours (batch, targets, 3)
+#   tensors whose 3 the kernel is never given: verification's shapes keep it, and move the
+#   tensors' other sizes with the sizes the kernel is given (session 55).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 # CASES=REGEX runs only the kernels whose name matches it.
@@ -181,7 +184,8 @@ workspace/index_inputs|gather.cu|gather_rows|10
 workspace/index_inputs|scatter.cu|scatter_pooled|10
 workspace/index_inputs|scatter.cu|embed_tokens|10
 workspace/index_inputs|scatter.cu|gather_points|10
-workspace/registered_ops|ops/csrc/common/cuda/pair_distances_kernel.cuh|pair_distances_kernel|10"
+workspace/registered_ops|ops/csrc/common/cuda/pair_distances_kernel.cuh|pair_distances_kernel|10
+workspace/torch_op|csrc/softclamp.cu|blend_neighbours_kernel|10"
 if [ -n "${CASES:-}" ]; then
     cases="$(while IFS='|' read -r fixture file kernel budget; do [[ "$kernel" =~ $CASES ]] && echo "$fixture|$file|$kernel|$budget"; done <<< "$cases")"
 fi

@@ -413,8 +413,8 @@ pub struct VerifySpec {
     #[serde(default = "yes")]
     pub deterministic: bool,
     /// The size variable along the contiguous dimension, which verification's generated shapes
-    /// vary (1023, 4097, 50257, tails). Unset: the last size variable in the length of the
-    /// largest buffer.
+    /// vary (1023, 4097, 50257, tails). Unset: the last size the kernel is given in the length
+    /// of the largest buffer that names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contiguous: Option<String>,
 }

@@ -78,7 +78,7 @@ pub fn plan(kernel: &KernelSpec, config: &Configuration, stages: &[Stage]) -> Re
     let mut seen: BTreeSet<(Stage, String)> = BTreeSet::new();
     for &stage in stages {
         if planner.contiguous.is_none() && matches!(stage, Stage::Shapes | Stage::Edges) {
-            let why = "no size of the spec is contiguous (no buffer's length names one): set `verify.contiguous` to sweep one".to_string();
+            let why = "no size of the spec is contiguous (no buffer's length names a size the kernel is given): set `verify.contiguous` to sweep one".to_string();
             plan.skipped.push(Skipped { stage, label: "generated lengths".into(), why, covered_by: None });
         }
         for (shape, inputs, runs) in planner.cases(stage) {
@@ -121,6 +121,10 @@ struct Planner<'k> {
     /// made from the input's dimensions), which a generated shape moves together as the program
     /// would, beside the shape that moves it alone (the sizes may be equal by chance).
     tied: BTreeMap<String, Vec<String>>,
+    /// The sizes the kernel is given (a scalar's value, the grid, the block, shared memory):
+    /// the others it cannot know, so a generated shape moves them only with a size it is given
+    /// that equals them (a tensor's own `idx_size_2` of 3 neighbours stays 3).
+    carried: BTreeSet<String>,
 }
 
 impl<'k> Planner<'k> {
@@ -130,7 +134,8 @@ impl<'k> Planner<'k> {
         let byte_cap = sized.iter().map(|(bytes, _)| *bytes).max().unwrap_or(0);
         let contiguous = contiguous_variable(kernel, smallest);
         let tied = tied_sizes(&kernel.shapes);
-        let mut planner = Planner { kernel, config, default: Configuration::default_of(kernel), smallest: (*smallest).clone(), byte_cap, numerics: (*smallest).clone(), contiguous, tied };
+        let carried = carried_sizes(kernel);
+        let mut planner = Planner { kernel, config, default: Configuration::default_of(kernel), smallest: (*smallest).clone(), byte_cap, numerics: (*smallest).clone(), contiguous, tied, carried };
         let numerics = planner.capped(planner.smallest.clone(), NUMERICS_BYTES, true);
         if planner.allowed(&numerics).is_ok() {
             planner.numerics = numerics;
@@ -150,7 +155,7 @@ impl<'k> Planner<'k> {
                 // tiles it held, still varies every size.
                 let scaled = match sweep.iter().any(|s| self.allowed(s).is_ok()) {
                     true => Vec::new(),
-                    false => SCALES.iter().map(|&(times, over)| scaled(&self.smallest, times, over)).collect(),
+                    false => SCALES.iter().map(|&(times, over)| scaled(&self.smallest, times, over, &|name| self.kept(name))).collect(),
                 };
                 spec_shapes().chain(sweep).chain(scaled).map(|s| (s, None, 1)).collect()
             }
@@ -158,10 +163,15 @@ impl<'k> Planner<'k> {
             Stage::Determinism => spec_shapes().map(|s| (s, None, DETERMINISM_RUNS)).collect(),
             Stage::Edges => {
                 let threads = space::launch_dims(self.kernel, &self.smallest, self.config).map(|d| d.threads() as i64).unwrap_or(256);
-                let mut shapes = vec![self.smallest.keys().map(|k| (k.clone(), 1)).collect::<Shape>()];
-                for name in self.smallest.keys() {
+                let given: Vec<&String> = self.smallest.keys().filter(|name| self.carried.contains(*name)).collect();
+                let mut ones = self.smallest.clone();
+                for name in &given {
+                    self.set(&mut ones, name, 1);
+                }
+                let mut shapes = vec![ones];
+                for name in given {
                     let mut shape = self.smallest.clone();
-                    shape.insert(name.clone(), 1);
+                    self.set_alone(&mut shape, name, 1);
                     shapes.push(self.capped(shape, self.byte_cap, false));
                 }
                 // A single partial block, then lengths misaligned for vectors of 2, 4 and 8.
@@ -184,7 +194,7 @@ impl<'k> Planner<'k> {
     fn with_contiguous(&self, length: i64) -> Vec<Shape> {
         let Some(contiguous) = &self.contiguous else { return Vec::new() };
         let mut alone = self.smallest.clone();
-        alone.insert(contiguous.clone(), length);
+        self.set_alone(&mut alone, contiguous, length);
         let mut tied = self.smallest.clone();
         self.set(&mut tied, contiguous, length);
         let mut shapes = vec![self.capped(alone.clone(), self.byte_cap, false)];
@@ -207,6 +217,25 @@ impl<'k> Planner<'k> {
         }
     }
 
+    /// `shape` with `name` set to `value`, and with it the tied sizes the kernel is not given
+    /// (a bias's `weight_size_0` beside its `channels`): the original reads them as far as
+    /// `name` says. Where another size it is given is tied too, the tie may be chance, and
+    /// such a size only grows: a larger buffer is never read past.
+    fn set_alone(&self, shape: &mut Shape, name: &String, value: i64) {
+        shape.insert(name.clone(), value);
+        let shared = self.tied_to(name).any(|other| other != name && self.carried.contains(other));
+        for held in self.tied_to(name).filter(|t| !self.carried.contains(*t)) {
+            let old = shape.get(held).copied().unwrap_or(value);
+            shape.insert(held.clone(), if shared { old.max(value) } else { value });
+        }
+    }
+
+    /// Whether generated shapes keep `name` at the spec's value: the kernel is not given it,
+    /// nor any size equal to it in every spec shape.
+    fn kept(&self, name: &String) -> bool {
+        !self.tied_to(name).any(|t| self.carried.contains(t))
+    }
+
     /// Halves the largest other size until the buffers fit `cap` bytes; when every other size
     /// is 1, the contiguous size too if `contiguous_too`.
     /// A size that no buffer's length names is kept: halving it saves no memory, and only makes
@@ -222,7 +251,7 @@ impl<'k> Planner<'k> {
             let largest = |others_only: bool| {
                 shape
                     .iter()
-                    .filter(|(name, &value)| !(others_only && contiguous(name)) && value > 1 && !kept.contains(*name))
+                    .filter(|(name, &value)| !(others_only && contiguous(name)) && value > 1 && !kept.contains(*name) && self.carried.contains(*name))
                     .max_by_key(|(_, &value)| value)
                     .map(|(name, _)| name.clone())
             };
@@ -274,14 +303,34 @@ const SCALES: [(i64, i64); 2] = [(3, 4), (1, 2)];
 /// takes are no larger.
 const LARGEST_TILE: i64 = 1024;
 
-/// `shape` with each size times `times / over`, rounded down to a multiple of the power of two
-/// (up to [`LARGEST_TILE`]) it was a multiple of, so that whole tiles stay whole.
-fn scaled(shape: &Shape, times: i64, over: i64) -> Shape {
+/// `shape` with each size but the `kept` ones times `times / over`, rounded down to a multiple
+/// of the power of two (up to [`LARGEST_TILE`]) it was a multiple of, so that whole tiles stay
+/// whole.
+fn scaled(shape: &Shape, times: i64, over: i64, kept: &dyn Fn(&String) -> bool) -> Shape {
     let scale = |size: i64| {
         let grain = (1_i64 << size.trailing_zeros().min(62)).min(LARGEST_TILE);
         (size * times / over / grain * grain).max(grain.min(size))
     };
-    shape.iter().map(|(name, &size)| (name.clone(), if size < 4 { size } else { scale(size) })).collect()
+    shape.iter().map(|(name, &size)| (name.clone(), if size < 4 || kept(name) { size } else { scale(size) })).collect()
+}
+
+/// The sizes the kernel is given: those its scalars' values, its launch (grid, block, shared
+/// memory) and its template arguments name, a derived size standing for the sizes it is
+/// worked out from.
+fn carried_sizes(kernel: &KernelSpec) -> BTreeSet<String> {
+    let scalars = kernel.leaf_args().filter_map(|arg| arg.value.as_deref());
+    let launch = kernel.grid.iter().chain(&kernel.block).chain(&kernel.template_args).map(String::as_str).chain([kernel.shared_bytes.as_str()]);
+    let mut pending: Vec<String> = scalars.chain(launch).filter_map(|text| expr::parse(text).ok()).flat_map(|e| e.free_variables()).collect();
+    let mut carried = BTreeSet::new();
+    while let Some(name) = pending.pop() {
+        if !carried.insert(name.clone()) {
+            continue;
+        }
+        if let Some(derived) = kernel.derived.get(&name).and_then(|text| expr::parse(text).ok()) {
+            pending.extend(derived.free_variables());
+        }
+    }
+    carried
 }
 
 /// Each size of `shapes` with those equal to it in every one of them, itself first; sizes tied
@@ -299,28 +348,26 @@ fn tied_sizes(shapes: &[Shape]) -> BTreeMap<String, Vec<String>> {
 }
 
 /// The size variable along the contiguous dimension: `verify.contiguous`, else the last size
-/// variable in the length of the largest buffer (row-major: `rows * hidden` → `hidden`).
+/// the kernel is given in the length of the largest buffer whose length names one (row-major:
+/// `rows * hidden` → `hidden`; `idx_size_0 * n * idx_size_2` → `n`).
 pub fn contiguous_variable(kernel: &KernelSpec, shape: &Shape) -> Option<String> {
     if let Some(name) = &kernel.verify.contiguous {
         return Some(name.clone());
     }
     let problem = problem(kernel, shape, "", 0).ok()?;
-    let largest = problem
-        .leaf_args()
-        .zip(kernel.leaf_args())
-        .filter(|(arg, _)| matches!(arg, Arg::Buffer { .. }))
-        .map(|(arg, spec)| (arg.device_bytes(), spec))
-        .max_by_key(|(bytes, _)| *bytes)?
-        .1;
-    let length = expr::parse(largest.length.as_deref()?).ok()?;
+    let mut buffers: Vec<(u64, &crate::spec::ArgSpec)> =
+        problem.leaf_args().zip(kernel.leaf_args()).filter(|(arg, _)| matches!(arg, Arg::Buffer { .. })).map(|(arg, spec)| (arg.device_bytes(), spec)).collect();
+    buffers.sort_by_key(|(bytes, _)| std::cmp::Reverse(*bytes));
+    let carried = carried_sizes(kernel);
+    let given = |name: &str| shape.contains_key(name) && carried.contains(name);
     // A derived size (`hidden = pairs * 2`) moves with the size it is worked out from.
-    let given = |name: &str| -> Option<String> {
+    let swept = |name: &str| -> Option<String> {
         match kernel.derived.get(name) {
-            Some(derived) => expr::parse(derived).ok()?.names().into_iter().rev().map(|(name, _)| name).find(|name| shape.contains_key(*name)).map(str::to_string),
-            None => shape.contains_key(name).then(|| name.to_string()),
+            Some(derived) => expr::parse(derived).ok()?.names().into_iter().rev().map(|(name, _)| name).find(|name| given(name)).map(str::to_string),
+            None => given(name).then(|| name.to_string()),
         }
     };
-    length.names().into_iter().rev().find_map(|(name, _)| given(name))
+    buffers.iter().find_map(|(_, buffer)| expr::parse(buffer.length.as_deref()?).ok()?.names().into_iter().rev().find_map(|(name, _)| swept(name)))
 }
 
 /// The total bytes of a shape's buffers and textures.
@@ -437,7 +484,7 @@ mod tests {
         assert_eq!(labels(&plan, Stage::Smoke).len(), 1);
         assert!(!labels(&plan, Stage::Numerics).is_empty());
         let left_out: Vec<(Stage, &str)> = plan.skipped.iter().filter(|s| s.label == "generated lengths").map(|s| (s.stage, s.why.as_str())).collect();
-        let why = "no size of the spec is contiguous (no buffer's length names one): set `verify.contiguous` to sweep one";
+        let why = "no size of the spec is contiguous (no buffer's length names a size the kernel is given): set `verify.contiguous` to sweep one";
         assert_eq!(left_out, [(Stage::Shapes, why), (Stage::Edges, why)]);
         assert!(labels(&plan, Stage::Shapes).iter().all(|l| !l.contains("1023") && !l.contains("50257")));
     }
@@ -510,23 +557,44 @@ mod tests {
     }
 
     #[test]
-    fn sizes_equal_in_every_shape_also_move_together() {
+    fn a_size_the_kernel_is_not_given_follows_the_given_size_it_equals() {
         // The weight's length is a size of its own (`weight_size_0`, read from the tensor a
-        // script made), equal to `hidden` in the spec's shape: alone, 1 or a swept `hidden` is a
-        // shape where the original reads past it; together they are the program's.
+        // script made), equal to `hidden` in the spec's shape. The kernel is given `hidden`
+        // only and reads the weight that far: a generated shape moves both, never the weight's
+        // alone (1 or a swept `hidden` beside 4096 would be a shape the original reads past).
         let mut kernel = example("rmsnorm");
         kernel.shapes[0].insert("weight_size_0".into(), 4096);
         kernel.args.iter_mut().filter(|a| a.length.as_deref() == Some("hidden")).for_each(|a| a.length = Some("weight_size_0".into()));
         let plan = plan(&kernel, &Configuration::default_of(&kernel), &[Stage::Shapes, Stage::Edges]).unwrap();
         assert_eq!(
             labels(&plan, Stage::Shapes),
+            ["hidden=4096 rows=4095 weight_size_0=4096", "hidden=1023 rows=4095 weight_size_0=1023", "hidden=4097 rows=2048 weight_size_0=4097", "hidden=50257 rows=256 weight_size_0=50257"]
+        );
+        let edges = labels(&plan, Stage::Edges);
+        assert_eq!(edges[..3], ["hidden=1 rows=1 weight_size_0=1", "hidden=1 rows=4095 weight_size_0=1", "hidden=4096 rows=1 weight_size_0=4096"], "{edges:?}");
+        assert!(edges.contains(&"hidden=255 rows=4095 weight_size_0=255".to_string()), "{edges:?}");
+        assert!(edges.iter().all(|l| l.contains("hidden=4096") || !l.contains("weight_size_0=4096")), "{edges:?}");
+    }
+
+    #[test]
+    fn sizes_the_kernel_is_given_equal_in_every_shape_move_together_and_alone() {
+        // Both sizes reach the kernel: the tie may be chance (mmcv's backward had its 32
+        // channels tied to an output's 32 rows), so each is also set alone, and a group at 1
+        // together would be a problem of no program.
+        let mut kernel = example("rmsnorm");
+        kernel.shapes[0].insert("weight_size_0".into(), 4096);
+        kernel.args.iter_mut().filter(|a| a.length.as_deref() == Some("hidden")).for_each(|a| a.length = Some("weight_size_0".into()));
+        let mut given = kernel.args.iter().find(|a| a.name == "hidden").unwrap().clone();
+        (given.name, given.value) = ("weight_length".into(), Some("weight_size_0".into()));
+        kernel.args.push(given);
+        let plan = plan(&kernel, &Configuration::default_of(&kernel), &[Stage::Shapes, Stage::Edges]).unwrap();
+        assert_eq!(
+            labels(&plan, Stage::Shapes),
             ["hidden=4096 rows=4095 weight_size_0=4096", "hidden=1023 rows=4095 weight_size_0=4096", "hidden=1023 rows=4095 weight_size_0=1023", "hidden=4097 rows=2048 weight_size_0=4096", "hidden=4097 rows=2048 weight_size_0=4097", "hidden=50257 rows=256 weight_size_0=4096", "hidden=50257 rows=256 weight_size_0=50257"]
         );
-        // Each size is still set to 1 alone (a group at 1 together, where the tie was chance,
-        // is a problem of no program: mmcv's backward had its 32 channels tied to an output's
-        // 32 rows), and the misaligned lengths move the tie.
         let edges = labels(&plan, Stage::Edges);
         assert!(edges.contains(&"hidden=1 rows=4095 weight_size_0=4096".to_string()) && !edges.contains(&"hidden=1 rows=4095 weight_size_0=1".to_string()), "{edges:?}");
+        assert!(edges.contains(&"hidden=4096 rows=4095 weight_size_0=1".to_string()), "{edges:?}");
         assert!(edges.contains(&"hidden=255 rows=4095 weight_size_0=255".to_string()), "{edges:?}");
         // Sizes equal in one shape but not another are no tie.
         let mut untied = kernel.clone();
@@ -536,6 +604,29 @@ mod tests {
         let untied_plan = super::plan(&untied, &Configuration::default_of(&untied), &[Stage::Shapes]).unwrap();
         let shapes = labels(&untied_plan, Stage::Shapes);
         assert!(!shapes.iter().any(|l| l == "hidden=1023 rows=4095 weight_size_0=1023"), "{shapes:?}");
+    }
+
+    #[test]
+    fn a_size_the_kernel_is_given_nowhere_keeps_the_spec_value() {
+        // mmcv's three_interpolate: `idx` is (b, n, 3), the kernel given `b` and `n` and reading
+        // three neighbours. `idx_size_2` is no size to sweep, halve, scale or set to 1.
+        let mut kernel = example("rmsnorm");
+        kernel.shapes[0].insert("neighbours".into(), 3);
+        for arg in kernel.args.iter_mut().filter(|a| a.name == "in") {
+            arg.length = Some("rows * hidden * neighbours".into());
+        }
+        assert_eq!(contiguous_variable(&kernel, &kernel.shapes[0]).as_deref(), Some("hidden"));
+        kernel.restrictions.push("hidden % 1024 == 0".into());
+        let plan = plan(&kernel, &Configuration::default_of(&kernel), &Stage::ALL).unwrap();
+        assert!(!plan.cases.is_empty());
+        for case in &plan.cases {
+            assert_eq!(case.shape["neighbours"], 3, "{}", case.label);
+        }
+        // Scaled where the restriction refuses the swept lengths (the spec shape is smoke's);
+        // halved for numerics.
+        assert_eq!(labels(&plan, Stage::Shapes), ["hidden=3072 neighbours=3 rows=3071", "hidden=2048 neighbours=3 rows=2047"]);
+        assert!(labels(&plan, Stage::Numerics)[0].starts_with("hidden=4096 neighbours=3 rows=256,"), "{:?}", labels(&plan, Stage::Numerics));
+        assert!(plan.skipped.iter().all(|s| !s.label.contains("neighbours=1")), "{:?}", plan.skipped);
     }
 
     #[test]
