@@ -271,6 +271,9 @@ struct Writer<'a> {
     /// The parameters of the function being written: one called (`op(out, x)`) is a function
     /// the caller passes (`run(ext.rms_norm, out, x)`), which C++ calls through a pointer.
     params: Vec<String>,
+    /// Of those, the ones annotated as a tuple of sizes (`output_size: Tuple`): read by index
+    /// (`output_size[0]`) as a shape is, `output_size.size(0)` of the tensor a tuple stands for.
+    tuple_params: Vec<String>,
     /// The C++ of each line of the script.
     lines: Vec<String>,
     /// The lists the module names (`sizes = [1024, 4096]`, `shapes = [(s, k) for s in …]`),
@@ -363,6 +366,7 @@ impl<'a> Writer<'a> {
             aliases: HashMap::new(),
             options: HashMap::new(),
             params: Vec::new(),
+            tuple_params: Vec::new(),
             lines: Vec::new(),
             lists: HashMap::new(),
             locals: HashMap::new(),
@@ -491,7 +495,11 @@ impl<'a> Writer<'a> {
         for node in super::descendants(forward) {
             if let Some((attribute, value)) = self.context_attribute_set(node) {
                 if !context.attributes.contains(&attribute) {
-                    if self.shape_of(value).is_some() || self.is_tuple_of_sizes(value) {
+                    // A tuple the forward made before (`params = (pooled_height, …)`) too.
+                    let made_before = |name: &str| {
+                        super::descendants(forward).any(|a| a.kind() == "assignment" && a.child_by_field_name("left").is_some_and(|l| self.text(l) == name) && a.child_by_field_name("right").is_some_and(|r| self.is_tuple_of_sizes(r)))
+                    };
+                    if self.shape_of(value).is_some() || self.is_tuple_of_sizes(value) || (value.kind() == "identifier" && made_before(self.text(value))) {
                         context.shapes.push(attribute.clone());
                     }
                     context.attributes.push(attribute);
@@ -590,8 +598,10 @@ impl<'a> Writer<'a> {
             self.bind_local(row, name, value.clone());
         }
         self.params = parameter_names(self.text, definition);
+        self.tuple_params = tuple_parameters(self.text, definition);
         self.block(body);
         self.params.clear();
+        self.tuple_params.clear();
         self.aliases.clear();
         self.local_lists.clear();
         self.objects.clear();
@@ -636,8 +646,9 @@ impl<'a> Writer<'a> {
                     if let Some(call) = self.unpacked_call(statement) {
                         self.put(row, &format!("{call};"));
                     }
-                    // `x = x.contiguous()` keeps the tensor it names: no new value.
-                    for (name, value) in assignments.into_iter().filter(|(name, value)| name != value) {
+                    // `x = x.contiguous()` keeps the tensor it names, `x = float(x)` the
+                    // number: no new value.
+                    for (name, value) in assignments.into_iter().filter(|(name, value)| name != value.trim_start_matches('(').trim_end_matches(')')) {
                         self.put(row, &format!("auto {name} = {value};"));
                     }
                 } else {
@@ -1419,7 +1430,7 @@ impl<'a> Writer<'a> {
     /// `torch.randint(0, 10, (n,))`, `torch.arange(n)`, `torch.zeros_like(x)`.
     fn made_by_torch(&self, function: &str, arguments: Node<'a>) -> Option<String> {
         match function {
-            "empty" | "zeros" | "ones" | "randn" | "rand" => Some(format!("torch::{function}({{{}}})", self.dims(arguments)?)),
+            "empty" | "zeros" | "ones" | "randn" | "rand" => self.shape_of_another(arguments).or_else(|| Some(format!("torch::{function}({{{}}})", self.dims(arguments)?))),
             "full" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 0)?)),
             "randint" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 2).or_else(|| self.shape_argument(arguments, 1))?)),
             "arange" => Some(format!("torch::empty({{{}}})", self.arange_length(arguments)?)),
@@ -1476,9 +1487,14 @@ impl<'a> Writer<'a> {
     }
 
     /// A tensor of another's shape, where the first argument is that shape (`x.size()`,
-    /// `x.shape`): `torch::empty_like(x)`.
+    /// `x.shape`, spread or not): `torch::empty_like(x)`.
     fn shape_of_another(&self, arguments: Node<'a>) -> Option<String> {
         let first = named_children(arguments).into_iter().find(|a| a.kind() != "keyword_argument")?;
+        // Its dimensions spread as arguments (`new_zeros(*x.shape)`) are the same shape.
+        let first = match first.kind() {
+            "list_splat" => first.named_child(0)?,
+            _ => first,
+        };
         Some(format!("torch::empty_like({})", self.shape_of(first)?))
     }
 
@@ -1489,6 +1505,7 @@ impl<'a> Writer<'a> {
             return self.context.as_ref()?.shapes.iter().any(|s| s == attribute).then(|| format!("ctx_{attribute}"));
         }
         let tensor = match node.kind() {
+            "identifier" if self.tuple_params.iter().any(|p| p == self.text(node)) => node,
             "attribute" if node.child_by_field_name("attribute").is_some_and(|a| self.text(a) == "shape") => node.child_by_field_name("object")?,
             "call" if node.child_by_field_name("arguments").is_some_and(|a| a.named_child_count() == 0) => {
                 let function = node.child_by_field_name("function").filter(|f| f.kind() == "attribute")?;
@@ -1844,6 +1861,22 @@ fn parameters<'t>(text: &str, definition: Node<'t>) -> Vec<(Node<'t>, Option<Nod
             _ => None,
         })
         .collect()
+}
+
+/// The names of a Python function's parameters annotated as a tuple that holds no tensors
+/// (`output_size: Tuple`, `kernel_size: Tuple[int, int]`), as C++ names them.
+fn tuple_parameters(text: &str, definition: Node) -> Vec<String> {
+    let Some(list) = definition.child_by_field_name("parameters") else { return Vec::new() };
+    let annotated = |param: Node| -> Option<String> {
+        let name = match param.kind() {
+            "typed_parameter" => param.named_child(0).filter(|n| n.kind() == "identifier")?,
+            "typed_default_parameter" => param.child_by_field_name("name")?,
+            _ => return None,
+        };
+        let annotation = &text[param.child_by_field_name("type")?.byte_range()];
+        (annotation.to_lowercase().starts_with("tuple") && !annotation.contains("Tensor")).then(|| cpp_name(&text[name.byte_range()]))
+    };
+    named_children(list).into_iter().filter_map(annotated).collect()
 }
 
 /// The names of a Python function's parameters as C++ names them.
@@ -2374,6 +2407,43 @@ def test_pool():
         assert!(code.contains(r#"pool(x, out, out_h, out_w, (mode == "max") ? (0) : ((mode == "avg") ? (1) : (unread_python_value)), (activation == "relu") ? (1) : (0));"#), "{code}");
         // The op an assertion runs, with the tuple it is given as a tensor of that shape.
         assert!(code.contains(r#"PoolFn_forward(x, torch::empty({2, 3}), "max");"#), "{code}");
+    }
+
+    #[test]
+    fn a_parameter_annotated_as_a_tuple_is_read_by_index_as_a_shape() {
+        // mmcv's PrRoIPool: `output_size: Tuple` read as `int(output_size[0])`, the scale
+        // converted in place, the parameters kept on the context as a tuple made before, the
+        // gradients made by spreading a saved tensor's shape.
+        let script = "\
+class PoolFn(Function):
+    @staticmethod
+    def forward(ctx, x, rois, output_size: Tuple, scale: float = 1.0):
+        h = int(output_size[0])
+        w = int(output_size[1])
+        scale = float(scale)
+        out = x.new_zeros((rois.size(0), x.size(1), h, w))
+        params = (h, w, scale)
+        ext.pool(x, rois, out, params[0], params[1], params[2])
+        ctx.params = params
+        ctx.save_for_backward(x, rois)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, rois = ctx.saved_tensors
+        grad_x = grad_out.new_zeros(*x.shape)
+        ext.pool_backward(grad_out, rois, grad_x, ctx.params[0], ctx.params[1])
+        return grad_x, None, None, None
+";
+        let code = as_host_code(script, "m", &[binding("pool", "pool", &["x", "rois", "out", "h", "w", "scale"]), binding("pool_backward", "pool_backward", &["g", "rois", "gx", "h", "w"])]);
+        assert!(code.contains("auto h = (output_size.size(0));") && code.contains("auto w = (output_size.size(1));"), "{code}");
+        assert!(!code.contains("auto scale = (scale)"), "a parameter converted in place is no new local: {code}");
+        assert!(code.contains("auto grad_x = torch::empty_like(x);"), "{code}");
+        assert!(code.contains("pool_backward(grad_out, rois, grad_x, ctx_params.size(0), ctx_params.size(1));"), "{code}");
+        // Not a tuple of sizes: a tuple of tensors, or no annotation.
+        let tensors = script.replace("output_size: Tuple", "output_size: Tuple[torch.Tensor, torch.Tensor]");
+        assert!(!as_host_code(&tensors, "m", &[]).contains("output_size.size(0)"));
+        assert!(!as_host_code(&script.replace("output_size: Tuple", "output_size"), "m", &[]).contains("output_size.size(0)"));
     }
 
     #[test]
