@@ -299,11 +299,17 @@ struct Writer<'a> {
     /// Whether the function being written is an autograd function's `forward`, whose `return`
     /// runs the `backward` as autograd does.
     in_forward: bool,
+    /// How many copies of what follows an `if` chosen by optional arguments the statement being
+    /// written is in (see [`Writer::optional_branches`]).
+    optional_depth: usize,
+    /// The row a copy is written on, in place of each statement's own.
+    row_override: Option<usize>,
 }
 
 /// What an autograd function's `forward` keeps on its context for the `backward`
-/// (`ctx.patch = patch`, `ctx.input_shape = x.size()`, `ctx.save_for_backward(argmax)`). The
-/// backward takes each as a parameter before its own (`ctx_patch`, `ctx_saved_0`), and the
+/// (`ctx.patch = patch`, `ctx.input_shape = x.size()`, `ctx.save_for_backward(argmax)`,
+/// `ctx.for_backwards = (idx, n)`). The backward takes each as a parameter before its own
+/// (`ctx_patch`, `ctx_saved_0`, an item of a tuple as `ctx_for_backwards_0`), and the
 /// forward's `return` calls it with them and a gradient shaped like each output: the run
 /// autograd makes when the program differentiates what the forward returned.
 #[derive(Clone, Debug, Default)]
@@ -315,13 +321,29 @@ struct Context {
     shapes: Vec<String>,
     /// How many tensors the forward saves.
     saved: usize,
+    /// The attributes set to a tuple written item by item (`(idx, n)`, or a local made so), with
+    /// the most items any sets: the backward reads each item (`idx, n = ctx.for_backwards`),
+    /// tensors and numbers alike.
+    tuples: Vec<(String, usize)>,
 }
 
 impl Context {
     /// The backward's parameters that carry the context, as the forward's locals are named.
     fn parameters(&self) -> Vec<String> {
-        let attributes = self.attributes.iter().map(|a| format!("ctx_{a}"));
+        let attributes = self.attributes.iter().flat_map(|a| {
+            let items = self.tuples.iter().find(|(t, _)| t == a).map_or(0, |(_, n)| *n);
+            std::iter::once(format!("ctx_{a}")).chain((0..items).map(move |k| format!("ctx_{a}_{k}")))
+        });
         attributes.chain((0..self.saved).map(|k| format!("ctx_saved_{k}"))).collect()
+    }
+
+    /// The prefix of the parameters that carry the items of what `held` names
+    /// (`ctx.saved_tensors`, an attribute set to a tuple), as [`Writer::held_by_context`] reads it.
+    fn items_of(&self, held: &str) -> Option<String> {
+        match held {
+            "saved_tensors" => Some("ctx_saved".to_string()),
+            attribute => self.tuples.iter().any(|(t, _)| t == attribute).then(|| format!("ctx_{attribute}")),
+        }
     }
 }
 
@@ -376,6 +398,8 @@ impl<'a> Writer<'a> {
             objects: HashMap::new(),
             context: None,
             in_forward: false,
+            optional_depth: 0,
+            row_override: None,
         }
     }
 
@@ -408,6 +432,7 @@ impl<'a> Writer<'a> {
     }
 
     fn put(&mut self, row: usize, code: &str) {
+        let row = self.row_override.unwrap_or(row);
         let last = self.lines.len() - 1;
         let line = &mut self.lines[row.min(last)];
         if !line.is_empty() {
@@ -494,6 +519,12 @@ impl<'a> Writer<'a> {
         let mut context = Context::default();
         for node in super::descendants(forward) {
             if let Some((attribute, value)) = self.context_attribute_set(node) {
+                if let Some(items) = self.tuple_items(value) {
+                    match context.tuples.iter_mut().find(|(t, _)| *t == attribute) {
+                        Some((_, most)) => *most = (*most).max(items.len()),
+                        None => context.tuples.push((attribute.clone(), items.len())),
+                    }
+                }
                 if !context.attributes.contains(&attribute) {
                     // A tuple the forward made before (`params = (pooled_height, …)`) too.
                     let made_before = |name: &str| {
@@ -520,6 +551,25 @@ impl<'a> Writer<'a> {
             "call" => value.child_by_field_name("function").is_some_and(|f| TUPLE_HELPERS.contains(&self.text(f))),
             _ => false,
         }
+    }
+
+    /// The items of the tuple `value` writes (`(idx, n)`), or of the one the local it names was
+    /// last set to before it in its function (`params = (h, w)`).
+    fn tuple_items(&self, value: Node<'a>) -> Option<Vec<Node<'a>>> {
+        let value = unparenthesized(value);
+        let tuple = match value.kind() {
+            "tuple" => value,
+            "identifier" => {
+                let mut function = value.parent()?;
+                while function.kind() != "function_definition" {
+                    function = function.parent()?;
+                }
+                let made = super::descendants(function).filter(|a| a.kind() == "assignment" && a.end_byte() <= value.start_byte() && a.child_by_field_name("left").is_some_and(|l| self.text(l) == self.text(value)));
+                unparenthesized(made.last()?.child_by_field_name("right")?)
+            }
+            _ => return None,
+        };
+        (tuple.kind() == "tuple").then(|| data_items(tuple))
     }
 
     /// `ctx.patch = patch` (an assignment node): the attribute and its value.
@@ -560,12 +610,18 @@ impl<'a> Writer<'a> {
         Some(format!("{}({});", cpp_name(&format!("{class}_backward")), args.join(", ")))
     }
 
-    /// `ctx.saved_tensors[k]` (a subscript node) as the backward's parameter for it.
-    fn saved_tensor(&self, subscript: Node<'a>) -> Option<String> {
-        self.context.as_ref()?;
-        (self.text(subscript.child_by_field_name("value")?) == "ctx.saved_tensors").then_some(())?;
+    /// The prefix of the backward's parameters for the items `node` holds: `ctx.saved_tensors`,
+    /// or an attribute the forward set to a tuple (`ctx.for_backwards`).
+    fn held_by_context(&self, node: Node<'a>) -> Option<String> {
+        self.context.as_ref()?.items_of(self.on_context(node)?)
+    }
+
+    /// `ctx.saved_tensors[k]` or `ctx.for_backwards[k]` (a subscript node) as the backward's
+    /// parameter for that item.
+    fn context_item(&self, subscript: Node<'a>) -> Option<String> {
+        let prefix = self.held_by_context(subscript.child_by_field_name("value")?)?;
         let index: usize = self.text(subscript.child_by_field_name("subscript")?).parse().ok()?;
-        Some(format!("ctx_saved_{index}"))
+        Some(format!("{prefix}_{index}"))
     }
 
     /// `def f(a, b=2):` as `void f(auto a, auto b = 2) {…}`; a parametrized test's names
@@ -610,9 +666,15 @@ impl<'a> Writer<'a> {
     }
 
     fn block(&mut self, block: Node<'a>) {
-        let mut cursor = block.walk();
-        for statement in block.named_children(&mut cursor) {
-            self.statement(statement);
+        self.statements(&named_children(block));
+    }
+
+    fn statements(&mut self, statements: &[Node<'a>]) {
+        for (k, statement) in statements.iter().enumerate() {
+            if statement.kind() == "if_statement" && self.optional_branches(*statement, &statements[k + 1..]) {
+                return;
+            }
+            self.statement(*statement);
         }
     }
 
@@ -625,12 +687,19 @@ impl<'a> Writer<'a> {
                 let expression = statement.named_child(0);
                 if let Some((attribute, value)) = expression.and_then(|e| self.context_attribute_set(e)).filter(|_| self.in_forward) {
                     // A shape kept as a tensor of that shape, for `new_zeros(ctx.input_shape)`.
-                    let value = match self.shape_of(value) {
+                    let written = match self.shape_of(value) {
                         Some(tensor) => Some(format!("torch::empty_like({tensor})")),
                         None => self.expression(value),
                     };
-                    if let Some(value) = value {
-                        self.put(row, &format!("auto ctx_{attribute} = {value};"));
+                    if let Some(written) = written {
+                        self.put(row, &format!("auto ctx_{attribute} = {written};"));
+                    }
+                    // Each item of a tuple too, for the backward that reads it item by item.
+                    let items = self.tuple_items(value).unwrap_or_default();
+                    for (k, item) in items.into_iter().enumerate() {
+                        if let Some(value) = self.expression(item) {
+                            self.put(row, &format!("auto ctx_{attribute}_{k} = {value};"));
+                        }
                     }
                 } else if let Some(saved) = expression.and_then(|e| self.saved_for_backward(e)).filter(|_| self.in_forward) {
                     for (k, tensor) in saved.into_iter().enumerate() {
@@ -694,7 +763,7 @@ impl<'a> Writer<'a> {
                     }
                     None => {}
                 }
-                if self.optional_branches(statement) || self.assigned_in_branches(statement) {
+                if self.assigned_in_branches(statement) {
                     return;
                 }
                 // Read in place: what the branch assigns, the function has after it, as Python
@@ -730,29 +799,52 @@ impl<'a> Writer<'a> {
     /// An `if` that chooses by which optional arguments are given (`if xyz_batch_cnt is not None
     /// and center_batch_cnt is not None: … else: …`), written as C++'s `if`, `else if` and
     /// `else`, each branch whole: the host code reads which one the call's arguments take (a
-    /// `None` left out is `0`). `false`, with nothing written, for any other `if`.
-    fn optional_branches(&mut self, statement: Node<'a>) -> bool {
+    /// `None` left out is `0`). What follows the `if` in its block (`after`) runs after whichever
+    /// branch is taken, with the names that branch made, which outlive it in Python but not in a
+    /// C++ block: it is written into each branch, a copy on the row the next branch opens on.
+    /// `false`, with nothing written, for any other `if`.
+    fn optional_branches(&mut self, statement: Node<'a>, after: &[Node<'a>]) -> bool {
+        // `if`s one after another copy what follows each twice: so deep, and no deeper.
+        const MAX_COPIED_DEPTH: usize = 3;
         let clauses: Vec<Node> = named_children(statement).into_iter().filter(|c| matches!(c.kind(), "elif_clause" | "else_clause")).collect();
         let condition_of = |clause: Node<'a>| self.given_condition(clause.child_by_field_name("condition")?);
-        let openings: Option<Vec<String>> = clauses
+        let openings: Option<Vec<(usize, String)>> = clauses
             .iter()
             .map(|clause| match clause.kind() {
-                "elif_clause" => condition_of(*clause).map(|condition| format!("}} else if ({condition}) {{")),
-                _ => Some("} else {".to_string()),
+                "elif_clause" => condition_of(*clause).map(|condition| (clause.start_position().row, format!("}} else if ({condition}) {{"))),
+                _ => Some((clause.start_position().row, "} else {".to_string())),
             })
             .collect();
-        let (Some(first), Some(openings), false) = (condition_of(statement), openings, clauses.is_empty()) else { return false };
-        self.put(statement.start_position().row, &format!("if ({first}) {{"));
-        if let Some(body) = statement.child_by_field_name("consequence") {
-            self.block(body);
+        let (Some(first), Some(mut openings), false) = (condition_of(statement), openings, clauses.is_empty()) else { return false };
+        let copied = if self.optional_depth < MAX_COPIED_DEPTH { after } else { &[] };
+        let mut bodies = vec![statement.child_by_field_name("consequence")];
+        bodies.extend(clauses.iter().map(|c| c.child_by_field_name("consequence").or_else(|| c.child_by_field_name("body"))));
+        // With no `else`, what follows runs when no branch is taken too.
+        if !copied.is_empty() && clauses.last().is_some_and(|c| c.kind() != "else_clause") {
+            openings.push((statement.end_position().row, "} else {".to_string()));
+            bodies.push(None);
         }
-        for (clause, opening) in clauses.into_iter().zip(openings) {
-            self.put(clause.start_position().row, &opening);
-            if let Some(body) = clause.child_by_field_name("consequence").or_else(|| clause.child_by_field_name("body")) {
+        self.put(statement.start_position().row, &format!("if ({first}) {{"));
+        self.optional_depth += 1;
+        for (k, body) in bodies.into_iter().enumerate() {
+            if let Some(body) = body {
                 self.block(body);
             }
+            let Some((row, opening)) = openings.get(k) else {
+                self.statements(copied);
+                continue;
+            };
+            let outer = self.row_override;
+            self.row_override = Some(outer.unwrap_or(*row));
+            self.statements(copied);
+            self.row_override = outer;
+            self.put(*row, opening);
         }
-        self.put(statement.end_position().row, "}");
+        self.optional_depth -= 1;
+        self.put(copied.last().unwrap_or(&statement).end_position().row, "}");
+        if copied.is_empty() {
+            self.statements(after);
+        }
         true
     }
 
@@ -1010,6 +1102,13 @@ impl<'a> Writer<'a> {
         let assignment = statement.named_child(0).filter(|a| a.kind() == "assignment")?;
         let (left, right) = (assignment.child_by_field_name("left")?, assignment.child_by_field_name("right")?);
         let pairs: Vec<(Node, Node)> = match (left.kind(), right.kind()) {
+            // `rois, argmax = ctx.saved_tensors`, `idx, n = ctx.for_backwards`: what the forward
+            // kept, in order.
+            ("pattern_list" | "tuple_pattern", "attribute") if self.held_by_context(right).is_some() => {
+                let prefix = self.held_by_context(right)?;
+                let names = named_children(left).into_iter().enumerate().filter(|(_, n)| n.kind() == "identifier" && self.text(*n) != "_");
+                return Some(names.map(|(k, name)| (cpp_name(self.text(name)), format!("{prefix}_{k}"))).collect());
+            }
             // `B, N, _ = x.size()` (or `x.shape`): each name the dimension at its place.
             ("pattern_list" | "tuple_pattern", "call" | "attribute") if self.shape_of(right).is_some() => {
                 let tensor = self.shape_of(right)?;
@@ -1023,11 +1122,6 @@ impl<'a> Writer<'a> {
                 (names.len() == returned.len()).then_some(())?;
                 let written = names.into_iter().zip(returned).filter_map(|(name, value)| Some((cpp_name(self.text(name).trim()), value?))).filter(|(name, _)| super::is_identifier(name));
                 return Some(written.collect());
-            }
-            // `rois, argmax = ctx.saved_tensors`: what the forward saved, in order.
-            ("pattern_list" | "tuple_pattern", "attribute") if self.context.is_some() && self.text(right) == "ctx.saved_tensors" => {
-                let names = named_children(left).into_iter().enumerate().filter(|(_, n)| n.kind() == "identifier" && self.text(*n) != "_");
-                return Some(names.map(|(k, name)| (cpp_name(self.text(name)), format!("ctx_saved_{k}"))).collect());
             }
             ("identifier", _) => vec![(left, right)],
             ("pattern_list" | "tuple_pattern", "expression_list" | "tuple") if left.named_child_count() == right.named_child_count() => {
@@ -1254,7 +1348,7 @@ impl<'a> Writer<'a> {
                 }
             }
             "subscript" => self
-                .saved_tensor(node)
+                .context_item(node)
                 .or_else(|| self.shape_read(node))
                 .or_else(|| self.leading_slice(node))
                 .or_else(|| self.looked_up(node))
@@ -1276,7 +1370,9 @@ impl<'a> Writer<'a> {
                 }
                 // By its bare name, which the callee's parameter it is passed to calls it by.
                 let exported = self.binding_called(attribute, node).map(|b| b.cpp_bare().to_string());
-                self.options.get(attribute).cloned().or(exported)
+                // A tensor's `data` is the tensor.
+                let data = || (attribute == "data").then(|| self.expression(node.child_by_field_name("object")?)).flatten();
+                self.options.get(attribute).cloned().or(exported).or_else(data)
             }
             "call" => self.call(node),
             _ => None,
@@ -2410,6 +2506,48 @@ def test_pool():
     }
 
     #[test]
+    fn a_tuple_kept_on_the_context_is_read_item_by_item_after_the_branch_the_call_takes() {
+        // mmcv's GroupingOperation: each branch keeps its own tuple of tensors and sizes, and the
+        // backward after the `if` unpacks the one its branch made.
+        let script = "\
+class Group(Function):
+    @staticmethod
+    def forward(ctx, features, idx, counts=None):
+        if counts is not None:
+            n = features.size(0)
+            out = features.new_zeros((idx.size(0), n))
+            ctx.for_backwards = (n, idx, counts)
+        else:
+            b, n = features.size()
+            out = features.new_zeros((b, idx.size(1)))
+            ctx.for_backwards = (idx, n)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        idx, n = ctx.for_backwards
+        grad = grad_out.new_zeros(idx.size(0), n)
+        ext.group_backward(grad_out.data.contiguous(), idx, grad.data, ctx.for_backwards[1])
+        return grad, None
+";
+        let code = as_host_code(script, "m", &[binding("group_backward", "group_backward", &["g", "idx", "grad", "n"])]);
+        let lines: Vec<&str> = code.lines().collect();
+        assert_eq!(lines[6], "auto ctx_for_backwards = torch::empty({n, idx, counts}); auto ctx_for_backwards_0 = n; auto ctx_for_backwards_1 = idx; auto ctx_for_backwards_2 = counts;", "{code}");
+        // What follows the `if` runs in each branch, the first's copy where the next opens.
+        assert_eq!(lines[7], "Group_backward(ctx_for_backwards, ctx_for_backwards_0, ctx_for_backwards_1, ctx_for_backwards_2, torch::empty_like(out)); } else {", "{code}");
+        assert_eq!(lines[10], "auto ctx_for_backwards = torch::empty({idx, n}); auto ctx_for_backwards_0 = idx; auto ctx_for_backwards_1 = n;", "{code}");
+        assert_eq!(lines[11], "Group_backward(ctx_for_backwards, ctx_for_backwards_0, ctx_for_backwards_1, ctx_for_backwards_2, torch::empty_like(out)); } }", "{code}");
+        assert!(code.contains("void Group_backward(auto ctx_for_backwards, auto ctx_for_backwards_0, auto ctx_for_backwards_1, auto ctx_for_backwards_2, auto grad_out) {"), "{code}");
+        assert!(code.contains("auto idx = ctx_for_backwards_0; auto n = ctx_for_backwards_1;"), "{code}");
+        // A tensor's `data` is the tensor.
+        assert!(code.contains("group_backward(grad_out, idx, grad, ctx_for_backwards_1);"), "{code}");
+        // With no `else`, what follows runs when no branch is taken too.
+        let no_else = as_host_code("def f(x, y=None, z=None):\n    if y is not None:\n        n = 2\n    elif z is not None:\n        n = 3\n    ext.op(x, n)\n", "m", &[binding("op", "op", &["x", "n"])]);
+        let lines: Vec<&str> = no_else.lines().collect();
+        assert_eq!(lines[1..], ["if (y != 0) {", "auto n = 2;", "op(x, n); } else if (z != 0) {", "auto n = 3; op(x, n); } else {", "op(x, n); } }"], "{no_else}");
+    }
+
+    #[test]
     fn a_parameter_annotated_as_a_tuple_is_read_by_index_as_a_shape() {
         // mmcv's PrRoIPool: `output_size: Tuple` read as `int(output_size[0])`, the scale
         // converted in place, the parameters kept on the context as a tuple made before, the
@@ -2439,7 +2577,9 @@ class PoolFn(Function):
         assert!(code.contains("auto h = (output_size.size(0));") && code.contains("auto w = (output_size.size(1));"), "{code}");
         assert!(!code.contains("auto scale = (scale)"), "a parameter converted in place is no new local: {code}");
         assert!(code.contains("auto grad_x = torch::empty_like(x);"), "{code}");
-        assert!(code.contains("pool_backward(grad_out, rois, grad_x, ctx_params.size(0), ctx_params.size(1));"), "{code}");
+        // The tuple's items, kept one by one.
+        assert!(code.contains("auto ctx_params_0 = h; auto ctx_params_1 = w; auto ctx_params_2 = scale;"), "{code}");
+        assert!(code.contains("pool_backward(grad_out, rois, grad_x, ctx_params_0, ctx_params_1);"), "{code}");
         // Not a tuple of sizes: a tuple of tensors, or no annotation.
         let tensors = script.replace("output_size: Tuple", "output_size: Tuple[torch.Tensor, torch.Tensor]");
         assert!(!as_host_code(&tensors, "m", &[]).contains("output_size.size(0)"));
