@@ -2403,6 +2403,8 @@ def test_a_backward_reads_the_tuple_its_forward_kept_after_the_branch_the_call_t
     # `GatherColumns.forward` keeps `(idx, channels, n)` as one tuple on its context in the branch
     # the test takes (no `counts`), `(batch, n, idx, counts)` in the other; the backward, run
     # after the `if`, unpacks it and passes `grad_out.data.contiguous()` and `grad_features.data`.
+    # The test case's `setUp` draws the columns with `random.randint(1, 256)`: the largest, 256.
+    # The kernel adds with PyTorch's `gpuAtomicAdd`, which the compile defines (survey: compiled).
     backward = templatized_spec(root, "csrc/columns_cuda.cu", "gather_columns_backward_kernel")
     assert {k: backward["shapes"][0][k] for k in ("batch", "channels", "n", "columns")} == {"batch": 2, "channels": 64, "n": 1024, "columns": 256}, backward["shapes"]
     args = {a["name"]: a for a in backward["args"]}

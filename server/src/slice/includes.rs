@@ -161,6 +161,21 @@ pub(super) const STANDARD_MACROS: [(&str, &str); 26] = [
     ("M_SQRT1_2", "0.70710678118654752440"),
 ];
 
+/// Device functions of PyTorch's headers (`ATen/cuda/Atomic.cuh`) that extensions' kernels call,
+/// with definitions NVRTC compiles that do the same for the types kernels are tuned with.
+/// Only those the kept code uses are written.
+pub(super) const PYTORCH_DEVICE_FUNCTIONS: [(&str, &str); 2] = [
+    ("gpuAtomicAdd", "template <typename T, typename V> __device__ __forceinline__ T gpuAtomicAdd(T *address, V value) { return atomicAdd(address, static_cast<T>(value)); }"),
+    // The index and the count serve PyTorch's packed half-precision path; the add is the same.
+    ("fastAtomicAdd", "template <typename T, typename I, typename V> __device__ __forceinline__ void fastAtomicAdd(T *tensor, I index, I, V value, bool) { atomicAdd(tensor + index, static_cast<T>(value)); }"),
+];
+
+/// Whether a dropped header (as written: `<ATen/cuda/Atomic.cuh>`) is PyTorch's.
+pub(super) fn is_pytorch_header(written: &str) -> bool {
+    let name = written.trim_matches(|c| c == '<' || c == '>' || c == '"');
+    ["torch/", "ATen/", "c10/"].iter().any(|dir| name.starts_with(dir))
+}
+
 /// The number types of cuFFT's and cuComplex's headers (`cufft.h` includes `cuComplex.h`),
 /// which NVRTC cannot include, as those headers define them.
 pub(super) const LIBRARY_TYPES: [(&str, &str); 7] = [
@@ -186,6 +201,5 @@ pub(super) fn declares_standard_macros(written: &str) -> bool {
     let name = written.trim_matches(|c| c == '<' || c == '>' || c == '"');
     // PyTorch's headers include `<cmath>` and `<cfloat>`: an extension's kernels use their
     // macros with nothing else included.
-    let pytorch = ["torch/", "ATen/", "c10/"].iter().any(|dir| name.starts_with(dir));
-    pytorch || matches!(name, "cmath" | "math.h" | "cfloat" | "float.h" | "climits" | "limits.h" | "cstdlib" | "stdlib.h" | "ctime" | "time.h")
+    is_pytorch_header(name) || matches!(name, "cmath" | "math.h" | "cfloat" | "float.h" | "climits" | "limits.h" | "cstdlib" | "stdlib.h" | "ctime" | "time.h")
 }

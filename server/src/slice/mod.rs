@@ -147,6 +147,9 @@ pub enum SliceItemKind {
     /// A macro of a dropped C header (`INFINITY`, `FLT_MAX`) that kept code uses, written at
     /// the top with a definition device code can use.
     StandardMacro,
+    /// A device function of a dropped PyTorch header (`gpuAtomicAdd`) that kept code uses,
+    /// written at the top with a definition NVRTC compiles.
+    HeaderFunction,
     /// A type the host's C library declares for every nvcc compile (`uint` of `<sys/types.h>`)
     /// that kept code uses, written at the top as its typedef: NVRTC has no host headers.
     HostType,
@@ -767,6 +770,13 @@ impl<'a> Slicer<'a> {
             if dropped_c_header && self.used_names.contains(name) && !self.declarations.contains_key(name) {
                 let _ = writeln!(source, "#define {name} {definition}");
                 kept.push(SliceItem { kind: SliceItemKind::StandardMacro, name: name.to_string(), line: 0 });
+            }
+        }
+        let dropped_pytorch_header = self.dropped_includes.iter().any(|d| includes::is_pytorch_header(&d.path));
+        for (name, definition) in includes::PYTORCH_DEVICE_FUNCTIONS {
+            if dropped_pytorch_header && self.used_names.contains(name) && !self.declarations.contains_key(name) {
+                let _ = writeln!(source, "{definition}");
+                kept.push(SliceItem { kind: SliceItemKind::HeaderFunction, name: name.to_string(), line: 0 });
             }
         }
         let dropped_library_header = self.dropped_includes.iter().any(|d| includes::declares_library_types(&d.path));

@@ -137,6 +137,20 @@ fn macros_of_dropped_c_headers_get_device_definitions_when_used() {
 }
 
 #[test]
+fn pytorchs_atomic_helpers_get_definitions_when_its_header_is_dropped() {
+    // apex's `index_mul_2d`: `gpuAtomicAdd` of `ATen/cuda/Atomic.cuh`, a float added to a float.
+    let text = "#include <ATen/cuda/Atomic.cuh>\n__global__ void k(float* g, const float* x, int n) { gpuAtomicAdd(g + n, x[n]); }\n";
+    let slice = device_slice(&Document::new(text.to_string()), "k", &SliceOptions::default()).unwrap();
+    assert!(slice.source.starts_with("template <typename T, typename V> __device__ __forceinline__ T gpuAtomicAdd(T *address, V value)"), "{}", slice.source);
+    assert!(slice.kept.iter().any(|k| k.kind == SliceItemKind::HeaderFunction && k.name == "gpuAtomicAdd"), "{:?}", slice.kept);
+    assert!(!slice.source.contains("fastAtomicAdd"), "{}", slice.source);
+    // A project's own helper of the name is its own.
+    let own = "#include <torch/extension.h>\n__device__ void gpuAtomicAdd(float* a, float v) { atomicAdd(a, v); }\n__global__ void k(float* g) { gpuAtomicAdd(g, 1.0f); }\n";
+    let slice = device_slice(&Document::new(own.to_string()), "k", &SliceOptions::default()).unwrap();
+    assert!(!slice.source.contains("template <typename T, typename V>"), "{}", slice.source);
+}
+
+#[test]
 fn cufft_number_types_are_defined_when_its_header_is_dropped() {
     let text = "#include <cufft.h>\n__global__ void k(const cufftReal* in, cufftComplex* out) { out[0].x = in[0]; }\n";
     let slice = device_slice(&Document::new(text.to_string()), "k", &SliceOptions::default()).unwrap();

@@ -232,8 +232,13 @@ fn enclosing_class(definition: Node) -> Option<Node> {
 
 /// The `__init__` of a class, where it defines one.
 fn constructor_of<'t>(text: &str, class: Node<'t>) -> Option<Node<'t>> {
+    method_of(text, class, "__init__")
+}
+
+/// The method `name` a class defines.
+fn method_of<'t>(text: &str, class: Node<'t>, name: &str) -> Option<Node<'t>> {
     let methods = named_children(class.child_by_field_name("body")?).into_iter().map(|m| if m.kind() == "decorated_definition" { m.child_by_field_name("definition").unwrap_or(m) } else { m });
-    methods.filter(|m| m.kind() == "function_definition").find(|m| m.child_by_field_name("name").is_some_and(|n| &text[n.byte_range()] == "__init__"))
+    methods.filter(|m| m.kind() == "function_definition").find(|m| m.child_by_field_name("name").is_some_and(|n| &text[n.byte_range()] == name))
 }
 
 /// The parameters a method of a module is written with after its own: its class's `__init__`'s,
@@ -474,6 +479,9 @@ impl<'a> Writer<'a> {
         let Some(body) = class.child_by_field_name("body") else { return };
         self.class = class.child_by_field_name("name").map(|n| self.text(n).to_string());
         self.attributes = constructor_of(self.text, class).map(|c| self.attributes_set_by(c)).unwrap_or_default();
+        if let Some(set_up) = method_of(self.text, class, "setUp") {
+            self.set_up_attributes(set_up);
+        }
         self.context = self.class.as_deref().and_then(|name| self.context_of(name));
         for member in named_children(body) {
             match member.kind() {
@@ -499,12 +507,39 @@ impl<'a> Writer<'a> {
         let mut out = HashMap::new();
         for assignment in super::descendants(constructor).filter(|n| n.kind() == "assignment") {
             let (Some(left), Some(right)) = (assignment.child_by_field_name("left"), assignment.child_by_field_name("right")) else { continue };
-            let on_self = left.kind() == "attribute" && left.child_by_field_name("object").is_some_and(|o| self.text(o) == "self");
-            let Some(attribute) = left.child_by_field_name("attribute").filter(|_| on_self) else { continue };
+            let Some(attribute) = self.on_self(left) else { continue };
             let Some(value) = self.expression(right).filter(|v| super::identifiers_in(v).all(|w| params.iter().any(|p| p == w))) else { continue };
-            out.entry(self.text(attribute).to_string()).or_insert(value);
+            out.entry(attribute.to_string()).or_insert(value);
         }
         out
+    }
+
+    /// The attributes a test case's `setUp` sets (`self.rows = random.randint(1, 1000)`, `self.x =
+    /// torch.randn(self.rows, 64)`), each read with those before it, for its tests to read
+    /// (`self.x`); not one that reads the method's own locals.
+    fn set_up_attributes(&mut self, set_up: Node<'a>) {
+        let locals: Vec<String> = super::descendants(set_up)
+            .filter(|n| n.kind() == "assignment")
+            .filter_map(|a| a.child_by_field_name("left"))
+            .flat_map(|left| std::iter::once(left).chain(named_children(left)))
+            .filter(|n| n.kind() == "identifier")
+            .map(|n| cpp_name(self.text(n)))
+            .chain(parameter_names(self.text, set_up))
+            .collect();
+        for assignment in super::descendants(set_up).filter(|n| n.kind() == "assignment") {
+            let (Some(left), Some(right)) = (assignment.child_by_field_name("left"), assignment.child_by_field_name("right")) else { continue };
+            let Some(attribute) = self.on_self(left) else { continue };
+            if let Some(value) = self.expression(right).filter(|v| super::identifiers_in(v).all(|w| !locals.iter().any(|l| l == w))) {
+                self.attributes.insert(attribute.to_string(), value);
+            }
+        }
+    }
+
+    /// `x` of `self.x` (an attribute node).
+    fn on_self(&self, node: Node<'a>) -> Option<&'a str> {
+        (node.kind() == "attribute").then_some(())?;
+        node.child_by_field_name("object").filter(|o| self.text(*o) == "self")?;
+        Some(self.text(node.child_by_field_name("attribute")?))
     }
 
     /// What the autograd function `class` (a class with a `forward` and a `backward`, or a
@@ -1485,6 +1520,8 @@ impl<'a> Writer<'a> {
             "torch" => return self.made_by_torch(method, arguments),
             "np" | "numpy" => return self.made_by_numpy(method, arguments),
             "np.random" | "numpy.random" => return self.made_at_random(method, arguments),
+            // A size a test draws (`random.randint(1, 1000)`): the largest it may draw.
+            "random" if method == "randint" => return self.arguments(arguments).get(1)?.clone(),
             _ => {}
         }
         match method {
@@ -2548,6 +2585,28 @@ class Group(Function):
     }
 
     #[test]
+    fn a_test_case_reads_what_its_set_up_made() {
+        // apex's `IndexMul2dTest`: sizes drawn at random, tensors made of them, all on `self`.
+        let script = "\
+class MulTest(unittest.TestCase):
+    def setUp(self, seed=0):
+        torch.manual_seed(seed)
+        self.rows = random.randint(1, 1000)
+        self.features = random.randint(1, 256)
+        self.x = torch.randn(size=(self.rows, self.features)).cuda()
+        self.x_half = self.x.clone().half()
+        scale = 2.0
+        self.y = self.x * scale
+
+    def test_mul(self):
+        ext.mul(self.x, self.x_half, self.y)
+";
+        let code = as_host_code(script, "m", &[binding("mul", "mul", &["x", "h", "y"])]);
+        // The largest size a draw may give; not what reads the method's own locals.
+        assert!(code.contains("mul(torch::randn({1000, 256}), torch::randn({1000, 256}), unread_python_value);"), "{code}");
+    }
+
+    #[test]
     fn a_parameter_annotated_as_a_tuple_is_read_by_index_as_a_shape() {
         // mmcv's PrRoIPool: `output_size: Tuple` read as `int(output_size[0])`, the scale
         // converted in place, the parameters kept on the context as a tuple made before, the
@@ -2840,3 +2899,4 @@ def near(xyz, centers, counts=None):
         assert!(calling.contains("auto y = torch::empty({n});") && !calling.contains('?'), "{calling}");
     }
 }
+
