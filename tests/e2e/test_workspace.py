@@ -2410,6 +2410,8 @@ def test_a_backward_reads_the_tuple_its_forward_kept_after_the_branch_the_call_t
     args = {a["name"]: a for a in backward["args"]}
     assert (args["idx"]["length"], args["idx"]["indexes"]) == ("batch * columns", "n"), args
     assert backward["grid"] == ["ceil_div(columns, COLUMN_THREADS)", "channels", "batch"], backward
+    # Float atomics add in varying order: runs agree within tolerance, not bitwise.
+    assert backward["verify"]["deterministic"] is False, backward.get("verify")
     # `ColumnPool.forward(ctx, features, output_size: Tuple)` reads `int(output_size[0])` of the
     # `(16,)` the test passes; its backward makes the gradient as `new_zeros(*features.shape)`
     # of the saved features.

@@ -112,6 +112,9 @@
 # - tests/fixtures/workspace/torch_op: `blend_neighbours_kernel`, its neighbours (batch, targets, 3)
 #   tensors whose 3 the kernel is never given: verification's shapes keep it, and move the
 #   tensors' other sizes with the sizes the kernel is given (session 55).
+# - tests/fixtures/workspace/autograd_backward: `gather_columns_backward_kernel`, run by autograd
+#   with the tuple its forward kept on the context, adding with PyTorch's `gpuAtomicAdd`;
+#   `column_pool_forward_kernel`, whose bins come from a `Tuple`-annotated parameter (session 56).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
 # CASES=REGEX runs only the kernels whose name matches it.
@@ -185,7 +188,9 @@ workspace/index_inputs|scatter.cu|scatter_pooled|10
 workspace/index_inputs|scatter.cu|embed_tokens|10
 workspace/index_inputs|scatter.cu|gather_points|10
 workspace/registered_ops|ops/csrc/common/cuda/pair_distances_kernel.cuh|pair_distances_kernel|10
-workspace/torch_op|csrc/softclamp.cu|blend_neighbours_kernel|10"
+workspace/torch_op|csrc/softclamp.cu|blend_neighbours_kernel|10
+workspace/autograd_backward|csrc/columns_cuda.cu|gather_columns_backward_kernel|10
+workspace/autograd_backward|csrc/columns_cuda.cu|column_pool_forward_kernel|10"
 if [ -n "${CASES:-}" ]; then
     cases="$(while IFS='|' read -r fixture file kernel budget; do [[ "$kernel" =~ $CASES ]] && echo "$fixture|$file|$kernel|$budget"; done <<< "$cases")"
 fi
