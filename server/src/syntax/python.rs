@@ -562,10 +562,8 @@ impl<'a> Writer<'a> {
                 }
                 if !context.attributes.contains(&attribute) {
                     // A tuple the forward made before (`params = (pooled_height, …)`) too.
-                    let made_before = |name: &str| {
-                        super::descendants(forward).any(|a| a.kind() == "assignment" && a.child_by_field_name("left").is_some_and(|l| self.text(l) == name) && a.child_by_field_name("right").is_some_and(|r| self.is_tuple_of_sizes(r)))
-                    };
-                    if self.shape_of(value).is_some() || self.is_tuple_of_sizes(value) || (value.kind() == "identifier" && made_before(self.text(value))) {
+                    let made_before = || self.last_value_of(value).is_some_and(|v| self.is_tuple_of_sizes(v));
+                    if self.shape_of(value).is_some() || self.is_tuple_of_sizes(value) || made_before() {
                         context.shapes.push(attribute.clone());
                     }
                     context.attributes.push(attribute);
@@ -589,22 +587,19 @@ impl<'a> Writer<'a> {
     }
 
     /// The items of the tuple `value` writes (`(idx, n)`), or of the one the local it names was
-    /// last set to before it in its function (`params = (h, w)`).
+    /// last set to (`params = (h, w)`).
     fn tuple_items(&self, value: Node<'a>) -> Option<Vec<Node<'a>>> {
         let value = unparenthesized(value);
-        let tuple = match value.kind() {
-            "tuple" => value,
-            "identifier" => {
-                let mut function = value.parent()?;
-                while function.kind() != "function_definition" {
-                    function = function.parent()?;
-                }
-                let made = super::descendants(function).filter(|a| a.kind() == "assignment" && a.end_byte() <= value.start_byte() && a.child_by_field_name("left").is_some_and(|l| self.text(l) == self.text(value)));
-                unparenthesized(made.last()?.child_by_field_name("right")?)
-            }
-            _ => return None,
-        };
+        let tuple = unparenthesized(self.last_value_of(value).unwrap_or(value));
         (tuple.kind() == "tuple").then(|| data_items(tuple))
+    }
+
+    /// What the local `name` (an identifier node) was last set to before it, in its function.
+    fn last_value_of(&self, name: Node<'a>) -> Option<Node<'a>> {
+        (name.kind() == "identifier").then_some(())?;
+        let function = std::iter::successors(name.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition")?;
+        let assigned = super::descendants(function).filter(|a| a.kind() == "assignment" && a.end_byte() <= name.start_byte() && a.child_by_field_name("left").is_some_and(|l| self.text(l) == self.text(name)));
+        assigned.last()?.child_by_field_name("right")
     }
 
     /// `ctx.patch = patch` (an assignment node): the attribute and its value.
@@ -704,6 +699,8 @@ impl<'a> Writer<'a> {
         self.statements(&named_children(block));
     }
 
+    /// Statements of one block, in order; an `if` chosen by optional arguments takes those after
+    /// it into its branches.
     fn statements(&mut self, statements: &[Node<'a>]) {
         for (k, statement) in statements.iter().enumerate() {
             if statement.kind() == "if_statement" && self.optional_branches(*statement, &statements[k + 1..]) {
