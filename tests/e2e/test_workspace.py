@@ -2422,6 +2422,52 @@ def test_a_backward_reads_the_tuple_its_forward_kept_after_the_branch_the_call_t
     assert "unknown" not in backward and "unknown" not in pool_backward, (backward, pool_backward)
 
 
+def test_packed_accessors_are_structs_of_the_tensors_data_sizes_and_strides(tmp_path: Path):
+    root = project(tmp_path, "packed_accessors")
+    (root / ".git").mkdir()
+    # pytorch3d's style: bindings in `ext.cpp` call inline dispatchers of headers (the CUDA path
+    # under `#ifdef WITH_CUDA`), the kernels take PyTorch's packed accessors by value, which
+    # the compile defines (NVRTC cannot open ATen's headers).
+    survey = json.loads(cutune("survey", str(root), "--json").stdout)
+    stages = {k["kernel"]: (k["stage"], k["compile"]["status"]) for k in survey["kernels"]}
+    assert stages == {k: ("ready", "compiled") for k in ("BlendPointsKernel", "ScaleChannelsKernel", "NearestPointsKernel")}, survey["kernels"]
+    blend = templatized_spec(root, "csrc/blend/blend.cu", "BlendPointsKernel")
+    assert blend["shapes"] == [{"C": 16, "H": 64, "W": 96, "batch_size": 2, "blocks": 1024, "features_size_1": 8, "weights_size_1": 8}], blend["shapes"]
+    result = next(a for a in blend["args"] if a["name"] == "result")
+    assert result["struct"] == "at::PackedTensorAccessor64<float, 4, at::RestrictPtrTraits>", result
+    fields = {f["name"]: f for f in result["fields"]}
+    # Written dimension by dimension (`result[b][c][y][x] = sum`) and sized by `.size(k)`:
+    # an output, contiguous as `at::zeros({batch_size, C, H, W})` made it.
+    assert (fields["data_"]["length"], fields["data_"]["role"]) == ("batch_size * C * H * W", "output"), fields["data_"]
+    assert [fields[f"sizes_[{k}]"]["value"] for k in range(4)] == ["batch_size", "C", "H", "W"], fields
+    assert [fields[f"strides_[{k}]"]["value"] for k in range(4)] == ["C * H * W", "H * W", "W", "1"], fields
+    assert {f["dtype"] for f in result["fields"][1:]} == {"i64"}, result["fields"]
+    # A 32-bit accessor of the dispatch's `scalar_t`: its type names the instantiation.
+    scale = templatized_spec(root, "csrc/blend/blend.cu", "ScaleChannelsKernel")
+    accessor = next(a for a in scale["args"] if a["name"] == "scale")
+    assert accessor["struct"] == "torch::PackedTensorAccessor32<float, 1, torch::RestrictPtrTraits>", accessor
+    assert [(f["name"], f.get("length", f.get("value")), f["dtype"]) for f in accessor["fields"]] == [("data_", "scale_size_0", "f32"), ("sizes_[0]", "scale_size_0", "i32"), ("strides_[0]", "1", "i32")], accessor
+    assert scale["shapes"] == [{"channels": 300, "input_size_2": 24, "rows": 32, "scale_size_0": 300}], scale["shapes"]
+    # `lengths1` is made only when the caller leaves it out (`if lengths1 is None:`), the clouds
+    # by a test looping over `product(*factors)` (first items: 2 clouds of 64 and 96 points of
+    # 3), passed as `p1.contiguous().data_ptr<scalar_t>()`.
+    nearest = templatized_spec(root, "csrc/nearest/nearest.cu", "NearestPointsKernel")
+    assert nearest["shapes"][0] == {"N": 2, "P1": 64, "P2": 96, "D": 3, "blocks": 256}, nearest["shapes"]
+    lengths = {a["name"]: a.get("length") for a in nearest["args"]}
+    assert (lengths["points1"], lengths["points2"], lengths["lengths1"]) == ("N * P1 * D", "N * P2 * D", "lengths1_size_0"), lengths
+    assert nearest["derived"] == {"lengths1_size_0": "N"}, nearest
+
+
+async def test_the_code_action_writes_a_packed_accessor_as_a_struct(client, tmp_path: Path):
+    root = project(tmp_path, "packed_accessors")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "csrc" / "blend" / "blend.cu", "const int64_t pixels", "BlendPointsKernel")
+    weights = next(a for a in spec["args"] if a["name"] == "weights")
+    assert weights["struct"] == "at::PackedTensorAccessor64<float, 4, at::RestrictPtrTraits>", weights
+    assert [f["name"] for f in weights["fields"]] == ["data_"] + [f"sizes_[{k}]" for k in range(4)] + [f"strides_[{k}]" for k in range(4)], weights
+    assert weights["fields"][0]["length"] == "batch_size * weights_size_1 * H * W", weights
+
+
 async def test_the_code_action_reads_a_backward_through_its_autograd_function(client, tmp_path: Path):
     root = project(tmp_path, "autograd_backward")
     (root / ".git").mkdir()

@@ -117,6 +117,11 @@
 #   `column_pool_forward_kernel`, whose bins come from a `Tuple`-annotated parameter (session 56).
 # Each but `spin` must reach a winner verified in five stages with other configurations timed.
 #   CUTUNE=target/release/cutune bash tests/gpu/host_shapes.sh
+# - tests/fixtures/workspace/packed_accessors: `BlendPointsKernel` and `ScaleChannelsKernel`, whose
+#   tensors are PyTorch packed accessors passed by value (a struct of the data, sizes and
+#   strides the tuner fills in, 64- and 32-bit, one of rank 1), and `NearestPointsKernel`, its
+#   lengths made under `if lengths1 is None:` and its clouds a test's `product(*factors)`
+#   (session 57).
 # CASES=REGEX runs only the kernels whose name matches it.
 source "$(dirname "${BASH_SOURCE[0]}")/fixture.sh"
 status=0
@@ -190,7 +195,10 @@ workspace/index_inputs|scatter.cu|gather_points|10
 workspace/registered_ops|ops/csrc/common/cuda/pair_distances_kernel.cuh|pair_distances_kernel|10
 workspace/torch_op|csrc/softclamp.cu|blend_neighbours_kernel|10
 workspace/autograd_backward|csrc/columns_cuda.cu|gather_columns_backward_kernel|10
-workspace/autograd_backward|csrc/columns_cuda.cu|column_pool_forward_kernel|10"
+workspace/autograd_backward|csrc/columns_cuda.cu|column_pool_forward_kernel|10
+workspace/packed_accessors|csrc/blend/blend.cu|BlendPointsKernel|10
+workspace/packed_accessors|csrc/blend/blend.cu|ScaleChannelsKernel|10
+workspace/packed_accessors|csrc/nearest/nearest.cu|NearestPointsKernel|10"
 if [ -n "${CASES:-}" ]; then
     cases="$(while IFS='|' read -r fixture file kernel budget; do [[ "$kernel" =~ $CASES ]] && echo "$fixture|$file|$kernel|$budget"; done <<< "$cases")"
 fi

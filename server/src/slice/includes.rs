@@ -170,6 +170,87 @@ pub(super) const PYTORCH_DEVICE_FUNCTIONS: [(&str, &str); 2] = [
     ("fastAtomicAdd", "template <typename T, typename I, typename V> __device__ __forceinline__ void fastAtomicAdd(T *tensor, I index, I, V value, bool) { atomicAdd(tensor + index, static_cast<T>(value)); }"),
 ];
 
+/// The names PyTorch's packed tensor accessors go by in a kernel's signature and body.
+pub(super) const TENSOR_ACCESSOR_NAMES: [&str; 7] =
+    ["PackedTensorAccessor32", "PackedTensorAccessor64", "GenericPackedTensorAccessor", "PackedTensorAccessor", "TensorAccessor", "RestrictPtrTraits", "DefaultPtrTraits"];
+
+/// PyTorch's packed tensor accessors for NVRTC, which cannot open `<ATen/core/TensorAccessor.h>`:
+/// the data pointer, then each dimension's size and stride (what the tuner fills in, member by
+/// member), indexed one dimension at a time down to an element. Members are public so that the
+/// tuner can lay the struct out.
+pub(super) const TENSOR_ACCESSORS: &str = r#"namespace at {
+template <typename T> struct DefaultPtrTraits { typedef T *PtrType; };
+template <typename T> struct RestrictPtrTraits { typedef T *__restrict__ PtrType; };
+// A view of the dimensions after the first: sizes and strides are the packed accessor's.
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+struct TensorAccessor {
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  typedef TensorAccessor<T, N - 1, PtrTraits, index_t> Row;
+  __host__ __device__ TensorAccessor(PtrType data, const index_t *sizes, const index_t *strides) : data_(data), sizes_(sizes), strides_(strides) {}
+  __host__ __device__ Row operator[](index_t i) { return Row(data_ + strides_[0] * i, sizes_ + 1, strides_ + 1); }
+  __host__ __device__ const Row operator[](index_t i) const { return Row(data_ + strides_[0] * i, sizes_ + 1, strides_ + 1); }
+  __host__ __device__ index_t size(index_t d) const { return sizes_[d]; }
+  __host__ __device__ index_t stride(index_t d) const { return strides_[d]; }
+  __host__ __device__ PtrType data() const { return data_; }
+  PtrType data_;
+  const index_t *sizes_;
+  const index_t *strides_;
+};
+template <typename T, template <typename U> class PtrTraits, typename index_t>
+struct TensorAccessor<T, 1, PtrTraits, index_t> {
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  __host__ __device__ TensorAccessor(PtrType data, const index_t *sizes, const index_t *strides) : data_(data), sizes_(sizes), strides_(strides) {}
+  __host__ __device__ T &operator[](index_t i) { return data_[strides_[0] * i]; }
+  __host__ __device__ const T &operator[](index_t i) const { return data_[strides_[0] * i]; }
+  __host__ __device__ index_t size(index_t d) const { return sizes_[d]; }
+  __host__ __device__ index_t stride(index_t d) const { return strides_[d]; }
+  __host__ __device__ PtrType data() const { return data_; }
+  PtrType data_;
+  const index_t *sizes_;
+  const index_t *strides_;
+};
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+struct GenericPackedTensorAccessor {
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  typedef TensorAccessor<T, N - 1, PtrTraits, index_t> Row;
+  __host__ __device__ Row operator[](index_t i) { return Row(data_ + strides_[0] * i, sizes_ + 1, strides_ + 1); }
+  __host__ __device__ const Row operator[](index_t i) const { return Row(data_ + strides_[0] * i, sizes_ + 1, strides_ + 1); }
+  __host__ __device__ index_t size(index_t d) const { return sizes_[d]; }
+  __host__ __device__ index_t stride(index_t d) const { return strides_[d]; }
+  __host__ __device__ PtrType data() const { return data_; }
+  PtrType data_;
+  index_t sizes_[N];
+  index_t strides_[N];
+};
+template <typename T, template <typename U> class PtrTraits, typename index_t>
+struct GenericPackedTensorAccessor<T, 1, PtrTraits, index_t> {
+  typedef typename PtrTraits<T>::PtrType PtrType;
+  __host__ __device__ T &operator[](index_t i) { return data_[strides_[0] * i]; }
+  __host__ __device__ const T &operator[](index_t i) const { return data_[strides_[0] * i]; }
+  __host__ __device__ index_t size(index_t d) const { return sizes_[d]; }
+  __host__ __device__ index_t stride(index_t d) const { return strides_[d]; }
+  __host__ __device__ PtrType data() const { return data_; }
+  PtrType data_;
+  index_t sizes_[1];
+  index_t strides_[1];
+};
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+using PackedTensorAccessor = GenericPackedTensorAccessor<T, N, PtrTraits, index_t>;
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+using PackedTensorAccessor32 = GenericPackedTensorAccessor<T, N, PtrTraits, int32_t>;
+template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+using PackedTensorAccessor64 = GenericPackedTensorAccessor<T, N, PtrTraits, int64_t>;
+}  // namespace at
+namespace torch {
+using at::DefaultPtrTraits;
+using at::GenericPackedTensorAccessor;
+using at::PackedTensorAccessor;
+using at::PackedTensorAccessor32;
+using at::PackedTensorAccessor64;
+using at::RestrictPtrTraits;
+using at::TensorAccessor;
+}  // namespace torch"#;
+
 /// Whether a dropped header (as written: `<ATen/cuda/Atomic.cuh>`) is PyTorch's.
 pub(super) fn is_pytorch_header(written: &str) -> bool {
     let name = written.trim_matches(|c| c == '<' || c == '>' || c == '"');

@@ -147,9 +147,9 @@ pub enum SliceItemKind {
     /// A macro of a dropped C header (`INFINITY`, `FLT_MAX`) that kept code uses, written at
     /// the top with a definition device code can use.
     StandardMacro,
-    /// A device function of a dropped PyTorch header (`gpuAtomicAdd`) that kept code uses,
-    /// written at the top with a definition NVRTC compiles.
-    HeaderFunction,
+    /// A device function or type of a dropped PyTorch header (`gpuAtomicAdd`, the packed tensor
+    /// accessors) that kept code uses, written at the top with a definition NVRTC compiles.
+    HeaderDefinition,
     /// A type the host's C library declares for every nvcc compile (`uint` of `<sys/types.h>`)
     /// that kept code uses, written at the top as its typedef: NVRTC has no host headers.
     HostType,
@@ -722,10 +722,16 @@ impl<'a> Slicer<'a> {
     }
 
     /// Names like `std::vector` whose leading namespace only a dropped include declares.
-    fn report_names_from_dropped_includes(&mut self) {
+    fn report_names_from_dropped_includes(&mut self, text: &str) {
         let file_declares = |name: &str| {
             self.declarations.contains_key(name)
                 || self.outline.groups.iter().any(|g| matches!(&g.kind, GroupKind::Namespace { name: n } if n == name))
+        };
+        // `at::PackedTensorAccessor64`: a name the slice defines in PyTorch's namespace.
+        let defined_here = |reference: &Reference| {
+            let after = text.lines().nth(reference.at.line as usize).and_then(|line| line.get(reference.at.column as usize..)).unwrap_or_default();
+            let named = after.strip_prefix(reference.name.as_str()).and_then(|rest| rest.trim_start().strip_prefix("::")).map(str::trim_start).unwrap_or_default();
+            includes::TENSOR_ACCESSOR_NAMES.iter().any(|name| named.starts_with(name) && !named[name.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_'))
         };
         let mut found = Vec::new();
         for (i, item) in self.outline.items.iter().enumerate() {
@@ -734,7 +740,7 @@ impl<'a> Slicer<'a> {
             }
             for reference in item.references.iter().filter(|r| r.is_leading_scope && !r.is_local) {
                 let scope = reference.name.as_str();
-                if file_declares(scope) || self.included_namespaces.contains(scope) {
+                if file_declares(scope) || self.included_namespaces.contains(scope) || defined_here(reference) {
                     continue;
                 }
                 let source = self.dropped_includes.iter().find(|d| includes::known_namespaces(&d.path).contains(&scope));
@@ -750,7 +756,7 @@ impl<'a> Slicer<'a> {
     }
 
     fn finish(mut self, text: &str) -> DeviceSlice {
-        self.report_names_from_dropped_includes();
+        self.report_names_from_dropped_includes(text);
         let mut source = String::new();
         let mut kept = Vec::new();
         let defines: Vec<&(String, Option<String>)> = self
@@ -765,27 +771,28 @@ impl<'a> Slicer<'a> {
             let _ = writeln!(source, "#define {name} {}", value.as_deref().unwrap_or("1"));
             kept.push(SliceItem { kind: SliceItemKind::CommandLineDefine, name: name.clone(), line: 0 });
         }
-        let dropped_c_header = self.dropped_includes.iter().any(|d| includes::declares_standard_macros(&d.path));
-        for (name, definition) in includes::STANDARD_MACROS {
-            if dropped_c_header && self.used_names.contains(name) && !self.declarations.contains_key(name) {
-                let _ = writeln!(source, "#define {name} {definition}");
-                kept.push(SliceItem { kind: SliceItemKind::StandardMacro, name: name.to_string(), line: 0 });
+        // What a header NVRTC cannot open gave the kernel: written at the top where kept code
+        // uses the name and the file declares none of its own.
+        let mut give = |names: &[&str], line: &str, kind: SliceItemKind| {
+            let Some(name) = names.iter().find(|name| self.used_names.contains(*name)) else { return };
+            if names.iter().all(|name| !self.declarations.contains_key(name)) {
+                let _ = writeln!(source, "{line}");
+                kept.push(SliceItem { kind, name: name.to_string(), line: 0 });
             }
+        };
+        let dropped = |header: fn(&str) -> bool| self.dropped_includes.iter().any(|d| header(&d.path));
+        for (name, definition) in includes::STANDARD_MACROS.iter().filter(|_| dropped(includes::declares_standard_macros)) {
+            give(&[name], &format!("#define {name} {definition}"), SliceItemKind::StandardMacro);
         }
-        let dropped_pytorch_header = self.dropped_includes.iter().any(|d| includes::is_pytorch_header(&d.path));
-        for (name, definition) in includes::PYTORCH_DEVICE_FUNCTIONS {
-            if dropped_pytorch_header && self.used_names.contains(name) && !self.declarations.contains_key(name) {
-                let _ = writeln!(source, "{definition}");
-                kept.push(SliceItem { kind: SliceItemKind::HeaderFunction, name: name.to_string(), line: 0 });
+        if dropped(includes::is_pytorch_header) {
+            for (name, definition) in includes::PYTORCH_DEVICE_FUNCTIONS {
+                give(&[name], definition, SliceItemKind::HeaderDefinition);
             }
+            give(&includes::TENSOR_ACCESSOR_NAMES, includes::TENSOR_ACCESSORS, SliceItemKind::HeaderDefinition);
         }
-        let dropped_library_header = self.dropped_includes.iter().any(|d| includes::declares_library_types(&d.path));
-        let library_types = includes::LIBRARY_TYPES.iter().filter(|_| dropped_library_header);
-        for &(name, definition) in crate::syntax::HOST_TYPES.iter().chain(library_types) {
-            if self.used_names.contains(name) && !self.declarations.contains_key(name) {
-                let _ = writeln!(source, "typedef {definition} {name};");
-                kept.push(SliceItem { kind: SliceItemKind::HostType, name: name.to_string(), line: 0 });
-            }
+        let library_types = includes::LIBRARY_TYPES.iter().filter(|_| dropped(includes::declares_library_types));
+        for (name, definition) in crate::syntax::HOST_TYPES.iter().chain(library_types) {
+            give(&[name], &format!("typedef {definition} {name};"), SliceItemKind::HostType);
         }
         let mut emitter = Emitter { text, slicer: &self, out: source, kept, last_end: None };
         emitter.entries(&self.outline.top);

@@ -137,12 +137,28 @@ fn macros_of_dropped_c_headers_get_device_definitions_when_used() {
 }
 
 #[test]
+fn pytorchs_packed_accessors_get_definitions_when_its_header_is_dropped() {
+    // pytorch3d's compositing kernels: accessors by value, indexed a dimension at a time.
+    let text = "#include <ATen/ATen.h>\n__global__ void k(at::PackedTensorAccessor64<float, 2, at::RestrictPtrTraits> out, const torch::PackedTensorAccessor32<float, 1, torch::RestrictPtrTraits> x) {\n  out[blockIdx.x][threadIdx.x] = x[threadIdx.x] * out.size(1);\n}\n";
+    let slice = device_slice(&Document::new(text.to_string()), "k", &SliceOptions::default()).unwrap();
+    assert!(slice.source.contains("namespace at {\ntemplate <typename T> struct DefaultPtrTraits"), "{}", slice.source);
+    assert!(slice.source.contains("using at::PackedTensorAccessor32;"), "{}", slice.source);
+    assert_eq!(slice.kept.iter().filter(|k| k.kind == SliceItemKind::HeaderDefinition).count(), 1, "{:?}", slice.kept);
+    // The namespace is the slice's now: no note that the dropped header would have given it.
+    assert!(slice.unresolved.is_empty(), "{:?}", slice.unresolved);
+    // A project that defines its own accessor keeps it.
+    let own = "#include <ATen/ATen.h>\ntemplate <typename T, int N> struct PackedTensorAccessor64 { T* data_; };\n__global__ void k(PackedTensorAccessor64<float, 1> out) { out.data_[0] = 1.0f; }\n";
+    let slice = device_slice(&Document::new(own.to_string()), "k", &SliceOptions::default()).unwrap();
+    assert!(!slice.source.contains("namespace at {"), "{}", slice.source);
+}
+
+#[test]
 fn pytorchs_atomic_helpers_get_definitions_when_its_header_is_dropped() {
     // apex's `index_mul_2d`: `gpuAtomicAdd` of `ATen/cuda/Atomic.cuh`, a float added to a float.
     let text = "#include <ATen/cuda/Atomic.cuh>\n__global__ void k(float* g, const float* x, int n) { gpuAtomicAdd(g + n, x[n]); }\n";
     let slice = device_slice(&Document::new(text.to_string()), "k", &SliceOptions::default()).unwrap();
     assert!(slice.source.starts_with("template <typename T, typename V> __device__ __forceinline__ T gpuAtomicAdd(T *address, V value)"), "{}", slice.source);
-    assert!(slice.kept.iter().any(|k| k.kind == SliceItemKind::HeaderFunction && k.name == "gpuAtomicAdd"), "{:?}", slice.kept);
+    assert!(slice.kept.iter().any(|k| k.kind == SliceItemKind::HeaderDefinition && k.name == "gpuAtomicAdd"), "{:?}", slice.kept);
     assert!(!slice.source.contains("fastAtomicAdd"), "{}", slice.source);
     // A project's own helper of the name is its own.
     let own = "#include <torch/extension.h>\n__device__ void gpuAtomicAdd(float* a, float v) { atomicAdd(a, v); }\n__global__ void k(float* g) { gpuAtomicAdd(g, 1.0f); }\n";

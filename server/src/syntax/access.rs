@@ -59,9 +59,14 @@ fn access_at_depth(text: &str, body: Node, name: &str, depth: usize) -> Access {
         let Some(pointer) = pointer_of(text, node) else { continue };
         let Some(parent) = pointer.parent() else { continue };
         let access = match parent.kind() {
-            // `pos[i].x += v` writes `pos` as much as `pos[i] += v` does.
-            "subscript_expression" if parent.child_by_field_name("argument") == Some(pointer) => std::iter::successors(Some(parent), |n| n.parent().filter(|p| p.kind() == "field_expression")).last().unwrap_or(parent),
+            // `pos[i].x += v` writes `pos` as much as `pos[i] += v` does, and a tensor
+            // accessor's `out[b][c] = v` as much as `out[b * C + c] = v`.
+            "subscript_expression" if parent.child_by_field_name("argument") == Some(pointer) => {
+                std::iter::successors(Some(parent), element_around).last().unwrap_or(parent)
+            }
             "pointer_expression" if text[parent.byte_range()].starts_with('*') => parent,
+            // A tensor accessor's `x.size(0)`, `x.stride(1)`: its extents, no element.
+            "field_expression" if parent.child_by_field_name("field").is_some_and(|f| matches!(&text[f.byte_range()], "size" | "stride")) => continue,
             // Declarations, aliases and comparisons: the accesses through the alias count.
             "init_declarator" | "pointer_declarator" | "binary_expression" | "parameter_declaration" => continue,
             // Moving the pointer (`p += offset;`, `p = base;`, `p++;`) touches no element.
@@ -105,6 +110,12 @@ fn access_at_depth(text: &str, body: Node, name: &str, depth: usize) -> Access {
         (true, false) => Access::Reads,
         (false, false) => Access::Untouched,
     }
+}
+
+/// The access that takes `access` further into an element: a member of it, or the next
+/// dimension's index.
+fn element_around<'t>(access: &Node<'t>) -> Option<Node<'t>> {
+    access.parent().filter(|p| p.kind() == "field_expression" || (p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(*access)))
 }
 
 /// Whether `value` mentions the pointer `name`: a variable, or a struct's member by its path
@@ -275,6 +286,19 @@ mod tests {
         assert_eq!(access_in(packed, "a"), Access::Reads);
         assert_eq!(access_in(packed, "c"), Access::Writes);
         assert_eq!(access_in(packed, "d"), Access::ReadsAndWrites);
+    }
+
+    #[test]
+    fn a_tensor_accessor_indexed_dimension_by_dimension_is_written_where_its_element_is() {
+        let accessors = "__global__ void k(at::PackedTensorAccessor64<float, 3, at::RestrictPtrTraits> out, at::PackedTensorAccessor64<float, 3, at::RestrictPtrTraits> sums, at::PackedTensorAccessor64<float, 2, at::RestrictPtrTraits> x) {
+            const int b = blockIdx.x, c = threadIdx.x;
+            if (c >= out.size(1) || c >= x.stride(0)) return;
+            out[b][c][0] = x[b][c];
+            sums[b][c][1] += x[b][c];
+        }";
+        assert_eq!(access_in(accessors, "out"), Access::Writes);
+        assert_eq!(access_in(accessors, "sums"), Access::ReadsAndWrites);
+        assert_eq!(access_in(accessors, "x"), Access::Reads);
     }
 
     #[test]

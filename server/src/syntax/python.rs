@@ -847,12 +847,15 @@ impl<'a> Writer<'a> {
                 _ => Some((clause.start_position().row, "} else {".to_string())),
             })
             .collect();
-        let (Some(first), Some(mut openings), false) = (condition_of(statement), openings, clauses.is_empty()) else { return false };
         let copied = if self.optional_depth < MAX_COPIED_DEPTH { after } else { &[] };
+        // A lone `if lengths is None: lengths = torch.full(…)` is a branch of its own only where
+        // something follows to read what it made (as a conditional value, `lengths` would be
+        // read in its own definition).
+        let (Some(first), Some(mut openings), false) = (condition_of(statement), openings, clauses.is_empty() && copied.is_empty()) else { return false };
         let mut bodies = vec![statement.child_by_field_name("consequence")];
         bodies.extend(clauses.iter().map(|c| c.child_by_field_name("consequence").or_else(|| c.child_by_field_name("body"))));
         // With no `else`, what follows runs when no branch is taken too.
-        if !copied.is_empty() && clauses.last().is_some_and(|c| c.kind() != "else_clause") {
+        if !copied.is_empty() && !clauses.last().is_some_and(|c| c.kind() == "else_clause") {
             openings.push((statement.end_position().row, "} else {".to_string()));
             bodies.push(None);
         }
@@ -1092,9 +1095,10 @@ impl<'a> Writer<'a> {
                 out.extend(iterable.child_by_field_name("body").map(|element| self.bind(target, element)).unwrap_or_default());
                 out
             }
-            // `for m, n in zip(ms, ns)`: each name at its list's first item.
-            "call" if iterable.child_by_field_name("function").is_some_and(|f| self.text(f) == "zip") => {
-                let lists = iterable.child_by_field_name("arguments").map(named_children).unwrap_or_default();
+            // `for m, n in zip(ms, ns)`, `for n, d in product(*factors)` (itertools'): each name at
+            // its list's first item.
+            "call" if iterable.child_by_field_name("function").is_some_and(|f| matches!(self.text(f), "zip" | "product" | "itertools.product")) => {
+                let lists = iterable.child_by_field_name("arguments").map(|a| self.spread_lists(a)).unwrap_or_default();
                 let names = named_children(target);
                 match matches!(target.kind(), "pattern_list" | "tuple_pattern") && names.len() == lists.len() {
                     true => names.into_iter().zip(lists).flat_map(|(name, list)| self.first_item(name, list)).collect(),
@@ -1109,6 +1113,18 @@ impl<'a> Writer<'a> {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// The lists a call is given, each `*factors` (a list of lists the code names) spread into
+    /// its items: `product(*[ns, ds])` iterates `ns` and `ds`.
+    fn spread_lists(&self, arguments: Node<'a>) -> Vec<Node<'a>> {
+        let spread = |argument: Node<'a>| {
+            let named = argument.named_child(0).filter(|n| n.kind() == "identifier").and_then(|n| self.local_lists.get(self.text(n)).or_else(|| self.lists.get(self.text(n))).copied());
+            let list = named.or_else(|| argument.named_child(0)).filter(|l| matches!(l.kind(), "list" | "tuple"));
+            list.map(data_items).unwrap_or_default()
+        };
+        let items = named_children(arguments).into_iter().filter(|a| a.kind() != "comment");
+        items.flat_map(|argument| if argument.kind() == "list_splat" { spread(argument) } else { vec![argument] }).collect()
     }
 
     /// `target` bound to `item`: a name to its value (not to itself, as a comprehension's
@@ -2359,6 +2375,27 @@ for m, k in zip(ms, ks):
     }
 
     #[test]
+    fn a_product_of_factor_lists_starts_at_each_lists_first_item() {
+        let script = "\
+from itertools import product
+def check():
+    Ns = [1, 4]
+    Ds = [3, 5]
+    factors = [Ns, Ds]
+    for N, D in product(*factors):
+        x = torch.randn(N, 24, D)
+        ext.forward(x)
+    for P, K in itertools.product([8, 16], (2, 3)):
+        ext.forward(torch.randn(P, K))
+";
+        let code = as_host_code(script, "bench", &[binding("forward", "knn_forward", &[])]);
+        let lines: Vec<&str> = code.lines().collect();
+        assert_eq!(lines[5], "{ auto N = 1; auto D = 3;");
+        assert_eq!(lines[6], "auto x = torch::randn({N, 24, D});");
+        assert_eq!(lines[8], "{ auto P = 8; auto K = 2;");
+    }
+
+    #[test]
     fn a_script_becomes_host_code_line_for_line() {
         let script = "\
 import torch
@@ -2579,6 +2616,11 @@ class Group(Function):
         let no_else = as_host_code("def f(x, y=None, z=None):\n    if y is not None:\n        n = 2\n    elif z is not None:\n        n = 3\n    ext.op(x, n)\n", "m", &[binding("op", "op", &["x", "n"])]);
         let lines: Vec<&str> = no_else.lines().collect();
         assert_eq!(lines[1..], ["if (y != 0) {", "auto n = 2;", "op(x, n); } else if (z != 0) {", "auto n = 3; op(x, n); } else {", "op(x, n); } }"], "{no_else}");
+        // A default made when the argument is left out (pytorch3d's `knn_points`): the made
+        // tensor in its branch, the caller's in the other, not a value defined by itself.
+        let lone = as_host_code("def f(p, lengths=None):\n    if lengths is None:\n        lengths = torch.full((p.shape[0],), 8)\n    ext.op(p, lengths)\n", "m", &[binding("op", "op", &["p", "lengths"])]);
+        let lines: Vec<&str> = lone.lines().collect();
+        assert_eq!(lines[1..], ["if (lengths == 0) {", "auto lengths = torch::empty({p.size(0)}); op(p, lengths); } else {", "op(p, lengths); } }"], "{lone}");
     }
 
     #[test]

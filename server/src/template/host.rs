@@ -1374,13 +1374,7 @@ impl<'d> HostContext<'d> {
     /// elements of `element`, in the spec's names: the product of its dimensions.
     fn tensor_data_length(&self, arg: &str, element: &str) -> Option<String> {
         let (tensor, typed) = tensors::data_of(arg)?;
-        let path = self.paths.first()?;
-        let (made_at, dims) = self.tensor_dims(path, 0, tensor, 0)?;
-        let dims: Vec<String> = match made_at {
-            // Made by the launcher: its dimensions are in its names.
-            0 => dims.iter().map(|d| format!("({})", self.in_spec_names(d))).collect(),
-            _ => (0..dims.len()).map(|k| self.size_read_in_spec(tensor, tensors::SizeRead::Dim(k as i64))).collect(),
-        };
+        let dims = self.tensor_dims_in_spec(tensor)?;
         // A `float` tensor read as `float4`s has a quarter as many.
         let (numerator, denominator) = typed.map_or(Some((1, 1)), |t| self.elements_per_allocated(&self.template_argument(t), element))?;
         let mut length = dims.join(" * ");
@@ -1391,6 +1385,18 @@ impl<'d> HostContext<'d> {
             length = format!("{length} / {denominator}");
         }
         Some(callee::readable(&length))
+    }
+
+    /// The dimensions of the tensor the launcher names `tensor`, in the spec's names, each
+    /// parenthesised: as the launcher made it, else as the sizes read from it are named.
+    pub(super) fn tensor_dims_in_spec(&self, tensor: &str) -> Option<Vec<String>> {
+        let path = self.paths.first()?;
+        let (made_at, dims) = self.tensor_dims(path, 0, tensor, 0)?;
+        Some(match made_at {
+            // Made by the launcher: its dimensions are in its names.
+            0 => dims.iter().map(|d| format!("({})", self.in_spec_names(d))).collect(),
+            _ => (0..dims.len()).map(|k| self.size_read_in_spec(tensor, tensors::SizeRead::Dim(k as i64))).collect(),
+        })
     }
 
     /// `cuda_num_SMs` and `prop.multiProcessorCount` → `sm_count`, and the other device sizes.

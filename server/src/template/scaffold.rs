@@ -15,6 +15,7 @@ use super::index_values;
 use super::host::{HostContext, HostFile, LaunchChoice};
 use super::spec_text::{spec_expression, Division};
 use super::structs;
+use super::tensors;
 use super::texture;
 use super::LineOrigins;
 use crate::profile::split_template_args;
@@ -151,6 +152,10 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
             // An unnamed parameter (a tag) is named by its place, `arg6`, for the spec to list.
             let named = Param { name: format!("arg{}", i + 1), ..p.clone() };
             let p = if p.name.is_empty() { &named } else { p };
+            if let Some(accessor) = tensors::accessor_type(&p.ty).filter(|_| p.pointer_depth == 0) {
+                let element = instantiated(&accessor.element).unwrap_or_else(|| accessor.element.clone());
+                return (accessor_arg_spec(original.text(), original_body, p, &accessor, &element, at_launch.as_deref(), host.as_ref()), true);
+            }
             arg_spec(original, original_body, p, &element, at_launch.as_deref(), host.as_ref(), &scalars)
         })
         .unzip();
@@ -1655,13 +1660,49 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         (lanes, Some(len)) if len.trim() == "1" => lanes.to_string(),
         (lanes, Some(len)) => format!("({len}) * {lanes}"),
     };
-    let role = if p.is_const { Role::Input } else { body.map_or(Role::InOut, |b| role_for(access_of(doc.text(), b, &p.name))) };
+    let (role, init) = buffer_role(doc.text(), body, p, dtype);
+    (ArgSpec { name: p.name.clone(), element: Some(dtype), length: Some(length), role: Some(role), init, ..ArgSpec::default() }, from_host)
+}
+
+/// What the kernel does with the buffer `p` gives it (read only when `p` is `const`), and how
+/// an input is filled: floats uniform in [-1, 1], integers up to 128.
+fn buffer_role(text: &str, body: Option<Node>, p: &Param, dtype: Dtype) -> (Role, Option<Init>) {
+    let role = if p.is_const { Role::Input } else { body.map_or(Role::InOut, |b| role_for(access_of(text, b, &p.name))) };
     let init = match role {
         Role::Output => None,
         _ if dtype.is_float() => Some(Init::Uniform { low: -1.0, high: 1.0 }),
         _ => Some(Init::Integers { low: 0, high: 128 }),
     };
-    (ArgSpec { name: p.name.clone(), element: Some(dtype), length: Some(length), role: Some(role), init, ..ArgSpec::default() }, from_host)
+    (role, init)
+}
+
+/// A PyTorch packed accessor passed by value (`at::PackedTensorAccessor64<float, 4,
+/// at::RestrictPtrTraits> result`, of `result.packed_accessor64<…>()` at the launch): a struct
+/// of the tensor's data, a buffer, then each dimension's size and stride, contiguous as the
+/// host code made the tensor. Its type names the instantiation's element (`float` for
+/// `scalar_t`), since the layout is compiled outside the kernel. Sizes the host code does not
+/// give stay `?`.
+fn accessor_arg_spec(text: &str, body: Option<Node>, p: &Param, accessor: &tensors::AccessorType, element: &str, at_launch: Option<&str>, host: Option<&HostContext>) -> ArgSpec {
+    let dims = at_launch.and_then(tensors::accessor_of).and_then(|tensor| host?.tensor_dims_in_spec(tensor)).filter(|dims| dims.len() == accessor.rank);
+    let product = |from: usize| match &dims {
+        Some(dims) if from < dims.len() => dims[from..].join(" * "),
+        Some(_) => "1".to_string(),
+        None => UNKNOWN.to_string(),
+    };
+    let dim = |k: usize| dims.as_ref().map_or_else(|| UNKNOWN.to_string(), |dims| dims[k].clone());
+    let dtype = dtype_of(element).map_or(Dtype::U8, |(dtype, _)| dtype);
+    let index = dtype_of(accessor.index).map_or(Dtype::I64, |(dtype, _)| dtype);
+    let (role, init) = buffer_role(text, body, p, dtype);
+    let mut fields = vec![ArgSpec { name: "data_".to_string(), element: Some(dtype), length: Some(product(0)), role: Some(role), init, ..ArgSpec::default() }];
+    fields.extend((0..accessor.rank).map(|k| ArgSpec { name: format!("sizes_[{k}]"), element: Some(index), value: Some(dim(k)), ..ArgSpec::default() }));
+    fields.extend((0..accessor.rank).map(|k| ArgSpec { name: format!("strides_[{k}]"), element: Some(index), value: Some(product(k + 1)), ..ArgSpec::default() }));
+    let written = p.ty.trim().trim_start_matches("const ").trim();
+    let (template, args) = written.split_once('<').unwrap_or((written, ""));
+    let mut args = split_template_args(args.trim_end().trim_end_matches('>'));
+    if let Some(first) = args.first_mut() {
+        *first = element.to_string();
+    }
+    ArgSpec { name: p.name.clone(), struct_type: Some(format!("{}<{}>", template.trim(), args.join(", "))), fields, ..ArgSpec::default() }
 }
 
 /// Integer inputs of indices are drawn from `[0, extent)`, the extent in the spec's names: one

@@ -327,22 +327,67 @@ fn slice_extent(item: &str) -> Option<Option<String>> {
     }
 }
 
-/// The tensor whose data `arg` passes (`x.data_ptr<float>()`, `(float *)x.data_ptr()`), with
-/// the element type it names, if any.
+/// The tensor whose data `arg` passes (`x.data_ptr<float>()`, `(float *)x.data_ptr()`, a
+/// contiguous copy's `x.contiguous().data_ptr<float>()`, as many elements), with the element
+/// type it names, if any.
 pub(super) fn data_of(arg: &str) -> Option<(&str, Option<&str>)> {
-    let arg = crate::syntax::host::without_pointer_cast(arg);
-    let (tensor, rest) = arg.split_once('.')?;
+    let (tensor, _, element) = tensor_method_call(crate::syntax::host::without_pointer_cast(arg), &["data_ptr", "const_data_ptr", "mutable_data_ptr", "data"])?;
+    Some((tensor, element))
+}
+
+/// The tensor whose packed accessor `arg` passes (`x.packed_accessor64<float, 4,
+/// at::RestrictPtrTraits>()`, also of `x.contiguous()`), for a kernel's accessor parameter.
+pub(super) fn accessor_of(arg: &str) -> Option<&str> {
+    tensor_method_call(arg.trim(), &["packed_accessor32", "packed_accessor64", "generic_packed_accessor", "packed_accessor"]).map(|(tensor, _, _)| tensor)
+}
+
+/// `tensor.method<args>()` with `method` one of `methods`, a contiguous copy's
+/// (`x.contiguous().method()`) too: the tensor, the method and what its brackets hold.
+fn tensor_method_call<'t>(call: &'t str, methods: &[&'t str]) -> Option<(&'t str, &'t str, Option<&'t str>)> {
+    let (tensor, mut rest) = call.split_once('.')?;
+    let skipped = |r: &'t str| r.trim_start().strip_prefix("contiguous")?.trim_start().strip_prefix('(')?.trim_start().strip_prefix(')')?.trim_start().strip_prefix('.');
+    while let Some(after) = skipped(rest) {
+        rest = after;
+    }
     let rest = rest.trim_start();
-    let method = ["data_ptr", "const_data_ptr", "mutable_data_ptr", "data"].into_iter().find(|m| rest.starts_with(m) && !rest[m.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))?;
+    let method = methods.iter().copied().find(|m| rest.starts_with(m) && !rest[m.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))?;
     let after = rest[method.len()..].trim_start();
-    let (element, call) = match after.strip_prefix('<') {
+    let (bracketed, call) = match after.strip_prefix('<') {
         Some(typed) => {
-            let (element, call) = typed.split_once('>')?;
-            (Some(element.trim()), call.trim_start())
+            let close = typed.rfind('>')?;
+            (Some(typed[..close].trim()), typed[close + 1..].trim_start())
         }
         None => (None, after),
     };
-    (is_identifier(tensor.trim()) && call.replace(' ', "") == "()").then(|| (tensor.trim(), element))
+    (is_identifier(tensor.trim()) && call.replace(' ', "") == "()").then(|| (tensor.trim(), method, bracketed))
+}
+
+/// A kernel parameter's PyTorch packed accessor type (`at::PackedTensorAccessor64<scalar_t, 3,
+/// at::RestrictPtrTraits>`, `torch::PackedTensorAccessor32<…>`, `GenericPackedTensorAccessor<T,
+/// N, Traits, index_t>`): a pointer, then each dimension's size and stride.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct AccessorType {
+    /// The element type as written (a template parameter stays its name).
+    pub element: String,
+    pub rank: usize,
+    /// The type of the sizes and strides.
+    pub index: &'static str,
+}
+
+pub(super) fn accessor_type(ty: &str) -> Option<AccessorType> {
+    let ty = ty.trim().trim_start_matches("const ").trim();
+    let (template, args) = ty.split_once('<')?;
+    let args = crate::profile::split_template_args(args.trim_end().strip_suffix('>')?);
+    let template = template.trim().rsplit("::").next()?;
+    let index = match (template, args.get(3).map(String::as_str)) {
+        ("PackedTensorAccessor32", _) => "int32_t",
+        ("PackedTensorAccessor64", _) | ("GenericPackedTensorAccessor" | "PackedTensorAccessor", None) => "int64_t",
+        ("GenericPackedTensorAccessor" | "PackedTensorAccessor", Some("int32_t" | "int")) => "int32_t",
+        ("GenericPackedTensorAccessor" | "PackedTensorAccessor", Some("int64_t")) => "int64_t",
+        _ => return None,
+    };
+    let rank = args.get(1)?.trim().parse::<usize>().ok().filter(|&n| n > 0)?;
+    Some(AccessorType { element: args.first()?.trim().to_string(), rank, index })
 }
 
 /// PyTorch's type to accumulate `ty` in on the GPU, as `at::acc_type<ty, true>` and
@@ -464,6 +509,21 @@ mod tests {
         assert_eq!(data_of("(half *)out.data_ptr()"), Some(("out", None)));
         assert_eq!(data_of("reinterpret_cast<float4 *>(x.data_ptr<float>())"), Some(("x", Some("float"))));
         assert_eq!(data_of("x.data_ptr<at::Half>()"), Some(("x", Some("at::Half"))));
+        assert_eq!(data_of("p1.contiguous().data_ptr<scalar_t>()"), Some(("p1", Some("scalar_t"))));
+        assert_eq!(data_of("x.contiguous ( ) . data_ptr<float>()"), Some(("x", Some("float"))));
+        assert_eq!(data_of("x.contiguous().numel()"), None);
+    }
+
+    #[test]
+    fn a_packed_accessor_is_a_tensors_data_with_its_sizes_and_strides() {
+        assert_eq!(accessor_of("result.packed_accessor64<float, 4, at::RestrictPtrTraits>()"), Some("result"));
+        assert_eq!(accessor_of("x.contiguous().packed_accessor32<scalar_t, 2, torch::RestrictPtrTraits>()"), Some("x"));
+        assert_eq!(accessor_of("x.data_ptr<float>()"), None);
+        let parsed = accessor_type("const at::PackedTensorAccessor64<float, 4, at::RestrictPtrTraits>");
+        assert_eq!(parsed, Some(AccessorType { element: "float".into(), rank: 4, index: "int64_t" }));
+        assert_eq!(accessor_type("torch::PackedTensorAccessor32<scalar_t, 2, torch::RestrictPtrTraits>").map(|a| (a.element, a.index)), Some(("scalar_t".into(), "int32_t")));
+        assert_eq!(accessor_type("at::GenericPackedTensorAccessor<float, 3, at::DefaultPtrTraits, int32_t>").map(|a| a.index), Some("int32_t"));
+        assert_eq!(accessor_type("std::array<float, 4>"), None);
         assert_eq!(data_of("x.numel()"), None);
         assert_eq!(data_of("x.data_ptr_impl()"), None);
         assert_eq!(data_of("d_x"), None);
