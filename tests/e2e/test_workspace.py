@@ -2456,6 +2456,10 @@ def test_packed_accessors_are_structs_of_the_tensors_data_sizes_and_strides(tmp_
     lengths = {a["name"]: a.get("length") for a in nearest["args"]}
     assert (lengths["points1"], lengths["points2"], lengths["lengths1"]) == ("N * P1 * D", "N * P2 * D", "lengths1_size_0"), lengths
     assert nearest["derived"] == {"lengths1_size_0": "N"}, nearest
+    # Each cloud's length is filled with its points (`torch.full((N,), P1)`): drawn up to that,
+    # never past the points the kernel may read.
+    indexes = {a["name"]: (a.get("indexes"), a.get("init")) for a in nearest["args"] if a["name"].startswith("lengths")}
+    assert indexes == {"lengths1": ("P1 + 1", None), "lengths2": ("P2 + 1", None)}, nearest["args"]
 
 
 async def test_the_code_action_writes_a_packed_accessor_as_a_struct(client, tmp_path: Path):

@@ -1577,7 +1577,15 @@ impl<'a> Writer<'a> {
     fn made_by_torch(&self, function: &str, arguments: Node<'a>) -> Option<String> {
         match function {
             "empty" | "zeros" | "ones" | "randn" | "rand" => self.shape_of_another(arguments).or_else(|| Some(format!("torch::{function}({{{}}})", self.dims(arguments)?))),
-            "full" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 0)?)),
+            // The value a count is filled with (`torch.full((n,), P1)`, each cloud's length)
+            // bounds what a kernel reads through it.
+            "full" => {
+                let shape = self.shape_argument(arguments, 0)?;
+                match named_children(arguments).get(1).filter(|v| v.kind() != "keyword_argument").and_then(|value| self.expression(*value)) {
+                    Some(value) => Some(format!("torch::full({{{shape}}}, {value})")),
+                    None => Some(format!("torch::empty({{{shape}}})")),
+                }
+            }
             "randint" => Some(format!("torch::empty({{{}}})", self.shape_argument(arguments, 2).or_else(|| self.shape_argument(arguments, 1))?)),
             "arange" => Some(format!("torch::empty({{{}}})", self.arange_length(arguments)?)),
             "tensor" | "as_tensor" | "from_numpy" => self.from_data(arguments),
@@ -2620,7 +2628,7 @@ class Group(Function):
         // tensor in its branch, the caller's in the other, not a value defined by itself.
         let lone = as_host_code("def f(p, lengths=None):\n    if lengths is None:\n        lengths = torch.full((p.shape[0],), 8)\n    ext.op(p, lengths)\n", "m", &[binding("op", "op", &["p", "lengths"])]);
         let lines: Vec<&str> = lone.lines().collect();
-        assert_eq!(lines[1..], ["if (lengths == 0) {", "auto lengths = torch::empty({p.size(0)}); op(p, lengths); } else {", "op(p, lengths); } }"], "{lone}");
+        assert_eq!(lines[1..], ["if (lengths == 0) {", "auto lengths = torch::full({p.size(0)}, 8); op(p, lengths); } else {", "op(p, lengths); } }"], "{lone}");
     }
 
     #[test]

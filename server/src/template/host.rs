@@ -1948,32 +1948,38 @@ impl<'d> HostContext<'d> {
     /// are in: made there (`torch::empty({n, d})`, or like another tensor), passed down by a
     /// caller, or made at file scope.
     fn tensor_dims(&self, path: &[Frame], at: usize, name: &str, depth: usize) -> Option<(usize, Vec<String>)> {
+        let (made_at, value) = self.tensor_made(path, at, name, depth)?;
+        self.made_tensor_dims(path, made_at, &value, depth)
+    }
+
+    /// The expression that made tensor `name` of frame `at`, and the frame it is in: the
+    /// value given it there, a caller's argument for it, or the file's, through the other
+    /// names it has (`a_f16 = a.half()` in a script: `auto a_f16 = a;`).
+    fn tensor_made(&self, path: &[Frame], at: usize, name: &str, depth: usize) -> Option<(usize, String)> {
         if depth > 16 {
             return None;
         }
         let frame = path.get(at)?;
-        // A tensor made by `value`, or another name for one (`a_f16 = a.half()` in a script:
-        // `auto a_f16 = a;`).
-        let given = |value: &str| {
-            let value = strip_casts_everywhere(value);
-            match is_identifier(value.trim()) && value.trim() != name {
-                true => self.tensor_dims(path, at, value.trim(), depth + 1),
-                false => self.made_tensor_dims(path, at, &value, depth),
-            }
+        let (made_at, value) = match (frame.scope.value_text(name), frame.params.iter().position(|p| p == name)) {
+            (Some(value), _) => (at, value.to_string()),
+            (None, Some(index)) => (at + 1, frame.argument(index)?),
+            (None, None) => (at, self.globals.get(name)?.clone()),
         };
-        if let Some(value) = frame.scope.value_text(name) {
-            return given(value);
+        let value = strip_casts_everywhere(&value);
+        match is_identifier(value.trim()) && (made_at != at || value.trim() != name) {
+            true => self.tensor_made(path, made_at, value.trim(), depth + 1),
+            false => Some((made_at, value)),
         }
-        match frame.params.iter().position(|p| p == name) {
-            Some(index) => {
-                let passed = strip_casts_everywhere(&frame.argument(index)?);
-                match is_identifier(passed.trim()) {
-                    true => self.tensor_dims(path, at + 1, passed.trim(), depth + 1),
-                    false => self.made_tensor_dims(path, at + 1, &passed, depth),
-                }
-            }
-            None => given(self.globals.get(name)?),
-        }
+    }
+
+    /// The value the tensor whose data `arg` passes is filled with (`torch::full({n}, P1)`), in
+    /// the spec's names.
+    pub(super) fn tensor_fill_in_spec(&self, arg: &str) -> Option<String> {
+        let (tensor, _) = tensors::data_of(arg)?;
+        let path = self.paths.first()?;
+        let (made_at, value) = self.tensor_made(path, 0, tensor, 0)?;
+        let fill = tensors::fill_of(&value)?;
+        Some(self.in_spec_names(&self.to_launcher_names(path, made_at, &fill)))
     }
 
     /// The dimensions of the tensor `value` makes in frame `made_at`, and the frame whose names

@@ -1660,8 +1660,15 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         (lanes, Some(len)) if len.trim() == "1" => lanes.to_string(),
         (lanes, Some(len)) => format!("({len}) * {lanes}"),
     };
-    let (role, init) = buffer_role(doc.text(), body, p, dtype);
-    (ArgSpec { name: p.name.clone(), element: Some(dtype), length: Some(length), role: Some(role), init, ..ArgSpec::default() }, from_host)
+    let (role, mut init) = buffer_role(doc.text(), body, p, dtype);
+    // Counts the program fills with a size (`torch.full((n,), P1)`, each cloud's length): any
+    // count up to it, as ragged inputs have, and none past what the kernel may read.
+    let filled = at_launch.and_then(|a| host?.tensor_fill_in_spec(a)).filter(|_| role == Role::Input && !dtype.is_float());
+    let indexes = filled.filter(|fill| fill.parse::<f64>().is_err()).map(|fill| format!("{} + 1", super::callee::readable(&fill)));
+    if indexes.is_some() {
+        init = None;
+    }
+    (ArgSpec { name: p.name.clone(), element: Some(dtype), length: Some(length), role: Some(role), init, indexes, ..ArgSpec::default() }, from_host)
 }
 
 /// What the kernel does with the buffer `p` gives it (read only when `p` is `const`), and how

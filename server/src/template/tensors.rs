@@ -327,6 +327,16 @@ fn slice_extent(item: &str) -> Option<Option<String>> {
     }
 }
 
+/// The value a tensor is filled with where `value` makes it so (`torch::full({n}, P1)`).
+pub(super) fn fill_of(value: &str) -> Option<String> {
+    let value = value.trim();
+    let (callee, args) = value.split_once('(')?;
+    let namespaced = matches!(callee.trim(), "torch::full" | "at::full");
+    let args = super::host::split_args(args.trim_end().strip_suffix(')')?);
+    let fill = args.get(1).map(|a| a.trim().to_string()).filter(|a| !a.is_empty() && !a.contains("::"));
+    fill.filter(|_| namespaced && args.first().is_some_and(|shape| shape.trim_start().starts_with('{')))
+}
+
 /// The tensor whose data `arg` passes (`x.data_ptr<float>()`, `(float *)x.data_ptr()`, a
 /// contiguous copy's `x.contiguous().data_ptr<float>()`, as many elements), with the element
 /// type it names, if any.
@@ -512,6 +522,14 @@ mod tests {
         assert_eq!(data_of("p1.contiguous().data_ptr<scalar_t>()"), Some(("p1", Some("scalar_t"))));
         assert_eq!(data_of("x.contiguous ( ) . data_ptr<float>()"), Some(("x", Some("float"))));
         assert_eq!(data_of("x.contiguous().numel()"), None);
+    }
+
+    #[test]
+    fn a_filled_tensor_has_its_value() {
+        assert_eq!(fill_of("torch::full({p1.size(0)}, P1)").as_deref(), Some("P1"));
+        assert_eq!(fill_of("at::full({n, 2}, 0.5)").as_deref(), Some("0.5"));
+        assert_eq!(fill_of("torch::empty({n})"), None);
+        assert_eq!(fill_of("torch::full({n}, x.options())"), None);
     }
 
     #[test]
