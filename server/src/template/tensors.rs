@@ -331,10 +331,14 @@ fn slice_extent(item: &str) -> Option<Option<String>> {
 pub(super) fn fill_of(value: &str) -> Option<String> {
     let value = value.trim();
     let (callee, args) = value.split_once('(')?;
-    let namespaced = matches!(callee.trim(), "torch::full" | "at::full");
-    let args = super::host::split_args(args.trim_end().strip_suffix(')')?);
-    let fill = args.get(1).map(|a| a.trim().to_string()).filter(|a| !a.is_empty() && !a.contains("::"));
-    fill.filter(|_| namespaced && args.first().is_some_and(|shape| shape.trim_start().starts_with('{')))
+    if !matches!(callee.trim(), "torch::full" | "at::full") {
+        return None;
+    }
+    // After the shape's braces, which hold commas of their own.
+    let shape = args.trim_start().strip_prefix('{')?;
+    let after = shape[shape.find('}')? + 1..].trim_start().strip_prefix(',')?;
+    let fill = super::host::split_args(after.trim_end().strip_suffix(')')?).into_iter().next()?.trim().to_string();
+    (!fill.is_empty() && !fill.contains("::") && !fill.contains("options")).then_some(fill)
 }
 
 /// The tensor whose data `arg` passes (`x.data_ptr<float>()`, `(float *)x.data_ptr()`, a
@@ -530,6 +534,7 @@ mod tests {
         assert_eq!(fill_of("at::full({n, 2}, 0.5)").as_deref(), Some("0.5"));
         assert_eq!(fill_of("torch::empty({n})"), None);
         assert_eq!(fill_of("torch::full({n}, x.options())"), None);
+        assert_eq!(fill_of("torch::full({n, 2}, n, x.options())").as_deref(), Some("n"));
     }
 
     #[test]
