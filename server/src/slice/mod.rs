@@ -24,6 +24,12 @@ use std::path::{Path, PathBuf};
 
 pub use compile_commands::{compile_flags_for, normalize, CompileFlags};
 
+/// The calls that add to memory atomically: CUDA's `atomicAdd` and PyTorch's helpers for it,
+/// which the slice defines where PyTorch's header is dropped.
+pub fn atomic_adds() -> impl Iterator<Item = &'static str> {
+    std::iter::once("atomicAdd").chain(includes::PYTORCH_DEVICE_FUNCTIONS.iter().map(|(name, _)| *name))
+}
+
 use crate::syntax::{Analysis, Document};
 use includes::Verdict;
 use outline::{Entry, GroupKind, Item, Outline, Reference, Role};

@@ -456,7 +456,7 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     narrow_to_restricted_values(&mut params, &restrictions);
 
     // Float atomics add in an order that varies from run to run: PyTorch's helpers as CUDA's own.
-    let adds_atomically = body.is_some_and(|b| ["atomicAdd", "gpuAtomicAdd", "fastAtomicAdd"].iter().any(|add| contains_call(templated.text(), b, add)));
+    let adds_atomically = body.is_some_and(|b| crate::slice::atomic_adds().any(|add| contains_call(templated.text(), b, add)));
     let deterministic = !(adds_atomically && args.iter().any(|a| a.is_buffer() && a.dtype().is_float()));
     // The kernel exists (templatize checked), so slicing cannot fail on it.
     let source = device_slice(original, kernel, &slice_options.clone().with_template_args(&template_args)).map(|s| s.source).unwrap_or_else(|_| original.text().to_string());

@@ -215,9 +215,11 @@ impl<'k> Planner<'k> {
     fn set(&self, shape: &mut Shape, name: &String, value: i64) {
         for tied in self.tied_to(name) {
             match self.carried.contains(tied) {
-                true => shape.insert(tied.clone(), value),
-                false => shape.insert(tied.clone(), shape.get(tied).map_or(value, |&old| old.max(value))),
-            };
+                true => {
+                    shape.insert(tied.clone(), value);
+                }
+                false => grow_held(shape, tied, value),
+            }
         }
     }
 
@@ -229,8 +231,7 @@ impl<'k> Planner<'k> {
     fn set_alone(&self, shape: &mut Shape, name: &String, value: i64) {
         shape.insert(name.clone(), value);
         for held in self.tied_to(name).filter(|t| !self.carried.contains(*t)) {
-            let old = shape.get(held).copied().unwrap_or(value);
-            shape.insert(held.clone(), old.max(value));
+            grow_held(shape, held, value);
         }
     }
 
@@ -310,6 +311,13 @@ const LARGEST_TILE: i64 = 1024;
 /// `shape` with each size but the `kept` ones times `times / over`, rounded down to a multiple
 /// of the power of two (up to [`LARGEST_TILE`]) it was a multiple of, so that whole tiles stay
 /// whole.
+/// A size the kernel is not given, grown to `value` where it is smaller: the original may read
+/// its buffer as far as a tied size it is given says, and a larger buffer is never read past.
+fn grow_held(shape: &mut Shape, held: &String, value: i64) {
+    let old = shape.get(held).copied().unwrap_or(value);
+    shape.insert(held.clone(), old.max(value));
+}
+
 fn scaled(shape: &Shape, times: i64, over: i64, kept: &dyn Fn(&String) -> bool) -> Shape {
     let scale = |size: i64| {
         let grain = (1_i64 << size.trailing_zeros().min(62)).min(LARGEST_TILE);
