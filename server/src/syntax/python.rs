@@ -1081,7 +1081,7 @@ impl<'a> Writer<'a> {
             return ends.first.clone().filter(|_| target.kind() == "identifier").map(|first| vec![(cpp_name(self.text(target)), Bound::Value(first))]).unwrap_or_default();
         }
         let iterable = match iterable.kind() {
-            "identifier" => self.local_lists.get(self.text(iterable)).or_else(|| self.lists.get(self.text(iterable))).copied().unwrap_or(iterable),
+            "identifier" => self.data_named(iterable).unwrap_or(iterable),
             _ => first_branch(iterable),
         };
         match iterable.kind() {
@@ -1115,11 +1115,18 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// The data (a list, tuple or dictionary) an identifier names: the function's local, else
+    /// the module's.
+    fn data_named(&self, name: Node<'a>) -> Option<Node<'a>> {
+        (name.kind() == "identifier").then_some(())?;
+        self.local_lists.get(self.text(name)).or_else(|| self.lists.get(self.text(name))).copied()
+    }
+
     /// The lists a call is given, each `*factors` (a list of lists the code names) spread into
     /// its items: `product(*[ns, ds])` iterates `ns` and `ds`.
     fn spread_lists(&self, arguments: Node<'a>) -> Vec<Node<'a>> {
         let spread = |argument: Node<'a>| {
-            let named = argument.named_child(0).filter(|n| n.kind() == "identifier").and_then(|n| self.local_lists.get(self.text(n)).or_else(|| self.lists.get(self.text(n))).copied());
+            let named = argument.named_child(0).and_then(|n| self.data_named(n));
             let list = named.or_else(|| argument.named_child(0)).filter(|l| matches!(l.kind(), "list" | "tuple"));
             list.map(data_items).unwrap_or_default()
         };
@@ -1465,10 +1472,10 @@ impl<'a> Writer<'a> {
     /// choice a value no source gives.
     fn looked_up(&self, subscript: Node<'a>) -> Option<String> {
         let value = subscript.child_by_field_name("value").filter(|v| v.kind() == "identifier")?;
-        let dictionary = self.local_lists.get(self.text(value)).or_else(|| self.lists.get(self.text(value))).filter(|d| d.kind() == "dictionary")?;
+        let dictionary = self.data_named(value).filter(|d| d.kind() == "dictionary")?;
         let key = self.expression(subscript.child_by_field_name("subscript")?)?;
         // Every entry a `key: value` pair: a `**other` spliced in is entries no one wrote here.
-        let entries = named_children(*dictionary).into_iter().filter(|e| e.kind() != "comment");
+        let entries = named_children(dictionary).into_iter().filter(|e| e.kind() != "comment");
         let pairs = entries.map(|pair| Some((self.expression(pair.child_by_field_name("key")?)?, self.expression(pair.child_by_field_name("value")?)?)));
         let pairs: Vec<(String, String)> = pairs.collect::<Option<_>>()?;
         Some(pairs.iter().rev().fold(UNWRITTEN.to_string(), |otherwise, (k, v)| format!("({} == {k}) ? ({v}) : ({otherwise})", parenthesized(&key))))
@@ -1714,7 +1721,7 @@ impl<'a> Writer<'a> {
         match node.kind() {
             "list" | "tuple" | "list_comprehension" => Some(node),
             "parenthesized_expression" => self.data_node(unparenthesized(node)),
-            "identifier" => self.local_lists.get(self.text(node)).or_else(|| self.lists.get(self.text(node))).copied().filter(|n| matches!(n.kind(), "list" | "tuple" | "list_comprehension")),
+            "identifier" => self.data_named(node).filter(|n| matches!(n.kind(), "list" | "tuple" | "list_comprehension")),
             "subscript" => self.data_node(self.data_item(node)?),
             _ => None,
         }
