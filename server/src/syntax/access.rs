@@ -19,6 +19,36 @@ pub enum Access {
     ReadsAndWrites,
 }
 
+/// Whether the kernel only stores the scalar `name` into memory, as it is or through
+/// arithmetic (`ptr[i] = val;`, `out[i] = 2 * value + 1;`), or never reads it: its value decides
+/// no index, bound, branch or call, so any value does the same work.
+pub fn only_stored(text: &str, body: Node, name: &str) -> bool {
+    descendants(body).filter(|n| n.kind() == "identifier" && &text[n.byte_range()] == name).all(|use_| {
+        let mut value = use_;
+        while let Some(parent) = value.parent().filter(|p| carries_value(text, *p, value)) {
+            value = parent;
+        }
+        value.parent().is_some_and(|store| {
+            let target = store.child_by_field_name("left");
+            store.kind() == "assignment_expression"
+                && store.child_by_field_name("right") == Some(value)
+                && target.is_some_and(|t| matches!(t.kind(), "subscript_expression" | "pointer_expression" | "field_expression"))
+        })
+    })
+}
+
+/// Whether `parent` passes `child`'s value on as arithmetic does: a cast, parentheses, a sign,
+/// `+ - * /`, or a branch of `?:` (not its condition).
+fn carries_value(text: &str, parent: Node, child: Node) -> bool {
+    match parent.kind() {
+        "parenthesized_expression" | "cast_expression" => true,
+        "unary_expression" => parent.child_by_field_name("operator").is_some_and(|o| matches!(&text[o.byte_range()], "-" | "+")),
+        "binary_expression" => parent.child_by_field_name("operator").is_some_and(|o| matches!(&text[o.byte_range()], "+" | "-" | "*" | "/")),
+        "conditional_expression" => parent.child_by_field_name("condition") != Some(child),
+        _ => false,
+    }
+}
+
 /// How many calls deep [`access_of`] follows a buffer into the file's own functions.
 const MAX_ROLE_DEPTH: usize = 4;
 
@@ -230,6 +260,25 @@ mod tests {
         let root = doc.tree().expect("parses").root_node();
         let kernel = descendants(root).filter(|n| n.kind() == "function_definition").find(|f| doc.text()[f.byte_range()].contains("__global__")).expect("a kernel");
         access_of(doc.text(), kernel.child_by_field_name("body").expect("a body"), name)
+    }
+
+    #[test]
+    fn a_scalar_only_stored_decides_no_work() {
+        let only = |source: &str, name: &str| {
+            let doc = Document::new(source.to_string());
+            let root = doc.tree().expect("parses").root_node();
+            let kernel = descendants(root).find(|n| n.kind() == "function_definition").expect("a kernel");
+            only_stored(doc.text(), kernel.child_by_field_name("body").expect("a body"), name)
+        };
+        let fill = "__global__ void k(char* ptr, int sz, char val) { for (int i = threadIdx.x; i < sz; i += blockDim.x) ptr[i] = val; }";
+        assert!(only(fill, "val"));
+        assert!(!only(fill, "sz"), "a loop bound");
+        assert!(only("__global__ void k(float* d, float v) { *d = 2.f * (float)(v) + 1.f; }", "v"));
+        assert!(only("__global__ void k(float* d, float v) { d[0] = 1.f; }", "v"), "never read");
+        assert!(!only("__global__ void k(float* d, float v) { if (v > 0) d[0] = v; }", "v"), "a branch");
+        assert!(!only("__global__ void k(float* d, int v) { d[v] = 1.f; }", "v"), "an index");
+        assert!(!only("__global__ void k(float* d, float v) { d[0] = expf(v); }", "v"), "a call");
+        assert!(!only("__global__ void k(float* d, float v) { float w = v; d[0] = w; }", "v"), "a local, not followed");
     }
 
     #[test]

@@ -21,7 +21,7 @@ mod incremental;
 mod list_conditionals;
 mod model;
 
-pub use access::{access_of, Access};
+pub use access::{access_of, only_stored, Access};
 pub use consteval::{eval as eval_constant, integer_constant_line, parse_int_literal, host_type_definition, size_of_type, vector_type, HOST_TYPES};
 pub use float_eval::eval_float;
 pub use grammar_view::is_pragma_macro;

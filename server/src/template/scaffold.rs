@@ -263,6 +263,10 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     if let Some(b) = body {
         mark_index_extents(templated.text(), b, &mut args);
     }
+    if let Some(b) = body {
+        let no_number = |name: &str| host.as_ref().is_none_or(|h| h.size_values(&host_name_of(&renamed_sizes, name)).iter().all(Option::is_none));
+        give_stored_values_any_number(templated.text(), b, &mut args, &grid, &block, &shared_bytes, &no_number);
+    }
     let mut sizes = BTreeSet::new();
     let expressions = grid.iter().chain(&block).chain(std::iter::once(&shared_bytes));
     let leaves = || crate::spec::leaves(&args);
@@ -280,7 +284,7 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
         }
     }
     let mut shapes: Vec<Shape> = Vec::new();
-    let host_name = |size: &String| renamed_sizes.iter().find(|(_, renamed)| renamed == size).map_or(size.clone(), |(name, _)| name.clone());
+    let host_name = |size: &String| host_name_of(&renamed_sizes, size);
     if let Some(h) = &host {
         let values: Vec<(String, Vec<Option<i64>>)> = sizes.iter().map(|s| (s.clone(), h.size_values(&host_name(s)))).collect();
         for path in 0..h.paths.len() {
@@ -1611,6 +1615,32 @@ fn is_tag_type(ty: &str) -> bool {
     let ty = ty.strip_prefix("std::").unwrap_or(ty);
     let template = ty.split('<').next().unwrap_or(ty).trim();
     matches!(template, "integral_constant" | "bool_constant" | "true_type" | "false_type")
+}
+
+/// The host's name of the spec's size `size`, which [`rename_shadowed_sizes`] may have renamed.
+fn host_name_of(renamed_sizes: &[(String, String)], size: &str) -> String {
+    renamed_sizes.iter().find(|(_, renamed)| renamed == size).map_or(size.to_string(), |(name, _)| name.clone())
+}
+
+/// A scalar the kernel only stores (`ptr[i] = val`) does the same work whatever its value: where
+/// the program makes it at run time (`atoi(argv[1])`, `?`) with names nothing else in the spec
+/// needs, it is given 1 rather than left for the user to fill in.
+fn give_stored_values_any_number(text: &str, body: Node, args: &mut [ArgSpec], grid: &[String], block: &[String], shared_bytes: &str, no_number: &dyn Fn(&str) -> bool) {
+    let elsewhere = |arg: usize, name: &str| {
+        let lengths = args.iter().enumerate().filter(|(i, _)| *i != arg).flat_map(|(_, a)| crate::spec::leaves(std::slice::from_ref(a)).flat_map(|l| l.length.iter().chain(&l.value)).collect::<Vec<_>>());
+        grid.iter().chain(block).map(String::as_str).chain([shared_bytes]).chain(lengths.into_iter().map(String::as_str)).any(|e| identifiers_in(e).any(|w| w == name))
+    };
+    let unknowable: Vec<usize> = (0..args.len())
+        .filter(|&i| {
+            let a = &args[i];
+            let Some(value) = a.value.as_deref().filter(|_| a.length.is_none() && a.fields.is_empty() && a.texture.is_none()) else { return false };
+            let unknown = value == UNKNOWN || identifiers_in(value).any(|w| no_number(w) && !elsewhere(i, w));
+            unknown && value.parse::<f64>().is_err() && crate::syntax::only_stored(text, body, &a.name)
+        })
+        .collect();
+    for i in unknowable {
+        args[i].value = Some("1".to_string());
+    }
 }
 
 /// The spec of the kernel parameter `p`, whose element type is `element` (its type, with the
