@@ -37,16 +37,17 @@ impl Bounds<'_, '_> {
     fn extent(&self, index: Node, at: Node) -> Option<String> {
         let index = without_parentheses(index);
         match index.kind() {
-            "identifier" => self.bound(&self.text[index.byte_range()], at),
+            // A local computed once (`uint i = __umul24(y, w) + x;`) stands for its value.
+            "identifier" => self.bound(&self.text[index.byte_range()], at).or_else(|| self.extent(self.local_value(&self.text[index.byte_range()])?, at)),
             // `row * width + col` with `col < width`: rows of `width`.
             "binary_expression" if self.operator(index) == "+" => {
                 let (left, right) = (without_parentheses(index.child_by_field_name("left")?), without_parentheses(index.child_by_field_name("right")?));
                 let (product, column) = if right.kind() == "identifier" { (left, right) } else { (right, left) };
-                if product.kind() != "binary_expression" || self.operator(product) != "*" || column.kind() != "identifier" {
+                if column.kind() != "identifier" {
                     return None;
                 }
+                let (a, b) = self.factors(product)?;
                 let width = self.bound(&self.text[column.byte_range()], at)?;
-                let (a, b) = (without_parentheses(product.child_by_field_name("left")?), without_parentheses(product.child_by_field_name("right")?));
                 let row = [(a, b), (b, a)].into_iter().find(|(_, w)| self.text[w.byte_range()].trim() == width).map(|(r, _)| r)?;
                 let rows = (row.kind() == "identifier").then(|| self.bound(&self.text[row.byte_range()], at)).flatten()?;
                 Some(format!("{} * {}", parenthesised(&rows), parenthesised(&width)))
@@ -106,6 +107,34 @@ impl Bounds<'_, '_> {
             ("<=", false) | (">", true) => Some(format!("{} + 1", parenthesised(bound))),
             _ => None,
         }
+    }
+
+    /// The two factors of `a * b`, or of the 24-bit multiplies old samples use
+    /// (`__umul24(a, b)`, `__mul24(a, b)`).
+    fn factors<'n>(&self, product: Node<'n>) -> Option<(Node<'n>, Node<'n>)> {
+        let pair = |a: Option<Node<'n>>, b: Option<Node<'n>>| Some((without_parentheses(a?), without_parentheses(b?)));
+        match product.kind() {
+            "binary_expression" if self.operator(product) == "*" => pair(product.child_by_field_name("left"), product.child_by_field_name("right")),
+            "call_expression" if product.child_by_field_name("function").is_some_and(|f| matches!(&self.text[f.byte_range()], "__umul24" | "__mul24")) => {
+                let arguments = product.child_by_field_name("arguments")?;
+                (arguments.named_child_count() == 2).then(|| pair(arguments.named_child(0), arguments.named_child(1))).flatten()
+            }
+            _ => None,
+        }
+    }
+
+    /// The value of the local `name`, when the body declares it once with a value and never
+    /// assigns it again.
+    fn local_value(&self, name: &str) -> Option<Node<'_>> {
+        let is_name = |n: Option<Node>| n.is_some_and(|n| n.kind() == "identifier" && &self.text[n.byte_range()] == name);
+        let mut declared = descendants(self.body).filter(|n| n.kind() == "init_declarator" && is_name(n.child_by_field_name("declarator")));
+        let value = declared.next().filter(|_| declared.next().is_none())?.child_by_field_name("value")?;
+        let assigned = descendants(self.body).any(|n| match n.kind() {
+            "assignment_expression" => is_name(n.child_by_field_name("left").map(without_parentheses)),
+            "update_expression" => is_name(n.child_by_field_name("argument").map(without_parentheses)),
+            _ => false,
+        });
+        (!assigned).then_some(value)
     }
 
     fn operator(&self, binary: Node) -> &str {
@@ -197,6 +226,11 @@ mod tests {
     fn a_row_major_index_needs_rows_times_width() {
         let source = "__global__ void k(float *out, int w, int h) {\n  int x = threadIdx.x, y = blockIdx.y;\n  if (x >= w || y >= h) return;\n  out[y * w + x] = 0.0f;\n}\n";
         assert_eq!(length_of(source, "out").as_deref(), Some("h * w"));
+        // cuda-samples' render kernels: the index a local of a 24-bit multiply.
+        let samples = "__global__ void k(uint *out, uint w, uint h) {\n  uint x = __umul24(blockIdx.x, blockDim.x) + threadIdx.x;\n  uint y = __umul24(blockIdx.y, blockDim.y) + threadIdx.y;\n  if ((x < w) && (y < h)) {\n    uint i = __umul24(y, w) + x;\n    out[i] = 1;\n  }\n}\n";
+        assert_eq!(length_of(samples, "out").as_deref(), Some("h * w"));
+        let moved = samples.replace("out[i] = 1;", "i += 1;\n    out[i] = 1;");
+        assert_eq!(length_of(&moved, "out"), None, "a local assigned again is not its value");
     }
 
     #[test]

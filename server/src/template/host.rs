@@ -605,7 +605,6 @@ impl<'d> HostContext<'d> {
         let mut literal_macros = HashMap::new();
         let mut file_constants = HashMap::new();
         let mut globals = HashMap::new();
-        let mut reassigned = std::collections::HashSet::new();
         let mut allocated = HashMap::new();
         let mut device_variables = HashMap::from([(torch_warp_size.to_string(), warp_size)]);
         let mut static_members = HashMap::new();
@@ -618,7 +617,6 @@ impl<'d> HostContext<'d> {
             let Some(tree) = doc.tree() else { continue };
             calls_by_callee(doc.text(), tree.root_node(), &mut calls);
             globals.extend(globals_of(doc.text(), tree.root_node()));
-            reassigned.extend(assigned_in_functions(doc.text(), tree.root_node()));
             for Allocation { pointer, bytes, .. } in allocations(doc.text(), tree.root_node()) {
                 allocated.entry(pointer).or_insert(bytes);
             }
@@ -675,6 +673,10 @@ impl<'d> HostContext<'d> {
                 keep_own_file_scope_values(text, root, file_constants_of(text, root), &mut file_constants);
             }
         }
+        // Set again by a function of the program, a global's initial value is no size to read;
+        // another program's function setting a namesake (a local `width` of one of a samples
+        // repository's 750 files) leaves it alone.
+        let reassigned: HashSet<String> = on_paths.iter().filter_map(|d| Some(assigned_in_functions(d.text(), d.tree()?.root_node()))).flatten().collect();
         globals.retain(|name, _| !reassigned.contains(name));
         for doc in &on_paths {
             if let Some(tree) = doc.tree() {
