@@ -6,10 +6,11 @@
 # result, and why the others do not.
 #   cutune survey .corpus/mmcv --json > mmcv.json      # here, where the project was surveyed
 #   CUTUNE=… BUDGET=6 DEADLINE=480 bash tests/gpu/ready_sweep.sh PROJECT_DIR mmcv.json
-# The survey's paths are taken relative to its `dir`, so the project may sit elsewhere on the
-# GPU machine. CASES=REGEX keeps only the kernels whose name matches it; no kernel starts after
-# DEADLINE seconds. Reports: $OUT/sweep_<project>_<kernel>.json (the tune report, or the error)
-# and $OUT/sweep_<project>.txt (one line per kernel, then the funnel's totals).
+# The survey's paths are taken relative to its workspace `root` (PROJECT_DIR is a copy of that
+# root), so the project may sit elsewhere on the GPU machine. CASES=REGEX keeps only the
+# kernels whose name matches it; no kernel starts after DEADLINE seconds. Reports:
+# $OUT/sweep_<project>.jsonl (each kernel's tune report, or why there is none) and
+# $OUT/sweep_<project>.txt (one line per kernel, then the funnel's totals).
 set -u
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cutune="${CUTUNE:-$repo/target/release/cutune}"
@@ -25,19 +26,21 @@ work="$(mktemp -d -t cutune-sweep.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 start=$SECONDS
 
-# One "file<TAB>kernel" line per ready kernel, the file relative to the surveyed folder.
+# One "file<TAB>kernel" line per ready kernel, the file relative to the survey's workspace root.
 mapfile -t cases < <(python3 - "$survey" "${CASES:-}" <<'PY'
 import json, os, re, sys
 survey = json.load(open(sys.argv[1]))
 for k in survey["kernels"]:
     if k["stage"] == "ready" and re.search(sys.argv[2], k["kernel"]):
-        print(f"{os.path.relpath(k['file'], survey['dir'])}\t{k['kernel']}")
+        print(f"{os.path.relpath(k['file'], survey['root'])}\t{k['kernel']}")
 PY
 )
 
-for case in "${cases[@]}"; do
-  IFS=$'\t' read -r file kernel <<< "$case"
-  report="$out/sweep_${project}_${kernel}.json"
+for i in "${!cases[@]}"; do
+  IFS=$'\t' read -r file kernel <<< "${cases[$i]}"
+  # By place in the list: samples repeat a kernel's name (`testKernel`) in many programs.
+  report="$work/reports/$i.json"
+  mkdir -p "$work/reports"
   if (( SECONDS - start > deadline )); then
     echo '{"sweep": "not started: the deadline passed"}' > "$report"; continue
   fi
@@ -55,16 +58,17 @@ for case in "${cases[@]}"; do
   fi
 done
 
-python3 - "$out" "$project" "${cases[@]}" <<'PY' | tee "$out/sweep_${project}.txt"
+python3 - "$work/reports" "$out/sweep_${project}.jsonl" "$project" "${cases[@]}" <<'PY' | tee "$out/sweep_${project}.txt"
 import collections, json, sys
-out, project, cases = sys.argv[1], sys.argv[2], sys.argv[3:]
+reports, jsonl, project, cases = sys.argv[1], open(sys.argv[2], "w"), sys.argv[3], sys.argv[4:]
 funnel = collections.Counter()
-for case in cases:
+for i, case in enumerate(cases):
     file, kernel = case.split("\t")
     try:
-        r = json.load(open(f"{out}/sweep_{project}_{kernel}.json"))
+        r = json.load(open(f"{reports}/{i}.json"))
     except Exception as e:
         r = {"sweep": f"no report ({type(e).__name__})"}
+    jsonl.write(json.dumps({"file": file, "kernel": kernel, "report": r}) + "\n")
     if "sweep" in r:
         outcome, detail = r["sweep"], " ".join(r.get("why", "").split())[-240:]
     elif r.get("best"):
