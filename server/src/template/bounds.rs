@@ -17,7 +17,7 @@ pub(super) fn guarded_length(text: &str, body: Node, buffer: &str, is_bound_name
     for node in descendants(body).filter(|n| n.kind() == "identifier" && &text[n.byte_range()] == buffer) {
         let access = node.parent().filter(|p| p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(node))?;
         let index = access.child_by_field_name("indices").and_then(|i| i.named_child(0))?;
-        let extent = Bounds { text, body, is_bound_name }.extent(index, access)?;
+        let extent = Bounds { text, body, is_bound_name }.extent(index, access, 0)?;
         match &length {
             Some(known) if *known != extent => return None,
             _ => length = Some(extent),
@@ -26,6 +26,9 @@ pub(super) fn guarded_length(text: &str, body: Node, buffer: &str, is_bound_name
     length
 }
 
+/// How many locals deep an index is read for its value.
+const MAX_LOCALS: usize = 4;
+
 struct Bounds<'t, 'f> {
     text: &'t str,
     body: Node<'t>,
@@ -33,12 +36,17 @@ struct Bounds<'t, 'f> {
 }
 
 impl Bounds<'_, '_> {
-    /// One past the largest value `index` takes at `at`.
-    fn extent(&self, index: Node, at: Node) -> Option<String> {
+    /// One past the largest value `index` takes at `at`; `locals` is how many locals deep the
+    /// index was read (each stands for its value, up to [`MAX_LOCALS`]: two locals may be each
+    /// other's values in separate blocks).
+    fn extent(&self, index: Node, at: Node, locals: usize) -> Option<String> {
         let index = without_parentheses(index);
         match index.kind() {
             // A local computed once (`uint i = __umul24(y, w) + x;`) stands for its value.
-            "identifier" => self.bound(&self.text[index.byte_range()], at).or_else(|| self.extent(self.local_value(&self.text[index.byte_range()])?, at)),
+            "identifier" => self.bound(&self.text[index.byte_range()], at).or_else(|| {
+                let value = self.local_value(&self.text[index.byte_range()]).filter(|_| locals < MAX_LOCALS)?;
+                self.extent(value, at, locals + 1)
+            }),
             // `row * width + col` with `col < width`: rows of `width`.
             "binary_expression" if self.operator(index) == "+" => {
                 let (left, right) = (without_parentheses(index.child_by_field_name("left")?), without_parentheses(index.child_by_field_name("right")?));
@@ -231,6 +239,8 @@ mod tests {
         assert_eq!(length_of(samples, "out").as_deref(), Some("h * w"));
         let moved = samples.replace("out[i] = 1;", "i += 1;\n    out[i] = 1;");
         assert_eq!(length_of(&moved, "out"), None, "a local assigned again is not its value");
+        let each_others = "__global__ void k(float *out, int w) {\n  { int i = j; }\n  { int j = i; out[j] = 0.0f; }\n}\n";
+        assert_eq!(length_of(each_others, "out"), None, "locals that are each other's values end the reading");
     }
 
     #[test]

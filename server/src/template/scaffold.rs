@@ -262,8 +262,6 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     // program's expression is none a spec can say.
     if let Some(b) = body {
         mark_index_extents(templated.text(), b, &mut args);
-    }
-    if let Some(b) = body {
         let no_number = |name: &str| host.as_ref().is_none_or(|h| h.size_values(&host_name_of(&renamed_sizes, name)).iter().all(Option::is_none));
         give_stored_values_any_number(templated.text(), b, &mut args, &grid, &block, &shared_bytes, &no_number);
     }
