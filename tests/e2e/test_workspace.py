@@ -2949,7 +2949,11 @@ def test_a_package_function_no_test_calls_names_where_the_chain_stops(tmp_path: 
     assert run.returncode == 0, run.stderr
     spec = spec_of((root / "csrc" / "shift_add.cutune.toml").read_text())
     assert spec["unknown"]["batch"].startswith("the program makes it as `x.sizes()[0]` in `shift_add_fwd`"), spec["unknown"]
-    assert spec["unknown"]["alpha"] == "it is the parameter `alpha` of `shift_add` (interface.py:20), which nothing in the workspace calls", spec["unknown"]
+    # `alpha` is the parameter of `shift_add` (interface.py:20), which nothing calls once the
+    # tests are gone; the kernel only stores it (`out_row[t] = row[t] + alpha * previous`), so
+    # any value does the same work and the spec gives 1 rather than asking.
+    assert "alpha" not in spec["unknown"], spec["unknown"]
+    assert next(a for a in spec["args"] if a["name"] == "alpha")["value"] == "1", spec["args"]
 
 
 async def test_the_code_action_follows_a_pytorch_packages_tests_to_the_kernel(client, tmp_path: Path):
