@@ -2961,3 +2961,37 @@ async def test_the_code_action_follows_a_pytorch_packages_tests_to_the_kernel(cl
     (root / ".git").mkdir()
     spec = await code_action_spec(client, root / "csrc" / "shift_add.cu", "for (int t = threadIdx.x; t < seqlen; t += blockDim.x) {", "shift_add_kernel")
     assert spec["shapes"][0] == {"batch": 4, "dim": 768, "seqlen": 2048} and spec["grid"] == ["batch", "dim"], spec
+
+
+def test_a_launcher_nobody_calls_is_called_as_its_twin_is(tmp_path: Path):
+    root = project(tmp_path, "twin_launchers")
+    (root / ".git").mkdir()
+    # cuda-samples' sortingNetworks style: two sorters of the same parameters declared side by
+    # side, of which main calls one. The other's sizes are those main passes to its twin, and
+    # the report says so; a launcher of other parameters has no twin and keeps its questions.
+    survey = json.loads(cutune("survey", str(root), "--json").stdout)
+    stages = {k["kernel"]: k["stage"] for k in survey["kernels"]}
+    assert stages == {"swap_sort_kernel": "ready", "rank_sort_kernel": "ready", "pair_sort_kernel": "spec"}, survey["kernels"]
+    pairs = next(k for k in survey["kernels"] if k["kernel"] == "pair_sort_kernel")
+    assert "it is the parameter `pairs_out` of `sort_pairs` (rank_sort.cu:38), which nothing in the workspace calls" in pairs["why"], pairs
+    spec, report = templatized_spec_and_report(root, "rank_sort.cu", "rank_sort_kernel")
+    assert spec["shapes"] == [{"batches": 4096, "length": 64}], spec["shapes"]
+    lengths = {a["name"]: a.get("length") for a in spec["args"]}
+    assert lengths == {"keys_out": "batches * length", "keys_in": "batches * length", "batches": None, "length": None}, lengths
+    assert "callers: nothing calls `sort_by_ranks`: the sizes are those `main` passes to `sort_by_swaps` (main.cpp:18), which takes the same parameters" in report, report
+
+
+def test_a_mapped_buffer_is_as_long_as_the_launch_that_covers_it(tmp_path: Path):
+    root = project(tmp_path, "mapped_frames")
+    (root / ".git").mkdir()
+    # cuda-samples' simpleCUDA2GL and EGLStream style: the buffer is mapped from the graphics
+    # side, so no allocation says its length; its threads index it unchecked, so the original
+    # launch (its block at the program's value, whatever the tuner tries) bounds what it needs.
+    survey = json.loads(cutune("survey", str(root), "--json").stdout)
+    assert {k["kernel"]: k["stage"] for k in survey["kernels"]} == {"tint_frame": "ready", "clear_bytes": "ready"}, survey["kernels"]
+    tint = templatized_spec(root, "frame_kernels.cu", "tint_frame")
+    assert tint["block"] == ["TINT_FRAME_BLOCK_X", "TINT_FRAME_BLOCK_Y"], tint["block"]
+    pixels = next(a for a in tint["args"] if a["name"] == "pixels")
+    assert (pixels["dtype"], pixels["length"], pixels["role"]) == ("u8", "((height // 16 * 16 - 1) * row_pixels + width // 16 * 16) * 4", "output"), pixels
+    clear = templatized_spec(root, "frame_kernels.cu", "clear_bytes")
+    assert next(a for a in clear["args"] if a["name"] == "bytes")["length"] == "width * height * 4 // 256 * 256", clear["args"]

@@ -75,6 +75,19 @@ pub fn parameter_names(text: &str, function: Node) -> Vec<String> {
     parameters(text, function).into_iter().map(|p| p.name).collect()
 }
 
+/// Whether two functions take the same parameters, as alternatives a program picks between
+/// do (`oddEvenMergeSort` and `bitonicSort`): the same names in the same order, at least one,
+/// and the same types but for what the pointers point to (a `float` `boxFilter` beside a
+/// `boxFilterRGBA` of `unsigned int`).
+pub fn take_the_same_parameters(a: &[Parameter], b: &[Parameter]) -> bool {
+    !a.is_empty() && a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.name == b.name && !a.name.is_empty() && a.out == b.out && (a.ty == b.ty || a.out.is_some()))
+}
+
+/// The functions of `text` other than `except` that take the same parameters as `params`.
+pub fn twins_of<'d>(text: &'d str, root: Node<'d>, params: &[Parameter], except: &str) -> Vec<(&'d str, Node<'d>)> {
+    function_nodes(text, root).filter(|(name, node)| *name != except && *name != "main" && take_the_same_parameters(&parameters(text, *node), params)).collect()
+}
+
 /// One parameter of a host function.
 pub struct Parameter {
     /// Empty when unnamed.
@@ -746,6 +759,22 @@ pub fn address_taken(element: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn alternatives_take_the_same_parameters_but_for_what_buffers_hold() {
+        let params = |code: &str| {
+            let doc = Document::new(code.to_string());
+            let function = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap();
+            parameters(doc.text(), function)
+        };
+        let floats = params("void f(float* out, const float* in, int n) {}");
+        assert!(take_the_same_parameters(&floats, &params("void g(unsigned* out, const float* in, int n) {}")));
+        assert!(!take_the_same_parameters(&floats, &params("void g(float* out, const double* in, int n) {}")), "a read-only buffer's type is its own");
+        assert!(!take_the_same_parameters(&floats, &params("void g(float* out, const float* in, long n) {}")));
+        assert!(!take_the_same_parameters(&floats, &params("void g(float* dst, const float* in, int n) {}")));
+        assert!(!take_the_same_parameters(&floats, &params("void g(const float* in, float* out, int n) {}")));
+        assert!(!take_the_same_parameters(&params("void f() {}"), &params("void g() {}")));
+    }
 
     #[test]
     fn functions_that_size_a_launch_are_read_from_dim3s_and_launch_configurations() {

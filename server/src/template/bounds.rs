@@ -1,23 +1,35 @@
 //! Buffer lengths read off the kernel's own bounds checks, for buffers the host code does not
 //! allocate where it can be followed: `if (i < N) C[i] = A[i] + B[i];` touches `C` only below
-//! `N`, so `C` needs `N` elements. A wrong guess cannot pass unseen: verification puts guard
-//! bytes after every buffer, and the original kernel writing past them fails the check.
+//! `N`, so `C` needs `N` elements; and, given the launch, off the threads that index them
+//! unchecked: `p[blockDim.x * blockIdx.x + threadIdx.x]` needs as many elements as the launch has
+//! threads. A wrong guess cannot pass unseen: verification puts guard bytes after every buffer,
+//! and the original kernel writing past them fails the check.
 
 use tree_sitter::Node;
 
 use crate::syntax::{descendants, identifiers_in};
 
+/// The launch's grid and block, axis by axis, in the host's terms: the extents of `blockIdx`
+/// and `threadIdx`.
+pub(super) struct LaunchExtents {
+    pub grid: Vec<String>,
+    pub block: Vec<String>,
+}
+
 /// The elements `buffer` needs, when every access to it in `body` is a subscript by an index
 /// the kernel bounds: `i` under `i < n` (an `if`, a loop condition or an early `return` on
 /// `i >= n`) needs `n`; `y * w + x` under `x < w` and `y < h` needs `h * w`. The bounds may
-/// name only what `is_bound_name` accepts (the kernel's scalar parameters). `None` when the
-/// buffer is used any other way (passed on, offset, aliased) or its accesses disagree.
-pub(super) fn guarded_length(text: &str, body: Node, buffer: &str, is_bound_name: &dyn Fn(&str) -> bool) -> Option<String> {
+/// name only what `is_bound_name` accepts (the kernel's scalar parameters). Given the `launch`,
+/// a thread coordinate no check bounds is bounded by the launch: `blockIdx.x * blockDim.x +
+/// threadIdx.x` by its threads along x, and `y * w + x` of such coordinates by `(rows - 1) * w +
+/// columns`. `None` when the buffer is used any other way (passed on, offset, aliased) or its
+/// accesses disagree.
+pub(super) fn guarded_length(text: &str, body: Node, buffer: &str, is_bound_name: &dyn Fn(&str) -> bool, launch: Option<&LaunchExtents>) -> Option<String> {
     let mut length: Option<String> = None;
     for node in descendants(body).filter(|n| n.kind() == "identifier" && &text[n.byte_range()] == buffer) {
         let access = node.parent().filter(|p| p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(node))?;
         let index = access.child_by_field_name("indices").and_then(|i| i.named_child(0))?;
-        let extent = Bounds { text, body, is_bound_name }.extent(index, access, 0)?;
+        let extent = Bounds { text, body, is_bound_name, launch }.extent(index, access, 0)?;
         match &length {
             Some(known) if *known != extent => return None,
             _ => length = Some(extent),
@@ -33,6 +45,7 @@ struct Bounds<'t, 'f> {
     text: &'t str,
     body: Node<'t>,
     is_bound_name: &'f dyn Fn(&str) -> bool,
+    launch: Option<&'f LaunchExtents>,
 }
 
 impl Bounds<'_, '_> {
@@ -47,21 +60,54 @@ impl Bounds<'_, '_> {
                 let value = self.local_value(&self.text[index.byte_range()]).filter(|_| locals < MAX_LOCALS)?;
                 self.extent(value, at, locals + 1)
             }),
-            // `row * width + col` with `col < width`: rows of `width`.
+            "field_expression" => match self.builtin(index)? {
+                ("blockIdx", axis) => self.launch?.grid.get(axis).cloned(),
+                ("threadIdx", axis) => self.launch?.block.get(axis).cloned(),
+                _ => None,
+            },
+            // `row * width + col`: rows of `width`, the last as long as `col` goes.
             "binary_expression" if self.operator(index) == "+" => {
                 let (left, right) = (without_parentheses(index.child_by_field_name("left")?), without_parentheses(index.child_by_field_name("right")?));
-                let (product, column) = if right.kind() == "identifier" { (left, right) } else { (right, left) };
-                if column.kind() != "identifier" {
-                    return None;
-                }
+                let (product, column) = if self.factors(left).is_some() { (left, right) } else { (right, left) };
                 let (a, b) = self.factors(product)?;
-                let width = self.bound(&self.text[column.byte_range()], at)?;
-                let row = [(a, b), (b, a)].into_iter().find(|(_, w)| self.text[w.byte_range()].trim() == width).map(|(r, _)| r)?;
-                let rows = (row.kind() == "identifier").then(|| self.bound(&self.text[row.byte_range()], at)).flatten()?;
-                Some(format!("{} * {}", parenthesised(&rows), parenthesised(&width)))
+                let columns = self.extent(column, at, locals)?;
+                [(a, b), (b, a)].into_iter().find_map(|(row, width)| {
+                    let width = self.width(width, locals)?;
+                    let rows = self.extent(row, at, locals)?;
+                    Some(match columns == width {
+                        true => format!("{} * {}", parenthesised(&rows), parenthesised(&width)),
+                        false => format!("({} - 1) * {} + {}", parenthesised(&rows), parenthesised(&width), parenthesised(&columns)),
+                    })
+                })
             }
             _ => None,
         }
+    }
+
+    /// The row width a factor of an index stands for: a scalar parameter, a number, or the
+    /// block's extent (`blockDim.x`, or a local that holds it).
+    fn width(&self, factor: Node, locals: usize) -> Option<String> {
+        let factor = without_parentheses(factor);
+        let text = self.text[factor.byte_range()].trim();
+        match factor.kind() {
+            "number_literal" => Some(text.to_string()),
+            "identifier" if (self.is_bound_name)(text) => Some(text.to_string()),
+            "identifier" => self.width(self.local_value(text).filter(|_| locals < MAX_LOCALS)?, locals + 1),
+            "field_expression" => match self.builtin(factor)? {
+                ("blockDim", axis) => self.launch?.block.get(axis).cloned(),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// `threadIdx.y` → (`threadIdx`, 1): a built-in coordinate and its axis.
+    fn builtin(&self, field: Node) -> Option<(&'static str, usize)> {
+        let object = self.text[field.child_by_field_name("argument")?.byte_range()].trim();
+        let member = &self.text[field.child_by_field_name("field")?.byte_range()];
+        let axis = ["x", "y", "z"].iter().position(|a| *a == member)?;
+        let object = ["blockIdx", "threadIdx", "blockDim"].into_iter().find(|b| *b == object)?;
+        Some((object, axis))
     }
 
     /// The bound the kernel checks `name` against before `at`: an enclosing `if` or loop
@@ -203,7 +249,7 @@ mod tests {
         let function = descendants(root).find(|n| n.kind() == "function_definition").unwrap();
         let body = function.child_by_field_name("body").unwrap();
         let scalars = ["n", "w", "h", "len", "rows"];
-        guarded_length(doc.text(), body, buffer, &|name| scalars.contains(&name))
+        guarded_length(doc.text(), body, buffer, &|name| scalars.contains(&name), None)
     }
 
     #[test]
@@ -241,6 +287,32 @@ mod tests {
         assert_eq!(length_of(&moved, "out"), None, "a local assigned again is not its value");
         let each_others = "__global__ void k(float *out, int w) {\n  { int i = j; }\n  { int j = i; out[j] = 0.0f; }\n}\n";
         assert_eq!(length_of(each_others, "out"), None, "locals that are each other's values end the reading");
+    }
+
+    fn length_in_launch(source: &str, buffer: &str) -> Option<String> {
+        let doc = Document::new(source.to_string());
+        let body = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap().child_by_field_name("body").unwrap();
+        let launch = LaunchExtents { grid: vec!["gx".into(), "gy".into()], block: vec!["bx".into(), "by".into()] };
+        guarded_length(doc.text(), body, buffer, &|name| ["n", "w"].contains(&name), Some(&launch))
+    }
+
+    #[test]
+    fn unchecked_thread_coordinates_are_bounded_by_the_launch() {
+        let flat = "__global__ void k(char *p, char v) { p[blockDim.x * blockIdx.x + threadIdx.x] = v; }\n";
+        assert_eq!(length_in_launch(flat, "p").as_deref(), Some("gx * bx"));
+        assert_eq!(length_of(flat, "p"), None, "without the launch nothing bounds them");
+        let per_block = "__global__ void k(float *sums) { if (threadIdx.x == 0) sums[blockIdx.x] = 1.0f; }\n";
+        assert_eq!(length_in_launch(per_block, "sums").as_deref(), Some("gx"));
+        // cuda-samples' simpleCUDA2GL: the block's extents through locals, rows of `w`.
+        let image = "__global__ void k(unsigned *out, int w) {\n  int tx = threadIdx.x, ty = threadIdx.y;\n  int bw = blockDim.x, bh = blockDim.y;\n  int x = blockIdx.x * bw + tx;\n  int y = blockIdx.y * bh + ty;\n  out[y * w + x] = 0;\n}\n";
+        assert_eq!(length_in_launch(image, "out").as_deref(), Some("((gy * by) - 1) * w + (gx * bx)"));
+        // A check still bounds what it checks: the columns below `w` fill whole rows.
+        let checked = image.replace("out[y * w + x] = 0;", "if (x < w) out[y * w + x] = 0;");
+        assert_eq!(length_in_launch(&checked, "out").as_deref(), Some("(gy * by) * w"));
+        let guarded = "__global__ void k(float *x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] = 0.0f;\n}\n";
+        assert_eq!(length_in_launch(guarded, "x").as_deref(), Some("n"));
+        let strided = "__global__ void k(float *x) { x[2 * threadIdx.x] = 0.0f; }\n";
+        assert_eq!(length_in_launch(strided, "x"), None, "a multiple of a coordinate is no coordinate");
     }
 
     #[test]

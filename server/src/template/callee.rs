@@ -405,7 +405,20 @@ fn simplified(e: Expr) -> Expr {
         leaf => leaf,
     };
     let e = Expr { kind: folded_same_condition(kind), span: e.span };
-    ceil_division(&e).or_else(|| rounded_up_by_condition(&e)).or_else(|| min_or_max(&e)).unwrap_or(e)
+    let e = ceil_division(&e).or_else(|| rounded_up_by_condition(&e)).or_else(|| min_or_max(&e)).unwrap_or(e);
+    without_unit(&e).unwrap_or(e)
+}
+
+/// `a * 1`, `1 * a`, `a // 1`, `ceil_div(a, 1)` → `a`: a parameter's default of 1 written in
+/// (a launch of one row per block).
+fn without_unit(e: &Expr) -> Option<Expr> {
+    let is_one = |e: &Expr| e.kind == ExprKind::Int(1);
+    match &e.kind {
+        ExprKind::Binary(BinaryOp::Mul, a, one) | ExprKind::Binary(BinaryOp::FloorDiv, a, one) if is_one(one) => Some((**a).clone()),
+        ExprKind::Binary(BinaryOp::Mul, one, a) if is_one(one) => Some((**a).clone()),
+        ExprKind::Call(Function::CeilDiv, args) if args.len() == 2 && is_one(&args[1]) => Some(args[0].clone()),
+        _ => None,
+    }
 }
 
 /// `c ? (c ? a : x) : b` → `c ? a : b`, and `c ? a : (c ? x : b)` → `c ? a : b`: an `if`/`else`
@@ -610,5 +623,9 @@ mod tests {
         assert_eq!(readable("(a > b) ? a : b"), "max(a, b)");
         assert_eq!(readable("(n + t - 2) // t"), "(n + t - 2) // t");
         assert_eq!(readable("f(x) ?"), "f(x) ?");
+        assert_eq!(readable("ceil_div(rows, 1) * cols"), "rows * cols");
+        assert_eq!(readable("1 * (n // 1)"), "n");
+        assert_eq!(readable("(n + 1 - 1) // 1"), "n");
+        assert_eq!(readable("n / 1"), "n / 1", "a true division makes a real number");
     }
 }

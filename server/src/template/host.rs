@@ -17,7 +17,7 @@ use super::tensors;
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, BLOCKS_PER_SM, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::preprocess::each_preprocessed_line;
-use crate::syntax::host::{add_dispatched_calls, function_nodes, address_taken, call_args, call_reaches_scope, registered_implementations, scope_of, uses_namespaces, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, names_called_in, parameters, Call, Out, Parameter};
+use crate::syntax::host::{add_dispatched_calls, function_nodes, address_taken, call_args, call_reaches_scope, registered_implementations, scope_of, uses_namespaces, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, names_called_in, parameters, take_the_same_parameters, Call, Out, Parameter};
 use crate::syntax::{balancing_position, descendants, eval_constant, eval_float, identifiers_in, is_identifier, matching_paren, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
@@ -102,6 +102,17 @@ pub(super) struct ValueSource<'d> {
     pub at: usize,
     pub function: String,
     pub made_by: Made,
+}
+
+/// A call of the launcher's twin that stands in for the calls nobody makes of the launcher.
+pub(super) struct TwinCall<'d> {
+    pub launcher: String,
+    pub twin: String,
+    /// The function that makes the call.
+    pub caller: String,
+    /// The call's file and where in it the call is.
+    pub text: &'d str,
+    pub at: usize,
 }
 
 pub(super) enum Made {
@@ -1612,6 +1623,17 @@ impl<'d> HostContext<'d> {
     /// on it reads a value from that run's command line: `./srad 100 0.5 502 458` (run:1).
     pub(super) fn documented_run(&self) -> Option<String> {
         self.paths.first()?.iter().filter(|frame| frame.scope.reads_run).find_map(|frame| self.graph.run_of(frame.text).describe())
+    }
+
+    /// Where the first call path calls the launcher's twin in its place (see
+    /// `CallGraph::twin_called`).
+    pub(super) fn twin_call(&self) -> Option<TwinCall<'d>> {
+        let [launcher, caller, ..] = self.paths.first()?.as_slice() else { return None };
+        let call = launcher.called_by?;
+        let callee = call.node.child_by_field_name("function")?;
+        let twin = bare_name(&call.text[callee.byte_range()]).to_string();
+        let launcher = frame_name(launcher);
+        (bare_name(&launcher) != twin).then(|| TwinCall { launcher, twin, caller: frame_name(caller), text: call.text, at: call.node.start_byte() })
     }
 
     /// Whether the program's run (the first call path) reaches the launch: `Some(false)` when
@@ -3271,6 +3293,24 @@ impl<'d> CallGraph<'d> {
         callers
     }
 
+    /// The one function of `function`'s folder, defined as `twin` in `text`, that takes the same
+    /// parameters as the uncalled `function` (defined as `definition`) and that the program
+    /// calls: `bitonicSort`, which `main` calls, beside `oddEvenMergeSort` of the same
+    /// parameters, which nothing calls; a `boxFilterRGBA` of `unsigned int` buffers beside
+    /// the `float` `boxFilter`. The program would call it the same way. `None` where there is
+    /// no such function or more than one.
+    fn twin_called(&self, text: &'d str, definition: Node<'d>, function: &str) -> Option<(&'d str, Node<'d>, &'d str)> {
+        let params = parameters(text, definition);
+        if bare_name(function) == "main" {
+            return None;
+        }
+        let folder = self.folder_of(text);
+        let mut twins = self.definitions.iter().filter(|(name, _)| **name != bare_name(function) && **name != "main").flat_map(|(name, defined)| defined.iter().map(move |&(text, node)| (text, node, *name)));
+        let mut called = twins.by_ref().filter(|&(twin_text, twin, _)| self.folder_of(twin_text) == folder && take_the_same_parameters(&parameters(twin_text, twin), &params)).filter(|&(twin_text, twin, name)| !self.callers_of(twin_text, twin, name).is_empty());
+        let twin = called.next()?;
+        called.next().is_none().then_some(twin)
+    }
+
     /// The first definition of `name` in the files.
     fn definition(&self, name: &str) -> Option<(&'d str, Node<'d>)> {
         self.definitions.get(name)?.first().copied()
@@ -3523,7 +3563,13 @@ fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<V
     let last = path.last().expect("paths start with the launcher");
     let definition = last.scope.body.and_then(|b| b.parent());
     let named = definition.and_then(|f| Some((f, function_name(last.text, f)?)));
-    let callers = named.filter(|_| path.len() < MAX_DEPTH).map(|(f, n)| graph.callers_of(last.text, f, n)).unwrap_or_default();
+    let mut callers = named.filter(|_| path.len() < MAX_DEPTH).map(|(f, n)| graph.callers_of(last.text, f, n)).unwrap_or_default();
+    // A launcher nobody calls is called as its twin is, where it has one.
+    if let (true, [_], Some((f, n))) = (callers.is_empty(), path.as_slice(), named) {
+        if let Some((text, twin, name)) = graph.twin_called(last.text, f, n) {
+            callers = graph.callers_of(text, twin, name);
+        }
+    }
     // A caller already on the path (recursion) leads nowhere new.
     let callers: Vec<_> = callers.into_iter().filter(|call| !path.iter().any(|f| f.scope.body == call.caller.child_by_field_name("body"))).collect();
     let callers = passing_the_callee(&path, callers);
@@ -5055,7 +5101,7 @@ int halvings(int n) {
         let threads = frame.scope.value_text("threads").unwrap();
         let plain = |v: &str| crate::template::callee::readable(v);
         assert_eq!(plain(threads), "mode != 0 && mode != 1 && mode != 2 ? 512 : mode == 2 || mode == 1 ? 256 : mode == 0 ? 128 : 64");
-        assert_eq!(plain(frame.scope.value_text("items").unwrap()), "mode == 2 || mode == 1 ? 1 * 4 : 1");
+        assert_eq!(plain(frame.scope.value_text("items").unwrap()), "mode == 2 || mode == 1 ? 4 : 1");
         // `case 1` is reached from `case 0` too, which has no `break`: not read.
         assert_eq!(frame.scope.value_text("tail"), None);
         // `case 3:` falls into `default:`, which is then every value but 4.

@@ -408,6 +408,9 @@ pub fn templatize_with_hosts(text: &str, kernel: &str, slice_options: &SliceOpti
     if let Some(run) = inferred.launch.as_ref().and_then(|l| l.documented_run.as_ref()) {
         steps.reports.push(transform_report("command-line", Status::Applied, format!("sizes the program reads from its command line are those of its documented run {run}"), Vec::new()));
     }
+    if let Some(twin_call) = inferred.launch.as_ref().and_then(|l| l.twin_call.as_ref()) {
+        steps.reports.push(transform_report("callers", Status::Applied, twin_call.clone(), Vec::new()));
+    }
     if inferred.launch.is_none() {
         let why = "no launch was found: the block may yet be a choice, so the loops' unroll factors are not offered";
         steps.reports.push(transform_report("loop-unroll", Status::NotApplicable, why.into(), Vec::new()));

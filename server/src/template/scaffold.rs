@@ -10,7 +10,7 @@ use tree_sitter::Node;
 
 use super::derivations;
 use super::elements::FlatThreads;
-use super::bounds::guarded_length;
+use super::bounds::{guarded_length, LaunchExtents};
 use super::index_values;
 use super::host::{HostContext, HostFile, LaunchChoice};
 use super::spec_text::{spec_expression, Division};
@@ -67,6 +67,8 @@ pub struct LaunchFound {
     /// The run the project documents for the program (`./srad 100 0.5 502 458` (run:1)),
     /// when the shapes read their sizes from its command line.
     pub documented_run: Option<String>,
+    /// Where the program calls a twin of the uncalled launcher, whose calls gave the sizes.
+    pub twin_call: Option<String>,
 }
 
 /// What the spec is inferred with besides the two documents.
@@ -142,6 +144,10 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     // `T* y` of a kernel instantiated with `float` is a buffer of floats.
     let scalars: Vec<&str> = k.params.iter().filter(|p| p.pointer_depth == 0).map(|p| p.name.as_str()).collect();
     let instantiated = |ty: &str| k.template_params.iter().position(|tp| tp.name == ty).and_then(|i| template_args.get(i)).filter(|a| a.as_str() != UNKNOWN).cloned();
+    // The original's launch, for buffers its threads index unchecked: what the program
+    // allocates for them does not change with the configuration tuned.
+    let at_defaults = |extent: &String| crate::syntax::rename_identifiers_in(extent, |word| params.iter().find(|p| p.name == word).map(|p| p.default.to_string()));
+    let launch_extents = (!grid.iter().chain(&block).any(|e| e.contains(UNKNOWN))).then(|| LaunchExtents { grid: grid.iter().map(at_defaults).collect(), block: block.iter().map(at_defaults).collect() });
     let (args, host_lengths): (Vec<ArgSpec>, Vec<bool>) = k
         .params
         .iter()
@@ -156,7 +162,7 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
                 let element = instantiated(&accessor.element).unwrap_or_else(|| accessor.element.clone());
                 return (accessor_arg_spec(original.text(), original_body, p, &accessor, &element, at_launch.as_deref(), host.as_ref()), true);
             }
-            arg_spec(original, original_body, p, &element, at_launch.as_deref(), host.as_ref(), &scalars)
+            arg_spec(original, original_body, p, &element, at_launch.as_deref(), host.as_ref(), &scalars, launch_extents.as_ref())
         })
         .unzip();
 
@@ -468,6 +474,10 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
         choices,
         held,
         documented_run: host.as_ref().and_then(HostContext::documented_run),
+        twin_call: host.as_ref().and_then(HostContext::twin_call).map(|t| {
+            let place = place_in(t.text, t.at, own, hosts, origins);
+            format!("nothing calls `{}`: the sizes are those `{}` passes to `{}` ({place}), which takes the same parameters", t.launcher, t.caller, t.twin)
+        }),
     });
     let spec = KernelSpec {
         name: kernel.to_string(),
@@ -1646,7 +1656,7 @@ fn give_stored_values_any_number(text: &str, body: Node, args: &mut [ArgSpec], g
 /// in the host code, else from the bounds the kernel checks its index against, which may name
 /// the kernel's `scalars`. Returns the spec and whether its length is in the host's names (from
 /// an allocation) rather than the kernel's (from its own bounds).
-fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_launch: Option<&str>, host: Option<&HostContext>, scalars: &[&str]) -> (ArgSpec, bool) {
+fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_launch: Option<&str>, host: Option<&HostContext>, scalars: &[&str], launch: Option<&LaunchExtents>) -> (ArgSpec, bool) {
     let base_type = host.map_or_else(|| element.to_string(), |h| h.resolve_type(element));
     let number = dtype_of(&base_type);
     let (dtype, lanes) = number.unwrap_or((Dtype::U8, 0));
@@ -1676,9 +1686,10 @@ fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_lau
         return (ArgSpec { name: p.name.clone(), element: Some(Dtype::U64), value: Some("0".to_string()), ..ArgSpec::default() }, false);
     }
     let allocated = at_launch.and_then(|a| host.and_then(|h| h.buffer_length(a, &base_type)));
-    let guarded = || guarded_length(doc.text(), body?, &p.name, &|name| scalars.contains(&name));
+    let guarded = |launch| guarded_length(doc.text(), body?, &p.name, &|name| scalars.contains(&name), launch);
     let of_own_sizes = || at_launch.and_then(|a| host?.tensor_length_of_own_sizes(a, &base_type));
-    let (length, from_host) = match allocated.map(|l| (l, true)).or_else(|| guarded().map(|l| (l, false))).or_else(|| of_own_sizes().map(|l| (l, true))) {
+    let known = allocated.map(|l| (l, true)).or_else(|| guarded(None).map(|l| (l, false))).or_else(|| of_own_sizes().map(|l| (l, true)));
+    let (length, from_host) = match known.or_else(|| launch.and_then(|launch| guarded(Some(launch))).map(|l| (l, false))) {
         Some((length, from_host)) => (Some(length), from_host),
         None => (None, false),
     };
@@ -1815,7 +1826,7 @@ fn struct_arg_spec(doc: &Document, body: Option<Node>, p: &Param, struct_type: &
             };
             let field = Param { name: member_path, ty: member.base_type.clone(), base_type: member.base_type.clone(), pointer_depth: member.pointer_depth, is_const: member.is_const, is_restrict: false, span: p.span };
             let assigned = passed.map(|a| format!("{a}.{path}"));
-            let (mut spec, _) = arg_spec(doc, Some(body), &field, &element, assigned.as_deref(), host, scalars);
+            let (mut spec, _) = arg_spec(doc, Some(body), &field, &element, assigned.as_deref(), host, scalars, None);
             spec.name = path;
             spec.value = spec.value.map(|v| c_boolean(&v));
             fields.push(spec);
@@ -2228,6 +2239,28 @@ mod tests {
             assert_eq!(spec.block, ["SHIFT_BLOCK_SIZE"]);
             assert_eq!(default("SHIFT_BLOCK_SIZE").map(|(d, _)| d), Some(block), "run(x, {flag})");
         }
+    }
+
+    #[test]
+    fn a_launcher_nobody_calls_is_called_as_its_one_twin_is() {
+        let program = |others: &str| {
+            format!(
+                "__global__ void scale(float* y, const float* x, int n) {{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = 2.f * x[i]; }}\n\
+                 void by_scale(float* y, float* x, int n) {{ scale<<<(n + 255) / 256, 256>>>(y, x, n); }}\n\
+                 void by_copy(float* y, float* x, int n) {{ cudaMemcpy(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice); }}\n\
+                 void by_half(double* y, double* x, long n) {{ }}\n{others}\
+                 int main() {{\n  float *x, *y;\n  cudaMalloc(&x, 5000 * sizeof(float));\n  cudaMalloc(&y, 5000 * sizeof(float));\n  by_copy(y, x, 5000);\n  by_half(0, 0, 7);\n{}}}\n",
+                if others.is_empty() { "" } else { "  by_zero(y, x, 9);\n" }
+            )
+        };
+        let sizes = |others: &str| {
+            let spec = crate::template::templatize(&program(others), "scale", &SliceOptions::default()).unwrap().spec;
+            spec.shapes.first().and_then(|s| s.get("n").copied())
+        };
+        // `by_half` takes parameters of the same names but another size's type: no twin.
+        assert_eq!(sizes(""), Some(5000));
+        // Two twins the program calls: which one stands in is anyone's guess.
+        assert_eq!(sizes("void by_zero(float* y, float* x, int n) { cudaMemset(y, 0, n * sizeof(float)); }\n"), None);
     }
 
     #[test]

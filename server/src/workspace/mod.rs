@@ -179,37 +179,20 @@ impl Workspace {
         // book's `reduction_kernel` in every chapter, would spend the file limit on other
         // programs).
         let launches_own = |own: &&Document| own.model().launches_of(kernel).next().is_some() || !syntax::host::driver_launches(own, kernel).is_empty();
-        if let Some(own) = own.as_ref().filter(launches_own) {
-            let launchers: BTreeSet<String> = syntax::host::functions_mentioning(own, &wanted).into_iter().filter(|f| !is_entry_point(f)).collect();
-            if !launchers.is_empty() {
-                seen_names.extend(launchers.iter().cloned());
-                wanted = launchers;
-            }
+        let launchers: BTreeSet<String> = own.as_ref().filter(launches_own).map(|own| syntax::host::functions_mentioning(own, &wanted).into_iter().filter(|f| !is_entry_point(f)).collect()).unwrap_or_default();
+        if !launchers.is_empty() {
+            seen_names.extend(launchers.iter().cloned());
+            wanted = launchers.clone();
         }
-        for _ in 0..=MAX_CALL_DEPTH {
-            // A method (`PiEstimator<Real>::operator()`) is called on objects of its class,
-            // which the files that call it name.
-            wanted = wanted.iter().map(|name| sought_name(name).to_string()).collect();
-            for &(path, entry) in &by_distance {
-                if documents.len() >= MAX_HOST_FILES {
-                    break;
-                }
-                let known = path == kernel_file || documents.iter().any(|d| &d.path == path);
-                if !known && wanted.iter().any(|name| entry.mentions(name)) {
-                    if let Ok(text) = std::fs::read_to_string(path) {
-                        documents.push(HostDocument { path: path.clone(), document: host_document(path, text, &by_name) });
-                    }
-                }
-            }
-            let texts = own.iter().chain(documents.iter().map(|d| &d.document));
-            let mut callers: BTreeSet<String> = texts.clone().flat_map(|doc| syntax::host::functions_mentioning(doc, &wanted)).filter(|f| !is_entry_point(f)).collect();
-            // An implementation registered under a key is called where the key is dispatched.
-            callers.extend(texts.flat_map(|doc| registry_keys_of(doc, &wanted)));
-            wanted = callers.difference(&seen_names).cloned().collect();
-            if wanted.is_empty() {
-                break;
-            }
-            seen_names.extend(wanted.iter().cloned());
+        read_callers(&by_distance, &by_name, kernel_file, own.as_ref(), wanted, &mut seen_names, &mut documents);
+        // Launchers nobody calls are called as their twins in the folder are.
+        let texts = || own.iter().chain(documents.iter().map(|d| &d.document));
+        let uncalled = !launchers.is_empty() && texts().all(|doc| syntax::host::functions_mentioning(doc, &launchers).is_empty());
+        if let Some(own) = own.as_ref().filter(|_| uncalled) {
+            let twins = add_twins(&by_distance, &by_name, kernel_file, own, &launchers, &mut documents);
+            let twins: BTreeSet<String> = twins.difference(&seen_names).cloned().collect();
+            seen_names.extend(twins.iter().cloned());
+            read_callers(&by_distance, &by_name, kernel_file, Some(own), twins, &mut seen_names, &mut documents);
         }
         add_python_callers(&scripts, kernel_file, own.as_ref(), &seen_names, &mut documents);
         add_setters(&by_distance, &by_name, kernel_file, own.as_ref(), &mut documents);
@@ -231,6 +214,68 @@ impl Workspace {
     pub fn kernel_files_mentioning<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Path> {
         self.files.iter().filter(move |(_, e)| e.has_kernels && e.mentions(name)).map(|(p, _)| p.as_path())
     }
+}
+
+/// Reads the files that call the `wanted` functions, then those that call their callers, up to
+/// [`MAX_CALL_DEPTH`] functions up the call chain and [`MAX_HOST_FILES`] files.
+fn read_callers(by_distance: &[(&PathBuf, &FileEntry)], by_name: &FilesByName, kernel_file: &Path, own: Option<&Document>, mut wanted: BTreeSet<String>, seen_names: &mut BTreeSet<String>, documents: &mut Vec<HostDocument>) {
+    for _ in 0..=MAX_CALL_DEPTH {
+        // A method (`PiEstimator<Real>::operator()`) is called on objects of its class,
+        // which the files that call it name.
+        wanted = wanted.iter().map(|name| sought_name(name).to_string()).collect();
+        for &(path, entry) in by_distance {
+            if documents.len() >= MAX_HOST_FILES {
+                break;
+            }
+            let known = path == kernel_file || documents.iter().any(|d| &d.path == path);
+            if !known && wanted.iter().any(|name| entry.mentions(name)) {
+                if let Ok(text) = std::fs::read_to_string(path) {
+                    documents.push(HostDocument { path: path.clone(), document: host_document(path, text, by_name) });
+                }
+            }
+        }
+        let texts = own.into_iter().chain(documents.iter().map(|d| &d.document));
+        let mut callers: BTreeSet<String> = texts.clone().flat_map(|doc| syntax::host::functions_mentioning(doc, &wanted)).filter(|f| !is_entry_point(f)).collect();
+        // An implementation registered under a key is called where the key is dispatched.
+        callers.extend(texts.flat_map(|doc| registry_keys_of(doc, &wanted)));
+        wanted = callers.difference(seen_names).cloned().collect();
+        if wanted.is_empty() {
+            break;
+        }
+        seen_names.extend(wanted.iter().cloned());
+    }
+}
+
+/// The files of the kernel's folder that define functions taking the same parameters as the
+/// `launchers` that nobody calls ([`syntax::host::take_the_same_parameters`]), added to the
+/// documents; the twins' names.
+fn add_twins(by_distance: &[(&PathBuf, &FileEntry)], by_name: &FilesByName, kernel_file: &Path, own: &Document, launchers: &BTreeSet<String>, documents: &mut Vec<HostDocument>) -> BTreeSet<String> {
+    let Some(tree) = own.tree() else { return BTreeSet::new() };
+    let own_launchers = syntax::host::function_nodes(own.text(), tree.root_node()).filter(|(name, _)| launchers.contains(*name));
+    let signatures: Vec<(&str, Vec<syntax::host::Parameter>)> = own_launchers.map(|(name, node)| (name, syntax::host::parameters(own.text(), node))).collect();
+    let mut twins = BTreeSet::new();
+    let in_folder = by_distance.iter().filter(|(path, _)| path.parent() == kernel_file.parent());
+    for &(path, entry) in in_folder {
+        let may_hold_twin = |(_, params): &&(&str, Vec<syntax::host::Parameter>)| !params.is_empty() && params.iter().all(|p| entry.mentions(&p.name));
+        if documents.len() >= MAX_HOST_FILES || !signatures.iter().any(|s| may_hold_twin(&s)) {
+            continue;
+        }
+        let document = match path.as_path() == kernel_file {
+            true => own.clone(),
+            false => match std::fs::read_to_string(path) {
+                Ok(text) => host_document(path, text, by_name),
+                Err(_) => continue,
+            },
+        };
+        let Some(root) = document.tree().map(|t| t.root_node()) else { continue };
+        let found: Vec<String> = signatures.iter().flat_map(|(name, params)| syntax::host::twins_of(document.text(), root, params, name)).map(|(twin, _)| twin.to_string()).filter(|twin| !launchers.contains(twin)).collect();
+        let known = path.as_path() == kernel_file || documents.iter().any(|d| d.path == **path);
+        if !found.is_empty() && !known {
+            documents.push(HostDocument { path: (*path).clone(), document });
+        }
+        twins.extend(found);
+    }
+    twins
 }
 
 /// The keys `doc` registers any of `implementations` under ([`syntax::host::registered_implementations`]).
