@@ -68,8 +68,10 @@ impl Bounds<'_, '_> {
             // `row * width + col`: rows of `width`, the last as long as `col` goes.
             "binary_expression" if self.operator(index) == "+" => {
                 let (left, right) = (without_parentheses(index.child_by_field_name("left")?), without_parentheses(index.child_by_field_name("right")?));
-                let (product, column) = if self.factors(left).is_some() { (left, right) } else { (right, left) };
-                let (a, b) = self.factors(product)?;
+                let ((a, b), column) = match self.factors(left) {
+                    Some(factors) => (factors, right),
+                    None => (self.factors(right)?, left),
+                };
                 let columns = self.extent(column, at, locals)?;
                 [(a, b), (b, a)].into_iter().find_map(|(row, width)| {
                     let width = self.width(width, locals)?;

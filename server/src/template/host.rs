@@ -3300,13 +3300,12 @@ impl<'d> CallGraph<'d> {
     /// the `float` `boxFilter`. The program would call it the same way. `None` where there is
     /// no such function or more than one.
     fn twin_called(&self, text: &'d str, definition: Node<'d>, function: &str) -> Option<(&'d str, Node<'d>, &'d str)> {
-        let params = parameters(text, definition);
         if bare_name(function) == "main" {
             return None;
         }
-        let folder = self.folder_of(text);
-        let mut twins = self.definitions.iter().filter(|(name, _)| **name != bare_name(function) && **name != "main").flat_map(|(name, defined)| defined.iter().map(move |&(text, node)| (text, node, *name)));
-        let mut called = twins.by_ref().filter(|&(twin_text, twin, _)| self.folder_of(twin_text) == folder && take_the_same_parameters(&parameters(twin_text, twin), &params)).filter(|&(twin_text, twin, name)| !self.callers_of(twin_text, twin, name).is_empty());
+        let (params, folder) = (parameters(text, definition), self.folder_of(text));
+        let twins = self.definitions.iter().filter(|(name, _)| **name != bare_name(function) && **name != "main").flat_map(|(name, defined)| defined.iter().map(move |&(text, node)| (text, node, *name)));
+        let mut called = twins.filter(|&(twin_text, twin, _)| self.folder_of(twin_text) == folder && take_the_same_parameters(&parameters(twin_text, twin), &params)).filter(|&(twin_text, twin, name)| !self.callers_of(twin_text, twin, name).is_empty());
         let twin = called.next()?;
         called.next().is_none().then_some(twin)
     }

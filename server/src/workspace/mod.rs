@@ -184,11 +184,9 @@ impl Workspace {
             seen_names.extend(launchers.iter().cloned());
             wanted = launchers.clone();
         }
-        read_callers(&by_distance, &by_name, kernel_file, own.as_ref(), wanted, &mut seen_names, &mut documents);
+        let called = read_callers(&by_distance, &by_name, kernel_file, own.as_ref(), wanted, &mut seen_names, &mut documents);
         // Launchers nobody calls are called as their twins in the folder are.
-        let texts = || own.iter().chain(documents.iter().map(|d| &d.document));
-        let uncalled = !launchers.is_empty() && texts().all(|doc| syntax::host::functions_mentioning(doc, &launchers).is_empty());
-        if let Some(own) = own.as_ref().filter(|_| uncalled) {
+        if let Some(own) = own.as_ref().filter(|_| !called && !launchers.is_empty()) {
             let twins = add_twins(&by_distance, &by_name, kernel_file, own, &launchers, &mut documents);
             let twins: BTreeSet<String> = twins.difference(&seen_names).cloned().collect();
             seen_names.extend(twins.iter().cloned());
@@ -217,8 +215,10 @@ impl Workspace {
 }
 
 /// Reads the files that call the `wanted` functions, then those that call their callers, up to
-/// [`MAX_CALL_DEPTH`] functions up the call chain and [`MAX_HOST_FILES`] files.
-fn read_callers(by_distance: &[(&PathBuf, &FileEntry)], by_name: &FilesByName, kernel_file: &Path, own: Option<&Document>, mut wanted: BTreeSet<String>, seen_names: &mut BTreeSet<String>, documents: &mut Vec<HostDocument>) {
+/// [`MAX_CALL_DEPTH`] functions up the call chain and [`MAX_HOST_FILES`] files. Whether any
+/// function read (`main` too) calls one of the `wanted`.
+fn read_callers(by_distance: &[(&PathBuf, &FileEntry)], by_name: &FilesByName, kernel_file: &Path, own: Option<&Document>, mut wanted: BTreeSet<String>, seen_names: &mut BTreeSet<String>, documents: &mut Vec<HostDocument>) -> bool {
+    let mut called = None;
     for _ in 0..=MAX_CALL_DEPTH {
         // A method (`PiEstimator<Real>::operator()`) is called on objects of its class,
         // which the files that call it name.
@@ -235,15 +235,18 @@ fn read_callers(by_distance: &[(&PathBuf, &FileEntry)], by_name: &FilesByName, k
             }
         }
         let texts = own.into_iter().chain(documents.iter().map(|d| &d.document));
-        let mut callers: BTreeSet<String> = texts.clone().flat_map(|doc| syntax::host::functions_mentioning(doc, &wanted)).filter(|f| !is_entry_point(f)).collect();
+        let mentioning: Vec<String> = texts.clone().flat_map(|doc| syntax::host::functions_mentioning(doc, &wanted)).collect();
         // An implementation registered under a key is called where the key is dispatched.
-        callers.extend(texts.flat_map(|doc| registry_keys_of(doc, &wanted)));
+        let keys: Vec<String> = texts.flat_map(|doc| registry_keys_of(doc, &wanted)).collect();
+        called.get_or_insert(!mentioning.is_empty() || !keys.is_empty());
+        let callers: BTreeSet<String> = mentioning.into_iter().filter(|f| !is_entry_point(f)).chain(keys).collect();
         wanted = callers.difference(seen_names).cloned().collect();
         if wanted.is_empty() {
             break;
         }
         seen_names.extend(wanted.iter().cloned());
     }
+    called.unwrap_or(false)
 }
 
 /// The files of the kernel's folder that define functions taking the same parameters as the
