@@ -299,3 +299,39 @@ def test_a_cooperative_launch_with_occupancy_sizes_gets_its_block_from_a_capture
     assert checked.returncode == 0 and "0 errors" in checked.stdout, checked.stdout
     compiled = cutune("check", "grid_sum.cu", "--kernel", "grid_sum", "--sample", "2", "--json", cwd=tmp_path)
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+
+
+def test_threads_of_their_own_index_follow_any_block_a_capture_gives(tmp_path: Path):
+    # A graph's kernels, one thread per edge or vertex checked against its count, launched with
+    # the block and grid a helper of the class hands back through references: the helper's
+    # constant (`static const uint kMostThreads = 256;` of the class) is the block's choice.
+    # Where the count is worked out on the host in a way no spec can say (`std::count`), the
+    # source says neither grid nor block; a captured launch gives the block, and since each
+    # thread takes its own index below the count, the grid follows whichever block is tried.
+    (tmp_path / ".git").mkdir()
+    for name in ("graph.cu", "graph_kernels.cuh"):
+        shutil.copy(REPO / "tests" / "fixtures" / "workspace" / "distributed_threads" / name, tmp_path / name)
+    shifted = cutune("templatize", "graph_kernels.cuh", "--kernel", "shift_ids", "--diff", cwd=tmp_path)
+    assert shifted.returncode == 0, shifted.stderr
+    assert "`kMostThreads` = 256 (`kMostThreads` is 256 in class `Graph`)" in shifted.stderr, shifted.stderr
+    assert '+block = ["min(m_edges, kMostThreads)"]' in shifted.stdout, shifted.stdout
+    before = cutune("templatize", "graph_kernels.cuh", "--kernel", "clear_flags", "--diff", cwd=tmp_path)
+    assert before.returncode == 0, before.stderr
+    assert '+grid = ["?"]\n+block = ["?"]' in before.stdout and "`std::count` is a member of a C++ type or namespace" in before.stdout, before.stdout
+
+    count, block = 5000, 256
+    flags = struct.pack(f"<{count}I", *([1] * count))
+    # clear_flags(unsigned int*, unsigned int)
+    write_capture(tmp_path / ".cutune" / "captures" / "clear_flags-0.cutcap", "_Z11clear_flagsPjj", ((count + block - 1) // block, 1, 1), (block, 1, 1), [Buffer(flags, bytes(4 * count)), struct.pack("<I", count)])
+    result = cutune("templatize", "graph_kernels.cuh", "--kernel", "clear_flags", "--write", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "each thread takes its own flat index below `count` and shares nothing with its block" in result.stderr, result.stderr
+    [kernel] = tomllib.loads((tmp_path / "graph_kernels.cutune.toml").read_text())["kernels"]
+    assert (kernel["grid"], kernel["block"]) == (["ceil_div(count, kMostThreads)"], ["kMostThreads"]), (kernel["grid"], kernel["block"])
+    param = next(p for p in kernel["params"] if p["name"] == "kMostThreads")
+    assert (param["kind"], param["default"], param["values"]) == ("launch", block, [32, 64, 128, 256, 512, 1024])
+    assert "grid" not in kernel.get("unknown", {}) and "block" not in kernel.get("unknown", {}), kernel.get("unknown")
+    checked = cutune("spec", "check", "graph_kernels.cutune.toml", cwd=tmp_path)
+    assert checked.returncode == 0 and "0 errors" in checked.stdout, checked.stdout
+    compiled = cutune("check", "graph_kernels.cuh", "--kernel", "clear_flags", "--sample", "2", "--json", cwd=tmp_path)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr

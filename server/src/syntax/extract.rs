@@ -1041,11 +1041,12 @@ pub fn is_identifier(text: &str) -> bool {
 }
 
 /// `text` with each identifier that `rename` names written as that name; members (`grid.x`,
-/// `p->n`) are left alone.
+/// `p->n`) and qualified names (`std::count`) are left alone.
 pub fn rename_identifiers_in(text: &str, mut rename: impl FnMut(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut word = String::new();
-    // A member (`grid.x`, `p->n`) is the object's, whatever else shares its name.
+    // A member (`grid.x`, `p->n`, `std::count`) is the object's or the scope's, whatever else
+    // shares its name.
     let mut is_member = false;
     let mut flush = |word: &mut String, out: &mut String, is_member: bool| {
         if !word.is_empty() {
@@ -1057,7 +1058,7 @@ pub fn rename_identifiers_in(text: &str, mut rename: impl FnMut(&str) -> Option<
     for c in text.chars() {
         if c.is_ascii_alphanumeric() || c == '_' {
             if word.is_empty() {
-                is_member = out.ends_with('.') || out.ends_with("->");
+                is_member = out.ends_with('.') || out.ends_with("->") || out.ends_with("::");
             }
             word.push(c);
         } else {
@@ -1172,4 +1173,15 @@ fn is_integer_type(ty: &str) -> bool {
             | "int64_t" | "uint64_t" | "int16_t" | "uint16_t" | "int8_t" | "uint8_t" | "char"
             | "bool" | "auto" | "uint" | "ushort" | "ulong"
     ) || ty.starts_with("std::size_t")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rename_identifiers_in;
+
+    #[test]
+    fn members_and_qualified_names_keep_their_names() {
+        let renamed = rename_identifiers_in("std::count(v.begin(), v.end(), count) + p->count", |w| (w == "count").then(|| "kept".to_string()));
+        assert_eq!(renamed, "std::count(v.begin(), v.end(), kept) + p->count");
+    }
 }

@@ -252,22 +252,45 @@ pub(super) fn flat_threads(text: &str, body: Node) -> Option<FlatThreads> {
 /// Whether the variable holding the flat `index` is checked against a bound before anything
 /// else is done.
 fn guarded_first(text: &str, body: Node, index: Node) -> bool {
+    guard_count(text, body, index).is_some()
+}
+
+/// The elements that the threads of a [`FlatThreads::Guarded`] kernel cover: what its flat
+/// index is checked against (`n` of `if (i < n) …`, `n + 1` of `if (i > n) return;`).
+pub(super) fn guarded_count(text: &str, body: Node) -> Option<String> {
+    flat_threads(text, body).filter(|f| *f == FlatThreads::Guarded)?;
+    let index = descendants(body).find(|n| n.kind() == "binary_expression" && is_grid_stride_start(&text[n.byte_range()]))?;
+    guard_count(text, body, index)
+}
+
+/// The count the variable holding the flat `index` is checked against before anything else is
+/// done, the check ending the kernel (`if (i < n) { … }`) or leaving it (`if (i >= n) return;`).
+fn guard_count(text: &str, body: Node, index: Node) -> Option<String> {
     let statements = lanes::statements_of(body);
-    let Some(k) = statements.iter().position(|s| s.byte_range().contains(&index.start_byte())) else { return false };
+    let k = statements.iter().position(|s| s.byte_range().contains(&index.start_byte()))?;
     let holder = (statements[k].kind() == "declaration").then(|| index_holder(text, statements[k])).flatten();
     // Constants may come between (`const half one = __float2half(1.0f);`).
-    let Some(guard) = (k + 1..statements.len()).find(|&g| statements[g].kind() != "declaration" || reads_memory(statements[g])) else { return false };
+    let guard = (k + 1..statements.len()).find(|&g| statements[g].kind() != "declaration" || reads_memory(statements[g]))?;
     let check = statements[guard];
-    let Some(var) = holder.filter(|_| check.kind() == "if_statement" && check.child_by_field_name("alternative").is_none()) else { return false };
-    let earlier_reads = statements[..k].iter().any(|s| reads_memory(*s));
-    let condition = check.child_by_field_name("condition").and_then(|c| c.named_child(0));
-    let Some((left, op, right)) = condition.and_then(|c| binary(text, c)) else { return false };
-    let guarded = match (left == var, op, right == var) {
-        (true, "<" | "<=", _) | (_, ">" | ">=", true) => guard + 1 == statements.len(),
-        (true, ">=" | ">", _) | (_, "<=" | "<", true) => check.child_by_field_name("consequence").is_some_and(|c| is_return(text, c)),
-        _ => false,
-    };
-    guarded && !earlier_reads
+    let var = holder.filter(|_| check.kind() == "if_statement" && check.child_by_field_name("alternative").is_none())?;
+    if statements[..k].iter().any(|s| reads_memory(*s)) {
+        return None;
+    }
+    let (left, op, right) = binary(text, check.child_by_field_name("condition").and_then(|c| c.named_child(0))?)?;
+    let one_more = |bound: &str| format!("{} + 1", operand(bound));
+    let ends_kernel = guard + 1 == statements.len();
+    let returns = check.child_by_field_name("consequence").is_some_and(|c| is_return(text, c));
+    match (left == var, op, right == var) {
+        (true, "<", _) if ends_kernel => Some(right.to_string()),
+        (true, "<=", _) if ends_kernel => Some(one_more(right)),
+        (_, ">", true) if ends_kernel => Some(left.to_string()),
+        (_, ">=", true) if ends_kernel => Some(one_more(left)),
+        (true, ">=", _) if returns => Some(right.to_string()),
+        (true, ">", _) if returns => Some(one_more(right)),
+        (_, "<=", true) if returns => Some(left.to_string()),
+        (_, "<", true) if returns => Some(one_more(left)),
+        _ => None,
+    }
 }
 
 /// Whether `statement` may read memory: an element, a dereference, or a call given anything but
@@ -285,4 +308,30 @@ fn index_holder<'t>(text: &'t str, declaration: Node) -> Option<&'t str> {
     let declarators: Vec<Node> = declaration.children_by_field_name("declarator", &mut declaration.walk()).collect();
     let [d] = declarators.as_slice() else { return None };
     d.child_by_field_name("declarator").filter(|n| n.kind() == "identifier").map(|n| &text[n.byte_range()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guarded_count;
+    use crate::syntax::Document;
+
+    fn count_of(kernel: &str) -> Option<String> {
+        let doc = Document::new(kernel.to_string());
+        let definition = crate::syntax::descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap();
+        guarded_count(doc.text(), definition.child_by_field_name("body").unwrap())
+    }
+
+    #[test]
+    fn the_count_a_flat_index_is_checked_against() {
+        let ending = "__global__ void k(int *x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) {\n    x[i] = 0;\n  }\n}\n";
+        assert_eq!(count_of(ending).as_deref(), Some("n"));
+        let leaving = "__global__ void k(int *x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i > n) return;\n  x[i] = 0;\n}\n";
+        assert_eq!(count_of(leaving).as_deref(), Some("n + 1"));
+        // Read before the check: the threads past the count are not idle.
+        let unguarded = "__global__ void k(int *x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  x[i] = 0;\n}\n";
+        assert_eq!(count_of(unguarded), None);
+        // A block's threads that meet at a barrier are one block's work.
+        let shared = "__global__ void k(int *x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) {\n    __syncthreads();\n    x[i] = 0;\n  }\n}\n";
+        assert_eq!(count_of(shared), None);
+    }
 }

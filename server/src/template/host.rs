@@ -1630,7 +1630,9 @@ impl<'d> HostContext<'d> {
     pub(super) fn twin_call(&self) -> Option<TwinCall<'d>> {
         let [launcher, caller, ..] = self.paths.first()?.as_slice() else { return None };
         let call = launcher.called_by?;
+        // A method is called by its field (`graph.mark(…)`).
         let callee = call.node.child_by_field_name("function")?;
+        let callee = callee.child_by_field_name("field").unwrap_or(callee);
         let twin = bare_name(&call.text[callee.byte_range()]).to_string();
         let launcher = frame_name(launcher);
         (bare_name(&launcher) != twin).then(|| TwinCall { launcher, twin, caller: frame_name(caller), text: call.text, at: call.node.start_byte() })
@@ -1816,6 +1818,13 @@ impl<'d> HostContext<'d> {
         self.members_constructed_from(path, at).into_iter().find(|(_, m)| m == member).map(|(arg, _)| arg)
     }
 
+    /// The value of a constant member of the class whose method `frame` is, named there
+    /// unqualified (`kMaxThreads` of `static const uint kMaxThreads = 256;`), with the class.
+    fn class_constant<'f>(&self, frame: &Frame<'f>, name: &str) -> Option<(i64, &'f str)> {
+        let class = frame.class()?;
+        Some((self.member_value(class, &[], name, 0)?, class))
+    }
+
     /// The object frame `at`'s method was called on and its class, when the object is one of
     /// that class (`sim` of `sim.step(d)` for `Simulation<Real>::step`).
     fn object_of<'p>(path: &'p [Frame], at: usize) -> Option<(String, &'p str)> {
@@ -1878,6 +1887,9 @@ impl<'d> HostContext<'d> {
             None if self.globals.contains_key(name) => self.eval_text(path, at, &self.globals[name], depth + 1),
             // `dimsA_x`, the size [`Self::members_resolved`] names for `dimsA.x`.
             None => {
+                if let Some((value, _)) = self.class_constant(frame, name) {
+                    return Some(value);
+                }
                 if let Some(passed) = self.member_in_caller(path, at, name) {
                     return self.eval_text(path, at + 1, &passed, depth + 1);
                 }
@@ -2107,7 +2119,10 @@ impl<'d> HostContext<'d> {
                         let default = self.eval_text(path, at, init, 0)?;
                         return Some(LaunchChoice { default, sweep: Vec::new(), origin: format!("`{current} = {init}` at file scope") });
                     }
-                    None => self.member_in_caller(path, at, &current)?,
+                    None => match self.class_constant(frame, &current) {
+                        Some((default, class)) => return Some(LaunchChoice { default, sweep: Vec::new(), origin: format!("`{current}` is {default} in class `{class}`") }),
+                        None => self.member_in_caller(path, at, &current)?,
+                    },
                 },
             };
             let arg = strip_casts_everywhere(&passed);

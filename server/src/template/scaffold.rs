@@ -263,7 +263,7 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     }
     shared_bytes = with_kept_block_extents(&shared_bytes, &block);
     let mut param_names: BTreeSet<String> = params.iter().map(|p| p.name.clone()).collect();
-    let unsayable = unsayable_expressions(kernel, site.is_some(), &mut grid, &mut block, &mut shared_bytes, &mut args);
+    let mut unsayable = unsayable_expressions(kernel, site.is_some(), &mut grid, &mut block, &mut shared_bytes, &mut args);
     // An extent is a scalar's value as the spec finally says it: renamed, and `?` where the
     // program's expression is none a spec can say.
     if let Some(b) = body {
@@ -368,6 +368,28 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
             let exactly = (flat == FlatThreads::Unguarded).then_some(covered);
             let divided = divided_evenly(&original_block, &shapes).into_iter().chain(exactly);
             restrictions.extend(divided.filter(|r| !restrictions.contains(r)).collect::<Vec<_>>());
+        }
+    }
+    // A block the host code does not say (through a helper's arithmetic the spec cannot
+    // follow) but a captured launch does, of threads that each take their own flat index below
+    // a count: the grid follows the block, which replaces any choice the unsaid block named.
+    let count = body.and_then(|b| super::elements::guarded_count(templated.text(), b));
+    let unsaid = block.iter().any(|b| b.contains(UNKNOWN) || expr::parse(b).is_err());
+    let only_launch_choices = choices.iter().all(|c| c.kind == ParamKind::Launch);
+    let block_names_build = block.iter().any(|b| identifiers_in(b).any(|w| params.iter().any(|p| p.name == w && p.kind != ParamKind::Launch)));
+    if let (Some(count), Some(captured), true) = (count, captured_block, (choices.is_empty() || unsaid) && only_launch_choices && !block_names_build) {
+        let name = match choices.as_slice() {
+            [one] => one.name.clone(),
+            _ => format!("{}_BLOCK_SIZE", super::param_prefix(kernel)),
+        };
+        if let Some(choice) = captured_flat_block_choice(&name, &count, captured, &args, &mut grid, &mut block) {
+            params.retain(|p| !choices.iter().any(|c| c.name == p.name));
+            param_names.retain(|p| !choices.iter().any(|c| c.name == *p));
+            let at = params.iter().position(|p| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).unwrap_or(params.len());
+            params.insert(at, choice.clone());
+            param_names.insert(choice.name.clone());
+            choices = vec![choice];
+            unsayable.retain(|(key, _)| key != "grid" && key != "block");
         }
     }
     // Where the program makes what the spec has no number for: `name` in the launcher's names.
@@ -1103,6 +1125,29 @@ fn flat_block_choice(kernel: &str, line: u32, grid: &mut [String], block: &mut [
     let values = block_values(std::slice::from_ref(block_x), &name, default);
     let covered = format!("({threads}) % {name} == 0");
     Some((ParamSpec { name, kind: ParamKind::Launch, default, values, origin }, covered))
+}
+
+/// The captured 1-D block of a kernel whose threads each take their own flat index below
+/// `count` (a count of its scalar arguments, `n` of `if (i < n)`) and share nothing with the
+/// rest of their block: the launch parameter `name` starting from the program's block, the
+/// grid as many blocks as the count needs (`ceil_div(n, name)`). Any block does the same work
+/// then: the threads past the count do nothing. None when the count names anything but scalar
+/// arguments.
+fn captured_flat_block_choice(name: &str, count: &str, captured: [u32; 3], args: &[ArgSpec], grid: &mut Vec<String>, block: &mut Vec<String>) -> Option<ParamSpec> {
+    let [threads, 1, 1] = captured else { return None };
+    let scalar = |word: &str| args.iter().find(|a| a.name == word && !a.is_buffer() && a.fields.is_empty());
+    if !identifiers_in(count).all(|w| scalar(w).is_some()) {
+        return None;
+    }
+    // The scalar's own size where the spec has one (`n`), else the argument's name.
+    let plain = |value: &str| is_identifier(value) || value.parse::<i64>().is_ok();
+    let count = crate::syntax::rename_identifiers_in(count, |w| scalar(w)?.value.clone().filter(|v| plain(v)));
+    let default = i64::from(threads);
+    let origin = format!("the block of the captured launch, {default}; each thread takes its own flat index below `{count}` and shares nothing with its block, so the grid follows the block: `ceil_div({count}, {name})`");
+    *grid = vec![format!("ceil_div({count}, {name})")];
+    *block = vec![name.to_string()];
+    let values = block_values(block, name, default);
+    Some(ParamSpec { name: name.to_string(), kind: ParamKind::Launch, default, values, origin })
 }
 
 /// `K % 4 == 0` for a block `K // 4` where every shape's `K` divides so: the threads the program
