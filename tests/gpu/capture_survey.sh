@@ -39,7 +39,11 @@ TUNE="2_Concepts_and_Techniques/MC_SingleAsianOptionP|src/pricingengine.cu|compu
 0_Introduction/simpleHyperQ|simpleHyperQ.cu|sum
 0_Introduction/cudaOpenMP|cudaOpenMP.cu|kernelAddConstant
 2_Concepts_and_Techniques/shfl_scan|shfl_integral_image.cuh|shfl_intimage_rows
-2_Concepts_and_Techniques/shfl_scan|shfl_scan.cu|shfl_scan_test"
+2_Concepts_and_Techniques/shfl_scan|shfl_scan.cu|shfl_scan_test
+2_Concepts_and_Techniques/segmentationTreeThrust|kernels.cuh|addScalar
+2_Concepts_and_Techniques/segmentationTreeThrust|kernels.cuh|markSegments
+2_Concepts_and_Techniques/segmentationTreeThrust|kernels.cuh|getRepresentatives
+2_Concepts_and_Techniques/segmentationTreeThrust|kernels.cuh|calculateEdgesInfo"
 
 # sample (under Samples) | build command (run in the sample's folder) | program arguments
 CASES="0_Introduction/cudaOpenMP|nvcc $nvcc_flags -Xcompiler -fopenmp -o program cudaOpenMP.cu -lgomp|

@@ -58,6 +58,7 @@ pub fn apply(spec: &mut KernelSpec, capture: &CaptureFile, file: &str) -> Result
     let mut shape = spec.shapes.first().cloned().unwrap_or_default();
     fill_template_args(spec, &header.kernel, &mut notes);
     fill_scalars(spec, &header.params, &mut shape, &mut notes)?;
+    fill_sizes_of_extents(spec, header.grid, header.block, &mut shape, &mut notes);
     fill_size_behind_grid(spec, header.grid, header.block, &mut shape, &mut notes);
     fill_extents(spec, "grid", header.grid, &shape, &mut notes);
     fill_extents(spec, "block", header.block, &shape, &mut notes);
@@ -180,6 +181,20 @@ fn fill_scalars(spec: &mut KernelSpec, params: &[CapturedParam], shape: &mut Sha
         }
     }
     Ok(())
+}
+
+/// A grid or block extent that is a size of the shape alone (`num_blocks_mult`) is what the
+/// program launched with: the value the source read for it (the `= 0` a count is declared with,
+/// before a copy from the device sets it) gives way to the program's.
+fn fill_sizes_of_extents(spec: &KernelSpec, grid: [u32; 3], block: [u32; 3], shape: &mut Shape, notes: &mut Vec<String>) {
+    for (extents, captured) in [(&spec.grid, grid), (&spec.block, block)] {
+        for (extent, &value) in extents.iter().zip(&captured) {
+            let size = extent.trim();
+            let Some(&read) = shape.get(size).filter(|read| **read != i64::from(value)) else { continue };
+            notes.push(format!("size `{size}` = {value}, as the program launched (the source gave {read})"));
+            shape.insert(size.to_string(), i64::from(value));
+        }
+    }
 }
 
 /// A grid the source works out from a size it cannot follow (`(m_samples + B - 1) / B`, over a
@@ -476,6 +491,22 @@ mod tests {
         let notes = apply(&mut spec, &CaptureFile::open(&path).unwrap(), "c.cutcap").unwrap();
         assert_eq!(arg(&spec, "in").role, Some(Role::InOut));
         assert!(notes.iter().any(|n| n.contains("buffer `in` is written")), "{notes:?}");
+    }
+
+    #[test]
+    fn a_size_the_grid_is_alone_takes_the_launched_value() {
+        // The source read the count's declaration (`= 0`); the program copied the real one
+        // back from the device before the launch.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scale_rows-0.cutcap");
+        write_capture(&path, &Launch { rows: 16, cols: 32, in_written: false });
+        let mut spec = templatized();
+        spec.shapes = vec![Shape::from([("tasks".to_string(), 0), ("cols".to_string(), 32)])];
+        spec.grid = vec!["tasks".into()];
+        let notes = apply(&mut spec, &CaptureFile::open(&path).unwrap(), "c.cutcap").unwrap();
+        assert!(notes.iter().any(|n| n == "size `tasks` = 16, as the program launched (the source gave 0)"), "{notes:?}");
+        assert_eq!(spec.shapes[0].get("tasks"), Some(&16), "{:?}", spec.shapes);
+        assert!(!notes.iter().any(|n| n.contains("but the program launched")), "{notes:?}");
     }
 
     #[test]

@@ -2418,6 +2418,11 @@ impl<'d> HostContext<'d> {
                     return self.passed_tensor_length(path, at, tensor, sizes);
                 }
                 name = without_pointer_cast(value.trim()).to_string();
+                // Another member pointed into (`input.g_b = input.g_b_raw + 1;` in an init function).
+                if let Some((base, offset)) = member_plus_offset(&name) {
+                    offsets.push(self.to_launcher_names(path, at, &offset));
+                    name = base;
+                }
             }
             let dotted = name.replace("->", ".");
             let member = dotted.split_once('.').filter(|(object, member)| is_identifier(object) && is_identifier(member));
@@ -2486,7 +2491,8 @@ impl<'d> HostContext<'d> {
             let (text, definition) = self.graph.definition_called(frame.text, call)?;
             let params = parameters(text, definition);
             let pointer = pointer(params.get(index)?)?;
-            let bytes = allocations(text, definition).find(|a| a.pointer.replace("->", ".") == pointer)?.bytes;
+            let allocation = allocations(text, definition).find(|a| a.pointer.replace("->", ".") == pointer)?;
+            let bytes = members_given_before(text, definition, &allocation.bytes, allocation.at);
             let passed = |word: &str| params.iter().position(|p| p.name == word).and_then(|j| args.get(j)).map(|a| format!("({})", a.trim()));
             Some(rename_identifiers_in(&bytes, passed))
         })
@@ -4567,6 +4573,30 @@ fn element_address(arg: &str) -> Option<(String, String)> {
     let (base, offset) = arg.split_once('+')?;
     let base = without_pointer_cast(base.trim());
     (is_identifier(base) && balanced(offset) && !offset.contains(['+', '-'])).then(|| (base.to_string(), offset.trim().to_string()))
+}
+
+/// `bytes`, or, where they are a member that `function` sets before `at`, what it sets it to:
+/// `sizeof(float) * mat_size` for `result.mat_size_f` of an init function that did
+/// `result.mat_size_f = sizeof(float) * mat_size;`.
+fn members_given_before(text: &str, function: Node, bytes: &str, at: usize) -> String {
+    let Some(body) = function.child_by_field_name("body") else { return bytes.to_string() };
+    let mut bytes = bytes.to_string();
+    for assignment in descendants(body).filter(|n| n.kind() == "assignment_expression" && n.end_byte() <= at) {
+        let (Some(left), Some(right)) = (assignment.child_by_field_name("left"), assignment.child_by_field_name("right")) else { continue };
+        let member = text[left.byte_range()].trim();
+        if left.kind() == "field_expression" && bytes.trim() == member {
+            bytes = text[right.byte_range()].to_string();
+        }
+    }
+    bytes
+}
+
+/// `object.member + offset` taken apart.
+fn member_plus_offset(text: &str) -> Option<(String, String)> {
+    let (base, offset) = text.split_once('+')?;
+    let (object, member) = base.trim().split_once('.')?;
+    let offset = offset.trim();
+    (is_identifier(object) && is_identifier(member) && !offset.is_empty() && split_top_level(text, '+').len() == 2).then(|| (base.trim().to_string(), offset.to_string()))
 }
 
 /// `name = base + offset` (a declaration or an assignment) in `body`: the pointer `name` is
