@@ -230,6 +230,13 @@ pub(super) enum FlatThreads {
 /// changes no result, and a block of any size does the same work when the grid launches as
 /// many threads. `None` when they are not.
 pub(super) fn flat_threads(text: &str, body: Node) -> Option<FlatThreads> {
+    let index = flat_index(text, body)?;
+    Some(if guarded_first(text, body, index) { FlatThreads::Guarded } else { FlatThreads::Unguarded })
+}
+
+/// The flat index of a kernel whose threads each work on their own elements and share nothing
+/// with their block (see [`flat_threads`]).
+fn flat_index<'t>(text: &str, body: Node<'t>) -> Option<Node<'t>> {
     let root = std::iter::successors(Some(body), |n| n.parent()).last().unwrap_or(body);
     let called = host::functions_called_from(&host::function_definitions(text, root), &text[body.byte_range()]);
     // `__shfl_xor_sync` and `__all_sync` by their prefixes, the rest by name.
@@ -243,10 +250,7 @@ pub(super) fn flat_threads(text: &str, body: Node) -> Option<FlatThreads> {
     let flat: Vec<Node> = descendants(body).filter(|n| n.kind() == "binary_expression" && is_grid_stride_start(&text[n.byte_range()])).collect();
     let [index] = flat.as_slice() else { return None };
     let built_ins = descendants(body).filter(|n| n.kind() == "identifier" && place(&text[n.byte_range()])).count();
-    if built_ins != 3 {
-        return None;
-    }
-    Some(if guarded_first(text, body, *index) { FlatThreads::Guarded } else { FlatThreads::Unguarded })
+    (built_ins == 3).then_some(*index)
 }
 
 /// Whether the variable holding the flat `index` is checked against a bound before anything
@@ -258,9 +262,7 @@ fn guarded_first(text: &str, body: Node, index: Node) -> bool {
 /// The elements that the threads of a [`FlatThreads::Guarded`] kernel cover: what its flat
 /// index is checked against (`n` of `if (i < n) …`, `n + 1` of `if (i > n) return;`).
 pub(super) fn guarded_count(text: &str, body: Node) -> Option<String> {
-    flat_threads(text, body).filter(|f| *f == FlatThreads::Guarded)?;
-    let index = descendants(body).find(|n| n.kind() == "binary_expression" && is_grid_stride_start(&text[n.byte_range()]))?;
-    guard_count(text, body, index)
+    guard_count(text, body, flat_index(text, body)?)
 }
 
 /// The count the variable holding the flat `index` is checked against before anything else is

@@ -250,9 +250,7 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
             restrictions.extend(threads_bound);
         }
         restrictions.extend(template_block_ties(k, l, &params, &choices, &block));
-        // Before the compiler options: the search enumerates the parameters in order.
-        let at = params.iter().position(|p| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).unwrap_or(params.len());
-        params.splice(at..at, choices.iter().cloned());
+        insert_before_compiler_options(&mut params, choices.iter().cloned());
     }
     // A buffer the caller sizes by the grid it works out (one partial sum per block) moves with
     // the block too; after the choices, which take a name a length uses for a size.
@@ -361,8 +359,7 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     if let (Some(flat), Some((_, l))) = (flat, site) {
         let original_block = block.first().cloned().unwrap_or_default();
         if let Some((choice, covered)) = flat_block_choice(kernel, user_line(l), &mut grid, &mut block, &shapes[0], &sizes) {
-            let at = params.iter().position(|p| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).unwrap_or(params.len());
-            params.insert(at, choice.clone());
+            insert_before_compiler_options(&mut params, [choice.clone()]);
             param_names.insert(choice.name.clone());
             choices.push(choice);
             let exactly = (flat == FlatThreads::Unguarded).then_some(covered);
@@ -373,8 +370,8 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     // A block the host code does not say (through a helper's arithmetic the spec cannot
     // follow) but a captured launch does, of threads that each take their own flat index below
     // a count: the grid follows the block, which replaces any choice the unsaid block named.
-    let count = body.and_then(|b| super::elements::guarded_count(templated.text(), b));
-    let unsaid = block.iter().any(|b| b.contains(UNKNOWN) || expr::parse(b).is_err());
+    let count = captured_block.and(body).and_then(|b| super::elements::guarded_count(templated.text(), b));
+    let unsaid = block.iter().any(|b| b.contains(UNKNOWN));
     let only_launch_choices = choices.iter().all(|c| c.kind == ParamKind::Launch);
     let block_names_build = block.iter().any(|b| identifiers_in(b).any(|w| params.iter().any(|p| p.name == w && p.kind != ParamKind::Launch)));
     if let (Some(count), Some(captured), true) = (count, captured_block, (choices.is_empty() || unsaid) && only_launch_choices && !block_names_build) {
@@ -385,8 +382,7 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
         if let Some(choice) = captured_flat_block_choice(&name, &count, captured, &args, &mut grid, &mut block) {
             params.retain(|p| !choices.iter().any(|c| c.name == p.name));
             param_names.retain(|p| !choices.iter().any(|c| c.name == *p));
-            let at = params.iter().position(|p| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).unwrap_or(params.len());
-            params.insert(at, choice.clone());
+            insert_before_compiler_options(&mut params, [choice.clone()]);
             param_names.insert(choice.name.clone());
             choices = vec![choice];
             unsayable.retain(|(key, _)| key != "grid" && key != "block");
@@ -1133,6 +1129,12 @@ fn flat_block_choice(kernel: &str, line: u32, grid: &mut [String], block: &mut [
 /// grid as many blocks as the count needs (`ceil_div(n, name)`). Any block does the same work
 /// then: the threads past the count do nothing. None when the count names anything but scalar
 /// arguments.
+/// Puts `choices` before the compiler options: the search enumerates the parameters in order.
+fn insert_before_compiler_options(params: &mut Vec<ParamSpec>, choices: impl IntoIterator<Item = ParamSpec>) {
+    let at = params.iter().position(|p| matches!(p.kind, ParamKind::FastMath | ParamKind::MaxRegisters)).unwrap_or(params.len());
+    params.splice(at..at, choices);
+}
+
 fn captured_flat_block_choice(name: &str, count: &str, captured: [u32; 3], args: &[ArgSpec], grid: &mut Vec<String>, block: &mut Vec<String>) -> Option<ParamSpec> {
     let [threads, 1, 1] = captured else { return None };
     let scalar = |word: &str| args.iter().find(|a| a.name == word && !a.is_buffer() && a.fields.is_empty());
