@@ -276,6 +276,20 @@ pub(super) fn declares_library_types(written: &str) -> bool {
     matches!(name, "cufft.h" | "cufftXt.h" | "cufftw.h" | "cuComplex.h")
 }
 
+/// The driver API's handles that kernels take (`extern "C" __global__ void k(CUtexObject tex)`),
+/// which `cuda.h` declares: 64-bit integers on every platform CUDA 12 supports.
+pub(super) const DRIVER_TYPES: [(&str, &str); 3] = [
+    ("CUtexObject", "unsigned long long"),
+    ("CUsurfObject", "unsigned long long"),
+    ("CUdeviceptr", "unsigned long long"),
+];
+
+/// Whether a dropped header (as written: `<cuda.h>`) is the driver API's, which declares
+/// [`DRIVER_TYPES`].
+pub(super) fn declares_driver_types(written: &str) -> bool {
+    written.trim_matches(|c| c == '<' || c == '>' || c == '"') == "cuda.h"
+}
+
 /// Whether a dropped header (as written: `<cmath>`) is one of those that define
 /// [`STANDARD_MACROS`].
 pub(super) fn declares_standard_macros(written: &str) -> bool {

@@ -797,7 +797,8 @@ impl<'a> Slicer<'a> {
             give(&includes::TENSOR_ACCESSOR_NAMES, includes::TENSOR_ACCESSORS, SliceItemKind::HeaderDefinition);
         }
         let library_types = includes::LIBRARY_TYPES.iter().filter(|_| dropped(includes::declares_library_types));
-        for (name, definition) in crate::syntax::HOST_TYPES.iter().chain(library_types) {
+        let driver_types = includes::DRIVER_TYPES.iter().filter(|_| dropped(includes::declares_driver_types));
+        for (name, definition) in crate::syntax::HOST_TYPES.iter().chain(library_types).chain(driver_types) {
             give(&[name], &format!("typedef {definition} {name};"), SliceItemKind::HostType);
         }
         let mut emitter = Emitter { text, slicer: &self, out: source, kept, last_end: None };

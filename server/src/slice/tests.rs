@@ -179,6 +179,14 @@ fn cufft_number_types_are_defined_when_its_header_is_dropped() {
 }
 
 #[test]
+fn driver_handles_are_defined_when_cuda_h_is_dropped() {
+    let text = "#include <cuda.h>\nextern \"C\" __global__ void k(float* out, CUtexObject tex) { out[0] = tex2D<float>(tex, 0.5f, 0.5f); }\n";
+    let slice = device_slice(&Document::new(text.to_string()), "k", &SliceOptions::default()).unwrap();
+    assert!(slice.source.starts_with("typedef unsigned long long CUtexObject;\n"), "{}", slice.source);
+    assert!(!slice.source.contains("CUsurfObject"), "{}", slice.source);
+}
+
+#[test]
 fn math_constants_of_a_pytorch_extension_are_defined() {
     // `<torch/extension.h>` brings `<cmath>`, whose `M_*` constants a GELU uses with nothing else included.
     let text = "#include <torch/extension.h>\n__global__ void gelu(float* x) { x[0] *= 0.5f * M_2_SQRTPI * M_SQRT1_2; }\n";

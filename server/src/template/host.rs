@@ -21,7 +21,7 @@ use crate::syntax::host::{add_dispatched_calls, function_nodes, address_taken, c
 use crate::syntax::{balancing_position, descendants, eval_constant, eval_float, identifiers_in, is_identifier, matching_paren, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
-const TEXTURE_CALLS: [&str; 3] = ["cudaCreateTextureObject", "cudaMallocArray", "cudaMalloc3DArray"];
+const TEXTURE_CALLS: [&str; 6] = ["cudaCreateTextureObject", "cudaMallocArray", "cudaMalloc3DArray", "cuTexObjectCreate", "cuArrayCreate", "cuArray3DCreate"];
 
 /// `tex` of `&tex`, without spaces.
 fn without_address(arg: &str) -> String {
@@ -808,9 +808,9 @@ impl<'d> HostContext<'d> {
         }
         let frame_of = |call: &Call| path.iter().position(|f| f.scope.body.is_some() && f.scope.body == call.caller.child_by_field_name("body"));
         let object_of = |call: &Call| call.args().first().map(|a| without_address(a));
-        let creates = self.texture_calls.get("cudaCreateTextureObject")?;
+        let creates: Vec<&Call> = ["cudaCreateTextureObject", "cuTexObjectCreate"].iter().flat_map(|f| self.texture_calls.get(f).into_iter().flatten()).collect();
         let on_path = creates.iter().find(|c| names.iter().any(|(at, n)| object_of(c).as_ref() == Some(n) && frame_of(c) == Some(*at)));
-        let create = on_path.or_else(|| creates.iter().find(|c| names.iter().any(|(_, n)| object_of(c).as_ref() == Some(n))))?;
+        let create = *on_path.or_else(|| creates.iter().find(|c| names.iter().any(|(_, n)| object_of(c).as_ref() == Some(n))))?;
         let body = create.caller.child_by_field_name("body")?;
         let values = texture::values_in(create.text, body);
         let args = create.args();
@@ -821,17 +821,26 @@ impl<'d> HostContext<'d> {
         let resource = without_address(args.get(1)?);
         let field = |name: &str| values.iter().rev().find(|(left, _)| *left == format!("{resource}.{name}")).map(|(_, value)| value.as_str());
         let in_spec = |extent: &str| self.extent_in_spec_names(path, create, extent);
+        // The driver's descriptors give the format and channels apart (`res.linear.format`).
+        let driver_format = |of: &str| texture::driver_format(field(&format!("{of}.format"))?, field(&format!("{of}.numChannels"))?);
         match field("resType") {
             Some("cudaResourceTypeLinear") => {
                 setup.layout = Some(TextureLayout::Linear);
                 setup.texels = field("res.linear.desc").map(|d| self.channel_formats(d, create.text, body)).unwrap_or_default();
             }
-            Some("cudaResourceTypePitch2D") => {
-                setup.texels = field("res.pitch2D.desc").map(|d| self.channel_formats(d, create.text, body)).unwrap_or_default();
+            Some("CU_RESOURCE_TYPE_LINEAR") => {
+                setup.layout = Some(TextureLayout::Linear);
+                setup.texels = driver_format("res.linear").into_iter().collect();
+            }
+            Some(pitched @ ("cudaResourceTypePitch2D" | "CU_RESOURCE_TYPE_PITCH2D")) => {
+                setup.texels = match pitched {
+                    "cudaResourceTypePitch2D" => field("res.pitch2D.desc").map(|d| self.channel_formats(d, create.text, body)).unwrap_or_default(),
+                    _ => driver_format("res.pitch2D").into_iter().collect(),
+                };
                 setup.extent = ["res.pitch2D.width", "res.pitch2D.height"].iter().map(|f| field(f).map_or(UNKNOWN.to_string(), in_spec)).collect();
             }
             _ => {
-                let array = field("res.array.array")?.to_string();
+                let array = field("res.array.array").or(field("res.array.hArray"))?.to_string();
                 self.array_setup(path, &array, create, &mut setup);
             }
         }
@@ -839,19 +848,23 @@ impl<'d> HostContext<'d> {
     }
 
     /// The extent, format and layout of the CUDA array `array`, from the `cudaMallocArray` or
-    /// `cudaMalloc3DArray` that makes it (in the function that makes the texture, else anywhere).
+    /// `cudaMalloc3DArray` that makes it (in the function that makes the texture, else anywhere);
+    /// or from the driver's `cuArrayCreate` or `cuArray3DCreate` and the descriptor it is given.
     fn array_setup(&self, path: &[Frame], array: &str, create: &Call, setup: &mut TextureSetup) {
-        let allocations = ["cudaMallocArray", "cudaMalloc3DArray"].iter().flat_map(|&f| self.texture_calls.get(f).into_iter().flatten().map(move |c| (f, c)));
+        let allocations = ["cudaMallocArray", "cudaMalloc3DArray", "cuArrayCreate", "cuArray3DCreate"].iter().flat_map(|&f| self.texture_calls.get(f).into_iter().flatten().map(move |c| (f, c)));
         let allocations: Vec<(&str, &Call)> = allocations.filter(|(_, c)| c.args().first().map(|a| without_address(a)).as_deref() == Some(array)).collect();
         let Some(&(function, alloc)) = allocations.iter().find(|(_, c)| c.caller == create.caller).or(allocations.first()) else { return };
         let Some(body) = alloc.caller.child_by_field_name("body") else { return };
         let args = alloc.args();
         let values = texture::values_in(alloc.text, body);
+        if function.starts_with("cuArray") {
+            return self.driver_array_setup(path, alloc, &values, setup);
+        }
         let mut extent: Vec<String> = match function {
             "cudaMallocArray" => args.iter().skip(2).take(2).cloned().collect(),
             _ => {
                 let given = args.get(2).map(|e| without_address(e)).unwrap_or_default();
-                let made = if given.starts_with("make_cudaExtent") { Some(given.clone()) } else { values.iter().rev().find(|(n, _)| *n == given).map(|(_, v)| v.clone()) };
+                let made = self.extent_made(alloc.text, alloc.caller, &given, 0);
                 made.and_then(|m| Some(split_args(m.strip_prefix("make_cudaExtent")?.trim().strip_prefix('(')?.strip_suffix(')')?))).unwrap_or_default()
             }
         };
@@ -866,6 +879,51 @@ impl<'d> HostContext<'d> {
             setup.layout = Some(TextureLayout::Cubemap);
         }
         setup.texels = args.get(1).map(|d| self.channel_formats(&without_address(d), alloc.text, body)).unwrap_or_default();
+    }
+
+    /// The extent, format and layout of a driver array made by `alloc` (`cuArrayCreate(&array,
+    /// &desc)`), from the fields its descriptor is given in `values` (`desc.Width = width`).
+    fn driver_array_setup(&self, path: &[Frame], alloc: &Call, values: &[(String, String)], setup: &mut TextureSetup) {
+        let Some(desc) = alloc.args().get(1).map(|d| without_address(d)) else { return };
+        let field = |name: &str| values.iter().rev().find(|(left, _)| *left == format!("{desc}.{name}")).map(|(_, value)| value.trim());
+        let mut extent: Vec<&str> = ["Width", "Height", "Depth"].iter().map(|f| field(f).unwrap_or("0")).collect();
+        while extent.len() > 1 && extent.last().is_some_and(|e| *e == "0") {
+            extent.pop();
+        }
+        setup.extent = extent.iter().map(|e| self.extent_in_spec_names(path, alloc, e)).collect();
+        let flags = field("Flags").unwrap_or_default();
+        if flags.contains("CUDA_ARRAY3D_LAYERED") {
+            setup.layout = Some(TextureLayout::Layered);
+        } else if flags.contains("CUDA_ARRAY3D_CUBEMAP") {
+            setup.layout = Some(TextureLayout::Cubemap);
+        }
+        setup.texels = field("Format").zip(field("NumChannels")).and_then(|(format, channels)| texture::driver_format(format, channels)).into_iter().collect();
+    }
+
+    /// The `make_cudaExtent(…)` that `extent`, as the function `function` in `text` names it,
+    /// holds: made there, given earlier in the function, the parameter its first caller passes
+    /// (`initCuda(h_volume, volumeSize)`), or a file-scope constant.
+    fn extent_made(&self, text: &'d str, function: Node<'d>, extent: &str, depth: usize) -> Option<String> {
+        if extent.starts_with("make_cudaExtent") {
+            return Some(extent.to_string());
+        }
+        if depth > 4 {
+            return None;
+        }
+        let body = function.child_by_field_name("body")?;
+        if let Some((_, value)) = texture::values_in(text, body).into_iter().rev().find(|(name, _)| name == extent) {
+            return self.extent_made(text, function, &value, depth + 1);
+        }
+        let at = crate::syntax::host::parameter_names(text, function).iter().position(|p| p == extent);
+        let passed = at.and_then(|at| {
+            let name = function_name(text, function)?;
+            let call = self.graph.callers_of(text, function, name).into_iter().next()?;
+            Some((call, without_address(call.args().get(at)?)))
+        });
+        match passed {
+            Some((call, argument)) => self.extent_made(call.text, call.caller, &argument, depth + 1),
+            None => self.globals.get(extent).filter(|v| v.starts_with("make_cudaExtent")).cloned(),
+        }
     }
 
     /// The formats a channel format descriptor may hold: made in place, or every value the

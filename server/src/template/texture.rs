@@ -154,6 +154,24 @@ pub(super) fn channel_format(text: &str) -> Option<(Dtype, u32)> {
     (channels != 3 && channels > 0).then_some((dtype, channels))
 }
 
+/// The format a driver descriptor gives as its format and channel count:
+/// `CU_AD_FORMAT_UNSIGNED_INT8` and `4` are four `u8`.
+pub(super) fn driver_format(format: &str, channels: &str) -> Option<(Dtype, u32)> {
+    let dtype = match format.trim() {
+        "CU_AD_FORMAT_FLOAT" => Dtype::F32,
+        "CU_AD_FORMAT_HALF" => Dtype::F16,
+        "CU_AD_FORMAT_UNSIGNED_INT8" => Dtype::U8,
+        "CU_AD_FORMAT_UNSIGNED_INT16" => Dtype::U16,
+        "CU_AD_FORMAT_UNSIGNED_INT32" => Dtype::U32,
+        "CU_AD_FORMAT_SIGNED_INT8" => Dtype::I8,
+        "CU_AD_FORMAT_SIGNED_INT16" => Dtype::I16,
+        "CU_AD_FORMAT_SIGNED_INT32" => Dtype::I32,
+        _ => return None,
+    };
+    let channels: u32 = channels.trim().parse().ok()?;
+    matches!(channels, 1 | 2 | 4).then_some((dtype, channels))
+}
+
 /// The sampling a texture descriptor `desc` is given by `values` (see [`values_in`]), e.g.
 /// `texDescr.filterMode = cudaFilterModeLinear`.
 pub(super) fn sampling(values: &[(String, String)], desc: &str, setup: &mut TextureSetup) {
@@ -163,22 +181,29 @@ pub(super) fn sampling(values: &[(String, String)], desc: &str, setup: &mut Text
         match field {
             "filterMode" => {
                 setup.filter = match value {
-                    "cudaFilterModeLinear" => Some(TextureFilter::Linear),
-                    "cudaFilterModePoint" => Some(TextureFilter::Point),
+                    "cudaFilterModeLinear" | "CU_TR_FILTER_MODE_LINEAR" => Some(TextureFilter::Linear),
+                    "cudaFilterModePoint" | "CU_TR_FILTER_MODE_POINT" => Some(TextureFilter::Point),
                     _ => setup.filter,
                 }
             }
             // The first dimension's mode stands for all: the spec has one.
             "addressMode[0]" => {
                 setup.address = match value {
-                    "cudaAddressModeWrap" => Some(TextureAddress::Wrap),
-                    "cudaAddressModeClamp" => Some(TextureAddress::Clamp),
-                    "cudaAddressModeMirror" => Some(TextureAddress::Mirror),
-                    "cudaAddressModeBorder" => Some(TextureAddress::Border),
+                    "cudaAddressModeWrap" | "CU_TR_ADDRESS_MODE_WRAP" => Some(TextureAddress::Wrap),
+                    "cudaAddressModeClamp" | "CU_TR_ADDRESS_MODE_CLAMP" => Some(TextureAddress::Clamp),
+                    "cudaAddressModeMirror" | "CU_TR_ADDRESS_MODE_MIRROR" => Some(TextureAddress::Mirror),
+                    "cudaAddressModeBorder" | "CU_TR_ADDRESS_MODE_BORDER" => Some(TextureAddress::Border),
                     _ => setup.address,
                 }
             }
             "normalizedCoords" => setup.normalized_coords = Some(!matches!(value, "false" | "0")),
+            // The driver's flags: coordinates in [0, 1), and integers read as they are stored.
+            "flags" => {
+                setup.normalized_coords = Some(value.contains("CU_TRSF_NORMALIZED_COORDINATES"));
+                if value.contains("CU_TRSF_READ_AS_INTEGER") {
+                    setup.read = Some(TextureRead::Element);
+                }
+            }
             "readMode" => {
                 setup.read = match value {
                     "cudaReadModeNormalizedFloat" => Some(TextureRead::NormalizedFloat),
