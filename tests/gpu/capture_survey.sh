@@ -43,7 +43,9 @@ TUNE="2_Concepts_and_Techniques/MC_SingleAsianOptionP|src/pricingengine.cu|compu
 2_Concepts_and_Techniques/segmentationTreeThrust|kernels.cuh|addScalar
 2_Concepts_and_Techniques/segmentationTreeThrust|kernels.cuh|markSegments
 2_Concepts_and_Techniques/segmentationTreeThrust|kernels.cuh|getRepresentatives
-2_Concepts_and_Techniques/segmentationTreeThrust|kernels.cuh|calculateEdgesInfo"
+2_Concepts_and_Techniques/segmentationTreeThrust|kernels.cuh|calculateEdgesInfo
+0_Introduction/simpleTexture3D|simpleTexture3D_kernel.cu|d_render
+0_Introduction/simpleTextureDrv|simpleTexture_kernel.cu|transformKernel"
 
 # sample (under Samples) | build command (run in the sample's folder) | program arguments
 CASES="0_Introduction/cudaOpenMP|nvcc $nvcc_flags -Xcompiler -fopenmp -o program cudaOpenMP.cu -lgomp|
@@ -53,6 +55,7 @@ CASES="0_Introduction/cudaOpenMP|nvcc $nvcc_flags -Xcompiler -fopenmp -o program
 0_Introduction/simpleAttributes|nvcc $nvcc_flags -o program simpleAttributes.cu|
 0_Introduction/simpleHyperQ|nvcc $nvcc_flags -o program simpleHyperQ.cu|
 0_Introduction/simpleMultiGPU|nvcc $nvcc_flags -o program simpleMultiGPU.cu|
+0_Introduction/simpleStreams|nvcc $nvcc_flags -o program simpleStreams.cu|
 0_Introduction/simpleTextureDrv|nvcc $nvcc_flags -fatbin -o simpleTexture_kernel64.fatbin simpleTexture_kernel.cu && nvcc $nvcc_flags -o program simpleTextureDrv.cpp -lcuda|
 0_Introduction/simpleIPC|nvcc $nvcc_flags -o program simpleIPC.cu $work/Common/helper_multiprocess.cpp|
 2_Concepts_and_Techniques/segmentationTreeThrust|nvcc $nvcc_flags --extended-lambda -o program segmentationTree.cu && cp data/*.ppm .|
