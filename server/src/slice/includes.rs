@@ -35,6 +35,7 @@ const TOOLKIT_DEVICE_HEADERS: &[&str] = &[
 const CUDA_HOST_HEADERS: &[&str] = &[
     "cuda.h", "cuda_runtime.h", "cuda_runtime_api.h", "device_launch_parameters.h", "driver_types.h",
     "cuda_profiler_api.h", "nvrtc.h", "nvToolsExt.h", "cuda_occupancy.h", "curand.h",
+    "cuda_gl_interop.h", "cuda_egl_interop.h",
 ];
 
 /// Prefixes of host-library headers, with the namespaces those libraries declare.
@@ -49,6 +50,9 @@ const HOST_LIBRARIES: &[(&str, &str, &[&str])] = &[
     ("nccl", "NCCL host API header", &[]),
     ("thrust/", "Thrust header (host algorithms; NVRTC cannot compile it)", &["thrust"]),
     ("boost/", "Boost header (a host library; NVRTC cannot compile it)", &["boost"]),
+    ("GL/", "OpenGL host header", &[]),
+    ("GLUT/", "OpenGL host header", &[]),
+    ("GLFW/", "OpenGL host header", &[]),
 ];
 
 /// CUDA C++ Core Libraries: device code NVRTC can compile, found only through a CCCL include dir.

@@ -265,6 +265,15 @@ fn fixed_width_integers_come_from_libcu_plus_plus_when_the_c_library_is_dropped(
 }
 
 #[test]
+fn opengl_headers_and_the_graphics_interop_api_are_dropped() {
+    let text = "#include <GL/freeglut.h>\n#include <GLUT/glut.h>\n#include <cuda_gl_interop.h>\n__global__ void k(float *x) { x[0] = 1.0f; }\n";
+    let sliced = slice(text, "k");
+    let dropped: Vec<&str> = sliced.dropped_includes.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(dropped, ["<GL/freeglut.h>", "<GLUT/glut.h>", "<cuda_gl_interop.h>"]);
+    assert!(!sliced.source.contains("#include"), "{}", sliced.source);
+}
+
+#[test]
 fn curand_and_cccl_device_headers_are_kept_and_boost_and_curand_host_api_dropped() {
     let text = "\
 #include <curand.h>

@@ -141,17 +141,15 @@ pub fn parameters(text: &str, function: Node) -> Vec<Parameter> {
 
 /// The type of every variable `body` declares, by name (qualifiers and pointers left off).
 pub fn local_types(text: &str, body: Node) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for node in descendants(body).filter(|n| n.kind() == "declaration") {
-        let Some(ty) = node.child_by_field_name("type") else { continue };
-        let mut cursor = node.walk();
-        for declarator in node.children_by_field_name("declarator", &mut cursor) {
-            if let Some(name) = declared_name(declarator) {
-                out.push((text[name.byte_range()].to_string(), text[ty.byte_range()].to_string()));
-            }
-        }
-    }
-    out
+    descendants(body).filter(|n| n.kind() == "declaration").flat_map(|d| declared_types(text, d)).collect()
+}
+
+/// The names `declaration` declares, each with its type (qualifiers and pointers left off).
+pub fn declared_types(text: &str, declaration: Node) -> Vec<(String, String)> {
+    let Some(ty) = declaration.child_by_field_name("type") else { return Vec::new() };
+    let mut cursor = declaration.walk();
+    let names = declaration.children_by_field_name("declarator", &mut cursor).filter_map(declared_name);
+    names.map(|name| (text[name.byte_range()].to_string(), text[ty.byte_range()].to_string())).collect()
 }
 
 /// The identifier a declarator declares, through pointers, references and arrays.

@@ -1803,13 +1803,13 @@ impl<'d> HostContext<'d> {
             if let Some(callee) = frame.scope.set_by_call(frame.text, &name) {
                 return Some(ValueSource { text: frame.text, at: callee.1, function: frame_name(frame), made_by: self.made_by_call(callee.0) });
             }
-            if let Some(passed) = self.member_in_caller(path, at, &name).filter(|_| !frame.params.contains(&name)) {
+            if let Some((passed, made_at)) = self.member_in_caller(path, at, &name).filter(|_| !frame.params.contains(&name)) {
                 let passed = strip_outer_parens(strip_casts_everywhere(&passed).trim()).to_string();
                 if !is_identifier(&passed) {
-                    let caller = &path[at + 1];
+                    let caller = &path[made_at];
                     return Some(ValueSource { text: caller.text, at: caller.scope.point, function: frame_name(caller), made_by: Made::Expression(passed) });
                 }
-                (at, name) = (at + 1, passed);
+                (at, name) = (made_at, passed);
                 continue;
             }
             if let Some(source) = self.global_read_from_command_line(&name).filter(|_| !frame.params.contains(&name)) {
@@ -1863,17 +1863,19 @@ impl<'d> HostContext<'d> {
         })
     }
 
-    /// A member of its object that the method of frame `at` reads, in the caller's names: the
-    /// object's member where the caller gives it a value (`test.numSims = 1 << 20` before
-    /// `test()`), else the argument the caller makes the object with for the constructor
-    /// parameter that sets it (`128` of `Simulation<float> sim(n, 128)` for `m_block_size`).
-    fn member_in_caller(&self, path: &[Frame], at: usize, member: &str) -> Option<String> {
+    /// A member of its object that the method of frame `at` reads, with the frame of `path`
+    /// in whose names it is: the object's member where the caller gives it a value
+    /// (`test.numSims = 1 << 20` before `test()`), else the argument the object is made with
+    /// for the constructor parameter that sets it (`128` of `Simulation<float> sim(n, 128)` for
+    /// `m_block_size`).
+    fn member_in_caller(&self, path: &[Frame<'d>], at: usize, member: &str) -> Option<(String, usize)> {
         let (object, _) = Self::object_of(path, at)?;
         let field = format!("{object}.{member}");
         if path.get(at + 1)?.scope.value_text(&field).is_some() {
-            return Some(field);
+            return Some((field, at + 1));
         }
-        self.members_constructed_from(path, at).into_iter().find(|(_, m)| m == member).map(|(arg, _)| arg)
+        let (made_at, members) = self.members_constructed_from(path, at)?;
+        members.into_iter().find(|(_, m)| m == member).map(|(arg, _)| (arg, made_at))
     }
 
     /// The value of a constant member of the class whose method `frame` is, named there
@@ -1892,17 +1894,46 @@ impl<'d> HostContext<'d> {
         (class_of(&ty) == class).then_some((object, class))
     }
 
-    /// The caller's arguments that frame `at`'s object is constructed with, each with the
-    /// member the constructor sets from it: `paths` → `m_paths` for `Simulation<Real> sim(paths, …)`.
-    fn members_constructed_from(&self, path: &[Frame], at: usize) -> Vec<(String, String)> {
-        let made = || {
-            let (object, class) = Self::object_of(path, at)?;
-            let caller = path.get(at + 1)?;
-            let args = objects::construction_args(caller.text, caller.scope.body?, &object)?;
-            let (text, constructor) = self.graph.definition(class)?;
-            Some(objects::members_set(text, constructor).into_iter().filter_map(|(member, index)| Some((args.get(index)?.trim().to_string(), member))).collect())
+    /// The arguments that frame `at`'s object is constructed with, each with the member the
+    /// constructor sets from it (`paths` → `m_paths` for `Simulation<Real> sim(paths, …)`), and
+    /// the frame of `path` in whose names they are: the caller's, or the one that makes the
+    /// object with `new` or calls the function that does.
+    fn members_constructed_from(&self, path: &[Frame<'d>], at: usize) -> Option<(usize, Vec<(String, String)>)> {
+        let (object, class) = Self::object_of(path, at)?;
+        let caller = path.get(at + 1)?;
+        let (made_at, args) = match objects::construction_args(caller.text, caller.scope.body?, &object) {
+            Some(args) => (at + 1, args),
+            None => self.made_with_new(path, &object, class)?,
         };
-        made().unwrap_or_default()
+        let (text, constructor) = self.graph.definition(class)?;
+        Some((made_at, objects::members_set(text, constructor).into_iter().filter_map(|(member, index)| Some((args.get(index)?.trim().to_string(), member))).collect()))
+    }
+
+    /// The arguments of the `new` that makes the object `object` of `class` outside its
+    /// method's caller (`swarm = new Swarm(count, 0.5f);` in an init function, `swarm` at file
+    /// scope), with the frame of `path` in whose names they are: the frame that makes it, or
+    /// the one that calls the function that does, its parameters then being its arguments.
+    fn made_with_new(&self, path: &[Frame<'d>], object: &str, class: &str) -> Option<(usize, Vec<String>)> {
+        let made = self.documents.iter().filter_map(|doc| Some((doc.text(), doc.tree()?.root_node()))).find_map(|(text, root)| {
+            descendants(root).filter(|n| n.kind() == "assignment_expression").find_map(|assignment| {
+                let made = assignment.child_by_field_name("right").filter(|r| r.kind() == "new_expression")?;
+                let left = assignment.child_by_field_name("left")?;
+                (&text[left.byte_range()] == object && class_of(&text[made.child_by_field_name("type")?.byte_range()]) == class).then_some(())?;
+                let function = std::iter::successors(assignment.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition")?;
+                Some((text, function, assignment, call_args(text, made.child_by_field_name("arguments")?)))
+            })
+        });
+        let (text, function, assignment, args) = made?;
+        if let Some(at) = path.iter().position(|f| f.scope.body.is_some() && f.scope.body == function.child_by_field_name("body")) {
+            return Some((at, args));
+        }
+        let (at, passed) = self.call_from_path(path, &Call { text, caller: function, node: assignment, key_arguments: 0 })?;
+        let params = crate::syntax::host::parameter_names(text, function);
+        let args = args.iter().map(|arg| rename_identifiers_in(arg, |w| {
+            let given = passed.get(params.iter().position(|p| p == w)?)?;
+            Some(if is_identifier(given) { given.clone() } else { format!("({given})") })
+        }));
+        Some((at, args.collect()))
     }
 
     fn eval_name(&self, path: &[Frame], at: usize, name: &str, depth: usize) -> Option<i64> {
@@ -1948,8 +1979,8 @@ impl<'d> HostContext<'d> {
                 if let Some((value, _)) = self.class_constant(frame, name) {
                     return Some(value);
                 }
-                if let Some(passed) = self.member_in_caller(path, at, name) {
-                    return self.eval_text(path, at + 1, &passed, depth + 1);
+                if let Some((passed, made_at)) = self.member_in_caller(path, at, name) {
+                    return self.eval_text(path, made_at, &passed, depth + 1);
                 }
                 // `Q_size_0`, the size [`Self::in_spec_names`] names for `Q.size(0)`.
                 if let Some(value) = tensors::named_read(name).and_then(|(tensor, read)| self.eval_size_read(path, at, tensor, read, depth + 1)) {
@@ -2170,8 +2201,8 @@ impl<'d> HostContext<'d> {
                 };
                 return Some(LaunchChoice { default, sweep: Vec::new(), origin });
             }
-            let passed = match frame.params.iter().position(|p| *p == current) {
-                Some(index) => frame.argument(index)?,
+            let (passed, passed_at) = match frame.params.iter().position(|p| *p == current) {
+                Some(index) => (frame.argument(index)?, at + 1),
                 None => match self.globals.get(&current) {
                     Some(init) => {
                         let default = self.eval_text(path, at, init, 0)?;
@@ -2184,7 +2215,7 @@ impl<'d> HostContext<'d> {
                 },
             };
             let arg = strip_casts_everywhere(&passed);
-            at += 1;
+            at = passed_at;
             if is_identifier(&arg) {
                 current = arg;
                 continue;
@@ -2737,7 +2768,8 @@ impl<'d> HostContext<'d> {
         let frame = &path[level];
         let below = &path[level - 1];
         let args = below.called_with().unwrap_or_default();
-        let members = self.members_constructed_from(path, level - 1);
+        // Only the arguments of a construction in this frame are in its names.
+        let members = self.members_constructed_from(path, level - 1).filter(|(made_at, _)| *made_at == level).map(|(_, members)| members).unwrap_or_default();
         let text = with_arguments_named(text, &args, &below.params);
         rename_identifiers_in(&text, |word| {
             // A parameter the callee steps in a loop (its name left blank) is not the argument
@@ -3369,7 +3401,22 @@ impl<'d> CallGraph<'d> {
             let on_objects = self.method_calls.get(&(bare_name(function).to_string(), class.to_string())).into_iter().flatten();
             callers.extend(on_objects.filter(|c| !callers.iter().any(|known| known.node == c.node)).copied().collect::<Vec<_>>());
         }
+        if callers.is_empty() {
+            callers = self.handed_to_a_library(text, definition, function);
+        }
         callers
+    }
+
+    /// The calls of its own folder that hand the function defined as `definition`, which takes
+    /// no parameters, to a function the workspace does not define: a library calls it back
+    /// after that point (`glutDisplayFunc(display)` in `main`, after `main` made the objects
+    /// `display` uses), so the call that hands it over stands for those calls.
+    fn handed_to_a_library(&self, text: &str, definition: Node, function: &str) -> Vec<Call<'d>> {
+        if !parameters(text, definition).is_empty() {
+            return Vec::new();
+        }
+        let handed = self.passing.get(bare_name(function)).into_iter().flatten().map(|(call, _)| *call);
+        handed.filter(|call| self.folder_of(call.text) == self.folder_of(text) && self.definition_called(call.text, call.node).is_none()).collect()
     }
 
     /// The one function of `function`'s folder, defined as `twin` in `text`, that takes the same

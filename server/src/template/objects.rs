@@ -5,7 +5,7 @@
 
 use tree_sitter::Node;
 
-use crate::syntax::host::{call_args, class_of, class_of_method, function_name, local_types, parameters, Call};
+use crate::syntax::host::{declared_types, call_args, class_of, class_of_method, function_name, local_types, parameters, Call};
 use crate::syntax::{descendants, is_identifier};
 
 /// The object a call is made on and its declared type, when the callee is a method of it
@@ -34,10 +34,13 @@ pub(super) fn object_named<'t>(call: &Call<'t>) -> Option<&'t str> {
     Some(&call.text[object.byte_range()]).filter(|o| is_identifier(o))
 }
 
-/// The calling function's locals and parameters with their declared types.
+/// The calling function's locals and parameters with their declared types, then its file's
+/// file-scope variables (`Swarm *swarm = 0;`, made with `new` in an init function).
 pub(super) fn variables_of(call: &Call) -> Vec<(String, String)> {
     let locals = call.caller.child_by_field_name("body").map(|body| local_types(call.text, body)).unwrap_or_default();
-    locals.into_iter().chain(parameters(call.text, call.caller).into_iter().map(|p| (p.name, p.ty))).collect()
+    let root = std::iter::successors(Some(call.caller), |n| n.parent()).last().unwrap_or(call.caller);
+    let file_scope = super::host::file_scope_declarations(root).into_iter().flat_map(|d| declared_types(call.text, d));
+    locals.into_iter().chain(parameters(call.text, call.caller).into_iter().map(|p| (p.name, p.ty))).chain(file_scope).collect()
 }
 
 /// The method a call names (`step` of `sim.step(d)`), `operator()` for a call of the object.
@@ -86,7 +89,7 @@ pub(super) fn construction_args(text: &str, body: Node, object: &str) -> Option<
         let value = declarator.child_by_field_name("value")?;
         let list = match value.kind() {
             "argument_list" | "initializer_list" => value,
-            "call_expression" => value.child_by_field_name("arguments")?,
+            "call_expression" | "new_expression" => value.child_by_field_name("arguments")?,
             _ => return None,
         };
         Some(call_args(text, list))
