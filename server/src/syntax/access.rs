@@ -19,10 +19,13 @@ pub enum Access {
     ReadsAndWrites,
 }
 
-/// Whether the kernel only stores the scalar `name` into memory, as it is or through
-/// arithmetic (`ptr[i] = val;`, `out[i] = 2 * value + 1;`), or never reads it: its value decides
-/// no index, bound, branch or call, so any value does the same work.
+/// Whether the kernel only stores the scalar `name` into the memory its parameters point to, as
+/// it is or through arithmetic (`ptr[i] = val;`, `out[i] = 2 * value + 1;`), or never reads it:
+/// its value decides no index, bound, branch or call, so any value does the same work. A store
+/// into shared memory or a local (`s_left[0] = lg;`) is read back by the kernel, which may
+/// decide anything by it.
 pub fn only_stored(text: &str, body: Node, name: &str) -> bool {
+    let params = body.parent().map(|kernel| super::host::parameter_names(text, kernel)).unwrap_or_default();
     descendants(body).filter(|n| n.kind() == "identifier" && &text[n.byte_range()] == name).all(|use_| {
         let mut value = use_;
         while let Some(parent) = value.parent().filter(|p| carries_value(text, *p, value)) {
@@ -32,9 +35,23 @@ pub fn only_stored(text: &str, body: Node, name: &str) -> bool {
             let target = store.child_by_field_name("left");
             store.kind() == "assignment_expression"
                 && store.child_by_field_name("right") == Some(value)
-                && target.is_some_and(|t| matches!(t.kind(), "subscript_expression" | "pointer_expression" | "field_expression"))
+                && target.and_then(|t| stored_through(text, t)).is_some_and(|base| params.iter().any(|p| p == base))
         })
     })
+}
+
+/// The name a store target reaches memory through: `ptr` of `ptr[i]`, `*ptr`, `out->x` and
+/// `params.out[i]`.
+fn stored_through<'t>(text: &'t str, target: Node) -> Option<&'t str> {
+    let mut node = target;
+    loop {
+        node = match node.kind() {
+            "subscript_expression" | "pointer_expression" | "field_expression" => node.child_by_field_name("argument")?,
+            "parenthesized_expression" | "cast_expression" => node.child_by_field_name("value").or_else(|| node.named_child(0))?,
+            "identifier" => return Some(&text[node.byte_range()]),
+            _ => return None,
+        };
+    }
 }
 
 /// Whether `parent` passes `child`'s value on as arithmetic does: a cast, parentheses, a sign,
@@ -279,6 +296,8 @@ mod tests {
         assert!(!only("__global__ void k(float* d, int v) { d[v] = 1.f; }", "v"), "an index");
         assert!(!only("__global__ void k(float* d, float v) { d[0] = expf(v); }", "v"), "a call");
         assert!(!only("__global__ void k(float* d, float v) { float w = v; d[0] = w; }", "v"), "a local, not followed");
+        assert!(!only("__global__ void k(float* d, float v) { __shared__ float s[2]; s[0] = v; __syncthreads(); if (s[0] < 1.f) d[0] = 1.f; }", "v"), "shared memory the kernel reads back");
+        assert!(only("struct P { float *out; }; __global__ void k(P p, float v) { p.out[threadIdx.x] = v; }", "v"), "a buffer of a struct parameter");
     }
 
     #[test]

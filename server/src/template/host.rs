@@ -2422,7 +2422,11 @@ impl<'d> HostContext<'d> {
         let types = frame.template_params.iter().chain(&local_types);
         let text = types.fold(without_float_casts(text), |text, ty| replace_calls(&text, ty, |inner| Some(format!("({inner})"))));
         let value = self.eval_float_text(path, 0, &text, 0)?;
-        Some(format!("{value}"))
+        // `1e20` written out is an integer no spec expression holds (beyond 64 bits).
+        Some(match value != 0.0 && !(1e-4..1e15).contains(&value.abs()) {
+            true => format!("{value:e}"),
+            false => format!("{value}"),
+        })
     }
 
     fn eval_float_text(&self, path: &[Frame], at: usize, text: &str, depth: usize) -> Option<f64> {

@@ -267,7 +267,11 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     if let Some(b) = body {
         mark_index_extents(templated.text(), b, &mut args);
         let no_number = |name: &str| host.as_ref().is_none_or(|h| h.size_values(&host_name_of(&renamed_sizes, name)).iter().all(Option::is_none));
-        give_stored_values_any_number(templated.text(), b, &mut args, &grid, &block, &shared_bytes, &no_number);
+        // Read in the kernel as written: a transform's staging (`out_v[lane] = …` before one
+        // vector store) is no store of the program's.
+        let written = original.model().kernel(kernel).and_then(|ok| super::kernel_definition(original, ok)).and_then(|d| d.child_by_field_name("body"));
+        let (text, written) = written.map_or((templated.text(), b), |w| (original.text(), w));
+        give_stored_values_any_number(text, written, &mut args, &grid, &block, &shared_bytes, &no_number);
     }
     let mut sizes = BTreeSet::new();
     let expressions = grid.iter().chain(&block).chain(std::iter::once(&shared_bytes));
