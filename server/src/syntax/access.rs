@@ -25,7 +25,7 @@ pub enum Access {
 /// into shared memory or a local (`s_left[0] = lg;`) is read back by the kernel, which may
 /// decide anything by it.
 pub fn only_stored(text: &str, body: Node, name: &str) -> bool {
-    let params = body.parent().map(|kernel| super::host::parameter_names(text, kernel)).unwrap_or_default();
+    let global = global_memory_names(text, body);
     descendants(body).filter(|n| n.kind() == "identifier" && &text[n.byte_range()] == name).all(|use_| {
         let mut value = use_;
         while let Some(parent) = value.parent().filter(|p| carries_value(text, *p, value)) {
@@ -35,9 +35,33 @@ pub fn only_stored(text: &str, body: Node, name: &str) -> bool {
             let target = store.child_by_field_name("left");
             store.kind() == "assignment_expression"
                 && store.child_by_field_name("right") == Some(value)
-                && target.and_then(|t| stored_through(text, t)).is_some_and(|base| params.iter().any(|p| p == base))
+                && target.and_then(|t| stored_through(text, t)).is_some_and(|base| global.iter().any(|g| g == base))
         })
     })
+}
+
+/// The names through which the kernel whose body is `body` reaches the memory its parameters
+/// point to: the parameters, and the local pointers made from anything but its `__shared__`
+/// arrays (`float *out_row = out + row * n;`).
+fn global_memory_names(text: &str, body: Node) -> Vec<String> {
+    let mut names = body.parent().map(|kernel| super::host::parameter_names(text, kernel)).unwrap_or_default();
+    let declarations: Vec<Node> = descendants(body).filter(|n| n.kind() == "declaration").collect();
+    let shared: Vec<&str> = declarations.iter().filter(|d| text[d.byte_range()].contains("__shared__")).flat_map(|d| declared_names(text, *d)).collect();
+    for declaration in declarations.iter().filter(|d| !text[d.byte_range()].contains("__shared__")) {
+        for made in declaration.children_by_field_name("declarator", &mut declaration.walk()).filter(|d| d.kind() == "init_declarator") {
+            let pointer = made.child_by_field_name("declarator").filter(|d| d.kind() == "pointer_declarator");
+            let from_shared = made.child_by_field_name("value").is_some_and(|v| identifiers_in(&text[v.byte_range()]).any(|w| shared.contains(&w)));
+            if let Some(name) = pointer.and_then(declared_name).filter(|_| !from_shared) {
+                names.push(text[name.byte_range()].to_string());
+            }
+        }
+    }
+    names
+}
+
+/// The names `declaration` declares.
+fn declared_names<'t>(text: &'t str, declaration: Node) -> Vec<&'t str> {
+    declaration.children_by_field_name("declarator", &mut declaration.walk()).filter_map(declared_name).map(|n| &text[n.byte_range()]).collect()
 }
 
 /// The name a store target reaches memory through: `ptr` of `ptr[i]`, `*ptr`, `out->x` and
@@ -298,6 +322,9 @@ mod tests {
         assert!(!only("__global__ void k(float* d, float v) { float w = v; d[0] = w; }", "v"), "a local, not followed");
         assert!(!only("__global__ void k(float* d, float v) { __shared__ float s[2]; s[0] = v; __syncthreads(); if (s[0] < 1.f) d[0] = 1.f; }", "v"), "shared memory the kernel reads back");
         assert!(only("struct P { float *out; }; __global__ void k(P p, float v) { p.out[threadIdx.x] = v; }", "v"), "a buffer of a struct parameter");
+        assert!(only("__global__ void k(float* d, int n, float v) { float *row = d + blockIdx.x * n; row[threadIdx.x] = v; }", "v"), "a pointer into a parameter's buffer");
+        assert!(!only("__global__ void k(float* d, float v) { extern __shared__ float s[]; float *half = s + 32; half[0] = v; __syncthreads(); if (s[32] < 1.f) d[0] = 1.f; }", "v"), "a pointer into shared memory");
+        assert!(!only("__global__ void k(float* d, float v) { float staged[2]; staged[0] = v; if (staged[0] < 1.f) d[0] = 1.f; }", "v"), "a local array");
     }
 
     #[test]
