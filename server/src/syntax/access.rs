@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use tree_sitter::Node;
 
-use super::host::declared_name;
+use super::host::{declared_name, declared_names};
 use super::{descendants, identifiers_in};
 
 /// What a kernel does with a buffer.
@@ -57,11 +57,6 @@ fn global_memory_names(text: &str, body: Node) -> Vec<String> {
         }
     }
     names
-}
-
-/// The names `declaration` declares.
-fn declared_names<'t>(text: &'t str, declaration: Node) -> Vec<&'t str> {
-    declaration.children_by_field_name("declarator", &mut declaration.walk()).filter_map(declared_name).map(|n| &text[n.byte_range()]).collect()
 }
 
 /// The name a store target reaches memory through: `ptr` of `ptr[i]`, `*ptr`, `out->x` and

@@ -20,6 +20,16 @@ pub fn function_name<'d>(text: &'d str, function: Node<'d>) -> Option<&'d str> {
     None
 }
 
+/// Whether the function defined as `definition` runs on the device only: `__global__`, or
+/// `__device__` without `__host__`, among the words before its name. Its calls cannot call a
+/// host function.
+pub fn runs_on_device_only(text: &str, definition: Node) -> bool {
+    let end = definition.child_by_field_name("declarator").map_or(definition.start_byte(), |d| d.start_byte());
+    let words: Vec<&str> = text[definition.start_byte()..end].split(|c: char| !(c.is_alphanumeric() || c == '_')).collect();
+    let has = |word: &str| words.contains(&word);
+    has("__global__") || (has("__device__") && !has("__host__"))
+}
+
 /// The file's function definitions, each as its name and its whole text.
 pub fn function_definitions<'t>(text: &'t str, root: Node<'t>) -> Vec<(&'t str, &'t str)> {
     function_nodes(text, root).map(|(name, f)| (name, &text[f.byte_range()])).collect()
@@ -150,6 +160,12 @@ pub fn declared_types(text: &str, declaration: Node) -> Vec<(String, String)> {
     let mut cursor = declaration.walk();
     let names = declaration.children_by_field_name("declarator", &mut cursor).filter_map(declared_name);
     names.map(|name| (text[name.byte_range()].to_string(), text[ty.byte_range()].to_string())).collect()
+}
+
+/// The names a declaration, or one of its declarators, declares.
+pub fn declared_names<'t>(text: &'t str, node: Node) -> Vec<&'t str> {
+    let declarators: Vec<Node> = if node.kind() == "declaration" { node.children_by_field_name("declarator", &mut node.walk()).collect() } else { vec![node] };
+    declarators.into_iter().filter_map(declared_name).map(|name| &text[name.byte_range()]).collect()
 }
 
 /// The identifier a declarator declares, through pointers, references and arrays.
@@ -801,6 +817,20 @@ mod tests {
         let function = tree.root_node().named_child(0).unwrap();
         let names: Vec<String> = parameters(text, function).into_iter().map(|p| p.name).collect();
         assert_eq!(names, ["reduce", "in", "dims", "row", "done"]);
+    }
+
+    #[test]
+    fn kernels_and_device_functions_run_on_the_device_only() {
+        let text = "\
+template <typename T> __global__ void k(T* x) {}
+__device__ __forceinline__ float f(float x) { return x; }
+__host__ __device__ int both(int x) { return x; }
+static inline void launch(int n) {}
+template <typename T> void run(T* x) {}
+";
+        let tree = crate::syntax::document::parse_source(text);
+        let device_only: Vec<(&str, bool)> = function_nodes(text, tree.root_node()).map(|(name, node)| (name, runs_on_device_only(text, node))).collect();
+        assert_eq!(device_only, [("k", true), ("f", true), ("both", false), ("launch", false), ("run", false)]);
     }
 
     #[test]

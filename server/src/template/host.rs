@@ -17,7 +17,7 @@ use super::tensors;
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, BLOCKS_PER_SM, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::preprocess::each_preprocessed_line;
-use crate::syntax::host::{add_dispatched_calls, function_nodes, address_taken, call_args, call_reaches_scope, registered_implementations, scope_of, uses_namespaces, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, names_called_in, parameters, take_the_same_parameters, Call, Out, Parameter};
+use crate::syntax::host::{add_dispatched_calls, function_nodes, address_taken, call_args, call_reaches_scope, registered_implementations, scope_of, uses_namespaces, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, names_called_in, parameters, runs_on_device_only, take_the_same_parameters, Call, Out, Parameter};
 use crate::syntax::{balancing_position, descendants, eval_constant, eval_float, identifiers_in, is_identifier, matching_paren, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
@@ -80,6 +80,8 @@ pub(super) struct HostContext<'d> {
     texture_calls: HashMap<&'static str, Vec<Call<'d>>>,
     /// The host functions of the files and their calls.
     graph: CallGraph<'d>,
+    /// Every object the files make with `new` and assign (`psystem = new ParticleSystem(…)`).
+    made_with_new: Vec<NewObject<'d>>,
     /// The conditions of the `if`s around the launch in the launcher, each with whether the
     /// launch is in the branch taken when it holds.
     branch_conditions: Vec<(String, bool)>,
@@ -620,6 +622,7 @@ impl<'d> HostContext<'d> {
         let mut device_variables = HashMap::from([(torch_warp_size.to_string(), warp_size)]);
         let mut static_members = HashMap::new();
         let mut expression_functions = HashMap::new();
+        let mut made_with_new = Vec::new();
         let (type_aliases, untaken) = preprocessed_reading(&documents.iter().map(|d| d.text()).collect::<Vec<_>>());
         let mut registry = Vec::new();
         for doc in &documents {
@@ -633,6 +636,7 @@ impl<'d> HostContext<'d> {
             }
             static_members.extend(static_members_of(doc.text(), tree.root_node()));
             expression_functions.extend(expression_functions_of(doc.text(), tree.root_node()));
+            made_with_new.extend(objects_made_with_new(doc.text(), tree.root_node()));
         }
         add_dispatched_calls(&registry, &mut calls);
         // A name the launch's own file defines is that file's, whatever another program of the
@@ -702,7 +706,7 @@ impl<'d> HostContext<'d> {
         let loop_variables = launch_node.map(|n| loop_variables_around(text, n)).unwrap_or_default();
         let dispatch = launch_node.and_then(|n| torch_dispatch_around(text, n));
         let fields = fields_set_once(&documents, &defines, &graph);
-        let mut context = HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, branch_conditions, loop_variables, dispatch, documents };
+        let mut context = HostContext { paths, asked_paths, defines, literal_macros, file_constants, globals, allocations: allocated, type_aliases, device_variables, branch_values, expression_functions, static_members, fields, texture_calls, graph, made_with_new, branch_conditions, loop_variables, dispatch, documents };
         context.paths = context.paths.iter().map(|path| context.at_first_pass_taken(path)).collect();
         context.put_the_runs_branches_first();
         Some(context)
@@ -860,7 +864,7 @@ impl<'d> HostContext<'d> {
         if function.starts_with("cuArray") {
             return self.driver_array_setup(path, alloc, &values, setup);
         }
-        let mut extent: Vec<String> = match function {
+        let extent: Vec<String> = match function {
             "cudaMallocArray" => args.iter().skip(2).take(2).cloned().collect(),
             _ => {
                 let given = args.get(2).map(|e| without_address(e)).unwrap_or_default();
@@ -868,10 +872,7 @@ impl<'d> HostContext<'d> {
                 made.and_then(|m| Some(split_args(m.strip_prefix("make_cudaExtent")?.trim().strip_prefix('(')?.strip_suffix(')')?))).unwrap_or_default()
             }
         };
-        while extent.len() > 1 && extent.last().is_some_and(|e| e.trim() == "0") {
-            extent.pop();
-        }
-        setup.extent = extent.iter().map(|e| self.extent_in_spec_names(path, alloc, e)).collect();
+        setup.extent = self.array_extent_in_spec_names(path, alloc, &extent);
         let flags = args.get(if function == "cudaMallocArray" { 4 } else { 3 }).map_or("", String::as_str);
         if flags.contains("cudaArrayLayered") {
             setup.layout = Some(TextureLayout::Layered);
@@ -886,11 +887,8 @@ impl<'d> HostContext<'d> {
     fn driver_array_setup(&self, path: &[Frame], alloc: &Call, values: &[(String, String)], setup: &mut TextureSetup) {
         let Some(desc) = alloc.args().get(1).map(|d| without_address(d)) else { return };
         let field = |name: &str| values.iter().rev().find(|(left, _)| *left == format!("{desc}.{name}")).map(|(_, value)| value.trim());
-        let mut extent: Vec<&str> = ["Width", "Height", "Depth"].iter().map(|f| field(f).unwrap_or("0")).collect();
-        while extent.len() > 1 && extent.last().is_some_and(|e| *e == "0") {
-            extent.pop();
-        }
-        setup.extent = extent.iter().map(|e| self.extent_in_spec_names(path, alloc, e)).collect();
+        let extent: Vec<&str> = ["Width", "Height", "Depth"].iter().map(|f| field(f).unwrap_or("0")).collect();
+        setup.extent = self.array_extent_in_spec_names(path, alloc, &extent);
         let flags = field("Flags").unwrap_or_default();
         if flags.contains("CUDA_ARRAY3D_LAYERED") {
             setup.layout = Some(TextureLayout::Layered);
@@ -898,6 +896,13 @@ impl<'d> HostContext<'d> {
             setup.layout = Some(TextureLayout::Cubemap);
         }
         setup.texels = field("Format").zip(field("NumChannels")).and_then(|(format, channels)| texture::driver_format(format, channels)).into_iter().collect();
+    }
+
+    /// An array's extent as `alloc` gives it, in the spec's names: the trailing `0`s (the
+    /// dimensions a 1D or 2D array does not use) left off.
+    fn array_extent_in_spec_names<S: AsRef<str>>(&self, path: &[Frame], alloc: &Call, extent: &[S]) -> Vec<String> {
+        let used = extent.iter().rposition(|e| e.as_ref().trim() != "0").map_or(1, |last| last + 1).min(extent.len());
+        extent[..used].iter().map(|e| self.extent_in_spec_names(path, alloc, e.as_ref())).collect()
     }
 
     /// The `make_cudaExtent(…)` that `extent`, as the function `function` in `text` names it,
@@ -1914,18 +1919,13 @@ impl<'d> HostContext<'d> {
     /// scope), with the frame of `path` in whose names they are: the frame that makes it, or
     /// the one that calls the function that does, its parameters then being its arguments.
     fn made_with_new(&self, path: &[Frame<'d>], object: &str, class: &str) -> Option<(usize, Vec<String>)> {
-        let made = self.documents.iter().filter_map(|doc| Some((doc.text(), doc.tree()?.root_node()))).find_map(|(text, root)| {
-            descendants(root).filter(|n| n.kind() == "assignment_expression").find_map(|assignment| {
-                let made = assignment.child_by_field_name("right").filter(|r| r.kind() == "new_expression")?;
-                let left = assignment.child_by_field_name("left")?;
-                (&text[left.byte_range()] == object && class_of(&text[made.child_by_field_name("type")?.byte_range()]) == class).then_some(())?;
-                let function = std::iter::successors(assignment.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition")?;
-                Some((text, function, assignment, call_args(text, made.child_by_field_name("arguments")?)))
-            })
-        });
-        let (text, function, assignment, args) = made?;
+        // In a samples repository a namesake program may make its own: the launch's folder's first.
+        let home = self.graph.folder_of(self.launcher().text);
+        let mut made = self.made_with_new.iter().filter(|m| m.object == object && m.class == class);
+        let first = made.clone().next();
+        let &NewObject { text, function, assignment, ref args, .. } = made.find(|m| self.graph.folder_of(m.text) == home).or(first)?;
         if let Some(at) = path.iter().position(|f| f.scope.body.is_some() && f.scope.body == function.child_by_field_name("body")) {
-            return Some((at, args));
+            return Some((at, args.clone()));
         }
         let (at, passed) = self.call_from_path(path, &Call { text, caller: function, node: assignment, key_arguments: 0 })?;
         let params = crate::syntax::host::parameter_names(text, function);
@@ -3346,8 +3346,10 @@ impl<'d> CallGraph<'d> {
     fn new(kernel: &str, calls: HashMap<&'d str, Vec<Call<'d>>>, definitions: HashMap<&'d str, Vec<(&'d str, Node<'d>)>>, defined_in: HashSet<(*const u8, &'d str)>, paths: HashMap<*const u8, Option<&'d Path>>, runs: HashMap<*const u8, CommandLine>) -> CallGraph<'d> {
         let mut passing: HashMap<String, Vec<(Call<'d>, usize)>> = HashMap::new();
         let mut method_calls: HashMap<(String, String), Vec<Call<'d>>> = HashMap::new();
-        // The variables of each calling function, read once however many calls it makes.
+        // The variables of each calling function and of each file, read once however many
+        // calls they hold.
         let mut variables: HashMap<usize, Vec<(String, String)>> = HashMap::new();
+        let mut file_scope: HashMap<*const u8, Vec<(String, String)>> = HashMap::new();
         for call in calls.values().flatten() {
             for (index, arg) in call.args().iter().enumerate() {
                 let name = arg.trim().trim_start_matches('&');
@@ -3356,8 +3358,9 @@ impl<'d> CallGraph<'d> {
                 }
             }
             let Some(object) = objects::object_named(call) else { continue };
-            let declared = variables.entry(call.caller.id()).or_insert_with(|| objects::variables_of(call));
-            let Some((_, ty)) = declared.iter().find(|(name, _)| name == object) else { continue };
+            let declared = variables.entry(call.caller.id()).or_insert_with(|| objects::function_variables(call));
+            let in_file = file_scope.entry(call.text.as_ptr()).or_insert_with(|| objects::file_scope_variables(call.text, call.caller));
+            let Some((_, ty)) = declared.iter().chain(in_file.iter()).find(|(name, _)| name == object) else { continue };
             if let Some(method) = objects::method_called(call) {
                 method_calls.entry((method, class_of(ty).to_string())).or_default().push(*call);
             }
@@ -3396,7 +3399,7 @@ impl<'d> CallGraph<'d> {
         // A call of another function of that name (DeepSpeed's inference and training modules
         // each define a `launch_bias_gelu`, of 5 and 6 parameters) would pass its arguments
         // to the wrong parameters.
-        let namesakes = self.defined_in.iter().filter(|(_, name)| *name == bare_name(function)).count();
+        let namesakes = self.definitions.get(bare_name(function)).map_or(0, Vec::len);
         if !self.is_script(text) {
             let arity = Arity::of(text, definition);
             callers.retain(|c| arity.takes(c.args().len(), namesakes > 1));
@@ -3475,6 +3478,11 @@ impl<'d> CallGraph<'d> {
     /// The calls of `function`, defined in `text` as `definition`.
     fn callers_by_name(&self, text: &str, definition: Node, function: &str) -> Vec<Call<'d>> {
         let mut callers = self.calls.get(function).cloned().unwrap_or_default();
+        // A kernel or a device function calls the device namesake of a host launcher (llm.c's
+        // `adamw_kernel3` calls the `__device__ adamw_update`, beside the host one that launches it).
+        if !runs_on_device_only(text, definition) {
+            callers.retain(|c| !runs_on_device_only(c.text, c.caller));
+        }
         // A namesake in another namespace (apex's `fwd` of each softmax extension) is another
         // function; a script calls the one its binding names.
         let scope = scope_of(text, definition);
@@ -3920,6 +3928,34 @@ fn static_members_of(text: &str, root: Node) -> Vec<(String, StaticMembers)> {
         out.push((text[name.byte_range()].to_string(), members));
     }
     out
+}
+
+/// An object made with `new` and assigned: `psystem = new ParticleSystem(numParticles, …)`
+/// in the function `function`.
+struct NewObject<'d> {
+    text: &'d str,
+    function: Node<'d>,
+    assignment: Node<'d>,
+    object: &'d str,
+    class: &'d str,
+    args: Vec<String>,
+}
+
+/// The objects `text` makes with `new` and assigns in its functions.
+fn objects_made_with_new<'d>(text: &'d str, root: Node<'d>) -> Vec<NewObject<'d>> {
+    if !text.contains("new ") {
+        return Vec::new();
+    }
+    let assignments = descendants(root).filter(|n| n.kind() == "assignment_expression");
+    assignments
+        .filter_map(|assignment| {
+            let made = assignment.child_by_field_name("right").filter(|r| r.kind() == "new_expression")?;
+            let object = &text[assignment.child_by_field_name("left")?.byte_range()];
+            let class = class_of(&text[made.child_by_field_name("type")?.byte_range()]);
+            let function = std::iter::successors(assignment.parent(), |n| n.parent()).find(|n| n.kind() == "function_definition")?;
+            Some(NewObject { text, function, assignment, object, class, args: call_args(text, made.child_by_field_name("arguments")?) })
+        })
+        .collect()
 }
 
 /// The file-scope variables of a file that have an initial value: name → its text.

@@ -35,12 +35,24 @@ pub(super) fn object_named<'t>(call: &Call<'t>) -> Option<&'t str> {
 }
 
 /// The calling function's locals and parameters with their declared types, then its file's
-/// file-scope variables (`Swarm *swarm = 0;`, made with `new` in an init function).
+/// file-scope variables.
 pub(super) fn variables_of(call: &Call) -> Vec<(String, String)> {
+    let mut variables = function_variables(call);
+    variables.extend(file_scope_variables(call.text, call.caller));
+    variables
+}
+
+/// The calling function's locals and parameters with their declared types.
+pub(super) fn function_variables(call: &Call) -> Vec<(String, String)> {
     let locals = call.caller.child_by_field_name("body").map(|body| local_types(call.text, body)).unwrap_or_default();
-    let root = std::iter::successors(Some(call.caller), |n| n.parent()).last().unwrap_or(call.caller);
-    let file_scope = super::host::file_scope_declarations(root).into_iter().flat_map(|d| declared_types(call.text, d));
-    locals.into_iter().chain(parameters(call.text, call.caller).into_iter().map(|p| (p.name, p.ty))).chain(file_scope).collect()
+    locals.into_iter().chain(parameters(call.text, call.caller).into_iter().map(|p| (p.name, p.ty))).collect()
+}
+
+/// The file-scope variables of the file `node` is in, with their declared types (`Swarm *swarm
+/// = 0;`, made with `new` in an init function).
+pub(super) fn file_scope_variables(text: &str, node: Node) -> Vec<(String, String)> {
+    let root = std::iter::successors(Some(node), |n| n.parent()).last().unwrap_or(node);
+    super::host::file_scope_declarations(root).into_iter().flat_map(|d| declared_types(text, d)).collect()
 }
 
 /// The method a call names (`step` of `sim.step(d)`), `operator()` for a call of the object.

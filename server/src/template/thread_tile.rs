@@ -19,6 +19,7 @@ use super::strategy::{enclosing_function, is_assigned, names_in};
 use super::{line_start, Note, Outcome, Rewrite, TextEdit, Transform, Unit};
 use crate::spec::{ParamKind, ParamSpec};
 use crate::syntax::{descendants, identifiers_in, LaunchSite};
+use crate::syntax::host::declared_names;
 
 pub struct ThreadTiles;
 
@@ -565,21 +566,6 @@ fn index_aliases<'t>(text: &str, body: Node<'t>) -> Vec<IndexAlias<'t>> {
 /// The loop a `break` or `continue` belongs to.
 fn innermost_loop(node: Node) -> Option<Node> {
     std::iter::successors(node.parent(), |n| n.parent()).find(|n| matches!(n.kind(), "for_statement" | "while_statement" | "do_statement" | "switch_statement"))
-}
-
-/// The names a declaration (or one `init_declarator`) declares.
-fn declared_names<'t>(text: &'t str, node: Node) -> Vec<&'t str> {
-    let declarators: Vec<Node> = if node.kind() == "declaration" { node.children_by_field_name("declarator", &mut node.walk()).collect() } else { vec![node] };
-    declarators
-        .into_iter()
-        .filter_map(|d| {
-            let mut inner = d;
-            while let Some(next) = inner.child_by_field_name("declarator") {
-                inner = next;
-            }
-            (inner.kind() == "identifier").then(|| &text[inner.byte_range()])
-        })
-        .collect()
 }
 
 /// The kernel's locals whose value differs between threads: set from `threadIdx` or such a
