@@ -351,9 +351,23 @@ pub fn functions_mentioning(doc: &Document, names: &BTreeSet<String>) -> Vec<Str
     functions(text, tree.root_node())
         .into_iter()
         .filter(|(name, _)| !names.contains(*name))
-        .filter(|(_, node)| node.child_by_field_name("body").is_some_and(|b| identifiers_in(&text[b.byte_range()]).any(|w| names.contains(w))))
+        .filter(|(_, node)| node.child_by_field_name("body").is_some_and(|b| identifiers_in(&code_of(text, b)).any(|w| names.contains(w))))
         .map(|(name, _)| name.to_string())
         .collect()
+}
+
+/// The text of `node` with its comments blanked out: a call commented out (`// evaluate(mmaBase,
+/// "Mma-Base");`) mentions nothing.
+fn code_of(text: &str, node: Node) -> String {
+    let mut code = String::with_capacity(node.byte_range().len());
+    let mut at = node.start_byte();
+    for comment in descendants(node).filter(|n| n.kind() == "comment") {
+        code.push_str(&text[at..comment.start_byte()]);
+        code.push(' ');
+        at = comment.end_byte();
+    }
+    code.push_str(&text[at..node.end_byte()]);
+    code
 }
 
 /// The functions `root`'s functions call with a variable's address (`get_size(path, &rows)`),
@@ -817,6 +831,15 @@ mod tests {
         let function = tree.root_node().named_child(0).unwrap();
         let names: Vec<String> = parameters(text, function).into_iter().map(|p| p.name).collect();
         assert_eq!(names, ["reduce", "in", "dims", "row", "done"]);
+    }
+
+    #[test]
+    fn a_name_in_a_comment_is_no_mention() {
+        let text = "int main() {\n    // evaluate(naive);\n    /* evaluate(wide); */\n    evaluate(tiled);\n}\n";
+        let doc = Document::new(text.to_string());
+        let names = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<BTreeSet<String>>();
+        assert_eq!(functions_mentioning(&doc, &names(&["tiled"])), ["main"]);
+        assert!(functions_mentioning(&doc, &names(&["naive", "wide"])).is_empty());
     }
 
     #[test]

@@ -200,6 +200,9 @@ pub(super) struct Frame<'d> {
     template_params: Vec<String>,
     /// The call of this function in the next frame.
     called_by: Option<Call<'d>>,
+    /// The function whose calls stand for this one's, which nothing calls: its twin
+    /// (`CallGraph::twin_called`). `None`: its own calls.
+    called_as: Option<&'d str>,
 }
 
 impl<'d> Frame<'d> {
@@ -214,7 +217,7 @@ impl<'d> Frame<'d> {
         let params = parameters.iter().map(|p| if stepped(&p.name) { String::new() } else { p.name.clone() }).collect();
         let param_types = parameters.iter().map(|p| p.ty.clone()).collect();
         let param_defaults = parameters.into_iter().map(|p| p.default).collect();
-        Frame { text, scope, params, param_types, param_defaults, template_params: template_parameter_names(text, function), called_by: None }
+        Frame { text, scope, params, param_types, param_defaults, template_params: template_parameter_names(text, function), called_by: None, called_as: None }
     }
 
     /// The argument this function was called with for its parameter `index`, in the next
@@ -2520,6 +2523,8 @@ impl<'d> HostContext<'d> {
             let dotted = name.replace("->", ".");
             let member = dotted.split_once('.').filter(|(object, member)| is_identifier(object) && is_identifier(member));
             let allocated = frame.scope.body.and_then(|b| malloc_bytes(frame.text, b, &name).or_else(|| element_bytes(frame.text, b, &name))).or_else(|| self.allocated_by_helper(frame, &name));
+            // A member of the method's own object (`m_A` in `Harness::evaluate`), which its constructor allocates.
+            let allocated = allocated.or_else(|| (is_identifier(&name) && !frame.params.contains(&name)).then(|| self.allocated_by_constructor(frame, &name)).flatten());
             let allocated_for_member = |(object, member): (&str, &str)| self.allocated_by_callee(frame, object, member).or_else(|| self.allocated_by_method(frame, object, member));
             if let Some(bytes) = allocated.or_else(|| member.and_then(allocated_for_member)) {
                 let length = self.elements_in(&bytes, element, &frame.scope, &|ty| self.type_at(path, at, ty))?;
@@ -2648,15 +2653,18 @@ impl<'d> HostContext<'d> {
         let class = frame.class()?;
         let (text, constructor) = self.graph.definition_in_class(class, class)?;
         let (ty, args) = objects::member_made(text, constructor, object)?;
-        let params = parameters(text, constructor);
-        let set = objects::members_set(text, constructor);
-        let member_of_param = |word: &str| {
-            let index = params.iter().position(|p| p.name == word)?;
-            set.iter().find(|(_, i)| *i == index).map(|(member, _)| member.clone())
-        };
-        // A parameter no member keeps means nothing in the method's names.
-        let args = args.iter().map(|arg| (identifiers_in(arg).all(|word| !params.iter().any(|p| p.name == word) || member_of_param(word).is_some())).then(|| rename_identifiers_in(arg, member_of_param))).collect::<Option<Vec<String>>>()?;
+        let args = args.iter().map(|arg| in_member_names(text, constructor, arg)).collect::<Option<Vec<String>>>()?;
         Some((ty, args))
+    }
+
+    /// The bytes the constructor of the frame's class allocates for the member `member`, in
+    /// the names of the members the frame's method reads: `m_M * m_K * sizeof(float)` for
+    /// `cudaMalloc(&m_A, M * K * sizeof(float))` in a constructor that sets `m_M(M), m_K(K)`.
+    fn allocated_by_constructor(&self, frame: &Frame, member: &str) -> Option<String> {
+        let class = frame.class()?;
+        let (text, constructor) = self.graph.definition_in_class(class, class)?;
+        let allocation = allocations(text, constructor).find(|a| a.pointer.trim_start_matches("this->") == member)?;
+        in_member_names(text, constructor, &allocation.bytes)
     }
 
     /// The member a getter called on an object returns, as that object's member:
@@ -3178,6 +3186,20 @@ fn sweep_element(frame: &Frame, init: &str) -> Option<(String, Vec<i64>)> {
     Some((values[0].to_string(), values))
 }
 
+/// `expression`, over the parameters of the constructor defined as `constructor`, in the names
+/// of the members that keep them (`m_M * m_K` of `M * K` where it sets `m_M(M), m_K(K)`); `None`
+/// where it reads a parameter no member keeps, which means nothing in a method's names.
+fn in_member_names(text: &str, constructor: Node, expression: &str) -> Option<String> {
+    let params = parameters(text, constructor);
+    let set = objects::members_set(text, constructor);
+    let member_of_param = |word: &str| {
+        let index = params.iter().position(|p| p.name == word)?;
+        set.iter().find(|(_, i)| *i == index).map(|(member, _)| member.clone())
+    };
+    let kept = identifiers_in(expression).all(|word| !params.iter().any(|p| p.name == word) || member_of_param(word).is_some());
+    kept.then(|| rename_identifiers_in(expression, member_of_param))
+}
+
 /// `32, /*768,*/ 1024` → `32,  1024`.
 fn without_comments(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -3426,21 +3448,31 @@ impl<'d> CallGraph<'d> {
         handed.filter(|call| self.folder_of(call.text) == self.folder_of(text) && self.definition_called(call.text, call.node).is_none()).collect()
     }
 
-    /// The one function of `function`'s folder, defined as `twin` in `text`, that takes the same
+    /// The function of `function`'s folder, defined as `twin` in `text`, that takes the same
     /// parameters as the uncalled `function` (defined as `definition`) and that the program
     /// calls: `bitonicSort`, which `main` calls, beside `oddEvenMergeSort` of the same
     /// parameters, which nothing calls; a `boxFilterRGBA` of `unsigned int` buffers beside
-    /// the `float` `boxFilter`. The program would call it the same way. `None` where there is
-    /// no such function or more than one.
+    /// the `float` `boxFilter`. The program would call it the same way. Of several, the first
+    /// where all are called from the same calls (a harness's `tester.evaluate(mmaNaive, …)`
+    /// for each variant but the one commented out); `None` where there is no such function or
+    /// they are called from different places.
     fn twin_called(&self, text: &'d str, definition: Node<'d>, function: &str) -> Option<(&'d str, Node<'d>, &'d str)> {
         if bare_name(function) == "main" {
             return None;
         }
         let (params, folder) = (parameters(text, definition), self.folder_of(text));
         let twins = self.definitions.iter().filter(|(name, _)| **name != bare_name(function) && **name != "main").flat_map(|(name, defined)| defined.iter().map(move |&(text, node)| (text, node, *name)));
-        let mut called = twins.filter(|&(twin_text, twin, _)| self.folder_of(twin_text) == folder && take_the_same_parameters(&parameters(twin_text, twin), &params)).filter(|&(twin_text, twin, name)| !self.callers_of(twin_text, twin, name).is_empty());
-        let twin = called.next()?;
-        called.next().is_none().then_some(twin)
+        let same_parameters = twins.filter(|&(twin_text, twin, _)| self.folder_of(twin_text) == folder && take_the_same_parameters(&parameters(twin_text, twin), &params));
+        let mut called: Vec<_> = same_parameters
+            .filter_map(|(twin_text, twin, name)| {
+                let calls: BTreeSet<usize> = self.callers_of(twin_text, twin, name).iter().map(|c| c.node.id()).collect();
+                (!calls.is_empty()).then_some(((twin_text, twin, name), calls))
+            })
+            .collect();
+        // The file's own twin first, then in the files' and the definitions' order.
+        called.sort_by_key(|((twin_text, twin, _), _)| (twin_text.as_ptr() != text.as_ptr(), self.paths.get(&twin_text.as_ptr()).copied().flatten(), twin.start_byte()));
+        let ((twin, calls), others) = called.split_first()?;
+        others.iter().all(|(_, other)| other == calls).then_some(*twin)
     }
 
     /// The first definition of `name` in the files.
@@ -3693,7 +3725,7 @@ fn call_paths<'d>(graph: &CallGraph<'d>, launcher: Frame<'d>) -> (Vec<Vec<Frame<
 
 /// Follows the calls of the last frame's function upwards, collecting every path that ends at a
 /// function nobody else on the path calls (or at the depth limit).
-fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<Vec<Frame<'d>>>) {
+fn extend_paths<'d>(graph: &CallGraph<'d>, mut path: Vec<Frame<'d>>, out: &mut Vec<Vec<Frame<'d>>>) {
     if out.len() >= MAX_PATHS_READ {
         return;
     }
@@ -3705,6 +3737,7 @@ fn extend_paths<'d>(graph: &CallGraph<'d>, path: Vec<Frame<'d>>, out: &mut Vec<V
     if let (true, [_], Some((f, n))) = (callers.is_empty(), path.as_slice(), named) {
         if let Some((text, twin, name)) = graph.twin_called(last.text, f, n) {
             callers = graph.callers_of(text, twin, name);
+            path[0].called_as = Some(name);
         }
     }
     // A caller already on the path (recursion) leads nowhere new.
@@ -3732,7 +3765,7 @@ fn passing_the_callee<'d>(path: &[Frame<'d>], callers: Vec<Call<'d>>) -> Vec<Cal
     let Some(into_last) = below.called_by else { return callers };
     let callee = into_last.node.child_by_field_name("function").map(|f| &into_last.text[f.byte_range()]);
     let Some(index) = callee.and_then(|name| last.params.iter().position(|p| p == name)) else { return callers };
-    let Some(function) = below.scope.body.and_then(|b| b.parent()).and_then(|f| function_name(below.text, f)) else { return callers };
+    let Some(function) = below.called_as.or_else(|| below.scope.body.and_then(|b| b.parent()).and_then(|f| function_name(below.text, f))) else { return callers };
     let names_it = |arg: &str| {
         let arg = arg.trim().trim_start_matches('&').trim();
         bare_name(arg) == bare_name(&function) || arg.rsplit(['.', ':']).next() == Some(bare_name(&function))
