@@ -10,10 +10,12 @@ use crate::syntax::{descendants, is_identifier};
 
 /// The object a call is made on and its declared type, when the callee is a method of it
 /// (`sim.step(d)`, `p->step(d)`) or the object itself (`sim()`, its `operator()`): the type
-/// is that of a local or a parameter of the calling function.
+/// is that of a local or a parameter of the calling function, else of a variable of its file.
 pub(super) fn called_object(call: &Call) -> Option<(String, String)> {
     let object = object_named(call)?;
-    Some((object.to_string(), variables_of(call).into_iter().find(|(name, _)| name == object)?.1))
+    let type_in = |variables: Vec<(String, String)>| variables.into_iter().find(|(name, _)| name == object).map(|(_, ty)| ty);
+    let ty = type_in(function_variables(call)).or_else(|| type_in(file_scope_variables(call.text, call.caller)))?;
+    Some((object.to_string(), ty))
 }
 
 /// The name a call is made on (`sim` of `sim.step(d)` and of `sim()`), before its type is known;
@@ -32,14 +34,6 @@ pub(super) fn object_named<'t>(call: &Call<'t>) -> Option<&'t str> {
         _ => return None,
     };
     Some(&call.text[object.byte_range()]).filter(|o| is_identifier(o))
-}
-
-/// The calling function's locals and parameters with their declared types, then its file's
-/// file-scope variables.
-pub(super) fn variables_of(call: &Call) -> Vec<(String, String)> {
-    let mut variables = function_variables(call);
-    variables.extend(file_scope_variables(call.text, call.caller));
-    variables
 }
 
 /// The calling function's locals and parameters with their declared types.
