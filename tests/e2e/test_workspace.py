@@ -57,10 +57,10 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     report = json.loads(run.stdout)
     by_kernel = {k["kernel"]: k for k in report["kernels"]}
     kernels = [(k["file"].split("/workspace/")[1], k["kernel"]) for k in report["kernels"]]
-    assert len(kernels) == len(set(kernels)) == 198
+    assert len(kernels) == len(set(kernels)) == 201
     by_kernel = {kernel: k for (file, kernel), k in zip(kernels, report["kernels"]) if file != "textures/image_kernels.cuh"}
-    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "bias_relu", "wide_pass", "row_pass", "reverse_rows", "halve_strided", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel", "row_softmax_kernel", "causal_softmax_kernel", "clamp_values", "patch_max_forward_kernel", "patch_max_backward_kernel", "chunked_scale_kernel", "pair_rotate_kernel", "row_square_sums", "divide_by_deviation", "row_sums", "divide_by_sums", "grid_pool_kernel", "gather_rows", "scatter_pooled", "embed_tokens", "gather_points", "pair_distances_kernel", "blend_neighbours_kernel", "gather_columns_forward_kernel", "gather_columns_backward_kernel", "column_pool_forward_kernel", "column_pool_backward_kernel", "BlendPointsKernel", "ScaleChannelsKernel", "NearestPointsKernel", "fill_bytes", "scale_signal", "fill_from", "shade_pixels", "fill_pixels", "swap_sort_kernel", "rank_sort_kernel", "pair_sort_kernel", "tint_frame", "clear_bytes", "shift_ids", "mark_first_edges", "clear_flags", "pair_products", "slice_view", "warp_image", "advance_kernel", "sgd_kernel", "gemmNaiveKernel", "gemmTiledKernel", "gemmWideKernel"}
-    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "wide_pass", "reverse_rows", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_values4_unchecked", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel", "bias_relu", "chunked_scale_kernel", "pair_rotate_kernel", "row_square_sums", "divide_by_deviation", "row_sums", "divide_by_sums", "grid_pool_kernel", "gather_rows", "scatter_pooled", "embed_tokens", "gather_points", "pair_distances_kernel", "blend_neighbours_kernel", "gather_columns_forward_kernel", "gather_columns_backward_kernel", "column_pool_forward_kernel", "column_pool_backward_kernel", "fill_bytes", "scale_signal", "shade_pixels", "swap_sort_kernel", "rank_sort_kernel", "tint_frame", "clear_bytes", "slice_view", "warp_image", "advance_kernel", "sgd_kernel", "gemmNaiveKernel", "gemmTiledKernel", "gemmWideKernel", "transpose_tiles_kernel"]:
+    assert set(by_kernel) == {"tile_gemm", "scale_rows", "axpy", "copy_plain", "copy_twice", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sample_frame", "sum_tiles", "combine_rows", "dump_rows", "residual_add", "block_sum", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "seed_states", "count_inside", "block_prefix", "warp_any", "row_sum_kernel", "row_max_kernel", "shift_values", "shift_values4", "shift_values4_unchecked", "tile_mm_kernel", "mapped_mm_kernel", "grid_sum", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "softclamp_kernel", "row_center_kernel", "sort_tiles", "merge_runs", "halve", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "rms_norm_kernel", "scale_all", "fill_ramp", "sum_squares", "fill_resident", "paint", "smooth", "divide_rows", "count_neighbours", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "lighten", "scale_row_chunks", "transform", "transform_back", "shear", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "transpose_kernel", "transpose_tiles_kernel", "head_scale_kernel", "mma_tile", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "bias_relu", "wide_pass", "row_pass", "reverse_rows", "halve_strided", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel", "row_softmax_kernel", "causal_softmax_kernel", "clamp_values", "patch_max_forward_kernel", "patch_max_backward_kernel", "chunked_scale_kernel", "pair_rotate_kernel", "row_square_sums", "divide_by_deviation", "row_sums", "divide_by_sums", "grid_pool_kernel", "gather_rows", "scatter_pooled", "embed_tokens", "gather_points", "pair_distances_kernel", "blend_neighbours_kernel", "gather_columns_forward_kernel", "gather_columns_backward_kernel", "column_pool_forward_kernel", "column_pool_backward_kernel", "BlendPointsKernel", "ScaleChannelsKernel", "NearestPointsKernel", "fill_bytes", "scale_signal", "fill_from", "shade_pixels", "fill_pixels", "swap_sort_kernel", "rank_sort_kernel", "pair_sort_kernel", "tint_frame", "clear_bytes", "shift_ids", "mark_first_edges", "clear_flags", "pair_products", "slice_view", "warp_image", "advance_kernel", "sgd_kernel", "gemmNaiveKernel", "gemmTiledKernel", "gemmWideKernel", "gemm_naive_kernel", "gemm_tiled_kernel", "swizzled_gemm_kernel"}
+    for ready in ["tile_gemm", "scale_rows", "axpy", "copy_plain", "relu", "scale_vec", "row_stats", "add_bias", "saxpy_kernel", "blur_rows", "scale", "row_sum", "scale_partials", "integrate", "row_total", "row_stats_online", "scale_packed", "brighten", "fill_rows", "column_sums", "sum_tiles", "combine_rows", "residual_add", "partial_sums", "partial_sums_unrolled", "smooth_rows", "scale_pitched", "blur", "tiled_product", "fade_rows", "butterfly", "warp_sums", "wmma_gemm", "scale_small", "scale_large", "copy_tiles", "transpose_tiles", "square", "halve_small", "scale_mode", "double_all", "scale_by_row_max", "add_offset", "sort_tiles", "merge_runs", "sort_runs", "stage_pixels", "pad_rows", "spin", "sweep_cache", "sort_in_tile", "merge_across_tiles", "count_positive", "fill_paths", "scale_paths", "softclamp_kernel", "row_center_kernel", "rms_norm_kernel", "row_max_kernel", "shift_values", "shift_values4", "tile_mm_kernel", "mapped_mm_kernel", "scale_all", "sum_squares", "paint", "smooth", "divide_rows", "count_neighbours", "fill_resident", "sum_resident", "seed_sobol", "seed_mrg", "fill_tiles", "block_sums", "warp_partials", "add_halves", "darken", "scale_row_chunks", "transform", "transform_back", "sum_pass", "invert_levels", "widen_pairs", "reset_progress", "shrink_levels", "double_values", "add_rows", "value_mix_kernel", "hgemm_naive_kernel", "stage_rows", "scale_values", "flip_tiles", "halve_values", "block_partial_sums", "widen_signal", "weight_bins", "tiled_half_gemm", "edge_strength", "invert_quads", "transpose_naive", "increment", "row_block_sums", "scale_tiles", "clamp_values", "sum_pairs", "fused_bias_gelu", "wide_pass", "reverse_rows", "scale_row_params", "mix_params", "shift_values", "scale_rows_vec", "negate_rows", "blend", "column_sum_kernel", "shift_values4_unchecked", "shift_rows", "write_ramp", "thread_stacks", "shift_add_kernel", "row_means", "scale_rows_kernel", "box_pool_kernel", "bias_relu", "chunked_scale_kernel", "pair_rotate_kernel", "row_square_sums", "divide_by_deviation", "row_sums", "divide_by_sums", "grid_pool_kernel", "gather_rows", "scatter_pooled", "embed_tokens", "gather_points", "pair_distances_kernel", "blend_neighbours_kernel", "gather_columns_forward_kernel", "gather_columns_backward_kernel", "column_pool_forward_kernel", "column_pool_backward_kernel", "fill_bytes", "scale_signal", "shade_pixels", "swap_sort_kernel", "rank_sort_kernel", "tint_frame", "clear_bytes", "slice_view", "warp_image", "advance_kernel", "sgd_kernel", "gemmNaiveKernel", "gemmTiledKernel", "gemmWideKernel", "transpose_tiles_kernel", "gemm_naive_kernel", "gemm_tiled_kernel", "swizzled_gemm_kernel"]:
         assert by_kernel[ready]["stage"] == "ready", by_kernel[ready]
         assert by_kernel[ready]["compile"]["status"] == "compiled", by_kernel[ready]
     textures = [k for (file, _), k in zip(kernels, report["kernels"]) if file == "textures/image_kernels.cuh"]
@@ -109,11 +109,11 @@ def test_survey_reports_every_kernel_with_its_stage_and_writes_nothing(tmp_path:
     assert by_kernel["row_pass"]["stage"] == "spec"
     assert by_kernel["row_pass"]["why"].startswith("grid extent x: `batch` is a size no shape gives (the program steps `batch` in a loop in `transform` (transform.cu:37)"), by_kernel["row_pass"]
     assert by_kernel["wide_pass"]["stage"] == "ready"
-    assert report["totals"] == {"kernels": 198, "ready": 178, "spec": 17, "compile": 2, "parameters": 1}
+    assert report["totals"] == {"kernels": 201, "ready": 181, "spec": 17, "compile": 2, "parameters": 1}
     assert sorted(p.name for p in root.rglob("*")) == before
 
     text = cutune("survey", str(root))
-    assert "198 kernels under" in text.stdout and "178 ready to tune (90%)" in text.stdout
+    assert "201 kernels under" in text.stdout and "181 ready to tune (90%)" in text.stdout
 
 
 def test_a_run_time_block_size_swept_by_main_becomes_a_launch_parameter(tmp_path: Path):
@@ -1934,6 +1934,60 @@ async def test_the_code_action_runs_a_commented_out_variant_as_its_twins(client,
     (root / ".git").mkdir()
     spec = await code_action_spec(client, root / "gemm" / "naive.cu", "C[row * N + col] = sum;", "gemmNaiveKernel")
     assert spec["shapes"] == [{"K": 128, "M": 256, "N": 512}], spec
+
+
+def test_a_script_calls_its_own_run_benchmark_and_not_another_scripts_namesake(tmp_path: Path):
+    root = project(tmp_path, "benchmark_scripts")
+    (root / ".git").mkdir()
+    # `run_gemm.py` hands `lib.gemm_tiled` to its own `run_benchmark(perf_func, a, b, tag, out)`,
+    # with `c = C[:M, :N].contiguous()` as `out`; `bench/prof.py`, which comes first, defines
+    # another `run_benchmark` whose calls are commented out. The sizes are `run_gemm.py`'s first
+    # problem, and the launcher is called (through `perf_func`), not a twin's stand-in.
+    spec, report = templatized_spec_and_report(root, "gemm.cu", "gemm_tiled_kernel")
+    assert spec["shapes"] == [{"K": 128, "M": 128, "N": 128}], spec["shapes"]
+    lengths = {a["name"]: a.get("length") for a in spec["args"] if a["name"] in "abc"}
+    assert lengths == {"a": "M * K", "b": "K * N", "c": "M * N"}, spec["args"]
+    assert "unknown" not in spec, spec
+    assert "nothing calls" not in report, report
+    # `gemm_naive`, which no script runs, is run as `gemm_tiled` is: the report names the twin,
+    # not the parameter it is called through.
+    spec, report = templatized_spec_and_report(root, "gemm.cu", "gemm_naive_kernel")
+    assert spec["shapes"] == [{"K": 128, "M": 128, "N": 128}] and "unknown" not in spec, spec
+    assert "nothing calls `gemm_naive`: the sizes are those `run_benchmark` passes to `gemm_tiled` (run_gemm.py:13)" in report, report
+
+
+async def test_the_code_action_follows_a_script_to_its_own_run_benchmark(client, tmp_path: Path):
+    root = project(tmp_path, "benchmark_scripts")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "gemm.cu", "sum += a_tile[threadIdx.y][k]", "gemm_tiled_kernel")
+    assert spec["shapes"] == [{"K": 128, "M": 128, "N": 128}] and "unknown" not in spec, spec
+
+
+def test_a_launcher_handed_over_as_an_instantiation_takes_its_template_arguments_from_there(tmp_path: Path):
+    root = project(tmp_path, "instantiated_launchers")
+    (root / ".git").mkdir()
+    # `time_gemm<half>(launch_gemm<3, 1024>, M, N, K, 10)`: the harness calls the launcher it is
+    # handed as `gemm(d_a, d_b, d_c, M, N, K)`, so `STAGES` and `STRIDE` are that instantiation's,
+    # not the defaults (2, 2048); `M_list[j]` is the element the fill loop gives (`(i + 1) * 512`,
+    # at j = 0). The launch macro is defined again under the `#else` of the PyTorch build, with
+    # tensors' data: the launcher's invocation expands the definition before it.
+    spec, report = templatized_spec_and_report(root, "mma/swizzled_gemm.cu", "swizzled_gemm_kernel")
+    assert spec["shapes"] == [{"K": 128, "M": 512, "N": 512, "STRIDE": 1024}], spec["shapes"]
+    assert spec["grid"] == ["ceil_div(ceil_div(N, TILE), ceil_div(N, STRIDE))", "ceil_div(M, TILE)", "ceil_div(N, STRIDE)"], spec["grid"]
+    lengths = {a["name"]: a.get("length") for a in spec["args"] if a["name"] in "abc"}
+    assert lengths == {"a": "M * K", "b": "K * N", "c": "M * N"}, spec["args"]
+    stages = next(p for p in spec["params"] if p["name"] == "STAGES")
+    assert stages["default"] == 3, stages
+    assert "template parameter `STAGES` is 3 at the launch in line 42" in report, report
+    assert "unknown" not in spec, spec
+
+
+async def test_the_code_action_takes_a_handed_over_instantiations_template_arguments(client, tmp_path: Path):
+    root = project(tmp_path, "instantiated_launchers")
+    (root / ".git").mkdir()
+    spec = await code_action_spec(client, root / "mma" / "swizzled_gemm.cu", "int stage = (k0 / TILE) % STAGES;", "swizzled_gemm_kernel")
+    assert spec["shapes"] == [{"K": 128, "M": 512, "N": 512, "STRIDE": 1024}] and "unknown" not in spec, spec
+    assert next(p for p in spec["params"] if p["name"] == "STAGES")["default"] == 3, spec["params"]
 
 
 async def test_the_code_action_follows_a_launcher_passed_as_a_function_pointer(client, tmp_path: Path):

@@ -714,6 +714,29 @@ fn elements_assigned(text: &str, body: Node, array: &str) -> Option<Vec<String>>
     (in_order && !given.is_empty()).then(|| given.into_values().collect())
 }
 
+/// The element a loop before byte `before` gives each element of `array`, over its variable:
+/// `("i", "(i + 1) * 256")` of `for (int i = 0; i < n; i++) { sizes[i] = (i + 1) * 256; }`.
+/// `None` where no such loop fills it.
+pub fn element_filled_by_loop(text: &str, body: Node, array: &str, before: usize) -> Option<(String, String)> {
+    descendants(body).filter(|n| n.kind() == "for_statement" && n.end_byte() <= before).find_map(|for_loop| {
+        let variable = loop_variable(text, for_loop)?;
+        let loop_body = for_loop.child_by_field_name("body")?;
+        descendants(loop_body).filter(|n| n.kind() == "assignment_expression" && n.child(1).is_some_and(|op| &text[op.byte_range()] == "=")).find_map(|assignment| {
+            let left = assignment.child_by_field_name("left").filter(|l| l.kind() == "subscript_expression")?;
+            let (target, index) = text[left.byte_range()].strip_suffix(']')?.split_once('[')?;
+            let right = assignment.child_by_field_name("right")?;
+            (target.trim() == array && index.trim() == variable).then(|| (variable.clone(), text[right.byte_range()].to_string()))
+        })
+    })
+}
+
+/// The variable a `for` loop declares in its initializer: `i` of `for (int i = 0; …)`.
+fn loop_variable(text: &str, for_loop: Node) -> Option<String> {
+    let declaration = for_loop.child_by_field_name("initializer").filter(|i| i.kind() == "declaration")?;
+    let declarator = declaration.child_by_field_name("declarator")?;
+    Some(text[declared_name(declarator).unwrap_or(declarator).byte_range()].to_string())
+}
+
 /// What a pointer cast casts: `(floatX*)x`, `reinterpret_cast<uint4 *>(x)`,
 /// `static_cast<void **>(&p)` → `x`, `x`, `&p`; any other text as it is (`(float*)a + k`
 /// casts only `a`).
@@ -787,6 +810,19 @@ pub fn address_taken(element: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_array_a_loop_fills_gives_each_element_over_the_loops_variable() {
+        let code = "int main() {\n  int sizes[8];\n  int other[8];\n  for (int i = 0; i < 8; i++) {\n    other[i] += 1;\n    sizes[i] = (i + 1) * 256;\n  }\n  int n = sizes[0];\n}\n";
+        let doc = Document::new(code.to_string());
+        let body = descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "compound_statement").unwrap();
+        let read = code.find("int n").unwrap();
+        assert_eq!(element_filled_by_loop(code, body, "sizes", read), Some(("i".to_string(), "(i + 1) * 256".to_string())));
+        // `other[i] += 1` adds to what is there: no element is given.
+        assert_eq!(element_filled_by_loop(code, body, "other", read), None);
+        // A loop after the read has not run there.
+        assert_eq!(element_filled_by_loop(code, body, "sizes", code.find("for").unwrap()), None);
+    }
 
     #[test]
     fn alternatives_take_the_same_parameters_but_for_what_buffers_hold() {

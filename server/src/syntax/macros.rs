@@ -99,8 +99,9 @@ impl Macros {
 /// (`DISPATCH_VEC(vec, VEC, { auto kernel = k<VEC, T>; cudaLaunchKernelEx(…); })`, each `case`
 /// declaring `constexpr int VEC = 4;`); `None` when it has none.
 pub fn expand_code_writing_macros(text: &str, root: Node, included: &Macros) -> Option<String> {
+    let own = function_macros_in_order(text, root);
     let mut macros = included.0.clone();
-    macros.extend(function_macros(text, root));
+    macros.extend(own.iter().filter_map(|(name, defined)| Some((name.clone(), defined.last()?.1.clone()))));
     let writing = code_writing(&macros);
     // A dispatch declares what the block it is given instantiates with: one is expanded where
     // the block launches, or names what a case declares (apex's `DISPATCH_…_INOUT_TYPES(…,
@@ -126,8 +127,15 @@ pub fn expand_code_writing_macros(text: &str, root: Node, included: &Macros) -> 
         let writes = writing.contains(name) || (defining.contains(name) && at_file_scope(start));
         (writes || dispatches(name, start)) && !skipped.iter().any(|r| r.contains(&start))
     };
+    // A name the file defines more than once (in each branch of an `#ifndef … #else`, one
+    // launching with raw pointers and one with tensors) is expanded as the definition before
+    // the invocation says.
+    let definition_at = |name: &str, at: usize| match own.get(name) {
+        Some(defined) => defined.iter().rev().find(|(start, _)| *start <= at).or(defined.first()).map(|(_, found)| found),
+        None => macros.get(name),
+    };
     // The lines an invocation spanned stay lines, so that those after keep their numbers.
-    splice_expansions(text, &macros, &expands, true, &[], 0)
+    splice_expansions(text, &definition_at, &expands, true, &[], 0)
 }
 
 /// The macros that write a launch or a binding, themselves or through a macro that does
@@ -193,8 +201,18 @@ pub fn address_taking_macros(text: &str, root: Node) -> std::collections::HashSe
 /// The file's function-like macros by name, their bodies joined onto one line without comments.
 /// Read from each directive's text: tree-sitter parses a body with a comment in it as an error.
 fn function_macros(text: &str, root: Node) -> HashMap<String, Macro> {
-    let directives = descendants(root).filter(|n| matches!(n.kind(), "preproc_def" | "preproc_function_def"));
-    directives.filter_map(|node| function_macro(&text[directive_range(text, node.start_byte())])).collect()
+    function_macros_in_order(text, root).into_iter().filter_map(|(name, mut defined)| Some((name, defined.pop()?.1))).collect()
+}
+
+/// The file's function-like macros by name, each definition with its offset, in the file's order.
+fn function_macros_in_order(text: &str, root: Node) -> HashMap<String, Vec<(usize, Macro)>> {
+    let mut macros: HashMap<String, Vec<(usize, Macro)>> = HashMap::new();
+    for node in descendants(root).filter(|n| matches!(n.kind(), "preproc_def" | "preproc_function_def")) {
+        if let Some((name, found)) = function_macro(&text[directive_range(text, node.start_byte())]) {
+            macros.entry(name).or_default().push((node.start_byte(), found));
+        }
+    }
+    macros
 }
 
 /// The directive starting at `start`: to the end of its last continued line. (tree-sitter may
@@ -371,18 +389,19 @@ fn paste_tokens(text: &str) -> String {
     out
 }
 
-/// `text` with each invocation of `macros` that `expands` accepts (by name and offset) replaced
-/// by its expansion, in which the preprocessor's rescan expands every macro but the `active`
-/// ones (those being expanded); with `keep_lines`, an invocation over several lines leaves as
-/// many newlines after its expansion. `None` when nothing was expanded.
-fn splice_expansions(text: &str, macros: &HashMap<String, Macro>, expands: &dyn Fn(&str, usize) -> bool, keep_lines: bool, active: &[&str], depth: usize) -> Option<String> {
+/// `text` with each invocation of a macro that `expands` accepts (by name and offset) replaced
+/// by its expansion, `definition_at` giving the macro in effect at an offset, in which the
+/// preprocessor's rescan expands every macro but the `active` ones (those being expanded), as
+/// defined where the outer invocation is; with `keep_lines`, an invocation over several lines
+/// leaves as many newlines after its expansion. `None` when nothing was expanded.
+fn splice_expansions<'m>(text: &str, definition_at: &dyn Fn(&str, usize) -> Option<&'m Macro>, expands: &dyn Fn(&str, usize) -> bool, keep_lines: bool, active: &[&str], depth: usize) -> Option<String> {
     if depth >= MAX_DEPTH {
         return None;
     }
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     for (name, start) in identifiers(text) {
-        let Some(found) = macros.get(name).filter(|_| !active.contains(&name)) else { continue };
+        let Some(found) = definition_at(name, start).filter(|_| !active.contains(&name)) else { continue };
         if start < copied || !expands(name, start) {
             continue;
         }
@@ -393,7 +412,8 @@ fn splice_expansions(text: &str, macros: &HashMap<String, Macro>, expands: &dyn 
         let active: Vec<&str> = active.iter().copied().chain([name]).collect();
         let replacement = substitute(found, &args);
         let rescanned = |inner: &str, at: usize| !in_string(&inner[..at]);
-        let with_rescan = |body: &str| splice_expansions(body, macros, &|_, at| rescanned(body, at), false, &active, depth + 1);
+        let defined_here = |inner: &str, _| definition_at(inner, start);
+        let with_rescan = |body: &str| splice_expansions(body, &defined_here, &|_, at| rescanned(body, at), false, &active, depth + 1);
         out.push_str(&text[copied..start]);
         out.push_str(&with_rescan(&replacement).unwrap_or(replacement));
         if keep_lines {
@@ -430,6 +450,25 @@ mod tests {
     fn expanded(text: &str) -> Option<String> {
         let doc = crate::syntax::Document::new(text.to_string());
         expand_code_writing_macros(text, doc.tree().unwrap().root_node(), &Macros::default())
+    }
+
+    #[test]
+    fn an_invocation_expands_the_definition_before_it() {
+        // One definition per branch of the build, the second launching with tensors' data: the
+        // first branch's launcher is its own definition's.
+        let text = "\
+#ifndef TORCH_BUILD
+#define LAUNCH(n) k<(n)><<<1, 32>>>(a, b);
+void run(float *a, float *b) { LAUNCH(4) }
+#else
+#define LAUNCH(n) k<(n)><<<1, 32>>>(x.data_ptr(), y.data_ptr());
+void run(torch::Tensor x, torch::Tensor y) { LAUNCH(8) }
+#endif
+";
+        let out = expanded(text).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[2], "void run(float *a, float *b) { k<(4)><<<1, 32>>>(a, b); }");
+        assert_eq!(lines[5], "void run(torch::Tensor x, torch::Tensor y) { k<(8)><<<1, 32>>>(x.data_ptr(), y.data_ptr()); }");
     }
 
     #[test]

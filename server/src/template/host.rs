@@ -17,7 +17,7 @@ use super::tensors;
 use super::texture::{self, TextureSetup};
 use crate::spec::{expr, split_top_level, Dtype, TextureLayout, BLOCKS_PER_SM, DEVICE_SIZES, UNKNOWN};
 use crate::syntax::preprocess::each_preprocessed_line;
-use crate::syntax::host::{add_dispatched_calls, function_nodes, address_taken, call_args, call_reaches_scope, registered_implementations, scope_of, uses_namespaces, without_pointer_cast, calls_by_callee, class_of, declared_name, function_name, functions, local_types, names_called_in, parameters, runs_on_device_only, take_the_same_parameters, Call, Out, Parameter};
+use crate::syntax::host::{add_dispatched_calls, function_nodes, address_taken, call_args, call_reaches_scope, registered_implementations, scope_of, uses_namespaces, without_pointer_cast, calls_by_callee, class_of, declared_name, element_filled_by_loop, function_name, functions, local_types, names_called_in, parameters, runs_on_device_only, take_the_same_parameters, Call, Out, Parameter};
 use crate::syntax::{balancing_position, descendants, eval_constant, eval_float, identifiers_in, is_identifier, matching_paren, rename_identifiers_in, size_of_type, Document, LaunchSite};
 
 /// The host calls that make texture objects and their arrays.
@@ -198,6 +198,8 @@ pub(super) struct Frame<'d> {
     param_defaults: Vec<Option<String>>,
     /// The names of the function's template parameters, when it is a template.
     template_params: Vec<String>,
+    /// The default argument of each template parameter that has one (`int STRIDE = 2048`).
+    template_defaults: Vec<Option<String>>,
     /// The call of this function in the next frame.
     called_by: Option<Call<'d>>,
     /// The function whose calls stand for this one's, which nothing calls: its twin
@@ -217,7 +219,8 @@ impl<'d> Frame<'d> {
         let params = parameters.iter().map(|p| if stepped(&p.name) { String::new() } else { p.name.clone() }).collect();
         let param_types = parameters.iter().map(|p| p.ty.clone()).collect();
         let param_defaults = parameters.into_iter().map(|p| p.default).collect();
-        Frame { text, scope, params, param_types, param_defaults, template_params: template_parameter_names(text, function), called_by: None, called_as: None }
+        let (template_params, template_defaults) = template_parameters(text, function).into_iter().unzip();
+        Frame { text, scope, params, param_types, param_defaults, template_params, template_defaults, called_by: None, called_as: None }
     }
 
     /// The argument this function was called with for its parameter `index`, in the next
@@ -1695,13 +1698,8 @@ impl<'d> HostContext<'d> {
     /// `CallGraph::twin_called`).
     pub(super) fn twin_call(&self) -> Option<TwinCall<'d>> {
         let [launcher, caller, ..] = self.paths.first()?.as_slice() else { return None };
-        let call = launcher.called_by?;
-        // A method is called by its field (`graph.mark(…)`).
-        let callee = call.node.child_by_field_name("function")?;
-        let callee = callee.child_by_field_name("field").unwrap_or(callee);
-        let twin = bare_name(&call.text[callee.byte_range()]).to_string();
-        let launcher = frame_name(launcher);
-        (bare_name(&launcher) != twin).then(|| TwinCall { launcher, twin, caller: frame_name(caller), text: call.text, at: call.node.start_byte() })
+        let (call, twin) = (launcher.called_by?, launcher.called_as?.to_string());
+        Some(TwinCall { launcher: frame_name(launcher), twin, caller: frame_name(caller), text: call.text, at: call.node.start_byte() })
     }
 
     /// Whether the program's run (the first call path) reaches the launch: `Some(false)` when
@@ -1967,12 +1965,12 @@ impl<'d> HostContext<'d> {
                 true => values.iter().max().map_or(first, i64::to_string),
                 false => first,
             };
-            let value = list_element(frame, text).or_else(|| sweep_element(frame, text).map(ranged));
+            let value = list_element(frame, text).or_else(|| sweep_element(frame, text).map(ranged)).or_else(|| filled_element(frame, text));
             return self.eval_text(path, at, value.as_deref().unwrap_or(text), depth + 1);
         }
         if let Some(index) = frame.template_params.iter().position(|p| p == name) {
-            let arg = template_args_of(frame).get(index)?.clone();
-            return self.eval_text(path, at + 1, &arg, depth + 1);
+            let (arg, named_in) = template_argument_passed(path, at, index).or_else(|| Some((frame.template_defaults.get(index)?.clone()?, at)))?;
+            return self.eval_text(path, named_in, &arg, depth + 1);
         }
         match frame.params.iter().position(|p| p == name) {
             Some(index) => self.eval_text(path, at + 1, &frame.argument(index)?, depth + 1),
@@ -2243,13 +2241,14 @@ impl<'d> HostContext<'d> {
             return ty.to_string();
         }
         let Some(path) = self.paths.first() else { return text.to_string() };
-        let mut current = self.members_resolved(text.trim());
+        // `(stages)`, a macro's parameter as its body writes it.
+        let mut current = self.members_resolved(strip_outer_parens(text.trim()));
         // The frame whose names `current` is in: a template argument is the caller's.
         let mut at = 0;
-        for frame in path {
+        while let Some(frame) = path.get(at) {
             let Some(index) = frame.template_params.iter().position(|p| *p == current) else { break };
-            match template_args_of(frame).get(index).cloned() {
-                Some(arg) => (current, at) = (arg, at + 1),
+            match template_argument_passed(path, at, index) {
+                Some(passed) => (current, at) = passed,
                 // Deduced from what the call passes for a parameter of that type
                 // (`HostLayerNormGradient(dout.data_ptr<scalar_t_out>(), …)`).
                 None => match self.deduced_in_frame(path, at, &current, None, 0) {
@@ -2354,8 +2353,8 @@ impl<'d> HostContext<'d> {
         let frame = path.get(at).ok_or(None)?;
         let tp_index = frame.template_params.iter().position(|t| t == ty).ok_or(None)?;
         let Some(call) = frame.called_by else { return Err(Some((frame_name(frame), tp_index))) };
-        if let Some(explicit) = template_args_of(frame).get(tp_index) {
-            return Ok(self.resolve_type(&self.type_at(path, at + 1, explicit)));
+        if let Some((explicit, named_in)) = template_argument_passed(path, at, tp_index) {
+            return Ok(self.resolve_type(&self.type_at(path, named_in, &explicit)));
         }
         if depth > 8 {
             return Err(None);
@@ -2622,7 +2621,7 @@ impl<'d> HostContext<'d> {
         let methods: Vec<(Vec<String>, &str, Node)> = constructed.map(|(args, (text, definition))| (args, text, definition)).into_iter().chain(calls_on_object).collect();
         let (bytes, type_params) = methods.iter().find_map(|&(_, text, definition)| {
             let allocation = allocations(text, definition).find(|a| a.pointer.trim_start_matches("this->") == member)?;
-            Some((allocation.bytes, template_parameter_names(text, definition)))
+            Some((allocation.bytes, template_parameters(text, definition).into_iter().map(|(name, _)| name).collect::<Vec<String>>()))
         })?;
         // The last value each member is given before the point, from the argument it takes.
         let mut members: HashMap<String, String> = HashMap::new();
@@ -2724,10 +2723,10 @@ impl<'d> HostContext<'d> {
     fn type_at(&self, path: &[Frame], at: usize, ty: &str) -> String {
         let mut current = ty.trim().to_string();
         let mut named_in = at;
-        for frame in &path[at.min(path.len())..] {
+        while let Some(frame) = path.get(named_in) {
             let Some(index) = frame.template_params.iter().position(|p| *p == current) else { break };
-            match template_args_of(frame).get(index).cloned() {
-                Some(arg) => (current, named_in) = (arg, named_in + 1),
+            match template_argument_passed(path, named_in, index) {
+                Some(passed) => (current, named_in) = passed,
                 None => match self.deduced_in_frame(path, named_in, &current, None, 0) {
                     Ok(ty) => return ty,
                     Err(_) => break,
@@ -3156,6 +3155,34 @@ fn template_args_of(frame: &Frame) -> Vec<String> {
     objects::called_object(&call).map(|(_, ty)| objects::type_template_args(&ty)).unwrap_or_default()
 }
 
+/// The template argument the call of frame `at` gives its template parameter `index`, and the
+/// frame whose names it is written in: written at the call (`run<float>(…)`, the caller's), or
+/// where the function was handed over as the parameter it is called through
+/// (`perf_gemm(launch<2, 2048>, …)`, which calls it as `gemm(…)`: the caller's caller's).
+fn template_argument_passed(path: &[Frame], at: usize, index: usize) -> Option<(String, usize)> {
+    let frame = path.get(at)?;
+    if let Some(arg) = template_args_of(frame).get(index) {
+        return Some((arg.clone(), at + 1));
+    }
+    let call = frame.called_by?;
+    let callee = call.node.child_by_field_name("function")?;
+    let caller = path.get(at + 1)?;
+    let parameter = caller.params.iter().position(|p| *p == call.text[callee.byte_range()])?;
+    let handed = caller.argument(parameter)?;
+    let args = handed_over(&handed).1?;
+    Some((split_args(args).get(index)?.trim().to_string(), at + 2))
+}
+
+/// What an argument that hands a function over names: the function, and the template arguments
+/// of an instantiation (`&run`, `run<2, 2048>` → `run`, `2, 2048`).
+fn handed_over(arg: &str) -> (&str, Option<&str>) {
+    let arg = arg.trim().trim_start_matches('&').trim();
+    match arg.strip_suffix('>').and_then(|a| a.split_once('<')) {
+        Some((name, args)) => (name.trim(), Some(args)),
+        None => (arg, None),
+    }
+}
+
 fn frame_name(frame: &Frame) -> String {
     frame.scope.body.and_then(|b| b.parent()).and_then(|f| function_name(frame.text, f)).unwrap_or("?").to_string()
 }
@@ -3176,6 +3203,14 @@ fn list_element(frame: &Frame, init: &str) -> Option<String> {
     let index = replace_calls(&index.replace(&format!("{array}.size"), "size_of_list"), "size_of_list", |_| Some(elements.len().to_string()));
     let at = usize::try_from(eval_constant(&index, &|_| None)?).ok()?;
     elements.get(at).cloned()
+}
+
+/// `M_list[j]` where a loop before the frame's point fills `M_list[i] = (i + 1) * 256`: that
+/// element, over the index read (`((j) + 1) * 256`).
+fn filled_element(frame: &Frame, init: &str) -> Option<String> {
+    let (array, index) = init.trim().strip_suffix(']')?.split_once('[')?;
+    let (variable, element) = element_filled_by_loop(frame.text, frame.scope.body?, array.trim(), frame.scope.point)?;
+    Some(rename_identifiers_in(&element, |word| (word == variable).then(|| format!("({})", index.trim()))))
 }
 
 fn sweep_element(frame: &Frame, init: &str) -> Option<(String, Vec<i64>)> {
@@ -3212,22 +3247,23 @@ fn without_comments(text: &str) -> String {
     out.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join(" ")
 }
 
-/// The names of a template function's template parameters (`typename T`, `int N`, `class U = V`).
-/// A method defined in its class template's body has the class's (`reset` of `template <typename
+/// The names of a template function's template parameters (`typename T`, `int N`, `class U = V`),
+/// each with its default argument if it has one. A method defined in its class template's body has the class's (`reset` of `template <typename
 /// Real> class Simulation { void reset(Real *d) {…} }`).
-fn template_parameter_names(text: &str, function: Node) -> Vec<String> {
+fn template_parameters(text: &str, function: Node) -> Vec<(String, Option<String>)> {
     if let Some(template) = function.parent().filter(|p| p.kind() == "template_declaration") {
-        return template_parameter_names_of(text, template);
+        return template_parameters_of(text, template);
     }
     let class = std::iter::successors(function.parent(), |n| n.parent()).take_while(|n| n.kind() != "function_definition").find(|n| matches!(n.kind(), "class_specifier" | "struct_specifier"));
     match class.and_then(|c| c.parent()).filter(|p| p.kind() == "template_declaration") {
-        Some(template) => template_parameter_names_of(text, template),
+        Some(template) => template_parameters_of(text, template),
         None => Vec::new(),
     }
 }
 
-/// The names of a `template_declaration`'s parameters.
-fn template_parameter_names_of(text: &str, template: Node) -> Vec<String> {
+/// The names of a `template_declaration`'s parameters, each with its default argument if it
+/// has one.
+fn template_parameters_of(text: &str, template: Node) -> Vec<(String, Option<String>)> {
     let Some(list) = template.child_by_field_name("parameters") else { return Vec::new() };
     let mut cursor = list.walk();
     list.named_children(&mut cursor)
@@ -3240,7 +3276,8 @@ fn template_parameter_names_of(text: &str, template: Node) -> Vec<String> {
                     last?
                 }
             };
-            Some(text[name.byte_range()].to_string())
+            let default = p.child_by_field_name("default_value").or_else(|| p.child_by_field_name("default_type"));
+            Some((text[name.byte_range()].to_string(), default.map(|d| text[d.byte_range()].trim().to_string())))
         })
         .collect()
 }
@@ -3374,7 +3411,7 @@ impl<'d> CallGraph<'d> {
         let mut file_scope: HashMap<*const u8, Vec<(String, String)>> = HashMap::new();
         for call in calls.values().flatten() {
             for (index, arg) in call.args().iter().enumerate() {
-                let name = arg.trim().trim_start_matches('&');
+                let (name, _) = handed_over(arg);
                 if is_identifier(name) {
                     passing.entry(name.to_string()).or_default().push((*call, index));
                 }
@@ -3493,12 +3530,18 @@ impl<'d> CallGraph<'d> {
     }
 
     /// Of the definitions of `name`, the one C++ finds from `call` in `text`: a namesake in
-    /// another namespace (each apex extension's `fwd`) is another function. The first where
-    /// none is in reach as written (a call through a macro, say).
+    /// another namespace (each apex extension's `fwd`) is another function, and of those in
+    /// reach, the call's own file's is the one it calls (a script's own `run_benchmark`, beside
+    /// another script's). The first where none is in reach as written (a call through a macro,
+    /// say).
     fn namesake_called(&self, text: &str, call: Node, name: &str) -> Option<(&'d str, Node<'d>)> {
         let namesakes = self.definitions.get(name)?;
-        let reached = || namesakes.iter().find(|&&(defined_in, definition)| call_reaches_scope(text, call, &scope_of(defined_in, definition), uses_namespaces(text)));
-        namesakes.get(1).and_then(|_| reached()).or(namesakes.first()).copied()
+        if namesakes.len() == 1 {
+            return namesakes.first().copied();
+        }
+        let reached: Vec<_> = namesakes.iter().filter(|&&(defined_in, definition)| call_reaches_scope(text, call, &scope_of(defined_in, definition), uses_namespaces(text))).collect();
+        let own = reached.iter().find(|(defined_in, _)| defined_in.as_ptr() == text.as_ptr());
+        own.or(reached.first()).copied().or(namesakes.first()).copied()
     }
 
     /// The function `call` calls and the name of its parameter at `index`.
@@ -3767,7 +3810,7 @@ fn passing_the_callee<'d>(path: &[Frame<'d>], callers: Vec<Call<'d>>) -> Vec<Cal
     let Some(index) = callee.and_then(|name| last.params.iter().position(|p| p == name)) else { return callers };
     let Some(function) = below.called_as.or_else(|| below.scope.body.and_then(|b| b.parent()).and_then(|f| function_name(below.text, f))) else { return callers };
     let names_it = |arg: &str| {
-        let arg = arg.trim().trim_start_matches('&').trim();
+        let (arg, _) = handed_over(arg);
         bare_name(arg) == bare_name(&function) || arg.rsplit(['.', ':']).next() == Some(bare_name(&function))
     };
     let passes_on = |call: &Call, arg: &str| parameters(call.text, call.caller).iter().any(|p| p.name == arg.trim());
@@ -3957,7 +4000,7 @@ fn static_members_of(text: &str, root: Node) -> Vec<(String, StaticMembers)> {
             continue;
         }
         let template = class.parent().filter(|p| p.kind() == "template_declaration").or_else(|| class.parent()?.parent().filter(|p| p.kind() == "template_declaration"));
-        members.template_params = template.map(|t| template_parameter_names_of(text, t)).unwrap_or_default();
+        members.template_params = template.map(|t| template_parameters_of(text, t).into_iter().map(|(name, _)| name).collect()).unwrap_or_default();
         out.push((text[name.byte_range()].to_string(), members));
     }
     out

@@ -661,10 +661,17 @@ pub fn host_template_values(own: KernelFile, kernel: &str, hosts: &[HostDocument
                 let written = written(index);
                 return (settled || written.len() <= 1).then(|| HostValue { value, origin: at.clone(), written });
             }
+            // A host template's parameter that the program instantiates (`launch_gemm<3, 1024>`,
+            // handed to a harness) gives a parameter the kernel declares a default for its
+            // value: the default is not what the program runs.
+            let text = context.template_argument(&arg.text);
+            let has_default = own.text.model().kernel(kernel).and_then(|k| k.template_params.get(index)).is_some_and(|tp| tp.default.is_some());
+            if let Some(value) = crate::syntax::eval_constant(&text, &|_| None).filter(|_| has_default && text.trim() != arg.text.trim()) {
+                return Some(HostValue { value, origin: format!("{at} (`{}`, as the program instantiates the launcher)", arg.text.trim()), written: written(index) });
+            }
             // In the kernel's own file a launch choice stays the transforms' (a block passed
             // as both the template argument and the block).
             host?;
-            let text = context.template_argument(&arg.text);
             let choice = context.launch_choice(text.trim())?;
             Some(HostValue { value: choice.default, origin: format!("{at} ({})", choice.origin), written: written(index) })
         })
