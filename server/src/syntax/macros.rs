@@ -122,10 +122,14 @@ pub fn expand_code_writing_macros(text: &str, root: Node, included: &Macros) -> 
     let defining = defining(&macros);
     let bodies = bodies(text, &skipped);
     let at_file_scope = |start: usize| !bodies.iter().any(|r| r.contains(&start));
+    // A dispatch handed the macro it applies to each type (`DISPATCH_BY_DTYPE(dtype, CALL_LAUNCHER)`
+    // invoking `fn(float)`, `fn(half)`, where `CALL_LAUNCHER(T)` calls `launcher<T>(…)`): the
+    // calls are only in the expansion.
+    let hands_a_macro = |name: &str, start: usize| invocation_arguments(text, start + name.len()).is_some_and(|(args, _)| args.iter().any(|arg| macros.contains_key(arg.trim())));
     // The invocations in code, not those in other directives, comments or strings.
     let expands = |name: &str, start: usize| {
         let writes = writing.contains(name) || (defining.contains(name) && at_file_scope(start));
-        (writes || dispatches(name, start)) && !skipped.iter().any(|r| r.contains(&start))
+        (writes || dispatches(name, start) || hands_a_macro(name, start)) && !skipped.iter().any(|r| r.contains(&start))
     };
     // A name the file defines more than once (in each branch of an `#ifndef … #else`, one
     // launching with raw pointers and one with tensors) is expanded as the definition before
@@ -469,6 +473,21 @@ void run(torch::Tensor x, torch::Tensor y) { LAUNCH(8) }
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[2], "void run(float *a, float *b) { k<(4)><<<1, 32>>>(a, b); }");
         assert_eq!(lines[5], "void run(torch::Tensor x, torch::Tensor y) { k<(8)><<<1, 32>>>(x.data_ptr(), y.data_ptr()); }");
+    }
+
+    #[test]
+    fn a_dispatch_handed_a_macro_is_expanded_with_the_calls_it_applies() {
+        let text = "\
+#define DISPATCH_BY_DTYPE(dtype, fn) { if (dtype == kHalf) { fn(half); } else { fn(float); } }
+#define CALL_LAUNCHER(T) { launcher<T>(out, in); }
+void run(torch::Tensor out, torch::Tensor in) { DISPATCH_BY_DTYPE(out.scalar_type(), CALL_LAUNCHER); }
+void other() { CALL_LAUNCHER(int); }
+";
+        let out = expanded(text).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[2], "void run(torch::Tensor out, torch::Tensor in) { { if (out.scalar_type() == kHalf) { { launcher<half>(out, in); }; } else { { launcher<float>(out, in); }; } }; }");
+        // Invoked alone, a macro that only calls is left as written.
+        assert_eq!(lines[3], "void other() { CALL_LAUNCHER(int); }");
     }
 
     #[test]
