@@ -3248,8 +3248,9 @@ fn without_comments(text: &str) -> String {
 }
 
 /// The names of a template function's template parameters (`typename T`, `int N`, `class U = V`),
-/// each with its default argument if it has one. A method defined in its class template's body has the class's (`reset` of `template <typename
-/// Real> class Simulation { void reset(Real *d) {…} }`).
+/// each with its default argument if it has one. A method defined in its class template's body
+/// has the class's (`reset` of `template <typename Real> class Simulation { void reset(Real *d)
+/// {…} }`).
 fn template_parameters(text: &str, function: Node) -> Vec<(String, Option<String>)> {
     if let Some(template) = function.parent().filter(|p| p.kind() == "template_declaration") {
         return template_parameters_of(text, template);
