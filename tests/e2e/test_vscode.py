@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Frame, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from browser import chromium, screenshot
 from editor import CUTUNE_BIN, REPO
@@ -119,6 +120,24 @@ def run_command(page: Page, title: str) -> None:
     page.keyboard.press("Enter")
 
 
+def choose_code_action(page: Page, line_text: str, title: str) -> None:
+    """Chooses the code action `title` from the Refactor menu on the line holding `line_text`.
+    The menu lists what the server answered when it opened: under load (the whole suite on two
+    cores) the editor may not yet have the cursor where the click put it, so the menu is opened
+    again, a few times, before the action counts as missing."""
+    for attempt in range(3):
+        page.locator(".monaco-editor .view-lines span", has_text=line_text).first.click()
+        run_command(page, "Refactor...")
+        action = page.locator(".action-widget").get_by_text(title)
+        try:
+            action.click(timeout=WAIT_MS // 3)
+            return
+        except PlaywrightTimeoutError:
+            if attempt == 2:
+                raise
+            page.keyboard.press("Escape")
+
+
 def editor_text(page: Page) -> str:
     return page.locator(".monaco-editor .view-lines").first.inner_text()
 
@@ -209,8 +228,6 @@ def test_the_extension_in_a_real_vs_code_templatizes_tunes_and_shows_results(cod
         tab.hover()
         tab.locator(".tab-actions .action-label").click()
         expect(tab).to_have_count(0)
-        page.locator(".monaco-editor .view-lines span", has_text="float sum").first.click()
-        run_command(page, "Refactor...")
-        page.locator(".action-widget").get_by_text(f"Show tuning report of {KERNEL}").click()
+        choose_code_action(page, "float sum", f"Show tuning report of {KERNEL}")
         expect(tab).to_be_visible(timeout=WAIT_MS)
         assert len(page.context.pages) == 1, "no browser tab was opened"

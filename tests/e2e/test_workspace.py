@@ -1994,13 +1994,15 @@ def test_a_dispatch_handed_the_macro_it_applies_reaches_the_launcher_template(tm
     root = project(tmp_path, "macro_applied_dispatch")
     (root / ".git").mkdir()
     # `DISPATCH_BY_DTYPE(out.scalar_type(), CALL_SCALE_STATES)` invokes `fn(half)`: the call
-    # `scale_states_launcher<half>(out, in, scales)` is only in the expansion, and the sizes are
-    # `bench_states.py`'s half tensors.
+    # `scale_states_launcher<half>(out, applied, in, scales)` is only in the expansion, and the
+    # sizes are `bench_states.py`'s half tensors. `applied` is a `std::optional<torch::Tensor>`
+    # the script gives: its data where `applied.has_value()`.
     spec = templatized_spec(root, "scale_states.cu", "scale_states_kernel")
     assert spec["template_args"] == ["half", "NUM_THREADS"], spec["template_args"]
-    assert spec["shapes"] == [{"rows": 4096, "scales_size_0": 4096, "width": 512}], spec["shapes"]
-    lengths = {a["name"]: (a["dtype"], a.get("length")) for a in spec["args"] if a["name"] in ("out", "in", "scales")}
-    assert lengths == {"out": ("f16", "rows * width"), "in": ("f16", "rows * width"), "scales": ("f32", "scales_size_0")}, spec["args"]
+    # `scales` and `applied`, indexed alike (`[i / width]`), are of one length.
+    assert spec["shapes"] == [{"applied_size_0": 4096, "rows": 4096, "width": 512}], spec["shapes"]
+    lengths = {a["name"]: (a["dtype"], a.get("length")) for a in spec["args"] if a["name"] in ("out", "applied", "in", "scales")}
+    assert lengths == {"out": ("f16", "rows * width"), "applied": ("f32", "applied_size_0"), "in": ("f16", "rows * width"), "scales": ("f32", "applied_size_0")}, spec["args"]
     assert "unknown" not in spec, spec
 
 

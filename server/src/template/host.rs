@@ -2696,6 +2696,12 @@ impl<'d> HostContext<'d> {
         let Some((question, colon)) = callee::top_level_conditional(&value) else {
             return length_of(buffer(&value)?);
         };
+        // `lse.has_value() ? lse.value().data_ptr<float>() : nullptr`: an optional tensor's data,
+        // which the caller gives (where it gives none, the tensor has no length to follow).
+        if strip_all_outer_parens(&value[..question]).ends_with(".has_value()") {
+            let (tensor, _) = tensors::data_of(strip_all_outer_parens(&value[question + 1..colon]))?;
+            return self.passed_tensor_length(path, at, tensor, sizes);
+        }
         let first = length_of(buffer(&value[question + 1..colon])?)?;
         let second = length_of(buffer(&value[colon + 1..])?)?;
         Some(if first == second { first } else { format!("min({first}, {second})") })
@@ -4680,6 +4686,15 @@ pub(super) fn strip_outer_parens(text: &str) -> &str {
         Some(inner) if balanced(inner) => inner.trim(),
         _ => t,
     }
+}
+
+/// `(((x)))` → `x`.
+fn strip_all_outer_parens(text: &str) -> &str {
+    let mut text = text.trim();
+    while strip_outer_parens(text) != text {
+        text = strip_outer_parens(text);
+    }
+    text
 }
 
 fn balanced(text: &str) -> bool {

@@ -356,10 +356,12 @@ pub(super) fn accessor_of(arg: &str) -> Option<&str> {
 }
 
 /// `tensor.method<args>()` with `method` one of `methods`, a contiguous copy's
-/// (`x.contiguous().method()`) too: the tensor, the method and what its brackets hold.
+/// (`x.contiguous().method()`) and an optional tensor's (`x.value().method()`) too: the tensor,
+/// the method and what its brackets hold.
 fn tensor_method_call<'t>(call: &'t str, methods: &[&'t str]) -> Option<(&'t str, &'t str, Option<&'t str>)> {
     let (tensor, mut rest) = call.split_once('.')?;
-    let skipped = |r: &'t str| r.trim_start().strip_prefix("contiguous")?.trim_start().strip_prefix('(')?.trim_start().strip_prefix(')')?.trim_start().strip_prefix('.');
+    let no_argument_call = |r: &'t str, method: &str| r.trim_start().strip_prefix(method)?.trim_start().strip_prefix('(')?.trim_start().strip_prefix(')')?.trim_start().strip_prefix('.');
+    let skipped = |r: &'t str| no_argument_call(r, "contiguous").or_else(|| no_argument_call(r, "value"));
     while let Some(after) = skipped(rest) {
         rest = after;
     }
