@@ -123,6 +123,21 @@ fn the_workers_verification_kernels_compile_cleanly() {
     }
 }
 
+/// vLLM's style: the host's `<cmath>` and `<limits>` reached the kernel through
+/// `<torch/extension.h>`; NVRTC cannot open them, and the slice takes libcu++'s instead.
+#[test]
+fn a_slice_calling_the_hosts_cmath_and_limits_compiles() {
+    let text = "#include <torch/extension.h>\n\
+__global__ void clamp_inf(float *lse, int n) {\n\
+  int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+  if (i < n) lse[i] = std::isinf(lse[i]) ? -std::numeric_limits<float>::infinity() : std::fmax(lse[i], 0.f);\n\
+}\n";
+    let sliced = crate::slice::device_slice(&crate::syntax::Document::new(text.to_string()), "clamp_inf", &Default::default()).expect("the kernel slices");
+    let output = compile(&CompileRequest::new(&sliced.source, "clamp_inf.cu", "sm_90"));
+    assert!(output.diagnostics.is_empty(), "{:?}\n{}", output.diagnostics, sliced.source);
+    assert!(output.ptx.contains(".entry _Z9clamp_infPfi"), "{}", output.ptx);
+}
+
 #[test]
 fn ptx_only_requests_skip_ptxas() {
     let mut request = CompileRequest::new(SAXPY, "saxpy.cu", "compute_90");

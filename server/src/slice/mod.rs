@@ -276,8 +276,17 @@ const FIXED_WIDTH_INTEGERS: &[&str] = &[
     "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "intptr_t", "uintptr_t",
 ];
 
-/// The templates of `<type_traits>` a kernel's signature may name.
-const TYPE_TRAITS: &[&str] = &["integral_constant", "bool_constant", "is_same", "conditional", "enable_if"];
+/// Names of the host's `<type_traits>`, `<limits>` and `<cmath>` that device code calls as
+/// `std::…`, with the libcu++ header that declares each in `cuda::std`: NVRTC cannot open the
+/// host's, which the original got through `<torch/extension.h>` or `<cmath>`.
+const STANDARD_NAMES_IN_LIBCUXX: &[(&str, &[&str])] = &[
+    ("cuda/std/type_traits", &["integral_constant", "bool_constant", "is_same", "conditional", "enable_if"]),
+    ("cuda/std/limits", &["numeric_limits"]),
+    (
+        "cuda/std/cmath",
+        &["isinf", "isnan", "isfinite", "signbit", "fabs", "fmax", "fmin", "sqrt", "exp", "exp2", "log", "log2", "pow", "floor", "ceil", "round", "tanh"],
+    ),
+];
 
 /// The slice with `<cuda_fp16.h>`, `<cuda_bf16.h>` or the fixed-width integers included first
 /// when it uses their types without including them: the original got them through host
@@ -295,11 +304,28 @@ fn with_number_type_headers(source: String) -> String {
     if uses(FIXED_WIDTH_INTEGERS) && !source.contains("cuda/std/cstdint") {
         headers.push_str("#include <cuda/std/cstdint>\n");
     }
-    // So is `<type_traits>`, whose tags pick a kernel's instantiation (`std::bool_constant<true>`).
-    if TYPE_TRAITS.iter().any(|name| source.contains(&format!("std::{name}<")) || source.contains(&format!("std::{name}>"))) && !source.contains("cuda/std/type_traits") {
-        headers.push_str("#include <cuda/std/type_traits>\n// The host's <type_traits>, which NVRTC lacks: libcu++ has the same names.\nnamespace std { using namespace cuda::std; }\n");
+    let standard_names = names_qualified_by_std(&source);
+    let mut libcuxx_headers = STANDARD_NAMES_IN_LIBCUXX.iter().filter(|(header, names)| names.iter().any(|name| standard_names.contains(name)) && !source.contains(header)).peekable();
+    if libcuxx_headers.peek().is_some() {
+        for (header, _) in libcuxx_headers {
+            let _ = writeln!(headers, "#include <{header}>");
+        }
+        headers.push_str("// The host's standard library, which NVRTC lacks: libcu++ has the same names.\nnamespace std { using namespace cuda::std; }\n");
     }
     headers + &source
+}
+
+/// The names `source` qualifies with `std::` (not `cuda::std::`).
+fn names_qualified_by_std(source: &str) -> std::collections::HashSet<&str> {
+    source
+        .match_indices("std::")
+        .filter(|(at, _)| !source[..*at].ends_with(|c: char| c == ':' || c == '_' || c.is_ascii_alphanumeric()))
+        .filter_map(|(at, qualifier)| {
+            let rest = &source[at + qualifier.len()..];
+            let name = &rest[..rest.find(|c: char| c != '_' && !c.is_ascii_alphanumeric()).unwrap_or(rest.len())];
+            (!name.is_empty()).then_some(name)
+        })
+        .collect()
 }
 
 /// `text` with each `#include "header"` that is a file of the project replaced by the header's

@@ -265,6 +265,16 @@ fn fixed_width_integers_come_from_libcu_plus_plus_when_the_c_library_is_dropped(
 }
 
 #[test]
+fn the_hosts_standard_names_come_from_libcu_plus_plus_each_header_once() {
+    let text = "__global__ void k(float *x) { x[0] = std::isinf(x[1]) ? std::numeric_limits<float>::max() : std::isnan(x[2]); }\n";
+    let sliced = slice(text, "k");
+    assert!(sliced.source.starts_with("#include <cuda/std/limits>\n#include <cuda/std/cmath>\n"), "{}", sliced.source);
+    assert_eq!(sliced.source.matches("namespace std { using namespace cuda::std; }").count(), 1, "{}", sliced.source);
+    let libcuxx_already = "#include <cuda/std/cmath>\n__global__ void k(float *x) { x[0] = cuda::std::isinf(x[1]); }\n";
+    assert!(!slice(libcuxx_already, "k").source.contains("namespace std"), "`cuda::std::` is not the host's");
+}
+
+#[test]
 fn opengl_headers_and_the_graphics_interop_api_are_dropped() {
     let text = "#include <GL/freeglut.h>\n#include <GLUT/glut.h>\n#include <cuda_gl_interop.h>\n__global__ void k(float *x) { x[0] = 1.0f; }\n";
     let sliced = slice(text, "k");
