@@ -97,7 +97,7 @@ impl Transform for TemplateParams {
         let mut rewrite = Rewrite::default();
         let mut tagged = Vec::new();
         let hand_mapped = tiles_mapped_with_numbers(unit);
-        let instruction_shape = tensor_core_shape(unit);
+        let instruction_shape = tensor_core_shape(unit, unit.kernel.template_params.iter().map(|tp| tp.name.as_str()));
         for (index, tp) in unit.kernel.template_params.iter().enumerate() {
             if !matches!(tp.kind, TemplateParamKind::Value { integer: true, .. }) {
                 continue;
@@ -206,7 +206,7 @@ impl Transform for TemplateParams {
 /// or through a macro or function it calls whose name says `mma`, defined in the file or in a
 /// header of the project: `HMMA16816` in `utils.h`), those named for its `M`, `N` or `K`
 /// (`MMA_M`, `kMmaAtomK`). Each with why, for the note.
-fn tensor_core_shape(unit: &Unit) -> Vec<(String, String)> {
+fn tensor_core_shape<'n>(unit: &Unit, names: impl Iterator<Item = &'n str>) -> Vec<(String, String)> {
     let Some(body) = unit.body() else { return Vec::new() };
     let (text, fragment_shapes) = (unit.text(), fragment_shape_names(unit));
     let body_text = &text[body.byte_range()];
@@ -217,7 +217,7 @@ fn tensor_core_shape(unit: &Unit) -> Vec<(String, String)> {
         ["MMAM", "MMAN", "MMAK", "MMAATOMM", "MMAATOMN", "MMAATOMK"].iter().any(|suffix| upper.ends_with(suffix))
     };
     let mut out = Vec::new();
-    for name in unit.kernel.template_params.iter().map(|tp| tp.name.as_str()) {
+    for name in names {
         if fragment_shapes.contains(name) {
             out.push((name.to_string(), format!("`{name}` is a dimension of the kernel's `wmma::fragment`, a shape of the tensor cores")));
         } else if issues_mma && named_for_mma(name) {
@@ -318,7 +318,7 @@ impl Transform for Defines {
             .chain(unit.model.launches_of(&unit.kernel.name).flat_map(|l| [l.grid.text.as_str(), l.block.text.as_str()]))
             .collect();
         let block_names: BTreeSet<&str> = unit.model.launches_of(&unit.kernel.name).map(|l| l.block.text.trim()).collect();
-        let fragment_shapes = fragment_shape_names(unit);
+        let instruction_shape = tensor_core_shape(unit, unit.model.tunables_of(&unit.kernel.name).filter(|t| t.kind == TunableKind::Define).map(|t| t.text.as_str()));
         let allocation_sizes = names_sizing_allocations(unit);
         let mut seen = BTreeSet::new();
         let mut rewrite = Rewrite::default();
@@ -333,8 +333,8 @@ impl Transform for Defines {
             if FIXED_NAMES.contains(&name) {
                 continue;
             }
-            if fragment_shapes.contains(name) {
-                rewrite.notes.push(Note { line, message: format!("`{name}` is not lifted: it is a tensor-core fragment's shape, which the hardware fixes") });
+            if let Some((_, why)) = instruction_shape.iter().find(|(shape, _)| shape == name) {
+                rewrite.notes.push(Note { line, message: format!("{why}: it is not lifted") });
                 continue;
             }
             if let Some((bytes, _)) = allocation_sizes.iter().find(|(_, expanded)| super::contains_identifier(expanded, name)) {
