@@ -202,6 +202,16 @@ pub fn address_taking_macros(text: &str, root: Node) -> std::collections::HashSe
     function_macros(text, root).into_iter().filter(|(_, m)| takes_address(m)).map(|(name, _)| name).collect()
 }
 
+/// `code` (a part of `text`, a kernel's body) with each invocation of the file's address-taking
+/// macros written out (`LDST64BITS(r[0])` as `(reinterpret_cast<float2 *>(&(r[0]))[0])`), so
+/// that the wider value it reads is in sight.
+pub fn with_address_taking_macros_expanded(text: &str, root: Node, code: &str) -> String {
+    let macros = function_macros(text, root);
+    let wide = address_taking_macros(text, root);
+    let definition_at = |name: &str, _| macros.get(name).filter(|_| wide.contains(name));
+    splice_expansions(code, &definition_at, &|_, _| true, false, &[], 0).unwrap_or_else(|| code.to_string())
+}
+
 /// The file's function-like macros by name, their bodies joined onto one line without comments.
 /// Read from each directive's text: tree-sitter parses a body with a comment in it as an error.
 fn function_macros(text: &str, root: Node) -> HashMap<String, Macro> {

@@ -232,7 +232,8 @@ pub(super) fn without_parentheses(mut node: Node) -> Node {
     node
 }
 
-fn parenthesised(expression: &str) -> String {
+/// `expression` as one operand: a name or a number as it is, else in parentheses.
+pub(super) fn parenthesised(expression: &str) -> String {
     if expression.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         expression.to_string()
     } else {

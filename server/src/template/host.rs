@@ -4689,7 +4689,7 @@ pub(super) fn strip_outer_parens(text: &str) -> &str {
 }
 
 /// `(((x)))` → `x`.
-fn strip_all_outer_parens(text: &str) -> &str {
+pub(super) fn strip_all_outer_parens(text: &str) -> &str {
     let mut text = text.trim();
     while strip_outer_parens(text) != text {
         text = strip_outer_parens(text);

@@ -350,6 +350,10 @@ impl Transform for Defines {
             let Some(default) = define.value.filter(|_| is_int_literal(&define.value_text)) else { continue };
             let values = if block_names.contains(name) || looks_like_block_size(name) {
                 block_values()
+            } else if default == 0 && name.to_ascii_uppercase().contains("PAD") {
+                // A tile's padding (a second templatize finds its own `PAD_TILE` as a define):
+                // the widths a padding takes, which a tile read as wider values narrows.
+                PADDING_VALUES.to_vec()
             } else {
                 factor_values(default)
             };
@@ -1130,6 +1134,9 @@ fn next_name(unit: &Unit, stem: &str, chosen: &[String]) -> String {
     (2..).map(|i| unit.fresh_name(&format!("{stem}_{i}"))).find(|n| !chosen.contains(n)).expect("unbounded")
 }
 
+/// The elements a padding parameter adds to a tile's rows.
+const PADDING_VALUES: [i64; 4] = [0, 1, 2, 4];
+
 /// A padding parameter on the inner dimension of 2-D shared tiles, to trade memory for fewer
 /// bank conflicts. Only where every use of the tile indexes both dimensions, so the padding
 /// cannot change which element any access reaches.
@@ -1177,7 +1184,7 @@ impl Transform for SharedPadding {
                     let group = 16 / element_bytes(&tile.element_type);
                     vec![0, group, 2 * group]
                 }
-                false => vec![0, 1, 2, 4],
+                false => PADDING_VALUES.to_vec(),
             };
             let origin = format!("padding of the inner dimension of `__shared__ {}` at line {line}", tile.name);
             rewrite.params.push(param(&name, ParamKind::Define, 0, values, origin));

@@ -32,6 +32,7 @@ mod structs;
 mod tensors;
 mod thread_tile;
 mod texture;
+mod vector_access;
 mod warp_reduce;
 
 pub use file::{spec_problems, templatize_file, TemplatizedFile};

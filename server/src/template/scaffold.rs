@@ -17,6 +17,7 @@ use super::spec_text::{spec_expression, Division};
 use super::structs;
 use super::tensors;
 use super::texture;
+use super::vector_access;
 use super::LineOrigins;
 use crate::profile::split_template_args;
 use crate::slice::{device_slice, SliceOptions};
@@ -440,6 +441,19 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     for condition in lifted_steps.iter().chain(&static_asserts).map(|c| spec_expression(c, Division::Floor)) {
         let names_a_parameter = identifiers_in(&condition).any(|w| param_names.contains(w));
         if names_a_parameter && known(&condition) && expr::parse(&condition).is_ok() && !restrictions.contains(&condition) {
+            restrictions.push(condition);
+        }
+    }
+    // An element of the kernel's own arrays read as a wider value (`LDST64BITS(r_load_b[0])`)
+    // stays aligned and within its array; each condition holds for the program's values.
+    let root = templated.tree().map(|t| t.root_node());
+    let wide = match (body, root, kernel_terms.as_ref()) {
+        (Some(b), Some(root), Some(terms)) => vector_access::alignment_conditions(templated.text(), root, b, &|w| param_names.contains(w), &|t| terms.written_out(t)),
+        _ => Vec::new(),
+    };
+    let wide: Vec<String> = wide.iter().map(|c| spec_expression(c, Division::Floor)).filter(|c| identifiers_in(c).any(|w| param_names.contains(w)) && known(c) && expr::parse(c).is_ok()).collect();
+    for condition in holding_at_defaults(wide, &params, &shapes) {
+        if !restrictions.contains(&condition) {
             restrictions.push(condition);
         }
     }
