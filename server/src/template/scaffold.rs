@@ -447,12 +447,12 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     // An element of the kernel's own arrays read as a wider value (`LDST64BITS(r_load_b[0])`)
     // stays aligned and within its array; each condition holds for the program's values.
     let root = templated.tree().map(|t| t.root_node());
-    let wide = match (body, root, kernel_terms.as_ref()) {
+    let aligned = match (body, root, kernel_terms.as_ref()) {
         (Some(b), Some(root), Some(terms)) => vector_access::alignment_conditions(templated.text(), root, b, &|w| param_names.contains(w), &|t| terms.written_out(t)),
         _ => Vec::new(),
     };
-    let wide: Vec<String> = wide.iter().map(|c| spec_expression(c, Division::Floor)).filter(|c| identifiers_in(c).any(|w| param_names.contains(w)) && known(c) && expr::parse(c).is_ok()).collect();
-    for condition in holding_at_defaults(wide, &params, &shapes) {
+    let aligned: Vec<String> = aligned.iter().map(|c| spec_expression(c, Division::Floor)).filter(|c| identifiers_in(c).any(|w| param_names.contains(w)) && known(c) && expr::parse(c).is_ok()).collect();
+    for condition in holding_at_defaults(aligned, &params, &shapes) {
         if !restrictions.contains(&condition) {
             restrictions.push(condition);
         }
@@ -1329,13 +1329,12 @@ fn narrow_to_restricted_values(params: &mut [ParamSpec], restrictions: &[String]
     while narrowed {
         narrowed = false;
         for (conjunct, parsed) in &conjuncts {
-            let pinned: BTreeMap<&str, i64> = params.iter().filter_map(|p| match p.values[..] {
-                [value] => Some((p.name.as_str(), value)),
+            let pinned: BTreeMap<String, i64> = params.iter().filter_map(|p| match p.values[..] {
+                [value] => Some((p.name.clone(), value)),
                 _ => None,
             }).collect();
-            let open: BTreeSet<&str> = identifiers_in(conjunct).filter(|w| !pinned.contains_key(w) && expr::Function::from_name(w).is_none()).collect();
+            let open: BTreeSet<&str> = identifiers_in(conjunct).filter(|w| !pinned.contains_key(*w) && expr::Function::from_name(w).is_none()).collect();
             let [name] = open.into_iter().collect::<Vec<_>>()[..] else { continue };
-            let pinned: BTreeMap<String, i64> = pinned.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
             let Some(param) = params.iter_mut().find(|p| p.name == name) else { continue };
             let allows = |v: i64| parsed.eval_integer(&|word: &str| if word == name { Some(expr::Value::Int(v)) } else { pinned.get(word).map(|&p| expr::Value::Int(p)) }).is_ok_and(|holds| holds != 0);
             if allows(param.default) && !param.values.iter().all(|v| allows(*v)) {
