@@ -74,7 +74,8 @@ for i, case in enumerate(cases):
     elif r.get("best"):
         b = r["best"]
         statuses = [c.get("status") for c in (r.get("verification") or {}).get("cases", [])]
-        outcome = "verified"
+        # A best slower than the original is verified, but the original is what the run keeps.
+        outcome = "original kept" if r.get("original_fastest") else "verified"
         sol = b.get("sol_percent")
         detail = (f"{r.get('baseline_us') or 0:.1f} us -> {b['time_us']:.1f} us, {b['speedup']:.2f}x"
                   + (f", {sol:.0f}% SOL" if isinstance(sol, (int, float)) else "")
