@@ -2442,7 +2442,7 @@ impl<'d> HostContext<'d> {
             return self.eval_float_text(path, at, value, depth + 1);
         }
         let text = tensors::replace_size_reads(text, |tensor, read| self.eval_size_read(path, at, tensor, read, depth + 1).map(|v| v.to_string()));
-        eval_float(&text, &|name| self.eval_float_name(path, at, name, depth + 1))
+        eval_float(&constant_bitwise_folded(&text), &|name| self.eval_float_name(path, at, name, depth + 1))
     }
 
     fn eval_float_name(&self, path: &[Frame], at: usize, name: &str, depth: usize) -> Option<f64> {
@@ -5036,7 +5036,40 @@ fn strip_casts_everywhere(text: &str) -> String {
         }
     }
     out.push_str(rest);
-    ceil_divisions(out.trim())
+    constant_bitwise_folded(&ceil_divisions(out.trim()))
+}
+
+/// `1 << 22` → `4194304`, and each parenthesised group of numbers alone that shifts or masks
+/// (`(1u << 20) * n` → `1048576 * n`): the spec refuses bitwise operators (their precedence is
+/// not Python's), but a number says the same. Groups with a name stay as they are.
+fn constant_bitwise_folded(text: &str) -> String {
+    const BITWISE: [&str; 5] = ["<<", ">>", "&", "|", "^"];
+    let folds = |group: &str| BITWISE.iter().any(|op| group.contains(op)) && identifiers_in(group).next().is_none();
+    if folds(text) {
+        if let Some(value) = eval_constant(text, &|_| None) {
+            return value.to_string();
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('(') {
+        out.push_str(&rest[..open]);
+        let Some(close) = matching_paren(&rest[open..]).map(|c| open + c) else { break };
+        let inner = &rest[open + 1..close];
+        // `f(1 << 4)`: a call's argument list is not a group of its own.
+        let is_call = rest[..open].trim_end().ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+        match (!is_call && folds(inner)).then(|| eval_constant(inner, &|_| None)).flatten() {
+            Some(value) => out.push_str(&value.to_string()),
+            None => {
+                out.push('(');
+                out.push_str(&constant_bitwise_folded(inner));
+                out.push(')');
+            }
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Whether `operand`, what an integer cast is applied to, starts with a parenthesised product
@@ -5403,6 +5436,16 @@ int halvings(int n) {
         assert_eq!(cast_pointee("x.data_ptr<float>()[0]"), None);
         assert_eq!(dispatched_default("scalar_t", Some("AT_DISPATCH_FLOATING_TYPES_AND_HALF")), Some("float"));
         assert_eq!(dispatched_default("scalar_t", Some("AT_DISPATCH_INTEGRAL_TYPES")), None);
+    }
+
+    #[test]
+    fn shifts_and_masks_of_numbers_alone_are_their_values() {
+        assert_eq!(strip_casts_everywhere("1<<22"), "4194304");
+        assert_eq!(strip_casts_everywhere("(1u << 20) * n"), "1048576 * n");
+        assert_eq!(strip_casts_everywhere("max(1 << 4, n)"), "max(1 << 4, n)");
+        assert_eq!(strip_casts_everywhere("f(1 << 4) + (0xff & 0x0f)"), "f(16) + 15");
+        // A name in the group: the spec says why it cannot read it.
+        assert_eq!(strip_casts_everywhere("(n << 2) + 1"), "(n << 2) + 1");
     }
 
     #[test]
