@@ -112,3 +112,34 @@ def test_a_cutune_file_marking_the_root_is_said_to_be_made_a_folder_and_kept(tmp
     assert f"cannot write the results database at {tmp_path / '.cutune'}: .cutune is a file there" in result.stderr, result.stderr
     assert "remove the file and make the folder (`mkdir .cutune`)" in result.stderr
     assert (tmp_path / ".cutune").is_file()
+
+
+def test_a_chain_of_tied_tiles_in_a_space_too_large_to_list_is_searched_as_the_few_it_leaves(tmp_path):
+    # Four tile defines of 20 values each beside the recorded 24 configurations: 3,840,000
+    # points, of which the restrictions leave the 24 (each tile pinned through the one before).
+    tiles = {"TILE_A": 4, "TILE_B": 8, "TILE_C": 16, "TILE_D": 2}
+    params = "".join(f'\n[[kernels.params]]\nname = "{name}"\nkind = "define"\ndefault = {value}\nvalues = {list(range(1, 21))}\norigin = "a tile"\n' for name, value in tiles.items())
+
+    def spec_with(restrictions: list[str]) -> str:
+        text = SPEC.read_text().replace('shared_bytes = "0"\n', f'shared_bytes = "0"\nrestrictions = {json.dumps(restrictions)}\n', 1)
+        path = tmp_path / "tiles.cutune.toml"
+        path.write_text(text.replace("\n[kernels.verify]", params + "\n[kernels.verify]", 1))
+        return str(path)
+
+    recording = json.loads(RECORDING.read_text())
+    for result in recording["results"]:
+        result["configuration"].update(tiles)
+    replay = tmp_path / "tiles.t4.json"
+    replay.write_text(json.dumps(recording))
+
+    chain = spec_with(["TILE_A == 4", "TILE_B == TILE_A * 2", "TILE_C == TILE_B * 2 and TILE_D == TILE_A // 2"])
+    report = json.loads(tune("--spec", chain, "--replay", str(replay), "--strategy", "random", "--json", workspace=tmp_path / "chain").stdout)
+    assert len(report["rows"]) == 24 and report["stop_reason"] == "space exhausted", report["stop_reason"]
+    assert dict(report["best"]["config"]) == {"BLOCK_SIZE": 512, "RMSNORM_VEC": 8, **tiles}
+
+    # A restriction tying all four at once narrows nothing: the draws meet no feasible point,
+    # and the run says so rather than that the space is exhausted.
+    tied = spec_with(["TILE_A + TILE_B + TILE_C + TILE_D == 80"])
+    result = tune("--spec", tied, "--replay", str(replay), "--strategy", "random", workspace=tmp_path / "tied")
+    assert result.returncode == 0, result.stderr
+    assert "stopped: 10000 random draws met no feasible configuration not tried yet (the space is too large to list; its restrictions leave few)" in result.stdout, result.stdout

@@ -108,4 +108,8 @@ impl Strategy for Annealing {
             slot.1 = Some(objective);
         }
     }
+
+    fn lists_its_space(&self) -> bool {
+        self.domain.is_listed()
+    }
 }

@@ -14,7 +14,7 @@ use crate::space::SplitMix64;
 pub const ENUMERATION_LIMIT: u128 = 1 << 17;
 
 /// Random draws before concluding that a large space has no feasible point left to offer.
-const REJECTION_TRIES: usize = 10_000;
+pub const REJECTION_TRIES: usize = 10_000;
 
 pub struct Domain {
     space: Arc<dyn SearchSpace>,
@@ -31,6 +31,11 @@ impl Domain {
             MixedRadix::new(&radices).filter(|p| space.is_feasible(p)).collect()
         });
         Domain { space, radices, feasible, proposed: HashSet::new() }
+    }
+
+    /// Whether every feasible point is listed, so that an empty draw means none is left.
+    pub fn is_listed(&self) -> bool {
+        self.feasible.is_some()
     }
 
     /// How many values each parameter has.

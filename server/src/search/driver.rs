@@ -33,6 +33,8 @@ pub enum StopReason {
     TimeLimit { limit: Duration },
     TargetReached,
     Exhausted,
+    /// Random draws from a space too large to list met no feasible point not tried yet.
+    NoneDrawn { draws: usize },
     /// The stop hook's reason.
     Hook(String),
 }
@@ -45,6 +47,7 @@ impl std::fmt::Display for StopReason {
             StopReason::TimeLimit { limit } => write!(f, "time limit of {} s reached", limit.as_secs_f64()),
             StopReason::TargetReached => f.write_str("target reached"),
             StopReason::Exhausted => f.write_str("space exhausted"),
+            StopReason::NoneDrawn { draws } => write!(f, "{draws} random draws met no feasible configuration not tried yet (the space is too large to list; its restrictions leave few)"),
             StopReason::Hook(reason) => f.write_str(reason),
         }
     }
@@ -109,7 +112,10 @@ impl Search {
         }
         let points = self.strategy.ask(wanted);
         if points.is_empty() && self.outstanding.is_empty() {
-            self.stopped = Some(StopReason::Exhausted);
+            self.stopped = Some(match self.strategy.lists_its_space() {
+                true => StopReason::Exhausted,
+                false => StopReason::NoneDrawn { draws: super::domain::REJECTION_TRIES },
+            });
         }
         self.outstanding.extend(points.iter().cloned());
         points

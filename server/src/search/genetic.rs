@@ -95,4 +95,8 @@ impl Strategy for Genetic {
             self.measured.insert(at, (point.to_vec(), objective));
         }
     }
+
+    fn lists_its_space(&self) -> bool {
+        self.domain.is_listed()
+    }
 }

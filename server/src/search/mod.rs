@@ -49,6 +49,11 @@ pub trait Strategy: Send {
     fn ask(&mut self, max: usize) -> Vec<Point>;
     /// The objective of a point returned by `ask`: lower is better, `None` for a failure.
     fn tell(&mut self, point: &[usize], objective: Option<f64>);
+    /// Whether an empty `ask` means that no feasible point is left; false where the space is
+    /// too large to list and random draws only met none.
+    fn lists_its_space(&self) -> bool {
+        true
+    }
 }
 
 /// The strategies by the names the CLI, the spec and the results use.

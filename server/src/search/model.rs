@@ -222,4 +222,8 @@ impl Strategy for ModelBased {
     fn tell(&mut self, point: &[usize], objective: Option<f64>) {
         self.observed.push((point.to_vec(), objective));
     }
+
+    fn lists_its_space(&self) -> bool {
+        self.domain.is_listed()
+    }
 }

@@ -29,4 +29,8 @@ impl Strategy for RandomSearch {
     }
 
     fn tell(&mut self, _point: &[usize], _objective: Option<f64>) {}
+
+    fn lists_its_space(&self) -> bool {
+        self.domain.is_listed()
+    }
 }

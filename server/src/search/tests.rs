@@ -207,6 +207,22 @@ fn stop_rules_say_why() {
 }
 
 #[test]
+fn a_space_too_large_to_list_that_draws_meet_nothing_in_is_not_called_exhausted() {
+    // 262,144 points, above the listing limit, none feasible.
+    let nothing_feasible = Bowl::new(&[64, 64, 64], 1, &[0, 0, 0]);
+    for name in StrategyName::ALL {
+        let mut search = Search::new(new_strategy(name, nothing_feasible.clone(), 0), Limits::default());
+        assert!(search.next(4).is_empty(), "{name:?}");
+        let reason = search.stop_reason().unwrap().to_string();
+        match name {
+            // Brute force walks every point: it knows none is left.
+            StrategyName::BruteForce => assert_eq!(reason, "space exhausted"),
+            _ => assert_eq!(reason, "10000 random draws met no feasible configuration not tried yet (the space is too large to list; its restrictions leave few)", "{name:?}"),
+        }
+    }
+}
+
+#[test]
 fn records_of_points_not_handed_out_are_ignored() {
     let space = Bowl::new(&[10, 10], 0, &[3, 3]);
     let mut search = search_over(&space, Limits::default());

@@ -159,6 +159,56 @@ pub fn check_restrictions(kernel: &KernelSpec, shape: &Shape, config: &Configura
     Ok(())
 }
 
+/// Narrows each parameter's values to those the restrictions can allow: a conjunct of one
+/// (`kPad >= 0 and kPad % 8 == 0`) that names a single parameter not yet pinned to one value,
+/// besides the sizes every shape of `sizes` gives, rules out the values that make it false on
+/// some shape. A parameter left one value is that number in the other conjuncts
+/// (`BLOCK_ROW_WARPS == BLOCK_COLS // 64` once `BLOCK_COLS` is 128), until nothing narrows: a
+/// search drawing at random rarely meets a chain of such ties all at once. A parameter whose
+/// default a conjunct refuses keeps its values. With no `sizes`, a conjunct naming a size
+/// narrows nothing.
+pub fn narrow_to_restricted_values(params: &mut [ParamSpec], restrictions: &[String], sizes: &[BTreeMap<String, Value>]) {
+    let parsed: Vec<expr::Expr> = restrictions.iter().filter_map(|r| expr::parse(r).ok()).collect();
+    let conjuncts: Vec<&expr::Expr> = parsed.iter().flat_map(conjuncts_of).collect();
+    let no_sizes = [BTreeMap::new()];
+    let shapes = if sizes.is_empty() { &no_sizes[..] } else { sizes };
+    let mut narrowed = true;
+    while narrowed {
+        narrowed = false;
+        for conjunct in &conjuncts {
+            let pinned: BTreeMap<String, i64> = params.iter().filter_map(|p| match p.values[..] {
+                [value] => Some((p.name.clone(), value)),
+                _ => None,
+            }).collect();
+            let names = conjunct.free_variables();
+            let open: Vec<&String> = names.iter().filter(|n| !pinned.contains_key(*n) && !shapes.iter().all(|s| s.contains_key(*n))).collect();
+            let [name] = open[..] else { continue };
+            let Some(param) = params.iter_mut().find(|p| &p.name == name) else { continue };
+            let allows = |v: i64| {
+                shapes.iter().all(|sizes| {
+                    let value_of = |word: &str| match word == name {
+                        true => Some(Value::Int(v)),
+                        false => pinned.get(word).map(|&p| Value::Int(p)).or_else(|| sizes.get(word).copied()),
+                    };
+                    conjunct.eval(&value_of).is_ok_and(|holds| holds.is_true())
+                })
+            };
+            if allows(param.default) && !param.values.iter().all(|v| allows(*v)) {
+                param.values.retain(|v| allows(*v));
+                narrowed = true;
+            }
+        }
+    }
+}
+
+/// The operands of `expr`'s top-level `and`s (`a && b && c` → `a`, `b`, `c`): each must hold.
+fn conjuncts_of(expr: &expr::Expr) -> Vec<&expr::Expr> {
+    match &expr.kind {
+        expr::ExprKind::Binary(expr::BinaryOp::And, a, b) => conjuncts_of(a).into_iter().chain(conjuncts_of(b)).collect(),
+        _ => vec![expr],
+    }
+}
+
 /// For each parameter but the compiler options, the values it takes in the configurations the
 /// restrictions and the block's limits allow on `shape`, the compiler options at their
 /// defaults; `None` when there are more than `limit` such configurations to look at.
@@ -266,6 +316,25 @@ mod tests {
         let (file, diagnostics): (Option<SpecFile>, _) = crate::spec::parse_spec(text);
         assert!(diagnostics.iter().all(|d| d.severity != crate::spec::Severity::Error), "{diagnostics:?}");
         file.unwrap().kernels.remove(0)
+    }
+
+    #[test]
+    fn a_parameter_pinned_by_a_restriction_is_its_number_in_the_others() {
+        let param = |name: &str, default: i64, values: &[i64]| ParamSpec { name: name.into(), kind: ParamKind::Define, default, values: values.to_vec(), origin: String::new() };
+        let params = vec![param("COLS", 128, &[32, 64, 128, 256]), param("ROW_WARPS", 2, &[1, 2, 4, 8]), param("WARPS", 8, &[2, 4, 8, 16]), param("STRIDE", 32, &[8, 16, 32])];
+        let restrictions = ["WARPS == ROW_WARPS * 4", "ROW_WARPS == COLS // 64 and STRIDE >= 8", "128 == COLS", "STRIDE >= n"].map(String::from);
+        let narrowed = |sizes: &[BTreeMap<String, Value>]| {
+            let mut params = params.clone();
+            narrow_to_restricted_values(&mut params, &restrictions, sizes);
+            params.into_iter().map(|p| (p.name, p.values)).collect::<Vec<_>>()
+        };
+        let expected = |stride: &[i64]| vec![("COLS".to_string(), vec![128]), ("ROW_WARPS".into(), vec![2]), ("WARPS".into(), vec![8]), ("STRIDE".into(), stride.to_vec())];
+        assert_eq!(narrowed(&[]), expected(&[8, 16, 32]), "without shapes, a restriction on a size narrows nothing");
+        // On every shape: `STRIDE >= n` for n = 16 and n = 12 leaves 16 and 32.
+        let shape = |n: i64| BTreeMap::from([("n".to_string(), Value::Int(n))]);
+        assert_eq!(narrowed(&[shape(16), shape(12)]), expected(&[16, 32]));
+        // A default the restriction refuses: the values stay as the user wrote them.
+        assert_eq!(narrowed(&[shape(64)]), expected(&[8, 16, 32]));
     }
 
     #[test]

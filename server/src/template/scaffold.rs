@@ -497,7 +497,8 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
 
     // A restriction that holds a parameter at its value (`kMmaTileSeqLenK == 1`, of the kernel's
     // `static_assert`) leaves it that value only: the search need not draw the others.
-    narrow_to_restricted_values(&mut params, &restrictions);
+    // No shapes: a conjunct that names a size narrows nothing here (the tune narrows on its shapes).
+    crate::space::narrow_to_restricted_values(&mut params, &restrictions, &[]);
 
     // Float atomics add in an order that varies from run to run: PyTorch's helpers as CUDA's own.
     let adds_atomically = body.is_some_and(|b| crate::slice::atomic_adds().any(|add| contains_call(templated.text(), b, add)));
@@ -1310,39 +1311,6 @@ fn block_assertions(text: &str, body: Node, block: &[String]) -> Vec<String> {
         out.push(with_block_extents(&condition, block));
     }
     out
-}
-
-/// Narrows each parameter's values to those that a conjunct of a restriction naming it alone
-/// allows (of `kPad >= 0 && kPad % 8 == 0`, or `A == 4 && B <= 8` with no `||`): the search
-/// need not draw configurations the restrictions refuse. A parameter left one value is that
-/// number in the other conjuncts (`BLOCK_ROW_WARPS == BLOCK_COLS // 64` once `BLOCK_COLS` is
-/// 128), until nothing narrows: a search drawing at random would otherwise rarely meet a chain
-/// of such ties all at once.
-fn narrow_to_restricted_values(params: &mut [ParamSpec], restrictions: &[String]) {
-    let conjuncts: Vec<(&str, expr::Expr)> = restrictions
-        .iter()
-        .filter(|r| !r.contains("||"))
-        .flat_map(|r| r.split("&&"))
-        .filter_map(|conjunct| expr::parse(conjunct.trim()).ok().map(|parsed| (conjunct, parsed)))
-        .collect();
-    let mut narrowed = true;
-    while narrowed {
-        narrowed = false;
-        for (conjunct, parsed) in &conjuncts {
-            let pinned: BTreeMap<String, i64> = params.iter().filter_map(|p| match p.values[..] {
-                [value] => Some((p.name.clone(), value)),
-                _ => None,
-            }).collect();
-            let open: BTreeSet<&str> = identifiers_in(conjunct).filter(|w| !pinned.contains_key(*w) && expr::Function::from_name(w).is_none()).collect();
-            let [name] = open.into_iter().collect::<Vec<_>>()[..] else { continue };
-            let Some(param) = params.iter_mut().find(|p| p.name == name) else { continue };
-            let allows = |v: i64| parsed.eval_integer(&|word: &str| if word == name { Some(expr::Value::Int(v)) } else { pinned.get(word).map(|&p| expr::Value::Int(p)) }).is_ok_and(|holds| holds != 0);
-            if allows(param.default) && !param.values.iter().all(|v| allows(*v)) {
-                param.values.retain(|v| allows(*v));
-                narrowed = true;
-            }
-        }
-    }
 }
 
 /// The conditions of the kernel's `static_assert`s (`static_assert(kPad % 8 == 0, "…")`).
@@ -2160,16 +2128,6 @@ fn grid_barriers<'t>(text: &'t str, root: Node<'t>) -> impl Iterator<Item = Node
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_parameter_pinned_by_a_restriction_is_its_number_in_the_others() {
-        let param = |name: &str, default: i64, values: &[i64]| ParamSpec { name: name.into(), kind: ParamKind::Define, default, values: values.to_vec(), origin: String::new() };
-        let mut params = vec![param("COLS", 128, &[32, 64, 128, 256]), param("ROW_WARPS", 2, &[1, 2, 4, 8]), param("WARPS", 8, &[2, 4, 8, 16]), param("STRIDE", 32, &[8, 16, 32])];
-        let restrictions = ["WARPS == ROW_WARPS * 4", "ROW_WARPS == COLS // 64", "128 == COLS", "STRIDE >= n"].map(String::from);
-        narrow_to_restricted_values(&mut params, &restrictions);
-        let values: Vec<(&str, &[i64])> = params.iter().map(|p| (p.name.as_str(), &p.values[..])).collect();
-        assert_eq!(values, [("COLS", &[128][..]), ("ROW_WARPS", &[2][..]), ("WARPS", &[8][..]), ("STRIDE", &[8, 16, 32][..])], "a restriction on a size of the shape narrows nothing");
-    }
 
     #[test]
     fn a_block_the_kernel_reads_from_its_class_is_its_own() {

@@ -254,8 +254,20 @@ struct SpecSpace {
 }
 
 impl SpecSpace {
+    /// The spec's values, less those a restriction rules out whatever the other parameters
+    /// are: in a space of billions with few feasible points, random draws may meet none.
     fn new(kernel: &KernelSpec) -> SpecSpace {
-        SpecSpace { kernel: kernel.clone(), params: kernel.params.iter().map(|p| (p.name.clone(), p.values.clone())).collect() }
+        let mut params = kernel.params.clone();
+        // A scalar named as a size but given another value is that value in the restrictions.
+        let shadowing: Vec<&str> = kernel.args.iter().filter(|a| !a.is_buffer() && a.value.as_deref() != Some(a.name.as_str())).map(|a| a.name.as_str()).collect();
+        let sizes_of = |shape| {
+            let mut sizes = crate::spec::sizes_of(kernel, shape);
+            sizes.retain(|name, _| !shadowing.contains(&name.as_str()));
+            sizes
+        };
+        let sizes: Vec<_> = kernel.problem_shapes().map(sizes_of).collect();
+        space::narrow_to_restricted_values(&mut params, &kernel.restrictions, &sizes);
+        SpecSpace { kernel: kernel.clone(), params: params.into_iter().map(|p| (p.name, p.values)).collect() }
     }
 
     fn config(&self, point: &[usize]) -> Configuration {

@@ -233,6 +233,23 @@ fn a_cancelled_run_records_the_candidate_still_being_measured() {
     assert_eq!(report.stop_reason, "cancelled");
 }
 
+#[test]
+fn the_search_draws_only_values_the_restrictions_leave_on_the_programs_shapes() {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/rmsnorm.cutune.toml")).unwrap();
+    let mut kernel = spec::parse_spec(&text).0.unwrap().kernels.remove(0);
+    // `hidden` is 4096 on the one shape: each thread's share of the row is a whole number of
+    // vectors only at some widths, and the block then follows a chain.
+    kernel.restrictions.push("(hidden // BLOCK_SIZE) % (4 * RMSNORM_VEC) == 0 and RMSNORM_VEC == 1".into());
+    let space = SpecSpace::new(&kernel);
+    let values = |name: &str| space.params().iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap();
+    assert_eq!(values("RMSNORM_VEC"), [1]);
+    assert_eq!(values("BLOCK_SIZE"), [32, 64, 128, 256, 512, 1024], "4096 // 1024 is 4: every block divides");
+    kernel.shapes[0].insert("hidden".into(), 2048);
+    assert_eq!(SpecSpace::new(&kernel).params().iter().find(|(n, _)| n == "BLOCK_SIZE").unwrap().1, [32, 64, 128, 256, 512], "2048 // 1024 is 2");
+    // The spec's own values stay in the report and the store: only the search's draws narrow.
+    assert_eq!(kernel.params.iter().find(|p| p.name == "BLOCK_SIZE").unwrap().values, [32, 64, 128, 256, 512, 1024]);
+}
+
 fn fused_add_rmsnorm() -> KernelSpec {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/fused_add_rmsnorm.cutune.toml")).unwrap();
     spec::parse_spec(&text).0.unwrap().kernels.remove(0)
