@@ -1181,6 +1181,8 @@ impl<'d> HostContext<'d> {
         // ceil_div(N, block_y)`) need a few rounds.
         for _ in 0..4 {
             // Members first: `block_dim.y` is a component, not `block_dim`'s whole value.
+            // A brace-initialised value (`cudaExtent extent = {w, h, d};`) written out leaves
+            // `(w, h, d).width`, whose component [`components_picked`] takes.
             let next = rename_identifiers_in(&self.members_resolved(&kept(&expanded)), |word| {
                 let init = launcher.value_text(word).map(|init| strip_casts_everywhere(&lines_joined(init)))?;
                 // A constant stays a name: a size of the shape, or a launch choice; so does a
@@ -1194,6 +1196,7 @@ impl<'d> HostContext<'d> {
                 let init = init.trim_start_matches('{').trim_end_matches('}').trim().to_string();
                 Some(if init.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') { init } else { format!("({init})") })
             });
+            let next = components_picked(&next);
             if next == expanded {
                 break;
             }
@@ -5036,7 +5039,67 @@ fn strip_casts_everywhere(text: &str) -> String {
         }
     }
     out.push_str(rest);
-    constant_bitwise_folded(&ceil_divisions(out.trim()))
+    constant_bitwise_folded(&components_picked(&ceil_divisions(out.trim())))
+}
+
+/// `make_cudaExtent(w, h, d).width` → `w`, `make_int2(a, b).y` → `b`, and `(w, h, d).height`
+/// → `h`, what a brace-initialised `cudaExtent extent = {w, h, d};` leaves where `extent` is
+/// written out: the component the member names, by the type's order of members.
+fn components_picked(text: &str) -> String {
+    const MEMBERS: [[&str; 4]; 2] = [["x", "y", "z", "w"], ["width", "height", "depth", ""]];
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = text.to_string();
+    // From the right, so that each replacement leaves the earlier offsets as they were.
+    let mut search_end = out.len();
+    while let Some(dot) = out[..search_end].rfind(").") {
+        search_end = dot;
+        let member: String = out[dot + 2..].chars().take_while(|c| is_word(*c)).collect();
+        let Some(index) = MEMBERS.iter().find_map(|names| names.iter().position(|n| !n.is_empty() && *n == member)) else { continue };
+        let Some(open) = opening_paren(&out[..=dot]) else { continue };
+        let callee_start = out[..open].trim_end_matches(is_word).len();
+        let (mut callee, mut inner) = (&out[callee_start..open], &out[open + 1..dot]);
+        // `(make_int2(w, h)).x`: the parentheses a value written out gets.
+        while callee.is_empty() && inner.trim().ends_with(')') {
+            let inner_open = opening_paren(inner.trim()).unwrap_or(0);
+            let name = &inner.trim()[..inner_open];
+            if !name.chars().all(is_word) {
+                break;
+            }
+            (callee, inner) = (name, &inner.trim()[inner_open + 1..inner.trim().len() - 1]);
+        }
+        let is_constructor = callee.is_empty() || callee == "dim3" || (callee.starts_with("make_") && callee[5..].starts_with(|c: char| c.is_ascii_alphabetic()));
+        let args = split_args(inner);
+        if !is_constructor || args.len() < 2 {
+            continue;
+        }
+        let component = args.get(index).cloned().unwrap_or_else(|| "1".to_string());
+        let end = dot + 2 + member.len();
+        let replacement = match is_identifier(&component) || component.parse::<i64>().is_ok() {
+            true => component,
+            false => format!("({component})"),
+        };
+        out.replace_range(callee_start..end, &replacement);
+        search_end = callee_start.min(out.len());
+    }
+    out
+}
+
+/// The byte offset of the `(` that the `)` ending `text` closes.
+fn opening_paren(text: &str) -> Option<usize> {
+    let mut depth = 0;
+    for (i, c) in text.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `1 << 22` → `4194304`, and each parenthesised group of numbers alone that shifts or masks
@@ -5436,6 +5499,17 @@ int halvings(int n) {
         assert_eq!(cast_pointee("x.data_ptr<float>()[0]"), None);
         assert_eq!(dispatched_default("scalar_t", Some("AT_DISPATCH_FLOATING_TYPES_AND_HALF")), Some("float"));
         assert_eq!(dispatched_default("scalar_t", Some("AT_DISPATCH_INTEGRAL_TYPES")), None);
+    }
+
+    #[test]
+    fn a_member_of_a_vector_or_extent_written_out_is_its_component() {
+        assert_eq!(strip_casts_everywhere("(VOLUME_STEPS, 0, 0).width + 255"), "VOLUME_STEPS + 255");
+        assert_eq!(strip_casts_everywhere("ceil_div(make_cudaExtent(w, h * 2, d).height, 16)"), "ceil_div((h * 2), 16)");
+        assert_eq!(strip_casts_everywhere("make_int2(a, b).y * dim3(n, 4).z"), "b * 1");
+        assert_eq!(strip_casts_everywhere("((make_int2(IMAGE_W, IMAGE_H)).x + 15) / 16"), "(IMAGE_W + 15) / 16");
+        // A call's result, not a constructor; a parenthesised value's own member.
+        assert_eq!(strip_casts_everywhere("size(a, b).x"), "size(a, b).x");
+        assert_eq!(strip_casts_everywhere("(input_size).width"), "(input_size).width");
     }
 
     #[test]
