@@ -267,7 +267,7 @@ pub fn device_slice(doc: &Document, kernel: &str, opts: &SliceOptions) -> Result
     slicer.keep_using_directives();
     slicer.close();
     let mut slice = slicer.finish(text);
-    slice.source = with_number_type_headers(slice.source);
+    slice.source = with_missing_headers(slice.source);
     Ok(slice)
 }
 
@@ -288,10 +288,11 @@ const STANDARD_NAMES_IN_LIBCUXX: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// The slice with `<cuda_fp16.h>`, `<cuda_bf16.h>` or the fixed-width integers included first
-/// when it uses their types without including them: the original got them through host
-/// headers (cuBLAS's, PyTorch's, the C library's) that NVRTC cannot open.
-fn with_number_type_headers(source: String) -> String {
+/// The slice with the headers it uses without including them, first: `<cuda_fp16.h>`,
+/// `<cuda_bf16.h>`, the fixed-width integers, and libcu++'s for the host's `std::` names (see
+/// [`STANDARD_NAMES_IN_LIBCUXX`]). The original got them through host headers (cuBLAS's,
+/// PyTorch's, the C library's) that NVRTC cannot open.
+fn with_missing_headers(source: String) -> String {
     let uses = |names: &[&str]| crate::syntax::identifiers_in(&source).any(|w| names.contains(&w));
     let mut headers = String::new();
     if uses(&["__nv_bfloat16", "nv_bfloat16", "__nv_bfloat162", "nv_bfloat162"]) && !source.contains("cuda_bf16.h") {
@@ -317,14 +318,9 @@ fn with_number_type_headers(source: String) -> String {
 
 /// The names `source` qualifies with `std::` (not `cuda::std::`).
 fn names_qualified_by_std(source: &str) -> std::collections::HashSet<&str> {
-    source
-        .match_indices("std::")
-        .filter(|(at, _)| !source[..*at].ends_with(|c: char| c == ':' || c == '_' || c.is_ascii_alphanumeric()))
-        .filter_map(|(at, qualifier)| {
-            let rest = &source[at + qualifier.len()..];
-            let name = &rest[..rest.find(|c: char| c != '_' && !c.is_ascii_alphanumeric()).unwrap_or(rest.len())];
-            (!name.is_empty()).then_some(name)
-        })
+    crate::syntax::words_at(source)
+        .filter(|&(_, at)| source[..at].strip_suffix("std::").is_some_and(|before| !before.ends_with(|c: char| c == ':' || c == '_' || c.is_ascii_alphanumeric())))
+        .map(|(name, _)| name)
         .collect()
 }
 
