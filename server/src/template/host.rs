@@ -5048,6 +5048,8 @@ fn strip_casts_everywhere(text: &str) -> String {
 fn components_picked(text: &str) -> String {
     const MEMBERS: [[&str; 4]; 2] = [["x", "y", "z", "w"], ["width", "height", "depth", ""]];
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    // The `(` that the `)` ending `text` closes.
+    let opening_paren = |text: &str| balancing_position(text.char_indices().rev(), ')', '(', 0);
     let mut out = text.to_string();
     // From the right, so that each replacement leaves the earlier offsets as they were.
     let mut search_end = out.len();
@@ -5072,7 +5074,8 @@ fn components_picked(text: &str) -> String {
         if !is_constructor || args.len() < 2 {
             continue;
         }
-        let component = args.get(index).cloned().unwrap_or_else(|| "1".to_string());
+        // `dim3(n).y` is 1; a brace list's missing members are 0 or the type's default.
+        let Some(component) = args.get(index).cloned().or_else(|| (callee == "dim3").then(|| "1".to_string())) else { continue };
         let end = dot + 2 + member.len();
         let replacement = match is_identifier(&component) || component.parse::<i64>().is_ok() {
             true => component,
@@ -5082,24 +5085,6 @@ fn components_picked(text: &str) -> String {
         search_end = callee_start.min(out.len());
     }
     out
-}
-
-/// The byte offset of the `(` that the `)` ending `text` closes.
-fn opening_paren(text: &str) -> Option<usize> {
-    let mut depth = 0;
-    for (i, c) in text.char_indices().rev() {
-        match c {
-            ')' => depth += 1,
-            '(' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
 }
 
 /// `1 << 22` → `4194304`, and each parenthesised group of numbers alone that shifts or masks
@@ -5119,7 +5104,7 @@ fn constant_bitwise_folded(text: &str) -> String {
         out.push_str(&rest[..open]);
         let Some(close) = matching_paren(&rest[open..]).map(|c| open + c) else { break };
         let inner = &rest[open + 1..close];
-        // `f(1 << 4)`: a call's argument list is not a group of its own.
+        // `f(1 << 4)`: the call keeps its parentheses; its argument folds inside them.
         let is_call = rest[..open].trim_end().ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
         match (!is_call && folds(inner)).then(|| eval_constant(inner, &|_| None)).flatten() {
             Some(value) => out.push_str(&value.to_string()),
@@ -5509,6 +5494,7 @@ int halvings(int n) {
         assert_eq!(strip_casts_everywhere("((make_int2(IMAGE_W, IMAGE_H)).x + 15) / 16"), "(IMAGE_W + 15) / 16");
         // A call's result, not a constructor; a parenthesised value's own member.
         assert_eq!(strip_casts_everywhere("size(a, b).x"), "size(a, b).x");
+        assert_eq!(strip_casts_everywhere("(w, h).depth"), "(w, h).depth", "a member the list leaves out is not 1");
         assert_eq!(strip_casts_everywhere("(input_size).width"), "(input_size).width");
     }
 
