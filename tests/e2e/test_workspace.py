@@ -231,15 +231,15 @@ def templatized_spec(root: Path, file: str, kernel: str) -> dict:
     return templatized_spec_and_report(root, file, kernel)[0]
 
 
-def test_sizes_written_as_shifts_of_numbers_are_their_values(tmp_path: Path):
+def test_a_double_given_a_size_written_as_a_shift_is_its_value(tmp_path: Path):
     root = project(tmp_path, "shifted_sizes")
     spec = templatized_spec(root, "compare.cu", "count_mismatches")
     assert spec["shapes"] == [{"n": 1048576}]
     args = {a["name"]: a for a in spec["args"]}
     # `check_results(n, n, …)` with `int n = 1 << 20;`: the double compared with is the size.
     assert args["expected"]["dtype"] == "f64" and args["expected"]["value"] == "1048576"
-    # `cudaMalloc(&mismatches, (1u << 4) * sizeof(int))`.
-    assert args["mismatches"]["length"] == "16"
+    # `cudaMalloc(&mismatches, (1u << 4) * sizeof(int))`: integer sizes keep the power.
+    assert args["mismatches"]["length"] == "2 ** 4"
     assert "unknown" not in spec
 
 

@@ -118,7 +118,7 @@ impl Converter<'_> {
         // A shift inside a shift is parenthesised already, as it is not in parentheses of C's.
         let grouped = |operand: Node, text: String| if matches!(operand.kind(), "identifier" | "number_literal" | "parenthesized_expression") || is_shift(operand) { text } else { format!("({text})") };
         let exponent = grouped(right, self.convert(right));
-        let shifted = match (power, self.text(left)) {
+        let shifted = match (power, without_suffix(self.text(left))) {
             ("*", "1") => format!("2 ** {exponent}"),
             _ => format!("{} {power} 2 ** {exponent}", grouped(left, self.convert(left))),
         };
