@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU suite: kernels that take a struct by value, tuned with no hand edit. For each case:
+# GPU suite: kernels that take a struct by value, or a buffer of structs (passed as the bytes of
+# the size the struct's definition lays out), tuned with no hand edit. For each case:
 # `cutune templatize --write` (the members the kernel reads, with what the launcher assigns
 # them), `cutune spec check`, `cutune tune --budget B` (the layout asked of NVRTC, the worker
 # packs the struct's bytes; the winner is verified in five stages). `check_packing` traps when
@@ -13,7 +14,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/tune_case.sh"
 CASES="check_packing|$repo/tests/fixtures/structs|packing.cu|check_packing
 scale_row_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|scale_row_params
 mix_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|mix_params
-shift_values|$repo/tests/fixtures/workspace/struct_params|rows.cu|shift_values"
+shift_values|$repo/tests/fixtures/workspace/struct_params|rows.cu|shift_values
+drift|$repo/tests/fixtures/workspace/struct_buffers|particles.cu|drift
+mark_cells|$repo/tests/fixtures/workspace/struct_buffers|particles.cu|mark_cells"
 
 tune_cases "$CASES"
 # The control: a member given another value than main's traps the original, so the tune

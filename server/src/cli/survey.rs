@@ -254,7 +254,7 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
     survey.execution_params = spec.execution_params().count();
     survey.compile = compile_default(&result.text, path, spec, &slice_options, nvrtc, no_nvrtc, arch);
     if let CompileResult::Failed { reason } = &mut survey.compile {
-        if let Some(condition) = reason.contains(&format!("\"{kernel}\" is undefined")).then(|| excluding_condition(&text, kernel)).flatten() {
+        if let Some(condition) = [format!("\"{kernel}\" is undefined"), format!("has no member \"{kernel}\"")].iter().any(|m| reason.contains(m)).then(|| excluding_condition(&text, kernel)).flatten() {
             *reason = format!("the kernel is under `{condition}`, which this build's macros leave out: change them (compile_commands.json, `-D`, or the file's `#define`s) to survey it");
         } else if launches_from_device(&text, kernel) {
             *reason = format!("the kernel launches kernels itself (dynamic parallelism), which needs relocatable device code linked with the device runtime (`-rdc=true`, cudadevrt); cutune compiles one kernel with NVRTC and links nothing ({reason})");

@@ -268,7 +268,25 @@ pub fn device_slice(doc: &Document, kernel: &str, opts: &SliceOptions) -> Result
     slicer.close();
     let mut slice = slicer.finish(text);
     slice.source = with_missing_headers(slice.source);
+    if let Some(scope) = namespace_of(&outline, &kernels) {
+        // The compile asks NVRTC for the kernel by its unqualified name, as the spec writes it.
+        let _ = writeln!(slice.source, "using {scope}::{kernel};");
+    }
     Ok(slice)
+}
+
+/// The named namespace all of the kernel's declarations sit in (`ops::detail`; anonymous ones
+/// add nothing to the name), or `None` when they sit at file scope or in different namespaces.
+fn namespace_of(outline: &Outline, kernels: &[usize]) -> Option<String> {
+    let scope_of = |item: usize| {
+        let names = outline.items[item].groups.iter().filter_map(|&g| match &outline.groups[g].kind {
+            GroupKind::Namespace { name } if !name.is_empty() => Some(name.as_str()),
+            _ => None,
+        });
+        names.collect::<Vec<_>>().join("::")
+    };
+    let scope = scope_of(*kernels.first()?);
+    (!scope.is_empty() && kernels.iter().all(|&k| scope_of(k) == scope)).then_some(scope)
 }
 
 /// The fixed-width integer types of `<stdint.h>`.

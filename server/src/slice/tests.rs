@@ -71,7 +71,7 @@ fn a_document_without_its_tree_slices_the_same() {
 #[test]
 fn a_qualified_kernel_name_finds_the_kernel() {
     let text = "namespace ops {\n__global__ void k(float* x) { x[0] = 1.f; }\n}\n";
-    assert_eq!(slice(text, "ops::k").source, text);
+    assert_eq!(slice(text, "ops::k").source, format!("{text}using ops::k;\n"));
 }
 
 #[test]
@@ -376,4 +376,17 @@ fn a_template_argument_that_a_host_item_names_keeps_no_host_code() {
     let opts = SliceOptions::default().with_template_args(&["float".to_string()]);
     let sliced = device_slice(&Document::new(text.to_string()), "fill", &opts).unwrap();
     assert!(sliced.source.contains("__global__ void fill") && !sliced.source.contains("INSTANTIATE(float);"), "{}", sliced.source);
+}
+
+#[test]
+fn a_kernel_in_a_named_namespace_is_brought_to_file_scope_by_its_name() {
+    let text = "namespace ops {\nnamespace {\n__device__ float twice(float x) { return 2.f * x; }\n}\nnamespace detail {\n__global__ void scale(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]); }\n}\n}\n";
+    assert!(slice(text, "scale").source.ends_with("}\nusing ops::detail::scale;\n"), "{}", slice(text, "scale").source);
+    // An anonymous namespace adds nothing to the name; file scope needs nothing.
+    let anonymous = "namespace ops { namespace {\n__global__ void scale(float* x) { x[threadIdx.x] *= 2.f; }\n} }\n";
+    assert!(slice(anonymous, "scale").source.ends_with("using ops::scale;\n"));
+    assert!(!slice(ORIGINAL, "scale").source.contains("using"));
+    // Namesakes in two namespaces: no one name is the kernel's.
+    let namesakes = "namespace a {\n__global__ void scale(float* x) { x[0] = 1.f; }\n}\nnamespace b {\n__global__ void scale(float* x) { x[0] = 2.f; }\n}\n";
+    assert!(!slice(namesakes, "scale").source.contains("using"));
 }

@@ -1631,9 +1631,11 @@ impl<'d> HostContext<'d> {
         eval_constant(&strip_casts_everywhere(&self.sizes_of_types(&init)), &|name| self.defines.get(name).copied())
     }
 
-    /// A type with its aliases followed: `floatX` is `float` where `typedef float floatX;`.
+    /// A type with its aliases followed: `floatX` is `float` where `typedef float floatX;`, and
+    /// `Point` of C's `struct Point`.
     pub(super) fn resolve_type(&self, ty: &str) -> String {
-        let mut current = ty.trim().to_string();
+        let ty = ty.trim();
+        let mut current = ty.strip_prefix("struct ").unwrap_or(ty).trim().to_string();
         for _ in 0..8 {
             match self.type_aliases.get(&current) {
                 Some(next) => current = next.clone(),
@@ -1641,6 +1643,13 @@ impl<'d> HostContext<'d> {
             }
         }
         current
+    }
+
+    /// The bytes of a `ty` through the program's aliases: a number's, or those of a struct the
+    /// files define (see [`structs::size_of_struct`]).
+    pub(super) fn size_of(&self, ty: &str) -> Option<u64> {
+        let ty = self.resolve_type(ty);
+        size_of_type(&ty).or_else(|| super::structs::size_of_struct(self.documents(), &ty, &|t| self.resolve_type(t)))
     }
 
     /// How many of the kernel's `element`s one `sizeof(allocated)` of an allocation holds, as a
@@ -1653,7 +1662,7 @@ impl<'d> HostContext<'d> {
         if allocated.replace(' ', "") == element.replace(' ', "") || allocated.contains('*') {
             return Some((1, 1));
         }
-        match (size_of_type(&allocated), size_of_type(&element)) {
+        match (self.size_of(&allocated), self.size_of(&element)) {
             (Some(a), Some(e)) => {
                 let g = gcd(a, e);
                 Some((a / g, e / g))
@@ -1668,7 +1677,7 @@ impl<'d> HostContext<'d> {
         let mut unknown_types: Vec<String> = Vec::new();
         for (_, inner) in calls_named(text, "sizeof") {
             let ty = text[inner].trim();
-            if size_of_type(&self.resolve_type(ty)).is_none() && !unknown_types.iter().any(|t| t == ty) {
+            if self.size_of(ty).is_none() && !unknown_types.iter().any(|t| t == ty) {
                 unknown_types.push(ty.to_string());
             }
         }
@@ -1687,7 +1696,7 @@ impl<'d> HostContext<'d> {
     fn sizes_of_types_at(&self, path: &[Frame], at: usize, text: &str) -> String {
         replace_calls(text, "sizeof", |ty| {
             let local = self.type_at_point(path, at, ty, 0);
-            size_of_type(&self.resolve_type(&self.type_at(path, at, &local))).map(|b| b.to_string())
+            self.size_of(&self.type_at(path, at, &local)).map(|b| b.to_string())
         })
     }
 
@@ -2722,7 +2731,7 @@ impl<'d> HostContext<'d> {
         let bytes = replace_members(bytes, |_, member| self.fields.get(member).map(|v| format!("({v})")));
         let stripped = strip_element_size(&bytes, &|ty| self.elements_per_allocated(&instantiated(ty), element), scope);
         // A count of bytes with no `sizeof` is a count of byte-sized elements (`cudaMalloc(&flag, 1)`).
-        let bytes_are_elements = !bytes.contains("sizeof") && size_of_type(&self.resolve_type(&instantiated(element))) == Some(1);
+        let bytes_are_elements = !bytes.contains("sizeof") && self.size_of(&instantiated(element)) == Some(1);
         stripped.or_else(|| bytes_are_elements.then(|| strip_outer_parens(bytes.trim()).to_string()))
     }
 

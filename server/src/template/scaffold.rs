@@ -1717,7 +1717,9 @@ fn give_stored_values_any_number(text: &str, body: Node, args: &mut [ArgSpec], g
 fn arg_spec(doc: &Document, body: Option<Node>, p: &Param, element: &str, at_launch: Option<&str>, host: Option<&HostContext>, scalars: &[&str], launch: Option<&LaunchExtents>) -> (ArgSpec, bool) {
     let base_type = host.map_or_else(|| element.to_string(), |h| h.resolve_type(element));
     let number = dtype_of(&base_type);
-    let (dtype, lanes) = number.unwrap_or((Dtype::U8, 0));
+    // An array of structs is a buffer of their bytes, when the files show their size.
+    let struct_bytes = || u32::try_from(host?.size_of(&base_type)?).ok().filter(|_| p.pointer_depth > 0);
+    let (dtype, lanes) = number.or_else(|| Some((Dtype::U8, struct_bytes()?))).unwrap_or((Dtype::U8, 0));
     if p.pointer_depth == 0 && texture::is_texture_type(&base_type) {
         return (texture::texture_arg(doc, body, &p.name, at_launch, host), false);
     }

@@ -20,6 +20,9 @@ pub(super) struct Member {
     pub elements: Option<u64>,
     /// The members of a struct declared in place (`struct { int rows; } inner;`).
     pub nested: Vec<Member>,
+    /// A bit-field (`unsigned flag : 1`), or a union declared in place: members whose bytes
+    /// are not laid out one after the other.
+    pub is_packed: bool,
 }
 
 /// The members of the struct or class `name` that `documents` define, those of its base classes
@@ -32,25 +35,27 @@ pub(super) fn members_of(documents: &[&Document], name: &str) -> Option<Vec<Memb
 const MOST_BASES: usize = 8;
 
 fn members_at_depth(documents: &[&Document], name: &str, depth: usize) -> Option<Vec<Member>> {
-    let bare = name.trim().trim_start_matches("const ").trim_start_matches("struct ").trim();
-    for document in documents {
-        let Some(tree) = document.tree() else { continue };
-        let text = document.text();
-        let defined = descendants(tree.root_node()).find(|n| {
-            matches!(n.kind(), "struct_specifier" | "class_specifier") && n.child_by_field_name("body").is_some() && n.child_by_field_name("name").is_some_and(|m| &text[m.byte_range()] == bare)
-        });
-        if let Some(definition) = defined {
-            let mut members = Vec::new();
-            if depth < MOST_BASES {
-                for base in base_classes(text, definition) {
-                    members.extend(members_at_depth(documents, &base, depth + 1).unwrap_or_default());
-                }
-            }
-            members.extend(declared_members(text, definition.child_by_field_name("body")?));
-            return Some(members);
+    let (text, definition) = definition_of(documents, name)?;
+    let mut members = Vec::new();
+    if depth < MOST_BASES {
+        for base in base_classes(text, definition) {
+            members.extend(members_at_depth(documents, &base, depth + 1).unwrap_or_default());
         }
     }
-    None
+    members.extend(declared_members(text, definition.child_by_field_name("body")?));
+    Some(members)
+}
+
+/// The text of the first document that defines the struct or class `name`, and its definition.
+fn definition_of<'d>(documents: &[&'d Document], name: &str) -> Option<(&'d str, Node<'d>)> {
+    let bare = name.trim().trim_start_matches("const ").trim_start_matches("struct ").trim();
+    documents.iter().find_map(|document| {
+        let text = document.text();
+        let defined = descendants(document.tree()?.root_node()).find(|n| {
+            matches!(n.kind(), "struct_specifier" | "class_specifier") && n.child_by_field_name("body").is_some() && n.child_by_field_name("name").is_some_and(|m| &text[m.byte_range()] == bare)
+        });
+        defined.map(|definition| (text, definition))
+    })
 }
 
 /// `RowsBase` of `struct ScaleParams : RowsBase` (and of `: public RowsBase`).
@@ -81,9 +86,11 @@ fn declared_members(text: &str, body: Node) -> Vec<Member> {
             _ => Vec::new(),
         };
         let mut inner = declaration.walk();
+        let is_packed = ty.kind() == "union_specifier" || declaration.named_children(&mut inner).any(|c| c.kind() == "bitfield_clause");
+        let mut inner = declaration.walk();
         for declarator in declaration.children_by_field_name("declarator", &mut inner) {
             if let Some(member) = member_of(text, declarator) {
-                members.push(Member { base_type: text[ty.byte_range()].to_string(), is_const, nested: nested.clone(), ..member });
+                members.push(Member { base_type: text[ty.byte_range()].to_string(), is_const, nested: nested.clone(), is_packed, ..member });
             }
         }
     }
@@ -97,7 +104,8 @@ fn member_of(text: &str, declarator: Node) -> Option<Member> {
     loop {
         match node.kind() {
             "field_identifier" | "identifier" => {
-                return Some(Member { name: text[node.byte_range()].to_string(), base_type: String::new(), pointer_depth, is_const: false, elements, nested: Vec::new() });
+                let name = text[node.byte_range()].to_string();
+                return Some(Member { name, base_type: String::new(), pointer_depth, is_const: false, elements, nested: Vec::new(), is_packed: false });
             }
             "pointer_declarator" => {
                 pointer_depth += 1;
@@ -110,6 +118,65 @@ fn member_of(text: &str, declarator: Node) -> Option<Member> {
             }
             _ => return None,
         }
+    }
+}
+
+/// The bytes a `name` takes, as C++ lays out a struct of data members: its base classes, then
+/// each member at the next multiple of its alignment, pointers of 8 bytes, the whole rounded up
+/// to its largest alignment. Types are read through `resolve` (the program's aliases). `None`
+/// when a member's size is not known here (a template parameter, a type no document defines) or
+/// its bytes are not laid out one after the other (a bit-field, a union).
+pub(super) fn size_of_struct(documents: &[&Document], name: &str, resolve: &dyn Fn(&str) -> String) -> Option<u64> {
+    struct_layout(documents, name, resolve, 0).map(|(size, _)| size)
+}
+
+/// The size and alignment of the struct `name`: its bases first, as whole objects.
+fn struct_layout(documents: &[&Document], name: &str, resolve: &dyn Fn(&str) -> String, depth: usize) -> Option<(u64, u64)> {
+    let (text, definition) = definition_of(documents, name).filter(|_| depth < MOST_BASES)?;
+    let bases = base_classes(text, definition).iter().map(|base| Some((struct_layout(documents, base, resolve, depth + 1)?, 1))).collect::<Option<Vec<_>>>()?;
+    let members = declared_members(text, definition.child_by_field_name("body")?);
+    Some(laid_out(bases.into_iter().chain(members_laid_out(documents, &members, resolve, depth)?)))
+}
+
+/// Each member's element size and alignment, with its count of elements.
+fn members_laid_out(documents: &[&Document], members: &[Member], resolve: &dyn Fn(&str) -> String, depth: usize) -> Option<Vec<((u64, u64), u64)>> {
+    members.iter().map(|member| Some((member_layout(documents, member, resolve, depth)?, member.elements.unwrap_or(1)))).collect()
+}
+
+/// The size and alignment of parts placed one after another, each at the next multiple of its
+/// alignment, the whole rounded up to the largest.
+fn laid_out(parts: impl IntoIterator<Item = ((u64, u64), u64)>) -> (u64, u64) {
+    let (mut size, mut align) = (0u64, 1u64);
+    for ((bytes, part_align), count) in parts {
+        size = size.next_multiple_of(part_align) + bytes * count;
+        align = align.max(part_align);
+    }
+    (size.next_multiple_of(align), align)
+}
+
+/// The size and alignment of one of a member's elements.
+fn member_layout(documents: &[&Document], member: &Member, resolve: &dyn Fn(&str) -> String, depth: usize) -> Option<(u64, u64)> {
+    match member {
+        Member { is_packed: true, .. } => None,
+        Member { pointer_depth: 1.., .. } => Some((8, 8)),
+        Member { nested, .. } if !nested.is_empty() => Some(laid_out(members_laid_out(documents, nested, resolve, depth)?)),
+        _ => {
+            let ty = resolve(member.base_type.trim_start_matches("const ").trim());
+            scalar_layout(&ty).or_else(|| struct_layout(documents, &ty, resolve, depth + 1))
+        }
+    }
+}
+
+/// The size and alignment of a number or CUDA vector type: a number, or a vector of two or four
+/// lanes, is aligned to its size (up to 16), one of three lanes to its scalar's. `None` for
+/// other types of known size (cuRAND's states), whose alignment their headers decide.
+fn scalar_layout(ty: &str) -> Option<(u64, u64)> {
+    let ty = ty.trim_start_matches("const ").trim();
+    let size = crate::syntax::size_of_type(ty)?;
+    match crate::syntax::vector_type(ty) {
+        Some((scalar, 3)) => Some((size, crate::syntax::size_of_type(scalar)?)),
+        _ if [1, 2, 4, 8, 16].contains(&size) => Some((size, size)),
+        _ => None,
     }
 }
 
@@ -242,6 +309,24 @@ __global__ void k(Params params) {
 
     fn document() -> Document {
         Document::new(SOURCE.to_string())
+    }
+
+    #[test]
+    fn a_struct_of_data_members_is_sized_as_the_compiler_lays_it_out() {
+        let doc = document();
+        let resolve = |ty: &str| if ty == "index_t" { "unsigned int".to_string() } else { ty.to_string() };
+        // Base: 3 × 4 bytes. Params: Base, two pointers at 16 and 24, `scale` at 32, `inner`
+        // (an int, then a double at 8: 16 bytes) at 48, `other` at 64: 76, rounded up to 80.
+        assert_eq!(size_of_struct(&[&doc], "Base", &resolve), Some(12));
+        assert_eq!(size_of_struct(&[&doc], "struct Params", &resolve), Some(80));
+        // A base is a whole object: its tail padding is not the derived struct's.
+        let tail = Document::new("struct Wide { double d; int i; };\nstruct Longer : Wide { int j; };\nstruct V { char c; float3 p; float4 q; };".to_string());
+        assert_eq!(size_of_struct(&[&tail], "Longer", &|t: &str| t.to_string()), Some(24));
+        assert_eq!(size_of_struct(&[&tail], "V", &|t: &str| t.to_string()), Some(32));
+        // Unknown to the program's aliases, a bit-field, a union: no size.
+        assert_eq!(size_of_struct(&[&doc], "Base", &|t: &str| t.to_string()), None);
+        let packed = Document::new("struct F { unsigned a : 3; int b; };\nstruct U { union { int i; float f; } v; };".to_string());
+        assert_eq!((size_of_struct(&[&packed], "F", &|t: &str| t.to_string()), size_of_struct(&[&packed], "U", &|t: &str| t.to_string())), (None, None));
     }
 
     #[test]
