@@ -247,7 +247,10 @@ def test_a_launch_set_from_class_members_gets_its_block_size_sizes_and_types_fro
     assert seed["grid"] == ["ceil_div(m_samples, m_block_size)"], "the grid follows the block"
     assert seed["shapes"] == [{"m_samples": samples}], "the work of the captured grid's whole blocks"
     states_spec = next(a for a in seed["args"] if a["name"] == "states")
-    assert (states_spec["dtype"], states_spec["length"]) == ("u8", "8 * m_samples"), "a struct of 8 bytes per sample"
+    # A struct of 8 bytes per thread of whole blocks, as the program allocates it: every block
+    # that divides the samples gives the same length, and the restriction says so.
+    assert (states_spec["dtype"], states_spec["length"]) == ("u8", "ceil_div(m_samples, m_block_size) * m_block_size * 8"), states_spec
+    assert "m_samples % m_block_size == 0" in seed["restrictions"], seed
     # One count per block: another block size would partition the counts differently, so the
     # program's launch is kept, with the values the source could not give.
     assert not any(p["kind"] == "launch" for p in count["params"]), count["params"]

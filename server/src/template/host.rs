@@ -5184,14 +5184,37 @@ pub(super) fn is_integer_type(text: &str) -> bool {
     }
 }
 
-/// `ceil(n / (float)block)` and `ceil(float(n) / block)` → `ceil_div(n, block)`: a division made
-/// in floating point only to round up. Other `ceil`s stay.
+/// `ceil(n / (float)block)`, `ceil(float(n) / block)` and `ceil(n / 256.0)` → `ceil_div(n,
+/// block)`: a division made in floating point only to round up. `ceil(n / 256)` divides
+/// integers, which C rounds down before `ceil` sees them: `n / 256`. Other `ceil`s stay.
 fn ceil_divisions(text: &str) -> String {
-    replace_calls(text, "ceil", |inner| {
-        let inner = without_float_casts(inner);
+    replace_calls(text, "ceil", |written| {
+        let inner = without_float_casts(written);
         let [dividend, divisor] = split_top_level(&inner, '/')[..] else { return None };
-        Some(format!("ceil_div({}, {})", strip_outer_parens(dividend), strip_outer_parens(divisor)))
+        let (dividend, divisor) = (strip_outer_parens(dividend), strip_outer_parens(divisor));
+        if divides_integers(written) {
+            return Some(format!("({} / {})", super::layout::operand(dividend), super::layout::operand(divisor)));
+        }
+        let divisor = real_literal_as_integer(divisor).unwrap_or_else(|| divisor.to_string());
+        Some(format!("ceil_div({dividend}, {divisor})"))
     })
+}
+
+/// The `ceil(a / b)` calls in `text` whose division is of integers (no floating-point cast or
+/// literal): C rounds the quotient down before `ceil` sees it, so nothing is rounded up.
+pub(super) fn ceils_of_integer_divisions(text: &str) -> Vec<String> {
+    calls_named(text, "ceil").into_iter().filter(|(_, inner)| divides_integers(&text[inner.clone()])).map(|(call, _)| text[call].to_string()).collect()
+}
+
+/// Whether `text` is one division with no floating-point cast or literal in it.
+fn divides_integers(text: &str) -> bool {
+    without_float_casts(text) == text && !has_float_literal(text) && split_top_level(text, '/').len() == 2
+}
+
+/// `256` of `256.0` or `256.f`: a whole number written as a floating-point literal.
+fn real_literal_as_integer(text: &str) -> Option<String> {
+    let value: f64 = text.trim().trim_end_matches(['f', 'F']).parse().ok()?;
+    (value.fract() == 0.0 && value.abs() < 1e15).then(|| (value as i64).to_string())
 }
 
 /// Each call `function(inner)` in `text` (not the tail of a longer name) replaced by what
@@ -5216,7 +5239,7 @@ pub(super) fn replace_calls(text: &str, function: &str, replace: impl Fn(&str) -
 
 /// The calls `function(inner)` in `text` (not the tail of a longer name), nested ones too, in
 /// order: the byte range of each call and that of its `inner`.
-fn calls_named(text: &str, function: &str) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+pub(super) fn calls_named(text: &str, function: &str) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
     let opening = format!("{function}(");
     let mut calls = Vec::new();
     let mut from = 0;
@@ -5525,6 +5548,11 @@ int halvings(int n) {
         assert_eq!(strip_casts_everywhere("n * sizeof(int)"), "n * sizeof(int)");
         assert_eq!(strip_casts_everywhere("(n + 255) / 256"), "(n + 255) / 256");
         assert_eq!(strip_casts_everywhere("ceil(log2(n))"), "ceil(log2(n))");
+        // A block written as a floating-point number; a division of integers, which C rounds
+        // down before `ceil` sees it.
+        assert_eq!(strip_casts_everywhere("(int)ceil(n / 256.0)"), "ceil_div(n, 256)");
+        assert_eq!(strip_casts_everywhere("2 * ceil(n / 256)"), "2 * (n / 256)");
+        assert_eq!(strip_casts_everywhere("ceil((rows * cols) / threads)"), "((rows * cols) / threads)");
         // A product or quotient cast to an integer may have been a fraction: the truncation
         // stays, and goes where the spec's expression turns out to hold only integers.
         assert_eq!(strip_casts_everywhere("(int)(height * scaling_ratio)"), "int(height * scaling_ratio)");

@@ -530,14 +530,19 @@ impl Transform for BlockSize {
                 Some(GridLocal::Shared(..)) | None => {}
             }
         }
+        for launch in &launches {
+            for ceil in super::host::ceils_of_integer_divisions(&launch.grid.text) {
+                rewrite.notes.push(Note {
+                    line: Some(unit.line_at(launch.grid.span)),
+                    message: format!("`{ceil}` divides integers, which C rounds down before `ceil` sees them: elements past the last whole block of {b} get no thread (a float divisor, or adding {} before dividing, rounds up); the spec launches the grid as the program does", b - 1),
+                });
+            }
+        }
         // Literals of the block size, and of one less (the ceil-division), in the grid's
         // arithmetic. A grid that is one literal (`<<<1, 1>>>`) counts blocks, whatever their size.
         for grid in grid_spans.iter().filter(|g| !is_int_literal(unit.slice(**g))) {
             for (range, literal) in block_literals(unit.slice(*grid), grid.start_byte, b) {
-                let new_text = match literal {
-                    BlockLiteral::Block => name.clone(),
-                    BlockLiteral::LessOne => ceil_div_term(unit, range.start, &name),
-                };
+                let new_text = literal.replacement(&name, || ceil_div_term(unit, range.start, &name));
                 rewrite.edits.push(TextEdit { range, new_text });
             }
         }
@@ -812,25 +817,66 @@ fn ceil_div_term(unit: &Unit, literal_start: usize, name: &str) -> String {
 }
 
 /// A literal of a grid's arithmetic that stands for a block of `block` threads.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) enum BlockLiteral {
     /// The block's size (`/ 256`).
     Block,
     /// One less, the ceil-division's term (`+ 255`).
     LessOne,
+    /// The block's size as a floating-point number, a division made to be rounded up
+    /// (`ceil(n / 256.0)`; `single` for `256.f`): the parameter takes its type with a cast.
+    Real { single: bool },
+}
+
+impl BlockLiteral {
+    /// The text that stands for the literal once the block is the parameter `name`; `less_one`
+    /// writes one less than it.
+    pub(super) fn replacement(self, name: &str, less_one: impl FnOnce() -> String) -> String {
+        match self {
+            BlockLiteral::Block => name.to_string(),
+            BlockLiteral::LessOne => less_one(),
+            BlockLiteral::Real { single: true } => format!("(float){name}"),
+            BlockLiteral::Real { single: false } => format!("(double){name}"),
+        }
+    }
 }
 
 /// The literals in `text` (a slice starting at `base`) that stand for a block of `block`
 /// threads, with their ranges in the file. For a block of 2 a `1` is not taken for one less:
 /// it is as often the `- 1` of `(n + 2 - 1) / 2`.
 pub(super) fn block_literals(text: &str, base: usize, block: i64) -> Vec<(std::ops::Range<usize>, BlockLiteral)> {
-    int_literals(text, base)
-        .into_iter()
-        .filter_map(|(range, value)| match value {
-            v if v == block => Some((range, BlockLiteral::Block)),
-            v if v == block - 1 && block > 2 => Some((range, BlockLiteral::LessOne)),
-            _ => None,
-        })
-        .collect()
+    let integers = int_literals(text, base).into_iter().filter_map(|(range, value)| match value {
+        v if v == block => Some((range, BlockLiteral::Block)),
+        v if v == block - 1 && block > 2 => Some((range, BlockLiteral::LessOne)),
+        _ => None,
+    });
+    let reals = real_literals(text, base).into_iter().filter(|(_, value, _)| *value == block as f64).map(|(range, _, single)| (range, BlockLiteral::Real { single }));
+    let mut literals: Vec<_> = integers.chain(reals).collect();
+    literals.sort_by_key(|(range, _)| range.start);
+    literals
+}
+
+/// Decimal floating-point literals in `text` (`256.0`, `256.`, `256.f`, `1.5F`; a slice
+/// starting at `base`), with their ranges in the file, values, and whether each is a `float`.
+fn real_literals(text: &str, base: usize) -> Vec<(std::ops::Range<usize>, f64, bool)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for word in text.split_inclusive(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_')) {
+        let start = at;
+        at += word.len();
+        let word = word.trim_end_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '_'));
+        if !word.starts_with(|c: char| c.is_ascii_digit()) || !word.contains('.') {
+            continue;
+        }
+        let (digits, single) = match word.strip_suffix(['f', 'F']) {
+            Some(digits) => (digits, true),
+            None => (word, false),
+        };
+        if let Ok(value) = digits.parse::<f64>() {
+            out.push((base + start..base + start + word.len(), value, single));
+        }
+    }
+    out
 }
 
 /// Decimal and hex integer literals in `text` (a slice starting at `base`), with their ranges in

@@ -606,11 +606,7 @@ fn grid_following_block(grid: &str, block: i64, name: &str) -> String {
     }
     let mut text = grid.to_string();
     for (range, literal) in super::lift::block_literals(grid, 0, block).into_iter().rev() {
-        let new_text = match literal {
-            super::lift::BlockLiteral::Block => name.to_string(),
-            super::lift::BlockLiteral::LessOne => format!("({name} - 1)"),
-        };
-        text.replace_range(range, &new_text);
+        text.replace_range(range, &literal.replacement(name, || format!("({name} - 1)")));
     }
     text
 }
@@ -1018,12 +1014,16 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
     // build of the kernel, the block with it, set with `-D`.
     let mut macros: Vec<(&str, BuildValue)> = Vec::new();
     let mut held: Vec<String> = Vec::new();
+    let mut whole_blocks: Vec<String> = Vec::new();
     for name in block.iter().flat_map(|b| identifiers_in(b)) {
         let known = params.iter().any(|p| p.name == name) || is_keyword(name) || expr::Function::from_name(name).is_some();
         if known || names.contains(&name) || macros.iter().any(|(m, _)| *m == name) || held.iter().any(|h| h.starts_with(&format!("`{name}` "))) {
             continue;
         }
-        if let Some(arg) = args.iter().find(|a| a.length.as_deref().is_some_and(|l| identifiers_in(l).any(|w| host.made_from(w, name)))) {
+        // A buffer of one element per thread of whole blocks (`ceil_div(n, threads) * threads`)
+        // has the same length for every block that divides `n`.
+        let (lengths, dividends): (Vec<String>, Vec<Vec<String>>) = args.iter().map(|a| without_round_ups(a.length.as_deref().unwrap_or_default(), name)).unzip();
+        if let Some(arg) = args.iter().zip(&lengths).find(|(_, l)| identifiers_in(l).any(|w| host.made_from(w, name))).map(|(a, _)| a) {
             let length = arg.length.as_deref().unwrap_or_default();
             held.push(format!("`{name}` also sizes `{}` ({length}), so another block would change the problem, not only the launch", arg.name));
         } else if in_body.names.contains(name) {
@@ -1034,6 +1034,7 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
                 None => held.push(format!("`{name}` is a macro the kernel's code uses too (a shared array's size), so the block is that code's")),
             }
         } else {
+            whole_blocks.extend(dividends.into_iter().flatten().map(|n| format!("{} % {name} == 0", super::layout::operand(&n))).filter(|r| !whole_blocks.contains(r)).collect::<Vec<_>>());
             names.push(name);
         }
     }
@@ -1070,14 +1071,33 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
         .collect();
     // Two or more extents (`dim3 threads(TILE_X, TILE_Y)`): each over the powers of two, the
     // block's threads bounded together. A program's own sweep stays as it is.
+    whole_blocks.retain(|r| identifiers_in(r).any(|w| choices.iter().any(|c| c.name == w)));
     if choices.len() < 2 || swept {
-        return (choices, Vec::new(), held);
+        return (choices, whole_blocks, held);
     }
     for choice in &mut choices {
         choice.values = powers_of_two_with(choice.default);
     }
     let defaults: Vec<i64> = choices.iter().map(|c| c.default).collect();
-    (choices, threads_bounds(block, &defaults), held)
+    (choices, whole_blocks.into_iter().chain(threads_bounds(block, &defaults)).collect(), held)
+}
+
+/// `length` with each `ceil_div(n, name) * name` (`n` rounded up to whole blocks of `name`)
+/// read as `n`, and the `n`s.
+fn without_round_ups(length: &str, name: &str) -> (String, Vec<String>) {
+    let (mut out, mut dividends, mut copied) = (String::new(), Vec::new(), 0);
+    for (call, inner) in super::host::calls_named(length, "ceil_div") {
+        let [dividend, divisor] = crate::spec::split_top_level(&length[inner], ',')[..] else { continue };
+        let rest = &length[call.end..];
+        let times = rest.trim_start().strip_prefix('*').map(str::trim_start).and_then(|r| r.strip_prefix(name)).filter(|r| !r.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'));
+        let (Some(after), true) = (times, divisor.trim() == name && call.start >= copied) else { continue };
+        out.push_str(&length[copied..call.start]);
+        out.push_str(&format!("({})", dividend.trim()));
+        dividends.push(dividend.trim().to_string());
+        copied = length.len() - after.len();
+    }
+    out.push_str(&length[copied..]);
+    (out, dividends)
 }
 
 /// The block's thread count as an expression: `(BN // TN) * (BM // TM)`.
@@ -2212,12 +2232,23 @@ mod tests {
     }
 
     #[test]
+    fn a_length_rounded_up_to_whole_blocks_is_read_as_what_it_rounds() {
+        let (length, dividends) = without_round_ups("ceil_div(m_samples, threads) * threads * 8 + ceil_div(k, threads_x) * threads_x", "threads");
+        assert_eq!((length.as_str(), dividends), ("(m_samples) * 8 + ceil_div(k, threads_x) * threads_x", vec!["m_samples".to_string()]));
+        // Divided by the block but not multiplied back: a count of blocks, which another block changes.
+        assert_eq!(without_round_ups("ceil_div(n, threads) * 4", "threads").1, Vec::<String>::new());
+    }
+
+    #[test]
     fn a_grid_dividing_by_the_template_block_divides_by_its_parameter() {
         assert_eq!(grid_following_block("((N + 256 - 1) / 256) / (4)", 256, "THREADS"), "((N + THREADS - 1) / THREADS) / (4)");
         assert_eq!(grid_following_block("(n + 127) / 128", 128, "T"), "(n + (T - 1)) / T");
         // A grid of one number counts blocks; other numbers are the problem's.
         assert_eq!(grid_following_block("256", 256, "THREADS"), "256");
         assert_eq!(grid_following_block("rows * 8", 256, "THREADS"), "rows * 8");
+        // The block as a floating-point divisor, rounded up: the parameter keeps that type.
+        assert_eq!(grid_following_block("ceil(n / 256.0) + ceil(m / 256.f) + x.y256", 256, "T"), "ceil(n / (double)T) + ceil(m / (float)T) + x.y256");
+        assert_eq!(grid_following_block("ceil(n / 256.5)", 256, "T"), "ceil(n / 256.5)");
         // A block of 2: its `- 1` is no `block - 1` term to rewrite.
         assert_eq!(grid_following_block("(n + 2 - 1) / 2", 2, "T"), "(n + T - 1) / T");
     }

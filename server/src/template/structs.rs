@@ -20,9 +20,9 @@ pub(super) struct Member {
     pub elements: Option<u64>,
     /// The members of a struct declared in place (`struct { int rows; } inner;`).
     pub nested: Vec<Member>,
-    /// A bit-field (`unsigned flag : 1`), or a union declared in place: members whose bytes
-    /// are not laid out one after the other.
-    pub is_packed: bool,
+    /// A bit-field (`unsigned flag : 1`), a union declared in place, or an array whose length
+    /// is no number the file defines: members whose bytes cannot be laid out here.
+    pub layout_unknown: bool,
 }
 
 /// The members of the struct or class `name` that `documents` define, those of its base classes
@@ -86,11 +86,12 @@ fn declared_members(text: &str, body: Node) -> Vec<Member> {
             _ => Vec::new(),
         };
         let mut inner = declaration.walk();
-        let is_packed = ty.kind() == "union_specifier" || declaration.named_children(&mut inner).any(|c| c.kind() == "bitfield_clause");
+        let packed = ty.kind() == "union_specifier" || declaration.named_children(&mut inner).any(|c| c.kind() == "bitfield_clause");
         let mut inner = declaration.walk();
         for declarator in declaration.children_by_field_name("declarator", &mut inner) {
             if let Some(member) = member_of(text, declarator) {
-                members.push(Member { base_type: text[ty.byte_range()].to_string(), is_const, nested: nested.clone(), is_packed, ..member });
+                let layout_unknown = member.layout_unknown || packed;
+                members.push(Member { base_type: text[ty.byte_range()].to_string(), is_const, nested: nested.clone(), layout_unknown, ..member });
             }
         }
     }
@@ -99,20 +100,21 @@ fn declared_members(text: &str, body: Node) -> Vec<Member> {
 
 /// A declarator's name, pointer depth and array length; `None` for a method.
 fn member_of(text: &str, declarator: Node) -> Option<Member> {
-    let (mut pointer_depth, mut elements) = (0u8, None);
+    let (mut pointer_depth, mut elements, mut layout_unknown) = (0u8, None, false);
     let mut node = declarator;
     loop {
         match node.kind() {
             "field_identifier" | "identifier" => {
                 let name = text[node.byte_range()].to_string();
-                return Some(Member { name, base_type: String::new(), pointer_depth, is_const: false, elements, nested: Vec::new(), is_packed: false });
+                return Some(Member { name, base_type: String::new(), pointer_depth, is_const: false, elements, nested: Vec::new(), layout_unknown });
             }
             "pointer_declarator" => {
                 pointer_depth += 1;
                 node = node.child_by_field_name("declarator")?;
             }
             "array_declarator" => {
-                let size = node.child_by_field_name("size").and_then(|s| text[s.byte_range()].trim().parse::<u64>().ok());
+                let size = node.child_by_field_name("size").and_then(|s| array_length(text, &text[s.byte_range()]));
+                layout_unknown |= size.is_none();
                 elements = Some(elements.unwrap_or(1) * size.unwrap_or(1));
                 node = node.child_by_field_name("declarator")?;
             }
@@ -157,7 +159,7 @@ fn laid_out(parts: impl IntoIterator<Item = ((u64, u64), u64)>) -> (u64, u64) {
 /// The size and alignment of one of a member's elements.
 fn member_layout(documents: &[&Document], member: &Member, resolve: &dyn Fn(&str) -> String, depth: usize) -> Option<(u64, u64)> {
     match member {
-        Member { is_packed: true, .. } => None,
+        Member { layout_unknown: true, .. } => None,
         Member { pointer_depth: 1.., .. } => Some((8, 8)),
         Member { nested, .. } if !nested.is_empty() => Some(laid_out(members_laid_out(documents, nested, resolve, depth)?)),
         _ => {
@@ -178,6 +180,12 @@ fn scalar_layout(ty: &str) -> Option<(u64, u64)> {
         _ if [1, 2, 4, 8, 16].contains(&size) => Some((size, size)),
         _ => None,
     }
+}
+
+/// The length an array declarator gives (`3`, `SIZE` where the file says `#define SIZE (1<<18)`).
+fn array_length(text: &str, written: &str) -> Option<u64> {
+    let defined = |name: &str| crate::syntax::defines_in(text).find(|(n, _)| n == name).and_then(|(_, value)| crate::syntax::eval_constant(&value, &|_| None));
+    u64::try_from(crate::syntax::eval_constant(written.trim(), &defined)?).ok()
 }
 
 /// The member at `path` (`x_ptr`, `inner.rows`, `scale[2]`) of a struct with `members`:
@@ -325,8 +333,9 @@ __global__ void k(Params params) {
         assert_eq!(size_of_struct(&[&tail], "V", &|t: &str| t.to_string()), Some(32));
         // Unknown to the program's aliases, a bit-field, a union: no size.
         assert_eq!(size_of_struct(&[&doc], "Base", &|t: &str| t.to_string()), None);
-        let packed = Document::new("struct F { unsigned a : 3; int b; };\nstruct U { union { int i; float f; } v; };".to_string());
-        assert_eq!((size_of_struct(&[&packed], "F", &|t: &str| t.to_string()), size_of_struct(&[&packed], "U", &|t: &str| t.to_string())), (None, None));
+        let packed = Document::new("#define HALF (1 << 3)\nstruct F { unsigned a : 3; int b; };\nstruct U { union { int i; float f; } v; };\nstruct A { float a[HALF * 2]; };\nstruct B { float b[LENGTH]; };".to_string());
+        let sizes = ["F", "U", "A", "B"].map(|name| size_of_struct(&[&packed], name, &|t: &str| t.to_string()));
+        assert_eq!(sizes, [None, None, Some(64), None]);
     }
 
     #[test]
