@@ -16,7 +16,8 @@ scale_row_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|scale_row_
 mix_params|$repo/tests/fixtures/workspace/struct_params|rows.cu|mix_params
 shift_values|$repo/tests/fixtures/workspace/struct_params|rows.cu|shift_values
 drift|$repo/tests/fixtures/workspace/struct_buffers|particles.cu|drift
-mark_cells|$repo/tests/fixtures/workspace/struct_buffers|particles.cu|mark_cells"
+mark_cells|$repo/tests/fixtures/workspace/struct_buffers|particles.cu|mark_cells
+scale_solver_rows|$repo/tests/fixtures/workspace/filled_state|state.cu|scale_solver_rows"
 
 tune_cases "$CASES"
 # The control: a member given another value than main's traps the original, so the tune

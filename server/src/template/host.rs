@@ -2022,6 +2022,9 @@ impl<'d> HostContext<'d> {
         if let Some(dims) = component.and_then(|_| frame.dim3_components(object)) {
             return self.eval_text(path, at, dims.get(component?).map_or("1", String::as_str), depth + 1);
         }
+        if let Some(value) = self.member_set_by_callee(frame, object, member) {
+            return self.eval_text(path, at, &value, depth + 1);
+        }
         let Some(index) = frame.params.iter().position(|p| p == object) else {
             let value = self.fields.get(member).filter(|_| component.is_none())?;
             return self.eval_text(path, at, value, depth + 1);
@@ -2602,8 +2605,41 @@ impl<'d> HostContext<'d> {
             let pointer = pointer(params.get(index)?)?;
             let allocation = allocations(text, definition).find(|a| a.pointer.replace("->", ".") == pointer)?;
             let bytes = members_given_before(text, definition, &allocation.bytes, allocation.at);
-            let passed = |word: &str| params.iter().position(|p| p.name == word).and_then(|j| args.get(j)).map(|a| format!("({})", a.trim()));
-            Some(rename_identifiers_in(&bytes, passed))
+            let scope = Scope::of(text, definition, allocation.at, &self.graph);
+            Some(self.in_callers_names(&scope, &params, &args, &bytes))
+        })
+    }
+
+    /// `value`, an expression of a called function at its `scope`'s point, in the caller's
+    /// names: the function's locals written out as they are given there, its parameters as the
+    /// call's `args`, the helpers and function-like macros it calls inlined.
+    fn in_callers_names(&self, scope: &Scope, params: &[Parameter], args: &[String], value: &str) -> String {
+        const ROUNDS: usize = 4;
+        let is_param = |word: &str| params.iter().any(|p| p.name == word);
+        let mut value = value.to_string();
+        for _ in 0..ROUNDS {
+            value = rename_identifiers_in(&value, |word| scope.value_given(word).filter(|_| !is_param(word)).map(|(v, _)| format!("({v})")));
+        }
+        let passed = |word: &str| params.iter().position(|p| p.name == word).and_then(|j| args.get(j)).map(|a| format!("({})", a.trim()));
+        self.functions_inlined(&rename_identifiers_in(&value, passed))
+    }
+
+    /// What a function of the workspace that the frame calls with `object` (or its address)
+    /// before its point sets that object's `member` to, in the frame's names, the function's
+    /// locals written out: `(rowCount)` for `initializeSolver(&solverState, rowCount, …)`, which
+    /// does `solverState->rowCount = rowCount;`. The last such call counts.
+    fn member_set_by_callee(&self, frame: &Frame, object: &str, member: &str) -> Option<String> {
+        let body = frame.scope.body?;
+        let calls: Vec<Node> = descendants(body).filter(|n| n.kind() == "call_expression" && n.start_byte() < frame.scope.point).collect();
+        calls.into_iter().rev().find_map(|call| {
+            let args = call_args(frame.text, call.child_by_field_name("arguments")?);
+            let index = args.iter().position(|a| a.trim().trim_start_matches('&').trim() == object)?;
+            let (text, definition) = self.graph.definition_called(frame.text, call)?;
+            let params = parameters(text, definition);
+            let param = &params.get(index)?.name;
+            let scope = Scope::of(text, definition, definition.child_by_field_name("body")?.end_byte() - 1, &self.graph);
+            let set = [format!("{param}->{member}"), format!("{param}.{member}")].iter().find_map(|field| scope.value_given(field).map(|(v, _)| v.to_string()));
+            Some(self.in_callers_names(&scope, &params, &args, &set?))
         })
     }
 

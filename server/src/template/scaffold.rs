@@ -1014,7 +1014,9 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
     // build of the kernel, the block with it, set with `-D`.
     let mut macros: Vec<(&str, BuildValue)> = Vec::new();
     let mut held: Vec<String> = Vec::new();
-    let mut whole_blocks: Vec<String> = Vec::new();
+    // Sizes a buffer rounds up to whole blocks of a name (see `without_round_ups`), with the
+    // name and the buffer: the block varies alone where it divides them.
+    let mut rounded: Vec<(String, &str, &ArgSpec)> = Vec::new();
     for name in block.iter().flat_map(|b| identifiers_in(b)) {
         let known = params.iter().any(|p| p.name == name) || is_keyword(name) || expr::Function::from_name(name).is_some();
         if known || names.contains(&name) || macros.iter().any(|(m, _)| *m == name) || held.iter().any(|h| h.starts_with(&format!("`{name}` "))) {
@@ -1024,8 +1026,7 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
         // has the same length for every block that divides `n`.
         let (lengths, dividends): (Vec<String>, Vec<Vec<String>>) = args.iter().map(|a| without_round_ups(a.length.as_deref().unwrap_or_default(), name)).unzip();
         if let Some(arg) = args.iter().zip(&lengths).find(|(_, l)| identifiers_in(l).any(|w| host.made_from(w, name))).map(|(a, _)| a) {
-            let length = arg.length.as_deref().unwrap_or_default();
-            held.push(format!("`{name}` also sizes `{}` ({length}), so another block would change the problem, not only the launch", arg.name));
+            held.push(also_sizes(name, arg));
         } else if in_body.names.contains(name) {
             let literal = (in_body.definition)(name).filter(|_| !super::lift::FIXED_NAMES.contains(&name));
             match literal.map(|build| (host.macro_written_out(name, build.value), build)) {
@@ -1034,7 +1035,7 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
                 None => held.push(format!("`{name}` is a macro the kernel's code uses too (a shared array's size), so the block is that code's")),
             }
         } else {
-            whole_blocks.extend(dividends.into_iter().flatten().map(|n| format!("{} % {name} == 0", super::layout::operand(&n))).filter(|r| !whole_blocks.contains(r)).collect::<Vec<_>>());
+            rounded.extend(args.iter().zip(dividends).flat_map(|(arg, dividends)| dividends.into_iter().map(move |d| (d, name, arg))));
             names.push(name);
         }
     }
@@ -1044,9 +1045,17 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
         Some(LaunchChoice { default: value as i64, sweep: Vec::new(), origin: format!("`{name}` is {value} in the program's captured launch") })
     };
     let mut found: Vec<(&str, LaunchChoice)> = Vec::new();
+    // A program whose own block does not divide a size its buffer rounds up: its problem is
+    // that block's.
+    let divides_program_sizes = |name: &str, default: i64| {
+        rounded.iter().filter(|(_, n, _)| *n == name).all(|(dividend, _, _)| host.size_values(dividend).into_iter().flatten().all(|v| v % default == 0))
+    };
     for name in names {
         if let Some(choice) = host.launch_choice(name) {
-            found.push((name, choice));
+            match rounded.iter().find(|(_, n, _)| *n == name).filter(|_| !divides_program_sizes(name, choice.default)) {
+                Some((_, _, arg)) => held.push(also_sizes(name, arg)),
+                None => found.push((name, choice)),
+            }
         } else if let Some(choice) = captured(name) {
             // The program's choice, known only from its run: another block must leave the
             // outputs comparable.
@@ -1071,7 +1080,13 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
         .collect();
     // Two or more extents (`dim3 threads(TILE_X, TILE_Y)`): each over the powers of two, the
     // block's threads bounded together. A program's own sweep stays as it is.
-    whole_blocks.retain(|r| identifiers_in(r).any(|w| choices.iter().any(|c| c.name == w)));
+    let mut whole_blocks: Vec<String> = Vec::new();
+    for (dividend, name, _) in rounded.iter().filter(|(_, name, _)| choices.iter().any(|c| c.name == *name)) {
+        let restriction = format!("{} % {name} == 0", super::layout::operand(dividend));
+        if !whole_blocks.contains(&restriction) {
+            whole_blocks.push(restriction);
+        }
+    }
     if choices.len() < 2 || swept {
         return (choices, whole_blocks, held);
     }
@@ -1080,6 +1095,11 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
     }
     let defaults: Vec<i64> = choices.iter().map(|c| c.default).collect();
     (choices, whole_blocks.into_iter().chain(threads_bounds(block, &defaults)).collect(), held)
+}
+
+/// Why the block's `name` stays as the program has it: it sizes `arg` too.
+fn also_sizes(name: &str, arg: &ArgSpec) -> String {
+    format!("`{name}` also sizes `{}` ({}), so another block would change the problem, not only the launch", arg.name, arg.length.as_deref().unwrap_or_default())
 }
 
 /// `length` with each `ceil_div(n, name) * name` (`n` rounded up to whole blocks of `name`)
@@ -1881,8 +1901,12 @@ fn struct_arg_spec(doc: &Document, body: Option<Node>, p: &Param, struct_type: &
     documents.extend(host.map_or(&[][..], |h| h.documents()).iter().copied().filter(|d| !std::ptr::eq(*d, doc)));
     let members = structs::members_of(&documents, struct_type)?;
     let body = body?;
-    // The struct the launch passes, named in the launcher (`params`, not `&params` or a call).
-    let passed = at_launch.map(|a| super::host::strip_outer_parens(a.trim())).filter(|a| is_identifier(a));
+    // The struct the launch passes, named in the launcher (`params`, or `*params` of a pointer;
+    // not `&params` or a call), as its members are reached: `params.` or `params->`.
+    let passed = at_launch.map(|a| super::host::strip_outer_parens(a.trim())).and_then(|a| match a.strip_prefix('*').map(str::trim) {
+        Some(pointer) => is_identifier(pointer).then(|| format!("{pointer}->")),
+        None => is_identifier(a).then(|| format!("{a}.")),
+    });
     let mut fields = Vec::new();
     for read in structs::paths_read(doc.text(), body, &p.name) {
         let Some(member) = structs::member_at(&documents, &members, &read) else { continue };
@@ -1905,7 +1929,7 @@ fn struct_arg_spec(doc: &Document, body: Option<Node>, p: &Param, struct_type: &
                 _ => structs::cast_type(doc.text(), body, &p.name, &path).filter(|_| dtype_of(&member.base_type).is_none()).unwrap_or_else(|| member.base_type.clone()),
             };
             let field = Param { name: member_path, ty: member.base_type.clone(), base_type: member.base_type.clone(), pointer_depth: member.pointer_depth, is_const: member.is_const, is_restrict: false, span: p.span };
-            let assigned = passed.map(|a| format!("{a}.{path}"));
+            let assigned = passed.as_ref().map(|a| format!("{a}{path}"));
             let (mut spec, _) = arg_spec(doc, Some(body), &field, &element, assigned.as_deref(), host, scalars, None);
             spec.name = path;
             spec.value = spec.value.map(|v| c_boolean(&v));

@@ -46,13 +46,20 @@ fn members_at_depth(documents: &[&Document], name: &str, depth: usize) -> Option
     Some(members)
 }
 
-/// The text of the first document that defines the struct or class `name`, and its definition.
+/// The text of the first document that defines the struct or class `name`, and its definition:
+/// `struct name { … }`, or C's `typedef struct { … } name;`.
 fn definition_of<'d>(documents: &[&'d Document], name: &str) -> Option<(&'d str, Node<'d>)> {
     let bare = name.trim().trim_start_matches("const ").trim_start_matches("struct ").trim();
     documents.iter().find_map(|document| {
         let text = document.text();
-        let defined = descendants(document.tree()?.root_node()).find(|n| {
-            matches!(n.kind(), "struct_specifier" | "class_specifier") && n.child_by_field_name("body").is_some() && n.child_by_field_name("name").is_some_and(|m| &text[m.byte_range()] == bare)
+        let is_struct = |n: &Node| matches!(n.kind(), "struct_specifier" | "class_specifier") && n.child_by_field_name("body").is_some();
+        let defined = descendants(document.tree()?.root_node()).find_map(|n| match n.kind() {
+            "type_definition" => {
+                let named = n.children_by_field_name("declarator", &mut n.walk()).any(|d| d.kind() == "type_identifier" && &text[d.byte_range()] == bare);
+                n.child_by_field_name("type").filter(|t| named && is_struct(t))
+            }
+            _ if is_struct(&n) && n.child_by_field_name("name").is_some_and(|m| &text[m.byte_range()] == bare) => Some(n),
+            _ => None,
         });
         defined.map(|definition| (text, definition))
     })
@@ -327,6 +334,10 @@ __global__ void k(Params params) {
         // (an int, then a double at 8: 16 bytes) at 48, `other` at 64: 76, rounded up to 80.
         assert_eq!(size_of_struct(&[&doc], "Base", &resolve), Some(12));
         assert_eq!(size_of_struct(&[&doc], "struct Params", &resolve), Some(80));
+        // C's `typedef struct { … } name;`.
+        let typedef = Document::new("typedef struct { int rows; float *data; } Matrix;".to_string());
+        assert_eq!(size_of_struct(&[&typedef], "Matrix", &|t: &str| t.to_string()), Some(16));
+        assert_eq!(members_of(&[&typedef], "Matrix").map(|m| m.len()), Some(2));
         // A base is a whole object: its tail padding is not the derived struct's.
         let tail = Document::new("struct Wide { double d; int i; };\nstruct Longer : Wide { int j; };\nstruct V { char c; float3 p; float4 q; };".to_string());
         assert_eq!(size_of_struct(&[&tail], "Longer", &|t: &str| t.to_string()), Some(24));
