@@ -394,8 +394,26 @@ fn defined_name(line: &str) -> Option<&str> {
 /// The first file beside `file` (by name), else in the folder above, that includes it with
 /// quotes, and its text before that `#include`: `imageDenoising.cu` declares `TColor` and then
 /// includes the kernels' header; `src/kernels.cuh` includes `"kernels/10_warptiling.cuh"`,
-/// which declares `WARPSIZE`, before `"kernels/11_double_buffering.cuh"`, which uses it.
+/// which declares `WARPSIZE`, before `"kernels/11_double_buffering.cuh"`, which uses it. An
+/// includer that is itself included gives its own includer's text first.
 pub fn includer_prelude(file: &Path) -> Option<(PathBuf, String)> {
+    includer_prelude_at_depth(file, 0)
+}
+
+/// How many includers above an included file are read (`main.cu` includes `solver.cu`, which
+/// includes the kernels' file).
+const MOST_INCLUDERS: usize = 4;
+
+fn includer_prelude_at_depth(file: &Path, depth: usize) -> Option<(PathBuf, String)> {
+    let (includer, prelude) = direct_includer_prelude(file)?;
+    // An includer that is itself included: what comes before it there comes first.
+    match (depth < MOST_INCLUDERS).then(|| includer_prelude_at_depth(&includer, depth + 1)).flatten() {
+        Some((_, outer)) => Some((includer, format!("{outer}{prelude}"))),
+        None => Some((includer, prelude)),
+    }
+}
+
+fn direct_includer_prelude(file: &Path) -> Option<(PathBuf, String)> {
     let name = file.file_name()?.to_str()?;
     let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let beside = (dir.to_path_buf(), format!("\"{name}\""));

@@ -390,3 +390,14 @@ fn a_kernel_in_a_named_namespace_is_brought_to_file_scope_by_its_name() {
     let namesakes = "namespace a {\n__global__ void scale(float* x) { x[0] = 1.f; }\n}\nnamespace b {\n__global__ void scale(float* x) { x[0] = 2.f; }\n}\n";
     assert!(!slice(namesakes, "scale").source.contains("using"));
 }
+
+#[test]
+fn an_includer_that_is_itself_included_gives_what_comes_before_it_first() {
+    // `main.cu` includes the types, then `solver.cu`, which includes the kernels' file first.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.cu"), "#define LINKED\n#include \"types.h\"\n#include \"solver.cu\"\nint main() {}\n").unwrap();
+    std::fs::write(dir.path().join("solver.cu"), "#include \"kernels.cu\"\nvoid solve() {}\n").unwrap();
+    std::fs::write(dir.path().join("kernels.cu"), "__global__ void k(State s) {}\n").unwrap();
+    let (includer, prelude) = includer_prelude(&dir.path().join("kernels.cu")).expect("included");
+    assert_eq!((includer, prelude.as_str()), (dir.path().join("solver.cu"), "#define LINKED\n#include \"types.h\"\n"));
+}

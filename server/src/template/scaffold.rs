@@ -1078,8 +1078,6 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
             ParamSpec { name: name.to_string(), kind, default: choice.default, values, origin: choice.origin }
         })
         .collect();
-    // Two or more extents (`dim3 threads(TILE_X, TILE_Y)`): each over the powers of two, the
-    // block's threads bounded together. A program's own sweep stays as it is.
     let mut whole_blocks: Vec<String> = Vec::new();
     for (dividend, name, _) in rounded.iter().filter(|(_, name, _)| choices.iter().any(|c| c.name == *name)) {
         let restriction = format!("{} % {name} == 0", super::layout::operand(dividend));
@@ -1087,6 +1085,8 @@ fn launch_choices(host: &HostContext, args: &[ArgSpec], params: &[ParamSpec], bl
             whole_blocks.push(restriction);
         }
     }
+    // Two or more extents (`dim3 threads(TILE_X, TILE_Y)`): each over the powers of two, the
+    // block's threads bounded together. A program's own sweep stays as it is.
     if choices.len() < 2 || swept {
         return (choices, whole_blocks, held);
     }
