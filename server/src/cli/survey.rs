@@ -84,6 +84,9 @@ pub struct KernelSurvey {
     pub stage: Stage,
     /// Why it stopped there (empty when ready).
     pub why: String,
+    /// Sizes of the spec's shapes that templatize chose, no program giving them (a kernel
+    /// nothing launches): a kernel ready on them tunes on sizes that are not the program's.
+    pub chosen_sizes: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -221,6 +224,7 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
         compile: CompileResult::NotRun { reason: "templatize failed".into() },
         stage: Stage::Templatize,
         why: String::new(),
+        chosen_sizes: Vec::new(),
     };
     let text = match read_source(path) {
         Ok(text) => text,
@@ -251,6 +255,7 @@ pub fn survey_one(workspace: &Workspace, path: &Path, kernel: &str, line: u32, n
         survey.spec_problems = layout_problem.into_iter().chain(template::spec_problems(path, spec)).collect();
     }
     survey.params = spec.params.iter().map(|p| format!("{}={}", p.name, p.default)).collect();
+    survey.chosen_sizes = spec.chosen.keys().cloned().collect();
     survey.execution_params = spec.execution_params().count();
     survey.compile = compile_default(&result.text, path, spec, &slice_options, nvrtc, no_nvrtc, arch);
     if let CompileResult::Failed { reason } = &mut survey.compile {
@@ -341,6 +346,9 @@ fn render(report: &Report, dir: &Path) -> String {
         if !k.why.is_empty() {
             out.push_str(&format!(": {}", k.why));
         }
+        if !k.chosen_sizes.is_empty() {
+            out.push_str(&format!(" (on sizes templatize chose, no program launching it: {})", k.chosen_sizes.join(", ")));
+        }
         if k.spec_problems.len() > 1 {
             out.push_str(&format!(" (+{} more spec problems)", k.spec_problems.len() - 1));
         }
@@ -359,6 +367,10 @@ fn render(report: &Report, dir: &Path) -> String {
     ));
     if total > 0 {
         out.push_str(&format!(" ({:.0}%)", 100.0 * count(Stage::Ready) as f64 / total as f64));
+    }
+    let on_chosen_sizes = report.kernels.iter().filter(|k| k.stage == Stage::Ready && !k.chosen_sizes.is_empty()).count();
+    if on_chosen_sizes > 0 {
+        out.push_str(&format!(", {on_chosen_sizes} of them on sizes templatize chose"));
     }
     out.push_str(&format!(
         "; stopped at templatize {}, spec {}, compile {}, parameters {}\n",

@@ -57,6 +57,11 @@ pub struct KernelSpec {
     /// and a shape or value that gives the number makes the entry moot.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unknown: BTreeMap<String, String>,
+    /// Sizes templatize chose because no program gives them (a kernel nothing launches yet),
+    /// each with why. The shapes hold them, so the kernel tunes; `check` warns of each until the
+    /// entry is deleted, once the shapes hold the sizes the program runs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub chosen: BTreeMap<String, String>,
     /// The kernel's parameters, in signature order.
     pub args: Vec<ArgSpec>,
     /// Tuning parameters, in the order the search enumerates them.

@@ -68,6 +68,12 @@ fn render_kernel(out: &mut String, kernel: &KernelSpec) {
             let _ = writeln!(out, "{} = {}", key(name), string(made));
         }
     }
+    if !kernel.chosen.is_empty() {
+        out.push_str("\n[kernels.chosen]\n");
+        for (name, why) in &kernel.chosen {
+            let _ = writeln!(out, "{} = {}", key(name), string(why));
+        }
+    }
     for arg in &kernel.args {
         render_arg(out, arg);
     }

@@ -138,6 +138,7 @@ pub fn import_t1(json_text: &str) -> Result<T1Import> {
         shapes: vec![shape],
         derived: Default::default(),
         unknown: Default::default(),
+        chosen: Default::default(),
         args,
         params,
         restrictions,

@@ -296,6 +296,7 @@ impl<'t> Checker<'t> {
             }
         }
         self.check_unknown_strings(k, kernel);
+        self.check_chosen_sizes(k, kernel);
         self.check_args(k, kernel);
         self.check_params(k, kernel);
         self.check_verify(k, kernel);
@@ -479,6 +480,18 @@ impl<'t> Checker<'t> {
             if is_unknown(option) {
                 self.at(Severity::Error, &[K("kernels"), I(k), K("compiler_options"), I(i)], "compiler option is unknown: write the NVRTC option, e.g. `-std=c++17`, or remove it");
             }
+        }
+    }
+
+    /// A size templatize chose (no program gives it) tunes the kernel on that size, not the
+    /// program's: said until the user deletes the entry.
+    fn check_chosen_sizes(&mut self, k: usize, kernel: &KernelSpec) {
+        for (size, why) in &kernel.chosen {
+            let value = kernel.shapes.first().and_then(|shape| shape.get(size)).map_or(String::new(), |v| format!(" = {v}"));
+            let message = format!(
+                "size `{size}`{value} is templatize's choice ({why}): tuning measures that size; write the sizes your program runs in each [[kernels.shapes]], then delete this entry"
+            );
+            self.at(Severity::Warning, &[K("kernels"), I(k), K("chosen"), K(size)], message);
         }
     }
 

@@ -265,6 +265,35 @@ pub(super) fn guarded_count(text: &str, body: Node) -> Option<String> {
     guard_count(text, body, flat_index(text, body)?)
 }
 
+/// The count a [`FlatThreads::Guarded`] kernel's index is checked against, and how many elements
+/// apart the threads' indices lie: 4 for `i = 4 * (blockIdx.x * blockDim.x + threadIdx.x)` (a
+/// thread takes a `float4`), else 1. `None` where the index is made any other way.
+pub(super) fn guarded_elements(text: &str, body: Node) -> Option<(String, i64)> {
+    let index = flat_index(text, body)?;
+    Some((guard_count(text, body, index)?, index_scale(text, index)?))
+}
+
+/// The literal factor the declaration holding the flat `index` scales it by (1 when it holds the
+/// index itself).
+fn index_scale(text: &str, index: Node) -> Option<i64> {
+    let index = outside_parentheses(index)?;
+    let parent = index.parent()?;
+    if parent.kind() == "init_declarator" {
+        return Some(1);
+    }
+    let operator = parent.child_by_field_name("operator").map(|o| &text[o.byte_range()]);
+    if parent.kind() != "binary_expression" || operator != Some("*") || outside_parentheses(parent)?.parent()?.kind() != "init_declarator" {
+        return None;
+    }
+    let factor = [parent.child_by_field_name("left")?, parent.child_by_field_name("right")?].into_iter().find(|n| n.id() != index.id())?;
+    crate::syntax::parse_int_literal(&text[factor.byte_range()]).filter(|f| *f > 0)
+}
+
+/// `node` with the parentheses around it.
+fn outside_parentheses(node: Node) -> Option<Node> {
+    std::iter::successors(Some(node), |n| n.parent().filter(|p| p.kind() == "parenthesized_expression")).last()
+}
+
 /// The count the variable holding the flat `index` is checked against before anything else is
 /// done, the check ending the kernel (`if (i < n) { … }`) or leaving it (`if (i >= n) return;`).
 fn guard_count(text: &str, body: Node, index: Node) -> Option<String> {
@@ -314,7 +343,7 @@ fn index_holder<'t>(text: &'t str, declaration: Node) -> Option<&'t str> {
 
 #[cfg(test)]
 mod tests {
-    use super::guarded_count;
+    use super::{guarded_count, guarded_elements};
     use crate::syntax::Document;
 
     fn count_of(kernel: &str) -> Option<String> {
@@ -335,5 +364,21 @@ mod tests {
         // A block's threads that meet at a barrier are one block's work.
         let shared = "__global__ void k(int *x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) {\n    __syncthreads();\n    x[i] = 0;\n  }\n}\n";
         assert_eq!(count_of(shared), None);
+    }
+
+    #[test]
+    fn a_flat_index_scaled_by_a_literal_steps_over_that_many_elements() {
+        let elements = |kernel: &str| {
+            let doc = Document::new(kernel.to_string());
+            let definition = crate::syntax::descendants(doc.tree().unwrap().root_node()).find(|n| n.kind() == "function_definition").unwrap();
+            guarded_elements(doc.text(), definition.child_by_field_name("body").unwrap())
+        };
+        let one = "__global__ void k(float *x, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] = 0;\n}\n";
+        assert_eq!(elements(one), Some(("n".to_string(), 1)));
+        let four = "__global__ void k(float *x, int n) {\n  int i = 4 * (blockIdx.x * blockDim.x + threadIdx.x);\n  if (i < n) x[i] = 0;\n}\n";
+        assert_eq!(elements(four), Some(("n".to_string(), 4)));
+        // An offset is no step between threads.
+        let offset = "__global__ void k(float *x, int n) {\n  int i = (blockIdx.x * blockDim.x + threadIdx.x) + 4;\n  if (i < n) x[i] = 0;\n}\n";
+        assert_eq!(elements(offset), None);
     }
 }

@@ -536,8 +536,10 @@ fn fill_from_captures(result: &mut Templatized, captures: Vec<Result<CaptureFile
 /// Where the spec's launch was read, and the host program's launch choices lifted from it.
 fn launch_report(inferred: &scaffold::Inferred) -> TransformReport {
     let Some(found) = &inferred.launch else {
-        let message = "no launch of the kernel in this file or the workspace: grid, block and sizes are left as `?`";
-        return transform_report("launch-choices", Status::NotApplicable, message.into(), Vec::new());
+        return match &inferred.unlaunched {
+            Some(said) => transform_report("launch-choices", Status::Applied, said.clone(), Vec::new()),
+            None => transform_report("launch-choices", Status::NotApplicable, "no launch of the kernel in this file or the workspace: grid, block and sizes are left as `?`".into(), Vec::new()),
+        };
     };
     let place = match &found.other_file {
         Some(path) => format!("{}:{}", path.display(), found.line),

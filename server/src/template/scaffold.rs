@@ -55,6 +55,8 @@ pub struct Inferred {
     pub spec: KernelSpec,
     /// `None` when no launch of the kernel was found.
     pub launch: Option<LaunchFound>,
+    /// Where none was found, the launch the kernel's flat index asks for, as the report says it.
+    pub unlaunched: Option<String>,
 }
 
 pub struct LaunchFound {
@@ -205,6 +207,13 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     if let Some(b) = body {
         mark_partial_results(templated.text(), b, k, &mut args);
     }
+    // A kernel no program launches (one being written, or launched from code the workspace does
+    // not hold), whose threads each take their own flat index below a count: the launch that
+    // index asks for, with a block to tune and the count of templatize's choosing.
+    let unlaunched = match (site, body) {
+        (None, Some(b)) => launch_of_flat_index(kernel, templated.text(), b, &mut args, &mut grid, &mut block),
+        _ => None,
+    };
     let renamed_sizes = match &host {
         // A method's own name (`step` of `Simulation<Real>::step`): the spec's names are identifiers.
         Some(h) => rename_shadowed_sizes(h.launcher_name().rsplit("::").next().unwrap_or_default(), &mut grid, &mut block, &mut shared_bytes, &mut args, &host_lengths),
@@ -261,6 +270,9 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
         }
     }
     shared_bytes = with_kept_block_extents(&shared_bytes, &block);
+    if let Some(unlaunched) = &unlaunched {
+        insert_before_compiler_options(&mut params, [unlaunched.choice.clone()]);
+    }
     let mut param_names: BTreeSet<String> = params.iter().map(|p| p.name.clone()).collect();
     let mut unsayable = unsayable_expressions(kernel, site.is_some(), &mut grid, &mut block, &mut shared_bytes, &mut args);
     // An extent is a scalar's value as the spec finally says it: renamed, and `?` where the
@@ -308,6 +320,11 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     }
     if shapes.is_empty() {
         shapes.push(Shape::new());
+    }
+    if let Some(unlaunched) = &unlaunched {
+        for size in unlaunched.chosen.keys() {
+            shapes[0].insert(size.clone(), CHOSEN_ELEMENTS);
+        }
     }
     // A macro the kernel's own code uses (`PER_BOX` of `positions + box * PER_BOX`) is compiled
     // into it: no shape may give it another value (the verification's edge cases try sizes of 1).
@@ -527,6 +544,7 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
         shapes: without_derived(shapes, &derived),
         derived,
         unknown,
+        chosen: unlaunched.as_ref().map(|u| u.chosen.clone()).unwrap_or_default(),
         args,
         params,
         restrictions,
@@ -535,7 +553,61 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
         captures: Vec::new(),
         baseline: Baseline { sha256: sha256_hex(&source), source },
     };
-    Inferred { spec, launch: launch_found }
+    Inferred { spec, launch: launch_found, unlaunched: unlaunched.map(|u| u.said) }
+}
+
+/// The elements a kernel no program launches is tuned on: 2^24, so that its buffers (64 MiB of
+/// floats each) outgrow the L2 cache and the tune measures memory, as a program's sizes would.
+const CHOSEN_ELEMENTS: i64 = 1 << 24;
+
+/// The block a launch of a kernel no program launches starts from: the commonest choice.
+const CHOSEN_BLOCK: i64 = 256;
+
+/// The launch a kernel no program launches gets from its flat index: the block a parameter, the
+/// grid covering the count, and the count's sizes (scalar arguments) chosen.
+struct UnlaunchedLaunch {
+    choice: ParamSpec,
+    /// Each size chosen, with why.
+    chosen: BTreeMap<String, String>,
+    /// The launch as the templatize report says it.
+    said: String,
+}
+
+/// For a kernel that no launch in the workspace reaches, whose threads each take their own flat
+/// index (or a literal multiple of it, a `float4` per thread) below a count of its scalar
+/// arguments and share nothing with their block: `grid`, `block` and the scalars' values the
+/// launch that index asks for. `None` for any other kernel, whose launch stays `?`.
+fn launch_of_flat_index(kernel: &str, text: &str, body: Node, args: &mut [ArgSpec], grid: &mut Vec<String>, block: &mut Vec<String>) -> Option<UnlaunchedLaunch> {
+    if super::elements::flat_threads(text, body) != Some(FlatThreads::Guarded) {
+        return None;
+    }
+    let (count, step) = super::elements::guarded_elements(text, body)?;
+    let counted: BTreeSet<&str> = identifiers_in(&count).collect();
+    let scalar = |a: &ArgSpec| !a.is_buffer() && a.fields.is_empty() && a.value.as_deref() == Some(UNKNOWN);
+    if counted.is_empty() || !counted.iter().all(|w| args.iter().any(|a| a.name == *w && scalar(a))) {
+        return None;
+    }
+    // Another count the program would give (the rows a thread's loop walks) leaves the sizes to
+    // the user: one chosen beside it would make buffers of no size anyone runs.
+    let other_count = |a: &ArgSpec| scalar(a) && !a.dtype().is_float() && !counted.contains(a.name.as_str());
+    if args.iter().any(other_count) {
+        return None;
+    }
+    let name = format!("{}_BLOCK_SIZE", super::param_prefix(kernel));
+    let threads = if step == 1 { name.clone() } else { format!("{step} * {name}") };
+    *grid = vec![format!("ceil_div({count}, {threads})")];
+    *block = vec![name.clone()];
+    let why = format!("no program launches `{kernel}`");
+    let mut chosen = BTreeMap::new();
+    for arg in args.iter_mut().filter(|a| counted.contains(a.name.as_str())) {
+        arg.value = Some(arg.name.clone());
+        chosen.insert(arg.name.clone(), why.clone());
+    }
+    let sizes = chosen.keys().map(|s| format!("`{s}` = {CHOSEN_ELEMENTS}")).collect::<Vec<_>>().join(", ");
+    let origin = format!("{why}: each thread takes its own flat index below `{count}` and shares nothing with its block, so a launch of any block covers it in `ceil_div({count}, {threads})` blocks");
+    let said = format!("{why}: its flat index asks for `ceil_div({count}, {threads})` blocks of `{name}` = {CHOSEN_BLOCK} threads; the sizes are templatize's choice ({sizes}): write those your program runs in the spec's shapes");
+    let values = block_values(block, &name, CHOSEN_BLOCK);
+    Some(UnlaunchedLaunch { choice: ParamSpec { name, kind: ParamKind::Launch, default: CHOSEN_BLOCK, values, origin }, chosen, said })
 }
 
 /// Of `sizes`, those a caller works out from the others (`worked_out`, in the spec's names:
@@ -2253,6 +2325,40 @@ mod tests {
         };
         assert_eq!(steps("  const uint stride = blockDim.x / BN;\n  for (uint r = 0; r < BM; r += stride) a[r] = 0.f;"), ["(THREADS) / BN >= 1"]);
         assert!(steps("  for (int i = threadIdx.x; i < 64; i += blockDim.x * VEC) a[i] = 0.f;").is_empty(), "a product is never 0");
+    }
+
+    #[test]
+    fn a_kernel_no_program_launches_gets_the_launch_its_flat_index_asks_for() {
+        let scalar = |name: &str| ArgSpec { name: name.into(), element: Some(Dtype::I32), value: Some(UNKNOWN.into()), ..ArgSpec::default() };
+        let buffer = ArgSpec { name: "x".into(), element: Some(Dtype::F32), length: Some("n".into()), ..ArgSpec::default() };
+        let launch = |body: &str| {
+            let source = format!("__global__ void scale_all(float *x, int n) {{\n{body}\n}}\n");
+            let tree = crate::syntax::parse_source(&source);
+            let body = descendants(tree.root_node()).find(|n| n.kind() == "compound_statement").unwrap();
+            let mut args = [buffer.clone(), scalar("n")];
+            let (mut grid, mut block) = (vec![UNKNOWN.to_string()], vec![UNKNOWN.to_string()]);
+            let found = launch_of_flat_index("scale_all", &source, body, &mut args, &mut grid, &mut block);
+            found.map(|f| (grid, block, args[1].value.clone(), f.choice.default, f.chosen.into_keys().collect::<Vec<_>>()))
+        };
+        let (grid, block, n, default, chosen) = launch("  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] *= 2.0f;").unwrap();
+        assert_eq!((grid, block), (vec!["ceil_div(n, SCALE_ALL_BLOCK_SIZE)".to_string()], vec!["SCALE_ALL_BLOCK_SIZE".to_string()]));
+        // The count is a size the shapes give, at templatize's choice.
+        assert_eq!((n.as_deref(), default, chosen), (Some("n"), CHOSEN_BLOCK, vec!["n".to_string()]));
+        // A float4 per thread: a quarter of the threads.
+        let (grid, ..) = launch("  int i = 4 * (blockIdx.x * blockDim.x + threadIdx.x);\n  if (i < n) x[i] = 0.0f;").unwrap();
+        assert_eq!(grid, ["ceil_div(n, 4 * SCALE_ALL_BLOCK_SIZE)"]);
+        // Another count the program would give (rows a thread's loop walks): no sizes are chosen.
+        let rows = |body: &str| {
+            let source = format!("__global__ void k(float *x, int n, int rows) {{\n{body}\n}}\n");
+            let tree = crate::syntax::parse_source(&source);
+            let body = descendants(tree.root_node()).find(|n| n.kind() == "compound_statement").unwrap();
+            let mut args = [buffer.clone(), scalar("n"), scalar("rows")];
+            launch_of_flat_index("k", &source, body, &mut args, &mut vec![UNKNOWN.to_string()], &mut vec![UNKNOWN.to_string()]).is_none()
+        };
+        assert!(rows("  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) {\n    for (int r = 0; r < rows; ++r) x[r * n + i] = 0.0f;\n  }"));
+        // Threads that read before the check, or meet at a barrier, are not free to regroup.
+        assert!(launch("  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  x[i] = 0.0f;").is_none());
+        assert!(launch("  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) {\n    __syncthreads();\n    x[i] = 0.0f;\n  }").is_none());
     }
 
     #[test]
