@@ -12,6 +12,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/tune_case.sh"
 # name | folder | file | kernel
 CASES="scale_values|$repo/tests/fixtures/workspace/unlaunched_kernels|kernels.cu|scale_values
 add_quads|$repo/tests/fixtures/workspace/unlaunched_kernels|kernels.cu|add_quads"
+# Not `sum_all`: its float total over the 2^24 chosen elements differs from block size to block
+# size (and from run to run, by its atomics) by 1e-5 to 1e-4 relative, past f32's default
+# tolerance, so no configuration verifies (docs/benchmarks.md, session 67).
 
 tune_cases "$CASES"
 echo "== status $status"

@@ -22,20 +22,41 @@ pub(super) struct LaunchExtents {
 /// name only what `is_bound_name` accepts (the kernel's scalar parameters). Given the `launch`,
 /// a thread coordinate no check bounds is bounded by the launch: `blockIdx.x * blockDim.x +
 /// threadIdx.x` by its threads along x, and `y * w + x` of such coordinates by `(rows - 1) * w +
-/// columns`. `None` when the buffer is used any other way (passed on, offset, aliased) or its
-/// accesses disagree.
+/// columns`. A buffer used only as its first element (`*flag`, `atomicAdd(total, sum)`) needs 1.
+/// `None` when the buffer is used any other way (passed on, offset, aliased) or its accesses
+/// disagree.
 pub(super) fn guarded_length(text: &str, body: Node, buffer: &str, is_bound_name: &dyn Fn(&str) -> bool, launch: Option<&LaunchExtents>) -> Option<String> {
     let mut length: Option<String> = None;
     for node in descendants(body).filter(|n| n.kind() == "identifier" && &text[n.byte_range()] == buffer) {
-        let access = node.parent().filter(|p| p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(node))?;
-        let index = access.child_by_field_name("indices").and_then(|i| i.named_child(0))?;
-        let extent = Bounds { text, body, is_bound_name, launch }.extent(index, access, 0)?;
+        let extent = match node.parent().filter(|p| p.kind() == "subscript_expression" && p.child_by_field_name("argument") == Some(node)) {
+            Some(access) => {
+                let index = access.child_by_field_name("indices").and_then(|i| i.named_child(0))?;
+                Bounds { text, body, is_bound_name, launch }.extent(index, access, 0)?
+            }
+            None if is_first_element(text, node) => "1".to_string(),
+            None => return None,
+        };
         match &length {
             Some(known) if *known != extent => return None,
             _ => length = Some(extent),
         }
     }
     length
+}
+
+/// Whether the buffer `name` is used here as its first element only: `*total`, or the address
+/// an atomic updates (`atomicAdd(total, sum)`, one sum for the whole grid).
+fn is_first_element(text: &str, name: Node) -> bool {
+    let Some(parent) = name.parent() else { return false };
+    match parent.kind() {
+        "pointer_expression" => parent.child(0).is_some_and(|op| &text[op.byte_range()] == "*"),
+        "argument_list" => {
+            let first = parent.named_child(0).is_some_and(|a| a.id() == name.id());
+            let function = parent.parent().and_then(|call| call.child_by_field_name("function")).map(|f| &text[f.byte_range()]);
+            first && function.is_some_and(|f| f.starts_with("atomic"))
+        }
+        _ => false,
+    }
 }
 
 /// How many locals deep an index is read for its value.
@@ -319,13 +340,17 @@ mod tests {
     }
 
     #[test]
-    fn unbounded_or_escaping_buffers_have_no_length() {
+    fn unbounded_or_escaping_buffers_have_no_length_and_a_total_has_one() {
         let unguarded = "__global__ void k(float *out, int n) {\n  out[threadIdx.x] = 0.0f;\n}\n";
         assert_eq!(length_of(unguarded, "out"), None);
         let passed_on = "__global__ void k(float *out, int n) {\n  int i = threadIdx.x;\n  if (i < n) { out[i] = 0.0f; atomicAdd(out, 1.0f); }\n}\n";
         assert_eq!(length_of(passed_on, "out"), None);
         let bound_by_a_local = "__global__ void k(float *out, int n) {\n  int m = n / 2;\n  int i = threadIdx.x;\n  if (i < m) out[i] = 0.0f;\n}\n";
         assert_eq!(length_of(bound_by_a_local, "out"), None);
+        // The whole grid's one total: its first element.
+        let total = "__global__ void k(const float *in, float *total, int n) {\n  int i = threadIdx.x;\n  if (i < n) atomicAdd(total, in[i]);\n}\n";
+        assert_eq!(length_of(total, "total").as_deref(), Some("1"));
+        assert_eq!(length_of("__global__ void k(int *flag) { *flag = 1; }\n", "flag").as_deref(), Some("1"));
         let disagreeing = "__global__ void k(float *out, int n, int rows) {\n  int i = threadIdx.x;\n  if (i < n) out[i] = 0.0f;\n  if (i < rows) out[i] = 1.0f;\n}\n";
         assert_eq!(length_of(disagreeing, "out"), None);
     }

@@ -211,7 +211,7 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     // not hold), whose threads each take their own flat index below a count: the launch that
     // index asks for, with a block to tune and the count of templatize's choosing.
     let unlaunched = match (site, body) {
-        (None, Some(b)) => launch_of_flat_index(kernel, templated.text(), b, &mut args, &mut grid, &mut block),
+        (None, Some(b)) => launch_of_flat_index(kernel, templated.text(), b, &params, &mut args, &mut grid, &mut block),
         _ => None,
     };
     let renamed_sizes = match &host {
@@ -271,7 +271,7 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     }
     shared_bytes = with_kept_block_extents(&shared_bytes, &block);
     if let Some(unlaunched) = &unlaunched {
-        insert_before_compiler_options(&mut params, [unlaunched.choice.clone()]);
+        insert_before_compiler_options(&mut params, unlaunched.choice.clone());
     }
     let mut param_names: BTreeSet<String> = params.iter().map(|p| p.name.clone()).collect();
     let mut unsayable = unsayable_expressions(kernel, site.is_some(), &mut grid, &mut block, &mut shared_bytes, &mut args);
@@ -566,7 +566,8 @@ const CHOSEN_BLOCK: i64 = 256;
 /// The launch a kernel no program launches gets from its flat index: the block a parameter, the
 /// grid covering the count, and the count's sizes (scalar arguments) chosen.
 struct UnlaunchedLaunch {
-    choice: ParamSpec,
+    /// The block parameter, where the kernel has none of its own.
+    choice: Option<ParamSpec>,
     /// Each size chosen, with why.
     chosen: BTreeMap<String, String>,
     /// The launch as the templatize report says it.
@@ -575,13 +576,21 @@ struct UnlaunchedLaunch {
 
 /// For a kernel that no launch in the workspace reaches, whose threads each take their own flat
 /// index (or a literal multiple of it, a `float4` per thread) below a count of its scalar
-/// arguments and share nothing with their block: `grid`, `block` and the scalars' values the
-/// launch that index asks for. `None` for any other kernel, whose launch stays `?`.
-fn launch_of_flat_index(kernel: &str, text: &str, body: Node, args: &mut [ArgSpec], grid: &mut Vec<String>, block: &mut Vec<String>) -> Option<UnlaunchedLaunch> {
-    if super::elements::flat_threads(text, body) != Some(FlatThreads::Guarded) {
-        return None;
-    }
-    let (count, step) = super::elements::guarded_elements(text, body)?;
+/// arguments: `grid`, `block` and the scalars' values the launch that index asks for. Threads
+/// that share nothing with their block get a block parameter of their own; a block the kernel
+/// takes as a template parameter (`blockIdx.x * NUM_THREADS + threadIdx.x`, its shared arrays
+/// sized by it) is that parameter. `None` for any other kernel, whose launch stays `?`.
+fn launch_of_flat_index(kernel: &str, text: &str, body: Node, params: &[ParamSpec], args: &mut [ArgSpec], grid: &mut Vec<String>, block: &mut Vec<String>) -> Option<UnlaunchedLaunch> {
+    let (count, step, template_block) = match super::elements::flat_threads(text, body) {
+        Some(FlatThreads::Guarded) => {
+            let (count, step) = super::elements::guarded_elements(text, body)?;
+            (count, step, None)
+        }
+        _ => {
+            let (name, count, step) = template_block_index(text, body, params)?;
+            (count, step, Some(name))
+        }
+    };
     let counted: BTreeSet<&str> = identifiers_in(&count).collect();
     let scalar = |a: &ArgSpec| !a.is_buffer() && a.fields.is_empty() && a.value.as_deref() == Some(UNKNOWN);
     if counted.is_empty() || !counted.iter().all(|w| args.iter().any(|a| a.name == *w && scalar(a))) {
@@ -593,7 +602,7 @@ fn launch_of_flat_index(kernel: &str, text: &str, body: Node, args: &mut [ArgSpe
     if args.iter().any(other_count) {
         return None;
     }
-    let name = format!("{}_BLOCK_SIZE", super::param_prefix(kernel));
+    let name = template_block.clone().unwrap_or_else(|| format!("{}_BLOCK_SIZE", super::param_prefix(kernel)));
     let threads = if step == 1 { name.clone() } else { format!("{step} * {name}") };
     *grid = vec![format!("ceil_div({count}, {threads})")];
     *block = vec![name.clone()];
@@ -604,10 +613,70 @@ fn launch_of_flat_index(kernel: &str, text: &str, body: Node, args: &mut [ArgSpe
         chosen.insert(arg.name.clone(), why.clone());
     }
     let sizes = chosen.keys().map(|s| format!("`{s}` = {CHOSEN_ELEMENTS}")).collect::<Vec<_>>().join(", ");
-    let origin = format!("{why}: each thread takes its own flat index below `{count}` and shares nothing with its block, so a launch of any block covers it in `ceil_div({count}, {threads})` blocks");
-    let said = format!("{why}: its flat index asks for `ceil_div({count}, {threads})` blocks of `{name}` = {CHOSEN_BLOCK} threads; the sizes are templatize's choice ({sizes}): write those your program runs in the spec's shapes");
-    let values = block_values(block, &name, CHOSEN_BLOCK);
-    Some(UnlaunchedLaunch { choice: ParamSpec { name, kind: ParamKind::Launch, default: CHOSEN_BLOCK, values, origin }, chosen, said })
+    let launch = format!("`ceil_div({count}, {threads})` blocks");
+    let (choice, said) = match template_block {
+        Some(_) => (None, format!("{why}: its index asks for {launch} of its template parameter `{name}` threads; the sizes are templatize's choice ({sizes}): write those your program runs in the spec's shapes")),
+        None => {
+            let origin = format!("{why}: each thread takes its own flat index below `{count}` and shares nothing with its block, so a launch of any block covers it in {launch}");
+            let values = block_values(block, &name, CHOSEN_BLOCK);
+            let said = format!("{why}: its flat index asks for {launch} of `{name}` = {CHOSEN_BLOCK} threads; the sizes are templatize's choice ({sizes}): write those your program runs in the spec's shapes");
+            (Some(ParamSpec { name, kind: ParamKind::Launch, default: CHOSEN_BLOCK, values, origin }), said)
+        }
+    };
+    Some(UnlaunchedLaunch { choice, chosen, said })
+}
+
+/// The block a kernel takes as a template parameter the spec tunes, from the index one of its
+/// locals holds (`idx = blockIdx.x * NUM_THREADS + tid`, with `tid = threadIdx.x`, or that times
+/// a literal), with the count the kernel compares it with (`idx < N`) and the literal: `None`
+/// where the index is made otherwise or compared with several counts.
+fn template_block_index(text: &str, body: Node, params: &[ParamSpec]) -> Option<(String, String, i64)> {
+    let said = |n: Node| text[n.byte_range()].split_whitespace().collect::<String>();
+    let locals: Vec<(&str, Node)> = super::lanes::statements_of(body)
+        .into_iter()
+        .filter(|s| s.kind() == "declaration")
+        .filter_map(|s| {
+            let declarator = s.child_by_field_name("declarator").filter(|d| d.kind() == "init_declarator")?;
+            let name = declarator.child_by_field_name("declarator").filter(|n| n.kind() == "identifier")?;
+            Some((&text[name.byte_range()], super::bounds::without_parentheses(declarator.child_by_field_name("value")?)))
+        })
+        .collect();
+    let is_thread = |n: Node| said(n) == "threadIdx.x" || locals.iter().any(|(name, value)| said(n) == *name && said(*value) == "threadIdx.x");
+    let template_block = |n: Node| params.iter().find(|p| p.kind == ParamKind::Template && said(n) == p.name).map(|p| p.name.clone());
+    let block_of = |n: Node| -> Option<String> {
+        let (a, b) = operands_of(text, n, "+")?;
+        let (start, thread) = if is_thread(b) { (a, b) } else { (b, a) };
+        let (x, y) = operands_of(text, start, "*").filter(|_| is_thread(thread))?;
+        match (said(x).as_str(), said(y).as_str()) {
+            ("blockIdx.x", _) => template_block(y),
+            (_, "blockIdx.x") => template_block(x),
+            _ => None,
+        }
+    };
+    let (holder, name, step) = locals.iter().find_map(|(holder, value)| {
+        if let Some(name) = block_of(*value) {
+            return Some((*holder, name, 1));
+        }
+        let (a, b) = operands_of(text, *value, "*")?;
+        let (index, literal) = if crate::syntax::parse_int_literal(&said(b)).is_some() { (a, b) } else { (b, a) };
+        Some((*holder, block_of(index)?, crate::syntax::parse_int_literal(&said(literal)).filter(|s| *s > 0)?))
+    })?;
+    let counts: BTreeSet<String> = descendants(body)
+        .filter_map(|n| {
+            let (left, right) = operands_of(text, n, "<").or_else(|| operands_of(text, n, ">").map(|(l, r)| (r, l)))?;
+            (said(left) == holder && right.kind() == "identifier").then(|| said(right))
+        })
+        .collect();
+    match counts.into_iter().collect::<Vec<_>>().as_slice() {
+        [count] => Some((name, count.clone(), step)),
+        _ => None,
+    }
+}
+
+/// The two sides of `node` when it is a binary `operator` expression, without their parentheses.
+fn operands_of<'t>(text: &str, node: Node<'t>, operator: &str) -> Option<(Node<'t>, Node<'t>)> {
+    node.child_by_field_name("operator").filter(|o| node.kind() == "binary_expression" && &text[o.byte_range()] == operator)?;
+    Some((super::bounds::without_parentheses(node.child_by_field_name("left")?), super::bounds::without_parentheses(node.child_by_field_name("right")?)))
 }
 
 /// Of `sizes`, those a caller works out from the others (`worked_out`, in the spec's names:
@@ -2337,13 +2406,13 @@ mod tests {
             let body = descendants(tree.root_node()).find(|n| n.kind() == "compound_statement").unwrap();
             let mut args = [buffer.clone(), scalar("n")];
             let (mut grid, mut block) = (vec![UNKNOWN.to_string()], vec![UNKNOWN.to_string()]);
-            let found = launch_of_flat_index("scale_all", &source, body, &mut args, &mut grid, &mut block);
-            found.map(|f| (grid, block, args[1].value.clone(), f.choice.default, f.chosen.into_keys().collect::<Vec<_>>()))
+            let found = launch_of_flat_index("scale_all", &source, body, &[], &mut args, &mut grid, &mut block);
+            found.map(|f| (grid, block, args[1].value.clone(), f.choice.map(|c| c.default), f.chosen.into_keys().collect::<Vec<_>>()))
         };
         let (grid, block, n, default, chosen) = launch("  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] *= 2.0f;").unwrap();
         assert_eq!((grid, block), (vec!["ceil_div(n, SCALE_ALL_BLOCK_SIZE)".to_string()], vec!["SCALE_ALL_BLOCK_SIZE".to_string()]));
         // The count is a size the shapes give, at templatize's choice.
-        assert_eq!((n.as_deref(), default, chosen), (Some("n"), CHOSEN_BLOCK, vec!["n".to_string()]));
+        assert_eq!((n.as_deref(), default, chosen), (Some("n"), Some(CHOSEN_BLOCK), vec!["n".to_string()]));
         // A float4 per thread: a quarter of the threads.
         let (grid, ..) = launch("  int i = 4 * (blockIdx.x * blockDim.x + threadIdx.x);\n  if (i < n) x[i] = 0.0f;").unwrap();
         assert_eq!(grid, ["ceil_div(n, 4 * SCALE_ALL_BLOCK_SIZE)"]);
@@ -2353,9 +2422,27 @@ mod tests {
             let tree = crate::syntax::parse_source(&source);
             let body = descendants(tree.root_node()).find(|n| n.kind() == "compound_statement").unwrap();
             let mut args = [buffer.clone(), scalar("n"), scalar("rows")];
-            launch_of_flat_index("k", &source, body, &mut args, &mut vec![UNKNOWN.to_string()], &mut vec![UNKNOWN.to_string()]).is_none()
+            launch_of_flat_index("k", &source, body, &[], &mut args, &mut vec![UNKNOWN.to_string()], &mut vec![UNKNOWN.to_string()]).is_none()
         };
         assert!(rows("  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) {\n    for (int r = 0; r < rows; ++r) x[r * n + i] = 0.0f;\n  }"));
+        // A block the kernel takes as its template parameter, its tile sized by it: that parameter.
+        let template = |body: &str| {
+            let source = format!("template <int NUM_THREADS = 128>\n__global__ void sum_all(float *x, float *total, int n) {{\n{body}\n}}\n");
+            let tree = crate::syntax::parse_source(&source);
+            let body = descendants(tree.root_node()).find(|n| n.kind() == "compound_statement").unwrap();
+            let num_threads = ParamSpec { name: "NUM_THREADS".into(), kind: ParamKind::Template, default: 128, values: vec![32, 128], origin: String::new() };
+            let mut args = [buffer.clone(), ArgSpec { name: "total".into(), ..buffer.clone() }, scalar("n")];
+            let (mut grid, mut block) = (vec![UNKNOWN.to_string()], vec![UNKNOWN.to_string()]);
+            let found = launch_of_flat_index("sum_all", &source, body, &[num_threads], &mut args, &mut grid, &mut block)?;
+            Some((grid, block, found.choice.is_none(), found.chosen.into_keys().collect::<Vec<_>>()))
+        };
+        let reduce = "  int tid = threadIdx.x;\n  int idx = blockIdx.x * NUM_THREADS + tid;\n  __shared__ float part[NUM_THREADS];\n  part[tid] = (idx < n) ? x[idx] : 0.0f;\n  __syncthreads();\n  if (tid == 0) atomicAdd(total, part[0]);";
+        let expected = (vec!["ceil_div(n, NUM_THREADS)".to_string()], vec!["NUM_THREADS".to_string()], true, vec!["n".to_string()]);
+        assert_eq!(template(reduce), Some(expected));
+        let quads = reduce.replace("int idx = blockIdx.x * NUM_THREADS + tid;", "int idx = (blockIdx.x * NUM_THREADS + tid) * 4;");
+        assert_eq!(template(&quads).map(|t| t.0), Some(vec!["ceil_div(n, 4 * NUM_THREADS)".to_string()]));
+        // The block's own extent in the index, a block of any size sharing a tile: no guess.
+        assert_eq!(template(&reduce.replace("blockIdx.x * NUM_THREADS", "blockIdx.x * blockDim.x")), None);
         // Threads that read before the check, or meet at a barrier, are not free to regroup.
         assert!(launch("  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  x[i] = 0.0f;").is_none());
         assert!(launch("  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) {\n    __syncthreads();\n    x[i] = 0.0f;\n  }").is_none());
