@@ -211,7 +211,7 @@ pub fn infer(original: &Document, own: KernelFile, kernel: &str, mut params: Vec
     // not hold), whose threads each take their own flat index below a count: the launch that
     // index asks for, with a block to tune and the count of templatize's choosing.
     let unlaunched = match (site, body) {
-        (None, Some(b)) => launch_of_flat_index(kernel, templated.text(), b, &params, &mut args, &mut grid, &mut block),
+        (None, Some(b)) => launch_from_own_index(kernel, templated.text(), b, &params, &mut args, &mut grid, &mut block),
         _ => None,
     };
     let renamed_sizes = match &host {
@@ -580,7 +580,7 @@ struct UnlaunchedLaunch {
 /// that share nothing with their block get a block parameter of their own; a block the kernel
 /// takes as a template parameter (`blockIdx.x * NUM_THREADS + threadIdx.x`, its shared arrays
 /// sized by it) is that parameter. `None` for any other kernel, whose launch stays `?`.
-fn launch_of_flat_index(kernel: &str, text: &str, body: Node, params: &[ParamSpec], args: &mut [ArgSpec], grid: &mut Vec<String>, block: &mut Vec<String>) -> Option<UnlaunchedLaunch> {
+fn launch_from_own_index(kernel: &str, text: &str, body: Node, params: &[ParamSpec], args: &mut [ArgSpec], grid: &mut Vec<String>, block: &mut Vec<String>) -> Option<UnlaunchedLaunch> {
     let (count, step, template_block) = match super::elements::flat_threads(text, body) {
         Some(FlatThreads::Guarded) => {
             let (count, step) = super::elements::guarded_elements(text, body)?;
@@ -2406,7 +2406,7 @@ mod tests {
             let body = descendants(tree.root_node()).find(|n| n.kind() == "compound_statement").unwrap();
             let mut args = [buffer.clone(), scalar("n")];
             let (mut grid, mut block) = (vec![UNKNOWN.to_string()], vec![UNKNOWN.to_string()]);
-            let found = launch_of_flat_index("scale_all", &source, body, &[], &mut args, &mut grid, &mut block);
+            let found = launch_from_own_index("scale_all", &source, body, &[], &mut args, &mut grid, &mut block);
             found.map(|f| (grid, block, args[1].value.clone(), f.choice.map(|c| c.default), f.chosen.into_keys().collect::<Vec<_>>()))
         };
         let (grid, block, n, default, chosen) = launch("  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) x[i] *= 2.0f;").unwrap();
@@ -2422,7 +2422,7 @@ mod tests {
             let tree = crate::syntax::parse_source(&source);
             let body = descendants(tree.root_node()).find(|n| n.kind() == "compound_statement").unwrap();
             let mut args = [buffer.clone(), scalar("n"), scalar("rows")];
-            launch_of_flat_index("k", &source, body, &[], &mut args, &mut vec![UNKNOWN.to_string()], &mut vec![UNKNOWN.to_string()]).is_none()
+            launch_from_own_index("k", &source, body, &[], &mut args, &mut vec![UNKNOWN.to_string()], &mut vec![UNKNOWN.to_string()]).is_none()
         };
         assert!(rows("  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) {\n    for (int r = 0; r < rows; ++r) x[r * n + i] = 0.0f;\n  }"));
         // A block the kernel takes as its template parameter, its tile sized by it: that parameter.
@@ -2433,7 +2433,7 @@ mod tests {
             let num_threads = ParamSpec { name: "NUM_THREADS".into(), kind: ParamKind::Template, default: 128, values: vec![32, 128], origin: String::new() };
             let mut args = [buffer.clone(), ArgSpec { name: "total".into(), ..buffer.clone() }, scalar("n")];
             let (mut grid, mut block) = (vec![UNKNOWN.to_string()], vec![UNKNOWN.to_string()]);
-            let found = launch_of_flat_index("sum_all", &source, body, &[num_threads], &mut args, &mut grid, &mut block)?;
+            let found = launch_from_own_index("sum_all", &source, body, &[num_threads], &mut args, &mut grid, &mut block)?;
             Some((grid, block, found.choice.is_none(), found.chosen.into_keys().collect::<Vec<_>>()))
         };
         let reduce = "  int tid = threadIdx.x;\n  int idx = blockIdx.x * NUM_THREADS + tid;\n  __shared__ float part[NUM_THREADS];\n  part[tid] = (idx < n) ? x[idx] : 0.0f;\n  __syncthreads();\n  if (tid == 0) atomicAdd(total, part[0]);";
